@@ -1,0 +1,64 @@
+"""Every error jobstream raises derives from JobstreamError.
+
+Retryability is a property of the error: handlers raise NonRetryableError (or a subclass)
+when another attempt cannot help, and the retry router reads ``retryable``.
+"""
+
+from __future__ import annotations
+
+
+class JobstreamError(Exception):
+    """Root of jobstream's errors."""
+
+    retryable: bool = True
+
+
+class ConfigurationError(JobstreamError):
+    """A setting is missing or invalid; the process stops at start."""
+
+    retryable = False
+
+
+class SerializationError(JobstreamError):
+    """An event could not be encoded."""
+
+    retryable = False
+
+
+class DeserializationError(JobstreamError):
+    """A record could not be decoded; ``raw`` keeps its bytes for the dead-letter path."""
+
+    retryable = False
+
+    def __init__(self, reason: str, *, raw: bytes | None, topic: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
+        self.topic = topic
+
+
+class TopicMismatchError(JobstreamError):
+    """An existing topic's partition count or cleanup policy differs from the design."""
+
+    retryable = False
+
+
+class BrokerError(JobstreamError):
+    """The local Kafka broker could not be provisioned, started or reached."""
+
+
+class ValidationError(JobstreamError):
+    """A submission or command is invalid; ``field`` names what is wrong."""
+
+    retryable = False
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class NonRetryableError(JobstreamError):
+    """Raised by a handler when another attempt cannot succeed."""
+
+    retryable = False
