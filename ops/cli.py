@@ -1,0 +1,98 @@
+"""``jobstream kafka ...`` and ``jobstream topics ...``: the local broker and the topics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ops.kafka.cluster import LocalCluster
+from ops.topics import ensure_topics
+from pipeline.config import load_settings
+from pipeline.topics import Topics
+
+console = Console()
+kafka_app = typer.Typer(help="Run a local Apache Kafka broker (KRaft) from Maven Central jars.",
+                        no_args_is_help=True)
+topics_app = typer.Typer(help="Create and check jobstream's topics.", no_args_is_help=True)
+
+DEFAULT_HOME = Path(os.environ.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka"))
+HomeOption = typer.Option(DEFAULT_HOME, "--home", help="Folder of the cluster's data and logs "
+                          "(env JOBSTREAM_KAFKA_HOME).")
+
+
+@kafka_app.command("up")
+def kafka_up(
+    nodes: int = typer.Option(1, "--nodes", min=1, max=5, help="1, or 3 for a fault-test cluster."),
+    port: int = typer.Option(9092, "--port", help="First broker port; controllers at port+100."),
+    heap_mb: int = typer.Option(512, "--heap-mb", help="JVM heap of each node."),
+    timeout_s: float = typer.Option(90.0, "--timeout", help="Seconds to wait for the broker."),
+    home: Path = HomeOption,
+) -> None:
+    """Start the broker (idempotent) and wait until it answers a metadata request."""
+    cluster = LocalCluster(home)
+    with console.status(f"starting {nodes}-node Kafka in {cluster.home} ..."):
+        layout = cluster.up(nodes=nodes, port=port, heap_mb=heap_mb, timeout_s=timeout_s)
+    console.print(f"bootstrap: [bold]{layout.bootstrap}[/bold]")
+    for node in layout.nodes:
+        console.print(f"log (node {node.node_id}): {cluster.log_path(node)}")
+
+
+@kafka_app.command("down")
+def kafka_down(home: Path = HomeOption) -> None:
+    """Stop every node of the local broker."""
+    stopped = LocalCluster(home).down()
+    console.print(f"stopped nodes: {stopped}" if stopped else "no broker was running")
+
+
+@kafka_app.command("status")
+def kafka_status(home: Path = HomeOption) -> None:
+    """Show each node: pid, port, and whether it runs. Exits 1 when none runs."""
+    cluster = LocalCluster(home)
+    layout = cluster.layout()
+    if layout is None:
+        console.print(f"no cluster in {cluster.home}")
+        raise typer.Exit(1)
+    table = Table("node", "state", "pid", "bootstrap", "log")
+    for node in layout.nodes:
+        pid = cluster.pid(node)
+        state = "[green]running[/green]" if pid else "[red]stopped[/red]"
+        table.add_row(str(node.node_id), state, str(pid or "-"), f"127.0.0.1:{node.port}",
+                      str(cluster.log_path(node)))
+    console.print(table)
+    if not cluster.running_nodes(layout):
+        raise typer.Exit(1)
+
+
+@kafka_app.command("jars")
+def kafka_jars() -> None:
+    """Fetch the broker's jars with Maven into the cache (done by `up` when needed)."""
+    from ops.kafka import runtime
+
+    with console.status("fetching Kafka jars with Maven ..."):
+        path = runtime.ensure_jars()
+    console.print(f"jars: {path}")
+
+
+@topics_app.command("create")
+def topics_create() -> None:
+    """Create every topic of the design; fail naming any existing topic that differs."""
+    settings = load_settings()
+    report = ensure_topics(settings.kafka_config, Topics(settings).specs(),
+                           replication_factor=settings.replication_factor)
+    console.print(f"created {len(report.created)} topics, {len(report.existing)} already existed")
+    for name in report.created:
+        console.print(f"  + {name}")
+
+
+@topics_app.command("list")
+def topics_list() -> None:
+    """List the topics the design needs, with partitions and cleanup policy."""
+    settings = load_settings()
+    table = Table("topic", "partitions", "cleanup.policy")
+    for spec in Topics(settings).specs():
+        table.add_row(spec.name, str(spec.partitions), spec.cleanup_policy)
+    console.print(table)

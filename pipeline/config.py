@@ -1,0 +1,111 @@
+"""Process settings, read once from the environment (prefix ``JOBSTREAM_``).
+
+One place maps settings to librdkafka keys (:meth:`Settings.kafka_config`), so the same
+code runs against the local broker and a secured production cluster. A bad value stops
+the process at start: :func:`load_settings` turns pydantic's error into a
+ConfigurationError that names the environment variable.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.errors import ConfigurationError
+
+ENV_PREFIX = "JOBSTREAM_"
+
+# A job's parameters may reach 1 MB; the Avro envelope around them is small.
+MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Everything a jobstream process reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers.")
+    topic_prefix: str = Field("", description="Prepended to every topic name, e.g. 'prod.'.")
+
+    timer_partitions: int = Field(
+        6, ge=1, description="Partitions of jobs.intake, jobs.retry and the timer changelog."
+    )
+    exec_partitions: int = Field(6, ge=1, description="Partitions of each execution topic.")
+    events_partitions: int = Field(6, ge=1, description="Partitions of jobs.events.")
+    status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")
+    dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
+    workers_partitions: int = Field(1, ge=1, description="Partitions of jobs.workers.")
+    replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
+    job_types: tuple[str, ...] = Field(
+        ("data.process", "image.render", "report.generate"),
+        description="Job types whose execution and dead-letter topics are created up front.",
+    )
+
+    schema_registry_url: str | None = Field(
+        None, description="Confluent Schema Registry; unset means Avro single-object encoding."
+    )
+
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: SecretStr | None = None
+    librdkafka: dict[str, str] = Field(
+        default_factory=dict,
+        description="Further librdkafka settings as a JSON object, passed through as they are.",
+    )
+
+    @field_validator("job_types", mode="before")
+    @classmethod
+    def _split_job_types(cls, value: object) -> object:
+        if isinstance(value, str) and not value.lstrip().startswith("["):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_bootstrap(cls, value: str) -> str:
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"expected host:port[,host:port...], got {server!r}")
+        return value
+
+    @cached_property
+    def kafka_config(self) -> dict[str, str | int]:
+        """The librdkafka settings shared by every client of this process."""
+        config: dict[str, str | int] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        optional = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password.get_secret_value() if self.sasl_password else None,
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "ssl.key.password": (
+                self.ssl_key_password.get_secret_value() if self.ssl_key_password else None
+            ),
+        }
+        config.update({key: value for key, value in optional.items() if value is not None})
+        config.update(self.librdkafka)
+        return config
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings, or raise ConfigurationError naming each bad variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigurationError(f"invalid setting: {problems}") from exc

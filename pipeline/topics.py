@@ -1,0 +1,86 @@
+"""Topic names and the properties the design needs of each topic.
+
+The one place that knows jobstream's topics: processors ask it for names, and
+``jobstream topics create`` (ops/topics.py) creates exactly what it lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pipeline.config import MAX_MESSAGE_BYTES, Settings
+
+PRIORITIES = ("high", "normal", "low")
+
+_WEEK_MS = 7 * 24 * 3600 * 1000
+_YEAR_MS = 365 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    compacted: bool = False
+    retention_ms: int = _WEEK_MS
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cleanup_policy(self) -> str:
+        return "compact" if self.compacted else "delete"
+
+    def config(self) -> dict[str, str]:
+        config = {
+            "cleanup.policy": self.cleanup_policy,
+            "max.message.bytes": str(MAX_MESSAGE_BYTES),
+        }
+        if not self.compacted:
+            config["retention.ms"] = str(self.retention_ms)
+        config.update(self.extra)
+        return config
+
+
+class Topics:
+    """Names of every jobstream topic, with the configured prefix."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        p = settings.topic_prefix
+        self.intake = f"{p}jobs.intake"
+        self.intake_dlq = f"{p}jobs.intake.dlq"
+        self.retry = f"{p}jobs.retry"
+        self.timers_changelog = f"{p}jobs.timers.changelog"
+        self.events = f"{p}jobs.events"
+        self.status = f"{p}jobs.status"
+        self.workers = f"{p}jobs.workers"
+
+    def execution(self, job_type: str, priority: str) -> str:
+        """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier."""
+        return f"{self.settings.topic_prefix}jobs.exec.{job_type}.{priority.lower()}"
+
+    def dead_letter(self, job_type: str) -> str:
+        return f"{self.settings.topic_prefix}jobs.dlq.{job_type}"
+
+    def job_type_specs(self, job_type: str) -> Iterator[TopicSpec]:
+        """The topics a job type needs: its execution tiers and its dead-letter topic."""
+        s = self.settings
+        for priority in PRIORITIES:
+            yield TopicSpec(self.execution(job_type, priority), s.exec_partitions)
+        yield TopicSpec(self.dead_letter(job_type), s.dlq_partitions, retention_ms=_YEAR_MS)
+
+    def specs(self) -> list[TopicSpec]:
+        """Every topic of the design, for the configured job types."""
+        s = self.settings
+        specs = [
+            TopicSpec(self.intake, s.timer_partitions),
+            TopicSpec(self.intake_dlq, s.dlq_partitions, retention_ms=_YEAR_MS),
+            # Retries feed the timers, so jobs.retry is co-partitioned with jobs.intake.
+            TopicSpec(self.retry, s.timer_partitions),
+            TopicSpec(self.timers_changelog, s.timer_partitions, compacted=True),
+            TopicSpec(self.events, s.events_partitions, retention_ms=_YEAR_MS),
+            TopicSpec(self.status, s.status_partitions, compacted=True),
+            TopicSpec(self.workers, s.workers_partitions, compacted=True),
+        ]
+        for job_type in s.job_types:
+            specs.extend(self.job_type_specs(job_type))
+        return specs

@@ -1,0 +1,73 @@
+"""One Kafka broker per test session, unique topic prefixes and group ids per test.
+
+The broker is ``KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise a local KRaft broker started
+from ops/ in a temporary folder on free ports. With ``CI=true`` a broker that cannot
+start fails the run; elsewhere the tests that need it are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from ops.kafka.cluster import LocalCluster
+from ops.topics import ensure_topics
+from pipeline.config import Settings
+from pipeline.errors import JobstreamError
+from pipeline.topics import Topics
+from tests.support.ports import free_base_port
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield external
+        return
+    cluster = LocalCluster(tmp_path_factory.mktemp("kafka"))
+    try:
+        layout = cluster.up(nodes=1, port=free_base_port(1), heap_mb=512)
+    except JobstreamError as exc:
+        cluster.down()
+        message = f"Kafka broker could not start: {exc}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield layout.bootstrap
+    finally:
+        cluster.down()
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A name no other test uses: for topic prefixes and group ids."""
+    test = request.node.name.replace("[", "-").replace("]", "")[:40]
+    return f"{test}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def settings(kafka_bootstrap: str, unique_name: str) -> Settings:
+    """Settings on the session broker with a topic prefix of this test's own."""
+    return Settings(
+        bootstrap_servers=kafka_bootstrap,
+        topic_prefix=f"{unique_name}.",
+        timer_partitions=3,
+        exec_partitions=2,
+        events_partitions=3,
+        status_partitions=3,
+        dlq_partitions=1,
+    )
+
+
+@pytest.fixture
+def topics(settings: Settings) -> Topics:
+    """Every topic of the design, created for this test."""
+    names = Topics(settings)
+    ensure_topics(settings.kafka_config, names.specs(), replication_factor=1)
+    return names

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from ops.topics import ensure_topics
+from pipeline.config import Settings
+from pipeline.errors import TopicMismatchError
+from pipeline.topics import Topics
+
+
+def test_creates_every_topic_of_the_design_once(settings: Settings) -> None:
+    specs = Topics(settings).specs()
+    first = ensure_topics(settings.kafka_config, specs)
+    second = ensure_topics(settings.kafka_config, specs)
+
+    assert sorted(first.created) == sorted(spec.name for spec in specs)
+    assert second.created == []
+    assert sorted(second.existing) == sorted(spec.name for spec in specs)
+
+
+def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics) -> None:
+    admin = AdminClient(topics.settings.kafka_config)
+    metadata = admin.list_topics(timeout=10).topics
+    assert len(metadata[topics.intake].partitions) == topics.settings.timer_partitions
+    assert len(metadata[topics.timers_changelog].partitions) == topics.settings.timer_partitions
+    assert len(metadata[topics.retry].partitions) == topics.settings.timer_partitions
+    assert topics.execution("image.render", "high") in metadata
+
+    resources = {
+        name: ConfigResource(ConfigResource.Type.TOPIC, name)
+        for name in (topics.status, topics.timers_changelog, topics.workers, topics.events)
+    }
+    configs = admin.describe_configs(list(resources.values()))
+    policy = {name: configs[res].result()["cleanup.policy"].value for name, res in resources.items()}
+    assert policy == {
+        topics.status: "compact",
+        topics.timers_changelog: "compact",
+        topics.workers: "compact",
+        topics.events: "delete",
+    }
+    max_bytes = configs[resources[topics.status]].result()["max.message.bytes"].value
+    assert int(max_bytes) > 1024 * 1024
+
+
+def test_partition_count_mismatch_is_reported(settings: Settings, topics: Topics) -> None:
+    wider = settings.model_copy(update={"timer_partitions": settings.timer_partitions + 2})
+    with pytest.raises(TopicMismatchError) as caught:
+        ensure_topics(wider.kafka_config, Topics(wider).specs())
+    message = str(caught.value)
+    assert f"{topics.intake}: 3 partitions, expected 5" in message
+    assert topics.timers_changelog in message
+
+
+def test_cleanup_policy_mismatch_is_reported(settings: Settings) -> None:
+    names = Topics(settings)
+    admin = AdminClient(settings.kafka_config)
+    from confluent_kafka.admin import NewTopic
+
+    admin.create_topics(
+        [NewTopic(names.status, settings.status_partitions, 1, config={"cleanup.policy": "delete"})]
+    )[names.status].result()
+    with pytest.raises(TopicMismatchError, match=rf"{names.status}: cleanup.policy=delete, expected compact"):
+        ensure_topics(settings.kafka_config, names.specs())
