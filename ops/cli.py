@@ -15,13 +15,15 @@ from pipeline.config import load_settings
 from pipeline.topics import Topics
 
 console = Console()
-kafka_app = typer.Typer(help="Run a local Apache Kafka broker (KRaft) from Maven Central jars.",
-                        no_args_is_help=True)
+kafka_app = typer.Typer(
+    help="Run a local Apache Kafka broker (KRaft) from Maven Central jars.", no_args_is_help=True
+)
 topics_app = typer.Typer(help="Create and check jobstream's topics.", no_args_is_help=True)
 
 DEFAULT_HOME = Path(os.environ.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka"))
-HomeOption = typer.Option(DEFAULT_HOME, "--home", help="Folder of the cluster's data and logs "
-                          "(env JOBSTREAM_KAFKA_HOME).")
+HomeOption = typer.Option(
+    DEFAULT_HOME, "--home", help="Folder of the cluster's data and logs (env JOBSTREAM_KAFKA_HOME)."
+)
 
 
 @kafka_app.command("up")
@@ -60,8 +62,13 @@ def kafka_status(home: Path = HomeOption) -> None:
     for node in layout.nodes:
         pid = cluster.pid(node)
         state = "[green]running[/green]" if pid else "[red]stopped[/red]"
-        table.add_row(str(node.node_id), state, str(pid or "-"), f"127.0.0.1:{node.port}",
-                      str(cluster.log_path(node)))
+        table.add_row(
+            str(node.node_id),
+            state,
+            str(pid or "-"),
+            f"127.0.0.1:{node.port}",
+            str(cluster.log_path(node)),
+        )
     console.print(table)
     if not cluster.running_nodes(layout):
         raise typer.Exit(1)
@@ -81,8 +88,11 @@ def kafka_jars() -> None:
 def topics_create() -> None:
     """Create every topic of the design; fail naming any existing topic that differs."""
     settings = load_settings()
-    report = ensure_topics(settings.kafka_config, Topics(settings).specs(),
-                           replication_factor=settings.replication_factor)
+    report = ensure_topics(
+        settings.kafka_config,
+        Topics(settings).specs(),
+        replication_factor=settings.replication_factor,
+    )
     console.print(f"created {len(report.created)} topics, {len(report.existing)} already existed")
     for name in report.created:
         console.print(f"  + {name}")
@@ -96,3 +106,10 @@ def topics_list() -> None:
     for spec in Topics(settings).specs():
         table.add_row(spec.name, str(spec.partitions), spec.cleanup_policy)
     console.print(table)
+
+
+def demo() -> None:
+    """Run the demo against the configured broker."""
+    from ops.demo import run_demo
+
+    run_demo(load_settings())

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -70,7 +71,7 @@ def ensure_topics(
     return report
 
 
-def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> Mapping:
+def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, Any]:
     """Metadata lags a creation briefly; wait until every topic shows with its partitions."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -84,7 +85,7 @@ def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> Map
 
 
 def _differences(
-    admin: AdminClient, specs: list[TopicSpec], present: Mapping, timeout_s: float
+    admin: AdminClient, specs: list[TopicSpec], present: Mapping[str, Any], timeout_s: float
 ) -> list[str]:
     if not specs:
         return []
@@ -94,12 +95,8 @@ def _differences(
     for spec, resource in zip(specs, resources, strict=True):
         partitions = len(present[spec.name].partitions)
         if partitions != spec.partitions:
-            problems.append(
-                f"{spec.name}: {partitions} partitions, expected {spec.partitions}"
-            )
+            problems.append(f"{spec.name}: {partitions} partitions, expected {spec.partitions}")
         policy = configs[resource].result()["cleanup.policy"].value
         if policy != spec.cleanup_policy:
-            problems.append(
-                f"{spec.name}: cleanup.policy={policy}, expected {spec.cleanup_policy}"
-            )
+            problems.append(f"{spec.name}: cleanup.policy={policy}, expected {spec.cleanup_policy}")
     return problems

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from ops.cli import kafka_app, topics_app
+from ops.cli import demo, kafka_app, topics_app
 from pipeline.errors import (
     BrokerError,
     ConfigurationError,
@@ -37,14 +37,22 @@ EPILOG = """Examples:
   jobstream topics create            # every topic of the design
 """
 
-app = typer.Typer(name="jobstream", help="A job scheduler built on Apache Kafka.",
-                  epilog=EPILOG, no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="jobstream",
+    help="A job scheduler built on Apache Kafka.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
+app.command("demo")(demo)
 
 
 @app.callback()
-def _setup(log_level: str = typer.Option("INFO", "--log-level", envvar="JOBSTREAM_LOG_LEVEL")) -> None:
+def _setup(
+    log_level: str = typer.Option("INFO", "--log-level", envvar="JOBSTREAM_LOG_LEVEL"),
+) -> None:
     configure_logging(log_level)
 
 
@@ -55,5 +63,6 @@ def main() -> None:
     except JobstreamError as exc:
         logging.getLogger("jobstream").debug("command failed", exc_info=True)
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(next((code for kind, code in _EXIT_CODES.items() if isinstance(exc, kind)),
-                      EXIT_ERROR))
+        sys.exit(
+            next((code for kind, code in _EXIT_CODES.items() if isinstance(exc, kind)), EXIT_ERROR)
+        )

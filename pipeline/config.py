@@ -9,10 +9,11 @@ ConfigurationError that names the environment variable.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal
+from typing import Annotated, Literal
 
+import orjson
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from pipeline.errors import ConfigurationError
 
@@ -39,7 +40,7 @@ class Settings(BaseSettings):
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
     workers_partitions: int = Field(1, ge=1, description="Partitions of jobs.workers.")
     replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
-    job_types: tuple[str, ...] = Field(
+    job_types: Annotated[tuple[str, ...], NoDecode] = Field(
         ("data.process", "image.render", "report.generate"),
         description="Job types whose execution and dead-letter topics are created up front.",
     )
@@ -64,7 +65,9 @@ class Settings(BaseSettings):
     @field_validator("job_types", mode="before")
     @classmethod
     def _split_job_types(cls, value: object) -> object:
-        if isinstance(value, str) and not value.lstrip().startswith("["):
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return orjson.loads(value)
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
 
@@ -109,3 +112,8 @@ def load_settings(**overrides: object) -> Settings:
             f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigurationError(f"invalid setting: {problems}") from exc
+    except SettingsError as exc:  # a value that is not valid JSON for a structured field
+        field = str(exc).split('"')[1] if '"' in str(exc) else "?"
+        raise ConfigurationError(
+            f"invalid setting: {ENV_PREFIX}{field.upper()}: {exc.__cause__ or exc}"
+        ) from exc

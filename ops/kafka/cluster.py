@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -125,8 +126,9 @@ class LocalCluster:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def up(self, *, nodes: int = 1, port: int = 9092, heap_mb: int = 512,
-           timeout_s: float = 90.0) -> Layout:
+    def up(
+        self, *, nodes: int = 1, port: int = 9092, heap_mb: int = 512, timeout_s: float = 90.0
+    ) -> Layout:
         """Start the cluster (idempotent) and wait until every node answers metadata."""
         layout = self.layout()
         if layout is not None and len(layout.nodes) != nodes and self.running_nodes(layout):
@@ -186,13 +188,15 @@ class LocalCluster:
         (node_dir / "pid").write_text(str(process.pid))
         log.info("started kafka node %d pid=%d port=%d", node.node_id, process.pid, node.port)
 
-    def wait_ready(self, layout: Layout, *, timeout_s: float,
-                   brokers: list[Node] | None = None) -> None:
+    def wait_ready(
+        self, layout: Layout, *, timeout_s: float, brokers: list[Node] | None = None
+    ) -> None:
         """Wait until the given nodes (default: all) are in the cluster's metadata."""
         expected = {n.node_id for n in (brokers or layout.nodes)}
         deadline = time.monotonic() + timeout_s
-        admin = AdminClient({"bootstrap.servers": layout.bootstrap, "log_level": 0,
-                             "logger": logging.getLogger("ops.kafka.admin")})  # fmt: skip
+        # librdkafka's connection-refused lines while the broker starts are noise: log level 0.
+        admin_config: dict[str, Any] = {"bootstrap.servers": layout.bootstrap, "log_level": 0}
+        admin = AdminClient(admin_config)
         seen: set[int] = set()
         while time.monotonic() < deadline:
             for node in layout.nodes:
@@ -225,8 +229,9 @@ class LocalCluster:
     def stop_node(self, node_id: int, *, timeout_s: float = 30.0, kill: bool = False) -> bool:
         return bool(self.stop_nodes([node_id], timeout_s=timeout_s, kill=kill))
 
-    def stop_nodes(self, node_ids: list[int], *, timeout_s: float = 30.0,
-                   kill: bool = False) -> list[int]:
+    def stop_nodes(
+        self, node_ids: list[int], *, timeout_s: float = 30.0, kill: bool = False
+    ) -> list[int]:
         """Signal the nodes together, then wait; SIGKILL what is left after ``timeout_s``.
 
         Together, because a node shutting down cleanly waits for the quorum, and the
@@ -241,8 +246,9 @@ class LocalCluster:
             time.sleep(0.1)
         for node, pid in pids.items():
             if _alive(pid):
-                log.warning("kafka node %d did not stop in %.0fs; killing it", node.node_id,
-                            timeout_s)
+                log.warning(
+                    "kafka node %d did not stop in %.0fs; killing it", node.node_id, timeout_s
+                )
                 os.kill(pid, signal.SIGKILL)
                 while _alive(pid):
                     time.sleep(0.05)

@@ -32,7 +32,9 @@ def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics
         for name in (topics.status, topics.timers_changelog, topics.workers, topics.events)
     }
     configs = admin.describe_configs(list(resources.values()))
-    policy = {name: configs[res].result()["cleanup.policy"].value for name, res in resources.items()}
+    policy = {
+        name: configs[res].result()["cleanup.policy"].value for name, res in resources.items()
+    }
     assert policy == {
         topics.status: "compact",
         topics.timers_changelog: "compact",
@@ -60,5 +62,7 @@ def test_cleanup_policy_mismatch_is_reported(settings: Settings) -> None:
     admin.create_topics(
         [NewTopic(names.status, settings.status_partitions, 1, config={"cleanup.policy": "delete"})]
     )[names.status].result()
-    with pytest.raises(TopicMismatchError, match=rf"{names.status}: cleanup.policy=delete, expected compact"):
+    with pytest.raises(
+        TopicMismatchError, match=rf"{names.status}: cleanup.policy=delete, expected compact"
+    ):
         ensure_topics(settings.kafka_config, names.specs())

@@ -9,8 +9,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(condition: Callable[[], T], *, timeout_s: float = 30.0, interval_s: float = 0.05,
-             what: str = "condition") -> T:
+def wait_for(
+    condition: Callable[[], T],
+    *,
+    timeout_s: float = 30.0,
+    interval_s: float = 0.05,
+    what: str = "condition",
+) -> T:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:

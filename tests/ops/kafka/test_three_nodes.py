@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -31,11 +30,19 @@ def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Loca
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                         "enable.idempotence": True, "message.timeout.ms": 60000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": 60000,
+        }
+    )
     failures: list[str] = []
     for value in values:
-        producer.produce(topic, value, on_delivery=lambda err, _m: err and failures.append(str(err)))
+        producer.produce(
+            topic, value, on_delivery=lambda err, _m: err and failures.append(str(err))
+        )
     assert producer.flush(90) == 0
     assert failures == []
 
@@ -54,8 +61,14 @@ def test_replicated_topic_survives_one_node_down(three_nodes: tuple[LocalCluster
     survivors = ",".join(f"127.0.0.1:{n.port}" for n in layout.nodes if n.node_id != 3)
     produce(survivors, "replicated", [f"after-{i}".encode() for i in range(100)])
 
-    consumer = Consumer({"bootstrap.servers": survivors, "group.id": "check",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": survivors,
+            "group.id": "check",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe(["replicated"])
     seen: set[bytes] = set()
     for _ in range(600):

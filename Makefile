@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` (broker, topics, demo) and `make test`.
+# Each sets itself up on a fresh machine: a venv with the packages, and the Kafka jars.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup run test lint down clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(STAMP)
+	$(BIN)/jobstream kafka jars
+
+run: setup
+	$(BIN)/jobstream kafka up
+	$(BIN)/jobstream topics create
+	$(BIN)/jobstream demo
+
+test: setup
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipeline connectors ops tests
+	$(BIN)/mypy
+
+down: $(STAMP)
+	$(BIN)/jobstream kafka down
+
+clean: down
+	rm -rf .jobstream

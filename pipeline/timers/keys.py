@@ -1,0 +1,87 @@
+"""Keys of the RocksDB timer store, encoded so that byte order is the order timers fire in.
+
+Three key spaces, told apart by their first byte:
+
+- schedule ``b"s" | fire minute (u64 BE) | fire ms (u64 BE) | job id (UTF-8)``: one entry per
+  pending fire. Big-endian fixed-width integers compare like the numbers, and the minute comes
+  from the ms, so byte order is (fire_ms, job_id) order (UTF-8 preserves code point order).
+  The leading minute lets a scan seek to a minute bucket without knowing exact instants.
+- index ``b"j" | job id``: from a job to its pending schedule key, for cancel and update.
+- metadata ``b"m" | name``: store bookkeeping (e.g. the changelog offset).
+
+A due scan iterates from ``SCHEDULE_LOWER_BOUND`` to ``due_upper_bound(now_ms)`` (exclusive).
+The store must compare raw bytes (rocksdict ``Options(raw_mode=True)``): in its default mode
+rocksdict tags each key with its Python type and these bounds no longer apply.
+"""
+
+from __future__ import annotations
+
+import struct
+
+SCHEDULE_PREFIX = b"s"
+INDEX_PREFIX = b"j"
+META_PREFIX = b"m"
+SCHEDULE_LOWER_BOUND = SCHEDULE_PREFIX
+"""Inclusive lower bound of every schedule key."""
+SCHEDULE_UPPER_BOUND = b"t"
+"""Exclusive upper bound of every schedule key."""
+
+MINUTE_MS = 60_000
+_FIRE = struct.Struct(">QQ")
+_HEADER = len(SCHEDULE_PREFIX) + _FIRE.size
+_MAX_U64 = (1 << 64) - 1
+
+
+def encode_schedule_key(fire_ms: int, job_id: str) -> bytes:
+    """The schedule key of ``job_id`` firing at ``fire_ms`` (epoch ms, >= 0)."""
+    if not job_id:
+        raise ValueError("job_id must not be empty")
+    if not 0 <= fire_ms <= _MAX_U64:
+        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    return SCHEDULE_PREFIX + _FIRE.pack(fire_ms // MINUTE_MS, fire_ms) + job_id.encode()
+
+
+def decode_schedule_key(key: bytes) -> tuple[int, str]:
+    """(fire_ms, job_id) of a schedule key; ValueError if ``key`` is not one."""
+    if len(key) <= _HEADER or not key.startswith(SCHEDULE_PREFIX):
+        raise ValueError(f"not a schedule key: {key!r}")
+    minute, fire_ms = _FIRE.unpack_from(key, len(SCHEDULE_PREFIX))
+    if minute != fire_ms // MINUTE_MS:
+        raise ValueError(f"schedule key minute does not match its ms: {key!r}")
+    return fire_ms, key[_HEADER:].decode()
+
+
+def due_upper_bound(now_ms: int) -> bytes:
+    """Exclusive upper bound: schedule keys below it are exactly those with fire_ms <= now_ms.
+
+    It is the header of ``now_ms + 1`` with no job id, so it sorts before every key firing at
+    ``now_ms + 1`` (those have a non-empty job id after the same header) and after every key
+    firing earlier.
+    """
+    if now_ms < 0:
+        raise ValueError(f"now_ms must be >= 0: {now_ms}")
+    if now_ms >= _MAX_U64:
+        return SCHEDULE_UPPER_BOUND
+    bound = now_ms + 1
+    return SCHEDULE_PREFIX + _FIRE.pack(bound // MINUTE_MS, bound)
+
+
+def encode_index_key(job_id: str) -> bytes:
+    """The index key of ``job_id``."""
+    if not job_id:
+        raise ValueError("job_id must not be empty")
+    return INDEX_PREFIX + job_id.encode()
+
+
+def decode_index_key(key: bytes) -> str:
+    """The job id of an index key."""
+    if len(key) <= len(INDEX_PREFIX) or not key.startswith(INDEX_PREFIX):
+        raise ValueError(f"not an index key: {key!r}")
+    return key[len(INDEX_PREFIX) :].decode()
+
+
+def encode_meta_key(name: str) -> bytes:
+    """The key of the store metadata entry ``name``."""
+    if not name:
+        raise ValueError("name must not be empty")
+    return META_PREFIX + name.encode()

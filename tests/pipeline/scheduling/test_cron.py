@@ -1,0 +1,440 @@
+"""Cron next-fire: DST policies, bounds, jitter and validation, against hand-computed instants.
+
+2026 transitions used below (all on Sundays):
+Europe/Paris 2026-03-29 01:00Z (02:00 CET -> 03:00 CEST), 2026-10-25 01:00Z (03:00 CEST -> 02:00
+CET); America/New_York 2026-03-08 07:00Z (02:00 EST -> 03:00 EDT), 2026-11-01 06:00Z (02:00 EDT
+-> 01:00 EST).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from croniter import croniter
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.errors import ValidationError
+from pipeline.scheduling.cron import (
+    CronSpec,
+    MisfirePolicy,
+    RepeatedHourPolicy,
+    SkippedHourPolicy,
+    iter_occurrences,
+    jitter_offset_ms,
+    next_fire_ms,
+)
+
+CET, CEST = timezone(timedelta(hours=1)), timezone(timedelta(hours=2))
+EST, EDT = timezone(timedelta(hours=-5)), timezone(timedelta(hours=-4))
+SCHEMA = Path(__file__).parents[3] / "schemas" / "io.jobstream.CronSchedule.avsc"
+JOB = "01JOBJOBJOBJOBJOBJOBJOBJOB"
+
+
+def ms(moment: datetime) -> int:
+    assert moment.tzinfo is not None
+    return int(moment.timestamp() * 1000)
+
+
+def fires(spec: CronSpec, after: datetime, count: int, job_id: str = JOB) -> list[int]:
+    """``count`` fires chained through next_fire_ms, as a timer would."""
+    out: list[int] = []
+    cursor = ms(after)
+    for _ in range(count):
+        fire = next_fire_ms(spec, cursor, job_id=job_id)
+        assert fire is not None
+        out.append(fire)
+        cursor = fire
+    return out
+
+
+def at(*moments: datetime) -> list[int]:
+    return [ms(m) for m in moments]
+
+
+# --- weekday 09:00 Europe/Paris across both 2026 changes ---------------------------------
+
+
+def test_weekday_morning_paris_across_spring_forward() -> None:
+    spec = CronSpec(expression="0 9 * * MON-FRI", timezone="Europe/Paris")
+    assert fires(spec, datetime(2026, 3, 26, 12, tzinfo=UTC), 3) == at(
+        datetime(2026, 3, 27, 9, tzinfo=CET),
+        datetime(2026, 3, 30, 9, tzinfo=CEST),
+        datetime(2026, 3, 31, 9, tzinfo=CEST),
+    )
+
+
+def test_weekday_morning_paris_across_fall_back() -> None:
+    spec = CronSpec(expression="0 9 * * MON-FRI", timezone="Europe/Paris")
+    assert fires(spec, datetime(2026, 10, 22, 12, tzinfo=UTC), 3) == at(
+        datetime(2026, 10, 23, 9, tzinfo=CEST),
+        datetime(2026, 10, 26, 9, tzinfo=CET),
+        datetime(2026, 10, 27, 9, tzinfo=CET),
+    )
+
+
+# --- a wall time in the spring-forward gap -----------------------------------------------
+
+
+def test_paris_gap_run_after_fires_when_the_clock_jumps() -> None:
+    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris")
+    assert spec.skipped_hour == SkippedHourPolicy.RUN_AFTER
+    assert fires(spec, datetime(2026, 3, 28, 2, 30, tzinfo=CET), 2) == at(
+        datetime(2026, 3, 29, 3, 0, tzinfo=CEST),  # 01:00Z, the jump itself
+        datetime(2026, 3, 30, 2, 30, tzinfo=CEST),
+    )
+
+
+def test_paris_gap_skip_drops_the_day() -> None:
+    spec = CronSpec(
+        expression="30 2 * * *", timezone="Europe/Paris", skipped_hour=SkippedHourPolicy.SKIP
+    )
+    assert fires(spec, datetime(2026, 3, 28, 2, 30, tzinfo=CET), 2) == at(
+        datetime(2026, 3, 30, 2, 30, tzinfo=CEST),
+        datetime(2026, 3, 31, 2, 30, tzinfo=CEST),
+    )
+
+
+def test_new_york_gap_run_after_and_skip() -> None:
+    after = datetime(2026, 3, 7, 2, 30, tzinfo=EST)
+    run_after = CronSpec(expression="30 2 * * *", timezone="America/New_York")
+    assert fires(run_after, after, 2) == at(
+        datetime(2026, 3, 8, 3, 0, tzinfo=EDT),  # 07:00Z
+        datetime(2026, 3, 9, 2, 30, tzinfo=EDT),
+    )
+    skip = CronSpec(
+        expression="30 2 * * *", timezone="America/New_York", skipped_hour=SkippedHourPolicy.SKIP
+    )
+    assert fires(skip, after, 1) == at(datetime(2026, 3, 9, 2, 30, tzinfo=EDT))
+
+
+def test_occurrences_through_the_gap_are_not_repeated() -> None:
+    spec = CronSpec(expression="*/15 * * * *", timezone="Europe/Paris")
+    after = ms(datetime(2026, 3, 29, 1, 30, tzinfo=CET))
+    got = list(itertools.islice(iter_occurrences(spec, after, job_id=JOB), 3))
+    assert [o.nominal_ms for o in got] == at(
+        datetime(2026, 3, 29, 1, 45, tzinfo=CET),
+        datetime(2026, 3, 29, 3, 0, tzinfo=CEST),
+        datetime(2026, 3, 29, 3, 15, tzinfo=CEST),
+    )
+
+
+def test_quarter_hours_through_the_gap_never_fire_twice_at_the_jump() -> None:
+    spec = CronSpec(expression="*/15 * * * *", timezone="Europe/Paris")
+    # 02:00..02:45 do not exist; RUN_AFTER folds them into 03:00 CEST, which 03:00 also is.
+    assert fires(spec, datetime(2026, 3, 29, 1, 30, tzinfo=CET), 4) == at(
+        datetime(2026, 3, 29, 1, 45, tzinfo=CET),
+        datetime(2026, 3, 29, 3, 0, tzinfo=CEST),
+        datetime(2026, 3, 29, 3, 15, tzinfo=CEST),
+        datetime(2026, 3, 29, 3, 30, tzinfo=CEST),
+    )
+
+
+def test_run_after_in_a_half_hour_gap() -> None:
+    # Australia/Lord_Howe springs from 02:00 +10:30 to 02:30 +11:00 on 2026-10-04.
+    spec = CronSpec(expression="15 2 * * *", timezone="Australia/Lord_Howe")
+    plus_1030, plus_11 = timezone(timedelta(hours=10, minutes=30)), timezone(timedelta(hours=11))
+    assert fires(spec, datetime(2026, 10, 3, 2, 15, tzinfo=plus_1030), 2) == at(
+        datetime(2026, 10, 4, 2, 30, tzinfo=plus_11),
+        datetime(2026, 10, 5, 2, 15, tzinfo=plus_11),
+    )
+
+
+# --- a wall time in the repeated hour ----------------------------------------------------
+
+
+def test_paris_repeated_first_runs_once() -> None:
+    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris")
+    assert spec.repeated_hour == RepeatedHourPolicy.FIRST
+    assert fires(spec, datetime(2026, 10, 24, 2, 30, tzinfo=CEST), 2) == at(
+        datetime(2026, 10, 25, 2, 30, tzinfo=CEST),
+        datetime(2026, 10, 26, 2, 30, tzinfo=CET),
+    )
+
+
+def test_paris_repeated_both_runs_twice() -> None:
+    spec = CronSpec(
+        expression="30 2 * * *", timezone="Europe/Paris", repeated_hour=RepeatedHourPolicy.BOTH
+    )
+    assert fires(spec, datetime(2026, 10, 24, 2, 30, tzinfo=CEST), 3) == at(
+        datetime(2026, 10, 25, 2, 30, tzinfo=CEST),
+        datetime(2026, 10, 25, 2, 30, tzinfo=CET),
+        datetime(2026, 10, 26, 2, 30, tzinfo=CET),
+    )
+
+
+def test_new_york_repeated_first_and_both() -> None:
+    after = datetime(2026, 10, 31, 1, 30, tzinfo=EDT)
+    first = CronSpec(expression="30 1 * * *", timezone="America/New_York")
+    assert fires(first, after, 2) == at(
+        datetime(2026, 11, 1, 1, 30, tzinfo=EDT),
+        datetime(2026, 11, 2, 1, 30, tzinfo=EST),
+    )
+    both = CronSpec(
+        expression="30 1 * * *", timezone="America/New_York", repeated_hour=RepeatedHourPolicy.BOTH
+    )
+    assert fires(both, after, 3) == at(
+        datetime(2026, 11, 1, 1, 30, tzinfo=EDT),
+        datetime(2026, 11, 1, 1, 30, tzinfo=EST),
+        datetime(2026, 11, 2, 1, 30, tzinfo=EST),
+    )
+    # 02:30 is not in New York's repeated hour (01:00-02:00): it runs once under BOTH.
+    late = CronSpec(
+        expression="30 2 * * *", timezone="America/New_York", repeated_hour=RepeatedHourPolicy.BOTH
+    )
+    assert fires(late, datetime(2026, 11, 1, 1, 30, tzinfo=EST), 2) == at(
+        datetime(2026, 11, 1, 2, 30, tzinfo=EST),
+        datetime(2026, 11, 2, 2, 30, tzinfo=EST),
+    )
+
+
+def test_quarter_hours_through_fall_back_both_follow_elapsed_time() -> None:
+    spec = CronSpec(
+        expression="*/15 * * * *", timezone="Europe/Paris", repeated_hour=RepeatedHourPolicy.BOTH
+    )
+    got = fires(spec, datetime(2026, 10, 25, 1, 45, tzinfo=CEST), 10)
+    expected = [ms(datetime(2026, 10, 25, 0, 0, tzinfo=UTC)) + i * 15 * 60_000 for i in range(10)]
+    assert got == expected  # 02:00..02:45 CEST, 02:00..02:45 CET, 03:00 CET, 03:15 CET
+    assert got[4] == ms(datetime(2026, 10, 25, 2, 0, tzinfo=CET))
+
+
+def test_quarter_hours_through_fall_back_first_fire_each_wall_time_once() -> None:
+    spec = CronSpec(expression="*/15 * * * *", timezone="Europe/Paris")
+    assert fires(spec, datetime(2026, 10, 25, 2, 30, tzinfo=CEST), 3) == at(
+        datetime(2026, 10, 25, 2, 45, tzinfo=CEST),
+        datetime(2026, 10, 25, 3, 0, tzinfo=CET),  # 75 minutes later
+        datetime(2026, 10, 25, 3, 15, tzinfo=CET),
+    )
+
+
+@pytest.mark.parametrize("policy", list(RepeatedHourPolicy))
+@pytest.mark.parametrize(
+    ("zone", "start"),
+    [
+        ("Europe/Paris", datetime(2026, 10, 24, 23, tzinfo=UTC)),
+        ("America/New_York", datetime(2026, 11, 1, 3, tzinfo=UTC)),
+    ],
+)
+def test_quarter_hours_across_fall_back_strictly_increase(
+    zone: str, start: datetime, policy: RepeatedHourPolicy
+) -> None:
+    spec = CronSpec(expression="*/15 * * * *", timezone=zone, repeated_hour=policy)
+    got = fires(spec, start, 24)
+    assert all(b > a for a, b in itertools.pairwise(got))
+    assert all((b - a) in (15 * 60_000, 75 * 60_000) for a, b in itertools.pairwise(got))
+    assert ((75 * 60_000) in {b - a for a, b in itertools.pairwise(got)}) == (
+        policy == RepeatedHourPolicy.FIRST
+    )
+
+
+# --- properties over zones, expressions and policies -------------------------------------
+
+ZONES = ["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
+EXPRESSIONS = ["*/15 * * * *", "30 2 * * *", "0 * * * *", "0 9 * * MON-FRI", "45 1 1 * *"]
+START_2026 = ms(datetime(2026, 1, 1, tzinfo=UTC))
+YEAR_MS = 365 * 86_400_000
+TRANSITIONS_2026 = [
+    ms(datetime(2026, 3, 29, 1, tzinfo=UTC)),  # Paris
+    ms(datetime(2026, 10, 25, 1, tzinfo=UTC)),
+    ms(datetime(2026, 3, 8, 7, tzinfo=UTC)),  # New York
+    ms(datetime(2026, 11, 1, 6, tzinfo=UTC)),
+    ms(datetime(2026, 4, 4, 15, tzinfo=UTC)),  # Lord Howe, 02:00 +11:00 -> 01:30 +10:30
+    ms(datetime(2026, 10, 3, 15, 30, tzinfo=UTC)),  # 02:00 +10:30 -> 02:30 +11:00
+]
+# Half the examples start within six hours of a DST change, where the policies matter.
+AFTERS = st.one_of(
+    st.integers(START_2026, START_2026 + YEAR_MS),
+    st.builds(
+        lambda t, d: t + d, st.sampled_from(TRANSITIONS_2026), st.integers(-6 * 3_600_000, 0)
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    zone=st.sampled_from(ZONES),
+    expression=st.sampled_from(EXPRESSIONS),
+    skipped=st.sampled_from(list(SkippedHourPolicy)),
+    repeated=st.sampled_from(list(RepeatedHourPolicy)),
+    jitter=st.sampled_from([0, 1, 7_000, 20 * 60_000, 86_400_000]),
+    after=AFTERS,
+    probe=st.floats(0, 1),
+)
+def test_fires_increase_and_any_instant_between_gives_the_next(
+    zone: str,
+    expression: str,
+    skipped: SkippedHourPolicy,
+    repeated: RepeatedHourPolicy,
+    jitter: int,
+    after: int,
+    probe: float,
+) -> None:
+    spec = CronSpec(
+        expression=expression,
+        timezone=zone,
+        skipped_hour=skipped,
+        repeated_hour=repeated,
+        jitter_ms=jitter,
+    )
+    occurrences = []
+    for occurrence in iter_occurrences(spec, after, job_id=JOB):
+        occurrences.append(occurrence)
+        if len(occurrences) == 6:
+            break
+    got = [o.fire_ms for o in occurrences]
+    assert got[0] > after
+    assert all(b > a for a, b in itertools.pairwise(got))
+    for this, following in itertools.pairwise(occurrences):
+        assert this.nominal_ms <= this.fire_ms < following.nominal_ms
+        assert this.fire_ms - this.nominal_ms < max(jitter, 1)
+        # Any instant from one fire up to just before the next yields the next.
+        between = this.fire_ms + int(probe * (following.fire_ms - this.fire_ms - 1))
+        assert next_fire_ms(spec, between, job_id=JOB) == following.fire_ms
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    expression=st.sampled_from([*EXPRESSIONS, "7 3 */2 * *", "0 0 29 2 *"]),
+    after=st.integers(START_2026, START_2026 + YEAR_MS),
+)
+def test_in_utc_the_sequence_is_croniters(expression: str, after: int) -> None:
+    spec = CronSpec(expression=expression)
+    walls = croniter(expression, datetime.fromtimestamp(after / 1000, UTC).replace(tzinfo=None))
+    expected = [ms(walls.get_next(datetime).replace(tzinfo=UTC)) for _ in range(5)]
+    assert fires(spec, datetime.fromtimestamp(after / 1000, UTC), 5) == expected
+
+
+# --- start, end, max_runs ----------------------------------------------------------------
+
+
+def test_start_at_is_inclusive_and_end_at_ends() -> None:
+    start = ms(datetime(2026, 5, 10, 9, tzinfo=UTC))
+    end = ms(datetime(2026, 5, 12, 9, tzinfo=UTC))
+    spec = CronSpec(expression="0 9 * * *", start_at_ms=start, end_at_ms=end)
+    early = ms(datetime(2026, 1, 1, tzinfo=UTC))
+    assert next_fire_ms(spec, early, job_id=JOB) == start
+    assert next_fire_ms(spec, start, job_id=JOB) == ms(datetime(2026, 5, 11, 9, tzinfo=UTC))
+    assert next_fire_ms(spec, end - 1, job_id=JOB) == end
+    assert next_fire_ms(spec, end, job_id=JOB) is None
+
+
+def test_max_runs_counts_runs_so_far() -> None:
+    spec = CronSpec(expression="0 9 * * *", max_runs=2)
+    after = ms(datetime(2026, 5, 10, 12, tzinfo=UTC))
+    assert next_fire_ms(spec, after, job_id=JOB, runs_so_far=1) == ms(
+        datetime(2026, 5, 11, 9, tzinfo=UTC)
+    )
+    assert next_fire_ms(spec, after, job_id=JOB, runs_so_far=2) is None
+
+
+def test_jitter_never_passes_end_at() -> None:
+    end = ms(datetime(2026, 5, 12, 9, 0, 0, 5000, tzinfo=UTC))  # 5 ms after the last nominal
+    spec = CronSpec(expression="0 9 * * *", end_at_ms=end, jitter_ms=3_600_000)
+    fire = next_fire_ms(spec, end - 3_600_000, job_id=JOB)
+    assert fire is not None
+    assert end - 5 <= fire <= end
+
+
+# --- jitter ------------------------------------------------------------------------------
+
+
+def test_jitter_offset_is_stable_and_in_range() -> None:
+    offsets = [jitter_offset_ms(f"job-{i}", 1_780_000_000_000, 30_000) for i in range(500)]
+    assert all(0 <= o < 30_000 for o in offsets)
+    assert len(set(offsets)) > 400  # spread, not constant
+    assert offsets == [jitter_offset_ms(f"job-{i}", 1_780_000_000_000, 30_000) for i in range(500)]
+    assert jitter_offset_ms("job-1", 1_780_000_000_000, 0) == 0
+    with pytest.raises(ValueError):
+        jitter_offset_ms("job-1", 1_780_000_000_000, -1)
+
+
+def test_jitter_formula_is_pinned() -> None:
+    # A change here moves every jittered fire: replays and upgrades would disagree.
+    digest = hashlib.blake2b(
+        b"job-1\x001780000000000", digest_size=8, person=b"jobstream.jitter"
+    ).digest()
+    assert jitter_offset_ms("job-1", 1_780_000_000_000, 30_000) == (
+        int.from_bytes(digest, "big") % 30_000
+    )
+
+
+def test_next_fire_applies_jitter_to_the_nominal_instant() -> None:
+    spec = CronSpec(expression="0 9 * * *", jitter_ms=600_000)
+    nominal = ms(datetime(2026, 5, 11, 9, tzinfo=UTC))
+    expected = nominal + jitter_offset_ms(JOB, nominal, 600_000)
+    assert next_fire_ms(spec, nominal - 86_400_000 + 600_000, job_id=JOB) == expected
+    assert next_fire_ms(spec, nominal - 86_400_000 + 600_000, job_id="other") != expected
+
+
+def test_jitter_wider_than_the_interval_keeps_order() -> None:
+    spec = CronSpec(expression="* * * * *", jitter_ms=600_000)
+    nine = datetime(2026, 5, 11, 9, tzinfo=UTC)
+    # Just before 09:00 the 08:59 run has fired (it fires before 09:00 whatever its offset).
+    got = fires(spec, nine - timedelta(milliseconds=1), 30)
+    nominals = [ms(nine) + i * 60_000 for i in range(30)]
+    assert all(n <= f < n + 60_000 for n, f in zip(nominals, got, strict=True))
+    assert len({f - n for n, f in zip(nominals, got, strict=True)}) > 20  # jitter did apply
+
+
+# --- validation and Avro -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"expression": "61 * * * *"}, "spec.cron.expression"),
+        ({"expression": "not cron"}, "spec.cron.expression"),
+        ({"expression": "0 0 * * * 30"}, "spec.cron.expression"),
+        ({"expression": "0 0 30 2 *"}, "spec.cron.expression"),
+        ({"expression": ""}, "spec.cron.expression"),
+        ({"timezone": "Mars/Olympus_Mons"}, "spec.cron.timezone"),
+        ({"timezone": "../etc/passwd"}, "spec.cron.timezone"),
+        ({"start_at_ms": 2000, "end_at_ms": 1000}, "spec.cron.end_at_ms"),
+        ({"jitter_ms": -1}, "spec.cron.jitter_ms"),
+        ({"catchup_window_ms": -1}, "spec.cron.catchup_window_ms"),
+        ({"max_runs": 0}, "spec.cron.max_runs"),
+        ({"misfire": "SOMETIMES"}, "spec.cron.misfire"),
+    ],
+)
+def test_invalid_schedules_name_the_field(fields: dict[str, Any], field: str) -> None:
+    record = {"expression": "0 9 * * *", **fields}
+    with pytest.raises(ValidationError) as caught:
+        CronSpec.from_avro(record)
+    assert caught.value.field == field
+
+
+def test_aliases_and_valid_edges_are_accepted() -> None:
+    assert CronSpec(expression="@daily").expression == "@daily"
+    assert CronSpec(expression="0 0 29 2 *", start_at_ms=5, end_at_ms=5).end_at_ms == 5
+
+
+def test_avro_round_trip_and_defaults_match_the_schema() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    defaults = {f["name"]: f["default"] for f in schema["fields"] if "default" in f}
+    spec = CronSpec.from_avro({"expression": "0 9 * * MON-FRI"})
+    assert spec.to_avro() == {"expression": "0 9 * * MON-FRI", **defaults}
+    assert [f["name"] for f in schema["fields"]] == list(spec.to_avro())
+
+    full = {
+        "expression": "*/5 * * * *",
+        "timezone": "Europe/Paris",
+        "start_at_ms": 1,
+        "end_at_ms": 2,
+        "max_runs": 3,
+        "skipped_hour": "SKIP",
+        "repeated_hour": "BOTH",
+        "misfire": "RUN_ALL",
+        "catchup_window_ms": 4,
+        "overlap": "SKIP",
+        "jitter_ms": 5,
+    }
+    spec = CronSpec.from_avro(full)
+    assert spec.misfire is MisfirePolicy.RUN_ALL
+    assert spec.to_avro() == full
+    assert type(spec.to_avro()["misfire"]) is str  # a plain symbol, as fastavro expects

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.config import load_settings
+from pipeline.errors import ConfigurationError
+
+
+def test_defaults_point_at_the_local_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JOBSTREAM_BOOTSTRAP_SERVERS", raising=False)
+    settings = load_settings()
+    assert settings.kafka_config == {
+        "bootstrap.servers": "127.0.0.1:9092",
+        "security.protocol": "PLAINTEXT",
+    }
+
+
+def test_security_settings_map_to_librdkafka_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBSTREAM_BOOTSTRAP_SERVERS", "kafka-1.prod:9093,kafka-2.prod:9093")
+    monkeypatch.setenv("JOBSTREAM_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("JOBSTREAM_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("JOBSTREAM_SASL_USERNAME", "scheduler")
+    monkeypatch.setenv("JOBSTREAM_SASL_PASSWORD", "s3cret")
+    monkeypatch.setenv("JOBSTREAM_SSL_CA_LOCATION", "/etc/ssl/ca.pem")
+    monkeypatch.setenv("JOBSTREAM_LIBRDKAFKA", '{"client.rack": "eu-west-1a"}')
+    settings = load_settings()
+    assert settings.kafka_config == {
+        "bootstrap.servers": "kafka-1.prod:9093,kafka-2.prod:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "scheduler",
+        "sasl.password": "s3cret",
+        "ssl.ca.location": "/etc/ssl/ca.pem",
+        "client.rack": "eu-west-1a",
+    }
+    assert "s3cret" not in repr(settings)
+
+
+def test_job_types_from_a_comma_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JOBSTREAM_JOB_TYPES", "email.send, video.encode")
+    assert load_settings().job_types == ("email.send", "video.encode")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("JOBSTREAM_TIMER_PARTITIONS", "0"),
+        ("JOBSTREAM_BOOTSTRAP_SERVERS", "no-port-here"),
+        ("JOBSTREAM_SECURITY_PROTOCOL", "CARRIER_PIGEON"),
+        ("JOBSTREAM_LIBRDKAFKA", "not json"),
+    ],
+)
+def test_a_bad_setting_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError, match=variable):
+        load_settings()
+
+
+def test_a_bad_setting_stops_the_process_at_start() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "topics", "create"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"JOBSTREAM_TIMER_PARTITIONS": "many", "PATH": ""},
+    )
+    assert result.returncode == 3
+    assert "JOBSTREAM_TIMER_PARTITIONS" in result.stderr
