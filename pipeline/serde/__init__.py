@@ -1,0 +1,25 @@
+"""Serde: Avro for events on topics, JSON for the jobs.status view.
+
+Serialization happens at the edge (producer, consumer, state store's outer layer);
+everything inside works on :class:`Event` and :class:`JobStatus` values.
+"""
+
+from pipeline.serde.avro import AvroDeserializer, AvroSerializer, Event, make_serde
+from pipeline.serde.schemas import EVENT_NAMES, EventSchemas, WriterSchema, event_schemas
+from pipeline.serde.status_json import JobState, JobStatus, LastError, decode_status, encode_status
+
+__all__ = [
+    "EVENT_NAMES",
+    "AvroDeserializer",
+    "AvroSerializer",
+    "Event",
+    "EventSchemas",
+    "JobState",
+    "JobStatus",
+    "LastError",
+    "WriterSchema",
+    "decode_status",
+    "encode_status",
+    "event_schemas",
+    "make_serde",
+]

@@ -1,0 +1,107 @@
+"""The value of a jobs.status record: one job's latest state, as JSON.
+
+jobs.status is a compacted view keyed by job id, read by people (kcat, the
+dashboard) as much as by code, so its values are JSON rather than Avro. The shape
+is this model; docs/status.md describes it field by field.
+
+Unknown fields are ignored when decoding so that a reader older than the writer
+still reads the fields it knows; add fields with defaults, never rename.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from pipeline.errors import DeserializationError, SerializationError
+
+
+class JobState(StrEnum):
+    """Where a job is in its life; the value written is the name."""
+
+    SCHEDULED = "SCHEDULED"
+    BLOCKED = "BLOCKED"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED_RETRYING = "FAILED_RETRYING"
+    DEAD_LETTERED = "DEAD_LETTERED"
+    CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"
+
+
+class LastError(BaseModel):
+    """The most recent failure, kept until the job succeeds or is redriven."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    error_type: str = Field(description="Exception class or error code.")
+    message: str = Field(description="The error's message.")
+
+
+class JobStatus(BaseModel):
+    """One job's latest state: the value of its record on jobs.status."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    job_id: str = Field(description="Unique, time-sortable job id (also the record key).")
+    workflow_id: str | None = Field(default=None, description="DAG this job belongs to.")
+    job_type: str = Field(description="Handler name, e.g. 'report.generate'.")
+    owner: str = Field(description="Application, user or tenant that owns the job.")
+    state: JobState = Field(description="Where the job is in its life.")
+    attempt: int = Field(default=0, ge=0, description="Current or last attempt; 0 before any.")
+    epoch: int = Field(default=0, ge=0, description="Fencing token of the current execution.")
+    priority: Literal["HIGH", "NORMAL", "LOW"] = Field(
+        default="NORMAL", description="Execution tier."
+    )
+    scheduled_at_ms: int | None = Field(
+        default=None, description="When the current or next attempt is due (epoch ms)."
+    )
+    next_fire_at_ms: int | None = Field(
+        default=None, description="Recurring jobs: the next cron fire time (epoch ms)."
+    )
+    updated_at_ms: int = Field(description="When this status was written (epoch ms).")
+    last_error: LastError | None = Field(default=None, description="The most recent failure.")
+    result: str | None = Field(default=None, description="Small result inline, as JSON text.")
+    result_uri: str | None = Field(default=None, description="Where a large result is stored.")
+    runs: int = Field(default=0, ge=0, description="Recurring jobs: completed runs so far.")
+    duplicates: int = Field(
+        default=0, ge=0, description="Submissions dropped as duplicates of this job."
+    )
+
+
+def encode_status(status: JobStatus) -> bytes:
+    """JSON bytes for a jobs.status value; fields left at None are written as null."""
+    try:
+        return orjson.dumps(status.model_dump(mode="json"))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise SerializationError(f"cannot encode JobStatus {status.job_id}: {exc}") from exc
+
+
+def decode_status(raw: bytes) -> JobStatus:
+    """Parse a jobs.status value; DeserializationError (with ``raw``) if it is not one.
+
+    A tombstone (None) is not a status: callers of a compacted topic check for it first.
+    """
+    if not raw:
+        raise DeserializationError("empty value", raw=raw)
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise DeserializationError(f"invalid JSON: {exc}", raw=raw) from exc
+    if not isinstance(obj, dict):
+        raise DeserializationError(
+            f"job status must be a JSON object, not {type(obj).__name__}", raw=raw
+        )
+    try:
+        return JobStatus.model_validate(obj)
+    except PydanticValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise DeserializationError(f"not a job status: {problems}", raw=raw) from exc
