@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ops.kafka.cluster import LocalCluster
-from ops.topics import ensure_topics
 from pipeline.config import load_settings
+from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 
 console = Console()

@@ -15,6 +15,7 @@ from pipeline.errors import (
     TopicMismatchError,
 )
 from pipeline.logs import configure_logging
+from pipeline.timers.cli import timers
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -47,6 +48,7 @@ app = typer.Typer(
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)
+app.command("timers")(timers)
 
 
 @app.callback()

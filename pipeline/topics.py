@@ -1,7 +1,7 @@
 """Topic names and the properties the design needs of each topic.
 
 The one place that knows jobstream's topics: processors ask it for names, and
-``jobstream topics create`` (ops/topics.py) creates exactly what it lists.
+``jobstream topics create`` (pipeline/kafka/admin.py) creates exactly what it lists.
 """
 
 from __future__ import annotations

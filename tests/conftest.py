@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from ops.kafka.cluster import LocalCluster
-from ops.topics import ensure_topics
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
+from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 from tests.support.ports import free_base_port
 

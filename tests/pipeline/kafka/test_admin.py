@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from ops.topics import ensure_topics
 from pipeline.config import Settings
 from pipeline.errors import TopicMismatchError
+from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 
 

@@ -1,0 +1,47 @@
+"""The commit order of a consume-transform-produce batch, in one place.
+
+1. Everything the batch produced is flushed, so every delivery report (the changelog
+   offsets the stores will record) has run.
+2. The consumer's positions are sent to the transaction with the group metadata: a
+   member that has been fenced by a rebalance fails here, and its batch aborts.
+3. The transaction commits: outputs, changelog and input offsets become visible at once.
+
+On an abortable error the batch is aborted and the consumer rewound to the committed
+offsets, so the same input is processed again; the local stores were not touched.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+def commit_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:
+    """Commit the open transaction with the consumer's current positions."""
+    if producer.flush(timeout_s) > 0:
+        raise KafkaException(f"records still undelivered after {timeout_s}s")
+    positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
+    if positions:
+        producer.send_offsets_to_transaction(
+            positions, consumer.consumer_group_metadata(), timeout_s
+        )
+    producer.commit_transaction(timeout_s)
+
+
+def abort_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:
+    """Abort the open transaction and rewind the consumer to its committed offsets."""
+    producer.abort_transaction(timeout_s)
+    assignment = consumer.assignment()
+    if not assignment:
+        return
+    for tp in consumer.committed(assignment, timeout=timeout_s):
+        offset = tp.offset if tp.offset != OFFSET_INVALID else 0
+        consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+
+def is_abortable(exc: KafkaException) -> bool:
+    error = exc.args[0]
+    return bool(getattr(error, "txn_requires_abort", lambda: False)())

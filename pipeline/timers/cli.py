@@ -1,0 +1,31 @@
+"""``jobstream timers``: run a timer processor until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import typer
+
+from pipeline.config import load_settings
+from pipeline.timers.runner import TimerOptions, TimerRunner
+
+DEFAULT_STATE_DIR = TimerOptions.state_dir
+
+
+def timers(
+    instance_id: str = typer.Option("0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
+                                    help="Stable id of this process among the timer processors."),
+    state_dir: Path = typer.Option(DEFAULT_STATE_DIR, "--state-dir",
+                                   envvar="JOBSTREAM_STATE_DIR", help="Where RocksDB stores live."),
+    tick_ms: int = typer.Option(20, "--tick-ms", min=1, max=1000,
+                                help="Wall-clock ticker interval."),
+) -> None:  # fmt: skip
+    """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""
+    settings = load_settings()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    options = TimerOptions(instance_id=instance_id, state_dir=state_dir, tick_ms=tick_ms)
+    TimerRunner(settings, options).run(stop)

@@ -1,0 +1,58 @@
+"""A timer entry: what the timer store holds for one pending firing.
+
+Entries are the values of the changelog (JSON, so an operator can read the changelog
+with a console consumer) and of the store's index by timer id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+import orjson
+
+Kind = Literal["job", "retry", "marker"]
+
+RETRY_SUFFIX = "/retry"
+
+
+def retry_timer_id(job_id: str) -> str:
+    """A retry waits beside the job's own schedule (a cron job keeps its next run)."""
+    return job_id + RETRY_SUFFIX
+
+
+@dataclass(frozen=True, slots=True)
+class TimerEntry:
+    timer_id: str
+    """The job id; the job id + '/retry' for a pending retry."""
+    kind: Kind
+    """job: a submission's schedule; retry: one more attempt; marker: an idempotency
+    record kept after a one-off job fired, so a resubmission stays a no-op."""
+    job: dict[str, Any]
+    """The JobSubmitted record (job_id, idempotency_key, workflow_id, spec, ...)."""
+    due_ms: int
+    """The instant to fire (cron jitter applied); for a marker, when it expires."""
+    runs: int = 0
+    """Runs fired so far (recurring jobs)."""
+    attempt: int = 1
+    paused: bool = False
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    """A retry's earlier attempts' errors."""
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job["job_id"])
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.job["spec"]
+
+    def evolve(self, **changes: Any) -> TimerEntry:
+        return replace(self, **changes)
+
+    def encode(self) -> bytes:
+        return orjson.dumps(asdict(self))
+
+    @classmethod
+    def decode(cls, raw: bytes) -> TimerEntry:
+        return cls(**orjson.loads(raw))

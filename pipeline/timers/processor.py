@@ -1,0 +1,221 @@
+"""Where a job fires: intake commands and retries change timers, the ticker fires them.
+
+Pure over a :class:`TimerState` (one partition's store within one transaction): every
+call returns the records to emit, and the runner carries them, the changelog and the
+input offsets in one Kafka transaction. No Kafka here, so tests drive it with a clock
+of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import ValidationError
+from pipeline.jobs.commands import validate_command
+from pipeline.jobs.keys import partition_key
+from pipeline.jobs.model import validate_submitted
+from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
+from pipeline.serde import Event
+from pipeline.timers.entry import TimerEntry, retry_timer_id
+from pipeline.timers.state import TimerState
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    topic: str
+    key: bytes
+    event: Event
+
+
+@dataclass(frozen=True)
+class TimerPolicy:
+    grace_ms: int = 60_000
+    """A cron run at most this late is on time; later ones follow the misfire policy."""
+    marker_ttl_ms: int = 7 * 24 * 3600 * 1000
+    """How long a fired job's idempotency key keeps resubmissions a no-op."""
+
+
+class TimerProcessor:
+    def __init__(self, topics: Topics, policy: TimerPolicy | None = None) -> None:
+        self.topics = topics
+        self.policy = policy or TimerPolicy()
+        self.duplicates = 0
+
+    # -- intake and retries --------------------------------------------------------------
+
+    def process(self, state: TimerState, event: Event, now_ms: int) -> list[Emit]:
+        """Apply one command; raise ValidationError for a record that must be dead-lettered."""
+        data = event.data
+        if event.name == "JobSubmitted":
+            return self._submitted(state, data, now_ms)
+        if event.name == "JobCancelled":
+            validate_command(event, now_ms=now_ms)
+            return self._cancelled(state, data, now_ms)
+        if event.name == "ScheduleChanged":
+            validate_command(event, now_ms=now_ms)
+            return self._schedule_changed(state, data, now_ms)
+        if event.name == "RetryScheduled":
+            return self._retry(state, data, now_ms)
+        raise ValidationError("event", f"{event.name} does not belong on the timer topics")
+
+    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int) -> list[Emit]:
+        validate_submitted(job, now_ms=now_ms)
+        if state.get(job["job_id"]) is not None:
+            self.duplicates += 1  # same job id: a resubmission with the same idempotency key
+            return []
+        due = self._first_fire(job, now_ms)
+        if due is None:
+            return [self._lifecycle("CANCELLED", job, now_ms, detail="schedule has no future run")]
+        entry = TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due)
+        state.put(entry)
+        return [self._lifecycle("SCHEDULED", job, now_ms, scheduled_at_ms=due)]
+
+    def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+        emits = []
+        for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):
+            entry = state.get(timer_id)
+            if entry is None or entry.kind == "marker":
+                continue
+            self._finish(state, entry, now_ms)
+            emits.append(self._lifecycle("CANCELLED", entry.job, now_ms, detail=data.get("reason")))
+        return emits[:1]
+
+    def _schedule_changed(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+        entry = state.get(data["job_id"])
+        if entry is None or entry.kind != "job":
+            return []
+        action = data["action"]
+        if action == "PAUSE" and not entry.paused:
+            state.put(entry.evolve(paused=True))
+            return [self._lifecycle("PAUSED", entry.job, now_ms)]
+        if action == "RESUME" and entry.paused:
+            due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
+            state.put(entry.evolve(paused=False, due_ms=due))
+            return [self._lifecycle("RESUMED", entry.job, now_ms, scheduled_at_ms=due)]
+        if action == "UPDATE":
+            spec = dict(entry.spec)
+            if data.get("cron") is not None:
+                spec["cron"] = data["cron"]
+            if data.get("params") is not None:
+                spec["params"] = data["params"]
+            job = {**entry.job, "spec": spec}
+            validate_submitted(job, now_ms=now_ms)
+            updated = self._next_fire(job, now_ms, entry.runs) if spec.get("cron") else entry.due_ms
+            if updated is None:
+                self._finish(state, entry, now_ms)
+                return [self._lifecycle("CANCELLED", job, now_ms, detail="schedule ended")]
+            state.put(entry.evolve(job=job, due_ms=updated))
+            return [self._lifecycle("SCHEDULED", job, now_ms, scheduled_at_ms=updated,
+                                    detail="schedule updated")]  # fmt: skip
+        return []
+
+    def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+        job = {
+            "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
+            "idempotency_key": None, "submitted_at_ms": now_ms, "spec": data["spec"],
+        }  # fmt: skip
+        entry = TimerEntry(
+            timer_id=retry_timer_id(data["job_id"]), kind="retry", job=job,
+            due_ms=data["retry_at_ms"], attempt=data["attempt"], errors=data.get("errors", []),
+        )  # fmt: skip
+        state.put(entry)
+        return []
+
+    # -- firing ------------------------------------------------------------------------
+
+    def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Emit]:
+        """Fire every entry due at ``now_ms`` (at most ``limit``) and move schedules on."""
+        emits: list[Emit] = []
+        for entry in state.due(now_ms, limit):
+            if entry.kind == "marker":
+                state.remove(entry.timer_id)
+                continue
+            if entry.kind == "retry" or not entry.spec.get("cron"):
+                emits.extend(self._fire(entry, entry.due_ms, now_ms))
+                self._finish(state, entry, now_ms)
+                continue
+            emits.extend(self._fire_recurring(state, entry, now_ms))
+        return emits
+
+    def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Emit]:
+        cron = CronSpec.from_avro(entry.spec["cron"])
+        if now_ms - entry.due_ms <= self.policy.grace_ms:
+            fires: tuple[int, ...] = (entry.due_ms,)
+            following = next_fire_ms(
+                cron, max(entry.due_ms, now_ms), job_id=entry.job_id, runs_so_far=entry.runs + 1
+            )
+        else:
+            missed = due_runs(cron, last_fire_ms=entry.due_ms - 1, now_ms=now_ms,
+                              job_id=entry.job_id, runs_so_far=entry.runs,
+                              grace_ms=self.policy.grace_ms)  # fmt: skip
+            fires, following = missed.run_now, missed.next_fire_ms
+        emits = [emit for fire in fires for emit in self._fire(entry, fire, now_ms)]
+        if following is None:
+            self._finish(state, entry, now_ms)
+        else:
+            state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires)))
+        return emits
+
+    def _fire(self, entry: TimerEntry, fire_ms: int, now_ms: int) -> list[Emit]:
+        spec = entry.spec
+        timeout = spec.get("timeout_ms")
+        execution = {
+            "job_id": entry.job_id,
+            "workflow_id": entry.job.get("workflow_id"),
+            "execution_id": execution_id(entry.job_id, entry.attempt, fire_ms),
+            "attempt": entry.attempt,
+            # The firing instant orders every execution of a job: a fencing token.
+            "epoch": now_ms,
+            "scheduled_at_ms": fire_ms,
+            "fired_at_ms": now_ms,
+            "deadline_ms": now_ms + timeout if timeout else None,
+            "spec": spec,
+        }
+        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
+        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))
+        fired = self._lifecycle(
+            "FIRED", entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
+            attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
+        )  # fmt: skip
+        return [Emit(topic, key, Event("ExecutionRequested", execution)), fired]
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _finish(self, state: TimerState, entry: TimerEntry, now_ms: int) -> None:
+        """Drop a timer; keep a marker while its idempotency key must stay a no-op."""
+        if entry.kind == "job" and entry.job.get("idempotency_key"):
+            marker_job = {k: entry.job.get(k) for k in ("job_id", "idempotency_key")}
+            state.put(TimerEntry(timer_id=entry.timer_id, kind="marker", job=marker_job,
+                                 due_ms=now_ms + self.policy.marker_ttl_ms))  # fmt: skip
+        else:
+            state.remove(entry.timer_id)
+
+    def _first_fire(self, job: dict[str, Any], now_ms: int) -> int | None:
+        spec = job["spec"]
+        if spec.get("cron"):
+            return self._next_fire(job, now_ms, 0)
+        run_at = spec.get("run_at_ms")
+        return now_ms if run_at is None else int(run_at)
+
+    @staticmethod
+    def _next_fire(job: dict[str, Any], now_ms: int, runs: int) -> int | None:
+        cron = job["spec"].get("cron")
+        if not cron:
+            return None
+        return next_fire_ms(CronSpec.from_avro(cron), now_ms, job_id=job["job_id"],
+                            runs_so_far=runs)  # fmt: skip
+
+    def _lifecycle(self, kind: str, job: dict[str, Any], now_ms: int, **fields: Any) -> Emit:
+        spec = job.get("spec") or {}
+        data = {
+            "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
+            "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
+            **fields,
+        }  # fmt: skip
+        key = partition_key(job["job_id"], job.get("workflow_id"))
+        return Emit(self.topics.events, key, Event("JobLifecycle", data))

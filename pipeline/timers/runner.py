@@ -1,0 +1,229 @@
+"""``jobstream timers``: the timer processors' consume-fire-commit loop.
+
+One consumer in the timers group reads jobs.intake and jobs.retry. Partition p of both
+(co-partitioned; the range assignor hands them out together) owns one RocksDB store and
+partition p of the changelog. Each loop iteration is one Kafka transaction: the records
+consumed, the firings due on the wall clock, the changelog, the executions and the input
+offsets commit together, and the stores are written only after the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+
+from pipeline.config import Settings
+from pipeline.errors import DeserializationError, ValidationError
+from pipeline.kafka import clients
+from pipeline.kafka.admin import ensure_topics
+from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable
+from pipeline.serde import make_serde
+from pipeline.state.recovery import restore
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.timers.processor import Emit, TimerPolicy, TimerProcessor
+from pipeline.timers.state import TimerState
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TimerOptions:
+    instance_id: str = "0"
+    """Stable per process: it names the transactional id, so a restarted instance fences
+    (and aborts) the transaction its predecessor left open."""
+    state_dir: Path = Path(".jobstream/state")
+    tick_ms: int = 20
+    """Wall-clock ticker: the longest a due job waits for the next scan."""
+    batch_size: int = 2000
+    fire_limit: int = 5000
+    """Firings per partition per transaction; more wait for the next iteration."""
+    stats_interval_s: float = 10.0
+
+
+@dataclass
+class TimerStats:
+    consumed: int = 0
+    fired: int = 0
+    dead_lettered: int = 0
+    transactions: int = 0
+    aborted: int = 0
+    max_lateness_ms: int = 0
+    partitions: list[int] = field(default_factory=list)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TimerRunner:
+    def __init__(self, settings: Settings, options: TimerOptions | None = None,
+                 policy: TimerPolicy | None = None) -> None:  # fmt: skip
+        self.settings = settings
+        self.options = options or TimerOptions()
+        self.topics = Topics(settings)
+        self.processor = TimerProcessor(self.topics, policy)
+        self.serialize, self.deserialize = make_serde(settings.schema_registry_url)
+        self.stores: dict[int, PartitionStore] = {}
+        self.stats = TimerStats()
+        self._known_topics: set[str] = set()
+        self._delivered: dict[int, int] = {}
+        group = f"{settings.topic_prefix}jobstream.timers"
+        # Static membership: a restarted instance takes its partitions back at once
+        # instead of waiting for the dead member's session to expire. A member that
+        # leaves for good hands them over after session.timeout.ms.
+        self.consumer: Consumer = clients.consumer(settings, group, **{
+            "partition.assignment.strategy": "range",
+            "group.instance.id": f"{group}.{self.options.instance_id}",
+            "session.timeout.ms": 10_000,
+        })  # fmt: skip
+        self.producer: Producer = clients.producer(
+            settings,
+            transactional_id=f"{group}.{self.options.instance_id}",
+            **{"transaction.timeout.ms": 10_000},
+        )
+        self._restorer = clients.consumer(settings, f"{group}.restore")
+        self._state_root = self.options.state_dir / f"{group}.{self.options.instance_id}"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        self.producer.init_transactions(60)
+        self._known_topics = set(self.consumer.list_topics(timeout=30).topics)
+        self.consumer.subscribe([self.topics.intake, self.topics.retry],
+                                on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_revoke)  # fmt: skip
+        log.info("timers started", extra={"instance": self.options.instance_id})
+        last_stats = time.monotonic()
+        try:
+            while not stop.is_set():
+                self.step()
+                if time.monotonic() - last_stats > self.options.stats_interval_s:
+                    last_stats = time.monotonic()
+                    log.info("timers stats", extra=vars(self.stats))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.consumer.close()
+        self._restorer.close()
+        for store in self.stores.values():
+            store.close()
+        self.stores.clear()
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for p in sorted({tp.partition for tp in partitions} - set(self.stores)):
+            store = PartitionStore(self._state_root / str(p))
+            restore(store, self._restorer, self.topics.timers_changelog, p,
+                    lambda tx, key, value: TimerState(tx).restore(key, value))  # fmt: skip
+            self.stores[p] = store
+        self.stats.partitions = sorted(self.stores)
+        log.info("timer partitions assigned", extra={"partitions": self.stats.partitions})
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for p in {tp.partition for tp in partitions}:
+            store = self.stores.pop(p, None)
+            if store is not None:
+                store.close()
+        self.stats.partitions = sorted(self.stores)
+
+    # -- one transaction ---------------------------------------------------------------
+
+    def step(self) -> None:
+        """Consume a batch, fire what is due, and commit it all as one transaction."""
+        messages = self.consumer.consume(self.options.batch_size,
+                                         timeout=self.options.tick_ms / 1000)  # fmt: skip
+        if not self.stores:
+            return
+        now = now_ms()
+        states = {p: TimerState(PartitionTransaction(store)) for p, store in self.stores.items()}
+        emits: list[Emit] = []
+        dead: list[tuple[Message, str]] = []
+        for message in messages:
+            if message.error() is not None:
+                log.warning("consume error: %s", message.error())
+                continue
+            state = states.get(message.partition() or 0)
+            if state is None:
+                continue
+            try:
+                emits.extend(self.processor.process(state, self.deserialize(message.value()), now))
+            except (DeserializationError, ValidationError) as exc:
+                dead.append((message, str(exc)))
+        for state in states.values():
+            emits.extend(self.processor.fire_due(state, now, self.options.fire_limit))
+        if not messages and not emits and not any(s.changelog for s in states.values()):
+            return
+        self._transact(states, emits, dead, consumed=len(messages))
+
+    def _transact(self, states: dict[int, TimerState], emits: list[Emit],
+                  dead: list[tuple[Message, str]], consumed: int) -> None:  # fmt: skip
+        self._delivered.clear()
+        self.producer.begin_transaction()
+        try:
+            self._produce(states, emits, dead)
+            commit_batch(self.producer, self.consumer)
+        except KafkaException as exc:
+            for state in states.values():
+                state.tx.rollback()
+            if not is_abortable(exc):
+                raise
+            log.warning("timer transaction aborted: %s", exc)
+            self.stats.aborted += 1
+            abort_batch(self.producer, self.consumer)
+            return
+        for p, state in states.items():
+            state.tx.commit(self._delivered.get(p))
+        self._count(emits, dead, consumed)
+
+    def _produce(self, states: dict[int, TimerState], emits: list[Emit],
+                 dead: list[tuple[Message, str]]) -> None:  # fmt: skip
+        for emit in emits:
+            if emit.topic not in self._known_topics:
+                self._ensure_job_type_topics(emit)
+            self.producer.produce(emit.topic, self.serialize(emit.event), emit.key)
+        for p, state in states.items():
+            for key, value in state.changelog:
+                self.producer.produce(self.topics.timers_changelog, value, key, partition=p,
+                                      on_delivery=self._on_changelog_delivery)  # fmt: skip
+        for message, reason in dead:
+            headers: list[tuple[str, str | bytes | None]] = [
+                       ("jobstream.error", reason.encode()),
+                       ("jobstream.source", f"{message.topic()}/{message.partition()}/"
+                                            f"{message.offset()}".encode())]  # fmt: skip
+            self.producer.produce(self.topics.intake_dlq, message.value(), message.key(),
+                                  headers=headers)  # fmt: skip
+            log.warning("intake record dead-lettered", extra={"reason": reason,
+                        "topic": message.topic(), "offset": message.offset()})  # fmt: skip
+        self.producer.poll(0)
+
+    def _on_changelog_delivery(self, err: object, message: Message) -> None:
+        if err is None:
+            p, offset = message.partition() or 0, message.offset() or 0
+            self._delivered[p] = max(offset, self._delivered.get(p, -1))
+
+    def _ensure_job_type_topics(self, emit: Emit) -> None:
+        """A job type seen for the first time gets its execution and dead-letter topics."""
+        spec = emit.event.data.get("spec") or {}
+        if "job_type" in spec:
+            specs = list(self.topics.job_type_specs(spec["job_type"]))
+            ensure_topics(self.settings.kafka_config, specs,
+                          replication_factor=self.settings.replication_factor)  # fmt: skip
+            self._known_topics.update(s.name for s in specs)
+        self._known_topics.add(emit.topic)
+
+    def _count(self, emits: list[Emit], dead: list[tuple[Message, str]], consumed: int) -> None:
+        self.stats.transactions += 1
+        self.stats.consumed += consumed
+        self.stats.dead_lettered += len(dead)
+        for emit in emits:
+            if emit.event.name == "ExecutionRequested":
+                self.stats.fired += 1
+                lateness = emit.event.data["fired_at_ms"] - emit.event.data["scheduled_at_ms"]
+                self.stats.max_lateness_ms = max(self.stats.max_lateness_ms, lateness)

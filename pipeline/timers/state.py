@@ -1,0 +1,77 @@
+"""The timer store of one partition: entries by timer id, and a schedule by fire time.
+
+Two key spaces (pipeline/timers/keys.py): ``j<timer id>`` holds the entry, and
+``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
+range scan. Only entries go to the changelog; the schedule is derived from them, so
+restoring replays entries and rebuilds the schedule.
+"""
+
+from __future__ import annotations
+
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.timers.entry import TimerEntry
+from pipeline.timers.keys import (
+    SCHEDULE_LOWER_BOUND,
+    decode_schedule_key,
+    due_upper_bound,
+    encode_index_key,
+    encode_schedule_key,
+)
+
+ChangelogRecord = tuple[bytes, bytes | None]
+
+
+class TimerState:
+    """Reads and writes of timer entries within one partition transaction."""
+
+    def __init__(self, tx: PartitionTransaction) -> None:
+        self.tx = tx
+        self.changelog: list[ChangelogRecord] = []
+
+    def get(self, timer_id: str) -> TimerEntry | None:
+        raw = self.tx.get(encode_index_key(timer_id))
+        return None if raw is None else TimerEntry.decode(raw)
+
+    def put(self, entry: TimerEntry) -> None:
+        raw = entry.encode()
+        self._index(entry.timer_id, entry, raw)
+        self.changelog.append((entry.timer_id.encode(), raw))
+
+    def remove(self, timer_id: str) -> None:
+        if self._index(timer_id, None, None):
+            self.changelog.append((timer_id.encode(), None))
+
+    def restore(self, key: bytes, value: bytes | None) -> None:
+        """Apply one changelog record (no changelog output: it came from there)."""
+        timer_id = key.decode()
+        entry = None if value is None else TimerEntry.decode(value)
+        self._index(timer_id, entry, value)
+
+    def due(self, now_ms: int, limit: int) -> list[TimerEntry]:
+        """Entries whose fire time is at or before ``now_ms``, earliest first."""
+        entries = []
+        for key, _ in self.tx.scan(SCHEDULE_LOWER_BOUND, due_upper_bound(now_ms)):
+            _, timer_id = decode_schedule_key(key)
+            entry = self.get(timer_id)
+            if entry is not None:
+                entries.append(entry)
+            if len(entries) >= limit:
+                break
+        return entries
+
+    def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
+        """Write or delete the entry and move its schedule key; False if nothing existed."""
+        index_key = encode_index_key(timer_id)
+        previous = self.tx.get(index_key)
+        if previous is not None:
+            old = TimerEntry.decode(previous)
+            self.tx.delete(encode_schedule_key(old.due_ms, timer_id))
+        if entry is None or raw is None:
+            if previous is None:
+                return False
+            self.tx.delete(index_key)
+            return True
+        self.tx.put(index_key, raw)
+        if not entry.paused:
+            self.tx.put(encode_schedule_key(entry.due_ms, timer_id), b"")
+        return True

@@ -1,0 +1,91 @@
+"""Run pipeline processes for tests, and read what they produced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import TopicPartition
+
+from pipeline.config import Settings
+from pipeline.kafka import clients
+from pipeline.serde import Event, make_serde
+from pipeline.topics import PRIORITIES, Topics
+
+SERIALIZE, DESERIALIZE = make_serde()
+
+
+def produce(settings: Settings, topic: str, events: Iterable[Event | bytes]) -> int:
+    producer = clients.producer(settings)
+    count = 0
+    for event in events:
+        if isinstance(event, Event):
+            producer.produce(topic, SERIALIZE(event), event.data["job_id"].encode())
+        else:
+            producer.produce(topic, event, b"raw")
+        count += 1
+        if count % 10_000 == 0:
+            producer.flush(30)
+    assert producer.flush(60) == 0
+    return count
+
+
+def process_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
+    env.update({
+        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+        "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
+        "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
+        "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
+        "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
+        "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
+        "JOBSTREAM_LOG_LEVEL": "INFO",
+    })  # fmt: skip
+    return env
+
+
+def start_timers(settings: Settings, instance: str, state_dir: Path, log: Path) -> subprocess.Popen:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pipeline", "timers", "--instance-id", instance,
+             "--state-dir", str(state_dir)],
+            env=process_env(settings), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+@dataclass
+class Executions:
+    """Reads the execution topics of one job type with read_committed, from the start."""
+
+    settings: Settings
+    job_type: str = "data.process"
+    runs: Counter[str] = field(default_factory=Counter)
+    records: dict[str, dict] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        topics = Topics(self.settings)
+        self.consumer = clients.consumer(self.settings, "unused")
+        self.consumer.assign([
+            TopicPartition(topics.execution(self.job_type, prio), p, 0)
+            for prio in PRIORITIES for p in range(self.settings.exec_partitions)
+        ])  # fmt: skip
+
+    def poll(self) -> int:
+        for message in self.consumer.consume(5000, timeout=0.2):
+            if message.error() is None:
+                data = DESERIALIZE(message.value()).data
+                self.runs[data["execution_id"]] += 1
+                self.records[data["execution_id"]] = data
+        return len(self.runs)
+
+    def duplicates(self) -> dict[str, int]:
+        return {key: n for key, n in self.runs.items() if n > 1}
+
+    def close(self) -> None:
+        self.consumer.close()
