@@ -1,68 +1,103 @@
-"""``jobstream demo``: show the running stack with real job events.
+"""``jobstream demo``: real jobs through the running stack, shown as they happen.
 
-Today the stack is the broker and the topics: the demo produces one job submission
-to jobs.intake and reads it back decoded, proving the wire format end to end.
+Starts a timer processor in this process, submits one-off jobs of three types (one of
+them cancelled before its time) and a weekday cron job in Europe/Paris, then prints
+every lifecycle event from jobs.events until each one-off job has fired.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
-import orjson
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 from rich.console import Console
 
 from pipeline.config import Settings
-from pipeline.errors import BrokerError
+from pipeline.errors import JobstreamError
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
-from pipeline.serde import Event, make_serde
+from pipeline.scheduling import CronSpec
+from pipeline.serde import make_serde
+from pipeline.timers.runner import TimerOptions, TimerRunner
 from pipeline.topics import Topics
 
 console = Console()
 
 
-def round_trip(settings: Settings, timeout_s: float = 30.0) -> Event:
-    """Produce a JobSubmitted to jobs.intake and consume that very record back."""
+def _events_reader(settings: Settings) -> Consumer:
+    """A consumer at the end of jobs.events, so the demo shows only its own jobs."""
     topics = Topics(settings)
-    serialize, deserialize = make_serde(settings.schema_registry_url)
-    job_id = uuid.uuid4().hex
-    now_ms = int(time.time() * 1000)
-    event = Event("JobSubmitted", {
-        "job_id": job_id, "idempotency_key": None, "workflow_id": None,
-        "submitted_at_ms": now_ms,
-        "spec": {"job_type": "report.generate", "owner": "demo",
-                 "params": orjson.dumps({"report": "daily-sales"}).decode(),
-                 "priority": "NORMAL", "run_at_ms": now_ms + 60_000, "cron": None,
-                 "depends_on": [], "retry": None, "timeout_ms": None, "labels": {}},
-    })  # fmt: skip
-    delivered: list[Message] = []
-    producer = clients.producer(settings)
-    producer.produce(
-        topics.intake,
-        key=job_id.encode(),
-        value=serialize(event),
-        on_delivery=lambda err, msg: delivered.append(msg) if err is None else None,
-    )
-    producer.flush(timeout_s)
-    if not delivered:
-        raise BrokerError(f"the job event was not delivered to {topics.intake}")
-    written = delivered[0]
-    consumer = clients.consumer(settings, f"demo-{job_id}")
-    where = TopicPartition(topics.intake, written.partition() or 0, written.offset() or 0)
-    consumer.assign([where])
-    try:
-        message = consumer.consume(1, timeout=timeout_s)
-        if not message:
-            raise BrokerError(f"the job event could not be read back from {topics.intake}")
-        return deserialize(message[0].value())
-    finally:
-        consumer.close()
+    consumer = clients.consumer(settings, "jobstream.demo")
+    consumer.assign([
+        TopicPartition(topics.events, p, OFFSET_END) for p in range(settings.events_partitions)
+    ])  # fmt: skip
+    return consumer
 
 
-def run_demo(settings: Settings) -> None:
-    event = round_trip(settings)
-    console.print(
-        f"[green]round trip ok[/green]: {event.name} {event.data['job_id']} "
-        f"type={event.data['spec']['job_type']} owner={event.data['spec']['owner']}"
-    )
+def run_demo(settings: Settings, timeout_s: float = 90.0) -> None:
+    stop = threading.Event()
+    runner = TimerRunner(settings, TimerOptions(instance_id="demo",
+                                                state_dir=Path(".jobstream/state")))  # fmt: skip
+    timers = threading.Thread(target=runner.run, args=(stop,), name="timers", daemon=True)
+    timers.start()
+    reader = _events_reader(settings)
+    _, deserialize = make_serde(settings.schema_registry_url)
+    with JobClient(settings) as client:
+        now = datetime.now(UTC)
+        one_offs = client.submit_many([
+            JobRequest(job_type="data.process", owner="demo", params={"input": "sales.csv"}),
+            JobRequest(job_type="report.generate", owner="demo", priority="HIGH",
+                       run_at=now + timedelta(seconds=3), params={"report": "daily"}),
+            JobRequest(job_type="image.render", owner="demo", run_at=now + timedelta(seconds=5),
+                       params={"width": 640, "height": 480}),
+        ])  # fmt: skip
+        doomed = client.submit(job_type="image.render", owner="demo",
+                               run_at=now + timedelta(seconds=8))  # fmt: skip
+        weekly = client.submit(job_type="report.generate", owner="demo",
+                               cron=CronSpec(expression="0 9 * * MON-FRI",
+                                             timezone="Europe/Paris"))  # fmt: skip
+        client.cancel(doomed, reason="no longer needed")
+        console.print(f"submitted {len(one_offs) + 2} jobs; waiting for them to fire ...")
+        fired: set[str] = set()
+        deadline = time.monotonic() + timeout_s
+        paused = False
+        try:
+            while time.monotonic() < deadline and not (fired >= set(one_offs) and paused):
+                if fired >= set(one_offs) and not paused:
+                    client.pause(weekly)
+                    paused = True
+                for message in reader.consume(100, timeout=0.2):
+                    if message.error() is not None:
+                        continue
+                    event = deserialize(message.value()).data
+                    if event["owner"] != "demo":
+                        continue
+                    if event["kind"] == "FIRED":
+                        fired.add(event["job_id"])
+                    console.print(_line(event), highlight=False, soft_wrap=True)
+        finally:
+            reader.close()
+            stop.set()
+            timers.join(30)
+        if not fired >= set(one_offs):
+            raise JobstreamError(f"only {len(fired)} of {len(one_offs)} demo jobs fired")
+        console.print(
+            "[green]every one-off job fired; the cron job is scheduled, then paused[/green]"
+        )
+
+
+def _line(event: dict[str, Any]) -> str:
+    """One lifecycle event: when, what, which job, and for a firing how late it was."""
+    at = datetime.fromtimestamp(event["at_ms"] / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+    line = f"  {at}  {event['kind']:<10} {event['job_type']:<16} {event['job_id']}"
+    scheduled = event.get("scheduled_at_ms")
+    if event["kind"] == "FIRED":
+        line += f"  late by {event['lateness_ms']} ms"
+    elif scheduled:
+        line += f"  next run {datetime.fromtimestamp(scheduled / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
+    return line

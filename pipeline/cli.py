@@ -13,7 +13,10 @@ from pipeline.errors import (
     ConfigurationError,
     JobstreamError,
     TopicMismatchError,
+    ValidationError,
 )
+from pipeline.jobs.cli import EXIT_INVALID
+from pipeline.jobs.cli import register as register_job_commands
 from pipeline.logs import configure_logging
 from pipeline.timers.cli import timers
 
@@ -24,6 +27,7 @@ EXIT_BROKER = 4
 EXIT_TOPICS = 5
 
 _EXIT_CODES: dict[type[JobstreamError], int] = {
+    ValidationError: EXIT_INVALID,
     ConfigurationError: EXIT_CONFIG,
     BrokerError: EXIT_BROKER,
     TopicMismatchError: EXIT_TOPICS,
@@ -36,6 +40,10 @@ EPILOG = """Examples:
   jobstream kafka up --nodes 3       # 3-node cluster for fault tests
 
   jobstream topics create            # every topic of the design
+
+  jobstream timers                   # a timer processor
+
+  jobstream submit --type report.generate --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
 """
 
 app = typer.Typer(
@@ -49,6 +57,7 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)
 app.command("timers")(timers)
+register_job_commands(app)
 
 
 @app.callback()

@@ -52,6 +52,7 @@ class Topics:
         self.timers_changelog = f"{p}jobs.timers.changelog"
         self.events = f"{p}jobs.events"
         self.status = f"{p}jobs.status"
+        self.status_changelog = f"{p}jobs.status.changelog"
         self.workers = f"{p}jobs.workers"
 
     def execution(self, job_type: str, priority: str) -> str:
@@ -79,6 +80,8 @@ class Topics:
             TopicSpec(self.timers_changelog, s.timer_partitions, compacted=True),
             TopicSpec(self.events, s.events_partitions, retention_ms=_YEAR_MS),
             TopicSpec(self.status, s.status_partitions, compacted=True),
+            # The status processor's own state, co-partitioned with jobs.events.
+            TopicSpec(self.status_changelog, s.events_partitions, compacted=True),
             TopicSpec(self.workers, s.workers_partitions, compacted=True),
         ]
         for job_type in s.job_types:

@@ -23,6 +23,9 @@ PRODUCER_TUNING: dict[str, Any] = {
     "message.max.bytes": MAX_MESSAGE_BYTES + 65536,
     "enable.idempotence": True,
     "acks": "all",
+    # Kafka's Java default for keyed records (librdkafka's own default hashes otherwise):
+    # every producer of co-partitioned topics must put a key on the same partition.
+    "partitioner": "murmur2_random",
 }
 
 CONSUMER_TUNING: dict[str, Any] = {

@@ -42,11 +42,13 @@ def restore(
     apply: Apply,
     *,
     chunk: int = 10_000,
-    idle_s: float = 3.0,
+    idle_s: float = 15.0,
 ) -> int:
     """Replay the changelog into ``store``; return the number of records applied.
 
-    ``consumer`` reads committed data only and belongs to no group that commits.
+    ``consumer`` reads committed data only and belongs to no group that commits. A
+    changelog that stops short of its end is held by an open transaction; after
+    ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
     """
     tp = TopicPartition(topic, partition)
     low, high = _watermarks(consumer, tp)

@@ -117,7 +117,8 @@ class TimerProcessor:
     def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
         job = {
             "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
-            "idempotency_key": None, "submitted_at_ms": now_ms, "spec": data["spec"],
+            "idempotency_key": data.get("idempotency_key"), "submitted_at_ms": now_ms,
+            "spec": data["spec"],
         }  # fmt: skip
         entry = TimerEntry(
             timer_id=retry_timer_id(data["job_id"]), kind="retry", job=job,
@@ -175,6 +176,8 @@ class TimerProcessor:
             "fired_at_ms": now_ms,
             "deadline_ms": now_ms + timeout if timeout else None,
             "spec": spec,
+            "idempotency_key": entry.job.get("idempotency_key"),
+            "errors": entry.errors,
         }
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
         topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))

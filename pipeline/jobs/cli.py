@@ -1,0 +1,196 @@
+"""``jobstream submit | cancel | pause | resume | reschedule``: jobs from the shell.
+
+``submit`` prints the job id and nothing else on stdout, so scripts can capture it. Every
+argument is checked, with the rules of the Python client, before a connection to the
+broker is opened: a bad one ends the command with exit code 2 and the field at fault
+(``error: spec.cron.timezone: unknown time zone: 'Mars/Base'``). Other failures
+(settings, delivery) are JobstreamErrors, which the root CLI turns into its exit codes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pipeline.config import load_settings
+from pipeline.errors import ValidationError
+from pipeline.jobs import commands
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest
+
+EXIT_INVALID = 2
+"""A submission or command that breaks a rule; the same code as a usage error."""
+
+SUBMIT_EPILOG = """Examples:
+
+  jobstream submit --type report.generate --owner acme --at 2026-12-01T09:00Z --params @params.json
+
+  jobstream submit --type data.process --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
+
+  ID=$(jobstream submit --type image.render --owner acme --params '{"w": 640}' --priority high)
+"""
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A rule broken: say which field on stderr and exit 2."""
+    try:
+        yield
+    except ValidationError as exc:
+        typer.echo(f"error: {exc.field}: {exc.message}", err=True)
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _params_text(value: str, field: str) -> str:
+    """Inline JSON, ``@path`` for a file, ``@-`` for stdin."""
+    if not value.startswith("@"):
+        return value
+    source = value[1:]
+    try:
+        return sys.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        raise ValidationError(field, f"cannot read {source}: {exc.strerror or exc}") from None
+
+
+def _duration_ms(value: str) -> int:
+    """``90s``, ``5m``, ``1h``, ``250ms``; a bare number is seconds."""
+    match = _DURATION.fullmatch(value.strip())
+    if match is None:
+        raise ValidationError("spec.timeout_ms", f"not a duration like 90s, 5m or 250ms: {value!r}")
+    return round(float(match[1]) * _UNIT_MS[match[2] or "s"])
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    labels = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValidationError("spec.labels", f"expected name=value, got {pair!r}")
+        labels[name] = value
+    return labels
+
+
+DependsOnOption = typer.Option([], "--depends-on", help="Job id; repeatable.")
+LabelOption = typer.Option([], "--label", help="name=value; repeatable.")
+
+
+def submit(
+    job_type: str = typer.Option(..., "--type", help="Job type, e.g. report.generate."),
+    owner: str = typer.Option(..., "--owner", help="Application, user or tenant."),
+    params: str = typer.Option("{}", "--params", help="JSON object, @file or @- (stdin)."),
+    at: str | None = typer.Option(
+        None, "--at", help="Run once at this ISO 8601 instant with a zone, e.g. 2026-12-01T09:00Z."
+    ),
+    cron: str | None = typer.Option(None, "--cron", help="Run on this 5-field cron expression."),
+    tz: str | None = typer.Option(None, "--tz", help="IANA zone --cron is read in (UTC)."),
+    priority: str = typer.Option("normal", "--priority", help="high, normal or low."),
+    idempotency_key: str | None = typer.Option(
+        None, "--idempotency-key", help="Resubmitting with the same key gives the same job."
+    ),
+    timeout: str | None = typer.Option(
+        None, "--timeout", help="Per-attempt timeout: 90s, 5m, 1h, 250ms."
+    ),
+    max_attempts: int | None = typer.Option(
+        None, "--max-attempts", help="Attempts in all (other retry settings: defaults)."
+    ),
+    depends_on: list[str] = DependsOnOption,
+    workflow: str | None = typer.Option(None, "--workflow", help="Workflow (DAG) id."),
+    label: list[str] = LabelOption,
+) -> None:
+    """Submit a job and print its id."""
+    with _refusals():
+        if tz is not None and cron is None:
+            raise ValidationError("spec.cron.timezone", "--tz needs --cron")
+        # Text as typed: JobRequest parses and checks each field, naming it when it cannot.
+        fields: dict[str, Any] = {
+            "job_type": job_type,
+            "owner": owner,
+            "params": _params_text(params, "spec.params"),
+            "run_at": at,
+            "cron": None if cron is None else {"expression": cron, "timezone": tz or "UTC"},
+            "priority": priority,
+            "depends_on": depends_on,
+            "retry": None if max_attempts is None else {"max_attempts": max_attempts},
+            "timeout_ms": None if timeout is None else _duration_ms(timeout),
+            "idempotency_key": idempotency_key,
+            "workflow_id": workflow,
+            "labels": _labels(label),
+        }
+        request = JobRequest(**fields)
+        request.to_event(_now_ms())  # the rules that need the clock, still before the broker
+    with JobClient(load_settings()) as client:
+        job_id = client.submit(request)
+    typer.echo(job_id)
+
+
+JobIdArgument = typer.Argument(..., help="The job id submit printed.")
+WorkflowOption = typer.Option(None, "--workflow", help="The job's workflow id, if it has one.")
+
+
+def cancel(
+    job_id: str = JobIdArgument,
+    workflow: str | None = WorkflowOption,
+    reason: str | None = typer.Option(None, "--reason", help="Why, kept in the history."),
+) -> None:
+    """Cancel a job before it fires (a recurring job: every later run)."""
+    with _refusals():
+        commands.cancel_event(job_id, workflow, reason, now_ms=_now_ms())
+    with JobClient(load_settings()) as client:
+        client.cancel(job_id, workflow_id=workflow, reason=reason)
+
+
+def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+    """Stop a recurring job from firing until it is resumed."""
+    with _refusals():
+        commands.pause_event(job_id, workflow, now_ms=_now_ms())
+    with JobClient(load_settings()) as client:
+        client.pause(job_id, workflow_id=workflow)
+
+
+def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+    """Let a paused recurring job fire again."""
+    with _refusals():
+        commands.resume_event(job_id, workflow, now_ms=_now_ms())
+    with JobClient(load_settings()) as client:
+        client.resume(job_id, workflow_id=workflow)
+
+
+def reschedule(
+    job_id: str = JobIdArgument,
+    cron: str | None = typer.Option(None, "--cron", help="New 5-field cron expression."),
+    tz: str | None = typer.Option(None, "--tz", help="IANA zone --cron is read in (UTC)."),
+    params: str | None = typer.Option(None, "--params", help="New params: JSON, @file or @-."),
+    workflow: str | None = WorkflowOption,
+) -> None:
+    """Give a recurring job a new schedule, new params, or both."""
+    with _refusals():
+        if tz is not None and cron is None:
+            raise ValidationError("cron.timezone", "--tz needs --cron")
+        schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
+        text = None if params is None else _params_text(params, "params")
+        commands.update_schedule_event(job_id, schedule, text, workflow, now_ms=_now_ms())
+    with JobClient(load_settings()) as client:
+        client.update_schedule(job_id, cron=schedule, params=text, workflow_id=workflow)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``submit``, ``cancel``, ``pause``, ``resume`` and ``reschedule`` to ``app``."""
+    app.command("submit", epilog=SUBMIT_EPILOG)(submit)
+    app.command("cancel")(cancel)
+    app.command("pause")(pause)
+    app.command("resume")(resume)
+    app.command("reschedule")(reschedule)

@@ -1,0 +1,189 @@
+"""The Python client: submit jobs and send commands to jobs.intake.
+
+Every method returns only once the broker has acknowledged its records (``acks=all``,
+idempotent producer), so a returned job id is a job that will not be lost. ``submit_many``
+validates every request first, then produces them all and waits once: a bad request
+leaves nothing half-sent, and a large batch costs one round of acknowledgements instead
+of one per job.
+
+Records are keyed by :func:`pipeline.jobs.keys.partition_key` and partitioned with
+``murmur2_random``, the hash of Kafka's Java client, so that a job submitted here and its
+cancel sent by any other client (kcat, Java, Go) meet on the same partition.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message
+
+from pipeline.config import Settings
+from pipeline.errors import JobstreamError
+from pipeline.jobs import commands
+from pipeline.jobs.keys import partition_key
+from pipeline.jobs.model import JobRequest
+from pipeline.kafka import clients
+from pipeline.scheduling import CronSpec
+from pipeline.serde import Event, make_serde
+from pipeline.topics import Topics
+
+logger = logging.getLogger(__name__)
+
+_NOT_RETRYABLE = {
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError.INVALID_MSG_SIZE,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError._INVALID_ARG,
+}
+
+
+class SubmissionError(JobstreamError):
+    """Records the broker did not acknowledge; ``job_ids`` names the jobs affected.
+
+    Retrying is safe for jobs with an idempotency key (the same id is deduplicated);
+    without one, a record that was in fact written before the failure runs twice.
+    """
+
+    def __init__(self, topic: str, reason: str, job_ids: list[str], *, retryable: bool) -> None:
+        shown = ", ".join(job_ids[:5]) + (
+            f" and {len(job_ids) - 5} more" if len(job_ids) > 5 else ""
+        )
+        super().__init__(f"{topic}: {reason}" + (f" (job ids {shown})" if job_ids else ""))
+        self.topic = topic
+        self.job_ids = job_ids
+        self.retryable = retryable
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _on_delivery(
+    failures: list[tuple[str, str]],
+    codes: list[int],
+    job_id: str,
+    err: KafkaError | None,
+    _msg: Message,
+) -> None:
+    if err is not None:
+        failures.append((job_id, err.str()))
+        codes.append(err.code())
+
+
+class JobClient:
+    """Submits jobs and commands to jobs.intake; one producer, safe to share between threads.
+
+    ``delivery_timeout_s`` bounds how long a record may wait for the broker (librdkafka
+    ``message.timeout.ms``): a submission fails with SubmissionError rather than hang when
+    the broker or the topic is missing.
+    """
+
+    def __init__(self, settings: Settings, *, delivery_timeout_s: float = 30.0) -> None:
+        self.topic = Topics(settings).intake
+        self._serialize, _ = make_serde(settings.schema_registry_url)
+        self._timeout_s = delivery_timeout_s
+        self._producer = clients.producer(
+            settings,
+            **{"message.timeout.ms": int(delivery_timeout_s * 1000)},
+        )
+
+    def submit(self, request: JobRequest | None = None, /, **fields: Any) -> str:
+        """Submit one job, given as a JobRequest or as its fields; returns its job id.
+
+        Raises ValidationError (before anything is sent) or SubmissionError.
+        """
+        if request is None:
+            request = JobRequest(**fields)
+        elif fields:
+            raise TypeError("pass a JobRequest or its fields, not both")
+        return self.submit_many([request])[0]
+
+    def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
+        """Submit jobs in one batch; their ids in order, once the broker has them all."""
+        now_ms = _now_ms()
+        events = [request.to_event(now_ms) for request in requests]
+        self._send(events)
+        return [event.data["job_id"] for event in events]
+
+    def cancel(
+        self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None
+    ) -> None:
+        """Cancel a job; pass its workflow id if it has one (it is the partition key)."""
+        self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=_now_ms())])
+
+    def pause(self, job_id: str, *, workflow_id: str | None = None) -> None:
+        """Stop a recurring job from firing until :meth:`resume`."""
+        self._send([commands.pause_event(job_id, workflow_id, now_ms=_now_ms())])
+
+    def resume(self, job_id: str, *, workflow_id: str | None = None) -> None:
+        """Let a paused recurring job fire again."""
+        self._send([commands.resume_event(job_id, workflow_id, now_ms=_now_ms())])
+
+    def update_schedule(
+        self,
+        job_id: str,
+        *,
+        cron: CronSpec | Mapping[str, Any] | str | None = None,
+        params: Mapping[str, Any] | str | None = None,
+        workflow_id: str | None = None,
+    ) -> None:
+        """Give a recurring job a new schedule, new parameters, or both.
+
+        ``cron`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
+        """
+        event = commands.update_schedule_event(job_id, cron, params, workflow_id, now_ms=_now_ms())
+        self._send([event])
+
+    def _send(self, events: list[Event]) -> None:
+        """Produce every event, then wait once for all acknowledgements."""
+        failures: list[tuple[str, str]] = []
+        codes: list[int] = []
+        produce, poll = self._producer.produce, self._producer.poll
+        for event in events:
+            job_id = event.data["job_id"]
+            value = self._serialize(event, None)
+            key = partition_key(job_id, event.data["workflow_id"])
+            callback = functools.partial(_on_delivery, failures, codes, job_id)
+            while True:
+                try:
+                    produce(self.topic, value, key, on_delivery=callback)
+                    break
+                except BufferError:  # local queue full: serve acknowledgements, then retry
+                    poll(0.05)
+                except KafkaException as exc:  # refused locally, e.g. a record too large
+                    error = exc.args[0]
+                    failures.append((job_id, error.str()))
+                    codes.append(error.code())
+                    break
+        pending = self._producer.flush(self._timeout_s + 5)
+        if failures:
+            retryable = not any(code in _NOT_RETRYABLE for code in codes)
+            reason = f"{len(failures)} of {len(events)} records not acknowledged: {failures[0][1]}"
+            raise SubmissionError(
+                self.topic, reason, [job_id for job_id, _ in failures], retryable=retryable
+            )
+        if pending:  # message.timeout.ms should have failed them first; never assume success
+            reason = f"{pending} records unacknowledged after {self._timeout_s + 5} s"
+            raise SubmissionError(self.topic, reason, [], retryable=True)
+        logger.debug("sent %d records to %s", len(events), self.topic)
+
+    def close(self) -> None:
+        """Wait for anything still in flight; the client is not used after this."""
+        self._producer.flush(self._timeout_s + 5)
+
+    def __enter__(self) -> JobClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

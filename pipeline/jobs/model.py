@@ -1,0 +1,321 @@
+"""A job submission: the user-facing model, its Avro event, and the checks on records.
+
+:class:`JobRequest` is what a Python caller, the CLI and the HTTP API build; ``to_event``
+turns it into the JobSubmitted record that goes on jobs.intake. :func:`validate_submitted`
+applies the same rules to a decoded JobSubmitted from the topic, whoever produced it: the
+timer processor calls it and sends refusals to the intake dead-letter topic. Both raise
+:class:`pipeline.errors.ValidationError` whose ``field`` is the record path at fault
+(``spec.params``, ``spec.cron.timezone``, ``idempotency_key``), so a CLI user, an HTTP client
+and a dead-letter reader all see the same name.
+
+The rules live in three places, each used by both paths: field rules in
+:mod:`pipeline.jobs.rules`, the cron rules in :class:`pipeline.scheduling.CronSpec`, and the
+record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_consistency`).
+
+Record rules depend only on the record, never on when it is read: the fire time is checked
+against ``submitted_at_ms`` (not the reader's clock), so replaying jobs.intake days later
+to rebuild the timer state accepts exactly what was accepted the first time. ``now_ms`` only
+bounds ``submitted_at_ms`` from above (a client clock far ahead), which replay cannot break.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic import ValidationError as PydanticValidationError
+
+from pipeline.errors import ValidationError
+from pipeline.jobs import rules
+from pipeline.jobs.keys import idempotent_job_id
+from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
+from pipeline.serde import Event
+
+EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
+"""2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
+MAX_CLOCK_SKEW_MS = 10 * 60_000
+"""How far ahead of the reader's clock a client's ``submitted_at_ms`` may be."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def _pydantic_error(exc: PydanticValidationError, paths: Mapping[str, str]) -> ValidationError:
+    """The first of pydantic's errors, as a ValidationError on the record path."""
+    error = exc.errors()[0]
+    head, *rest = error["loc"] or ("",)
+    field = ".".join([paths.get(str(head), str(head)), *map(str, rest)]).strip(".")
+    kind = error["type"]
+    if kind == "value_error":
+        message = str(error.get("ctx", {}).get("error", error["msg"]))
+    elif kind == "missing":
+        message = "is required"
+    elif kind == "extra_forbidden":
+        message = "is not a known field"
+    else:
+        message = error["msg"][:1].lower() + error["msg"][1:]
+    return ValidationError(field, message)
+
+
+class _Model(BaseModel):
+    """A frozen model whose constructor raises pipeline.errors.ValidationError only.
+
+    pydantic also calls this ``__init__`` for a nested model given as a mapping, so a
+    nested error leaves as a ValidationError with the nested path and passes through the
+    outer model untouched (pydantic collects ValueError and AssertionError only). CronSpec
+    relies on the same: its errors already name ``spec.cron.<field>``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    _paths: ClassVar[Mapping[str, str]] = {}
+    _prefix: ClassVar[str] = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except PydanticValidationError as exc:
+            error = _pydantic_error(exc, self._paths)
+            raise ValidationError(self._prefix + error.field, error.message) from None
+
+
+class RetryPolicy(_Model):
+    """How failed attempts are retried; mirrors io.jobstream.RetryPolicy and its defaults."""
+
+    _prefix: ClassVar[str] = "spec.retry."
+
+    max_attempts: int = Field(default=3, ge=1, le=rules.INT_MAX)
+    """Attempts in all, the first included; 1 means never retry."""
+    initial_backoff_ms: int = Field(default=1000, gt=0, le=rules.LONG_MAX)
+    """Delay before the first retry."""
+    backoff_coefficient: float = Field(default=2.0, ge=1.0)
+    """Factor applied to the delay after each retry."""
+    max_backoff_ms: int = Field(default=300_000, gt=0, le=rules.LONG_MAX)
+    """Cap on any one delay; at least ``initial_backoff_ms``."""
+    jitter: float = Field(default=0.1, ge=0.0, le=1.0)
+    """Fraction of the delay drawn at random."""
+    non_retryable_errors: tuple[str, ...] = ()
+    """Error type names that go straight to the dead-letter topic."""
+
+    @field_validator("max_backoff_ms")
+    @classmethod
+    def _not_below_initial(cls, value: int, info: ValidationInfo) -> int:
+        initial = info.data.get("initial_backoff_ms")
+        if initial is not None and value < initial:
+            raise ValueError(f"must be at least initial_backoff_ms ({initial})")
+        return value
+
+    def to_avro(self) -> dict[str, Any]:
+        record = self.model_dump()
+        record["non_retryable_errors"] = list(self.non_retryable_errors)
+        return record
+
+
+def _no_number(value: object) -> object:
+    """pydantic would read a number as seconds or milliseconds, guessing from its size."""
+    if isinstance(value, int | float):
+        raise ValueError("must be a time-zone-aware datetime or ISO 8601 text, not a number")
+    return value
+
+
+def cron_spec(value: object) -> object:
+    """A CronSpec from a CronSpec, a bare expression (read in UTC) or a mapping of its fields.
+
+    Anything else is returned as it is, for pydantic to refuse. Errors name
+    ``spec.cron.<field>``, as CronSpec's own do.
+    """
+    if isinstance(value, str):
+        return CronSpec(expression=value)
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(CronSpec.__dataclass_fields__))
+        if unknown:
+            raise ValidationError(f"spec.cron.{unknown[0]}", "is not a field of CronSchedule")
+        return CronSpec(**value)
+    return value
+
+
+JobId = Annotated[str, AfterValidator(rules.job_id)]
+
+
+class JobRequest(_Model):
+    """A job to submit: what to run, for whom, when, and how to retry it.
+
+    Constructing one checks every field rule and raises ValidationError naming the record
+    path at fault. Rules that need the submission instant (how far ``run_at`` may be) run
+    in :meth:`to_event`.
+    """
+
+    _paths: ClassVar[Mapping[str, str]] = {
+        "job_type": "spec.job_type",
+        "owner": "spec.owner",
+        "params": "spec.params",
+        "priority": "spec.priority",
+        "run_at": "spec.run_at_ms",
+        "cron": "spec.cron",
+        "depends_on": "spec.depends_on",
+        "retry": "spec.retry",
+        "timeout_ms": "spec.timeout_ms",
+        "labels": "spec.labels",
+    }
+
+    job_type: Annotated[str, AfterValidator(rules.job_type)]
+    """Handler name, e.g. ``report.generate``; also part of the execution topic's name."""
+    owner: Annotated[str, AfterValidator(rules.owner)]
+    """Application, user or tenant that owns the job."""
+    params: Annotated[dict[str, Any], BeforeValidator(rules.params)] = Field(default_factory=dict)
+    """A JSON object (a mapping, or JSON text), at most 1 MB encoded."""
+    priority: Annotated[Literal["HIGH", "NORMAL", "LOW"], BeforeValidator(rules.priority)] = (
+        "NORMAL"
+    )
+    """Execution tier; ``high``, ``normal`` or ``low`` in any case."""
+    run_at: Annotated[AwareDatetime | None, BeforeValidator(_no_number)] = None
+    """One-off jobs: when to run; None means now. Excludes ``cron``."""
+    cron: Annotated[InstanceOf[CronSpec] | None, BeforeValidator(cron_spec)] = None
+    """Recurring jobs: the schedule. Excludes ``run_at``."""
+    depends_on: tuple[JobId, ...] = ()
+    """Job ids that must succeed first."""
+    retry: RetryPolicy | None = None
+    """None takes the job type's default policy."""
+    timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
+    """Per-attempt timeout; None takes the job type's default."""
+    idempotency_key: Annotated[str, AfterValidator(rules.idempotency_key)] | None = None
+    """Makes the job id deterministic, see :func:`pipeline.jobs.keys.idempotent_job_id`."""
+    workflow_id: Annotated[str, AfterValidator(rules.workflow_id)] | None = None
+    """The DAG this job belongs to; the partition key when set."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Free-form labels."""
+
+    @field_validator("cron")
+    @classmethod
+    def _one_schedule(cls, value: CronSpec | None, info: ValidationInfo) -> CronSpec | None:
+        if value is not None and info.data.get("run_at") is not None:
+            raise ValueError("cannot be set together with run_at: a job is one-off or recurring")
+        return value
+
+    @field_validator("depends_on")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        for job_id in value:
+            if job_id in seen:
+                raise ValueError(f"lists {job_id} twice")
+            seen.add(job_id)
+        return value
+
+    def to_event(self, now_ms: int) -> Event:
+        """The JobSubmitted event for a submission at ``now_ms``, with its job id.
+
+        The id is a fresh ULID, or the deterministic id of the idempotency key. Raises
+        ValidationError when ``run_at`` is out of range for ``now_ms``.
+        """
+        if self.idempotency_key is not None:
+            job_id = idempotent_job_id(self.owner, self.idempotency_key)
+        else:
+            job_id = new_job_id(now_ms)
+        record = {
+            "job_id": job_id,
+            "idempotency_key": self.idempotency_key,
+            "workflow_id": self.workflow_id,
+            "submitted_at_ms": now_ms,
+            "spec": {
+                "job_type": self.job_type,
+                "owner": self.owner,
+                "params": rules.field_check("spec.params", rules.encode_params, self.params),
+                "priority": self.priority,
+                "run_at_ms": None if self.run_at is None else (self.run_at - _EPOCH) // _MS,
+                "cron": None if self.cron is None else self.cron.to_avro(),
+                "depends_on": list(self.depends_on),
+                "retry": None if self.retry is None else self.retry.to_avro(),
+                "timeout_ms": self.timeout_ms,
+                "labels": dict(self.labels),
+            },
+        }
+        _check_envelope(record, now_ms=now_ms)
+        _check_run_at(record)
+        _check_consistency(record, self)
+        return Event("JobSubmitted", record)
+
+
+def validate_submitted(record: Mapping[str, Any], *, now_ms: int) -> None:
+    """Apply every submission rule to a decoded JobSubmitted record; ValidationError if broken.
+
+    ``now_ms`` is the reader's clock; see the module docstring for why it matters so little.
+    """
+    _check_envelope(record, now_ms=now_ms)
+    spec = record.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ValidationError("spec", "must be a JobSpec record")
+    _check_run_at(record)
+    _check_consistency(record, _request_of(record, spec))
+
+
+_SAME_IN_SPEC = (
+    "job_type", "owner", "params", "priority", "depends_on", "retry", "timeout_ms", "labels"
+)  # fmt: skip
+"""JobRequest fields that have the same name and form in the record's spec."""
+_SAME_AT_TOP = ("idempotency_key", "workflow_id")
+
+
+def _request_of(record: Mapping[str, Any], spec: Mapping[str, Any]) -> JobRequest:
+    """The JobRequest a record stands for, built through the same field rules."""
+    fields: dict[str, Any] = {name: spec[name] for name in _SAME_IN_SPEC if name in spec}
+    fields.update({name: record[name] for name in _SAME_AT_TOP if name in record})
+    if spec.get("run_at_ms") is not None:  # in range: _check_run_at came first
+        fields["run_at"] = _EPOCH + spec["run_at_ms"] * _MS
+    if spec.get("cron") is not None:
+        if not isinstance(spec["cron"], Mapping):
+            raise ValidationError("spec.cron", "must be a CronSchedule record or null")
+        fields["cron"] = CronSpec.from_avro(spec["cron"])
+    return JobRequest(**fields)
+
+
+def _check_envelope(record: Mapping[str, Any], *, now_ms: int) -> None:
+    """The job id's shape, and a ``submitted_at_ms`` that is plausibly epoch milliseconds."""
+    rules.field_check("job_id", rules.job_id, record.get("job_id"))
+    submitted = record.get("submitted_at_ms")
+    if isinstance(submitted, bool) or not isinstance(submitted, int):
+        raise ValidationError("submitted_at_ms", "must be epoch milliseconds (an integer)")
+    if submitted < EARLIEST_SUBMITTED_AT_MS:
+        raise ValidationError(
+            "submitted_at_ms", f"is before 2020-01-01 ({submitted}): seconds, not milliseconds?"
+        )
+    if submitted > now_ms + MAX_CLOCK_SKEW_MS:
+        raise ValidationError(
+            "submitted_at_ms",
+            f"is {submitted - now_ms} ms ahead of this clock (at most {MAX_CLOCK_SKEW_MS})",
+        )
+
+
+def _check_run_at(record: Mapping[str, Any]) -> None:
+    """A one-off fire time in the range normalize_fire_time accepts, from the submission."""
+    normalize_fire_time(record["spec"].get("run_at_ms"), now_ms=record["submitted_at_ms"])
+
+
+def _check_consistency(record: Mapping[str, Any], request: JobRequest) -> None:
+    """Rules across fields: the id matches the key, no self-dependency, the schedule runs."""
+    job_id = record["job_id"]
+    if request.idempotency_key is not None:
+        expected = idempotent_job_id(request.owner, request.idempotency_key)
+        if job_id != expected:
+            raise ValidationError(
+                "job_id",
+                f"must be {expected}, the id of this owner and idempotency key "
+                "(see pipeline.jobs.keys.idempotent_job_id)",
+            )
+    if job_id in request.depends_on:
+        raise ValidationError("spec.depends_on", "lists the job itself")
+    if request.cron is not None:
+        submitted = record["submitted_at_ms"]
+        if next_fire_ms(request.cron, submitted - 1, job_id=job_id) is None:
+            raise ValidationError("spec.cron", "has no run at or after the submission time")

@@ -1,0 +1,145 @@
+"""The field rules of a job submission and of the commands, as plain functions.
+
+Each rule takes a value and returns it (normalised) or raises ValueError with a message that
+reads after the field's name: ``spec.owner: must not be blank``. pydantic calls them from
+:class:`pipeline.jobs.model.JobRequest`, which attaches the field's path; the record checks
+and the command builders call them through :func:`field_check`. Keeping them here, out of
+the models, is what lets a record from any Kafka client meet exactly the rules a Python
+caller meets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import orjson
+
+from pipeline.errors import ValidationError
+from pipeline.jobs.keys import is_job_id
+from pipeline.scheduling.ids import ID_LENGTH
+
+T = TypeVar("T")
+
+MAX_JOB_TYPE_CHARS = 100
+"""A job type becomes part of topic names (jobs.exec.<type>.<priority>, at most 249 chars)."""
+MAX_OWNER_CHARS = 200
+MAX_PARAMS_BYTES = 1_000_000
+"""Parameters as compact UTF-8 JSON; the topics accept 2 MiB records, envelope included."""
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+MAX_WORKFLOW_ID_CHARS = 200
+MAX_REASON_CHARS = 1000
+INT_MAX = 2**31 - 1
+"""Avro ``int``: fastavro does not range-check, so the models do."""
+LONG_MAX = 2**63 - 1
+"""Avro ``long``."""
+
+PRIORITIES = ("HIGH", "NORMAL", "LOW")
+"""The symbols of io.jobstream.Priority; callers may write them in any case."""
+
+_JOB_TYPE = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def field_check(field: str, rule: Callable[[Any], T], value: object) -> T:
+    """Apply ``rule``; its ValueError becomes a ValidationError naming ``field``."""
+    try:
+        return rule(value)
+    except ValueError as exc:
+        raise ValidationError(field, str(exc)) from None
+
+
+def job_type(value: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if len(value) > MAX_JOB_TYPE_CHARS:
+        raise ValueError(f"is {len(value)} characters, more than {MAX_JOB_TYPE_CHARS}")
+    if not _JOB_TYPE.fullmatch(value):
+        raise ValueError(
+            f"must be words of a-z, 0-9 and _ joined by dots, e.g. 'report.generate'; got {value!r}"
+        )
+    return value
+
+
+def owner(value: str) -> str:
+    """Non-blank, no control characters: NUL separates owner from key in idempotent ids."""
+    _text(value, MAX_OWNER_CHARS)
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _text(value: object, max_chars: int) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if not value:
+        raise ValueError("must not be empty")
+    if len(value) > max_chars:
+        raise ValueError(f"is {len(value)} characters, more than {max_chars}")
+    return value
+
+
+def idempotency_key(value: str) -> str:
+    return _text(value, MAX_IDEMPOTENCY_KEY_CHARS)
+
+
+def workflow_id(value: str) -> str:
+    return _text(value, MAX_WORKFLOW_ID_CHARS)
+
+
+def reason(value: str) -> str:
+    return _text(value, MAX_REASON_CHARS)
+
+
+def job_id(value: str) -> str:
+    if not is_job_id(value):
+        raise ValueError(
+            f"must be a {ID_LENGTH}-character upper-case Crockford base32 job id, got {value!r}"
+        )
+    return value
+
+
+def priority(value: object) -> str:
+    if isinstance(value, str) and value.upper() in PRIORITIES:
+        return value.upper()
+    raise ValueError(f"must be one of high, normal, low; got {value!r}")
+
+
+def params(value: object) -> dict[str, Any]:
+    """A JSON object, given as a mapping or as JSON text, of at most MAX_PARAMS_BYTES.
+
+    Text is measured before it is parsed, so an oversized record costs no parsing.
+    """
+    if isinstance(value, str | bytes):
+        size = len(value.encode()) if isinstance(value, str) else len(value)
+        _check_size(size)
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"is not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            kind = _JSON_TYPES.get(type(value), "a number" if value is not None else "null")
+            raise ValueError(f"must be a JSON object, not {kind}")
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a JSON object (a mapping or JSON text), not {type(value)}")
+    encode_params(value)
+    return dict(value)
+
+
+def encode_params(value: Mapping[str, Any]) -> str:
+    """Compact JSON text of ``value``; ValueError when it cannot be encoded or is too big."""
+    try:
+        text = orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise ValueError(f"is not JSON-encodable: {exc}") from None
+    _check_size(len(text))
+    return text.decode()
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_PARAMS_BYTES:
+        raise ValueError(f"is {size} bytes of JSON, more than {MAX_PARAMS_BYTES}")

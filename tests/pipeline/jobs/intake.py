@@ -1,0 +1,91 @@
+"""Reading jobs.intake back in tests, and where Kafka's Java client would put a key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from pipeline.kafka import clients
+from pipeline.serde import Event, make_serde
+from pipeline.topics import Topics
+from tests.support.waiting import wait_for
+
+
+@dataclass(frozen=True)
+class Received:
+    key: bytes
+    partition: int
+    event: Event
+
+
+def read_intake(topics: Topics, group_id: str, count: int) -> list[Received]:
+    """The first ``count`` records of jobs.intake, decoded, in offset order per partition."""
+    _, deserialize = make_serde(topics.settings.schema_registry_url)
+    consumer = clients.consumer(topics.settings, group_id)
+    consumer.subscribe([topics.intake])
+    received: list[Received] = []
+
+    def enough() -> bool:
+        for message in consumer.consume(500, timeout=0.2):
+            assert message.error() is None, message.error()
+            event = deserialize(message.value())
+            received.append(Received(message.key(), message.partition(), event))
+        return len(received) >= count
+
+    try:
+        wait_for(enough, timeout_s=60, what=f"{count} records on {topics.intake}")
+    finally:
+        consumer.close()
+    return received
+
+
+def intake_size(topics: Topics, group_id: str) -> int:
+    """Records on jobs.intake, from the partitions' high watermarks.
+
+    Just after the topics are created a partition may still report no leader; that is
+    waited out, like any other condition.
+    """
+    consumer = clients.consumer(topics.settings, group_id)
+
+    def watermarks() -> tuple[int] | None:
+        try:
+            return (
+                sum(
+                    consumer.get_watermark_offsets(TopicPartition(topics.intake, p), timeout=5)[1]
+                    for p in range(topics.settings.timer_partitions)
+                ),
+            )
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.NOT_LEADER_FOR_PARTITION:
+                raise
+            return None
+
+    try:
+        return wait_for(watermarks, timeout_s=30, what=f"watermarks of {topics.intake}")[0]
+    finally:
+        consumer.close()
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (the Java client's key hash), as an unsigned 32-bit int."""
+    length, m = len(data), 0x5BD1E995
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * m) & 0xFFFFFFFF
+        k = ((k ^ (k >> 24)) * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = data[length - length % 4 :]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h = ((h ^ tail[0]) * m) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * m) & 0xFFFFFFFF
+    return h ^ (h >> 15)
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's Java DefaultPartitioner picks for a keyed record."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions

@@ -1,0 +1,152 @@
+"""``submit``, ``cancel``, ``pause``, ``resume``, ``reschedule`` as registered on a Typer app."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pipeline.jobs import idempotent_job_id, is_job_id
+from pipeline.jobs.cli import EXIT_INVALID, register
+from pipeline.topics import Topics
+from tests.pipeline.jobs.intake import read_intake
+from tests.support.ports import free_base_port
+
+JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+
+
+def make_app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def test_register_adds_the_five_commands() -> None:
+    names = {command.name for command in make_app().registered_commands}
+    assert names == {"submit", "cancel", "pause", "resume", "reschedule"}
+
+
+@pytest.fixture
+def unreachable_env() -> dict[str, str]:
+    """Settings pointing at a port nobody listens on: a refusal must not need the broker."""
+    return {"JOBSTREAM_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_base_port(1)}"}
+
+
+SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ([*SUBMIT, "--cron", "0 9 * * MON-FRI", "--tz", "Mars/Base"], "spec.cron.timezone"),
+        ([*SUBMIT, "--cron", "0 9 * *"], "spec.cron.expression"),
+        ([*SUBMIT, "--tz", "Europe/Paris"], "spec.cron.timezone"),
+        ([*SUBMIT, "--at", "2026-12-01T09:00", "--cron", "0 9 * * *"], "spec.run_at_ms"),
+        ([*SUBMIT, "--at", "2026-12-01T09:00Z", "--cron", "0 9 * * *"], "spec.cron"),
+        ([*SUBMIT, "--at", "1999-12-01T09:00Z"], "spec.run_at_ms"),
+        ([*SUBMIT, "--params", "[1, 2]"], "spec.params"),
+        ([*SUBMIT, "--params", "@/no/such/file.json"], "spec.params"),
+        ([*SUBMIT, "--priority", "urgent"], "spec.priority"),
+        ([*SUBMIT, "--timeout", "soon"], "spec.timeout_ms"),
+        ([*SUBMIT, "--timeout", "0s"], "spec.timeout_ms"),
+        ([*SUBMIT, "--max-attempts", "0"], "spec.retry.max_attempts"),
+        ([*SUBMIT, "--depends-on", "job-1"], "spec.depends_on.0"),
+        ([*SUBMIT, "--label", "no-equals-sign"], "spec.labels"),
+        ([*SUBMIT, "--workflow", ""], "workflow_id"),
+        (["submit", "--type", "Report", "--owner", "acme"], "spec.job_type"),
+        (["submit", "--type", "report.generate", "--owner", " "], "spec.owner"),
+        (["cancel", "not-an-id"], "job_id"),
+        (["pause", JOB_ID, "--workflow", ""], "workflow_id"),
+        (["reschedule", JOB_ID], "cron"),
+        (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--tz", "Mars/Base"], "cron.timezone"),
+        (["reschedule", JOB_ID, "--params", "3"], "params"),
+    ],
+)
+def test_a_bad_command_exits_2_naming_the_field(
+    args: list[str], field: str, unreachable_env: dict[str, str]
+) -> None:
+    result = CliRunner().invoke(make_app(), args, env=unreachable_env)
+    assert result.exit_code == EXIT_INVALID, result.output
+    assert result.stderr.startswith(f"error: {field}: "), result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_time_zone_message(unreachable_env: dict[str, str]) -> None:
+    args = [*SUBMIT, "--cron", "0 9 * * MON-FRI", "--tz", "Mars/Base"]
+    result = CliRunner().invoke(make_app(), args, env=unreachable_env)
+    assert result.stderr == "error: spec.cron.timezone: unknown time zone: 'Mars/Base'\n"
+
+
+def broker_env(topics: Topics) -> dict[str, str]:
+    return {
+        "JOBSTREAM_BOOTSTRAP_SERVERS": topics.settings.bootstrap_servers,
+        "JOBSTREAM_TOPIC_PREFIX": topics.settings.topic_prefix,
+        "JOBSTREAM_TIMER_PARTITIONS": str(topics.settings.timer_partitions),
+    }
+
+
+def test_submit_prints_only_the_job_id_and_the_job_lands(
+    topics: Topics, unique_name: str, tmp_path: Path
+) -> None:
+    params = tmp_path / "params.json"
+    params.write_text('{"report": "sales", "month": "2026-11"}')
+    at = (datetime.now(UTC) + timedelta(days=1)).replace(second=0, microsecond=0)
+    args = [
+        *SUBMIT,
+        "--at", at.strftime("%Y-%m-%dT%H:%MZ"), "--params", f"@{params}", "--priority", "HIGH",
+        "--timeout", "90s", "--max-attempts", "5", "--label", "team=finance",
+    ]  # fmt: skip
+    result = CliRunner().invoke(make_app(), args, env=broker_env(topics))
+    assert result.exit_code == 0, result.output
+    job_id = result.stdout.strip()
+    assert result.stdout == job_id + "\n" and is_job_id(job_id)
+
+    [record] = read_intake(topics, unique_name, 1)
+    assert record.key == job_id.encode()
+    spec = record.event.data["spec"]
+    assert spec["params"] == '{"report":"sales","month":"2026-11"}'
+    assert spec["run_at_ms"] == int(at.timestamp()) * 1000
+    assert (spec["priority"], spec["timeout_ms"]) == ("HIGH", 90_000)
+    assert spec["retry"]["max_attempts"] == 5
+    assert spec["labels"] == {"team": "finance"}
+
+
+def test_recurring_submit_with_a_key_then_commands(topics: Topics, unique_name: str) -> None:
+    env = broker_env(topics)
+    runner = CliRunner()
+    args = [
+        *SUBMIT,
+        "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Paris",
+        "--idempotency-key", "daily-sales", "--workflow", "wf-cli",
+    ]  # fmt: skip
+    submitted = runner.invoke(make_app(), args, env=env)
+    assert submitted.exit_code == 0, submitted.output
+    job_id = submitted.stdout.strip()
+    assert job_id == idempotent_job_id("acme", "daily-sales")
+
+    for command in (
+        ["pause", job_id, "--workflow", "wf-cli"],
+        ["resume", job_id, "--workflow", "wf-cli"],
+        ["reschedule", job_id, "--cron", "0 8 * * *", "--tz", "UTC", "--workflow", "wf-cli"],
+        ["cancel", job_id, "--workflow", "wf-cli", "--reason", "replaced"],
+    ):
+        result = runner.invoke(make_app(), command, env=env)
+        assert result.exit_code == 0, result.output
+        assert result.stdout == ""
+
+    received = read_intake(topics, unique_name, 5)
+    assert {r.key for r in received} == {b"wf-cli"}
+    assert [r.event.name for r in received] == [
+        "JobSubmitted",
+        "ScheduleChanged",
+        "ScheduleChanged",
+        "ScheduleChanged",
+        "JobCancelled",
+    ]
+    cron = received[0].event.data["spec"]["cron"]
+    assert (cron["expression"], cron["timezone"]) == ("0 9 * * MON-FRI", "Europe/Paris")
+    assert received[3].event.data["cron"]["expression"] == "0 8 * * *"
+    assert received[4].event.data["reason"] == "replaced"

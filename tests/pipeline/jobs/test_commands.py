@@ -1,0 +1,118 @@
+"""Commands on jobs.intake: built checked, and checked again when read from the topic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.errors import ValidationError
+from pipeline.jobs.commands import (
+    cancel_event,
+    pause_event,
+    resume_event,
+    update_schedule_event,
+    validate_command,
+)
+from pipeline.scheduling import CronSpec
+from pipeline.serde import AvroDeserializer, AvroSerializer, Event
+
+NOW_MS = 1_795_000_000_000
+JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+SERIALIZE, DESERIALIZE = AvroSerializer(validate=True), AvroDeserializer()
+
+
+def refused_field(call: Any, *args: Any, **kwargs: Any) -> str:
+    with pytest.raises(ValidationError) as refused:
+        call(*args, **kwargs)
+    return refused.value.field
+
+
+def test_cancel_event() -> None:
+    event = cancel_event(JOB_ID, "wf-1", "not needed", now_ms=NOW_MS)
+    assert event == Event(
+        "JobCancelled",
+        {
+            "job_id": JOB_ID,
+            "workflow_id": "wf-1",
+            "requested_at_ms": NOW_MS,
+            "reason": "not needed",
+        },
+    )
+    assert DESERIALIZE(SERIALIZE(event)) == event
+
+
+def test_pause_and_resume_events() -> None:
+    for build, action in ((pause_event, "PAUSE"), (resume_event, "RESUME")):
+        event = build(JOB_ID, now_ms=NOW_MS)
+        assert event.name == "ScheduleChanged"
+        assert (event.data["action"], event.data["cron"], event.data["params"]) == (
+            action,
+            None,
+            None,
+        )
+        assert DESERIALIZE(SERIALIZE(event)) == event
+
+
+def test_update_schedule_event() -> None:
+    cron = CronSpec(expression="30 8 * * *", timezone="Asia/Tokyo")
+    event = update_schedule_event(JOB_ID, cron, {"month": "2026-12"}, now_ms=NOW_MS)
+    assert event.data["action"] == "UPDATE"
+    assert event.data["cron"] == cron.to_avro()
+    assert event.data["params"] == '{"month":"2026-12"}'
+    assert DESERIALIZE(SERIALIZE(event)) == event
+    as_text = update_schedule_event(JOB_ID, "30 8 * * *", None, now_ms=NOW_MS)
+    assert as_text.data["cron"] == CronSpec(expression="30 8 * * *").to_avro()
+
+
+@pytest.mark.parametrize(
+    ("call", "args", "kwargs", "field"),
+    [
+        (cancel_event, ("nope",), {}, "job_id"),
+        (cancel_event, (JOB_ID, ""), {}, "workflow_id"),
+        (cancel_event, (JOB_ID, None, "r" * 1001), {}, "reason"),
+        (pause_event, (JOB_ID.lower(),), {}, "job_id"),
+        (resume_event, (JOB_ID, "w" * 201), {}, "workflow_id"),
+        (update_schedule_event, (JOB_ID,), {}, "cron"),
+        (
+            update_schedule_event,
+            (JOB_ID, {"expression": "0 9 * * *", "timezone": "Mars/Base"}),
+            {},
+            "cron.timezone",
+        ),
+        (update_schedule_event, (JOB_ID, "0 9 * *"), {}, "cron.expression"),
+        (update_schedule_event, (JOB_ID, 42), {}, "cron"),
+        (update_schedule_event, (JOB_ID, None, "[1]"), {}, "params"),
+        (update_schedule_event, (JOB_ID, None, {"x": "a" * 1_000_000}), {}, "params"),
+    ],
+)
+def test_builders_refuse_naming_the_field(
+    call: Any, args: tuple[Any, ...], kwargs: dict[str, Any], field: str
+) -> None:
+    assert refused_field(call, *args, now_ms=NOW_MS, **kwargs) == field
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"action": "STOP"}, "action"),
+        ({"action": "PAUSE", "cron": CronSpec(expression="0 9 * * *").to_avro()}, "cron"),
+        ({"action": "RESUME", "cron": None}, "params"),
+        ({"cron": {"expression": "0 9 * * *", "timezone": "Mars/Base"}}, "cron.timezone"),
+        ({"cron": None, "params": None}, "cron"),
+        ({"params": "not json"}, "params"),
+        ({"requested_at_ms": NOW_MS // 1000}, "requested_at_ms"),
+        ({"requested_at_ms": NOW_MS + 3_600_000}, "requested_at_ms"),
+    ],
+)
+def test_validate_command_refuses_records_from_other_clients(
+    changes: dict[str, Any], field: str
+) -> None:
+    event = update_schedule_event(JOB_ID, "0 9 * * *", {"a": 1}, now_ms=NOW_MS)
+    bad = Event(event.name, {**event.data, **changes})
+    assert refused_field(validate_command, bad, now_ms=NOW_MS) == field
+
+
+def test_validate_command_refuses_an_event_that_is_not_a_command() -> None:
+    bad = Event("JobSubmitted", {"job_id": JOB_ID, "requested_at_ms": NOW_MS})
+    assert refused_field(validate_command, bad, now_ms=NOW_MS) == "name"
