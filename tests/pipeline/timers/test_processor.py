@@ -169,12 +169,29 @@ def test_misfire_policy_after_downtime(driver: Driver, policy: str, expected_run
 
 def test_retry_fires_the_next_attempt(driver: Driver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0)
-    retry = Event("RetryScheduled", {
-        "job_id": job.data["job_id"], "workflow_id": None, "attempt": 2, "epoch": 0,
-        "retry_at_ms": T0 + 2000, "spec": job.data["spec"], "idempotency_key": None,
-        "errors": [{"attempt": 1, "error_type": "IOError", "message": "disk full",
-                    "traceback": None, "retryable": True, "at_ms": T0, "worker_id": "w1"}],
-    })  # fmt: skip
+    retry = Event(
+        "RetryScheduled",
+        {
+            "job_id": job.data["job_id"],
+            "workflow_id": None,
+            "attempt": 2,
+            "epoch": 0,
+            "retry_at_ms": T0 + 2000,
+            "spec": job.data["spec"],
+            "idempotency_key": None,
+            "errors": [
+                {
+                    "attempt": 1,
+                    "error_type": "IOError",
+                    "message": "disk full",
+                    "traceback": None,
+                    "retryable": True,
+                    "at_ms": T0,
+                    "worker_id": "w1",
+                }
+            ],
+        },
+    )
     assert driver.step(T0, retry) == []
     runs = executions(driver.step(T0 + 2000))
     assert [(r["attempt"], r["scheduled_at_ms"]) for r in runs] == [(2, T0 + 2000)]
