@@ -27,10 +27,15 @@ class TimerState:
     def __init__(self, tx: PartitionTransaction) -> None:
         self.tx = tx
         self.changelog: list[ChangelogRecord] = []
+        # Entries decoded in this transaction: firing reads an entry, then replaces or
+        # removes it, and each of those needs the entry's current schedule key.
+        self._entries: dict[str, TimerEntry | None] = {}
 
     def get(self, timer_id: str) -> TimerEntry | None:
-        raw = self.tx.get(encode_index_key(timer_id))
-        return None if raw is None else TimerEntry.decode(raw)
+        if timer_id not in self._entries:
+            raw = self.tx.get(encode_index_key(timer_id))
+            self._entries[timer_id] = None if raw is None else TimerEntry.decode(raw)
+        return self._entries[timer_id]
 
     def put(self, entry: TimerEntry) -> None:
         raw = entry.encode()
@@ -62,10 +67,10 @@ class TimerState:
     def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
         """Write or delete the entry and move its schedule key; False if nothing existed."""
         index_key = encode_index_key(timer_id)
-        previous = self.tx.get(index_key)
+        previous = self.get(timer_id)
+        self._entries[timer_id] = entry
         if previous is not None:
-            old = TimerEntry.decode(previous)
-            self.tx.delete(encode_schedule_key(old.due_ms, timer_id))
+            self.tx.delete(encode_schedule_key(previous.due_ms, timer_id))
         if entry is None or raw is None:
             if previous is None:
                 return False
