@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pipeline import metrics
 from pipeline.config import load_settings
 from pipeline.timers.runner import TimerOptions, TimerRunner
 
@@ -21,11 +22,15 @@ def timers(
                                    envvar="JOBSTREAM_STATE_DIR", help="Where RocksDB stores live."),
     tick_ms: int = typer.Option(20, "--tick-ms", min=1, max=1000,
                                 help="Wall-clock ticker interval."),
+    metrics_port: int = typer.Option(0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
+                                     help="Serve /metrics and /healthz on this port (0: off)."),
 ) -> None:  # fmt: skip
     """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""
     settings = load_settings()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    if metrics_port:
+        metrics.serve(metrics_port)
     options = TimerOptions(instance_id=instance_id, state_dir=state_dir, tick_ms=tick_ms)
     TimerRunner(settings, options).run(stop)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
+from pipeline import metrics
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
@@ -102,8 +103,10 @@ class TimerRunner:
         log.info("timers started", extra={"instance": self.options.instance_id})
         last_stats = time.monotonic()
         try:
+            heartbeat = metrics.LOOP_HEARTBEAT.labels("timers")
             while not stop.is_set():
                 self.step()
+                heartbeat.set(time.time())
                 if time.monotonic() - last_stats > self.options.stats_interval_s:
                     last_stats = time.monotonic()
                     log.info("timers stats", extra=vars(self.stats))
@@ -124,6 +127,7 @@ class TimerRunner:
                     lambda tx, key, value: TimerState(tx).restore(key, value))  # fmt: skip
             self.stores[p] = store
         self.stats.partitions = sorted(self.stores)
+        metrics.TIMER_PARTITIONS.set(len(self.stores))
         log.info("timer partitions assigned", extra={"partitions": self.stats.partitions})
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -176,6 +180,7 @@ class TimerRunner:
                 raise
             log.warning("timer transaction aborted: %s", exc)
             self.stats.aborted += 1
+            metrics.TIMER_ABORTED.inc()
             abort_batch(self.producer, self.consumer)
             return
         for p, state in states.items():
@@ -222,8 +227,14 @@ class TimerRunner:
         self.stats.transactions += 1
         self.stats.consumed += consumed
         self.stats.dead_lettered += len(dead)
+        fired = 0
         for emit in emits:
             if emit.event.name == "ExecutionRequested":
-                self.stats.fired += 1
+                fired += 1
                 lateness = emit.event.data["fired_at_ms"] - emit.event.data["scheduled_at_ms"]
                 self.stats.max_lateness_ms = max(self.stats.max_lateness_ms, lateness)
+                metrics.FIRE_LATENESS.observe(lateness / 1000)
+        self.stats.fired += fired
+        metrics.TIMER_FIRED.inc(fired)
+        metrics.TIMER_CONSUMED.inc(consumed)
+        metrics.TIMER_DEAD_LETTERED.inc(len(dead))

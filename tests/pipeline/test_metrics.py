@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+
+from pipeline import metrics
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_health_follows_the_loop_heartbeat_and_metrics_are_served() -> None:
+    server = metrics.serve(0, host="127.0.0.1")
+    port = server.server_address[1]
+    try:
+        beat = metrics.LOOP_HEARTBEAT.labels("test-loop")
+        beat.set(time.time())
+        assert get(port, "/healthz") == (200, "ok\n")
+
+        beat.set(time.time() - metrics.STALE_AFTER_S - 1)
+        assert get(port, "/healthz") == (503, "stale: test-loop\n")
+
+        metrics.TIMER_FIRED.inc(3)
+        status, body = get(port, "/metrics")
+        assert status == 200
+        assert "jobstream_timer_fired_total" in body
+        assert get(port, "/nothing")[0] == 404
+    finally:
+        metrics.LOOP_HEARTBEAT.remove("test-loop")
+        server.shutdown()
