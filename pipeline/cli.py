@@ -18,6 +18,8 @@ from pipeline.errors import (
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.cli import register as register_job_commands
 from pipeline.logs import configure_logging
+from pipeline.status.cli import status_processor
+from pipeline.status.query import status
 from pipeline.timers.cli import timers
 
 EXIT_OK = 0
@@ -57,6 +59,8 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)
 app.command("timers")(timers)
+app.command("status-processor")(status_processor)
+app.command("status")(status)
 register_job_commands(app)
 
 

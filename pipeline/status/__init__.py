@@ -1,0 +1,16 @@
+"""The status processor: folds jobs.events into one state machine per job.
+
+- :mod:`pipeline.status.machine`: the pure state machine (docs/lifecycle.md's table,
+  epoch fencing, duplicate executions, recurring jobs).
+- :mod:`pipeline.status.state`: what is kept per job, in a RocksDB store per partition of
+  jobs.events, with a lease index and the changelog ``jobs.status.changelog``.
+- :mod:`pipeline.status.processor`: events in, jobs.status records and LOST / DUPLICATE
+  events out; leases expire here.
+- :mod:`pipeline.status.runner`: the transactional consume-fold-produce loop.
+- :mod:`pipeline.status.query`: jobs.status read back into a dict, for the CLI and demos.
+"""
+
+from pipeline.status.machine import TABLE, Decision, Verdict, transition
+from pipeline.status.state import JobRecord, StatusState
+
+__all__ = ["TABLE", "Decision", "JobRecord", "StatusState", "Verdict", "transition"]

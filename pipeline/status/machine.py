@@ -1,0 +1,251 @@
+"""A job's state machine: docs/lifecycle.md's table, epoch fencing and duplicate runs.
+
+Pure: :func:`transition` takes what is known of a job (a :class:`JobRecord`, or None for
+a job never seen) and one JobLifecycle event, and returns a :class:`Decision`: the new
+record, or why the event is rejected. No clock (times come from the event) and no I/O,
+so every rule is a fast unit test.
+
+Rules, in order:
+
+1. DUPLICATE events are the processor's own records read back: ignored.
+2. Epoch fencing: an outcome (STARTED, HEARTBEAT, SUCCEEDED, FAILED, TIMED_OUT) of an
+   epoch older than the job's comes from a zombie worker or a redelivered execution:
+   DUPLICATE, never applied. So is a FIRED of an older epoch (a firing replayed). A LOST
+   of an older epoch lost its meaning when the newer run fired: ignored.
+3. An outcome for an execution that already finished (succeeded, failed, timed out or
+   was declared lost) is a second run of it: DUPLICATE.
+4. The table: a (state, kind) pair it lacks is illegal, rejected and counted. The
+   transitions marked "(cron)" in the contract (FIRED while QUEUED, RUNNING or SUCCEEDED)
+   are illegal for a job known to be one-off.
+
+Recurrence is learnt from an execution's spec (``execution.spec.cron``, on STARTED,
+FAILED, TIMED_OUT, LOST): SCHEDULED and FIRED carry no spec. A recurring job goes back
+to SCHEDULED after SUCCEEDED (runs + 1) while its schedule has runs left; a job whose
+spec was never seen is taken as one-off, so SUCCEEDED ends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pipeline.errors import JobstreamError
+from pipeline.scheduling import CronSpec, next_fire_ms
+from pipeline.serde import JobState
+from pipeline.status.state import JobRecord
+
+S = JobState
+
+OUTCOMES = frozenset({"STARTED", "HEARTBEAT", "SUCCEEDED", "FAILED", "TIMED_OUT"})
+"""What workers report about one execution: fenced by epoch and by execution id."""
+FAILURES = ("FAILED", "TIMED_OUT", "LOST")
+FINISHING = frozenset({"SUCCEEDED", *FAILURES})
+KINDS = frozenset({
+    "SCHEDULED", "BLOCKED", "FIRED", "STARTED", "HEARTBEAT", "SUCCEEDED", "FAILED",
+    "TIMED_OUT", "LOST", "RETRY_SCHEDULED", "DEAD_LETTERED", "CANCELLED", "PAUSED", "RESUMED",
+})  # fmt: skip
+"""Every kind the machine folds; DUPLICATE is its own output and UNKNOWN is illegal."""
+TERMINAL = frozenset({S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED})
+
+
+def _failed(target: JobState) -> dict[str, JobState]:
+    return dict.fromkeys(FAILURES, target)
+
+
+# docs/lifecycle.md, row by row ("-" cells are absent; the SCHEDULED column follows).
+_ROWS: dict[JobState, dict[str, JobState]] = {
+    S.SCHEDULED: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "RETRY_SCHEDULED": S.FAILED_RETRYING,
+                  "CANCELLED": S.CANCELLED, "PAUSED": S.PAUSED, "BLOCKED": S.BLOCKED},
+    S.QUEUED: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "SUCCEEDED": S.SUCCEEDED,
+               **_failed(S.FAILED_RETRYING), "RETRY_SCHEDULED": S.FAILED_RETRYING,
+               "DEAD_LETTERED": S.DEAD_LETTERED, "CANCELLED": S.CANCELLED},
+    S.RUNNING: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "HEARTBEAT": S.RUNNING,
+                "SUCCEEDED": S.SUCCEEDED, **_failed(S.FAILED_RETRYING),
+                "RETRY_SCHEDULED": S.FAILED_RETRYING, "DEAD_LETTERED": S.DEAD_LETTERED,
+                "CANCELLED": S.CANCELLED},
+    S.FAILED_RETRYING: {"FIRED": S.QUEUED, "STARTED": S.RUNNING,
+                        "RETRY_SCHEDULED": S.FAILED_RETRYING, "DEAD_LETTERED": S.DEAD_LETTERED,
+                        "CANCELLED": S.CANCELLED},
+    S.SUCCEEDED: {"FIRED": S.QUEUED},
+    S.DEAD_LETTERED: {"FIRED": S.QUEUED, "RETRY_SCHEDULED": S.FAILED_RETRYING},
+    S.CANCELLED: {},
+    S.PAUSED: {"CANCELLED": S.CANCELLED, "RESUMED": S.SCHEDULED},
+    # BLOCKED is reserved for jobs waiting on dependencies and has no row in the contract
+    # yet: entered from SCHEDULED (the BLOCKED cell above), left when the job fires or is
+    # cancelled.
+    S.BLOCKED: {"FIRED": S.QUEUED, "CANCELLED": S.CANCELLED},
+}  # fmt: skip
+
+Transitions = dict[tuple[JobState | None, str], JobState]
+
+# SCHEDULED (a new submission or an updated schedule) is legal from every non-terminal state.
+_RESCHEDULED: Transitions = {
+    (state, "SCHEDULED"): S.SCHEDULED for state in S if state not in TERMINAL
+}
+
+# A job never seen: its first event is SCHEDULED (or BLOCKED, or CANCELLED for a schedule
+# without a future run); the rest of SCHEDULED's row lets a processor that started after
+# the submission (events retention, a purged record) pick the job up where it is.
+_NEW: Transitions = {
+    (None, kind): target
+    for kind, target in {**_ROWS[S.SCHEDULED], "SCHEDULED": S.SCHEDULED}.items()
+}
+_FROM_ROWS: Transitions = {
+    (state, kind): target for state, row in _ROWS.items() for kind, target in row.items()
+}
+
+TABLE: Transitions = {
+    **_FROM_ROWS,
+    **_RESCHEDULED,
+    **_NEW,
+}
+"""(current state, event kind) -> new state; None is a job not seen yet."""
+
+CRON_ONLY = frozenset({(S.QUEUED, "FIRED"), (S.RUNNING, "FIRED"), (S.SUCCEEDED, "FIRED")})
+"""Legal only for a recurring job: the next run fires while this one is queued, runs or
+is done. Recurrence is often unknown here (no spec seen yet): only a known one-off job
+is refused."""
+
+
+class Verdict(StrEnum):
+    APPLIED = "APPLIED"
+    DUPLICATE = "DUPLICATE"
+    """An outcome of a stale epoch or of a finished execution: recorded, not applied."""
+    ILLEGAL = "ILLEGAL"
+    """Not in the table: rejected and counted."""
+    IGNORED = "IGNORED"
+    """Nothing to do (the processor's own DUPLICATE record, a superseded LOST)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    record: JobRecord | None
+    """APPLIED: the new record; otherwise the record as it was (None for an unknown job)."""
+    reason: str = ""
+
+    @property
+    def state(self) -> JobState | None:
+        return None if self.record is None else self.record.state
+
+
+def execution_id_of(event: Mapping[str, Any]) -> str | None:
+    """The execution an event is about: its own field, else its execution's."""
+    found = event.get("execution_id") or (event.get("execution") or {}).get("execution_id")
+    return None if found is None else str(found)
+
+
+def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
+    """Fold one JobLifecycle event (its Avro fields) into what is known of its job."""
+    kind = str(event.get("kind"))
+    if kind == "DUPLICATE":
+        return Decision(Verdict.IGNORED, record, "a DUPLICATE record")
+    if kind not in KINDS:
+        return Decision(Verdict.ILLEGAL, record, f"unknown kind {kind}")
+    epoch = int(event.get("epoch") or 0)
+    if record is not None and epoch < record.epoch:
+        if kind in OUTCOMES or kind == "FIRED":
+            return Decision(Verdict.DUPLICATE, record,
+                            f"stale epoch {epoch} < {record.epoch}")  # fmt: skip
+        if kind == "LOST":
+            return Decision(Verdict.IGNORED, record, f"LOST of superseded epoch {epoch}")
+    execution = execution_id_of(event)
+    if record is not None and kind in OUTCOMES and execution in record.finished:
+        return Decision(Verdict.DUPLICATE, record, f"execution {execution} already finished")
+    current = None if record is None else record.state
+    target = TABLE.get((current, kind))
+    if target is None or (
+        (current, kind) in CRON_ONLY and record is not None and record.recurring is False
+    ):
+        return Decision(Verdict.ILLEGAL, record, f"{current or 'NEW'} + {kind}")
+    base = record or JobRecord(job_id=str(event["job_id"]), state=target)
+    return Decision(Verdict.APPLIED, _apply(base, kind, target, event))
+
+
+def _apply(record: JobRecord, kind: str, target: JobState, event: Mapping[str, Any]) -> JobRecord:
+    """The record after a legal transition: state, then what this kind of event carries."""
+    changes: dict[str, Any] = {"state": target, **_identity(record, event)}
+    recurring = changes.get("recurring", record.recurring)
+    epoch = int(event.get("epoch") or 0)
+    attempt = int(event.get("attempt") or 0)
+    if kind in OUTCOMES or kind in ("FIRED", "LOST"):
+        changes["epoch"] = max(record.epoch, epoch)
+    if attempt > 0 and kind != "HEARTBEAT":
+        changes["attempt"] = attempt
+    execution = execution_id_of(event)
+    if record.state is S.DEAD_LETTERED:  # a redrive: the failure is history now
+        changes["last_error"] = None
+    if kind in ("SCHEDULED", "RESUMED"):
+        changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
+        if recurring:
+            changes["next_fire_at_ms"] = event.get("scheduled_at_ms")
+    elif kind == "FIRED":
+        changes.update(scheduled_at_ms=event.get("scheduled_at_ms"), execution_id=execution,
+                       fires=record.fires + (1 if attempt <= 1 else 0))  # fmt: skip
+    elif kind == "STARTED":
+        changes.update(execution_id=execution, worker_id=event.get("worker_id"))
+    elif kind == "RETRY_SCHEDULED":
+        changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
+    elif kind in FINISHING:
+        changes["finished"] = record.finish(execution)
+        if kind == "SUCCEEDED":
+            changes.update(result=event.get("result"), result_uri=event.get("result_uri"),
+                           last_error=None)  # fmt: skip
+            changes.update(_after_success(record.evolve(**changes), event))
+        else:
+            changes["last_error"] = _last_error(kind, event)
+    elif kind == "DEAD_LETTERED":
+        changes["scheduled_at_ms"] = None
+        if event.get("error"):
+            changes["last_error"] = _last_error(kind, event)
+    return record.evolve(**changes)
+
+
+def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
+    """Who the job is, from whatever the event tells: its fields, its execution's spec."""
+    found: dict[str, Any] = {}
+    for name in ("job_type", "owner", "workflow_id"):
+        if event.get(name):
+            found[name] = event[name]
+    execution = event.get("execution") or {}
+    spec = execution.get("spec")
+    if spec:
+        found.update({name: spec[name] for name in ("job_type", "owner", "priority")
+                      if spec.get(name)})  # fmt: skip
+        found.update(cron=spec.get("cron"), recurring=spec.get("cron") is not None)
+    if execution.get("workflow_id"):
+        found["workflow_id"] = execution["workflow_id"]
+    return {name: value for name, value in found.items() if getattr(record, name) != value}
+
+
+def _after_success(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
+    """A recurring job with runs left is SCHEDULED again for its next fire time."""
+    if not record.recurring or record.cron is None:
+        return {}
+    runs = record.runs + 1
+    try:
+        cron = CronSpec.from_avro(record.cron)
+        following = next_fire_ms(cron, int(event["at_ms"]), job_id=record.job_id,
+                                 runs_so_far=max(record.fires, runs))  # fmt: skip
+    except (ValueError, JobstreamError):  # a schedule no longer valid: nothing follows
+        following = None
+    if following is None:
+        return {"runs": runs, "next_fire_at_ms": None}
+    return {"runs": runs, "state": S.SCHEDULED, "scheduled_at_ms": following,
+            "next_fire_at_ms": following}  # fmt: skip
+
+
+_IMPLIED = {
+    "LOST": ("LeaseExpired", "no heartbeat within the lease: the worker is presumed lost"),
+    "TIMED_OUT": ("Timeout", "the attempt ran past its deadline"),
+}
+
+
+def _last_error(kind: str, event: Mapping[str, Any]) -> dict[str, str]:
+    error = event.get("error")
+    if error:
+        return {"error_type": str(error["error_type"]), "message": str(error["message"])}
+    error_type, message = _IMPLIED.get(kind, ("UnknownError", event.get("detail") or kind))
+    return {"error_type": error_type, "message": message}

@@ -1,0 +1,176 @@
+"""Where a job's status is decided: events fold into records, leases expire into LOST.
+
+Pure over a :class:`StatusState` (one partition's store within one transaction), like the
+timer processor: every call returns the records to produce, and the runner carries them,
+the changelog and the input offsets in one Kafka transaction. The clock is an argument,
+so tests drive leases with a clock of their own.
+
+A lease is processing time: it runs from when this processor read the STARTED or the
+last HEARTBEAT, not from the worker's clock, so clock skew between hosts cannot expire
+it early. An expired lease emits LOST (with the execution, for the retry router) and
+fences the execution at once (a late heartbeat or outcome of it is a duplicate); the
+state moves to FAILED_RETRYING when the LOST is read back from jobs.events, so that
+replaying jobs.events rebuilds exactly the statuses that were written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.jobs.keys import partition_key
+from pipeline.serde import Event, JobState, JobStatus
+from pipeline.status.machine import TERMINAL, Verdict, execution_id_of, transition
+from pipeline.status.state import JobRecord, StatusState
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+_DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """One record to produce. ``partition`` None: the producer's partitioner decides."""
+
+    topic: str
+    key: bytes
+    value: Event | JobStatus
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class StatusPolicy:
+    lease_ms: int = 30_000
+    """A RUNNING job without a heartbeat for this long is declared lost (heartbeat: 10 s)."""
+    retention_ms: int = 7 * _DAY_MS
+    """How long a finished job's record stays to fence late outcomes; the same as the
+    timers keep an idempotency key, so a key reused after that starts a fresh record."""
+
+    def __post_init__(self) -> None:
+        if self.lease_ms <= 0 or self.retention_ms <= 0:
+            raise ValueError("lease_ms and retention_ms must be positive")
+
+
+@dataclass
+class StatusCounters:
+    """What the processor decided, for the periodic stats line."""
+
+    applied: int = 0
+    illegal: int = 0
+    duplicates: int = 0
+    lost: int = 0
+    ignored: int = 0
+    purged: int = 0
+    illegal_by_transition: Counter[str] = field(default_factory=Counter)
+    """Rejections by "STATE + KIND": which component breaks the contract, and how."""
+
+
+class StatusProcessor:
+    def __init__(self, topics: Topics, policy: StatusPolicy | None = None) -> None:
+        self.topics = topics
+        self.policy = policy or StatusPolicy()
+        self.counters = StatusCounters()
+
+    def process(self, state: StatusState, event: Mapping[str, Any], now_ms: int) -> list[Emit]:
+        """Fold one JobLifecycle (its fields) into its job; return what to produce."""
+        before = state.get(str(event["job_id"]))
+        decision = transition(before, event)
+        if decision.verdict is Verdict.ILLEGAL:
+            self.counters.illegal += 1
+            self.counters.illegal_by_transition[decision.reason] += 1
+            return []
+        if decision.verdict is Verdict.IGNORED:
+            self.counters.ignored += 1
+            return []
+        if decision.verdict is Verdict.DUPLICATE:
+            self.counters.duplicates += 1
+            return [self._duplicate(state, before, event, decision.reason, now_ms)]
+        assert decision.record is not None  # APPLIED always carries the new record
+        self.counters.applied += 1
+        after = self._lease(state, before, decision.record, event, now_ms)
+        purge_at = now_ms + self.policy.retention_ms if after.state in TERMINAL else None
+        changed = before is None or after.public() != before.public()
+        after = after.evolve(purge_at_ms=purge_at,
+                             updated_at_ms=now_ms if changed else after.updated_at_ms)  # fmt: skip
+        state.put(after)
+        return [self._status(after)] if changed else []
+
+    def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Emit]:
+        """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
+        emits = []
+        for record in state.expired_leases(now_ms, limit):
+            if record.state is not JobState.RUNNING:  # cannot happen: leases end with the run
+                state.put(record.evolve(lease_deadline_ms=None))
+                continue
+            execution = state.get_execution(record.job_id)
+            state.put(record.evolve(lease_deadline_ms=None,
+                                    finished=record.finish(record.execution_id)))  # fmt: skip
+            state.delete_execution(record.job_id)
+            self.counters.lost += 1
+            emits.append(self._lost(state, record, execution, now_ms))
+        return emits
+
+    def purge(self, state: StatusState, now_ms: int, limit: int = 1000) -> int:
+        """Drop the records of jobs finished longer than the retention; jobs.status keeps them."""
+        purged = state.purgeable(now_ms, limit)
+        for record in purged:
+            state.remove(record.job_id)
+        self.counters.purged += len(purged)
+        return len(purged)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _lease(self, state: StatusState, before: JobRecord | None, after: JobRecord,
+               event: Mapping[str, Any], now_ms: int) -> JobRecord:  # fmt: skip
+        """Take or renew the lease of a run, or drop it (and its execution) when it ends."""
+        kind = event.get("kind")
+        if after.state is JobState.RUNNING and kind in ("STARTED", "HEARTBEAT"):
+            if kind == "STARTED" and event.get("execution"):
+                state.put_execution(after.job_id, dict(event["execution"]))
+            return after.evolve(lease_deadline_ms=now_ms + self.policy.lease_ms)
+        if after.state is not JobState.RUNNING:
+            if before is not None and before.state is JobState.RUNNING:
+                state.delete_execution(after.job_id)
+            return after.evolve(lease_deadline_ms=None)
+        return after
+
+    def _status(self, record: JobRecord) -> Emit:
+        return Emit(self.topics.status, record.job_id.encode(), record.to_status())
+
+    def _lifecycle(self, state: StatusState, kind: str, job_id: str, workflow_id: str | None,
+                   now_ms: int, **fields: Any) -> Emit:  # fmt: skip
+        """A JobLifecycle back to the job's own partition of jobs.events."""
+        data = {"kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": now_ms,
+                **fields}  # fmt: skip
+        return Emit(self.topics.events, partition_key(job_id, workflow_id),
+                    Event("JobLifecycle", data), partition=state.partition)  # fmt: skip
+
+    def _duplicate(self, state: StatusState, record: JobRecord | None,
+                   event: Mapping[str, Any], reason: str, now_ms: int) -> Emit:  # fmt: skip
+        kind, worker = event.get("kind"), event.get("worker_id")
+        return self._lifecycle(
+            state, "DUPLICATE", str(event["job_id"]), event.get("workflow_id"), now_ms,
+            job_type=event.get("job_type") or (record.job_type if record else ""),
+            owner=event.get("owner") or (record.owner if record else ""),
+            attempt=int(event.get("attempt") or 0), epoch=int(event.get("epoch") or 0),
+            execution_id=execution_id_of(event), worker_id=worker,
+            detail=f"{kind} from {worker or 'an unknown worker'} not applied: {reason}",
+        )  # fmt: skip
+
+    def _lost(self, state: StatusState, record: JobRecord, execution: dict[str, Any] | None,
+              now_ms: int) -> Emit:  # fmt: skip
+        worker = record.worker_id or "an unknown worker"
+        message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
+        error = {"attempt": record.attempt, "error_type": "LeaseExpired", "message": message,
+                 "traceback": None, "retryable": True, "at_ms": now_ms,
+                 "worker_id": record.worker_id}  # fmt: skip
+        return self._lifecycle(
+            state, "LOST", record.job_id, record.workflow_id, now_ms, job_type=record.job_type,
+            owner=record.owner, attempt=record.attempt, epoch=record.epoch,
+            execution_id=record.execution_id, worker_id=record.worker_id, error=error,
+            detail=f"lease expired: {message}", execution=execution,
+        )  # fmt: skip

@@ -1,0 +1,319 @@
+"""The state machine of docs/lifecycle.md: every legal transition, the illegal ones, fencing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.serde import JobState
+from pipeline.status.machine import CRON_ONLY, KINDS, OUTCOMES, TABLE, Verdict, transition
+from pipeline.status.state import FINISHED_KEPT, JobRecord
+from tests.pipeline.status.events import (
+    T0,
+    every_minute,
+    execution,
+    fired,
+    lifecycle,
+    outcome,
+    retry_scheduled,
+    scheduled,
+)
+
+S = JobState
+JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+E1, E2 = T0, T0 + 60_000
+MINUTE = 60_000
+
+
+def record(state: JobState, **fields: Any) -> JobRecord:
+    return JobRecord(job_id=JOB, state=state, job_type="data.process", owner="tests", **fields)
+
+
+def event_of(kind: str, epoch: int = E1) -> dict[str, Any]:
+    """An event of ``kind`` for the current execution (epoch ``epoch``)."""
+    run = execution(JOB, epoch=epoch)
+    if kind == "FIRED":
+        return fired(run)
+    if kind in OUTCOMES:
+        return outcome(kind, run)
+    if kind == "RETRY_SCHEDULED":
+        return retry_scheduled(run, retry_at_ms=epoch + 5000)
+    return lifecycle(kind, JOB, at_ms=epoch, epoch=epoch if kind == "LOST" else 0,
+                     execution_id=run["execution_id"] if kind == "LOST" else None,
+                     scheduled_at_ms=epoch + 1000)  # fmt: skip
+
+
+def fold(*events: dict[str, Any], start: JobRecord | None = None) -> JobRecord | None:
+    """Apply ``events`` in order, failing on any that is not applied."""
+    current = start
+    for event in events:
+        decision = transition(current, event)
+        assert decision.verdict is Verdict.APPLIED, (event["kind"], decision.reason)
+        current = decision.record
+    return current
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "kind", "target"),
+    [(state, kind, target) for (state, kind), target in TABLE.items()],
+    ids=[f"{state.value if state else 'NEW'}+{kind}" for state, kind in TABLE],
+)
+def test_every_legal_transition(state: JobState | None, kind: str, target: JobState) -> None:
+    before = None if state is None else record(state, epoch=E1)
+    decision = transition(before, event_of(kind))
+    assert decision.verdict is Verdict.APPLIED, decision.reason
+    assert decision.state is target
+
+
+def test_the_table_is_the_contract() -> None:
+    """Spot checks against docs/lifecycle.md, cell by cell, for the less obvious rows."""
+    assert TABLE[(S.RUNNING, "HEARTBEAT")] is S.RUNNING
+    assert TABLE[(S.RUNNING, "LOST")] is S.FAILED_RETRYING
+    assert TABLE[(S.QUEUED, "SUCCEEDED")] is S.SUCCEEDED
+    assert TABLE[(S.SUCCEEDED, "FIRED")] is S.QUEUED
+    assert TABLE[(S.DEAD_LETTERED, "RETRY_SCHEDULED")] is S.FAILED_RETRYING
+    assert TABLE[(S.PAUSED, "RESUMED")] is S.SCHEDULED
+    non_terminal = set(S) - {S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED}
+    assert {s for (s, kind) in TABLE if kind == "SCHEDULED"} == non_terminal | {None}
+    assert not [key for key in TABLE if key[0] is S.CANCELLED]
+
+
+ILLEGAL = [
+    (S.CANCELLED, "STARTED", "a cancelled job never runs again"),
+    (S.CANCELLED, "SCHEDULED", "nor is it rescheduled"),
+    (S.CANCELLED, "RESUMED", "nor resumed"),
+    (S.SUCCEEDED, "SCHEDULED", "a finished job is not rescheduled"),
+    (S.SUCCEEDED, "FAILED", "an outcome after the job succeeded"),
+    (S.SUCCEEDED, "HEARTBEAT", "no run holds a lease"),
+    (S.DEAD_LETTERED, "STARTED", "a dead letter runs only after a redrive fired it"),
+    (S.DEAD_LETTERED, "SUCCEEDED", "an outcome after the job was dead-lettered"),
+    (S.FAILED_RETRYING, "SUCCEEDED", "the run already failed"),
+    (S.FAILED_RETRYING, "HEARTBEAT", "no run holds a lease"),
+    (S.SCHEDULED, "HEARTBEAT", "nothing runs yet"),
+    (S.SCHEDULED, "SUCCEEDED", "nothing ran"),
+    (S.SCHEDULED, "RESUMED", "not paused"),
+    (S.SCHEDULED, "DEAD_LETTERED", "nothing failed"),
+    (S.QUEUED, "HEARTBEAT", "heartbeats follow STARTED"),
+    (S.QUEUED, "PAUSED", "only a schedule waiting for its time is paused"),
+    (S.RUNNING, "PAUSED", "only a schedule waiting for its time is paused"),
+    (S.RUNNING, "RESUMED", "not paused"),
+    (S.PAUSED, "FIRED", "a paused schedule does not fire"),
+    (S.PAUSED, "STARTED", "a paused schedule does not run"),
+    (S.PAUSED, "PAUSED", "already paused"),
+    (None, "SUCCEEDED", "an outcome of a job never seen"),
+    (None, "HEARTBEAT", "a heartbeat of a job never seen"),
+    (None, "RESUMED", "a job never seen was never paused"),
+    (S.SCHEDULED, "UNKNOWN", "a kind from a newer writer"),
+]
+
+
+@pytest.mark.parametrize(("state", "kind", "why"), ILLEGAL,
+                         ids=[f"{s.value if s else 'NEW'}+{k}" for s, k, _ in ILLEGAL])  # fmt: skip
+def test_illegal_transitions_are_rejected(state: JobState | None, kind: str, why: str) -> None:
+    before = None if state is None else record(state, epoch=E1)
+    decision = transition(before, event_of(kind))
+    assert decision.verdict is Verdict.ILLEGAL, why
+    assert decision.record == before
+    assert kind in decision.reason
+
+
+def test_every_pair_outside_the_table_is_illegal() -> None:
+    states: list[JobState | None] = [None, *S]
+    for state in states:
+        for kind in KINDS:
+            if (state, kind) in TABLE:
+                continue
+            before = None if state is None else record(state, epoch=E1)
+            decision = transition(before, event_of(kind))
+            assert decision.verdict is Verdict.ILLEGAL, (state, kind)
+            assert decision.record == before
+
+
+@pytest.mark.parametrize(("state", "kind"), sorted(CRON_ONLY))
+def test_cron_only_transitions_are_illegal_for_a_known_one_off_job(state: JobState,
+                                                                   kind: str) -> None:  # fmt: skip
+    assert transition(record(state, epoch=E1, recurring=False), event_of(kind, E2)).verdict \
+        is Verdict.ILLEGAL  # fmt: skip
+    assert transition(record(state, epoch=E1, recurring=True), event_of(kind, E2)).verdict \
+        is Verdict.APPLIED  # fmt: skip
+
+
+def test_duplicate_records_are_ignored_and_unknown_kinds_illegal() -> None:
+    assert transition(record(S.RUNNING), lifecycle("DUPLICATE", JOB)).verdict is Verdict.IGNORED
+    assert transition(None, lifecycle("UNKNOWN", JOB)).verdict is Verdict.ILLEGAL
+
+
+# -- epoch fencing ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(OUTCOMES))
+def test_an_outcome_of_a_stale_epoch_is_a_duplicate(kind: str) -> None:
+    current = record(S.RUNNING, epoch=E2, execution_id="x2")
+    decision = transition(current, event_of(kind, epoch=E1))
+    assert decision.verdict is Verdict.DUPLICATE
+    assert "stale epoch" in decision.reason
+    assert decision.record == current
+
+
+def test_fired_with_a_newer_epoch_sets_the_current_epoch() -> None:
+    run = execution(JOB, epoch=E2, attempt=2)
+    after = fold(fired(run), start=record(S.FAILED_RETRYING, epoch=E1, attempt=1))
+    assert after is not None
+    assert (after.state, after.epoch, after.attempt) == (S.QUEUED, E2, 2)
+    assert after.execution_id == run["execution_id"]
+    assert after.fires == 0, "a retry is not a new run"
+
+
+def test_fired_of_an_older_epoch_is_a_duplicate_and_a_superseded_lost_is_ignored() -> None:
+    current = record(S.QUEUED, epoch=E2)
+    assert transition(current, event_of("FIRED", E1)).verdict is Verdict.DUPLICATE
+    assert transition(current, event_of("LOST", E1)).verdict is Verdict.IGNORED
+
+
+def test_started_again_in_the_same_epoch_is_a_redelivery_to_another_worker() -> None:
+    run = execution(JOB, epoch=E1)
+    after = fold(outcome("STARTED", run, worker="w1"), outcome("STARTED", run, worker="w2"),
+                 start=record(S.QUEUED, epoch=E1))  # fmt: skip
+    assert after is not None
+    assert (after.state, after.worker_id) == (S.RUNNING, "w2")
+
+
+def test_a_zombie_outcome_after_the_retry_fired_is_a_duplicate() -> None:
+    first, second = execution(JOB, epoch=E1), execution(JOB, epoch=E2, attempt=2)
+    after = fold(
+        scheduled(JOB), fired(first), outcome("STARTED", first, worker="a"),
+        lifecycle("LOST", JOB, epoch=E1, execution_id=first["execution_id"], execution=first),
+        retry_scheduled(first, retry_at_ms=E2), fired(second), outcome("STARTED", second),
+    )  # fmt: skip
+    zombie = transition(after, outcome("SUCCEEDED", first, worker="a", result="1"))
+    assert zombie.verdict is Verdict.DUPLICATE
+    assert zombie.record == after
+    done = fold(outcome("SUCCEEDED", second, result="2"), start=after)
+    assert done is not None
+    assert (done.state, done.result, done.attempt) == (S.SUCCEEDED, "2", 2)
+
+
+# -- duplicates by execution id -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["SUCCEEDED", "FAILED", "TIMED_OUT"])
+def test_a_second_outcome_of_a_finished_execution_is_a_duplicate(kind: str) -> None:
+    run = execution(JOB, epoch=E1)
+    after = fold(fired(run), outcome("STARTED", run), outcome(kind, run),
+                 start=record(S.SCHEDULED))  # fmt: skip
+    for again in ("SUCCEEDED", "FAILED", "HEARTBEAT", "STARTED"):
+        decision = transition(after, outcome(again, run, worker="w2"))
+        assert decision.verdict is Verdict.DUPLICATE, again
+        assert "already finished" in decision.reason
+
+
+def test_the_outcome_of_a_lost_execution_is_a_duplicate() -> None:
+    run = execution(JOB, epoch=E1)
+    lost = lifecycle("LOST", JOB, epoch=E1, execution_id=run["execution_id"], execution=run)
+    after = fold(fired(run), outcome("STARTED", run), lost, start=record(S.SCHEDULED))
+    assert after is not None
+    assert after.state is S.FAILED_RETRYING
+    assert after.last_error == {"error_type": "LeaseExpired",
+                                "message": "no heartbeat within the lease: the worker is "
+                                           "presumed lost"}  # fmt: skip
+    assert transition(after, outcome("SUCCEEDED", run)).verdict is Verdict.DUPLICATE
+
+
+def test_finished_execution_ids_are_bounded() -> None:
+    current: JobRecord | None = record(S.SCHEDULED, recurring=True, cron=every_minute())
+    for n in range(FINISHED_KEPT + 5):
+        run = execution(JOB, epoch=E1 + n * MINUTE, cron=every_minute())
+        current = fold(fired(run), outcome("STARTED", run), outcome("SUCCEEDED", run),
+                       start=current)  # fmt: skip
+    assert current is not None
+    assert len(current.finished) == FINISHED_KEPT
+    assert current.finished[-1] == run["execution_id"]
+
+
+# -- what each event carries ----------------------------------------------------------------
+
+
+def test_a_new_job_takes_its_identity_from_the_first_event() -> None:
+    after = fold(lifecycle("SCHEDULED", JOB, owner="acme", job_type="report.generate",
+                           scheduled_at_ms=T0 + 5000))  # fmt: skip
+    assert after is not None
+    status = after.to_status()
+    assert (status.state, status.owner, status.job_type) == (S.SCHEDULED, "acme", "report.generate")
+    assert status.scheduled_at_ms == T0 + 5000
+
+
+def test_failure_retry_and_dead_letter_then_a_redrive() -> None:
+    run = execution(JOB, epoch=E1)
+    failed = fold(scheduled(JOB), fired(run), outcome("STARTED", run), outcome("FAILED", run))
+    assert failed is not None
+    assert failed.last_error == {"error_type": "ValueError", "message": "boom"}
+    retrying = fold(retry_scheduled(run, retry_at_ms=E2), start=failed)
+    assert retrying is not None
+    assert (retrying.state, retrying.attempt, retrying.scheduled_at_ms) == (
+        S.FAILED_RETRYING, 2, E2)  # fmt: skip
+    dead = fold(lifecycle("DEAD_LETTERED", JOB, epoch=E1, error=outcome("FAILED", run)["error"]),
+                start=retrying)  # fmt: skip
+    assert dead is not None
+    assert dead.state is S.DEAD_LETTERED
+    redriven = fold(fired(execution(JOB, epoch=E2 + 1, attempt=3)), start=dead)
+    assert redriven is not None
+    assert (redriven.state, redriven.last_error) == (S.QUEUED, None)
+
+
+def test_succeeded_carries_the_result_and_clears_the_error() -> None:
+    run = execution(JOB, epoch=E1)
+    failed_before = record(S.RUNNING, epoch=E1, last_error={"error_type": "X", "message": "m"})
+    after = fold(outcome("SUCCEEDED", run, result='{"rows": 3}'), start=failed_before)
+    assert after is not None
+    assert (after.state, after.result, after.last_error) == (S.SUCCEEDED, '{"rows": 3}', None)
+    assert after.runs == 0, "runs count recurring jobs only"
+    assert run["execution_id"] in after.finished
+
+
+# -- recurring jobs ---------------------------------------------------------------------------
+
+
+def test_a_recurring_job_goes_back_to_scheduled_after_success() -> None:
+    cron = every_minute()
+    first = execution(JOB, epoch=E1, cron=cron)
+    after = fold(scheduled(JOB, due_ms=E1), fired(first), outcome("STARTED", first),
+                 outcome("SUCCEEDED", first, at_ms=E1 + 1500))  # fmt: skip
+    assert after is not None
+    assert (after.state, after.runs, after.recurring) == (S.SCHEDULED, 1, True)
+    assert after.scheduled_at_ms == after.next_fire_at_ms == E1 + MINUTE - E1 % MINUTE
+    second = execution(JOB, epoch=E2, cron=cron)
+    again = fold(fired(second), outcome("STARTED", second), outcome("SUCCEEDED", second),
+                 start=after)  # fmt: skip
+    assert again is not None
+    assert (again.state, again.runs, again.fires) == (S.SCHEDULED, 2, 2)
+
+
+def test_a_recurring_job_whose_runs_are_used_up_ends_succeeded() -> None:
+    cron = every_minute(max_runs=2)
+    current = None
+    for epoch in (E1, E2):
+        run = execution(JOB, epoch=epoch, cron=cron)
+        current = fold(fired(run), outcome("STARTED", run), outcome("SUCCEEDED", run),
+                       start=current or record(S.SCHEDULED))  # fmt: skip
+    assert current is not None
+    assert (current.state, current.runs, current.next_fire_at_ms) == (S.SUCCEEDED, 2, None)
+
+
+def test_a_job_whose_spec_was_never_seen_ends_at_succeeded() -> None:
+    run = execution(JOB, epoch=E1, cron=every_minute())
+    after = fold(scheduled(JOB), fired(run), outcome("SUCCEEDED", run))
+    assert after is not None
+    assert (after.state, after.recurring, after.runs) == (S.SUCCEEDED, None, 0)
+
+
+def test_the_next_run_may_fire_while_the_previous_one_is_queued_or_running() -> None:
+    cron = every_minute()
+    first, second = execution(JOB, epoch=E1, cron=cron), execution(JOB, epoch=E2, cron=cron)
+    running = fold(scheduled(JOB), fired(first), outcome("STARTED", first))
+    after = fold(fired(second), start=running)
+    assert after is not None
+    assert (after.state, after.epoch, after.fires) == (S.QUEUED, E2, 2)

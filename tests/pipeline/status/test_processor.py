@@ -1,0 +1,199 @@
+"""The status processor on real RocksDB files, with a clock the test controls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.serde import Event, JobState, JobStatus
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
+from pipeline.status.state import JobRecord, StatusState
+from pipeline.topics import Topics
+from tests.pipeline.status.events import (
+    T0,
+    execution,
+    fired,
+    lifecycle,
+    outcome,
+    retry_scheduled,
+    scheduled,
+)
+
+S = JobState
+JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+OTHER = "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
+LEASE = 30_000
+E1, E2 = T0, T0 + 60_000
+
+
+class Driver:
+    """Runs the processor as the runner does: a transaction per step, committed after."""
+
+    def __init__(self, path: Path, policy: StatusPolicy | None = None) -> None:
+        self.store = PartitionStore(path)
+        self.processor = StatusProcessor(Topics(Settings()), policy or StatusPolicy(lease_ms=LEASE))
+        self.changelog: list[tuple[bytes, bytes | None]] = []
+
+    def step(self, now: int, *events: dict[str, Any]) -> list[Emit]:
+        state = StatusState(PartitionTransaction(self.store), partition=2)
+        emits = [emit for event in events for emit in self.processor.process(state, event, now)]
+        emits += self.processor.expire_leases(state, now)
+        self.processor.purge(state, now)
+        self.changelog += state.changelog
+        state.tx.commit(len(self.changelog) - 1)
+        return emits
+
+    def record(self, job_id: str = JOB) -> JobRecord | None:
+        return StatusState(PartitionTransaction(self.store)).get(job_id)
+
+    def execution(self, job_id: str = JOB) -> dict[str, Any] | None:
+        return StatusState(PartitionTransaction(self.store)).get_execution(job_id)
+
+
+def lifecycles(emits: list[Emit]) -> list[dict[str, Any]]:
+    return [e.value.data for e in emits if isinstance(e.value, Event)]
+
+
+def statuses(emits: list[Emit]) -> list[JobStatus]:
+    return [e.value for e in emits if isinstance(e.value, JobStatus)]
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> Driver:
+    return Driver(tmp_path / "p2")
+
+
+def start_run(driver: Driver, epoch: int = E1, worker: str = "w1",
+              attempt: int = 1) -> dict[str, Any]:  # fmt: skip
+    run = execution(JOB, epoch=epoch, attempt=attempt)
+    driver.step(epoch, fired(run), outcome("STARTED", run, worker=worker))
+    return run
+
+
+def test_each_step_writes_the_latest_status(driver: Driver) -> None:
+    run = execution(JOB, epoch=E1)
+    emits = driver.step(T0, scheduled(JOB), fired(run), outcome("STARTED", run))
+    assert [s.state for s in statuses(emits)] == [S.SCHEDULED, S.QUEUED, S.RUNNING]
+    assert all(e.topic == "jobs.status" and e.key == JOB.encode() for e in emits)
+    final = statuses(emits)[-1]
+    assert (final.epoch, final.attempt, final.updated_at_ms) == (E1, 1, T0)
+    assert driver.execution() == run
+
+
+def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: Driver) -> None:
+    run = start_run(driver)
+    assert driver.step(E1 + 20_000, outcome("HEARTBEAT", run)) == []
+    assert driver.step(E1 + 20_000 + LEASE - 1) == []
+    lost = lifecycles(driver.step(E1 + 20_000 + LEASE))
+    assert [e["kind"] for e in lost] == ["LOST"]
+
+
+def test_an_expired_lease_emits_lost_with_the_execution(driver: Driver) -> None:
+    run = start_run(driver, worker="w1")
+    assert driver.step(E1 + LEASE - 1) == []
+    emits = driver.step(E1 + LEASE)
+    assert len(emits) == 1
+    assert (emits[0].topic, emits[0].key, emits[0].partition) == ("jobs.events", JOB.encode(), 2)
+    lost = lifecycles(emits)[0]
+    assert lost["kind"] == "LOST"
+    assert lost["execution"] == run
+    assert (lost["epoch"], lost["attempt"], lost["worker_id"]) == (E1, 1, "w1")
+    assert lost["execution_id"] == run["execution_id"]
+    assert lost["error"]["error_type"] == "LeaseExpired"
+    assert lost["error"]["retryable"] is True
+    assert driver.step(E1 + 10 * LEASE) == [], "a lease expires once"
+    # The state moves when the LOST is read back from jobs.events; a late heartbeat before
+    # that cannot renew the lease of a run declared lost.
+    assert driver.record().state is S.RUNNING  # type: ignore[union-attr]
+    assert driver.execution() is None
+    late = lifecycles(driver.step(E1 + LEASE + 5, outcome("HEARTBEAT", run)))
+    assert [e["kind"] for e in late] == ["DUPLICATE"]
+    read_back = statuses(driver.step(E1 + LEASE + 10, lost))
+    assert [(s.state, s.last_error.error_type) for s in read_back] == [  # type: ignore[union-attr]
+        (S.FAILED_RETRYING, "LeaseExpired")]  # fmt: skip
+    assert driver.step(E1 + 10 * LEASE) == []
+
+
+def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(driver: Driver) -> None:
+    first = start_run(driver, worker="a")
+    lost = lifecycles(driver.step(E1 + LEASE))[0]
+    second = execution(JOB, epoch=E2, attempt=2)
+    driver.step(E2, lost, retry_scheduled(first, retry_at_ms=E2), fired(second),
+                outcome("STARTED", second, worker="b"))  # fmt: skip
+    before = driver.record()
+    assert before is not None
+    assert (before.state, before.epoch, before.worker_id) == (S.RUNNING, E2, "b")
+
+    emits = driver.step(E2 + 100, outcome("SUCCEEDED", first, worker="a", result='"zombie"'))
+    assert statuses(emits) == []
+    [duplicate] = lifecycles(emits)
+    assert duplicate["kind"] == "DUPLICATE"
+    assert (duplicate["execution_id"], duplicate["epoch"], duplicate["worker_id"]) == (
+        first["execution_id"], E1, "a")  # fmt: skip
+    assert "stale epoch" in duplicate["detail"]
+    assert driver.record() == before
+    assert driver.processor.counters.duplicates == 1
+
+    done = statuses(driver.step(E2 + 200, outcome("SUCCEEDED", second, worker="b", result="1")))
+    assert [(s.state, s.result, s.attempt) for s in done] == [(S.SUCCEEDED, "1", 2)]
+
+
+def test_illegal_transitions_are_counted_and_change_nothing(driver: Driver) -> None:
+    driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB))
+    before = driver.record()
+    run = execution(JOB, epoch=E1)
+    assert driver.step(E1, outcome("STARTED", run), outcome("SUCCEEDED", run)) == []
+    assert driver.record() == before
+    counters = driver.processor.counters
+    assert counters.illegal == 2
+    assert counters.illegal_by_transition == {"CANCELLED + STARTED": 1, "CANCELLED + SUCCEEDED": 1}
+
+
+def test_finished_jobs_are_purged_after_the_retention(tmp_path: Path) -> None:
+    driver = Driver(tmp_path / "p", StatusPolicy(lease_ms=LEASE, retention_ms=1000))
+    driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB), scheduled(OTHER))
+    assert driver.step(T0 + 999) == []
+    assert driver.record() is not None
+    assert driver.step(T0 + 1000) == [], "jobs.status keeps the job: no record is written"
+    assert driver.record() is None
+    assert driver.record(OTHER) is not None
+    assert driver.changelog[-1] == (b"j" + JOB.encode(), None)
+    assert driver.processor.counters.purged == 1
+
+
+def restored(driver: Driver, path: Path) -> PartitionStore:
+    store = PartitionStore(path)
+    tx = PartitionTransaction(store)
+    state = StatusState(tx)
+    for key, value in driver.changelog:
+        state.restore(key, value)
+    tx.commit(len(driver.changelog) - 1)
+    assert state.changelog == [], "restoring writes nothing back"
+    return store
+
+
+def everything(store: PartitionStore) -> list[tuple[bytes, bytes]]:
+    return list(store.scan(b"\x01", b"\xff"))
+
+
+def test_restore_from_the_changelog_rebuilds_the_same_state(driver: Driver, tmp_path: Path) -> None:
+    run = start_run(driver, worker="w1")  # RUNNING, lease and execution stored
+    other = execution(OTHER, epoch=E1)
+    driver.step(E1 + 10, scheduled(OTHER), fired(other), outcome("STARTED", other),
+                outcome("FAILED", other), lifecycle("CANCELLED", OTHER))  # fmt: skip
+    driver.step(E1 + 20, outcome("HEARTBEAT", run))
+    copy = restored(driver, tmp_path / "restored")
+    assert everything(copy) == everything(driver.store)
+    assert copy.changelog_offset == driver.store.changelog_offset
+
+    twin = Driver.__new__(Driver)
+    twin.store, twin.changelog = copy, []
+    twin.processor = StatusProcessor(Topics(Settings()), StatusPolicy(lease_ms=LEASE))
+    expiry = E1 + 20 + LEASE
+    assert lifecycles(twin.step(expiry)) == lifecycles(driver.step(expiry))
+    assert everything(copy) == everything(driver.store)

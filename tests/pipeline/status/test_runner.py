@@ -1,0 +1,258 @@
+"""The status processor against the real broker: folding, leases, crash and restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import typer
+from confluent_kafka import TopicPartition
+from typer.testing import CliRunner
+
+from pipeline.config import Settings
+from pipeline.kafka import clients
+from pipeline.scheduling import new_job_id
+from pipeline.serde import JobState, JobStatus
+from pipeline.status.query import read_statuses, status
+from pipeline.status.runner import StatusOptions, StatusRunner
+from pipeline.topics import Topics
+from tests.pipeline.status.events import (
+    as_event,
+    execution,
+    fired,
+    lifecycle,
+    outcome,
+    retry_scheduled,
+    scheduled,
+)
+from tests.support.pipeline import DESERIALIZE, process_env, produce
+from tests.support.waiting import wait_for
+
+S = JobState
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class EventLog:
+    """jobs.events as read_committed consumers see it, from the beginning."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.consumer = clients.consumer(settings, "unused")
+        self.consumer.assign([TopicPartition(Topics(settings).events, p, 0)
+                              for p in range(settings.events_partitions)])  # fmt: skip
+        self.events: list[dict[str, Any]] = []
+
+    def of(self, job_id: str, kind: str) -> list[dict[str, Any]]:
+        for message in self.consumer.consume(10_000, timeout=0.2):
+            if message.error() is None:
+                self.events.append(DESERIALIZE(message.value()).data)
+        return [e for e in self.events if e["job_id"] == job_id and e["kind"] == kind]
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+@pytest.fixture
+def event_log(topics: Topics) -> Iterator[EventLog]:
+    log = EventLog(topics.settings)
+    yield log
+    log.close()
+
+
+@pytest.fixture
+def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., None]]:
+    running: list[tuple[threading.Event, threading.Thread]] = []
+
+    def start(instance: str = "a", lease_ms: int = 30_000) -> None:
+        stop = threading.Event()
+        options = StatusOptions(instance_id=instance, state_dir=tmp_path / "state",
+                                lease_ms=lease_ms)  # fmt: skip
+        thread = threading.Thread(target=StatusRunner(topics.settings, options).run, args=(stop,),
+                                  daemon=True)  # fmt: skip
+        thread.start()
+        running.append((stop, thread))
+
+    yield start
+    for stop, thread in running:
+        stop.set()
+        thread.join(60)
+
+
+def produce_events(settings: Settings, *events: dict[str, Any]) -> None:
+    produce(settings, Topics(settings).events, [as_event(e) for e in events])
+
+
+def states_reach(settings: Settings, expected: dict[str, JobState]) -> dict[str, JobStatus]:
+    """Wait until every job of ``expected`` shows its state on jobs.status."""
+
+    def check() -> dict[str, JobStatus] | None:
+        found = read_statuses(settings, timeout_s=60)
+        if all(job in found and found[job].state is s for job, s in expected.items()):
+            return found
+        return None
+
+    return wait_for(check, timeout_s=120, interval_s=0.2, what=f"states {expected}")
+
+
+def test_events_fold_into_jobs_status(
+    topics: Topics, status_in_thread: Callable[..., None], event_log: EventLog
+) -> None:
+    settings, t = topics.settings, now_ms()
+    done, cancelled, retried = new_job_id(), new_job_id(), new_job_id()
+    run = execution(done, epoch=t)
+    first, second = execution(retried, epoch=t), execution(retried, epoch=t + 5, attempt=2)
+    produce_events(
+        settings,
+        scheduled(done, at_ms=t), fired(run), outcome("STARTED", run),
+        outcome("HEARTBEAT", run), outcome("SUCCEEDED", run, result='{"ok": true}'),
+        lifecycle("SCHEDULED", cancelled, owner="other", at_ms=t, scheduled_at_ms=t + 60_000),
+        lifecycle("CANCELLED", cancelled, owner="other", at_ms=t + 1),
+        outcome("STARTED", execution(cancelled, epoch=t + 2)),  # illegal: rejected
+        scheduled(retried, at_ms=t), fired(first), outcome("STARTED", first),
+        outcome("FAILED", first), retry_scheduled(first, retry_at_ms=t + 5), fired(second),
+        outcome("STARTED", second, worker="w2"), outcome("SUCCEEDED", second, result="2"),
+        outcome("SUCCEEDED", first, result="zombie"),  # stale epoch: a duplicate
+    )  # fmt: skip
+    status_in_thread("a")
+
+    found = states_reach(settings, {done: S.SUCCEEDED, cancelled: S.CANCELLED,
+                                    retried: S.SUCCEEDED})  # fmt: skip
+    assert (found[done].result, found[done].epoch, found[done].attempt) == ('{"ok": true}', t, 1)
+    assert (found[retried].result, found[retried].attempt) == ("2", 2)
+    assert found[retried].last_error is None
+    assert found[cancelled].owner == "other"
+    [duplicate] = wait_for(lambda: event_log.of(retried, "DUPLICATE"), timeout_s=60,
+                           what="the DUPLICATE of the zombie outcome")  # fmt: skip
+    assert duplicate["execution_id"] == first["execution_id"]
+
+    assert set(read_statuses(settings, owner="other")) == {cancelled}
+    assert set(read_statuses(settings, state=S.SUCCEEDED)) == {done, retried}
+    assert set(read_statuses(settings, job_id=done)) == {done}
+
+    app = typer.Typer()
+    app.command()(status)
+    shown = CliRunner().invoke(app, ["--owner", "tests"], env=process_env(settings))
+    assert shown.exit_code == 0, shown.output
+    assert done in shown.output and retried in shown.output and cancelled not in shown.output
+    by_state = CliRunner().invoke(app, ["--state", "cancelled"], env=process_env(settings))
+    assert by_state.exit_code == 0, by_state.output
+    assert cancelled in by_state.output and done not in by_state.output
+    one = CliRunner().invoke(app, [done], env=process_env(settings))
+    assert one.exit_code == 0, one.output
+    assert orjson.loads(one.output) == found[done].model_dump(mode="json")
+    missing = CliRunner().invoke(app, [new_job_id()], env=process_env(settings))
+    assert missing.exit_code == 1
+
+
+def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_duplicate(
+    topics: Topics, status_in_thread: Callable[..., None], event_log: EventLog
+) -> None:
+    settings, t = topics.settings, now_ms()
+    lost_job, alive_job = new_job_id(), new_job_id()
+    first, alive = execution(lost_job, epoch=t), execution(alive_job, epoch=t)
+    status_in_thread("a", lease_ms=1000)
+    produce_events(settings, scheduled(lost_job, at_ms=t), fired(first),
+                   outcome("STARTED", first, worker="a"), scheduled(alive_job, at_ms=t),
+                   fired(alive), outcome("STARTED", alive, worker="b"))  # fmt: skip
+    started = now_ms()
+    finished = threading.Event()
+
+    def live_worker() -> None:  # heartbeats every 0.3 s (a worker: 10 s), then succeeds
+        while not finished.wait(0.3):
+            produce_events(settings, outcome("HEARTBEAT", alive, worker="b", at_ms=now_ms()))
+        produce_events(settings, outcome("SUCCEEDED", alive, worker="b", result='"alive"'))
+
+    beating = threading.Thread(target=live_worker, daemon=True)
+    beating.start()
+    try:
+        [lost] = wait_for(lambda: event_log.of(lost_job, "LOST"), timeout_s=60, what="LOST")
+        assert lost["at_ms"] >= started + 1000, "declared lost before the lease ran out"
+        assert lost["execution"] == first
+        assert (lost["epoch"], lost["worker_id"]) == (t, "a")
+        states_reach(settings, {lost_job: S.FAILED_RETRYING, alive_job: S.RUNNING})
+
+        # The first worker was only slow: its outcome shows up late, and is not applied.
+        produce_events(settings, outcome("SUCCEEDED", first, worker="a", result='"late"'))
+        [duplicate] = wait_for(lambda: event_log.of(lost_job, "DUPLICATE"), timeout_s=60,
+                               what="the DUPLICATE of the lost run's outcome")  # fmt: skip
+        assert duplicate["execution_id"] == first["execution_id"]
+        # The retry router retries the lost run; another worker runs it to the end.
+        second = execution(lost_job, epoch=now_ms(), attempt=2)
+        produce_events(settings, retry_scheduled(first, retry_at_ms=second["epoch"]),
+                       fired(second), outcome("STARTED", second, worker="c"),
+                       outcome("SUCCEEDED", second, worker="c", result='"retried"'))  # fmt: skip
+        found = states_reach(settings, {lost_job: S.SUCCEEDED})
+        assert found[alive_job].state is S.RUNNING
+    finally:
+        finished.set()
+        beating.join(30)
+    found = states_reach(settings, {alive_job: S.SUCCEEDED})
+    assert (found[lost_job].result, found[lost_job].attempt) == ('"retried"', 2)
+    assert found[alive_job].result == '"alive"'
+    assert len(event_log.of(lost_job, "LOST")) == 1
+    assert len(event_log.of(lost_job, "DUPLICATE")) == 1
+    assert event_log.of(alive_job, "LOST") == [], "a run that heartbeats is never lost"
+
+
+def start_processor(settings: Settings, state_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pipeline", "status-processor", "--instance-id", "a",
+             "--state-dir", str(state_dir), "--lease-s", "300"],
+            env=process_env(settings), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def kill_9(process: subprocess.Popen[bytes]) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(30)
+
+
+def test_kill_9_and_restart_keeps_state(
+    topics: Topics, tmp_path: Path, event_log: EventLog
+) -> None:
+    settings, t, count = topics.settings, now_ms(), 30
+    jobs = [new_job_id() for _ in range(count)]
+    runs = {job: execution(job, epoch=t + i) for i, job in enumerate(jobs)}
+    produce_events(settings, *(e for job in jobs for e in (
+        scheduled(job, at_ms=t), fired(runs[job]), outcome("STARTED", runs[job]))))  # fmt: skip
+    log = tmp_path / "status.log"
+    processes = [start_processor(settings, tmp_path / "state", log)]
+    try:
+        states_reach(settings, dict.fromkeys(jobs, S.RUNNING))
+        kill_9(processes[-1])
+        # While it is down the runs end; only the state it kept knows they were RUNNING
+        # (SUCCEEDED of a job never seen is illegal) and in which epoch (the zombie).
+        produce_events(settings, *(outcome("SUCCEEDED", runs[job]) for job in jobs),
+                       outcome("FAILED", {**runs[jobs[0]], "epoch": t - 1}))  # fmt: skip
+        processes.append(start_processor(settings, tmp_path / "state", log))
+        states_reach(settings, dict.fromkeys(jobs, S.SUCCEEDED))
+        wait_for(lambda: event_log.of(jobs[0], "DUPLICATE"), timeout_s=60, what="DUPLICATE")
+
+        # Once more, from empty local files: the changelog alone rebuilds the state.
+        kill_9(processes[-1])
+        produce_events(settings, *(outcome("SUCCEEDED", runs[job]) for job in jobs[1:4]))
+        processes.append(start_processor(settings, tmp_path / "fresh", log))
+        for job in jobs[1:4]:
+            wait_for(lambda job=job: event_log.of(job, "DUPLICATE"), timeout_s=120,
+                     what=f"the second outcome of {job} as a DUPLICATE")  # fmt: skip
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(30)
+    found = read_statuses(settings, timeout_s=60)
+    assert {found[job].state for job in jobs} == {S.SUCCEEDED}
+    assert [len(event_log.of(job, "DUPLICATE")) for job in jobs[:5]] == [1, 1, 1, 1, 0]
+    assert all(event_log.of(job, "LOST") == [] for job in jobs)
