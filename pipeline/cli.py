@@ -8,6 +8,7 @@ import sys
 import typer
 
 from ops.cli import demo, kafka_app, topics_app
+from pipeline.dlq.cli import dlq_app
 from pipeline.errors import (
     BrokerError,
     ConfigurationError,
@@ -18,9 +19,11 @@ from pipeline.errors import (
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.cli import register as register_job_commands
 from pipeline.logs import configure_logging
+from pipeline.retry.cli import retry_router
 from pipeline.status.cli import status_processor
 from pipeline.status.query import status
 from pipeline.timers.cli import timers
+from pipeline.worker.cli import worker
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -61,6 +64,9 @@ app.command("demo")(demo)
 app.command("timers")(timers)
 app.command("status-processor")(status_processor)
 app.command("status")(status)
+app.command("retry-router")(retry_router)
+app.add_typer(dlq_app, name="dlq")
+app.command("worker")(worker)
 register_job_commands(app)
 
 

@@ -9,7 +9,7 @@ ConfigurationError that names the environment variable.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     job_types: Annotated[tuple[str, ...], NoDecode] = Field(
         ("data.process", "image.render", "report.generate"),
         description="Job types whose execution and dead-letter topics are created up front.",
+    )
+
+    retry_defaults: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Per-type retry policy overrides as JSON, e.g. {"image.render": '
+        '{"max_attempts": 5}}; the key "*" changes the default of every type.',
     )
 
     schema_registry_url: str | None = Field(

@@ -45,3 +45,22 @@ def abort_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0)
 def is_abortable(exc: KafkaException) -> bool:
     error = exc.args[0]
     return bool(getattr(error, "txn_requires_abort", lambda: False)())
+
+
+def commit_offsets(
+    producer: Producer, consumer: Consumer, offsets: list[TopicPartition], timeout_s: float = 30.0
+) -> None:
+    """Commit the open transaction with explicit ``offsets`` instead of the positions.
+
+    For consumers whose records finish out of order (the workers): the position is past
+    records still running, so the caller passes the watermark of what has finished.
+    The order is that of :func:`commit_batch`: flush, send the offsets with the group
+    metadata (a fenced member fails here and its batch aborts), commit.
+    """
+    if producer.flush(timeout_s) > 0:
+        raise KafkaException(f"records still undelivered after {timeout_s}s")
+    if offsets:
+        producer.send_offsets_to_transaction(
+            offsets, consumer.consumer_group_metadata(), timeout_s
+        )
+    producer.commit_transaction(timeout_s)

@@ -25,6 +25,10 @@ from pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 
+CANCELLED_ATTEMPT = 2**31 - 1
+"""The attempt a cancel's retry marker records: no retry request is above it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Emit:
     topic: str
@@ -38,6 +42,8 @@ class TimerPolicy:
     """A cron run at most this late is on time; later ones follow the misfire policy."""
     marker_ttl_ms: int = 7 * 24 * 3600 * 1000
     """How long a fired job's idempotency key keeps resubmissions a no-op."""
+    retry_marker_ttl_ms: int = 24 * 3600 * 1000
+    """How long a fired retry (or a cancel) keeps late duplicate retry requests a no-op."""
 
 
 class TimerProcessor:
@@ -83,6 +89,8 @@ class TimerProcessor:
                 continue
             self._finish(state, entry, now_ms)
             emits.append(self._lifecycle("CANCELLED", entry.job, now_ms, detail=data.get("reason")))
+        # A failure reported after the cancel must not bring the job back.
+        self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
         return emits[:1]
 
     def _schedule_changed(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
@@ -115,6 +123,16 @@ class TimerProcessor:
         return []
 
     def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+        """Schedule another attempt, unless this attempt is already pending or has fired.
+
+        Two failure reports of one execution (a zombie's FAILED after its LOST) ask for
+        the same attempt; the retry timer, or the marker it leaves after firing, makes
+        the second one a no-op.
+        """
+        current = state.get(retry_timer_id(data["job_id"]))
+        if current is not None and current.attempt >= data["attempt"]:
+            self.duplicates += 1
+            return []
         job = {
             "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
             "idempotency_key": data.get("idempotency_key"), "submitted_at_ms": now_ms,
@@ -190,13 +208,28 @@ class TimerProcessor:
     # -- helpers -----------------------------------------------------------------------
 
     def _finish(self, state: TimerState, entry: TimerEntry, now_ms: int) -> None:
-        """Drop a timer; keep a marker while its idempotency key must stay a no-op."""
+        """Drop a timer, leaving a marker where a repeat must stay a no-op.
+
+        A job with an idempotency key keeps one for as long as a resubmission may come;
+        a fired retry keeps one recording its attempt, so a late duplicate request for
+        the same attempt is recognised.
+        """
         if entry.kind == "job" and entry.job.get("idempotency_key"):
             marker_job = {k: entry.job.get(k) for k in ("job_id", "idempotency_key")}
             state.put(TimerEntry(timer_id=entry.timer_id, kind="marker", job=marker_job,
                                  due_ms=now_ms + self.policy.marker_ttl_ms))  # fmt: skip
+        elif entry.kind == "retry":
+            self._retry_marker(state, entry.job, entry.attempt, now_ms)
         else:
             state.remove(entry.timer_id)
+
+    def _retry_marker(self, state: TimerState, job: dict[str, Any], attempt: int,
+                      now_ms: int) -> None:  # fmt: skip
+        state.put(TimerEntry(
+            timer_id=retry_timer_id(job["job_id"]), kind="marker", attempt=attempt,
+            job={"job_id": job["job_id"], "idempotency_key": None},
+            due_ms=now_ms + self.policy.retry_marker_ttl_ms,
+        ))  # fmt: skip
 
     def _first_fire(self, job: dict[str, Any], now_ms: int) -> int | None:
         spec = job["spec"]

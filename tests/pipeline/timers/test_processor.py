@@ -217,3 +217,34 @@ def test_changelog_records_rebuild_the_same_state(driver: Driver, tmp_path: Path
         state.restore(key, value)
     state.tx.commit(None)
     assert [e.due_ms for e in state.due(T0 + 10_000, 100)] == [T0 + 2000]
+
+
+def retry_request(job: Event, attempt: int, at_ms: int) -> Event:
+    return Event(
+        "RetryScheduled",
+        {
+            "job_id": job.data["job_id"], "workflow_id": None, "attempt": attempt, "epoch": 0,
+            "retry_at_ms": at_ms, "spec": job.data["spec"], "idempotency_key": None,
+            "errors": [],
+        },
+    )  # fmt: skip
+
+
+def test_a_retry_requested_twice_fires_once(driver: Driver) -> None:
+    job = submitted(now_ms=T0, run_at_ms=T0)
+    driver.step(T0, retry_request(job, 2, T0 + 1000), retry_request(job, 2, T0 + 1500))
+    assert len(executions(driver.step(T0 + 2000))) == 1
+    # A late third report of the same failure, after the retry fired, is no-op too.
+    driver.step(T0 + 3000, retry_request(job, 2, T0 + 4000))
+    assert executions(driver.step(T0 + 5000)) == []
+    # The next attempt is accepted.
+    driver.step(T0 + 6000, retry_request(job, 3, T0 + 7000))
+    assert [r["attempt"] for r in executions(driver.step(T0 + 7000))] == [3]
+
+
+def test_no_retry_after_a_cancel(driver: Driver) -> None:
+    job = submitted(now_ms=T0, run_at_ms=T0)
+    driver.step(T0, job)
+    driver.step(T0 + 10, cancelled(job.data["job_id"], now_ms=T0))
+    driver.step(T0 + 20, retry_request(job, 2, T0 + 1000))
+    assert executions(driver.step(T0 + 2000)) == []

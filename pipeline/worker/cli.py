@@ -1,0 +1,68 @@
+"""``jobstream worker``: serve job types with the handlers of an app module.
+
+The first SIGTERM or SIGINT drains (no new work; running jobs get ``--drain-timeout-s``
+to finish and their outcomes are committed; the rest are handed back to the group). A
+second signal stops draining at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+from pipeline import metrics
+from pipeline.config import load_settings
+from pipeline.worker.app import load_app
+from pipeline.worker.heartbeat import default_worker_id
+from pipeline.worker.options import WorkerOptions
+from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore
+from pipeline.worker.runtime import WorkerRuntime
+
+
+def worker(
+    app: str = typer.Option(..., "--app", help="Module with the handlers: 'pkg.jobs' "
+                            "(its attribute 'app') or 'pkg.jobs:attribute'."),
+    job_types: list[str] | None = typer.Option(None, "--type", metavar="TYPE",
+                                               help="Job type to serve; repeat for several "
+                                               "(default: every type of the app)."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1,
+                                    help="Jobs running at once in this process."),
+    worker_id: str | None = typer.Option(None, "--worker-id", envvar="JOBSTREAM_WORKER_ID",
+                                         help="Unique name on jobs.workers and in the "
+                                         "transactional ids (default: hostname-pid)."),
+    heartbeat_s: float = typer.Option(10.0, "--heartbeat-s", min=0.05,
+                                      help="Seconds between heartbeats of a running job."),
+    result_dir: Path = typer.Option(DEFAULT_RESULT_DIR, "--result-dir",
+                                    envvar="JOBSTREAM_RESULT_DIR",
+                                    help="Where results over 256 KB are written."),
+    drain_timeout_s: float = typer.Option(30.0, "--drain-timeout-s", min=0,
+                                          help="On SIGTERM, how long running jobs may finish."),
+    metrics_port: int = typer.Option(0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
+                                     help="Serve /metrics and /healthz on this port (0: off)."),
+) -> None:  # fmt: skip
+    """Run jobs: consume a type's executions, run its handler, report the outcomes."""
+    settings = load_settings()
+    if os.getcwd() not in sys.path:  # `--app myapp.jobs` from the project dir, as with -m
+        sys.path.insert(0, os.getcwd())
+    options = WorkerOptions(
+        worker_id=worker_id or default_worker_id(), job_types=tuple(job_types or ()),
+        concurrency=concurrency, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
+        result_store=LocalResultStore(result_dir),
+    )  # fmt: skip
+    runtime = WorkerRuntime(settings, load_app(app), options)
+    if metrics_port:
+        metrics.serve(metrics_port)
+    stop, abandon = threading.Event(), threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        (abandon if stop.is_set() else stop).set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    runtime.run(stop, abandon)

@@ -1,0 +1,78 @@
+"""What a handler is told about the execution it runs.
+
+A frozen value built from the ExecutionRequested record as received, so handlers never
+touch Avro dicts and cannot change what the worker later reports. ``params`` is parsed
+here, once, from the JSON text of ``spec.params``; a record whose params are not a JSON
+object is refused with a non-retryable ValidationError (no attempt can fix the input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pipeline.errors import ValidationError
+from pipeline.worker.results import ResultStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobContext:
+    """One execution of one job, as its handler sees it."""
+
+    job_id: str
+    execution_id: str
+    """Unique per firing and attempt; a redelivered record keeps it."""
+    attempt: int
+    """1 for the first attempt, then one more per retry."""
+    epoch: int
+    """Fencing token (the firing instant): outcomes of older epochs are ignored."""
+    job_type: str
+    owner: str
+    params: dict[str, Any]
+    """``spec.params`` parsed from JSON."""
+    scheduled_at_ms: int
+    """When the job was due (epoch ms)."""
+    deadline_ms: int | None
+    """When this worker times the attempt out (epoch ms): the start plus the timeout, so a
+    handler can budget its work. None only for a context built without a timeout."""
+    worker_id: str
+    result_store: ResultStore = field(repr=False)
+    """Where large results go; a handler may put a file itself and return its URI."""
+
+
+def parse_params(text: str | None) -> dict[str, Any]:
+    """``spec.params`` as a dict; anything but a JSON object is a ValidationError."""
+    try:
+        params = orjson.loads(text or "{}")
+    except orjson.JSONDecodeError as exc:
+        raise ValidationError("spec.params", f"not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise ValidationError("spec.params", f"expected a JSON object, got {type(params).__name__}")
+    return params
+
+
+def build_context(
+    execution: dict[str, Any],
+    *,
+    worker_id: str,
+    result_store: ResultStore,
+    started_ms: int,
+    timeout_s: float | None,
+) -> JobContext:
+    """The context of an ExecutionRequested record (an Avro dict) started at ``started_ms``."""
+    spec = execution["spec"]
+    return JobContext(
+        job_id=execution["job_id"],
+        execution_id=execution["execution_id"],
+        attempt=execution.get("attempt", 1),
+        epoch=execution.get("epoch", 0),
+        job_type=spec["job_type"],
+        owner=spec["owner"],
+        params=parse_params(spec.get("params")),
+        scheduled_at_ms=execution["scheduled_at_ms"],
+        deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
+        worker_id=worker_id,
+        result_store=result_store,
+    )

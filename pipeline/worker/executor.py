@@ -1,0 +1,180 @@
+"""Runs handlers away from the consumer's thread and reports each end on a callback.
+
+The Kafka consumer is not thread-safe, so one thread polls, dispatches and commits, and
+handlers run elsewhere:
+
+- sync handlers on a pool of daemon threads, grown on demand up to the worker's
+  concurrency. Daemon, so that a process handing its in-flight jobs back at shutdown can
+  exit while a handler is still running; Python cannot interrupt a thread. A sync handler
+  that outlives its timeout is therefore reported TIMED_OUT by the runtime at the deadline
+  and keeps its thread (and its slot of capacity) until it returns; its result is
+  ignored. Because every busy thread holds a slot, the pool never needs more threads
+  than the concurrency.
+- async handlers as tasks on one event loop thread, under ``asyncio.timeout``: a timed
+  out coroutine is cancelled, so its slot frees as soon as the cancellation completes.
+  A coroutine that blocks the loop (CPU work, blocking I/O) stalls every async job of the
+  process; such work belongs in a sync handler.
+
+Encoding the result and writing it to the result store happen here too, so a large
+result never costs the polling thread any time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.serde import Event
+from pipeline.worker import outcomes
+from pipeline.worker.app import Handler
+from pipeline.worker.context import JobContext
+from pipeline.worker.outcomes import ErrorDescription, describe_error
+from pipeline.worker.results import ResultStore, RoutedResult, route_result
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """How one run ended; exactly one of ``routed``, ``error``, ``timed_out``, ``cancelled``."""
+
+    token: int
+    at_ms: int
+    routed: RoutedResult | None = None
+    error: ErrorDescription | None = None
+    timed_out: bool = False
+    cancelled: bool = False
+
+    def outcome(self, execution: dict[str, Any], *, timeout_s: float, worker_id: str
+                ) -> Event | None:  # fmt: skip
+        """The final event this end reports; None for a cancelled (handed back) run."""
+        if self.routed is not None:
+            return outcomes.succeeded(execution, self.routed, worker_id=worker_id,
+                                      now_ms=self.at_ms)  # fmt: skip
+        if self.error is not None:
+            return outcomes.failed(execution, self.error, worker_id=worker_id, now_ms=self.at_ms)
+        if self.timed_out:
+            return outcomes.timed_out(execution, timeout_s, worker_id=worker_id,
+                                      now_ms=self.at_ms)  # fmt: skip
+        return None
+
+
+class JobExecutor:
+    """Threads for sync handlers, an event loop for async ones."""
+
+    def __init__(
+        self, max_threads: int, store: ResultStore, on_finish: Callable[[Finished], None]
+    ) -> None:
+        self._max_threads = max_threads
+        self._store = store
+        self._on_finish = on_finish
+        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+
+    def submit(
+        self, token: int, handler: Handler, ctx: JobContext, timeout_s: float
+    ) -> concurrent.futures.Future[None] | None:
+        """Start a run; for an async handler, return a future whose cancel() stops it."""
+        if handler.is_async:
+            coro = self._run_async(token, handler, ctx, timeout_s)
+            return asyncio.run_coroutine_threadsafe(coro, self._event_loop())
+        with self._lock:
+            self._busy += 1
+            if self._busy > len(self._threads) and len(self._threads) < self._max_threads:
+                name = f"jobstream-handler-{len(self._threads)}"
+                thread = threading.Thread(target=self._serve, daemon=True, name=name)
+                self._threads.append(thread)
+                thread.start()
+        self._tasks.put(lambda: self._run_sync(token, handler, ctx))
+        return None
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the threads once idle and cancel what still runs on the event loop."""
+        for _ in self._threads:
+            self._tasks.put(None)
+        loop, thread = self._loop, self._loop_thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_all(timeout_s), loop).result(timeout_s + 1)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            log.warning("async handlers did not stop within %.0f s", timeout_s)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        if not thread.is_alive():
+            loop.close()
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            try:
+                task()
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def _run_sync(self, token: int, handler: Handler, ctx: JobContext) -> None:
+        try:
+            value = handler.func(ctx)
+            routed = route_result(value, store=self._store, job_id=ctx.job_id,
+                                  execution_id=ctx.execution_id)  # fmt: skip
+        except BaseException as exc:  # a worker thread must report SystemExit too, not die
+            self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
+            return
+        self._on_finish(Finished(token, now_ms(), routed=routed))
+
+    async def _run_async(
+        self, token: int, handler: Handler, ctx: JobContext, timeout_s: float
+    ) -> None:
+        timeout = asyncio.timeout(timeout_s)
+        try:
+            async with timeout:
+                value = await handler.func(ctx)
+                routed = await asyncio.to_thread(route_result, value, store=self._store,
+                                                 job_id=ctx.job_id,
+                                                 execution_id=ctx.execution_id)  # fmt: skip
+        except TimeoutError as exc:
+            if timeout.expired():
+                self._on_finish(Finished(token, now_ms(), timed_out=True))
+            else:
+                self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
+            return
+        except asyncio.CancelledError:
+            self._on_finish(Finished(token, now_ms(), cancelled=True))
+            raise
+        except Exception as exc:
+            self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
+            return
+        self._on_finish(Finished(token, now_ms(), routed=routed))
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._loop_thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                                 name="jobstream-async-handlers")  # fmt: skip
+            self._loop_thread.start()
+        return self._loop
+
+
+async def _cancel_all(timeout_s: float) -> None:
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout_s)

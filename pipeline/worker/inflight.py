@@ -1,0 +1,99 @@
+"""The runs a worker holds, and the executions it has already answered.
+
+Two views of the runs, because a timed-out sync handler outlives its report: ``slots``
+holds every run that occupies capacity (until its thread returns), ``active`` only the
+runs whose outcome is still to come (the ones that get heartbeats, that drain waits for,
+and that redeliveries join). Finished execution ids are remembered (bounded, oldest
+forgotten first) so that a record redelivered after its outcome was produced is not run
+again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.worker.app import Handler
+from pipeline.worker.lane import Lane
+from pipeline.worker.offsets import OffsetRef
+
+RECENT_EXECUTIONS = 10_000
+"""Finished execution ids remembered to recognise redeliveries (about a megabyte)."""
+
+
+@dataclass(eq=False)
+class RunningJob:
+    token: int
+    lane: Lane
+    execution: dict[str, Any]
+    refs: list[OffsetRef]
+    """The record of this run, and any redelivery of it that joined."""
+    handler: Handler
+    timeout_s: float
+    deadline: float
+    """Monotonic instant of the timeout."""
+    next_beat: float
+    future: concurrent.futures.Future[None] | None = None
+    """Cancels an async run."""
+    reported: bool = False
+
+    @property
+    def execution_id(self) -> str:
+        return str(self.execution["execution_id"])
+
+
+class InFlight:
+    def __init__(self, recent_limit: int = RECENT_EXECUTIONS) -> None:
+        self.slots: dict[int, RunningJob] = {}
+        self.active: dict[str, RunningJob] = {}
+        self._job_ids: Counter[str] = Counter()
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._recent_limit = recent_limit
+
+    def add(self, job: RunningJob) -> None:
+        self.slots[job.token] = job
+        self.active[job.execution_id] = job
+        self._job_ids[job.execution["job_id"]] += 1
+
+    def release(self, token: int) -> RunningJob | None:
+        """The run behind ``token`` has returned: free its slot."""
+        return self.slots.pop(token, None)
+
+    def reported(self, job: RunningJob) -> None:
+        """Its outcome is decided; it may still hold a slot."""
+        job.reported = True
+        self.active.pop(job.execution_id, None)
+        job_id = job.execution["job_id"]
+        self._job_ids[job_id] -= 1
+        if self._job_ids[job_id] <= 0:
+            del self._job_ids[job_id]
+
+    def remember(self, execution_id: str) -> None:
+        self._recent[execution_id] = None
+        if len(self._recent) > self._recent_limit:
+            self._recent.popitem(last=False)
+
+    def answered(self, execution_id: str) -> bool:
+        return execution_id in self._recent
+
+    def job_running(self, job_id: str) -> bool:
+        return self._job_ids[job_id] > 0
+
+    def overdue(self, now: float, async_grace_s: float) -> list[RunningJob]:
+        return [
+            job
+            for job in self.active.values()
+            if now >= job.deadline + (async_grace_s if job.handler.is_async else 0.0)
+        ]
+
+    def hand_back(self) -> list[str]:
+        """Give up the runs still active (shutdown): cancel what can be; no outcome."""
+        handed = sorted(self.active)
+        for job in self.active.values():
+            if job.future is not None:
+                job.future.cancel()
+        self.active.clear()
+        self._job_ids.clear()
+        return handed

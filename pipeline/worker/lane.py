@@ -1,0 +1,218 @@
+"""One job type's side of a worker: its consumer, buffers, offsets and transactions.
+
+A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
+to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a small
+buffer per tier (at most ``prefetch`` each) until the runtime has a free slot; the
+:class:`PriorityPolicy` decides which tier goes next. A tier whose buffer is full has its
+partitions paused (the consumer stays in its group, it just fetches nothing more), and
+every tier is paused while draining.
+
+Final outcomes of the type's executions and the group's offsets commit together in one
+transaction (transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the
+offsets of :class:`OffsetTracker` (watermarks, since jobs finish out of order). A failed
+transaction is aborted and its outcomes are kept for the next one; nothing is rewound,
+because no record needs consuming again. Before a partition is revoked the lane commits
+what it has, so the next owner starts after everything finished here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from pipeline.config import Settings
+from pipeline.errors import DeserializationError
+from pipeline.kafka import clients
+from pipeline.kafka.transaction import commit_offsets
+from pipeline.serde import AvroDeserializer
+from pipeline.topics import PRIORITIES, Topics
+from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
+from pipeline.worker.priorities import PriorityPolicy
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_TIMEOUT_MS = 30_000
+_MAX_RETRY_DELAY_S = 5.0
+_ERROR_LOG_INTERVAL_S = 10.0
+
+
+@dataclass(slots=True)
+class Record:
+    """A fetched ExecutionRequested waiting for a slot."""
+
+    ref: OffsetRef
+    tier: str
+    execution: dict[str, Any]
+
+
+class Lane:
+    def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
+                 deserialize: AvroDeserializer,
+                 before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
+        self.job_type = job_type
+        topics = Topics(settings)
+        self.events_topic = topics.events
+        self.tier_of = {topics.execution(job_type, tier): tier for tier in PRIORITIES}
+        self.prefetch = prefetch
+        self._deserialize = deserialize
+        self._before_commit = before_commit
+        """Runs before outcomes are produced: the runtime flushes STARTED records there."""
+        prefix = settings.topic_prefix
+        group = f"{prefix}jobstream.workers.{job_type}"
+        self.consumer: Consumer = clients.consumer(settings, group)
+        self.producer = clients.producer(
+            settings, transactional_id=f"{prefix}jobstream.worker.{worker_id}.{job_type}",
+            **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS},
+        )  # fmt: skip
+        self.tracker = OffsetTracker()
+        self.policy = PriorityPolicy()
+        self.buffers: dict[str, deque[Record]] = {tier: deque() for tier in PRIORITIES}
+        self.pending: list[tuple[bytes, bytes]] = []
+        """Serialized outcomes (key, value) waiting for the next transaction."""
+        self.transactions = self.aborted = self.unreadable = 0
+        self._paused: set[Partition] = set()
+        self._retry_at = 0.0
+        self._retry_delay = 0.1
+        self._error_logged_at = 0.0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.producer.init_transactions(60)
+        self.consumer.subscribe(list(self.tier_of), on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)  # fmt: skip
+
+    def close(self) -> None:
+        """Leave the group (the revoke callback commits first), then flush the producer."""
+        self.consumer.close()
+        self.producer.flush(10)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.tracker.assign(tp.topic, tp.partition)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        try:
+            self.commit(force=True)
+        except KafkaException as exc:
+            log.warning("commit before revocation failed: %s", exc)
+        self._forget(partitions)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._forget(partitions)
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        for key in gone:
+            self.tracker.revoke(*key)
+        self._paused -= gone
+        for tier, buffer in self.buffers.items():
+            self.buffers[tier] = deque(
+                r for r in buffer if (r.ref.topic, r.ref.partition) not in gone
+            )
+
+    # -- records ------------------------------------------------------------------------
+
+    def fetch(self, timeout_s: float) -> None:
+        """Consume what has arrived into the tier buffers."""
+        for message in self.consumer.consume(max(1, self.prefetch), timeout=timeout_s):
+            if message.error() is not None:
+                self._consume_error(message)
+                continue
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if topic is None or partition is None or offset is None:
+                continue
+            ref = self.tracker.fetched(topic, partition, offset)
+            if ref is None:
+                continue
+            try:
+                event = self._deserialize(message.value())
+            except DeserializationError as exc:
+                self._unreadable(ref, str(exc))
+                continue
+            if event.name != "ExecutionRequested":
+                self._unreadable(ref, f"{event.name} does not belong on an execution topic")
+                continue
+            tier = self.tier_of[topic]
+            self.buffers[tier].append(Record(ref, tier, event.data))
+
+    def pick(self) -> Record | None:
+        tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
+        return None if tier is None else self.buffers[tier].popleft()
+
+    @property
+    def paused(self) -> frozenset[Partition]:
+        return frozenset(self._paused)
+
+    def buffered(self) -> dict[str, int]:
+        return {tier: len(buffer) for tier, buffer in self.buffers.items()}
+
+    def update_pauses(self, fetching: bool) -> None:
+        """Pause the partitions of full tiers (all of them unless ``fetching``)."""
+        full = {tier for tier, buffer in self.buffers.items() if len(buffer) >= self.prefetch}
+        wanted = {key for key in self.tracker.assigned()
+                  if not fetching or self.tier_of[key[0]] in full}  # fmt: skip
+        if wanted - self._paused:
+            self.consumer.pause([TopicPartition(t, p) for t, p in wanted - self._paused])
+        if self._paused - wanted:
+            self.consumer.resume([TopicPartition(t, p) for t, p in self._paused - wanted])
+        self._paused = wanted
+
+    def _unreadable(self, ref: OffsetRef, reason: str) -> None:
+        """No job can be named, so no outcome: skip the record, keep the reason in the log."""
+        self.unreadable += 1
+        self.tracker.done(ref)
+        log.warning("unreadable execution record skipped", extra={
+            "topic": ref.topic, "partition": ref.partition, "offset": ref.offset,
+            "reason": reason})  # fmt: skip
+
+    def _consume_error(self, message: Message) -> None:
+        error = message.error()
+        if error is not None and error.fatal():
+            raise KafkaException(error)
+        if time.monotonic() - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
+            self._error_logged_at = time.monotonic()
+            log.warning("consume error: %s", error, extra={"job_type": self.job_type})
+
+    # -- transactions -------------------------------------------------------------------
+
+    def commit(self, *, force: bool = False) -> bool:
+        """Commit the pending outcomes with the watermarks; False if it must be retried."""
+        offsets = self.tracker.to_commit()
+        if not self.pending and not offsets:
+            return True
+        if not force and time.monotonic() < self._retry_at:
+            return False
+        if self.pending:
+            self._before_commit()
+        self.producer.begin_transaction()
+        try:
+            for key, value in self.pending:
+                self.producer.produce(self.events_topic, value, key)
+            commit_offsets(self.producer, self.consumer,
+                           [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.fatal():
+                raise
+            self._abort(exc)
+            return False
+        self.tracker.committed(offsets)
+        self.pending.clear()
+        self.transactions += 1
+        self._retry_delay = 0.1
+        return True
+
+    def _abort(self, exc: KafkaException) -> None:
+        log.warning("worker transaction aborted, its outcomes will be produced again: %s", exc,
+                    extra={"job_type": self.job_type})  # fmt: skip
+        self.aborted += 1
+        self.producer.abort_transaction(30)
+        self._retry_at = time.monotonic() + self._retry_delay
+        self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)

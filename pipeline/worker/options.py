@@ -1,0 +1,59 @@
+"""The knobs of a worker process, and the counters it keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.worker.heartbeat import default_worker_id
+from pipeline.worker.results import ResultStore
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    worker_id: str = field(default_factory=default_worker_id)
+    """Unique among live workers: it names the transactional ids, and a second process with
+    the same id fences the first."""
+    job_types: tuple[str, ...] = ()
+    """Types to serve; empty serves every type the app registers."""
+    concurrency: int = 8
+    """Runs holding a slot at once, across the types served."""
+    prefetch: int | None = None
+    """Records buffered per tier and type; None means ``concurrency``. Each tier keeps its
+    own buffer so the priority policy always sees every tier's next record."""
+    heartbeat_s: float = 10.0
+    """HEARTBEAT interval of a running job (the status processor's lease is 30 s)."""
+    worker_heartbeat_s: float = 5.0
+    """WorkerHeartbeat interval on jobs.workers."""
+    drain_timeout_s: float = 30.0
+    """After stop, how long running jobs may finish before they are handed back."""
+    result_store: ResultStore | None = None
+    """None means a LocalResultStore in ``.jobstream/results``."""
+    poll_timeout_s: float = 0.02
+    """Longest wait for records per loop iteration: bounds how late a finished job's
+    outcome is committed and a deadline is noticed."""
+    async_grace_s: float = 5.0
+    """How long past its deadline an async handler may ignore its cancellation before
+    the runtime reports TIMED_OUT without it."""
+    stats_interval_s: float = 30.0
+
+
+@dataclass
+class WorkerStats:
+    """Counters since start; read by tests and logged every ``stats_interval_s``."""
+
+    started: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    skipped: int = 0
+    """Runs not started because of the overlap policy."""
+    redelivered: int = 0
+    """Records of an execution already running or answered here: not run again."""
+    handed_back: int = 0
+    running: int = 0
+    buffered: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str) -> None:
+        """One more run ended with the outcome ``kind`` (SUCCEEDED, FAILED, TIMED_OUT)."""
+        name = kind.lower()
+        setattr(self, name, getattr(self, name) + 1)

@@ -1,0 +1,295 @@
+"""``jobstream worker``: consume executions, run their handlers, report outcomes.
+
+One thread owns every Kafka client (confluent-kafka's consumer is not thread-safe) and
+loops: fetch into the tier buffers of each job type's :class:`Lane`; collect the runs
+that ended; time out the late ones; heartbeat the running ones; start buffered
+executions while there is capacity; commit each lane's outcomes with its offsets in one
+transaction; pause what is full. Handlers run on :class:`JobExecutor`'s threads and event
+loop and hand their ends back through a queue.
+
+- Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
+  whose thread has not returned yet (it cannot be killed; see executor.py).
+- STARTED and HEARTBEAT go through a plain idempotent producer, so they are visible at
+  once; the final outcome waits for the transaction. The plain producer is flushed before
+  each transaction with outcomes, so a job's STARTED precedes its outcome on jobs.events.
+- Redeliveries: a record whose execution id is running here joins that run (its offset
+  finishes with it); one whose outcome was already produced here is skipped.
+- Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
+  not started but reported SUCCEEDED, result null, detail "skipped: previous run still
+  running", so it is not retried. Runs of a job share a partition key, hence a worker;
+  only across a rebalance may two workers overlap.
+- Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
+  ``drain_timeout_s`` for running jobs and commit their outcomes. Jobs still running
+  then are handed back: their offsets stay uncommitted, so the group gives them to
+  another worker when this one leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+from itertools import count
+from typing import Any
+
+from pipeline import metrics
+from pipeline.config import Settings
+from pipeline.errors import ConfigurationError, ValidationError
+from pipeline.kafka import clients
+from pipeline.kafka.admin import ensure_topics
+from pipeline.serde import Event, make_serde
+from pipeline.topics import Topics
+from pipeline.worker import outcomes
+from pipeline.worker.app import WorkerApp
+from pipeline.worker.context import build_context
+from pipeline.worker.executor import Finished, JobExecutor, now_ms
+from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
+from pipeline.worker.inflight import InFlight, RunningJob
+from pipeline.worker.lane import Lane, Record
+from pipeline.worker.offsets import OffsetRef
+from pipeline.worker.options import WorkerOptions, WorkerStats
+from pipeline.worker.results import LocalResultStore
+
+log = logging.getLogger(__name__)
+
+
+class WorkerRuntime:
+    def __init__(self, settings: Settings, app: WorkerApp,
+                 options: WorkerOptions | None = None) -> None:  # fmt: skip
+        self.settings, self.app = settings, app
+        self.options = options = options or WorkerOptions()
+        self.job_types = options.job_types or app.job_types
+        if not self.job_types:
+            raise ConfigurationError("the worker app registers no handler")
+        for job_type in self.job_types:
+            app.get(job_type)  # raises ConfigurationError naming a type with no handler
+        if options.concurrency < 1:
+            raise ConfigurationError(f"concurrency must be at least 1, got {options.concurrency}")
+        self.store = options.result_store or LocalResultStore()
+        self.topics = Topics(settings)
+        self.serialize, deserialize = make_serde(settings.schema_registry_url)
+        prefetch = options.prefetch or options.concurrency
+        self.events = clients.producer(settings)
+        self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
+                           deserialize=deserialize, before_commit=self._flush_events)
+                      for t in self.job_types]  # fmt: skip
+        self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+        self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+        self.inflight = InFlight()
+        self._tokens = count(1)
+        self._rotation = 0
+        self.identity = WorkerIdentity(options.worker_id, self.job_types, options.concurrency,
+                                       now_ms())  # fmt: skip
+        self.state = STARTING
+        self.stats = WorkerStats()
+        self._next_health = self._next_stats = 0.0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def run(self, stop: threading.Event, abandon: threading.Event | None = None) -> None:
+        """Serve until ``stop``, drain, and close; ``abandon`` cuts the drain short."""
+        try:
+            self._beat_worker(force=True)
+            self._create_missing_topics()
+            for lane in self.lanes:
+                lane.start()
+            self.state = RUNNING
+            self._beat_worker(force=True)
+            log.info("worker started", extra={
+                "worker_id": self.options.worker_id, "job_types": self.job_types,
+                "concurrency": self.options.concurrency})  # fmt: skip
+            heartbeat = metrics.LOOP_HEARTBEAT.labels("worker")
+            while not stop.is_set():
+                self.step(fetching=True)
+                heartbeat.set(time.time())
+            self._drain(abandon or threading.Event())
+        finally:
+            self._close()
+
+    def _create_missing_topics(self) -> None:
+        """A type served before any job of it fired gets its topics now, so the consumer
+        sees them at once instead of after the next metadata refresh. Existing topics are
+        left alone: their partition count is no business of a worker."""
+        present = self.lanes[0].consumer.list_topics(timeout=30).topics
+        missing = [spec for t in self.job_types for spec in self.topics.job_type_specs(t)
+                   if spec.name not in present]  # fmt: skip
+        if missing:
+            ensure_topics(self.settings.kafka_config, missing,
+                          replication_factor=self.settings.replication_factor)  # fmt: skip
+
+    def _drain(self, abandon: threading.Event) -> None:
+        self.state = DRAINING
+        self._beat_worker(force=True)
+        deadline = time.monotonic() + self.options.drain_timeout_s
+        while self.inflight.active and time.monotonic() < deadline and not abandon.is_set():
+            self.step(fetching=False)
+        self.step(fetching=False)
+
+    def _close(self) -> None:
+        handed = self.inflight.hand_back()
+        self.stats.handed_back = len(handed)
+        if handed:
+            log.warning("handing back running jobs", extra={"executions": handed})
+        for lane in self.lanes:
+            lane.close()
+        self.state = STOPPED
+        self._beat_worker(force=True)
+        self.executor.close()
+        self.events.flush(10)
+        log.info("worker stopped", extra={"worker_id": self.options.worker_id, **vars(self.stats)})
+
+    # -- one iteration ------------------------------------------------------------------
+
+    def step(self, *, fetching: bool) -> None:
+        wait = self.options.poll_timeout_s / len(self.lanes)
+        for lane in self.lanes:
+            lane.fetch(0 if not self._finished.empty() else wait)
+        self._collect()
+        now = time.monotonic()
+        for job in self.inflight.overdue(now, self.options.async_grace_s):
+            self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
+                         worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
+            if job.future is not None:
+                job.future.cancel()
+        self._beat_jobs(now)
+        if fetching:
+            self._dispatch()
+        for lane in self.lanes:
+            lane.commit()
+            lane.update_pauses(fetching)
+        self._beat_worker()
+        self.events.poll(0)
+        self._update_stats(now)
+
+    def _collect(self) -> None:
+        while True:
+            try:
+                end = self._finished.get_nowait()
+            except queue.Empty:
+                return
+            job = self.inflight.release(end.token)
+            if job is None or job.reported:
+                continue  # a timed-out run whose thread returned: only its slot mattered
+            event = end.outcome(job.execution, timeout_s=job.timeout_s,
+                                worker_id=self.options.worker_id)  # fmt: skip
+            if event is not None:  # None: cancelled when handed back, its offsets stay open
+                self._report(job, event)
+
+    def _beat_jobs(self, now: float) -> None:
+        worker = self.options.worker_id
+        for job in self.inflight.active.values():
+            if now >= job.next_beat:
+                job.next_beat = now + self.options.heartbeat_s
+                self._emit(outcomes.heartbeat(job.execution, worker_id=worker, now_ms=now_ms()),
+                           job.execution)  # fmt: skip
+
+    def _report(self, job: RunningJob, event: Event) -> None:
+        """Queue a run's final outcome for its lane's next transaction."""
+        self.stats.count(event.data["kind"])
+        self.inflight.reported(job)
+        self._settle(job.lane, job.refs, event, job.execution)
+
+    def _settle(self, lane: Lane, refs: list[OffsetRef], event: Event | None,
+                execution: dict[str, Any]) -> None:  # fmt: skip
+        """The records ``refs`` are finished; ``event`` goes in with their offsets."""
+        if event is not None:
+            lane.pending.append((outcomes.event_key(execution), self.serialize(event)))
+            self.inflight.remember(execution["execution_id"])
+        for ref in refs:
+            lane.tracker.done(ref)
+
+    # -- starting runs ------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        while len(self.inflight.slots) < self.options.concurrency:
+            picked = self._next_record()
+            if picked is None:
+                return
+            self._start(*picked)
+
+    def _next_record(self) -> tuple[Lane, Record] | None:
+        """Lanes take turns, so one busy job type cannot hold every slot forever."""
+        lanes = len(self.lanes)
+        for i in range(lanes):
+            lane = self.lanes[(self._rotation + i) % lanes]
+            record = lane.pick()
+            if record is not None:
+                self._rotation = (self._rotation + i + 1) % lanes
+                return lane, record
+        return None
+
+    def _start(self, lane: Lane, record: Record) -> None:
+        execution, worker = record.execution, self.options.worker_id
+        execution_id = execution["execution_id"]
+        running = self.inflight.active.get(execution_id)
+        if running is not None:
+            self.stats.redelivered += 1
+            running.refs.append(record.ref)
+            return
+        if self.inflight.answered(execution_id):
+            self.stats.redelivered += 1
+            self._settle(lane, [record.ref], None, execution)
+            return
+        cron = execution["spec"].get("cron") or {}
+        if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
+            self.stats.skipped += 1
+            event = outcomes.skipped(execution, worker_id=worker, now_ms=now_ms())
+            self._settle(lane, [record.ref], event, execution)
+            return
+        handler = self.app.get(lane.job_type)
+        timeout_s = handler.timeout_for(execution)
+        try:
+            ctx = build_context(execution, worker_id=worker, result_store=self.store,
+                                started_ms=now_ms(), timeout_s=timeout_s)  # fmt: skip
+        except ValidationError as exc:
+            self.stats.failed += 1
+            event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
+                                    now_ms=now_ms())  # fmt: skip
+            self._settle(lane, [record.ref], event, execution)
+            return
+        now = time.monotonic()
+        job = RunningJob(
+            next(self._tokens), lane, execution, [record.ref], handler, timeout_s,
+            deadline=now + timeout_s, next_beat=now + self.options.heartbeat_s,
+        )  # fmt: skip
+        self.inflight.add(job)
+        self.stats.started += 1
+        self._emit(outcomes.started(execution, worker_id=worker, now_ms=now_ms()), execution)
+        job.future = self.executor.submit(job.token, handler, ctx, timeout_s)
+
+    # -- plain records ------------------------------------------------------------------
+
+    def _emit(self, event: Event, execution: dict[str, Any]) -> None:
+        self.events.produce(self.topics.events, self.serialize(event),
+                            outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
+
+    def _flush_events(self) -> None:
+        """Every STARTED lands on jobs.events before the outcome that follows it."""
+        if len(self.events) and self.events.flush(10) > 0:
+            log.warning("STARTED and HEARTBEAT records still undelivered after 10 s")
+
+    def _beat_worker(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now < self._next_health:
+            return
+        self._next_health = now + self.options.worker_heartbeat_s
+        record = self.identity.record(self.state, self.inflight.active, now_ms())
+        self.events.produce(self.topics.workers, self.serialize(record),
+                            self.options.worker_id.encode(), on_delivery=_on_delivery)  # fmt: skip
+
+    def _update_stats(self, now: float) -> None:
+        self.stats.running = len(self.inflight.slots)
+        buffered: Counter[str] = Counter()
+        for lane in self.lanes:
+            buffered.update(lane.buffered())
+        self.stats.buffered = dict(buffered)
+        if now >= self._next_stats:
+            self._next_stats = now + self.options.stats_interval_s
+            log.info("worker stats", extra=vars(self.stats))
+
+
+def _on_delivery(err: object, message: object) -> None:
+    if err is not None:
+        log.warning("worker event not delivered: %s", err)

@@ -1,0 +1,92 @@
+"""The router's step, broker-free: which records a failure turns into, and that they encode."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.jobs.keys import partition_key
+from pipeline.retry.policy import RetryDefaults, RetryPolicy
+from pipeline.retry.router import RetryRouter
+from pipeline.serde import Event
+from pipeline.topics import Topics
+from tests.pipeline.retry.events import error_info, execution, failure, retry_policy, succeeded
+from tests.support.pipeline import DESERIALIZE, SERIALIZE
+
+T0 = 1_798_000_000_000
+NOW = T0 + 50
+
+
+@pytest.fixture
+def router() -> RetryRouter:
+    return RetryRouter(Topics(Settings(topic_prefix="t.")),
+                       RetryDefaults(default=RetryPolicy(jitter=0.0)))  # fmt: skip
+
+
+def encoded(event: Event) -> Event:
+    """What a consumer reads back: proves the record fits its schema."""
+    return DESERIALIZE(SERIALIZE(event))
+
+
+def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_key(
+    router: RetryRouter,
+) -> None:
+    run = execution(attempt=1, idempotency_key="k-1", fired_at_ms=T0 - 500)
+    error = error_info(1, at_ms=T0)
+    retry, step = router.route(failure("FAILED", run, at_ms=T0, error=error), NOW)
+    assert (retry.topic, step.topic) == ("t.jobs.retry", "t.jobs.events")
+    assert retry.key == step.key == partition_key(run["job_id"], None)
+    scheduled = encoded(retry.event).data
+    assert scheduled == {
+        "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
+        "retry_at_ms": T0 + 1000, "spec": run["spec"], "errors": [error],
+        "idempotency_key": "k-1",
+    }  # fmt: skip
+    lifecycle = encoded(step.event).data
+    assert lifecycle["kind"] == "RETRY_SCHEDULED"
+    assert (lifecycle["at_ms"], lifecycle["scheduled_at_ms"], lifecycle["attempt"]) == (
+        NOW, T0 + 1000, 2
+    )  # fmt: skip
+    assert lifecycle["execution_id"] == run["execution_id"]
+    assert router.stats.retried == 1
+
+
+def test_a_dead_letter_goes_to_the_type_s_topic_with_every_error(router: RetryRouter) -> None:
+    errors = [error_info(1), error_info(2)]
+    run = execution(attempt=3, errors=errors, job_type="image.render", idempotency_key="k-2")
+    last = error_info(3, "Timeout")
+    dead, step = router.route(failure("TIMED_OUT", run, error=last), NOW)
+    assert dead.topic == "t.jobs.dlq.image.render"
+    record = encoded(dead.event).data
+    assert record["errors"] == [*errors, last]
+    assert (record["reason"], record["attempts"], record["dead_lettered_at_ms"]) == (
+        "exhausted", 3, NOW
+    )  # fmt: skip
+    assert (record["idempotency_key"], record["spec"]) == ("k-2", run["spec"])
+    lifecycle = encoded(step.event).data
+    assert (lifecycle["kind"], lifecycle["detail"], lifecycle["error"]) == (
+        "DEAD_LETTERED", "exhausted", last
+    )  # fmt: skip
+    assert router.stats.dead_lettered == 1
+
+
+def test_the_job_s_own_policy_wins_and_a_broken_one_falls_back_to_the_default(
+    router: RetryRouter,
+) -> None:
+    own = execution(retry=retry_policy(max_attempts=1))
+    (dead, _) = router.route(failure("FAILED", own, error=error_info(1)), NOW)
+    assert dead.event.name == "DeadLettered"
+    broken = execution(retry=retry_policy(max_backoff_ms=10, initial_backoff_ms=100))
+    (retry, _) = router.route(failure("FAILED", broken, error=error_info(1), at_ms=T0), NOW)
+    assert retry.event.data["retry_at_ms"] == T0 + 1000
+    assert router.stats.bad_policies == 1
+
+
+def test_other_events_are_ignored_and_failures_without_an_execution_counted(
+    router: RetryRouter,
+) -> None:
+    assert router.route(succeeded(execution()), NOW) == []
+    assert router.route(failure("FAILED", None, error=error_info(1)), NOW) == []
+    assert router.route(Event("JobCancelled", {"job_id": "x"}), NOW) == []
+    assert router.stats.unroutable == 1
+    assert router.stats.retried == router.stats.dead_lettered == 0

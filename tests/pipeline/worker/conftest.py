@@ -1,0 +1,62 @@
+"""Worker test fixtures: a worker runtime in a thread, readers of what it wrote."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.topics import Topics
+from pipeline.worker import LocalResultStore, WorkerApp
+from pipeline.worker.options import WorkerOptions
+from pipeline.worker.runtime import WorkerRuntime
+from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, Worker
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """Holds blocked handlers; always opened at the end so no handler thread lingers."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def events(topics: Topics) -> Iterator[EventLog]:
+    reader = EventLog(topics.settings, topics.events, topics.settings.events_partitions)
+    yield reader
+    reader.close()
+
+
+@pytest.fixture
+def workers_topic(topics: Topics) -> Iterator[TopicReader]:
+    reader = TopicReader(topics.settings, topics.workers, topics.settings.workers_partitions)
+    yield reader
+    reader.close()
+
+
+@pytest.fixture
+def start_worker(topics: Topics, tmp_path: Path) -> Iterator[StartWorker]:
+    started: list[Worker] = []
+
+    def start(app: WorkerApp, **options: Any) -> Worker:
+        options.setdefault("worker_id", f"test-worker-{len(started)}")
+        options.setdefault("result_store", LocalResultStore(tmp_path / "results"))
+        options.setdefault("heartbeat_s", 30.0)
+        worker = Worker(WorkerRuntime(topics.settings, app, WorkerOptions(**options)))
+        worker.thread = threading.Thread(target=worker.run, daemon=True)
+        worker.thread.start()
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.abandon.set()
+        worker.stop.set()
+    for worker in started:
+        assert worker.thread is not None
+        worker.thread.join(90)
+        assert worker.error is None, f"worker failed: {worker.error!r}"

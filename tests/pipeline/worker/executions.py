@@ -1,0 +1,57 @@
+"""ExecutionRequested records built as the timers build them, for worker tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from pipeline.kafka import clients
+from pipeline.scheduling import execution_id, new_job_id
+from pipeline.serde import Event
+from pipeline.topics import Topics
+from pipeline.worker import outcomes
+from tests.support.jobs import cron_schedule
+from tests.support.pipeline import SERIALIZE
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def execution_requested(
+    *, job_type: str = "data.process", params: dict[str, Any] | None = None,
+    priority: str = "NORMAL", job_id: str | None = None, attempt: int = 1,
+    timeout_ms: int | None = None, overlap: str | None = None, raw_params: str | None = None,
+    fire_ms: int | None = None,
+) -> Event:  # fmt: skip
+    """One firing of a job; ``overlap`` makes it a cron run with that overlap policy."""
+    job_id = job_id or new_job_id()
+    fired = now_ms()
+    fire_ms = fired if fire_ms is None else fire_ms
+    spec: dict[str, Any] = {
+        "job_type": job_type, "owner": "tests",
+        "params": raw_params if raw_params is not None else orjson.dumps(params or {}).decode(),
+        "priority": priority, "run_at_ms": None,
+        "cron": cron_schedule("* * * * *", overlap=overlap) if overlap else None,
+        "depends_on": [], "retry": None, "timeout_ms": timeout_ms, "labels": {},
+    }  # fmt: skip
+    return Event("ExecutionRequested", {
+        "job_id": job_id, "workflow_id": None,
+        "execution_id": execution_id(job_id, attempt, fire_ms), "attempt": attempt,
+        "epoch": fired, "scheduled_at_ms": fire_ms, "fired_at_ms": fired,
+        "deadline_ms": fired + timeout_ms if timeout_ms else None, "spec": spec,
+        "idempotency_key": None, "errors": [],
+    })  # fmt: skip
+
+
+def submit(topics: Topics, *events: Event) -> list[str]:
+    """Produce executions to their tiers' topics, as the timers do; their ids, in order."""
+    producer = clients.producer(topics.settings)
+    for event in events:
+        spec = event.data["spec"]
+        producer.produce(topics.execution(spec["job_type"], spec["priority"]),
+                         SERIALIZE(event), outcomes.event_key(event.data))  # fmt: skip
+    assert producer.flush(60) == 0
+    return [event.data["execution_id"] for event in events]

@@ -1,0 +1,54 @@
+"""What a handler sees of its execution, and how a job's timeout is chosen."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import ValidationError
+from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker.app import DEFAULT_TIMEOUT_S
+from pipeline.worker.context import build_context
+from tests.pipeline.worker.executions import execution_requested
+
+
+def test_the_context_carries_the_execution_and_parsed_params(tmp_path: Path) -> None:
+    store = LocalResultStore(tmp_path)
+    record = execution_requested(job_type="image.render", params={"size": [2, 3]}, attempt=2).data
+    ctx = build_context(record, worker_id="w-1", result_store=store, started_ms=1_000,
+                        timeout_s=2.5)  # fmt: skip
+    assert isinstance(ctx, JobContext)
+    assert (ctx.job_id, ctx.execution_id, ctx.attempt, ctx.epoch) == (
+        record["job_id"], record["execution_id"], 2, record["epoch"])  # fmt: skip
+    assert (ctx.job_type, ctx.owner, ctx.worker_id) == ("image.render", "tests", "w-1")
+    assert ctx.params == {"size": [2, 3]}
+    assert ctx.scheduled_at_ms == record["scheduled_at_ms"]
+    assert ctx.deadline_ms == 3_500, "the instant this worker times the attempt out"
+    assert ctx.result_store is store
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.attempt = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("params", ["[1, 2]", "not json", '"text"'])
+def test_params_that_are_not_a_json_object_are_refused(tmp_path: Path, params: str) -> None:
+    record = execution_requested(raw_params=params).data
+    with pytest.raises(ValidationError) as caught:
+        build_context(record, worker_id="w", result_store=LocalResultStore(tmp_path),
+                      started_ms=0, timeout_s=1)  # fmt: skip
+    assert caught.value.field == "spec.params" and caught.value.retryable is False
+
+
+def test_the_jobs_own_timeout_wins_then_the_handlers_then_300_s() -> None:
+    app = WorkerApp()
+
+    @app.handler("with.timeout", timeout_s=60)
+    def with_timeout(ctx: JobContext) -> None: ...
+
+    @app.handler("without")
+    def without(ctx: JobContext) -> None: ...
+
+    assert app.get("with.timeout").timeout_for(execution_requested(timeout_ms=1500).data) == 1.5
+    assert app.get("with.timeout").timeout_for(execution_requested().data) == 60
+    assert app.get("without").timeout_for(execution_requested().data) == DEFAULT_TIMEOUT_S == 300

@@ -1,0 +1,110 @@
+"""Handlers run off the polling thread: results, errors and async timeouts, no broker."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import NonRetryableError
+from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker.context import build_context
+from pipeline.worker.executor import Finished, JobExecutor
+from tests.pipeline.worker.executions import execution_requested
+
+app = WorkerApp()
+release = threading.Event()
+
+
+@app.handler("ok")
+def ok(ctx: JobContext) -> dict:
+    return {"n": ctx.params["n"]}
+
+
+@app.handler("big")
+def big(ctx: JobContext) -> bytes:
+    return b"\x01" * 10
+
+
+@app.handler("fails")
+def fails(ctx: JobContext) -> None:
+    raise NonRetryableError("never")
+
+
+@app.handler("exits")
+def exits(ctx: JobContext) -> None:
+    raise SystemExit(3)
+
+
+@app.handler("async.ok")
+async def async_ok(ctx: JobContext) -> str:
+    await asyncio.sleep(0)
+    return "fine"
+
+
+@app.handler("async.slow")
+async def async_slow(ctx: JobContext) -> None:
+    await asyncio.sleep(60)
+
+
+@app.handler("async.own_timeout")
+async def async_own_timeout(ctx: JobContext) -> None:
+    raise TimeoutError("the service I called timed out")
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
+    ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+    executor = JobExecutor(4, LocalResultStore(tmp_path), ends.put)
+    yield executor, ends
+    executor.close()
+
+
+def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str,
+        timeout_s: float = 30) -> Finished:  # fmt: skip
+    executor, ends = runner
+    record = execution_requested(job_type=job_type, params={"n": 4}).data
+    ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
+                        started_ms=0, timeout_s=timeout_s)  # fmt: skip
+    executor.submit(7, app.get(job_type), ctx, timeout_s)
+    end = ends.get(timeout=30)
+    assert end.token == 7
+    return end
+
+
+def test_sync_and_async_results(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]]) -> None:
+    end = run(runner, "ok")
+    assert end.routed is not None and end.routed.result == '{"n":4}'
+    end = run(runner, "async.ok")
+    assert end.routed is not None and end.routed.result == '"fine"'
+    end = run(runner, "big")
+    assert end.routed is not None and end.routed.result_uri is not None
+
+
+def test_errors_are_described_where_they_are_caught(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+) -> None:
+    end = run(runner, "fails")
+    assert end.error is not None and end.error.retryable is False
+    assert "fails" in (end.error.traceback or "")
+    end = run(runner, "exits")
+    assert end.error is not None and end.error.error_type == "SystemExit"
+
+
+def test_an_async_handler_is_cancelled_at_its_timeout(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+) -> None:
+    end = run(runner, "async.slow", timeout_s=0.2)
+    assert end.timed_out and end.error is None
+
+
+def test_a_handlers_own_timeout_error_is_a_failure_not_a_timeout(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+) -> None:
+    end = run(runner, "async.own_timeout")
+    assert not end.timed_out and end.error is not None
+    assert end.error.error_type == "TimeoutError"

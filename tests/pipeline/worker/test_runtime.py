@@ -1,0 +1,173 @@
+"""The worker runtime against the real broker: outcomes, results, errors, timeouts, beats."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import orjson
+
+from pipeline.errors import NonRetryableError
+from pipeline.topics import Topics
+from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from tests.pipeline.worker.executions import execution_requested, submit
+from tests.pipeline.worker.support import EventLog, StartWorker, committed_offsets
+from tests.support.waiting import wait_for
+
+
+def test_sync_and_async_handlers_report_started_then_succeeded(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def process(ctx: JobContext) -> dict:
+        return {"sum": sum(ctx.params["numbers"]), "attempt": ctx.attempt}
+
+    @app.handler("image.render")
+    async def render(ctx: JobContext) -> str:
+        await asyncio.sleep(0.01)
+        return f"rendered {ctx.params['name']}"
+
+    sync_job = execution_requested(params={"numbers": [1, 2, 3]})
+    async_job = execution_requested(job_type="image.render", params={"name": "cat"},
+                                    priority="HIGH")  # fmt: skip
+    sync_id, async_id = submit(topics, sync_job, async_job)
+    start_worker(app)
+
+    done = events.wait(sync_id, "SUCCEEDED")[0]
+    assert orjson.loads(done["result"]) == {"sum": 6, "attempt": 1}
+    assert done["result_uri"] is None and done["worker_id"] == "test-worker-0"
+    assert events.kinds(sync_id) == ["STARTED", "SUCCEEDED"]
+    started = events.of(sync_id, "STARTED")[0]
+    assert started["execution"] == sync_job.data
+    assert (started["attempt"], started["epoch"]) == (1, sync_job.data["epoch"])
+    assert orjson.loads(events.wait(async_id, "SUCCEEDED")[0]["result"]) == "rendered cat"
+    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 1
+             and committed_offsets(topics.settings, "image.render") == 1,
+             timeout_s=30, what="both offsets committed")  # fmt: skip
+
+
+def test_large_and_bytes_results_go_to_the_result_store(
+    topics: Topics, start_worker: StartWorker, events: EventLog, tmp_path: Path
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def produce_result(ctx: JobContext) -> object:
+        return "x" * 300_000 if ctx.params["kind"] == "large" else b"\x89PNG raw"
+
+    large, raw = submit(topics, execution_requested(params={"kind": "large"}),
+                        execution_requested(params={"kind": "bytes"}))  # fmt: skip
+    store = LocalResultStore(tmp_path / "store")
+    start_worker(app, result_store=store)
+
+    for execution_id, expected in ((large, orjson.dumps("x" * 300_000)), (raw, b"\x89PNG raw")):
+        done = events.wait(execution_id, "SUCCEEDED")[0]
+        assert done["result"] is None
+        assert done["result_uri"].startswith(f"file://{store.directory}/")
+        assert Path(done["result_uri"].removeprefix("file://")).read_bytes() == expected
+
+
+def test_failures_carry_the_error_its_retryability_and_the_execution(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def fail(ctx: JobContext) -> None:
+        if ctx.params["how"] == "transient":
+            raise ConnectionError("database unreachable")
+        raise NonRetryableError("the input file is corrupt")
+
+    transient = execution_requested(params={"how": "transient"})
+    permanent = execution_requested(params={"how": "permanent"})
+    bad_params = execution_requested(raw_params="[1]")
+    submit(topics, transient, permanent, bad_params)
+    start_worker(app)
+
+    failed = events.wait(transient.data["execution_id"], "FAILED")[0]
+    assert failed["error"]["error_type"] == "ConnectionError"
+    assert failed["error"]["retryable"] is True
+    assert failed["error"]["message"] == "database unreachable"
+    assert 'raise ConnectionError("database unreachable")' in failed["error"]["traceback"]
+    assert failed["execution"] == transient.data
+    failed = events.wait(permanent.data["execution_id"], "FAILED")[0]
+    assert failed["error"]["error_type"] == "pipeline.errors.NonRetryableError"
+    assert failed["error"]["retryable"] is False
+    failed = events.wait(bad_params.data["execution_id"], "FAILED")[0]
+    assert failed["error"]["retryable"] is False and "spec.params" in failed["error"]["message"]
+    assert events.kinds(bad_params.data["execution_id"]) == ["FAILED"], "never started"
+
+
+def test_a_timed_out_sync_handler_is_reported_and_holds_its_slot_until_it_returns(
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process", timeout_s=0.5)
+    def slow(ctx: JobContext) -> str:
+        if ctx.params.get("stuck"):
+            gate.wait(120)
+        return "late"
+
+    (stuck,) = submit(topics, execution_requested(params={"stuck": True}))
+    worker = start_worker(app, concurrency=1)
+    events.wait(stuck, "STARTED")
+    (quick,) = submit(topics, execution_requested())
+
+    late = events.wait(stuck, "TIMED_OUT")[0]
+    assert late["error"]["error_type"] == "Timeout" and late["error"]["retryable"] is True
+    assert late["execution"]["execution_id"] == stuck
+    wait_for(lambda: worker.runtime.stats.buffered.get("normal") == 1, timeout_s=30,
+             what="the second job to wait in the buffer")  # fmt: skip
+    assert worker.runtime.stats.running == 1, "the stuck thread still holds the only slot"
+    assert worker.runtime.stats.started == 1
+    gate.set()
+    events.wait(quick, "SUCCEEDED")
+    events.catch_up()
+    assert events.kinds(stuck) == ["STARTED", "TIMED_OUT"], "the late result is ignored"
+
+
+def test_an_async_handler_is_cancelled_at_its_timeout(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+    cancelled = threading.Event()
+
+    @app.handler("image.render")
+    async def hang(ctx: JobContext) -> None:
+        try:
+            await asyncio.sleep(120)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    (execution_id,) = submit(topics, execution_requested(job_type="image.render",
+                                                         timeout_ms=500))  # fmt: skip
+    start_worker(app)
+    late = events.wait(execution_id, "TIMED_OUT")[0]
+    assert "0.5 s" in late["error"]["message"]
+    wait_for(cancelled.is_set, timeout_s=10, what="the coroutine to be cancelled")
+
+
+def test_a_running_job_heartbeats(
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def long_running(ctx: JobContext) -> str:
+        gate.wait(120)
+        return "done"
+
+    (execution_id,) = submit(topics, execution_requested())
+    start_worker(app, heartbeat_s=0.5)
+    beats = events.wait(execution_id, "HEARTBEAT", count=2)
+    assert {b["worker_id"] for b in beats} == {"test-worker-0"}
+    assert beats[1]["at_ms"] - beats[0]["at_ms"] >= 400
+    gate.set()
+    events.wait(execution_id, "SUCCEEDED")
+    kinds = events.kinds(execution_id)
+    assert kinds[0] == "STARTED" and kinds[-1] == "SUCCEEDED"

@@ -1,0 +1,71 @@
+"""Worker health on jobs.workers, draining on stop, and handing unfinished jobs back."""
+
+from __future__ import annotations
+
+import threading
+
+from pipeline.topics import Topics
+from pipeline.worker import JobContext, WorkerApp
+from tests.pipeline.worker.executions import execution_requested, submit
+from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, committed_offsets
+from tests.support.waiting import wait_for
+
+
+def blocking_app(gate: threading.Event) -> WorkerApp:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def wait_for_gate(ctx: JobContext) -> str:
+        if ctx.params.get("block", True):
+            gate.wait(120)
+        return "finished"
+
+    return app
+
+
+def test_health_records_and_a_drain_that_commits_the_job_in_flight(
+    topics: Topics, start_worker: StartWorker, events: EventLog, workers_topic: TopicReader,
+    gate: threading.Event,
+) -> None:  # fmt: skip
+    (execution_id,) = submit(topics, execution_requested())
+    worker = start_worker(blocking_app(gate), worker_id="w-health", concurrency=4,
+                          worker_heartbeat_s=0.3)  # fmt: skip
+    events.wait(execution_id, "STARTED")
+
+    def health(state: str, running: bool = False) -> list[dict]:
+        return [r for r in workers_topic.poll() if r["state"] == state
+                and (not running or r["running"] == [execution_id])]  # fmt: skip
+
+    beat = wait_for(lambda: health("RUNNING", running=True), timeout_s=30,
+                    what="a RUNNING heartbeat listing the job")[0]  # fmt: skip
+    assert (beat["worker_id"], beat["job_types"], beat["capacity"]) == (
+        "w-health", ["data.process"], 4)  # fmt: skip
+    assert health("STARTING"), "a worker announces itself before it joins its groups"
+
+    worker.stop.set()
+    wait_for(lambda: health("DRAINING"), timeout_s=30, what="DRAINING")
+    assert worker.thread is not None and worker.thread.is_alive(), "waits for the running job"
+    gate.set()
+    worker.shut_down()
+    assert events.of(execution_id, "SUCCEEDED"), "the drained job's outcome is committed"
+    assert committed_offsets(topics.settings, "data.process") == 1
+    assert wait_for(lambda: health("STOPPED"), timeout_s=30, what="STOPPED")[-1]["running"] == []
+
+
+def test_a_job_still_running_after_the_drain_timeout_is_handed_back(
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+) -> None:
+    execution = execution_requested(params={"block": True})
+    (execution_id,) = submit(topics, execution)
+    first = start_worker(blocking_app(gate), worker_id="first", drain_timeout_s=0.5)
+    events.wait(execution_id, "STARTED")
+    first.shut_down()
+    assert first.runtime.stats.handed_back == 1
+    assert committed_offsets(topics.settings, "data.process") == 0, "its offset stays open"
+
+    gate.set()  # the next worker's run finishes at once
+    start_worker(blocking_app(gate), worker_id="second")
+    done = events.wait(execution_id, "SUCCEEDED")[0]
+    assert done["worker_id"] == "second"
+    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 1, timeout_s=30,
+             what="the second worker's commit")  # fmt: skip
