@@ -109,7 +109,35 @@ def topics_list() -> None:
 
 
 def demo() -> None:
-    """Run the demo against the configured broker."""
+    """Start the whole pipeline, run real demo jobs through it, and stop it."""
     from ops.demo import run_demo
 
     run_demo(load_settings())
+
+
+def pipeline(
+    base_port: int = typer.Option(9400, "--base-port", help="First /healthz port."),
+) -> None:
+    """Run the whole pipeline (timers, status processor, retry router, demo workers)
+    in the foreground until Ctrl-C."""
+    import signal
+    import threading
+
+    from ops.stack import Stack, components
+
+    load_settings()  # a bad setting stops here, not in six processes
+    stack = Stack(Path(".jobstream"))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with console.status("starting the pipeline ..."):
+        stack.start(components(base_port))
+    console.print(f"pipeline running; logs in {stack.logs}; Ctrl-C stops it")
+    try:
+        while not stop.wait(1.0):
+            for name, (_, process) in stack.processes.items():
+                if process.poll() is not None:
+                    console.print(f"[red]{name} exited[/red]:\n{stack.log_tail(name)}")
+                    stop.set()
+    finally:
+        stack.stop()

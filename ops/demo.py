@@ -1,103 +1,121 @@
-"""``jobstream demo``: real jobs through the running stack, shown as they happen.
+"""``jobstream demo``: the whole pipeline running real jobs, shown as their status changes.
 
-Starts a timer processor in this process, submits one-off jobs of three types (one of
-them cancelled before its time) and a weekday cron job in Europe/Paris, then prints
-every lifecycle event from jobs.events until each one-off job has fired.
+Starts the timers, the status processor, the retry router and one worker per demo job
+type (ops/demo_jobs) as processes, then submits: one-off jobs of the three types, a
+weekday cron job in Europe/Paris, a job that fails twice and then succeeds, a poison job
+that ends in the dead-letter topic, and a job cancelled before its time. It prints every
+change of their status from jobs.status until each one has settled.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 from rich.console import Console
 
+from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
 from pipeline.scheduling import CronSpec
-from pipeline.serde import make_serde
-from pipeline.timers.runner import TimerOptions, TimerRunner
+from pipeline.serde import JobStatus, decode_status
 from pipeline.topics import Topics
 
 console = Console()
 
+SETTLED = {"SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "PAUSED"}
 
-def _events_reader(settings: Settings) -> Consumer:
-    """A consumer at the end of jobs.events, so the demo shows only its own jobs."""
-    topics = Topics(settings)
+
+def _status_reader(settings: Settings) -> Consumer:
+    """A consumer at the end of jobs.status, so the demo shows only its own jobs."""
+    topic = Topics(settings).status
     consumer = clients.consumer(settings, "jobstream.demo")
-    consumer.assign([
-        TopicPartition(topics.events, p, OFFSET_END) for p in range(settings.events_partitions)
-    ])  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, OFFSET_END)
+                     for p in range(settings.status_partitions)])  # fmt: skip
     return consumer
 
 
-def run_demo(settings: Settings, timeout_s: float = 90.0) -> None:
-    stop = threading.Event()
-    runner = TimerRunner(settings, TimerOptions(instance_id="demo",
-                                                state_dir=Path(".jobstream/state")))  # fmt: skip
-    timers = threading.Thread(target=runner.run, args=(stop,), name="timers", daemon=True)
-    timers.start()
-    reader = _events_reader(settings)
-    _, deserialize = make_serde(settings.schema_registry_url)
-    with JobClient(settings) as client:
-        now = datetime.now(UTC)
-        one_offs = client.submit_many([
-            JobRequest(job_type="data.process", owner="demo", params={"input": "sales.csv"}),
-            JobRequest(job_type="report.generate", owner="demo", priority="HIGH",
-                       run_at=now + timedelta(seconds=3), params={"report": "daily"}),
-            JobRequest(job_type="image.render", owner="demo", run_at=now + timedelta(seconds=5),
-                       params={"width": 640, "height": 480}),
-        ])  # fmt: skip
-        doomed = client.submit(job_type="image.render", owner="demo",
-                               run_at=now + timedelta(seconds=8))  # fmt: skip
-        weekly = client.submit(job_type="report.generate", owner="demo",
-                               cron=CronSpec(expression="0 9 * * MON-FRI",
-                                             timezone="Europe/Paris"))  # fmt: skip
-        client.cancel(doomed, reason="no longer needed")
-        console.print(f"submitted {len(one_offs) + 2} jobs; waiting for them to fire ...")
-        fired: set[str] = set()
-        deadline = time.monotonic() + timeout_s
-        paused = False
-        try:
-            while time.monotonic() < deadline and not (fired >= set(one_offs) and paused):
-                if fired >= set(one_offs) and not paused:
-                    client.pause(weekly)
-                    paused = True
-                for message in reader.consume(100, timeout=0.2):
-                    if message.error() is not None:
-                        continue
-                    event = deserialize(message.value()).data
-                    if event["owner"] != "demo":
-                        continue
-                    if event["kind"] == "FIRED":
-                        fired.add(event["job_id"])
-                    console.print(_line(event), highlight=False, soft_wrap=True)
-        finally:
-            reader.close()
-            stop.set()
-            timers.join(30)
-        if not fired >= set(one_offs):
-            raise JobstreamError(f"only {len(fired)} of {len(one_offs)} demo jobs fired")
-        console.print(
-            "[green]every one-off job fired; the cron job is scheduled, then paused[/green]"
-        )
+def _submit(client: JobClient) -> dict[str, str]:
+    """The demo's jobs; returns job id -> what the job shows."""
+    now = datetime.now(UTC)
+    soon = now + timedelta(seconds=2)
+    requests = {
+        "CSV aggregation": JobRequest(job_type="data.process", owner="demo",
+                                      params={"group_by": "region", "metric": "units"}),
+        "PNG chart": JobRequest(job_type="image.render", owner="demo", run_at=soon,
+                                params={"title": "units by region", "values": [3, 5, 2, 8]}),
+        "HTML report": JobRequest(job_type="report.generate", owner="demo", priority="HIGH",
+                                  run_at=soon, params={"group_by": "product"}),
+        "fails twice, then succeeds": JobRequest(job_type="data.process", owner="demo",
+                                                 params={"fail_until_attempt": 3}),
+        "poison, ends in the DLQ": JobRequest(job_type="image.render", owner="demo",
+                                              params={"poison": True}),
+        "weekday 09:00 Paris": JobRequest(job_type="report.generate", owner="demo",
+                                          cron=CronSpec(expression="0 9 * * MON-FRI",
+                                                        timezone="Europe/Paris")),
+        "cancelled before its time": JobRequest(job_type="image.render", owner="demo",
+                                                run_at=now + timedelta(seconds=30)),
+    }  # fmt: skip
+    ids = client.submit_many(requests.values())
+    labels = dict(zip(ids, requests, strict=True))
+    client.cancel(ids[-1], reason="no longer needed")
+    return labels
 
 
-def _line(event: dict[str, Any]) -> str:
-    """One lifecycle event: when, what, which job, and for a firing how late it was."""
-    at = datetime.fromtimestamp(event["at_ms"] / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
-    line = f"  {at}  {event['kind']:<10} {event['job_type']:<16} {event['job_id']}"
-    scheduled = event.get("scheduled_at_ms")
-    if event["kind"] == "FIRED":
-        line += f"  late by {event['lateness_ms']} ms"
-    elif scheduled:
-        line += f"  next run {datetime.fromtimestamp(scheduled / 1000, UTC):%Y-%m-%d %H:%M:%S} UTC"
+def _describe(status: JobStatus, label: str) -> str:
+    line = f"  {status.state:<15} {status.job_type:<16} attempt {status.attempt}  {label}"
+    if status.result_uri:
+        line += f"  -> {status.result_uri}"
+    elif status.result:
+        line += f"  -> {status.result[:60]}{'...' if len(status.result) > 60 else ''}"
+    if status.last_error and status.state != "SUCCEEDED":
+        line += f"  ({status.last_error.error_type}: {status.last_error.message[:50]})"
+    if status.next_fire_at_ms or (status.state == "SCHEDULED" and status.scheduled_at_ms):
+        at = status.next_fire_at_ms or status.scheduled_at_ms or 0
+        line += f"  next run {datetime.fromtimestamp(at / 1000, UTC):%Y-%m-%d %H:%M} UTC"
     return line
+
+
+def run_demo(settings: Settings, home: Path = Path(".jobstream"), timeout_s: float = 120.0) -> None:
+    stack = Stack(home)
+    console.print("starting the pipeline: timers, status processor, retry router, 3 workers")
+    stack.start(components())
+    reader = _status_reader(settings)
+    try:
+        with JobClient(settings) as client:
+            labels = _submit(client)
+            console.print(f"submitted {len(labels)} jobs; their status as it changes:")
+            latest: dict[str, str] = {}
+            cron_id = next(job for job, label in labels.items() if "Paris" in label)
+            paused = False
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                for message in reader.consume(200, timeout=0.2):
+                    value = message.value()
+                    if message.error() is not None or value is None:
+                        continue
+                    status = decode_status(value)
+                    if status.job_id in labels:
+                        latest[status.job_id] = status.state
+                        console.print(_describe(status, labels[status.job_id]),
+                                      highlight=False, soft_wrap=True)  # fmt: skip
+                others = [job for job in labels if job != cron_id]
+                if not paused and all(latest.get(job) in SETTLED for job in others):
+                    client.pause(cron_id)
+                    paused = True
+                if paused and latest.get(cron_id) == "PAUSED":
+                    break
+    finally:
+        reader.close()
+        stack.stop()
+    unsettled = {labels[job] for job in labels if latest.get(job) not in SETTLED}
+    if unsettled:
+        raise JobstreamError(f"demo jobs did not settle in {timeout_s:.0f}s: {sorted(unsettled)};"
+                             f" logs in {stack.logs}")  # fmt: skip
+    console.print(f"[green]every demo job settled[/green]; process logs in {stack.logs}; "
+                  "`jobstream dlq list` shows the poison job")  # fmt: skip

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from ops.cli import demo, kafka_app, topics_app
+from ops.cli import demo, kafka_app, pipeline, topics_app
 from pipeline.dlq.cli import dlq_app
 from pipeline.errors import (
     BrokerError,
@@ -61,6 +61,7 @@ app = typer.Typer(
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)
+app.command("pipeline")(pipeline)
 app.command("timers")(timers)
 app.command("status-processor")(status_processor)
 app.command("status")(status)

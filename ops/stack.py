@@ -1,0 +1,110 @@
+"""The whole pipeline on one machine: each component a ``jobstream`` subprocess.
+
+Used by ``jobstream demo`` and ``jobstream pipeline``. Each process logs to its own file
+under ``<home>/logs`` and serves /healthz on its own port, which is how the stack knows
+it is up. Stopping sends SIGTERM (components drain and commit), then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.errors import JobstreamError
+
+log = logging.getLogger(__name__)
+
+DEMO_APP = "ops.demo_jobs.app"
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    args: tuple[str, ...]
+    metrics_port: int
+
+
+def components(base_port: int = 9400, job_types: tuple[str, ...] = (
+        "data.process", "image.render", "report.generate")) -> list[Component]:  # fmt: skip
+    """The pipeline's processes: timers, status processor, retry router, a worker per type."""
+    listed = [
+        Component("timers", ("timers", "--instance-id", "0"), base_port),
+        Component("status-processor", ("status-processor", "--instance-id", "0"), base_port + 1),
+        Component("retry-router", ("retry-router", "--instance-id", "0"), base_port + 2),
+    ]
+    for i, job_type in enumerate(job_types):
+        listed.append(Component(f"worker-{job_type}", (
+            "worker", "--app", DEMO_APP, "--type", job_type, "--concurrency", "4",
+            "--worker-id", f"demo-{job_type}",
+        ), base_port + 3 + i))  # fmt: skip
+    return listed
+
+
+class Stack:
+    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+        self.home = Path(home)
+        self.logs = self.home / "logs"
+        self.env = {**os.environ, **(env or {})}
+        self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}
+
+    def start(self, parts: list[Component], *, timeout_s: float = 60.0) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        for part in parts:
+            command = [sys.executable, "-m", "pipeline", *part.args,
+                       "--metrics-port", str(part.metrics_port)]  # fmt: skip
+            with open(self.logs / f"{part.name}.log", "ab") as out:
+                process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
+            self.processes[part.name] = (part, process)
+            log.info("started %s pid=%d", part.name, process.pid)
+        self.wait_healthy(timeout_s)
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        waiting = set(self.processes)
+        while waiting:
+            for name in sorted(waiting):
+                part, process = self.processes[name]
+                if process.poll() is not None:
+                    raise JobstreamError(f"{name} exited with {process.returncode}; its log:\n"
+                                         f"{self.log_tail(name)}")  # fmt: skip
+                if _healthy(part.metrics_port):
+                    waiting.discard(name)
+            if waiting and time.monotonic() > deadline:
+                raise JobstreamError(f"not healthy after {timeout_s:.0f}s: {sorted(waiting)}")
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        for _, process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        deadline = time.monotonic() + timeout_s
+        for name, (_, process) in self.processes.items():
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop in time; killing it", name)
+                process.kill()
+                process.wait()
+        self.processes.clear()
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        path = self.logs / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
