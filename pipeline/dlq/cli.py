@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, summary
 from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
@@ -76,7 +76,7 @@ def parse_instant(text: str, now_ms: int, option: str) -> int:
 def _selection(job_type: str | None, error_type: str | None, any_attempt: bool,
                owner: str | None, reason: str | None, since: str | None,
                until: str | None) -> DlqFilter:  # fmt: skip
-    now = time.time_ns() // 1_000_000
+    now = now_ms()
     return DlqFilter(
         job_type=job_type, error_type=error_type, any_attempt=any_attempt, owner=owner,
         reason=reason, since_ms=None if since is None else parse_instant(since, now, "--since"),

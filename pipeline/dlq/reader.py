@@ -19,27 +19,17 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError
 from pipeline.kafka import clients
+from pipeline.kafka.watermarks import watermarks
 from pipeline.retry.policy import error_type_matches
 from pipeline.serde import make_serde
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
-
-# Right after a topic is created, or while its leader moves, brokers answer these for a
-# moment; librdkafka flags only some of them as retriable.
-_NOT_READY = {
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._TIMED_OUT,
-    KafkaError._TRANSPORT,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class DlqRecord:
@@ -187,27 +177,12 @@ class DlqReader:
         assignment = []
         for name in names:
             for p in metadata[name].partitions:
-                low, high = self._watermarks(TopicPartition(name, p))
+                low, high = watermarks(self.consumer, TopicPartition(name, p), self.timeout_s)
                 if high > low:
                     ends[(name, p)] = high
                     assignment.append(TopicPartition(name, p, low))
         self.consumer.assign(assignment)
         return ends
-
-    def _watermarks(self, tp: TopicPartition) -> tuple[int, int]:
-        """A partition's offsets, riding out the moment a new topic has no leader yet."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                low, high = self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-                return int(low), int(high)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if time.monotonic() > deadline or not (
-                    error.retriable() or error.code() in _NOT_READY
-                ):
-                    raise
-                time.sleep(0.2)
 
     def _take(self, message: Message, ends: dict[tuple[str, int], int]) -> DlqRecord | None:
         """The record in ``message``, if any; drops a partition from ``ends`` at its end."""

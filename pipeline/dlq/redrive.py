@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, Producer
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.dlq.reader import DlqRecord
 from pipeline.errors import JobstreamError
@@ -166,7 +167,7 @@ class Redriver:
                 if not pending:
                     producer.begin_transaction()
                     opened = time.monotonic()
-                now = time.time_ns() // 1_000_000
+                now = now_ms()
                 for output in redrive_outputs(self.topics, record, now):
                     producer.produce(output.topic, self.serialize(output.event), output.key)
                 pending.append(record)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import typer
 
+from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.errors import ValidationError
 from pipeline.jobs import commands
@@ -50,9 +50,6 @@ def _refusals() -> Iterator[None]:
         typer.echo(f"error: {exc.field}: {exc.message}", err=True)
         raise typer.Exit(EXIT_INVALID) from None
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _params_text(value: str, field: str) -> str:
@@ -131,7 +128,7 @@ def submit(
             "labels": _labels(label),
         }
         request = JobRequest(**fields)
-        request.to_event(_now_ms())  # the rules that need the clock, still before the broker
+        request.to_event(now_ms())  # the rules that need the clock, still before the broker
     with JobClient(load_settings()) as client:
         job_id = client.submit(request)
     typer.echo(job_id)
@@ -148,7 +145,7 @@ def cancel(
 ) -> None:
     """Cancel a job before it fires (a recurring job: every later run)."""
     with _refusals():
-        commands.cancel_event(job_id, workflow, reason, now_ms=_now_ms())
+        commands.cancel_event(job_id, workflow, reason, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.cancel(job_id, workflow_id=workflow, reason=reason)
 
@@ -156,7 +153,7 @@ def cancel(
 def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
     """Stop a recurring job from firing until it is resumed."""
     with _refusals():
-        commands.pause_event(job_id, workflow, now_ms=_now_ms())
+        commands.pause_event(job_id, workflow, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.pause(job_id, workflow_id=workflow)
 
@@ -164,7 +161,7 @@ def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) ->
 def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
     """Let a paused recurring job fire again."""
     with _refusals():
-        commands.resume_event(job_id, workflow, now_ms=_now_ms())
+        commands.resume_event(job_id, workflow, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.resume(job_id, workflow_id=workflow)
 
@@ -182,7 +179,7 @@ def reschedule(
             raise ValidationError("cron.timezone", "--tz needs --cron")
         schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
         text = None if params is None else _params_text(params, "params")
-        commands.update_schedule_event(job_id, schedule, text, workflow, now_ms=_now_ms())
+        commands.update_schedule_event(job_id, schedule, text, workflow, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.update_schedule(job_id, cron=schedule, params=text, workflow_id=workflow)
 

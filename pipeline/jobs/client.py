@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs import commands
@@ -59,9 +59,6 @@ class SubmissionError(JobstreamError):
         self.job_ids = job_ids
         self.retryable = retryable
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _on_delivery(
@@ -106,8 +103,8 @@ class JobClient:
 
     def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """Submit jobs in one batch; their ids in order, once the broker has them all."""
-        now_ms = _now_ms()
-        events = [request.to_event(now_ms) for request in requests]
+        now = now_ms()
+        events = [request.to_event(now) for request in requests]
         self._send(events)
         return [event.data["job_id"] for event in events]
 
@@ -115,15 +112,15 @@ class JobClient:
         self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None
     ) -> None:
         """Cancel a job; pass its workflow id if it has one (it is the partition key)."""
-        self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=_now_ms())])
+        self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=now_ms())])
 
     def pause(self, job_id: str, *, workflow_id: str | None = None) -> None:
         """Stop a recurring job from firing until :meth:`resume`."""
-        self._send([commands.pause_event(job_id, workflow_id, now_ms=_now_ms())])
+        self._send([commands.pause_event(job_id, workflow_id, now_ms=now_ms())])
 
     def resume(self, job_id: str, *, workflow_id: str | None = None) -> None:
         """Let a paused recurring job fire again."""
-        self._send([commands.resume_event(job_id, workflow_id, now_ms=_now_ms())])
+        self._send([commands.resume_event(job_id, workflow_id, now_ms=now_ms())])
 
     def update_schedule(
         self,
@@ -137,7 +134,7 @@ class JobClient:
 
         ``cron`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
         """
-        event = commands.update_schedule_event(job_id, cron, params, workflow_id, now_ms=_now_ms())
+        event = commands.update_schedule_event(job_id, cron, params, workflow_id, now_ms=now_ms())
         self._send([event])
 
     def _send(self, events: list[Event]) -> None:

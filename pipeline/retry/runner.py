@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
 from pipeline import metrics
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
@@ -49,9 +50,6 @@ class RunnerStats:
     transactions: int = 0
     aborted: int = 0
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class RetryRunner:

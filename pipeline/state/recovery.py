@@ -10,42 +10,15 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
+from pipeline.kafka.watermarks import watermarks
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 
 log = logging.getLogger(__name__)
 
 Apply = Callable[[PartitionTransaction, bytes, bytes | None], None]
-
-
-# A topic just created, or whose leader moves, answers these for a moment; librdkafka
-# does not flag them all as retriable.
-_NOT_READY = {
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.UNKNOWN_TOPIC_OR_PART,
-    KafkaError._TIMED_OUT,
-    KafkaError._TRANSPORT,
-}
-
-
-def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 60.0) -> tuple[int, int]:
-    """The changelog's offsets, riding out leadership moves (a new or recovering topic)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-            return int(low), int(high)
-        except KafkaException as exc:
-            error = exc.args[0]
-            if time.monotonic() > deadline or not (
-                error.retriable() or error.code() in _NOT_READY
-            ):
-                raise
-            log.info("changelog %s[%d] not ready: %s", tp.topic, tp.partition, exc.args[0])
-            time.sleep(0.2)
 
 
 def restore(
@@ -65,7 +38,7 @@ def restore(
     ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
     """
     tp = TopicPartition(topic, partition)
-    low, high = _watermarks(consumer, tp)
+    low, high = watermarks(consumer, tp)
     checkpoint = store.changelog_offset
     valid = (
         store.changelog_topic == topic

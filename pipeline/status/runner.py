@@ -22,6 +22,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from pipeline import metrics
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, TopicMismatchError
 from pipeline.kafka import clients
@@ -64,9 +65,6 @@ class RunnerStats:
     transactions: int = 0
     aborted: int = 0
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class StatusRunner:

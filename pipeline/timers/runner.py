@@ -18,6 +18,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from pipeline import metrics
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
@@ -58,9 +59,6 @@ class TimerStats:
     max_lateness_ms: int = 0
     partitions: list[int] = field(default_factory=list)
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class TimerRunner:

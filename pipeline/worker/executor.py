@@ -26,11 +26,11 @@ import concurrent.futures
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.clock import now_ms
 from pipeline.serde import Event
 from pipeline.worker import outcomes
 from pipeline.worker.app import Handler
@@ -40,9 +40,6 @@ from pipeline.worker.results import ResultStore, RoutedResult, route_result
 
 log = logging.getLogger(__name__)
 
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)

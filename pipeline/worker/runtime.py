@@ -35,6 +35,7 @@ from itertools import count
 from typing import Any
 
 from pipeline import metrics
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.kafka import clients
@@ -44,7 +45,7 @@ from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
 from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished, JobExecutor, now_ms
+from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
 from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record

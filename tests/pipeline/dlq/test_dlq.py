@@ -10,6 +10,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.clock import now_ms
 from pipeline.dlq.cli import dlq_app, parse_instant
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord
 from pipeline.dlq.redrive import Redriver, TokenBucket, select
@@ -18,7 +19,7 @@ from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
 from pipeline.timers.runner import TimerOptions, TimerRunner
 from pipeline.topics import Topics
-from tests.pipeline.retry.events import TopicReader, error_info, execution, now_ms
+from tests.pipeline.retry.events import TopicReader, error_info, execution
 from tests.support.pipeline import Executions, process_env, produce
 from tests.support.waiting import wait_for
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.jobs import JobClient, JobRequest, SubmissionError, idempotent_job_id
@@ -19,10 +20,6 @@ from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import intake_size, java_partition, murmur2, read_intake
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "submit_with_confluent_kafka.py"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @pytest.mark.parametrize(

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
 from tests.support.pipeline import DESERIALIZE
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def error_info(attempt: int, error_type: str = "ConnectionError", *, retryable: bool = True,

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import typer
 from confluent_kafka import TopicPartition
 from typer.testing import CliRunner
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.scheduling import new_job_id
@@ -38,10 +38,6 @@ from tests.support.pipeline import DESERIALIZE, process_env, produce
 from tests.support.waiting import wait_for
 
 S = JobState
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class EventLog:

@@ -12,16 +12,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
+from pipeline.clock import now_ms
 from pipeline.kafka import clients
 from pipeline.timers.runner import TimerOptions, TimerRunner
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, submitted
 from tests.support.pipeline import SERIALIZE, Executions, produce, start_timers
 from tests.support.waiting import wait_for
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @pytest.fixture

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
 
+from pipeline.clock import now_ms
 from pipeline.kafka import clients
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
@@ -14,10 +14,6 @@ from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from tests.support.jobs import cron_schedule
 from tests.support.pipeline import SERIALIZE
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def execution_requested(
