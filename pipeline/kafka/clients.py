@@ -57,3 +57,22 @@ def consumer(settings: Settings, group_id: str, **overrides: Any) -> Consumer:
     config = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
     config.update(overrides)
     return Consumer(_librdkafka_logger(config, "consumer"))
+
+
+def processor_clients(
+    settings: Settings, group: str, instance_id: str, **consumer_overrides: Any
+) -> tuple[Consumer, Producer]:
+    """The consumer and transactional producer of a consume-transform-produce processor.
+
+    The instance id names both the static group member and the transactional id: a
+    restarted instance takes its partitions back at once (no wait for the dead member's
+    session to expire) and aborts the transaction its predecessor left open. A member
+    that leaves for good hands its partitions over after ``session.timeout.ms``.
+    """
+    member = f"{group}.{instance_id}"
+    consumer_config = {"group.instance.id": member, "session.timeout.ms": 10_000}
+    consumer_config.update(consumer_overrides)
+    return (
+        consumer(settings, group, **consumer_config),
+        producer(settings, transactional_id=member, **{"transaction.timeout.ms": 10_000}),
+    )

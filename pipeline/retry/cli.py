@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-
 import typer
 
 from pipeline import metrics
 from pipeline.config import load_settings
 from pipeline.retry.policy import RetryDefaults
 from pipeline.retry.runner import RetryRunner, RouterOptions
+from pipeline.signals import stop_on_signals
 
 
 def retry_router(
@@ -28,7 +26,5 @@ def retry_router(
     defaults = RetryDefaults.from_overrides(settings.retry_defaults)
     if metrics_port:
         metrics.serve(metrics_port)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     RetryRunner(settings, RouterOptions(instance_id=instance_id), defaults).run(stop)

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer
+from confluent_kafka import KafkaException, Message
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -63,12 +63,8 @@ class RetryRunner:
         self.stats = RunnerStats()
         self._known_topics: set[str] = set()
         group = f"{settings.topic_prefix}jobstream.retry"
-        member = f"{group}.{self.options.instance_id}"
-        self.consumer: Consumer = clients.consumer(settings, group, **{
-            "group.instance.id": member, "session.timeout.ms": 10_000,
-        })  # fmt: skip
-        self.producer: Producer = clients.producer(
-            settings, transactional_id=member, **{"transaction.timeout.ms": 10_000}
+        self.consumer, self.producer = clients.processor_clients(
+            settings, group, self.options.instance_id
         )
 
     def run(self, stop: threading.Event) -> None:

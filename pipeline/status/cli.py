@@ -5,14 +5,13 @@ Also runnable on its own as ``python -m pipeline.status.cli`` (same options).
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
 
 import typer
 
 from pipeline import metrics
 from pipeline.config import load_settings
+from pipeline.signals import stop_on_signals
 from pipeline.status.runner import StatusOptions, StatusRunner
 
 DEFAULT_STATE_DIR = StatusOptions.state_dir
@@ -30,9 +29,7 @@ def status_processor(
 ) -> None:  # fmt: skip
     """Run a status processor: fold jobs.events into jobs.status and hold the leases."""
     settings = load_settings()
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port)
     options = StatusOptions(instance_id=instance_id, state_dir=state_dir,

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -81,18 +81,12 @@ class StatusRunner:
         self._caught_up: set[int] = set()
         self._delivered: dict[int, int] = {}
         group = f"{settings.topic_prefix}jobstream.status"
-        member = f"{group}.{self.options.instance_id}"
-        self.consumer: Consumer = clients.consumer(settings, group, **{
-            "partition.assignment.strategy": "range",
-            "group.instance.id": member,
-            "session.timeout.ms": 10_000,
-            "enable.partition.eof": True,
-        })  # fmt: skip
-        self.producer: Producer = clients.producer(
-            settings, transactional_id=member, **{"transaction.timeout.ms": 10_000}
+        self.consumer, self.producer = clients.processor_clients(
+            settings, group, self.options.instance_id,
+            **{"partition.assignment.strategy": "range", "enable.partition.eof": True},
         )
         self._restorer = clients.consumer(settings, f"{group}.restore")
-        self._state_root = self.options.state_dir / member
+        self._state_root = self.options.state_dir / f"{group}.{self.options.instance_id}"
 
     # -- lifecycle ---------------------------------------------------------------------
 

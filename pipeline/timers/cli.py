@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import signal
-import threading
 from pathlib import Path
 
 import typer
 
 from pipeline import metrics
 from pipeline.config import load_settings
+from pipeline.signals import stop_on_signals
 from pipeline.timers.runner import TimerOptions, TimerRunner
 
 DEFAULT_STATE_DIR = TimerOptions.state_dir
@@ -27,9 +26,7 @@ def timers(
 ) -> None:  # fmt: skip
     """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""
     settings = load_settings()
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port)
     options = TimerOptions(instance_id=instance_id, state_dir=state_dir, tick_ms=tick_ms)

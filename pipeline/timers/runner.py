@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -74,18 +74,9 @@ class TimerRunner:
         self._known_topics: set[str] = set()
         self._delivered: dict[int, int] = {}
         group = f"{settings.topic_prefix}jobstream.timers"
-        # Static membership: a restarted instance takes its partitions back at once
-        # instead of waiting for the dead member's session to expire. A member that
-        # leaves for good hands them over after session.timeout.ms.
-        self.consumer: Consumer = clients.consumer(settings, group, **{
-            "partition.assignment.strategy": "range",
-            "group.instance.id": f"{group}.{self.options.instance_id}",
-            "session.timeout.ms": 10_000,
-        })  # fmt: skip
-        self.producer: Producer = clients.producer(
-            settings,
-            transactional_id=f"{group}.{self.options.instance_id}",
-            **{"transaction.timeout.ms": 10_000},
+        self.consumer, self.producer = clients.processor_clients(
+            settings, group, self.options.instance_id,
+            **{"partition.assignment.strategy": "range"},
         )
         self._restorer = clients.consumer(settings, f"{group}.restore")
         self._state_root = self.options.state_dir / f"{group}.{self.options.instance_id}"
