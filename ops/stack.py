@@ -31,20 +31,34 @@ class Component:
     metrics_port: int
 
 
-def components(base_port: int = 9400, job_types: tuple[str, ...] = (
-        "data.process", "image.render", "report.generate")) -> list[Component]:  # fmt: skip
+def components(
+    base_port: int = 9400,
+    *,
+    app: str = DEMO_APP,
+    job_types: tuple[str, ...] = ("data.process", "image.render", "report.generate"),
+    lease_s: float | None = None,
+    heartbeat_s: float | None = None,
+) -> list[Component]:
     """The pipeline's processes: timers, status processor, retry router, a worker per type."""
+    lease = ("--lease-s", str(lease_s)) if lease_s else ()
+    beat = ("--heartbeat-s", str(heartbeat_s)) if heartbeat_s else ()
     listed = [
         Component("timers", ("timers", "--instance-id", "0"), base_port),
-        Component("status-processor", ("status-processor", "--instance-id", "0"), base_port + 1),
+        Component("status-processor", ("status-processor", "--instance-id", "0", *lease),
+                  base_port + 1),
         Component("retry-router", ("retry-router", "--instance-id", "0"), base_port + 2),
-    ]
+    ]  # fmt: skip
     for i, job_type in enumerate(job_types):
-        listed.append(Component(f"worker-{job_type}", (
-            "worker", "--app", DEMO_APP, "--type", job_type, "--concurrency", "4",
-            "--worker-id", f"demo-{job_type}",
-        ), base_port + 3 + i))  # fmt: skip
+        listed.append(worker(job_type, f"{job_type}-0", base_port + 3 + i, app=app, extra=beat))
     return listed
+
+
+def worker(job_type: str, worker_id: str, port: int, *, app: str = DEMO_APP,
+           extra: tuple[str, ...] = ()) -> Component:  # fmt: skip
+    return Component(f"worker-{worker_id}", (
+        "worker", "--app", app, "--type", job_type, "--concurrency", "4",
+        "--worker-id", worker_id, *extra,
+    ), port)  # fmt: skip
 
 
 class Stack:
@@ -54,7 +68,7 @@ class Stack:
         self.env = {**os.environ, **(env or {})}
         self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}
 
-    def start(self, parts: list[Component], *, timeout_s: float = 60.0) -> None:
+    def start(self, parts: list[Component], *, timeout_s: float = 90.0) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         for part in parts:
             command = [sys.executable, "-m", "pipeline", *part.args,
@@ -65,6 +79,15 @@ class Stack:
             self.processes[part.name] = (part, process)
             log.info("started %s pid=%d", part.name, process.pid)
         self.wait_healthy(timeout_s)
+
+    def kill(self, name: str, *, graceful: bool = False) -> None:
+        """Stop one component: SIGTERM (it drains) or SIGKILL (as a crash would)."""
+        _, process = self.processes.pop(name)
+        if graceful:
+            process.terminate()
+        else:
+            process.kill()
+        process.wait(60)
 
     def wait_healthy(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
@@ -45,7 +46,8 @@ class TimerOptions:
     """Wall-clock ticker: the longest a due job waits for the next scan."""
     batch_size: int = 2000
     fire_limit: int = 5000
-    """Firings per partition per transaction; more wait for the next iteration."""
+    """Firings per transaction, shared by the partitions; more wait for the next one. It
+    bounds a transaction's records, memory and duration (well within its timeout)."""
     stats_interval_s: float = 10.0
 
 
@@ -149,8 +151,9 @@ class TimerRunner:
                 emits.extend(self.processor.process(state, self.deserialize(message.value()), now))
             except (DeserializationError, ValidationError) as exc:
                 dead.append((message, str(exc)))
+        share = max(1, self.options.fire_limit // len(states))
         for state in states.values():
-            emits.extend(self.processor.fire_due(state, now, self.options.fire_limit))
+            emits.extend(self.processor.fire_due(state, now, share))
         if not messages and not emits and not any(s.changelog for s in states.values()):
             return
         self._transact(states, emits, dead, consumed=len(messages))
@@ -181,21 +184,30 @@ class TimerRunner:
         for emit in emits:
             if emit.topic not in self._known_topics:
                 self._ensure_job_type_topics(emit)
-            self.producer.produce(emit.topic, self.serialize(emit.event), emit.key)
+            self._send(emit.topic, self.serialize(emit.event), emit.key)
         for p, state in states.items():
             for key, value in state.changelog:
-                self.producer.produce(self.topics.timers_changelog, value, key, partition=p,
-                                      on_delivery=self._on_changelog_delivery)  # fmt: skip
+                self._send(self.topics.timers_changelog, value, key, partition=p,
+                           on_delivery=self._on_changelog_delivery)
         for message, reason in dead:
+            source = f"{message.topic()}/{message.partition()}/{message.offset()}"
             headers: list[tuple[str, str | bytes | None]] = [
-                       ("jobstream.error", reason.encode()),
-                       ("jobstream.source", f"{message.topic()}/{message.partition()}/"
-                                            f"{message.offset()}".encode())]  # fmt: skip
-            self.producer.produce(self.topics.intake_dlq, message.value(), message.key(),
-                                  headers=headers)  # fmt: skip
+                ("jobstream.error", reason.encode()),
+                ("jobstream.source", source.encode()),
+            ]
+            self._send(self.topics.intake_dlq, message.value(), message.key(), headers=headers)
             log.warning("intake record dead-lettered", extra={"reason": reason,
                         "topic": message.topic(), "offset": message.offset()})  # fmt: skip
         self.producer.poll(0)
+
+    def _send(self, topic: str, value: bytes | None, key: bytes | None, **kwargs: Any) -> None:
+        """Produce, waiting while the producer's local queue is full."""
+        while True:
+            try:
+                self.producer.produce(topic, value, key, **kwargs)
+                return
+            except BufferError:  # serve delivery reports to make room, then try again
+                self.producer.poll(0.05)
 
     def _on_changelog_delivery(self, err: object, message: Message) -> None:
         if err is None:

@@ -65,7 +65,10 @@ class Lane:
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
         prefix = settings.topic_prefix
         group = f"{prefix}jobstream.workers.{job_type}"
-        self.consumer: Consumer = clients.consumer(settings, group)
+        # A crashed worker's partitions move to the others after 10 s, not 45.
+        self.consumer: Consumer = clients.consumer(
+            settings, group, **{"session.timeout.ms": 10_000}
+        )
         self.producer = clients.producer(
             settings, transactional_id=f"{prefix}jobstream.worker.{worker_id}.{job_type}",
             **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS},

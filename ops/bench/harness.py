@@ -1,0 +1,207 @@
+"""What a benchmark run owns: a broker, topics under a fresh prefix, and a timer process.
+
+Every run gets its own topic prefix and work folder (``<workdir>/<prefix>``: the timer's
+state, its log, profiles), so runs never read each other's records.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from ops.kafka.cluster import LocalCluster
+from pipeline.clock import now_ms
+from pipeline.config import Settings, load_settings
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest
+from pipeline.kafka import clients
+from pipeline.kafka.admin import ensure_topics
+from pipeline.serde import make_serde
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+JOB_TYPE = "bench.timer"
+OWNER = "bench"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_, DESERIALIZE = make_serde()
+
+
+
+@contextmanager
+def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[str]:
+    """The given bootstrap servers, or a local broker in ``home`` stopped on exit."""
+    if bootstrap:
+        yield bootstrap
+        return
+    cluster = LocalCluster(home)
+    layout = cluster.up(port=port)
+    try:
+        yield layout.bootstrap
+    finally:
+        cluster.down()
+
+
+def run_settings(bootstrap: str, *, timer_partitions: int, exec_partitions: int) -> Settings:
+    """Settings of one run: a topic prefix no other run uses, only the bench job type."""
+    prefix = f"bench-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}."
+    return load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
+                         timer_partitions=timer_partitions, exec_partitions=exec_partitions,
+                         job_types=(JOB_TYPE,))  # fmt: skip
+
+
+def create_topics(settings: Settings) -> None:
+    ensure_topics(settings.kafka_config, Topics(settings).specs(),
+                  replication_factor=settings.replication_factor)  # fmt: skip
+
+
+class TimerProcess:
+    """``python -m pipeline timers`` as a child process, logging JSON lines to a file."""
+
+    def __init__(self, settings: Settings, state_dir: Path, log_path: Path) -> None:
+        env = dict(os.environ)  # security settings and the like carry over
+        env.update({
+            "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+            "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+            "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
+            "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
+            "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
+            "JOBSTREAM_LOG_LEVEL": "INFO",
+        })  # fmt: skip
+        self.log_path = log_path
+        self.started = time.time()
+        with open(log_path, "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pipeline", "timers", "--instance-id", "0",
+                 "--state-dir", str(state_dir)],
+                env=env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def records(self) -> list[dict[str, Any]]:
+        lines = self.log_path.read_bytes().splitlines() if self.log_path.exists() else []
+        return [orjson.loads(line) for line in lines if line.startswith(b"{")]
+
+    def wait_log(self, message: str, timeout_s: float) -> dict[str, Any]:
+        """The first log record whose message starts with ``message``, once it appears."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"timer process exited ({self.process.returncode}); "
+                                   f"see {self.log_path}")  # fmt: skip
+            for record in self.records():
+                if str(record.get("msg", "")).startswith(message):
+                    return record
+            time.sleep(0.1)
+        raise TimeoutError(f"no {message!r} in {self.log_path} after {timeout_s:.0f}s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def workdir_for(root: Path, settings: Settings) -> Path:
+    path = root / settings.topic_prefix.rstrip(".")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def submit_jobs(settings: Settings, count: int, due_ms: Callable[[int], int],
+                on_progress: Callable[[int], None], chunk: int = 10_000) -> float:  # fmt: skip
+    """Submit ``count`` one-off jobs through JobClient, job i due at ``due_ms(i)``.
+
+    Returns the seconds it took, acknowledgements included.
+    """
+    started = time.perf_counter()
+    with JobClient(settings) as client:
+        for first in range(0, count, chunk):
+            requests = [
+                JobRequest(job_type=JOB_TYPE, owner=OWNER,
+                           run_at=_EPOCH + timedelta(milliseconds=due_ms(i)))
+                for i in range(first, min(first + chunk, count))
+            ]  # fmt: skip
+            client.submit_many(requests)
+            on_progress(len(requests))
+    return time.perf_counter() - started
+
+
+class IntakeWatch:
+    """How far the timer group has committed on jobs.intake, against its end offsets."""
+
+    def __init__(self, settings: Settings) -> None:
+        topic = Topics(settings).intake
+        self.partitions = [TopicPartition(topic, p) for p in range(settings.timer_partitions)]
+        self.consumer = clients.consumer(settings, f"{settings.topic_prefix}jobstream.timers")
+
+    def end(self) -> int:
+        return sum(self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]
+                   for tp in self.partitions)  # fmt: skip
+
+    def committed(self) -> int:
+        return sum(max(tp.offset, 0) for tp in self.consumer.committed(self.partitions, 10))
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+@dataclass
+class Executions:
+    """Reads the bench job type's execution records (read_committed) as they commit.
+
+    Keeps the raw values with their arrival time and decodes them afterwards, so that
+    reading costs the machine as little as possible while the timer works.
+    """
+
+    settings: Settings
+    received: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        topic = Topics(self.settings).execution(JOB_TYPE, "NORMAL")
+        self.consumer = clients.consumer(self.settings, f"{self.settings.topic_prefix}bench")
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING)
+                              for p in range(self.settings.exec_partitions)])  # fmt: skip
+
+    def poll(self, timeout_s: float = 0.1) -> int:
+        # consume() with a timeout waits for the whole batch: wait for one record only,
+        # then take what else has arrived, so the arrival times are not held back.
+        first = self.consumer.poll(timeout_s)
+        arrived = now_ms()
+        if first is None:
+            return 0
+        messages = [first, *self.consumer.consume(10_000, timeout=0)]
+        self.received.extend((arrived, m.value() or b"") for m in messages if m.error() is None)
+        return len(messages)
+
+    def decoded(self) -> list[tuple[int, int, int]]:
+        """(scheduled_at_ms, fired_at_ms, arrived_ms) of every record read."""
+        rows = []
+        for arrived, raw in self.received:
+            data = DESERIALIZE(raw).data
+            rows.append((data["scheduled_at_ms"], data["fired_at_ms"], arrived))
+        return rows
+
+    def close(self) -> None:
+        self.consumer.close()

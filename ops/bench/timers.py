@@ -1,0 +1,123 @@
+"""``jobstream bench-timers``: the timer processor alone against a broker.
+
+Three scenarios (ops/bench/scenarios.py), each with its own topic prefix:
+
+- ``steady``: jobs due at a constant rate (default 1,200/s for 60 s); fire lateness.
+- ``backlog``: 1,000,000 jobs submitted, then loaded by the timer, then all due within
+  a short window: intake rates, memory and disk with them pending, firing throughput.
+- ``restore``: a changelog partition of 1,000,000 entries rebuilt into an empty store.
+
+Results print as a table and, with ``--out``, as JSON; docs/benchmarks.md has the runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from ops.bench.harness import broker, run_settings
+from ops.bench.scenarios import BACKLOG_COUNT, Row, Run, backlog, restore, steady
+
+console = Console()
+
+
+class Scenario(enum.StrEnum):
+    steady = "steady"
+    backlog = "backlog"
+    restore = "restore"
+
+
+def _progress() -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                    console=console)  # fmt: skip
+
+
+def _load_average() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def _table(title: str, rows: list[Row]) -> Table:
+    table = Table("metric", "measured", "target", "", title=title)
+    for row in rows:
+        verdict = {None: "", True: "[green]met[/green]", False: "[red]missed[/red]"}[row.ok]
+        table.add_row(row.metric, row.value, row.target, verdict)
+    return table
+
+
+def bench_timers(
+    scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to measure."),
+    count: int | None = typer.Option(None, "--count", min=1,
+                                     help="Jobs; default: rate x duration (steady), 1,000,000."),
+    rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
+    duration_s: float = typer.Option(60.0, "--duration", help="steady: seconds of due jobs."),
+    window_s: float = typer.Option(30.0, "--window", help="backlog: every job due within this."),
+    lead_s: float | None = typer.Option(None, "--lead", help="Seconds from submission to the "
+                                        "first due job; default 15 (steady), from --count."),
+    partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions (restore: 1)."),
+    exec_partitions: int = typer.Option(6, "--exec-partitions", min=1),
+    bootstrap: str | None = typer.Option(None, "--bootstrap", envvar="JOBSTREAM_BOOTSTRAP_SERVERS",
+                                         help="Use this broker instead of starting one."),
+    port: int = typer.Option(39092, "--port", help="Port of the local broker started otherwise."),
+    workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
+    out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+    py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile the timer this many seconds "
+                                   "once it fires (restore: while it restores); needs py-spy."),
+) -> None:  # fmt: skip
+    """Benchmark the timer processor: intake, firing rate, lateness, memory, restore."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    load_at_start = _load_average()
+    with broker(bootstrap, workdir.parent / "bench-kafka", port) as servers, _progress() as bar:
+        partitions = 1 if scenario is Scenario.restore else partitions
+        settings = run_settings(servers, timer_partitions=partitions,
+                                exec_partitions=exec_partitions)  # fmt: skip
+        run = Run(settings, workdir, bar, py_spy_s)
+        try:
+            if scenario is Scenario.steady:
+                n = count or int(rate * duration_s)
+                result, rows = steady(run, n, rate, 15.0 if lead_s is None else lead_s)
+            elif scenario is Scenario.backlog:
+                n = count or BACKLOG_COUNT
+                # Submitting (~16k/s on the 2-core machine) and loading (~10k/s) must end
+                # before the first job falls due; the margin is in the results.
+                lead = lead_s if lead_s is not None else 30 + n / 4500
+                result, rows = backlog(run, n, window_s, lead)
+            else:
+                result, rows = restore(run, count or BACKLOG_COUNT)
+        finally:
+            extra = run.close()
+    result.update(extra)
+    # Other work on the machine moves every number here: keep the load beside them.
+    report = {"scenario": scenario.value, "started": started, "topic_prefix":
+              settings.topic_prefix, "timer_partitions": partitions,
+              "load_average_start": load_at_start, "load_average_end": _load_average(),
+              **result}  # fmt: skip
+    console.print(_table(f"timers: {scenario.value}", rows))
+    for kind in ("self", "total"):
+        for frame, share in extra.get("py_spy", {}).get(kind, []):
+            console.print(f"py-spy {kind:5} {share:5.1f}%  {frame}")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))
+        console.print(f"results: {out}")
+
+
+if __name__ == "__main__":
+    from pipeline.logs import configure_logging
+
+    configure_logging("WARNING")
+    typer.run(bench_timers)

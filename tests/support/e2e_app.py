@@ -1,0 +1,27 @@
+"""The handlers the end-to-end tests run through the whole pipeline."""
+
+from __future__ import annotations
+
+import time
+
+from pipeline.errors import NonRetryableError
+from pipeline.worker import JobContext, WorkerApp
+
+app = WorkerApp()
+
+
+class Transient(Exception):
+    """A failure another attempt may not see."""
+
+
+@app.handler("data.process")
+def work(ctx: JobContext) -> dict[str, int]:
+    """Sleeps ``sleep_s``, fails while the attempt is below ``fail_until_attempt``,
+    refuses for good with ``non_retryable``; otherwise answers with its attempt."""
+    params = ctx.params
+    time.sleep(float(params.get("sleep_s", 0)))
+    if params.get("non_retryable"):
+        raise NonRetryableError("bad input")
+    if ctx.attempt < int(params.get("fail_until_attempt", 0)):
+        raise Transient(f"attempt {ctx.attempt} fails")
+    return {"attempt": ctx.attempt}

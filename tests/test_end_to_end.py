@@ -1,0 +1,176 @@
+"""The whole pipeline as processes (timers, status processor, retry router, workers)
+against the real broker: what a user sees on jobs.status and jobs.events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ops.stack import Stack, components, worker
+from pipeline.config import Settings
+from pipeline.dlq.reader import DlqFilter, DlqReader
+from pipeline.dlq.redrive import Redriver
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.serde import JobStatus
+from pipeline.status.query import read_statuses
+from pipeline.topics import Topics
+from tests.pipeline.worker.support import TopicReader
+from tests.support.pipeline import process_env
+from tests.support.ports import free_base_port
+from tests.support.waiting import wait_for
+
+APP = "tests.support.e2e_app"
+LEASE_S = 3
+
+
+@pytest.fixture(scope="module")
+def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+    from pipeline.kafka.admin import ensure_topics
+
+    prefix = f"e2e-{tmp_path_factory.mktemp('x').name}."
+    settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=prefix,
+                        timer_partitions=2, exec_partitions=2, events_partitions=2,
+                        status_partitions=2, dlq_partitions=1)  # fmt: skip
+    topics = Topics(settings)
+    ensure_topics(settings.kafka_config, topics.specs())
+    return topics
+
+
+@pytest.fixture(scope="module")
+def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = tmp_path_factory.mktemp("stack")
+    env = process_env(pipeline_topics.settings)
+    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
+                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
+    running = Stack(home, env)
+    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
+                             lease_s=LEASE_S, heartbeat_s=0.5))  # fmt: skip
+    yield running
+    running.stop()
+
+
+def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],
+            timeout_s: float = 120) -> dict[str, JobStatus]:  # fmt: skip
+    """Wait until each job (label -> id) is in one of its expected states."""
+
+    def reached() -> dict[str, JobStatus]:
+        found = read_statuses(settings, owner="e2e")
+        done = all(ids[label] in found and found[ids[label]].state in states[label]
+                   for label in ids)  # fmt: skip
+        return {label: found[ids[label]] for label in ids} if done else {}
+
+    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
+
+
+def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
+    try:
+        return [r for r in reader.catch_up() if r["job_id"] == job_id]
+    finally:
+        reader.close()
+
+
+def job(**params: Any) -> JobRequest:
+    retry = params.pop("retry", None)
+    timeout_ms = params.pop("timeout_ms", None)
+    return JobRequest(job_type="data.process", owner="e2e", params=params, retry=retry,
+                      timeout_ms=timeout_ms)  # fmt: skip
+
+
+def test_success_retries_dead_letters_and_redrive(stack: Stack, pipeline_topics: Topics) -> None:
+    settings = pipeline_topics.settings
+    fast = RetryPolicy(max_attempts=2, initial_backoff_ms=500, jitter=0)
+    requests = {
+        "succeeds": job(),
+        "retried twice": job(fail_until_attempt=3,
+                             retry=RetryPolicy(initial_backoff_ms=1000, jitter=0)),
+        "exhausted": job(fail_until_attempt=3, retry=fast),
+        "non-retryable": job(non_retryable=True),
+        "timed out": job(sleep_s=5, timeout_ms=500, retry=RetryPolicy(max_attempts=1)),
+    }
+    with JobClient(settings) as client:
+        ids = dict(zip(requests, client.submit_many(requests.values()), strict=True))
+    done = settled(settings, ids, {
+        "succeeds": {"SUCCEEDED"}, "retried twice": {"SUCCEEDED"}, "exhausted": {"DEAD_LETTERED"},
+        "non-retryable": {"DEAD_LETTERED"}, "timed out": {"DEAD_LETTERED"},
+    })  # fmt: skip
+    assert (done["succeeds"].attempt, done["succeeds"].result) == (1, '{"attempt":1}')
+    assert (done["retried twice"].attempt, done["retried twice"].result) == (3, '{"attempt":3}')
+    assert done["exhausted"].attempt == 2
+    assert done["non-retryable"].attempt == 1
+    assert done["timed out"].last_error is not None
+    assert done["timed out"].last_error.error_type == "Timeout"
+
+    # The backoff is observed: attempt n+1 fires no earlier than its delay after failure n.
+    history = events_of(settings, ids["retried twice"])
+    failures = [e["at_ms"] for e in history if e["kind"] == "FAILED"]
+    fired = {e["attempt"]: e["scheduled_at_ms"] for e in history if e["kind"] == "FIRED"}
+    assert len(failures) == 2
+    assert fired[2] - failures[0] >= 1000
+    assert fired[3] - failures[1] >= 2000
+
+    with DlqReader(settings) as reader:
+        dead = {r.job_id: r for r in reader.read(DlqFilter(owner="e2e"))}
+    assert dead[ids["exhausted"]].data["reason"] == "exhausted"
+    assert len(dead[ids["exhausted"]].data["errors"]) == 2
+    assert dead[ids["non-retryable"]].data["reason"] == "non_retryable"
+
+    # Redriven, the exhausted job runs its third attempt, which succeeds, under its own id.
+    Redriver(settings, rate=10).redrive([dead[ids["exhausted"]]])
+    again = settled(settings, {"exhausted": ids["exhausted"]}, {"exhausted": {"SUCCEEDED"}})
+    assert again["exhausted"].attempt == 3
+
+
+def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_it(
+    stack: Stack, pipeline_topics: Topics
+) -> None:
+    settings = pipeline_topics.settings
+    spare = worker("data.process", "spare", free_base_port(1), app=APP,
+                   extra=("--heartbeat-s", "0.5"))  # fmt: skip
+    stack.start([spare])
+    with JobClient(settings) as client:
+        job_id = client.submit(job(sleep_s=6, retry=RetryPolicy(initial_backoff_ms=200)))
+    running = settled(settings, {"long": job_id}, {"long": {"RUNNING"}})["long"]
+    victim = next(name for name, (_, process) in stack.processes.items()
+                  if name.startswith("worker-") and _runs(settings, job_id, name))  # fmt: skip
+    stack.kill(victim)
+
+    final = settled(settings, {"long": job_id}, {"long": {"SUCCEEDED"}}, timeout_s=150)["long"]
+    assert final.attempt > running.attempt
+    history = events_of(settings, job_id)
+    assert [e["kind"] for e in history].count("LOST") == 1
+    # Every success of an older epoch than the one applied was recorded, not applied.
+    stale = [e for e in history if e["kind"] == "SUCCEEDED" and e["epoch"] < final.epoch]
+    duplicates = {e["execution_id"] for e in history if e["kind"] == "DUPLICATE"}
+    assert all(e["execution_id"] in duplicates for e in stale)
+
+
+def _runs(settings: Settings, job_id: str, process_name: str) -> bool:
+    """Whether the worker named ``process_name`` reported STARTED for the job."""
+    worker_id = process_name.removeprefix("worker-")
+    return any(e["kind"] == "STARTED" and e["worker_id"] == worker_id
+               for e in events_of(settings, job_id))  # fmt: skip
+
+
+def test_rebalances_while_jobs_run_lose_nothing(stack: Stack, pipeline_topics: Topics) -> None:
+    settings = pipeline_topics.settings
+    with JobClient(settings) as client:
+        ids = client.submit_many([job(sleep_s=0.3, batch="rebalance") for _ in range(40)])
+    labels = {f"job {i}": job_id for i, job_id in enumerate(ids)}
+
+    def progress(count: int) -> bool:
+        found = read_statuses(settings, owner="e2e")
+        return sum(found[i].state == "SUCCEEDED" for i in ids if i in found) >= count
+
+    wait_for(lambda: progress(5), timeout_s=120, what="the first jobs to finish")
+    stack.start([worker("data.process", "joiner", free_base_port(1), app=APP)])  # rebalance
+    wait_for(lambda: progress(15), timeout_s=120, what="more jobs to finish")
+    leaver = next(name for name in stack.processes if name.startswith("worker-"))
+    stack.kill(leaver, graceful=True)  # another rebalance: its running jobs drain
+
+    done = settled(settings, labels, dict.fromkeys(labels, {"SUCCEEDED"}), timeout_s=180)
+    assert all(status.result == f'{{"attempt":{status.attempt}}}' for status in done.values())
