@@ -34,12 +34,14 @@ from pydantic import (
     InstanceOf,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import ValidationError
 from pipeline.jobs import rules
 from pipeline.jobs.keys import idempotent_job_id
+from pipeline.retry import policy as retry_policy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
 from pipeline.serde import Event
 
@@ -91,30 +93,36 @@ class _Model(BaseModel):
 
 
 class RetryPolicy(_Model):
-    """How failed attempts are retried; mirrors io.jobstream.RetryPolicy and its defaults."""
+    """How failed attempts are retried; mirrors io.jobstream.RetryPolicy and its defaults.
+
+    The rules are those of the retry router's policy (pipeline.retry.policy), applied
+    here too so that a submission is refused before it is sent.
+    """
 
     _prefix: ClassVar[str] = "spec.retry."
 
-    max_attempts: int = Field(default=3, ge=1, le=rules.INT_MAX)
+    max_attempts: int = 3
     """Attempts in all, the first included; 1 means never retry."""
-    initial_backoff_ms: int = Field(default=1000, gt=0, le=rules.LONG_MAX)
+    initial_backoff_ms: int = Field(default=1000, le=rules.LONG_MAX)
     """Delay before the first retry."""
-    backoff_coefficient: float = Field(default=2.0, ge=1.0)
+    backoff_coefficient: float = 2.0
     """Factor applied to the delay after each retry."""
-    max_backoff_ms: int = Field(default=300_000, gt=0, le=rules.LONG_MAX)
+    max_backoff_ms: int = Field(default=300_000, le=rules.LONG_MAX)
     """Cap on any one delay; at least ``initial_backoff_ms``."""
-    jitter: float = Field(default=0.1, ge=0.0, le=1.0)
+    jitter: float = 0.1
     """Fraction of the delay drawn at random."""
     non_retryable_errors: tuple[str, ...] = ()
     """Error type names that go straight to the dead-letter topic."""
 
-    @field_validator("max_backoff_ms")
-    @classmethod
-    def _not_below_initial(cls, value: int, info: ValidationInfo) -> int:
-        initial = info.data.get("initial_backoff_ms")
-        if initial is not None and value < initial:
-            raise ValueError(f"must be at least initial_backoff_ms ({initial})")
-        return value
+    @model_validator(mode="after")
+    def _the_routers_rules(self) -> RetryPolicy:
+        try:
+            retry_policy.RetryPolicy(**self.model_dump())
+        except ValidationError as exc:
+            raise ValidationError("spec." + exc.field, exc.message) from None
+        if self.max_attempts > rules.INT_MAX:
+            raise ValidationError("spec.retry.max_attempts", f"must be at most {rules.INT_MAX}")
+        return self
 
     def to_avro(self) -> dict[str, Any]:
         record = self.model_dump()
