@@ -18,6 +18,7 @@ def get(port: int, path: str) -> tuple[int, str]:
 def test_health_follows_the_loop_heartbeat_and_metrics_are_served() -> None:
     server = metrics.serve(0, host="127.0.0.1")
     port = server.server_address[1]
+    metrics.LOOP_HEARTBEAT.clear()  # loops that earlier tests ran in this process
     try:
         beat = metrics.LOOP_HEARTBEAT.labels("test-loop")
         beat.set(time.time())
