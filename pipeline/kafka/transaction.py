@@ -13,6 +13,7 @@ offsets, so the same input is processed again; the local stores were not touched
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
 
@@ -64,3 +65,14 @@ def commit_offsets(
             offsets, consumer.consumer_group_metadata(), timeout_s
         )
     producer.commit_transaction(timeout_s)
+
+
+def send(producer: Producer, topic: str, value: bytes | None, key: bytes | None,
+         **kwargs: Any) -> None:  # fmt: skip
+    """Produce, waiting while the producer's local queue is full (a large batch)."""
+    while True:
+        try:
+            producer.produce(topic, value, key, **kwargs)
+            return
+        except BufferError:  # serve delivery reports to make room, then try again
+            producer.poll(0.05)

@@ -22,7 +22,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable
+from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
 from pipeline.retry.policy import RetryDefaults
 from pipeline.retry.router import Output, RetryRouter
 from pipeline.serde import Event, make_serde
@@ -124,7 +124,7 @@ class RetryRunner:
             for output in outputs:
                 if output.topic not in self._known_topics:
                     self._ensure_dead_letter_topic(output)
-                self.producer.produce(output.topic, self.serialize(output.event), output.key)
+                send(self.producer, output.topic, self.serialize(output.event), output.key)
             commit_batch(self.producer, self.consumer)
         except KafkaException as exc:
             if not is_abortable(exc):

@@ -26,11 +26,9 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, TopicMismatchError
 from pipeline.kafka import clients
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable
+from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
 from pipeline.serde import Event, JobStatus, encode_status, make_serde
-from pipeline.state.recovery import restore
-from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.partitions import PartitionStores
 from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
 from pipeline.status.state import StatusState
 from pipeline.topics import Topics
@@ -76,17 +74,19 @@ class StatusRunner:
                               retention_ms=self.options.retention_ms)  # fmt: skip
         self.processor = StatusProcessor(self.topics, policy)
         self.serialize, self.deserialize = make_serde(settings.schema_registry_url)
-        self.stores: dict[int, PartitionStore] = {}
         self.stats = RunnerStats()
         self._caught_up: set[int] = set()
-        self._delivered: dict[int, int] = {}
         group = f"{settings.topic_prefix}jobstream.status"
         self.consumer, self.producer = clients.processor_clients(
             settings, group, self.options.instance_id,
             **{"partition.assignment.strategy": "range", "enable.partition.eof": True},
         )
-        self._restorer = clients.consumer(settings, f"{group}.restore")
-        self._state_root = self.options.state_dir / f"{group}.{self.options.instance_id}"
+        self.partitions = PartitionStores(
+            self.options.state_dir / f"{group}.{self.options.instance_id}",
+            self.topics.status_changelog,
+            clients.consumer(settings, f"{group}.restore"),
+            lambda tx, key, value: StatusState(tx).restore(key, value),
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -122,29 +122,21 @@ class StatusRunner:
 
     def log_stats(self) -> None:
         log.info("status stats", extra={**vars(self.stats), **vars(self.processor.counters),
-                                        "partitions": sorted(self.stores)})  # fmt: skip
+                                        "partitions": sorted(self.partitions.stores)})  # fmt: skip
 
     def close(self) -> None:
         self.consumer.close()
-        self._restorer.close()
-        for store in self.stores.values():
-            store.close()
-        self.stores.clear()
+        self.partitions.close()
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for p in sorted({tp.partition for tp in partitions} - set(self.stores)):
-            store = PartitionStore(self._state_root / str(p))
-            restore(store, self._restorer, self.topics.status_changelog, p,
-                    lambda tx, key, value: StatusState(tx).restore(key, value))  # fmt: skip
-            self.stores[p] = store
-        log.info("status partitions assigned", extra={"partitions": sorted(self.stores)})
+        self.partitions.assign(tp.partition for tp in partitions)
+        log.info("status partitions assigned",
+                 extra={"partitions": sorted(self.partitions.stores)})  # fmt: skip
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for p in {tp.partition for tp in partitions}:
-            self._caught_up.discard(p)
-            store = self.stores.pop(p, None)
-            if store is not None:
-                store.close()
+        revoked = {tp.partition for tp in partitions}
+        self._caught_up -= revoked
+        self.partitions.revoke(revoked)
 
     # -- one transaction ---------------------------------------------------------------
 
@@ -152,11 +144,10 @@ class StatusRunner:
         """Consume a batch, fold it, expire leases, and commit it all as one transaction."""
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.tick_ms / 1000)  # fmt: skip
-        if not self.stores:
+        if not self.partitions.stores:
             return
         now = now_ms()
-        states = {p: StatusState(PartitionTransaction(store), p)
-                  for p, store in self.stores.items()}  # fmt: skip
+        states = self.partitions.begin(StatusState)
         emits: list[Emit] = []
         consumed = 0
         for message in messages:
@@ -199,7 +190,6 @@ class StatusRunner:
         return event
 
     def _transact(self, states: dict[int, StatusState], emits: list[Emit], consumed: int) -> None:
-        self._delivered.clear()
         self.producer.begin_transaction()
         try:
             self._produce(states, emits)
@@ -213,8 +203,7 @@ class StatusRunner:
             self.stats.aborted += 1
             abort_batch(self.producer, self.consumer)
             return
-        for p, state in states.items():
-            state.tx.commit(self._delivered.get(p))
+        self.partitions.commit({p: state.tx for p, state in states.items()})
         self.stats.transactions += 1
         self.stats.consumed += consumed
 
@@ -230,18 +219,11 @@ class StatusRunner:
             self._send(topic, encode_status(status), key, None)
         self.stats.statuses += len(statuses)
         for p, state in states.items():
-            for key, value in state.changelog:
-                self.producer.produce(self.topics.status_changelog, value, key, partition=p,
-                                      on_delivery=self._on_changelog_delivery)  # fmt: skip
+            self.partitions.log(self.producer, p, state.changelog)
         self.producer.poll(0)
 
     def _send(self, topic: str, value: bytes, key: bytes, partition: int | None) -> None:
         if partition is None:
-            self.producer.produce(topic, value, key)
+            send(self.producer, topic, value, key)
         else:
-            self.producer.produce(topic, value, key, partition=partition)
-
-    def _on_changelog_delivery(self, err: object, message: Message) -> None:
-        if err is None:
-            p, offset = message.partition() or 0, message.offset() or 0
-            self._delivered[p] = max(offset, self._delivered.get(p, -1))
+            send(self.producer, topic, value, key, partition=partition)

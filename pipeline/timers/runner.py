@@ -14,7 +14,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
@@ -24,11 +23,9 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable
+from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
 from pipeline.serde import make_serde
-from pipeline.state.recovery import restore
-from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.partitions import PartitionStores
 from pipeline.timers.processor import Emit, TimerPolicy, TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -71,17 +68,19 @@ class TimerRunner:
         self.topics = Topics(settings)
         self.processor = TimerProcessor(self.topics, policy)
         self.serialize, self.deserialize = make_serde(settings.schema_registry_url)
-        self.stores: dict[int, PartitionStore] = {}
         self.stats = TimerStats()
         self._known_topics: set[str] = set()
-        self._delivered: dict[int, int] = {}
         group = f"{settings.topic_prefix}jobstream.timers"
         self.consumer, self.producer = clients.processor_clients(
             settings, group, self.options.instance_id,
             **{"partition.assignment.strategy": "range"},
         )
-        self._restorer = clients.consumer(settings, f"{group}.restore")
-        self._state_root = self.options.state_dir / f"{group}.{self.options.instance_id}"
+        self.partitions = PartitionStores(
+            self.options.state_dir / f"{group}.{self.options.instance_id}",
+            self.topics.timers_changelog,
+            clients.consumer(settings, f"{group}.restore"),
+            lambda tx, key, value: TimerState(tx).restore(key, value),
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -106,27 +105,17 @@ class TimerRunner:
 
     def close(self) -> None:
         self.consumer.close()
-        self._restorer.close()
-        for store in self.stores.values():
-            store.close()
-        self.stores.clear()
+        self.partitions.close()
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for p in sorted({tp.partition for tp in partitions} - set(self.stores)):
-            store = PartitionStore(self._state_root / str(p))
-            restore(store, self._restorer, self.topics.timers_changelog, p,
-                    lambda tx, key, value: TimerState(tx).restore(key, value))  # fmt: skip
-            self.stores[p] = store
-        self.stats.partitions = sorted(self.stores)
-        metrics.TIMER_PARTITIONS.set(len(self.stores))
+        self.partitions.assign(tp.partition for tp in partitions)
+        self.stats.partitions = sorted(self.partitions.stores)
+        metrics.TIMER_PARTITIONS.set(len(self.stats.partitions))
         log.info("timer partitions assigned", extra={"partitions": self.stats.partitions})
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for p in {tp.partition for tp in partitions}:
-            store = self.stores.pop(p, None)
-            if store is not None:
-                store.close()
-        self.stats.partitions = sorted(self.stores)
+        self.partitions.revoke(tp.partition for tp in partitions)
+        self.stats.partitions = sorted(self.partitions.stores)
 
     # -- one transaction ---------------------------------------------------------------
 
@@ -134,10 +123,10 @@ class TimerRunner:
         """Consume a batch, fire what is due, and commit it all as one transaction."""
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.tick_ms / 1000)  # fmt: skip
-        if not self.stores:
+        if not self.partitions.stores:
             return
         now = now_ms()
-        states = {p: TimerState(PartitionTransaction(store)) for p, store in self.stores.items()}
+        states = self.partitions.begin(lambda tx, _p: TimerState(tx))
         emits: list[Emit] = []
         dead: list[tuple[Message, str]] = []
         for message in messages:
@@ -160,7 +149,6 @@ class TimerRunner:
 
     def _transact(self, states: dict[int, TimerState], emits: list[Emit],
                   dead: list[tuple[Message, str]], consumed: int) -> None:  # fmt: skip
-        self._delivered.clear()
         self.producer.begin_transaction()
         try:
             self._produce(states, emits, dead)
@@ -175,8 +163,7 @@ class TimerRunner:
             metrics.TIMER_ABORTED.inc()
             abort_batch(self.producer, self.consumer)
             return
-        for p, state in states.items():
-            state.tx.commit(self._delivered.get(p))
+        self.partitions.commit({p: state.tx for p, state in states.items()})
         self._count(emits, dead, consumed)
 
     def _produce(self, states: dict[int, TimerState], emits: list[Emit],
@@ -184,35 +171,20 @@ class TimerRunner:
         for emit in emits:
             if emit.topic not in self._known_topics:
                 self._ensure_job_type_topics(emit)
-            self._send(emit.topic, self.serialize(emit.event), emit.key)
+            send(self.producer, emit.topic, self.serialize(emit.event), emit.key)
         for p, state in states.items():
-            for key, value in state.changelog:
-                self._send(self.topics.timers_changelog, value, key, partition=p,
-                           on_delivery=self._on_changelog_delivery)
+            self.partitions.log(self.producer, p, state.changelog)
         for message, reason in dead:
             source = f"{message.topic()}/{message.partition()}/{message.offset()}"
             headers: list[tuple[str, str | bytes | None]] = [
                 ("jobstream.error", reason.encode()),
                 ("jobstream.source", source.encode()),
             ]
-            self._send(self.topics.intake_dlq, message.value(), message.key(), headers=headers)
+            send(self.producer, self.topics.intake_dlq, message.value(), message.key(),
+                 headers=headers)
             log.warning("intake record dead-lettered", extra={"reason": reason,
                         "topic": message.topic(), "offset": message.offset()})  # fmt: skip
         self.producer.poll(0)
-
-    def _send(self, topic: str, value: bytes | None, key: bytes | None, **kwargs: Any) -> None:
-        """Produce, waiting while the producer's local queue is full."""
-        while True:
-            try:
-                self.producer.produce(topic, value, key, **kwargs)
-                return
-            except BufferError:  # serve delivery reports to make room, then try again
-                self.producer.poll(0.05)
-
-    def _on_changelog_delivery(self, err: object, message: Message) -> None:
-        if err is None:
-            p, offset = message.partition() or 0, message.offset() or 0
-            self._delivered[p] = max(offset, self._delivered.get(p, -1))
 
     def _ensure_job_type_topics(self, emit: Emit) -> None:
         """A job type seen for the first time gets its execution and dead-letter topics."""

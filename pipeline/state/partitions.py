@@ -1,0 +1,71 @@
+"""The stores of the partitions a stateful processor owns, and their changelog.
+
+Assigned partitions are opened and restored from the changelog; revoked ones are
+closed. Changelog records go out through :meth:`PartitionStores.log`, whose delivery
+reports give each partition the offset its store records when the batch commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from confluent_kafka import Consumer, Message, Producer
+
+from pipeline.kafka.transaction import send
+from pipeline.state.recovery import Apply, restore
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+
+
+class PartitionStores:
+    def __init__(self, root: Path, changelog: str, restorer: Consumer, apply: Apply) -> None:
+        self.root = root
+        self.changelog = changelog
+        self.restorer = restorer
+        self.apply = apply
+        self.stores: dict[int, PartitionStore] = {}
+        self._delivered: dict[int, int] = {}
+
+    def assign(self, partitions: Iterable[int]) -> None:
+        for p in sorted(set(partitions) - set(self.stores)):
+            store = PartitionStore(self.root / str(p))
+            restore(store, self.restorer, self.changelog, p, self.apply)
+            self.stores[p] = store
+
+    def revoke(self, partitions: Iterable[int]) -> None:
+        for p in set(partitions):
+            store = self.stores.pop(p, None)
+            if store is not None:
+                store.close()
+
+    def close(self) -> None:
+        self.revoke(list(self.stores))
+        self.restorer.close()
+
+    def begin(self, state: Callable[[PartitionTransaction, int], S]) -> dict[int, S]:
+        """One state object per owned partition, over a fresh transaction each."""
+        self._delivered.clear()
+        return {p: state(PartitionTransaction(store), p) for p, store in self.stores.items()}
+
+    def log(self, producer: Producer, partition: int,
+            records: Iterable[tuple[bytes, bytes | None]]) -> None:  # fmt: skip
+        for key, value in records:
+            send(producer, self.changelog, value, key, partition=partition,
+                 on_delivery=self._on_delivery)  # fmt: skip
+
+    def commit(self, transactions: dict[int, PartitionTransaction]) -> None:
+        """After the Kafka commit: write each store with the changelog offset it reached."""
+        for p, tx in transactions.items():
+            tx.commit(self._delivered.get(p))
+
+    def _on_delivery(self, err: object, message: Message) -> None:
+        if err is None:
+            p, offset = message.partition() or 0, message.offset() or 0
+            self._delivered[p] = max(offset, self._delivered.get(p, -1))
