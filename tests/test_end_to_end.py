@@ -4,7 +4,6 @@ against the real broker: what a user sees on jobs.status and jobs.events."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +17,9 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
-from tests.pipeline.worker.support import TopicReader
 from tests.support.pipeline import process_env
 from tests.support.ports import free_base_port
+from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
 APP = "tests.support.e2e_app"
@@ -172,5 +171,5 @@ def test_rebalances_while_jobs_run_lose_nothing(stack: Stack, pipeline_topics: T
     leaver = next(name for name in stack.processes if name.startswith("worker-"))
     stack.kill(leaver, graceful=True)  # another rebalance: its running jobs drain
 
-    done = settled(settings, labels, dict.fromkeys(labels, {"SUCCEEDED"}), timeout_s=180)
+    done = settled(settings, labels, {key: {"SUCCEEDED"} for key in labels}, timeout_s=180)
     assert all(status.result == f'{{"attempt":{status.attempt}}}' for status in done.values())

@@ -19,8 +19,9 @@ from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
 from pipeline.timers.runner import TimerOptions, TimerRunner
 from pipeline.topics import Topics
-from tests.pipeline.retry.events import TopicReader, error_info, execution
+from tests.pipeline.retry.events import error_info, execution
 from tests.support.pipeline import Executions, process_env, produce
+from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
 TIMEOUT_S = 90
@@ -180,10 +181,10 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
     job_id = keyed.data["job_id"]
     try:
         wait_for(lambda: len(retries.poll()) >= 6, timeout_s=TIMEOUT_S, what="6 redrives")
-        (retry,) = retries.of(job_id)
+        (retry,) = retries.of_job(job_id)
         assert (retry["attempt"], retry["idempotency_key"]) == (3, "key-r")
         assert retry["errors"] == keyed.data["errors"] and retry["spec"] == keyed.data["spec"]
-        (step,) = wait_for(lambda: events.of(job_id, kind="RETRY_SCHEDULED"),
+        (step,) = wait_for(lambda: events.of_job(job_id, kind="RETRY_SCHEDULED"),
                            timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
         assert (step["detail"], step["attempt"]) == ("redriven", 3)
         assert len(retries.poll()) == 6

@@ -5,14 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import TopicPartition
-
 from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
-from tests.support.pipeline import DESERIALIZE
 
 
 def error_info(attempt: int, error_type: str = "ConnectionError", *, retryable: bool = True,
@@ -68,27 +63,3 @@ def succeeded(run: dict[str, Any]) -> Event:
         "attempt": run["attempt"], "epoch": run["epoch"], "execution_id": run["execution_id"],
         "result": "{}",
     })  # fmt: skip
-
-
-class TopicReader:
-    """Every record of a topic from its start, read_committed, decoded."""
-
-    def __init__(self, settings: Settings, topic: str, partitions: int) -> None:
-        self.consumer = clients.consumer(settings, "unused")
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        self.events: list[Event] = []
-
-    def poll(self) -> list[Event]:
-        for message in self.consumer.consume(1000, timeout=0.2):
-            if message.error() is None:
-                self.events.append(DESERIALIZE(message.value()))
-        return self.events
-
-    def of(self, job_id: str, name: str | None = None, kind: str | None = None) -> list[dict]:
-        self.poll()
-        return [e.data for e in self.events if e.data.get("job_id") == job_id
-                and (name is None or e.name == name)
-                and (kind is None or e.data.get("kind") == kind)]  # fmt: skip
-
-    def close(self) -> None:
-        self.consumer.close()

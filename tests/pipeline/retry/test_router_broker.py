@@ -15,7 +15,6 @@ from pipeline.retry.runner import RetryRunner, RouterOptions
 from pipeline.timers.runner import TimerOptions, TimerRunner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import (
-    TopicReader,
     error_info,
     execution,
     failure,
@@ -24,6 +23,7 @@ from tests.pipeline.retry.events import (
 )
 from tests.support.jobs import submitted
 from tests.support.pipeline import Executions, produce
+from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
 TIMEOUT_S = 90  # a shared 2-core machine: group joins can take a while
@@ -66,7 +66,7 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
 
     retries = reader(topics.retry, s.timer_partitions)
     events = reader(topics.events, s.events_partitions)
-    (scheduled,) = wait_for(lambda: retries.of(run["job_id"]), timeout_s=TIMEOUT_S,
+    (scheduled,) = wait_for(lambda: retries.of_job(run["job_id"]), timeout_s=TIMEOUT_S,
                             what="the RetryScheduled")  # fmt: skip
     backoff = compute_backoff(1, initial_ms=1500, coefficient=2.0, max_ms=300_000, jitter=0.5,
                               seed=run["execution_id"])  # fmt: skip
@@ -74,7 +74,7 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
     assert scheduled["retry_at_ms"] == failed.data["at_ms"] + backoff
     assert (scheduled["attempt"], scheduled["errors"]) == (2, [error])
     assert (scheduled["idempotency_key"], scheduled["spec"]) == ("key-1", run["spec"])
-    (step,) = wait_for(lambda: events.of(run["job_id"], kind="RETRY_SCHEDULED"),
+    (step,) = wait_for(lambda: events.of_job(run["job_id"], kind="RETRY_SCHEDULED"),
                        timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
     assert (step["scheduled_at_ms"], step["attempt"]) == (scheduled["retry_at_ms"], 2)
 
@@ -94,19 +94,19 @@ def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
     ])  # fmt: skip
 
     dlq = reader(topics.dead_letter("data.process"), s.dlq_partitions)
-    (dead,) = wait_for(lambda: dlq.of(exhausted["job_id"]), timeout_s=TIMEOUT_S,
+    (dead,) = wait_for(lambda: dlq.of_job(exhausted["job_id"]), timeout_s=TIMEOUT_S,
                        what="the exhausted job's dead letter")  # fmt: skip
     assert (dead["reason"], dead["attempts"]) == ("exhausted", 3)
     assert dead["errors"] == [*earlier, last]
     _wait_for_topic(topics, topics.dead_letter("video.encode"))
     other = reader(topics.dead_letter("video.encode"), s.dlq_partitions)
-    (dead,) = wait_for(lambda: other.of(bad_input["job_id"]), timeout_s=TIMEOUT_S,
+    (dead,) = wait_for(lambda: other.of_job(bad_input["job_id"]), timeout_s=TIMEOUT_S,
                        what="the non-retryable job's dead letter")  # fmt: skip
     assert (dead["reason"], dead["attempts"], dead["errors"]) == ("non_retryable", 1, [refused])
 
     events = reader(topics.events, s.events_partitions)
     for job in (exhausted, bad_input):
-        (step,) = wait_for(lambda job=job: events.of(job["job_id"], kind="DEAD_LETTERED"),
+        (step,) = wait_for(lambda job=job: events.of_job(job["job_id"], kind="DEAD_LETTERED"),
                            timeout_s=TIMEOUT_S, what="the DEAD_LETTERED event")  # fmt: skip
         assert step["error"] == (last if job is exhausted else refused)
     assert router.router.stats.unroutable == 1

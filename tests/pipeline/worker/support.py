@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,40 +13,8 @@ from pipeline.kafka import clients
 from pipeline.topics import Topics
 from pipeline.worker import WorkerApp
 from pipeline.worker.runtime import WorkerRuntime
-from tests.support.pipeline import DESERIALIZE
+from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
-
-
-class TopicReader:
-    """Every committed record of a topic from the start, decoded (read_committed)."""
-
-    def __init__(self, settings: Settings, topic: str, partitions: int) -> None:
-        self.consumer = clients.consumer(settings, f"reader-{uuid.uuid4().hex[:8]}")
-        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
-        self.consumer.assign(self.partitions)
-        self.records: list[dict[str, Any]] = []
-
-    def poll(self) -> list[dict[str, Any]]:
-        for message in self.consumer.consume(1000, timeout=0.1):
-            if message.error() is None:
-                self.records.append(DESERIALIZE(message.value()).data)
-        return self.records
-
-    def catch_up(self) -> list[dict[str, Any]]:
-        """Read up to the end of every partition as it is now."""
-        ends = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1]
-                for tp in self.partitions}  # fmt: skip
-
-        def at_end() -> bool:
-            self.poll()
-            positions = self.consumer.position(self.partitions)
-            return all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition])
-
-        wait_for(at_end, timeout_s=60, what="the reader to reach the end of the topic")
-        return self.records
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 class EventLog(TopicReader):

@@ -1,0 +1,57 @@
+"""Every committed record of a topic from its start (read_committed), decoded."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from pipeline.config import Settings
+from pipeline.kafka import clients
+from pipeline.serde import Event, make_serde
+from tests.support.waiting import wait_for
+
+_, DESERIALIZE = make_serde()
+
+
+class TopicReader:
+    def __init__(self, settings: Settings, topic: str, partitions: int) -> None:
+        self.consumer = clients.consumer(settings, f"reader-{uuid.uuid4().hex[:8]}")
+        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        self.consumer.assign(self.partitions)
+        self.events: list[Event] = []
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [event.data for event in self.events]
+
+    def poll(self) -> list[dict[str, Any]]:
+        for message in self.consumer.consume(1000, timeout=0.1):
+            if message.error() is None:
+                self.events.append(DESERIALIZE(message.value()))
+        return self.records
+
+    def catch_up(self) -> list[dict[str, Any]]:
+        """Read up to the end of every partition as it is now."""
+        ends = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1]
+                for tp in self.partitions}  # fmt: skip
+
+        def at_end() -> bool:
+            self.poll()
+            positions = self.consumer.position(self.partitions)
+            return all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition])
+
+        wait_for(at_end, timeout_s=60, what="the reader to reach the end of the topic")
+        return self.records
+
+    def of_job(self, job_id: str, name: str | None = None,
+               kind: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+        """The records of one job, optionally of one event name and lifecycle kind."""
+        self.poll()
+        return [e.data for e in self.events if e.data.get("job_id") == job_id
+                and (name is None or e.name == name)
+                and (kind is None or e.data.get("kind") == kind)]  # fmt: skip
+
+    def close(self) -> None:
+        self.consumer.close()
