@@ -157,11 +157,12 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
     settings, t = topics.settings, now_ms()
     lost_job, alive_job = new_job_id(), new_job_id()
     first, alive = execution(lost_job, epoch=t), execution(alive_job, epoch=t)
-    status_in_thread("a", lease_ms=1000)
+    # The live worker beats every 0.3 s: a 3 s lease leaves room for a loaded machine.
+    status_in_thread("a", lease_ms=3000)
+    started = now_ms()  # the lease cannot start before the STARTED event is sent
     produce_events(settings, scheduled(lost_job, at_ms=t), fired(first),
                    outcome("STARTED", first, worker="a"), scheduled(alive_job, at_ms=t),
                    fired(alive), outcome("STARTED", alive, worker="b"))  # fmt: skip
-    started = now_ms()
     finished = threading.Event()
 
     def live_worker() -> None:  # heartbeats every 0.3 s (a worker: 10 s), then succeeds
@@ -173,7 +174,7 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
     beating.start()
     try:
         [lost] = wait_for(lambda: event_log.of(lost_job, "LOST"), timeout_s=60, what="LOST")
-        assert lost["at_ms"] >= started + 1000, "declared lost before the lease ran out"
+        assert lost["at_ms"] >= started + 3000, "declared lost before the lease ran out"
         assert lost["execution"] == first
         assert (lost["epoch"], lost["worker_id"]) == (t, "a")
         states_reach(settings, {lost_job: S.FAILED_RETRYING, alive_job: S.RUNNING})
