@@ -13,6 +13,7 @@ offsets, so the same input is processed again; the local stores were not touched
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
@@ -76,3 +77,23 @@ def send(producer: Producer, topic: str, value: bytes | None, key: bytes | None,
             return
         except BufferError:  # serve delivery reports to make room, then try again
             producer.poll(0.05)
+
+
+def transact(producer: Producer, consumer: Consumer, produce: Callable[[], None]) -> bool:
+    """One batch as one transaction: begin, ``produce`` its records, commit (commit_batch).
+
+    Returns False when the batch was aborted (the consumer rewound, so the same input
+    comes again), after which the caller drops its pending state. An error that is not
+    abortable (a fenced producer) is raised: the process must stop.
+    """
+    producer.begin_transaction()
+    try:
+        produce()
+        commit_batch(producer, consumer)
+    except KafkaException as exc:
+        if not is_abortable(exc):
+            raise
+        log.warning("transaction aborted: %s", exc)
+        abort_batch(producer, consumer)
+        return False
+    return True

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
 from pipeline import metrics
+from pipeline.cli_options import InstanceIdOption, MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.retry.policy import RetryDefaults
 from pipeline.retry.runner import RetryRunner, RouterOptions
@@ -12,10 +11,8 @@ from pipeline.signals import stop_on_signals
 
 
 def retry_router(
-    instance_id: str = typer.Option("0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
-                                    help="Stable id of this process among the retry routers."),
-    metrics_port: int = typer.Option(0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
-                                     help="Serve /metrics and /healthz on this port (0: off)."),
+    instance_id: str = InstanceIdOption,
+    metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Route failed attempts: retry them after a backoff, or dead-letter them.
 

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import KafkaException, Message
+from confluent_kafka import Message
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -22,7 +22,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
+from pipeline.kafka.transaction import send, transact
 from pipeline.retry.policy import RetryDefaults
 from pipeline.retry.router import Output, RetryRouter
 from pipeline.serde import Event, make_serde
@@ -119,22 +119,17 @@ class RetryRunner:
             return None
 
     def _transact(self, outputs: list[Output], consumed: int) -> None:
-        self.producer.begin_transaction()
-        try:
-            for output in outputs:
-                if output.topic not in self._known_topics:
-                    self._ensure_dead_letter_topic(output)
-                send(self.producer, output.topic, self.serialize(output.event), output.key)
-            commit_batch(self.producer, self.consumer)
-        except KafkaException as exc:
-            if not is_abortable(exc):
-                raise
-            log.warning("retry router transaction aborted: %s", exc)
+        if not transact(self.producer, self.consumer, lambda: self._produce(outputs)):
             self.stats.aborted += 1
-            abort_batch(self.producer, self.consumer)
             return
         self.stats.transactions += 1
         self.stats.consumed += consumed
+
+    def _produce(self, outputs: list[Output]) -> None:
+        for output in outputs:
+            if output.topic not in self._known_topics:
+                self._ensure_dead_letter_topic(output)
+            send(self.producer, output.topic, self.serialize(output.event), output.key)
 
     def _ensure_dead_letter_topic(self, output: Output) -> None:
         """A job type seen for the first time gets its dead-letter topic."""

@@ -19,14 +19,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, TopicMismatchError
 from pipeline.kafka import clients
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
+from pipeline.kafka.transaction import send, transact
 from pipeline.serde import Event, JobStatus, encode_status, make_serde
 from pipeline.state.partitions import PartitionStores
 from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
@@ -190,18 +190,10 @@ class StatusRunner:
         return event
 
     def _transact(self, states: dict[int, StatusState], emits: list[Emit], consumed: int) -> None:
-        self.producer.begin_transaction()
-        try:
-            self._produce(states, emits)
-            commit_batch(self.producer, self.consumer)
-        except KafkaException as exc:
+        if not transact(self.producer, self.consumer, lambda: self._produce(states, emits)):
             for state in states.values():
                 state.tx.rollback()
-            if not is_abortable(exc):
-                raise
-            log.warning("status transaction aborted: %s", exc)
             self.stats.aborted += 1
-            abort_batch(self.producer, self.consumer)
             return
         self.partitions.commit({p: state.tx for p, state in states.items()})
         self.stats.transactions += 1

@@ -7,22 +7,18 @@ from pathlib import Path
 import typer
 
 from pipeline import metrics
+from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
 from pipeline.config import load_settings
 from pipeline.signals import stop_on_signals
 from pipeline.timers.runner import TimerOptions, TimerRunner
 
-DEFAULT_STATE_DIR = TimerOptions.state_dir
-
 
 def timers(
-    instance_id: str = typer.Option("0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
-                                    help="Stable id of this process among the timer processors."),
-    state_dir: Path = typer.Option(DEFAULT_STATE_DIR, "--state-dir",
-                                   envvar="JOBSTREAM_STATE_DIR", help="Where RocksDB stores live."),
+    instance_id: str = InstanceIdOption,
+    state_dir: Path = StateDirOption,
     tick_ms: int = typer.Option(20, "--tick-ms", min=1, max=1000,
                                 help="Wall-clock ticker interval."),
-    metrics_port: int = typer.Option(0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
-                                     help="Serve /metrics and /healthz on this port (0: off)."),
+    metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""
     settings = load_settings()

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -23,7 +23,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import abort_batch, commit_batch, is_abortable, send
+from pipeline.kafka.transaction import send, transact
 from pipeline.serde import make_serde
 from pipeline.state.partitions import PartitionStores
 from pipeline.timers.processor import Emit, TimerPolicy, TimerProcessor
@@ -149,19 +149,11 @@ class TimerRunner:
 
     def _transact(self, states: dict[int, TimerState], emits: list[Emit],
                   dead: list[tuple[Message, str]], consumed: int) -> None:  # fmt: skip
-        self.producer.begin_transaction()
-        try:
-            self._produce(states, emits, dead)
-            commit_batch(self.producer, self.consumer)
-        except KafkaException as exc:
+        if not transact(self.producer, self.consumer, lambda: self._produce(states, emits, dead)):
             for state in states.values():
                 state.tx.rollback()
-            if not is_abortable(exc):
-                raise
-            log.warning("timer transaction aborted: %s", exc)
             self.stats.aborted += 1
             metrics.TIMER_ABORTED.inc()
-            abort_batch(self.producer, self.consumer)
             return
         self.partitions.commit({p: state.tx for p, state in states.items()})
         self._count(emits, dead, consumed)

@@ -17,6 +17,7 @@ from types import FrameType
 import typer
 
 from pipeline import metrics
+from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
@@ -43,8 +44,7 @@ def worker(
                                     help="Where results over 256 KB are written."),
     drain_timeout_s: float = typer.Option(30.0, "--drain-timeout-s", min=0,
                                           help="On SIGTERM, how long running jobs may finish."),
-    metrics_port: int = typer.Option(0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
-                                     help="Serve /metrics and /healthz on this port (0: off)."),
+    metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
     settings = load_settings()
