@@ -54,9 +54,9 @@ def components(
 
 
 def worker(job_type: str, worker_id: str, port: int, *, app: str = DEMO_APP,
-           extra: tuple[str, ...] = ()) -> Component:  # fmt: skip
+           concurrency: int = 4, extra: tuple[str, ...] = ()) -> Component:  # fmt: skip
     return Component(f"worker-{worker_id}", (
-        "worker", "--app", app, "--type", job_type, "--concurrency", "4",
+        "worker", "--app", app, "--type", job_type, "--concurrency", str(concurrency),
         "--worker-id", worker_id, *extra,
     ), port)  # fmt: skip
 

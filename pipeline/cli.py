@@ -7,6 +7,7 @@ import sys
 
 import typer
 
+from ops.bench.e2e import bench
 from ops.bench.timers import bench_timers
 from ops.cli import demo, kafka_app, pipeline, topics_app
 from pipeline.dlq.cli import dlq_app
@@ -63,6 +64,7 @@ app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)
 app.command("pipeline")(pipeline)
+app.command("bench")(bench)
 app.command("bench-timers")(bench_timers)
 app.command("timers")(timers)
 app.command("status-processor")(status_processor)

@@ -1,6 +1,7 @@
 """Benchmarks that run jobstream's processes against a real broker and report numbers.
 
-``timers``: the timer processor alone (intake, firing rate, lateness, memory, restore);
-``measure``: what the benchmarks read from /proc and how they summarise it; ``harness``:
-the broker, topics and processes a benchmark run owns.
+``e2e``: ``jobstream bench``, the whole pipeline end to end (``pipeline_run``, ``events``,
+``tally``, ``targets``), beside Celery on Redis (``peer``); ``timers``: ``jobstream
+bench-timers``, the timer processor alone; ``measure``: what they read from /proc and
+how they summarise it; ``harness``: the broker, topics and processes a run owns.
 """

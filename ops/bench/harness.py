@@ -13,12 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -26,8 +25,6 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from ops.kafka.cluster import LocalCluster
 from pipeline.clock import now_ms
 from pipeline.config import Settings, load_settings
-from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.serde import make_serde
@@ -36,32 +33,51 @@ from pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 JOB_TYPE = "bench.timer"
-OWNER = "bench"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _, DESERIALIZE = make_serde()
 
 
+class Broker(NamedTuple):
+    bootstrap: str
+    pids: dict[str, int]
+    """The local broker's processes by name, to measure; empty for a given broker."""
+
 
 @contextmanager
-def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[str]:
+def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[Broker]:
     """The given bootstrap servers, or a local broker in ``home`` stopped on exit."""
     if bootstrap:
-        yield bootstrap
+        yield Broker(bootstrap, {})
         return
     cluster = LocalCluster(home)
     layout = cluster.up(port=port)
+    pids = {f"kafka-{n.node_id}": pid for n in layout.nodes if (pid := cluster.pid(n))}
     try:
-        yield layout.bootstrap
+        yield Broker(layout.bootstrap, pids)
     finally:
         cluster.down()
 
 
-def run_settings(bootstrap: str, *, timer_partitions: int, exec_partitions: int) -> Settings:
-    """Settings of one run: a topic prefix no other run uses, only the bench job type."""
+def settings_env(settings: Settings) -> dict[str, str]:
+    """This process's environment (security settings and the like carry over) with the
+    settings of a run, for the pipeline processes it starts."""
+    return {
+        **os.environ,
+        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+        "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
+        "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
+        "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
+        "JOBSTREAM_LOG_LEVEL": "INFO",
+    }
+
+
+def run_settings(bootstrap: str, *, timer_partitions: int, exec_partitions: int,
+                 job_types: tuple[str, ...] = (JOB_TYPE,)) -> Settings:  # fmt: skip
+    """Settings of one run: a topic prefix no other run uses, only the run's job types."""
     prefix = f"bench-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}."
     return load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
                          timer_partitions=timer_partitions, exec_partitions=exec_partitions,
-                         job_types=(JOB_TYPE,))  # fmt: skip
+                         job_types=job_types)  # fmt: skip
 
 
 def create_topics(settings: Settings) -> None:
@@ -73,15 +89,7 @@ class TimerProcess:
     """``python -m pipeline timers`` as a child process, logging JSON lines to a file."""
 
     def __init__(self, settings: Settings, state_dir: Path, log_path: Path) -> None:
-        env = dict(os.environ)  # security settings and the like carry over
-        env.update({
-            "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-            "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
-            "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
-            "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
-            "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
-            "JOBSTREAM_LOG_LEVEL": "INFO",
-        })  # fmt: skip
+        env = settings_env(settings)
         self.log_path = log_path
         self.started = time.time()
         with open(log_path, "ab") as out:
@@ -127,25 +135,6 @@ def workdir_for(root: Path, settings: Settings) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path
-
-
-def submit_jobs(settings: Settings, count: int, due_ms: Callable[[int], int],
-                on_progress: Callable[[int], None], chunk: int = 10_000) -> float:  # fmt: skip
-    """Submit ``count`` one-off jobs through JobClient, job i due at ``due_ms(i)``.
-
-    Returns the seconds it took, acknowledgements included.
-    """
-    started = time.perf_counter()
-    with JobClient(settings) as client:
-        for first in range(0, count, chunk):
-            requests = [
-                JobRequest(job_type=JOB_TYPE, owner=OWNER,
-                           run_at=_EPOCH + timedelta(milliseconds=due_ms(i)))
-                for i in range(first, min(first + chunk, count))
-            ]  # fmt: skip
-            client.submit_many(requests)
-            on_progress(len(requests))
-    return time.perf_counter() - started
 
 
 class IntakeWatch:

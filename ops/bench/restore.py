@@ -9,8 +9,9 @@ from typing import Any
 
 from rich.progress import Progress
 
-from ops.bench.harness import JOB_TYPE, OWNER
+from ops.bench.harness import JOB_TYPE
 from ops.bench.measure import disk_mb
+from ops.bench.submitter import OWNER
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.jobs.model import JobRequest

@@ -12,23 +12,24 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 
 from ops.bench import measure
 from ops.bench.harness import (
+    JOB_TYPE,
     Executions,
     IntakeWatch,
     TimerProcess,
     create_topics,
     now_ms,
-    submit_jobs,
     workdir_for,
 )
+from ops.bench.report import Row
 from ops.bench.restore import fill_changelog, restore_in_process
+from ops.bench.submitter import Submitter
 from pipeline.config import Settings
 
 TARGET_RSS_MB = 500
@@ -36,14 +37,6 @@ TARGET_FIRINGS_PER_S = 20_000
 TARGET_P99_MS = 100
 TARGET_RESTORE_S = 60
 BACKLOG_COUNT = 1_000_000
-
-
-@dataclass
-class Row:
-    metric: str
-    value: str
-    target: str = ""
-    ok: bool | None = None
 
 
 class Run:
@@ -123,6 +116,16 @@ class Run:
         return extra
 
 
+def submit(run: Run, task: TaskID, first_due_ms: int, offsets_ms: list[int]) -> float:
+    """Submit every job now, on this thread; the seconds it took, acknowledgements included."""
+    submitter = Submitter(run.settings, JOB_TYPE, first_due_ms, offsets_ms, None,
+                          lambda n: run.progress.advance(task, n))  # fmt: skip
+    submitter.run()
+    if submitter.error is not None:
+        raise submitter.error
+    return submitter.seconds
+
+
 def _rate(instants_ms: list[int]) -> float:
     if len(instants_ms) < 2:
         return 0.0
@@ -162,8 +165,7 @@ def steady(run: Run, count: int, rate: int, lead_s: float) -> tuple[dict[str, An
     reader, watch = Executions(run.settings), IntakeWatch(run.settings)
     first_due = now_ms() + int(lead_s * 1000)
     task = run.progress.add_task("submit", total=count, info="")
-    submit_s = submit_jobs(run.settings, count, lambda i: first_due + i * 1000 // rate,
-                           lambda n: run.progress.advance(task, n))  # fmt: skip
+    submit_s = submit(run, task, first_due, [i * 1000 // rate for i in range(count)])
     loaded = run.wait_loaded(watch, reader, watch.end(), 600)
     run.read_fired(reader, count, lead_s + count / rate + 120)
     last_due = first_due + (count - 1) * 1000 // rate
@@ -192,9 +194,8 @@ def backlog(run: Run, count: int, window_s: float,
     reader, watch = Executions(run.settings), IntakeWatch(run.settings)
     first_due = now_ms() + int(lead_s * 1000)
     task = run.progress.add_task("submit (timer not running)", total=count, info="")
-    submit_s = submit_jobs(run.settings, count,
-                           lambda i: first_due + int(i * window_s * 1000 / count),
-                           lambda n: run.progress.advance(task, n))  # fmt: skip
+    submit_s = submit(run, task, first_due, [int(i * window_s * 1000 / count)
+                                             for i in range(count)])  # fmt: skip
     timer = run.start_timer()
     loaded = run.wait_loaded(watch, reader, watch.end(), lead_s + 600)
     assert run.sampler is not None

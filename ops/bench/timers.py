@@ -18,37 +18,17 @@ from pathlib import Path
 
 import orjson
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from ops.bench.harness import broker, run_settings
-from ops.bench.scenarios import BACKLOG_COUNT, Row, Run, backlog, restore, steady
-
-console = Console()
+from ops.bench.report import Row, console, load_average, progress_bar
+from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
 
 
 class Scenario(enum.StrEnum):
     steady = "steady"
     backlog = "backlog"
     restore = "restore"
-
-
-def _progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                    console=console)  # fmt: skip
-
-
-def _load_average() -> list[float]:
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
 
 def _table(title: str, rows: list[Row]) -> Table:
@@ -80,10 +60,10 @@ def bench_timers(
 ) -> None:  # fmt: skip
     """Benchmark the timer processor: intake, firing rate, lateness, memory, restore."""
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    load_at_start = _load_average()
-    with broker(bootstrap, workdir.parent / "bench-kafka", port) as servers, _progress() as bar:
+    load_at_start = load_average()
+    with broker(bootstrap, workdir.parent / "bench-kafka", port) as kafka, progress_bar() as bar:
         partitions = 1 if scenario is Scenario.restore else partitions
-        settings = run_settings(servers, timer_partitions=partitions,
+        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
                                 exec_partitions=exec_partitions)  # fmt: skip
         run = Run(settings, workdir, bar, py_spy_s)
         try:
@@ -104,7 +84,7 @@ def bench_timers(
     # Other work on the machine moves every number here: keep the load beside them.
     report = {"scenario": scenario.value, "started": started, "topic_prefix":
               settings.topic_prefix, "timer_partitions": partitions,
-              "load_average_start": load_at_start, "load_average_end": _load_average(),
+              "load_average_start": load_at_start, "load_average_end": load_average(),
               **result}  # fmt: skip
     console.print(_table(f"timers: {scenario.value}", rows))
     for kind in ("self", "total"):

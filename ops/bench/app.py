@@ -1,0 +1,29 @@
+"""The benchmark's worker app: handlers that cost as little as a handler can.
+
+- ``bench.noop`` returns at once: what is measured is the scheduler, not the job.
+- ``bench.sleep10`` waits 10 ms without holding a thread (an async handler), like a job
+  that calls another service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pipeline.worker import JobContext, WorkerApp
+
+NOOP = "bench.noop"
+SLEEP10 = "bench.sleep10"
+HANDLERS = {"noop": NOOP, "sleep10": SLEEP10}
+"""The ``--handler`` choices of ``jobstream bench`` and the job type each one runs."""
+
+app = WorkerApp()
+
+
+@app.handler(NOOP)
+def noop(ctx: JobContext) -> None:
+    return None
+
+
+@app.handler(SLEEP10)
+async def sleep10(ctx: JobContext) -> None:
+    await asyncio.sleep(0.01)

@@ -1,0 +1,180 @@
+"""``jobstream bench``: the whole pipeline, end to end, beside Celery on Redis.
+
+Scenarios (ops/bench/pipeline_run.py): ``steady`` (``--rate`` jobs due per second for
+``--duration`` seconds, each submitted ``--lead`` seconds ahead), ``burst`` (``--burst``
+jobs due at one instant), ``backlog`` (``--count`` jobs pending, then due within
+``--window`` seconds). Handlers: ``noop`` and ``sleep10``. With ``--peer celery`` the
+steady and burst scenarios run again on Celery with a Redis broker (ops/bench/peer/),
+in the same command, and the table gives jobstream/Celery ratios.
+
+The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
+docs/benchmarks.md explains every number and records the runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import typer
+from rich.table import Table
+
+from ops.bench.app import HANDLERS
+from ops.bench.harness import broker, run_settings
+from ops.bench.pipeline_run import Load, PipelineShape, run_pipeline
+from ops.bench.report import console, load_average, progress_bar
+from ops.bench.targets import verdicts
+
+
+class Scenario(enum.StrEnum):
+    steady = "steady"
+    burst = "burst"
+    backlog = "backlog"
+
+
+class Handler(enum.StrEnum):
+    noop = "noop"
+    sleep10 = "sleep10"
+
+
+class Peer(enum.StrEnum):
+    celery = "celery"
+    none = "none"
+
+
+def bench(
+    scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
+    rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
+    duration_s: float = typer.Option(60.0, "--duration", min=1, help="steady: seconds of jobs."),
+    burst: int = typer.Option(20_000, "--burst", min=1, help="burst: jobs due at one instant."),
+    count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
+    window_s: float = typer.Option(200.0, "--window", min=1,
+                                   help="backlog: seconds within which they all fall due."),
+    lead_s: float | None = typer.Option(None, "--lead", help="steady: seconds each job is "
+                                        "submitted ahead (default 5); burst, backlog: seconds "
+                                        "to the first due time (default: from the count)."),
+    handler: Handler = typer.Option(Handler.noop, "--handler", help="What a job does."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Jobs per worker at once."),
+    peer: Peer = typer.Option(Peer.celery, "--peer", help="Run steady and burst on Celery too."),
+    partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions."),
+    exec_partitions: int = typer.Option(6, "--exec-partitions", min=1),
+    bootstrap: str | None = typer.Option(None, "--bootstrap", envvar="JOBSTREAM_BOOTSTRAP_SERVERS",
+                                         help="Use this broker instead of starting one."),
+    port: int = typer.Option(39092, "--port", help="Port of the local broker started otherwise."),
+    metrics_port: int = typer.Option(39600, "--metrics-port",
+                                     help="First /healthz port of the pipeline's processes."),
+    workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
+    out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+) -> None:  # fmt: skip
+    """Benchmark the whole pipeline: jobs/s, fire and start lateness, losses, CPU, memory."""
+    if scenario is Scenario.steady:
+        load = Load.steady(rate, duration_s, 5.0 if lead_s is None else lead_s)
+    elif scenario is Scenario.burst:
+        load = Load.burst(burst, lead_s)
+    else:
+        load = Load.backlog(count, window_s, lead_s)
+    shape = PipelineShape(handler.value, workers, concurrency, metrics_port)
+    report: dict[str, Any] = {
+        "command": " ".join(["jobstream bench", *sys.argv[1:]]) if sys.argv else "",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
+        "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
+    }  # fmt: skip
+    with broker(bootstrap, workdir.parent / "bench-kafka", port) as kafka, progress_bar() as bar:
+        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
+                                exec_partitions=exec_partitions,
+                                job_types=(HANDLERS[handler.value],))  # fmt: skip
+        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar))
+        if peer is Peer.celery and scenario is not Scenario.backlog:
+            from ops.bench.peer import run_peer
+
+            report["peer"] = run_peer(
+                scenario=scenario.value, handler=handler.value, rate=rate,
+                duration_s=duration_s, burst=burst, lead_s=load.lead_s,
+                workdir=workdir / "celery", port=port + 7000, progress=bar,
+            )  # fmt: skip
+            report["ratios"] = _ratios(report, report["peer"])
+    report["load_average_end"] = load_average()
+    console.print(_table(report))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))
+        console.print(f"results: {out}")
+
+
+def _machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version()}  # fmt: skip
+
+
+RATIO_KEYS = ("jobs_per_s", "submit_per_s", "cpu_us_per_job")
+
+
+def _ratios(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float | None]:
+    """jobstream / Celery for the rates, the CPU per job and the start lateness."""
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a is not None and b else None
+
+    ratios = {key: ratio(ours.get(key), theirs.get(key)) for key in RATIO_KEYS}
+    for q in ("p50", "p99", "max"):
+        ratios[f"start_lateness_{q}"] = ratio(ours["start_lateness_ms"][q],
+                                              theirs["start_lateness_ms"][q])  # fmt: skip
+    return ratios
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, dict) and "p50" in value:
+        return " / ".join(f"{value[q]:,.0f}" for q in ("p50", "p90", "p99", "max"))
+    if isinstance(value, float):
+        return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+ROWS = (
+    ("submitted", "submitted"), ("completed", "completed"), ("lost", "lost"),
+    ("duplicate runs (unreported)", "duplicates"), ("submit rate /s", "submit_per_s"),
+    ("end-to-end jobs/s", "jobs_per_s"),
+    ("fire lateness ms p50 / p90 / p99 / max", "fire_lateness_ms"),
+    ("start lateness ms p50 / p90 / p99 / max", "start_lateness_ms"),
+    ("end lateness ms p50 / p90 / p99 / max", "end_lateness_ms"),
+    ("CPU µs per job (pipeline + broker)", "cpu_us_per_job"),
+)  # fmt: skip
+
+
+def _table(report: dict[str, Any]) -> Table:
+    peer = report.get("peer") or {}
+    title = f"bench: {report['scenario']}, handler {report['handler']}"
+    table = Table("metric", "jobstream", *(["celery", "ratio"] if peer else []), title=title)
+    ratios = report.get("ratios") or {}
+    for label, key in ROWS:
+        value = _fmt(report.get(key))
+        if key == "duplicates":
+            value += f" ({report['duplicates_unreported']})"
+        cells = [label, value]
+        if peer:
+            cells += [_fmt(peer.get(key)), _fmt(ratios.get(key))]
+        table.add_row(*cells)
+    for name, mb in report["rss_mb"].items():
+        cpu = report["cpu_s"].get(name, 0)
+        table.add_row(f"{name}: peak RSS MB, CPU s", f"{mb:,.0f}, {cpu:,.1f}")
+    for name, mb in peer.get("rss_mb", {}).items():
+        cpu = peer.get("cpu_s", {}).get(name, 0)
+        table.add_row(f"celery {name}: peak RSS MB, CPU s", "", f"{mb:,.0f}, {cpu:,.1f}", "")
+    for row in verdicts(report):
+        mark = "[green]met[/green]" if row.ok else "[red]missed[/red]"
+        table.add_row(f"target: {row.metric}", f"{row.value} {mark}")
+    return table
+
+
+if __name__ == "__main__":
+    from pipeline.logs import configure_logging
+
+    configure_logging("WARNING")
+    typer.run(bench)

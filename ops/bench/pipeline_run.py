@@ -1,0 +1,152 @@
+"""One scenario of ``jobstream bench``: the pipeline as processes, jobs in, events out.
+
+A run has a topic prefix and a work folder of its own (state, logs). It starts the
+timers, the status processor, the retry router and the workers as ``jobstream``
+processes (ops/stack.py), submits the scenario's jobs from a thread, reads jobs.events
+until every job has ended (or nothing has ended for ``stall_s`` after the last due
+time), stops the processes, and tallies the events (ops/bench/tally.py). RSS and CPU
+of every process, the broker's and this one's included, are read from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from ops.bench import app as bench_app
+from ops.bench import measure
+from ops.bench.events import EventsReader
+from ops.bench.harness import create_topics, settings_env, workdir_for
+from ops.bench.submitter import Submitter
+from ops.bench.tally import tally
+from ops.stack import Stack, components, worker
+from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.errors import JobstreamError
+
+
+@dataclass(frozen=True)
+class Load:
+    """When the scenario's jobs fall due, and how they are submitted."""
+
+    scenario: str
+    offsets_ms: list[int]
+    """Due times from the first due time, sorted."""
+    lead_s: float
+    """Paced: each job is submitted this long before it is due. Otherwise: the first job
+    falls due this long after submission starts, and all are submitted at once."""
+    paced: bool
+
+    @classmethod
+    def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
+        count = int(rate * duration_s)
+        return cls("steady", [i * 1000 // rate for i in range(count)], lead_s, paced=True)
+
+    @classmethod
+    def burst(cls, count: int, lead_s: float | None) -> Load:
+        # Submitting runs at ~15,000/s and the timers take ~9,000/s in: they must be done.
+        return cls("burst", [0] * count, lead_s or 10 + count / 5000, paced=False)
+
+    @classmethod
+    def backlog(cls, count: int, window_s: float, lead_s: float | None) -> Load:
+        offsets = [int(i * window_s * 1000 / count) for i in range(count)]
+        return cls("backlog", offsets, lead_s or 30 + count / 4500, paced=False)
+
+
+@dataclass(frozen=True)
+class PipelineShape:
+    handler: str = "noop"
+    workers: int = 1
+    concurrency: int = 64
+    metrics_port: int = 39600
+    stall_s: float = 60.0
+    """Stop waiting when no job has ended for this long after the last due time."""
+
+
+def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
+                 extra_pids: dict[str, int], progress: Progress) -> dict[str, Any]:  # fmt: skip
+    """Run one scenario and return its numbers (see ops/bench/tally.py)."""
+    job_type = bench_app.HANDLERS[shape.handler]
+    folder = workdir_for(root, settings)
+    create_topics(settings)
+    stack = Stack(folder, env={**settings_env(settings), "JOBSTREAM_STATE_DIR": str(
+        folder / "state"), "JOBSTREAM_RESULT_DIR": str(folder / "results")})  # fmt: skip
+    parts = components(shape.metrics_port, app=bench_app.__name__, job_types=())
+    parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
+                     concurrency=shape.concurrency) for i in range(shape.workers)]  # fmt: skip
+    starting = progress.add_task("pipeline starting", total=None, info="")
+    try:
+        stack.start(parts)
+    except BaseException:
+        stack.stop()
+        raise
+    progress.update(starting, total=1, completed=1)
+    pids = {name: process.pid for name, (_, process) in stack.processes.items()}
+    pids |= extra_pids | {"bench (client, reader)": os.getpid()}
+    samplers = {name: measure.ProcessSampler(pid) for name, pid in pids.items()}
+    cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
+    reader = EventsReader(settings)
+    t0 = now_ms() + int(load.lead_s * 1000)
+    submitter = Submitter(settings, job_type, t0, load.offsets_ms,
+                          int(load.lead_s * 1000) if load.paced else None)  # fmt: skip
+    try:
+        submitter.start()
+        _follow(stack, submitter, reader, load, t0, shape.stall_s, progress)
+        cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+        pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
+    finally:
+        submitter.halt.set()
+        submitter.join()
+        stack.stop()
+        for sampler in samplers.values():
+            sampler.stop()
+        reader.close()
+    decoding = progress.add_task("decoding events", total=None, info="")
+    result = tally(submitter.ids, reader.decoded())
+    progress.update(decoding, total=1, completed=1)
+    pipeline_cpu = sum(v for name, v in cpu.items() if not name.startswith("bench"))
+    return {
+        "system": "jobstream", "scenario": load.scenario, "handler": shape.handler,
+        "workers": shape.workers, "concurrency": shape.concurrency,
+        "submit_per_s": len(submitter.ids) / max(submitter.seconds, 1e-3),
+        **result,
+        "rss_mb": {name: round(s.peak_rss_mb(), 1) for name, s in samplers.items()},
+        "timer_rss_all_pending_mb": round(pending_rss, 1),
+        "cpu_s": {name: round(v, 2) for name, v in cpu.items()},
+        "cpu_us_per_job": 1e6 * pipeline_cpu / max(result["completed"], 1),
+        "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(result["completed"], 1),
+        "work_dir": str(folder),
+    }  # fmt: skip
+
+
+def _follow(stack: Stack, submitter: Submitter, reader: EventsReader, load: Load, t0: int,
+            stall_s: float, progress: Progress) -> None:  # fmt: skip
+    """Read events until every job has ended, or none has for ``stall_s`` after the last
+    due time; fail at once if a pipeline process or the submitter dies."""
+    total = len(load.offsets_ms)
+    submitted = progress.add_task("submitted", total=total, info="")
+    ended = progress.add_task("ended", total=total, info="")
+    last_due_s = (t0 + (load.offsets_ms[-1] if total else 0)) / 1000
+    last_change, seen = time.time(), 0
+    while reader.ended < total:
+        reader.poll(0.2)
+        now = time.time()
+        if reader.ended != seen:
+            last_change, seen = now, reader.ended
+        if submitter.error is not None:
+            raise JobstreamError(f"submitting failed: {submitter.error}")
+        for name, (_, process) in stack.processes.items():
+            if process.poll() is not None:
+                raise JobstreamError(f"{name} exited with {process.returncode}; its log:\n"
+                                     f"{stack.log_tail(name)}")  # fmt: skip
+        due_in = last_due_s - now
+        info = f"last job due in {due_in:.0f} s" if due_in > 0 else f"{-due_in:.0f} s past due"
+        progress.update(submitted, completed=len(submitter.ids))
+        progress.update(ended, completed=reader.ended, info=info)
+        if now > last_due_s and now - max(last_change, last_due_s) > stall_s:
+            return

@@ -1,0 +1,65 @@
+"""From a run's jobs.events to its numbers: completions, losses, duplicates, lateness.
+
+Pure: the run's submitted job ids and its decoded JobLifecycle events in, numbers out.
+
+- *completed*: jobs with an event that ends them (:data:`ops.bench.events.ENDED`);
+  *lost*: submitted jobs without one.
+- *duplicates*: runs beyond the first of one attempt of a job (two STARTED events for
+  the same job and attempt: the job ran twice); *reported* duplicates are the status
+  processor's DUPLICATE events, each an outcome it recognised as a second run's.
+- *fire lateness*: FIRED ``at_ms`` minus ``scheduled_at_ms``; *start lateness*: STARTED
+  ``at_ms`` (the worker's clock when it started the handler) minus the execution's
+  ``scheduled_at_ms``; *end lateness*: the ending event's ``at_ms`` minus the job's
+  first scheduled time.
+- *jobs/s*: completed jobs over the span from the first job's due time to the last end,
+  so a pipeline that keeps up shows the offered rate, and one that falls behind less.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ops.bench.events import ENDED
+from ops.bench.measure import summarize
+
+
+def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    wanted = set(submitted)
+    starts: Counter[tuple[str, int]] = Counter()
+    scheduled: dict[str, int] = {}
+    ended: dict[str, int] = {}
+    fire, start = [], []
+    reported = 0
+    for event in events:
+        job_id, kind, at = str(event["job_id"]), event["kind"], int(event["at_ms"])
+        if job_id not in wanted:
+            continue
+        if kind == "FIRED":
+            fire.append(at - int(event["scheduled_at_ms"]))
+            scheduled.setdefault(job_id, int(event["scheduled_at_ms"]))
+        elif kind == "STARTED":
+            starts[(job_id, int(event["attempt"]))] += 1
+            start.append(at - int(event["execution"]["scheduled_at_ms"]))
+        elif kind == "DUPLICATE":
+            reported += 1
+        elif kind in ENDED:
+            ended[job_id] = max(at, ended.get(job_id, at))
+    duplicates = sum(n - 1 for n in starts.values())
+    first_due = min(scheduled.values(), default=0)
+    last_end = max(ended.values(), default=0)
+    return {
+        "submitted": len(wanted),
+        "completed": len(ended),
+        "lost": len(wanted - ended.keys()),
+        "duplicates": duplicates,
+        "duplicates_reported": reported,
+        "duplicates_unreported": max(0, duplicates - reported),
+        "jobs_per_s": len(ended) / max((last_end - first_due) / 1000, 1e-3) if ended else 0.0,
+        "fire_lateness_ms": summarize(fire),
+        "start_lateness_ms": summarize(start),
+        "end_lateness_ms": summarize([ended[j] - scheduled[j] for j in ended if j in scheduled]),
+        "first_due_ms": first_due,
+        "last_end_ms": last_end,
+    }

@@ -1,0 +1,49 @@
+"""The issue's targets for the end-to-end benchmark, judged against a run's numbers.
+
+On the 2-core machine, broker included: no-op jobs sustained at 5,000/s (stretch
+10,000); p99 start lateness at most 100 ms at 1,200 jobs/s and 1 s at 5,000/s; a burst
+of 20,000 due in one second all started within 4 s; nothing lost and no duplicate run
+unreported, in every scenario; the timers under 500 MB RSS with 1,000,000 jobs pending.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ops.bench.report import Row
+
+SUSTAINED_PER_S = 5_000
+KEEPS_UP = 0.95
+"""A steady run keeps up when its end-to-end rate is at least this share of the offered."""
+START_P99_MS = ((1_200, 100), (5_000, 1_000))
+"""(offered rate up to, p99 start lateness at most)."""
+BURST_JOBS, BURST_ALL_STARTED_MS = 20_000, 4_000
+PENDING_JOBS, PENDING_RSS_MB = 1_000_000, 500
+
+
+def verdicts(report: dict[str, Any]) -> list[Row]:
+    """The targets that apply to this run, each with the number it is judged on."""
+    rows = [
+        Row("nothing lost", f"{report['lost']:,} lost", ok=report["lost"] == 0),
+        Row("no unreported duplicate", f"{report['duplicates_unreported']:,}",
+            ok=report["duplicates_unreported"] == 0),
+    ]  # fmt: skip
+    scenario, start = report["scenario"], report["start_lateness_ms"]
+    if scenario == "steady":
+        rate, achieved = report["rate"], report["jobs_per_s"]
+        if report["handler"] == "noop" and rate >= SUSTAINED_PER_S:
+            rows.append(Row(f"keeps up with {rate:,}/s", f"{achieved:,.0f} jobs/s",
+                            ok=achieved >= KEEPS_UP * rate))  # fmt: skip
+        bound = next((p99 for upto, p99 in START_P99_MS if rate <= upto), None)
+        if bound is not None:
+            rows.append(Row(f"p99 start lateness <= {bound:,} ms", f"{start['p99']:,.0f} ms",
+                            ok=start["p99"] <= bound))  # fmt: skip
+    elif scenario == "burst" and report["submitted"] >= BURST_JOBS:
+        rows.append(Row(f"all started within {BURST_ALL_STARTED_MS:,} ms",
+                        f"last after {start['max']:,.0f} ms",
+                        ok=start["max"] <= BURST_ALL_STARTED_MS))  # fmt: skip
+    elif scenario == "backlog" and report["submitted"] >= PENDING_JOBS:
+        rss = report["timer_rss_all_pending_mb"]
+        rows.append(Row(f"timers < {PENDING_RSS_MB} MB RSS, all pending", f"{rss:,.0f} MB",
+                        ok=rss < PENDING_RSS_MB))  # fmt: skip
+    return rows

@@ -1,0 +1,34 @@
+"""``jobstream bench`` end to end against the test broker, at a rate any machine keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from tests.support.ports import free_base_port
+
+REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_per_s",
+            "fire_lateness_ms", "start_lateness_ms", "rss_mb")  # fmt: skip
+
+
+def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
+                                                         tmp_path: Path) -> None:  # fmt: skip
+    out = tmp_path / "steady.json"
+    result = CliRunner().invoke(app, [
+        "bench", "--scenario", "steady", "--rate", "100", "--duration", "3", "--lead", "3",
+        "--peer", "none", "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
+        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(out.read_bytes())
+    assert set(REQUIRED) <= report.keys()
+    assert (report["submitted"], report["completed"], report["lost"]) == (300, 300, 0)
+    assert report["duplicates"] == 0
+    for key in ("fire_lateness_ms", "start_lateness_ms"):
+        assert set(report[key]) >= {"p50", "p90", "p99", "max"}
+        assert 0 <= report[key]["p50"] <= report[key]["max"]
+    assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
+    assert "end-to-end jobs/s" in result.output
