@@ -72,6 +72,8 @@ def bench(
                                      help="First /healthz port of the pipeline's processes."),
     workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
     out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+    py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile every pipeline process this "
+                                   "many seconds once jobs fall due; needs py-spy."),
 ) -> None:  # fmt: skip
     """Benchmark the whole pipeline: jobs/s, fire and start lateness, losses, CPU, memory."""
     if scenario is Scenario.steady:
@@ -80,7 +82,7 @@ def bench(
         load = Load.burst(burst, lead_s)
     else:
         load = Load.backlog(count, window_s, lead_s)
-    shape = PipelineShape(handler.value, workers, concurrency, metrics_port)
+    shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
     report: dict[str, Any] = {
         "command": " ".join(["jobstream bench", *sys.argv[1:]]) if sys.argv else "",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
@@ -102,6 +104,9 @@ def bench(
             report["ratios"] = _ratios(report, report["peer"])
     report["load_average_end"] = load_average()
     console.print(_table(report))
+    for name, profile in report.get("py_spy", {}).items():
+        for frame, share in profile.get("self", [])[:5]:
+            console.print(f"py-spy {name:18} {share:5.1f}%  {frame}")
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))

@@ -22,6 +22,7 @@ from ops.bench import app as bench_app
 from ops.bench import measure
 from ops.bench.events import EventsReader
 from ops.bench.harness import create_topics, settings_env, workdir_for
+from ops.bench.profile import Recording, py_spy
 from ops.bench.submitter import Submitter
 from ops.bench.tally import tally
 from ops.stack import Stack, components, worker
@@ -66,6 +67,9 @@ class PipelineShape:
     metrics_port: int = 39600
     stall_s: float = 60.0
     """Stop waiting when no job has ended for this long after the last due time."""
+    py_spy_s: float = 0.0
+    """Record every pipeline process with py-spy this long, from 2 s after the first due
+    time (0: not at all)."""
 
 
 def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
@@ -94,9 +98,10 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     t0 = now_ms() + int(load.lead_s * 1000)
     submitter = Submitter(settings, job_type, t0, load.offsets_ms,
                           int(load.lead_s * 1000) if load.paced else None)  # fmt: skip
+    profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
     try:
         submitter.start()
-        _follow(stack, submitter, reader, load, t0, shape.stall_s, progress)
+        _follow(stack, submitter, reader, load, t0, shape.stall_s, progress, profiler)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
     finally:
@@ -106,6 +111,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         for sampler in samplers.values():
             sampler.stop()
         reader.close()
+    profiles = profiler.summaries()
     decoding = progress.add_task("decoding events", total=None, info="")
     result = tally(submitter.ids, reader.decoded())
     progress.update(decoding, total=1, completed=1)
@@ -121,11 +127,34 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         "cpu_us_per_job": 1e6 * pipeline_cpu / max(result["completed"], 1),
         "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(result["completed"], 1),
         "work_dir": str(folder),
+        **({"py_spy": profiles} if profiles else {}),
     }  # fmt: skip
 
 
+class Profiler:
+    """py-spy on every pipeline process at once, started when the run reaches ``start_s``."""
+
+    def __init__(self, stack: Stack, folder: Path, seconds: float, start_s: float) -> None:
+        self.stack, self.folder, self.seconds, self.start_s = stack, folder, seconds, start_s
+        self.recordings: dict[str, Recording] = {}
+        self.executable = py_spy() if seconds > 0 else None
+        if seconds > 0 and self.executable is None:
+            raise JobstreamError("--py-spy needs py-spy: .venv/bin/pip install py-spy")
+
+    def maybe_start(self, now: float) -> None:
+        if self.executable is None or self.recordings or now < self.start_s:
+            return
+        for name, (_, process) in self.stack.processes.items():
+            output = self.folder / f"{name}.pyspy.txt"
+            self.recordings[name] = Recording(self.executable, process.pid, self.seconds,
+                                              output, idle=False)  # fmt: skip
+
+    def summaries(self) -> dict[str, Any]:
+        return {name: recording.summary() for name, recording in self.recordings.items()}
+
+
 def _follow(stack: Stack, submitter: Submitter, reader: EventsReader, load: Load, t0: int,
-            stall_s: float, progress: Progress) -> None:  # fmt: skip
+            stall_s: float, progress: Progress, profiler: Profiler) -> None:  # fmt: skip
     """Read events until every job has ended, or none has for ``stall_s`` after the last
     due time; fail at once if a pipeline process or the submitter dies."""
     total = len(load.offsets_ms)
@@ -136,6 +165,7 @@ def _follow(stack: Stack, submitter: Submitter, reader: EventsReader, load: Load
     while reader.ended < total:
         reader.poll(0.2)
         now = time.time()
+        profiler.maybe_start(now)
         if reader.ended != seen:
             last_change, seen = now, reader.ended
         if submitter.error is not None:

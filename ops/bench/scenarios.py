@@ -8,9 +8,6 @@ the scheduled time, so it includes the transaction commit.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ from ops.bench.harness import (
     now_ms,
     workdir_for,
 )
+from ops.bench.profile import Recording, py_spy
 from ops.bench.report import Row
 from ops.bench.restore import fill_changelog, restore_in_process
 from ops.bench.submitter import Submitter
@@ -49,7 +47,7 @@ class Run:
         self.py_spy_s = py_spy_s
         self.timer: TimerProcess | None = None
         self.sampler: measure.ProcessSampler | None = None
-        self.profiler: subprocess.Popen[bytes] | None = None
+        self.profiler: Recording | None = None
         create_topics(settings)
 
     def start_timer(self) -> TimerProcess:
@@ -63,16 +61,11 @@ class Run:
 
     def profile(self) -> None:
         """Start py-spy on the timer for ``py_spy_s`` seconds (once), if asked for."""
-        beside = Path(sys.executable).with_name("py-spy")  # a venv not on PATH
-        py_spy = str(beside) if beside.exists() else shutil.which("py-spy")
-        if self.py_spy_s <= 0 or self.profiler or not self.timer or not py_spy:
+        executable = py_spy()
+        if self.py_spy_s <= 0 or self.profiler or not self.timer or not executable:
             return
-        self.profiler = subprocess.Popen(
-            [py_spy, "record", "--pid", str(self.timer.pid), "--duration", str(int(self.py_spy_s)),
-             "--rate", "50", "--nonblocking", "--idle", "--format", "raw",
-             "--output", str(self.dir / "timers.pyspy.txt")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        self.profiler = Recording(executable, self.timer.pid, self.py_spy_s,
+                                  self.dir / "timers.pyspy.txt", idle=True)  # fmt: skip
 
     def wait_loaded(self, watch: IntakeWatch, reader: Executions, total: int,
                     timeout_s: float) -> dict[str, float]:  # fmt: skip
@@ -108,11 +101,8 @@ class Run:
             self.timer.stop()
         if self.sampler:
             self.sampler.stop()
-        if self.profiler:
-            self.profiler.wait()
-            profile = self.dir / "timers.pyspy.txt"
-            if profile.exists():
-                extra["py_spy"] = {"file": str(profile), **measure.top_frames(profile)}
+        if self.profiler and (summary := self.profiler.summary()):
+            extra["py_spy"] = summary
         return extra
 
 
