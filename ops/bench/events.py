@@ -2,9 +2,8 @@
 
 The reader keeps each record's raw bytes and decodes them only after the run. While the
 run goes on it needs just the number of jobs that ended, for the progress bar and to
-know when to stop; that it reads off the first byte of the Avro body: a JobLifecycle in
-single-object encoding is ``C3 01``, the schema's 8-byte fingerprint, then its first
-field, the ``kind`` enum, whose index (below 64) is one zig-zag varint byte.
+know when to stop, which it reads off the record's kind byte
+(:func:`pipeline.serde.peek.lifecycle_kind`).
 """
 
 from __future__ import annotations
@@ -15,28 +14,17 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
-from pipeline.serde import event_schemas, make_serde
-from pipeline.serde.avro import SINGLE_OBJECT_MAGIC
+from pipeline.serde import make_serde
+from pipeline.serde.peek import lifecycle_kind
 from pipeline.topics import Topics
 
 ENDED = ("SUCCEEDED", "DEAD_LETTERED", "CANCELLED")
 """Kinds after which a one-off job has nothing more to do."""
 
 
-def _kind_symbols() -> list[str]:
-    schema = event_schemas().current("JobLifecycle").parsed
-    kind = next(f for f in schema["fields"] if f["name"] == "kind")
-    return list(kind["type"]["symbols"])
-
-
-_HEADER = SINGLE_OBJECT_MAGIC + event_schemas().current("JobLifecycle").fingerprint
-_ENDED_BYTES = frozenset(2 * _kind_symbols().index(kind) for kind in ENDED)
-
-
 def ends_a_job(raw: bytes) -> bool:
     """Whether a jobs.events record is a JobLifecycle of a kind in :data:`ENDED`."""
-    body = len(_HEADER)
-    return len(raw) > body and raw[body] in _ENDED_BYTES and raw.startswith(_HEADER)
+    return lifecycle_kind(raw) in ENDED
 
 
 @dataclass

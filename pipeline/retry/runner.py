@@ -4,7 +4,9 @@ The same shape as the timer processors (pipeline/timers/runner.py): a consumer w
 static membership, a transactional producer named after the instance, and one Kafka
 transaction per batch holding the routed records and the input offsets, so a crash
 neither loses a failure nor retries it twice. The router keeps no state, so there is no
-store to restore and any instance can take any partition of jobs.events.
+store to restore and any instance can take any partition of jobs.events. Most of
+jobs.events is not failures: those records are passed over on their kind byte
+(pipeline/serde/peek.py) without being decoded.
 """
 
 from __future__ import annotations
@@ -24,11 +26,15 @@ from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.kafka.transaction import send, transact
 from pipeline.retry.policy import RetryDefaults
-from pipeline.retry.router import Output, RetryRouter
+from pipeline.retry.router import FAILURE_KINDS, Output, RetryRouter
 from pipeline.serde import Event, make_serde
+from pipeline.serde.peek import LIFECYCLE_KINDS, lifecycle_kind
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
+
+PASSED_OVER = frozenset(LIFECYCLE_KINDS) - FAILURE_KINDS
+"""Kinds the router has nothing to do with: skipped without decoding (most of jobs.events)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,6 @@ class RunnerStats:
     undecodable: int = 0
     transactions: int = 0
     aborted: int = 0
-
 
 
 class RetryRunner:
@@ -103,6 +108,8 @@ class RetryRunner:
             if (message.topic(), message.partition()) not in owned:
                 continue
             consumed += 1
+            if lifecycle_kind(message.value()) in PASSED_OVER:
+                continue
             event = self._decode(message)
             if event is not None:
                 outputs.extend(self.router.route(event, now))

@@ -6,13 +6,12 @@ import pytest
 
 from ops.bench.events import ENDED, ends_a_job
 from pipeline.serde import Event, make_serde
+from pipeline.serde.peek import LIFECYCLE_KINDS
 
 SERIALIZE, _ = make_serde()
-KINDS = ["SCHEDULED", "FIRED", "STARTED", "HEARTBEAT", "SUCCEEDED", "FAILED", "TIMED_OUT",
-         "LOST", "RETRY_SCHEDULED", "DEAD_LETTERED", "CANCELLED", "DUPLICATE"]  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", LIFECYCLE_KINDS)
 def test_only_the_ending_kinds_end_a_job(kind: str) -> None:
     raw = SERIALIZE(Event("JobLifecycle", {"kind": kind, "job_id": "j1", "at_ms": 1}))
     assert ends_a_job(raw) is (kind in ENDED)
