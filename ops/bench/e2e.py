@@ -71,6 +71,9 @@ def bench(
     metrics_port: int = typer.Option(39600, "--metrics-port",
                                      help="First /healthz port of the pipeline's processes."),
     workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
+    kafka_home: Path | None = typer.Option(None, "--kafka-home", help="Where the local broker "
+                                           "lives (default: beside --workdir); with --bootstrap, "
+                                           "a broker there is measured too."),
     out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
     py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile every pipeline process this "
                                    "many seconds once jobs fall due; needs py-spy."),
@@ -88,7 +91,10 @@ def bench(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
         "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
     }  # fmt: skip
-    with broker(bootstrap, workdir.parent / "bench-kafka", port) as kafka, progress_bar() as bar:
+    with (
+        broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka,
+        progress_bar() as bar,
+    ):
         settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
                                 exec_partitions=exec_partitions,
                                 job_types=(HANDLERS[handler.value],))  # fmt: skip

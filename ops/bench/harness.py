@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from ops.kafka.cluster import LocalCluster
+from ops.kafka.cluster import Layout, LocalCluster
 from pipeline.clock import now_ms
 from pipeline.config import Settings, load_settings
 from pipeline.kafka import clients
@@ -44,17 +44,26 @@ class Broker(NamedTuple):
 
 @contextmanager
 def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[Broker]:
-    """The given bootstrap servers, or a local broker in ``home`` stopped on exit."""
-    if bootstrap:
-        yield Broker(bootstrap, {})
-        return
+    """The given bootstrap servers, or a local broker in ``home`` stopped on exit.
+
+    With ``bootstrap``, the processes of a local cluster in ``home`` (one started by
+    ``jobstream kafka up --home``), if there is one, are measured: a warm broker, not
+    one the run has just started, whose first minute is the JVM compiling its code.
+    """
     cluster = LocalCluster(home)
+    if bootstrap:
+        layout = cluster.layout()
+        yield Broker(bootstrap, _pids(cluster, layout) if layout else {})
+        return
     layout = cluster.up(port=port)
-    pids = {f"kafka-{n.node_id}": pid for n in layout.nodes if (pid := cluster.pid(n))}
     try:
-        yield Broker(layout.bootstrap, pids)
+        yield Broker(layout.bootstrap, _pids(cluster, layout))
     finally:
         cluster.down()
+
+
+def _pids(cluster: LocalCluster, layout: Layout) -> dict[str, int]:
+    return {f"kafka-{n.node_id}": pid for n in layout.nodes if (pid := cluster.pid(n))}
 
 
 def settings_env(settings: Settings) -> dict[str, str]:

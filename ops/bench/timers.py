@@ -54,6 +54,9 @@ def bench_timers(
                                          help="Use this broker instead of starting one."),
     port: int = typer.Option(39092, "--port", help="Port of the local broker started otherwise."),
     workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
+    kafka_home: Path | None = typer.Option(None, "--kafka-home", help="Where the local broker "
+                                           "lives (default: beside --workdir); with --bootstrap, "
+                                           "a broker there is measured too."),
     out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
     py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile the timer this many seconds "
                                    "once it fires (restore: while it restores); needs py-spy."),
@@ -61,7 +64,10 @@ def bench_timers(
     """Benchmark the timer processor: intake, firing rate, lateness, memory, restore."""
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_at_start = load_average()
-    with broker(bootstrap, workdir.parent / "bench-kafka", port) as kafka, progress_bar() as bar:
+    with (
+        broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka,
+        progress_bar() as bar,
+    ):
         partitions = 1 if scenario is Scenario.restore else partitions
         settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
                                 exec_partitions=exec_partitions)  # fmt: skip
