@@ -1,0 +1,102 @@
+"""Memory and CPU of a process together with its children (Celery's prefork pool).
+
+Celery's prefork worker is a main process (consumer, eta timer) and one child per pool
+slot that runs the tasks; its cost is their sum. CPU adds the children that have exited
+and been reaped too (the parent's ``cutime``/``cstime``), so a pool process replaced in
+the middle of a run still counts. Memory sums each process's RSS: pages a forked child
+still shares with its parent count twice, so this is an upper bound of the family's
+footprint, and the same measure ops/bench/measure.py takes of jobstream's processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ops.bench.measure import Sample, rss_mb
+
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid``, from every one of its threads' ``children`` file."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found.extend(int(c) for c in (task / "children").read_text().split())
+        except FileNotFoundError:  # the thread ended as we listed them
+            continue
+    return found
+
+
+def family(pid: int) -> list[int]:
+    """``pid`` and all its descendants."""
+    members, index = [pid], 0
+    while index < len(members):
+        with contextlib.suppress(FileNotFoundError):  # exited since it was listed
+            members.extend(children(members[index]))
+        index += 1
+    return members
+
+
+def _cpu_fields(pid: int) -> tuple[float, float]:
+    """(own user+system CPU s, reaped children's user+system CPU s)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    own = int(fields[11]) + int(fields[12])
+    reaped = int(fields[13]) + int(fields[14])
+    return own / _TICKS_PER_S, reaped / _TICKS_PER_S
+
+
+def family_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid``, its live descendants, and the children it has reaped."""
+    total = sum(_cpu_fields(pid))
+    for member in family(pid)[1:]:
+        try:
+            total += _cpu_fields(member)[0]
+        except FileNotFoundError:
+            continue  # exited: counted in its parent's reaped time once reaped
+    return total
+
+
+def family_rss_mb(pid: int) -> float:
+    total = rss_mb(pid)
+    for member in family(pid)[1:]:
+        try:
+            total += rss_mb(member)
+        except FileNotFoundError:
+            continue
+    return total
+
+
+@dataclass
+class FamilySampler:
+    """ops.bench.measure.ProcessSampler for a process and its children, summed."""
+
+    pid: int
+    interval_s: float = 0.5
+    samples: list[Sample] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="family-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append(Sample(time.time(), family_rss_mb(self.pid),
+                                           family_cpu_seconds(self.pid)))  # fmt: skip
+            except (FileNotFoundError, ProcessLookupError):
+                return  # the main process has exited
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak_rss_mb(self) -> float:
+        return max((s.rss_mb for s in self.samples), default=0.0)

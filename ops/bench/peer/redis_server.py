@@ -1,0 +1,98 @@
+"""A throw-away ``redis-server``: the Celery peer's broker, started and stopped per run.
+
+Bound to 127.0.0.1 on the given port, working in the run's folder, with persistence off
+(``--save "" --appendonly no``): the benchmark measures a broker that keeps messages in
+memory only, which is Redis's fastest configuration and its most common one for Celery.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ops.bench.peer.errors import PeerError
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+
+
+def ping(port: int, timeout_s: float = 1.0) -> bool:
+    """Whether a Redis server on ``port`` answers ``PING`` (the inline protocol)."""
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout_s) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisServer:
+    """One ``redis-server`` child process; use as a context manager, or start()/stop()."""
+
+    def __init__(self, port: int, folder: Path) -> None:
+        self.port = port
+        self.folder = folder
+        self.log_path = folder / "redis.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}/0"
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise PeerError("redis-server is not started")
+        return self.process.pid
+
+    def start(self, timeout_s: float = 15.0) -> RedisServer:
+        """Start the server and return once it answers PING."""
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise PeerError("redis-server is not on PATH; run ensure_installed() first")
+        if ping(self.port, 0.2):
+            raise PeerError(f"something already answers PING on {HOST}:{self.port}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        command = [binary, "--port", str(self.port), "--bind", HOST, "--dir", str(self.folder),
+                   "--save", "", "--appendonly", "no", "--daemonize", "no"]  # fmt: skip
+        log.info("starting redis-server on port %d in %s", self.port, self.folder)
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while not ping(self.port, 0.5):
+            if self.process.poll() is not None:
+                raise PeerError(f"redis-server exited ({self.process.returncode}) at start; "
+                                f"see {self.log_path}")  # fmt: skip
+            if time.monotonic() > deadline:
+                self.stop()
+                raise PeerError(f"redis-server did not answer PING on port {self.port} "
+                                f"within {timeout_s:.0f}s; see {self.log_path}")  # fmt: skip
+            time.sleep(0.05)
+        return self
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM (nothing to save, so it exits at once), SIGKILL after 10 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            log.warning("redis-server ignored SIGTERM for 10 s; killing it")
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

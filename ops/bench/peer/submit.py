@@ -1,0 +1,84 @@
+"""Submits a run's tasks from a thread with ``send_task(..., eta=...)``: paced or at once.
+
+Job i is task ``(i, due_ms)`` with ``eta`` its due time. One producer is kept for the
+whole run, and each chunk goes out in one ``Producer.batch()`` (a Redis pipeline): the
+fastest submission Celery's public API offers, as jobstream's client submits a chunk
+with one ``submit_many``. Celery still builds and serialises every message in Python,
+which is what bounds ``submit_per_s`` on the Celery side.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ops.bench.peer.app import make_app
+from ops.bench.peer.settings import PeerSettings
+from pipeline.clock import now_ms
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1_000
+_PACE_S = 0.05
+
+
+class Submitter(threading.Thread):
+    """Submit task ``task`` for job i due at ``t0_ms + offsets_ms[i]`` (sorted offsets).
+
+    With ``lead_ms`` each job is submitted ``lead_ms`` before it falls due (in chunks,
+    every 50 ms); without, as fast as the client can.
+    """
+
+    def __init__(self, settings: PeerSettings, task: str, t0_ms: int,
+                 offsets_ms: Sequence[int], lead_ms: int | None) -> None:  # fmt: skip
+        super().__init__(name="peer-submitter", daemon=True)
+        self.settings, self.task = settings, task
+        self.t0_ms, self.offsets_ms, self.lead_ms = t0_ms, offsets_ms, lead_ms
+        self.submitted = 0
+        self.after_due = 0
+        """Jobs whose chunk reached Redis only after they were due: submission fell behind."""
+        self.seconds = 0.0
+        self.error: BaseException | None = None
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        app = make_app(self.settings)
+        try:
+            with app.producer_or_acquire() as producer:
+                self._submit(app, producer)
+        except BaseException as exc:  # reported by the run, which stops on it
+            log.exception("submitting failed after %d tasks", self.submitted)
+            self.error = exc
+        finally:
+            self.seconds = time.perf_counter() - started
+            app.close()
+
+    def _submit(self, app: Any, producer: Any) -> None:
+        total = len(self.offsets_ms)
+        while self.submitted < total and not self.halt.is_set():
+            done = self.submitted
+            upto = min(total, done + _CHUNK)
+            if self.lead_ms is not None:
+                horizon = now_ms() - self.t0_ms + self.lead_ms
+                upto = min(upto, bisect.bisect_right(self.offsets_ms, horizon, lo=done))
+                if upto == done:
+                    time.sleep(_PACE_S)
+                    continue
+            self._send(app, producer, done, upto)
+            late = bisect.bisect_left(self.offsets_ms, now_ms() - self.t0_ms, lo=done, hi=upto)
+            self.after_due += late - done
+            self.submitted = upto
+
+    def _send(self, app: Any, producer: Any, first: int, upto: int) -> None:
+        send_task = app.send_task
+        with producer.batch(max_size=_CHUNK):
+            for i in range(first, upto):
+                due_ms = self.t0_ms + self.offsets_ms[i]
+                eta = datetime.fromtimestamp(due_ms / 1000, UTC)
+                send_task(self.task, args=(i, due_ms), eta=eta, producer=producer)

@@ -1,0 +1,57 @@
+"""From a run's journal to its numbers: completions, losses, duplicates, lateness.
+
+Pure: the number submitted (job ids are ``0 .. submitted-1``), the start and end
+records in, numbers out, defined as jobstream's tally (ops/bench/tally.py) defines them
+so that the two can be set side by side:
+
+- *completed*: jobs with an end record (the task body returned); *lost*: submitted
+  jobs without one;
+- *duplicates*: starts beyond the first of one job (the job ran twice);
+- *start lateness*: started minus scheduled, for every start (a duplicate's too);
+  *end lateness*: a completed job's last end minus its scheduled time;
+- *jobs/s*: completed jobs over the span from the first job's due time to the last end,
+  so a system that keeps up shows the offered rate, and one that falls behind less.
+
+``fire_lateness_ms`` is None: Celery has no firing separate from starting the task.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from ops.bench.measure import summarize
+
+Row = tuple[int, int, int]
+"""(job_id, scheduled_ms, at_ms)"""
+
+
+def tally(submitted: int, first_due_ms: int, starts: Iterable[Row],
+          ends: Iterable[Row]) -> dict[str, Any]:  # fmt: skip
+    runs: Counter[int] = Counter()
+    start_lateness: list[float] = []
+    for job_id, scheduled_ms, started_ms in starts:
+        if 0 <= job_id < submitted:
+            runs[job_id] += 1
+            start_lateness.append(started_ms - scheduled_ms)
+    ended: dict[int, int] = {}
+    scheduled: dict[int, int] = {}
+    for job_id, scheduled_ms, ended_ms in ends:
+        if 0 <= job_id < submitted:
+            ended[job_id] = max(ended_ms, ended.get(job_id, ended_ms))
+            scheduled[job_id] = scheduled_ms
+    last_end = max(ended.values(), default=0)
+    span_s = max((last_end - first_due_ms) / 1000, 1e-3)
+    return {
+        "submitted": submitted,
+        "completed": len(ended),
+        "lost": submitted - len(ended),
+        "duplicates": sum(n - 1 for n in runs.values()),
+        "jobs_per_s": len(ended) / span_s if ended else 0.0,
+        "fire_lateness_ms": None,
+        "start_lateness_ms": summarize(start_lateness),
+        "end_lateness_ms": summarize([ended[j] - scheduled[j] for j in ended]),
+        "first_due_ms": first_due_ms,
+        "last_end_ms": last_end,
+    }

@@ -1,0 +1,131 @@
+"""The Celery worker as a separate process: ``python -m celery -A ops.bench.peer.tasks worker``.
+
+Options every run uses, and why:
+
+- ``--without-heartbeat --without-gossip --without-mingle``: a single worker has no
+  peers to talk to; these only add broker traffic and start-up delay (Celery's own
+  advice for one worker).
+- ``--loglevel WARNING``: no log line per task (see ops/bench/peer/app.py).
+
+The pool is a choice (:class:`WorkerShape`); its defaults per handler suit a 2-core
+machine: ``noop`` on Celery's default prefork pool with one child per core (a task does
+no I/O, so more children only contend for the cores; the main process, which holds the
+eta tasks and hands them out, takes CPU as well); ``sleep10`` on a pool of 64 threads,
+as many as jobstream's worker runs handlers at once, because a 10 ms sleep on two
+prefork children would cap the run at 200 jobs/s, whatever the scheduler can do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ops
+from ops.bench.peer.errors import PeerError
+from ops.bench.peer.settings import QUEUE, PeerSettings
+
+log = logging.getLogger(__name__)
+
+POOLS = ("prefork", "threads", "solo")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerShape:
+    """How the Celery worker runs its tasks."""
+
+    pool: str = "prefork"
+    """Celery's ``--pool``: one of :data:`POOLS` (eventlet/gevent would need installing)."""
+    concurrency: int = 2
+    """Pool size: processes for prefork, threads for threads (solo runs one at a time)."""
+    prefetch_multiplier: int = 4
+    """Celery's default. Eta tasks do not count against it: the worker raises its
+    prefetch limit for each one it holds, so it takes every eta task in as it arrives."""
+
+    def __post_init__(self) -> None:
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {POOLS}, not {self.pool!r}")
+        if self.concurrency < 1 or self.prefetch_multiplier < 1:
+            raise ValueError("concurrency and prefetch_multiplier must be at least 1")
+
+    @classmethod
+    def for_handler(cls, handler: str) -> WorkerShape:
+        """The default shape for a handler (see the module docstring)."""
+        return cls(pool="threads", concurrency=64) if handler == "sleep10" else cls()
+
+
+class CeleryWorker:
+    """The worker child process, in a session of its own so it can be stopped whole."""
+
+    def __init__(self, settings: PeerSettings, shape: WorkerShape, log_path: Path) -> None:
+        self.settings = settings
+        self.shape = shape
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise PeerError("the Celery worker is not started")
+        return self.process.pid
+
+    def command(self) -> list[str]:
+        shape = self.shape
+        return [sys.executable, "-m", "celery", "-A", "ops.bench.peer.tasks", "worker",
+                "--pool", shape.pool, "--concurrency", str(shape.concurrency),
+                "--prefetch-multiplier", str(shape.prefetch_multiplier),
+                "--queues", QUEUE, "--hostname", f"peer-{os.getpid()}@%h",
+                "--loglevel", "WARNING",
+                "--without-heartbeat", "--without-gossip", "--without-mingle"]  # fmt: skip
+
+    def start(self, timeout_s: float = 60.0) -> CeleryWorker:
+        """Start the worker; return once it consumes from the queue."""
+        ready = self.settings.journal_dir / "ready"
+        ready.unlink(missing_ok=True)
+        root = str(Path(ops.__file__).resolve().parent.parent)  # where `ops` imports from
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, **self.settings.env(), "PYTHONPATH": path}
+        log.info("starting the Celery worker: %s", " ".join(self.command()))
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(
+                self.command(), env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while not ready.exists():
+            self.check_alive()
+            if time.monotonic() > deadline:
+                self.stop()
+                raise PeerError(f"the Celery worker was not ready after {timeout_s:.0f}s:\n"
+                                f"{self.log_tail()}")  # fmt: skip
+            time.sleep(0.1)
+        return self
+
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise PeerError(f"the Celery worker exited ({self.process.returncode}):\n"
+                            f"{self.log_tail()}")  # fmt: skip
+
+    def log_tail(self, lines: int = 30) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Warm shutdown (SIGTERM: running tasks finish, held ones go back to Redis);
+        the whole process group is killed if it has not exited within ``timeout_s``."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("the Celery worker did not stop in %.0f s; killing its group", timeout_s)
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
