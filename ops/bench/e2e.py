@@ -91,6 +91,10 @@ def bench(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
         "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
     }  # fmt: skip
+    if peer is Peer.celery and scenario is not Scenario.backlog:
+        from ops.bench.peer import ensure_installed
+
+        ensure_installed(console.print)
     with (
         broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka,
         progress_bar() as bar,
