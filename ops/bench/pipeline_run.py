@@ -22,6 +22,7 @@ from ops.bench import app as bench_app
 from ops.bench import measure
 from ops.bench.events import EventsReader
 from ops.bench.harness import create_topics, settings_env, workdir_for
+from ops.bench.load import Load
 from ops.bench.profile import Recording, py_spy
 from ops.bench.submitter import Submitter
 from ops.bench.tally import tally
@@ -29,34 +30,6 @@ from ops.stack import Stack, components, worker
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
-
-
-@dataclass(frozen=True)
-class Load:
-    """When the scenario's jobs fall due, and how they are submitted."""
-
-    scenario: str
-    offsets_ms: list[int]
-    """Due times from the first due time, sorted."""
-    lead_s: float
-    """Paced: each job is submitted this long before it is due. Otherwise: the first job
-    falls due this long after submission starts, and all are submitted at once."""
-    paced: bool
-
-    @classmethod
-    def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
-        count = int(rate * duration_s)
-        return cls("steady", [i * 1000 // rate for i in range(count)], lead_s, paced=True)
-
-    @classmethod
-    def burst(cls, count: int, lead_s: float | None) -> Load:
-        # Submitting runs at ~15,000/s and the timers take ~9,000/s in: they must be done.
-        return cls("burst", [0] * count, lead_s or 10 + count / 5000, paced=False)
-
-    @classmethod
-    def backlog(cls, count: int, window_s: float, lead_s: float | None) -> Load:
-        offsets = [int(i * window_s * 1000 / count) for i in range(count)]
-        return cls("backlog", offsets, lead_s or 30 + count / 4500, paced=False)
 
 
 @dataclass(frozen=True)
@@ -96,8 +69,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
     reader = EventsReader(settings)
     t0 = now_ms() + int(load.lead_s * 1000)
-    submitter = Submitter(settings, job_type, t0, load.offsets_ms,
-                          int(load.lead_s * 1000) if load.paced else None)  # fmt: skip
+    submitter = Submitter(settings, job_type, load, t0)
     profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
     try:
         submitter.start()

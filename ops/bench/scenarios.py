@@ -24,6 +24,7 @@ from ops.bench.harness import (
     now_ms,
     workdir_for,
 )
+from ops.bench.load import Load
 from ops.bench.profile import Recording, py_spy
 from ops.bench.report import Row
 from ops.bench.restore import fill_changelog, restore_in_process
@@ -108,7 +109,8 @@ class Run:
 
 def submit(run: Run, task: TaskID, first_due_ms: int, offsets_ms: list[int]) -> float:
     """Submit every job now, on this thread; the seconds it took, acknowledgements included."""
-    submitter = Submitter(run.settings, JOB_TYPE, first_due_ms, offsets_ms, None,
+    load = Load("timers", offsets_ms, lead_s=0, paced=False)
+    submitter = Submitter(run.settings, JOB_TYPE, load, first_due_ms,
                           lambda n: run.progress.advance(task, n))  # fmt: skip
     submitter.run()
     if submitter.error is not None:

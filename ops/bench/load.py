@@ -1,0 +1,65 @@
+"""A scenario's offered load: when its jobs fall due, and how they are submitted.
+
+Shared by jobstream's run (ops/bench/pipeline_run.py) and the Celery peer's
+(ops/bench/peer/), so both systems are offered exactly the same jobs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pipeline.clock import now_ms
+
+CHUNK = 10_000
+"""Most jobs submitted in one go."""
+PACE_S = 0.05
+"""How often a paced submitter looks for jobs whose time to be submitted has come."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """When the scenario's jobs fall due, and how they are submitted."""
+
+    scenario: str
+    offsets_ms: list[int]
+    """Due times from the first due time, sorted."""
+    lead_s: float
+    """Paced: each job is submitted this long before it is due. Otherwise: the first job
+    falls due this long after submission starts, and all are submitted at once."""
+    paced: bool
+
+    @classmethod
+    def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
+        count = int(rate * duration_s)
+        return cls("steady", [i * 1000 // rate for i in range(count)], lead_s, paced=True)
+
+    @classmethod
+    def burst(cls, count: int, lead_s: float | None) -> Load:
+        # Submitting runs at ~15,000/s and the timers take ~9,000/s in: they must be done.
+        return cls("burst", [0] * count, lead_s or 10 + count / 5000, paced=False)
+
+    @classmethod
+    def backlog(cls, count: int, window_s: float, lead_s: float | None) -> Load:
+        offsets = [int(i * window_s * 1000 / count) for i in range(count)]
+        return cls("backlog", offsets, lead_s or 30 + count / 4500, paced=False)
+
+    def chunks(self, t0_ms: int, halt: threading.Event) -> Iterator[tuple[int, int]]:
+        """Index ranges ``[first, upto)`` of jobs to submit now, in order, until all are
+        or ``halt`` is set. Paced, a job's turn comes ``lead_s`` before it falls due
+        (jobs due at ``t0_ms + offsets_ms[i]``); otherwise all come at once."""
+        done, total = 0, len(self.offsets_ms)
+        lead_ms = int(self.lead_s * 1000)
+        while done < total and not halt.is_set():
+            upto = min(total, done + CHUNK)
+            if self.paced:
+                horizon = now_ms() - t0_ms + lead_ms
+                upto = min(upto, bisect.bisect_right(self.offsets_ms, horizon, lo=done))
+                if upto == done:
+                    time.sleep(PACE_S)
+                    continue
+            yield done, upto
+            done = upto

@@ -1,0 +1,31 @@
+"""A scenario's load: due times, and when each job's turn to be submitted comes."""
+
+from __future__ import annotations
+
+import threading
+
+from ops.bench.load import CHUNK, Load
+from pipeline.clock import now_ms
+
+
+def test_steady_spreads_the_jobs_evenly_over_the_duration() -> None:
+    load = Load.steady(rate=4, duration_s=2, lead_s=1)
+    assert load.offsets_ms == [0, 250, 500, 750, 1000, 1250, 1500, 1750]
+
+
+def test_unpaced_jobs_come_at_once_in_chunks() -> None:
+    load = Load.burst(CHUNK + 5, lead_s=60)
+    assert set(load.offsets_ms) == {0}
+    assert list(load.chunks(now_ms() + 60_000, threading.Event())) == [
+        (0, CHUNK),
+        (CHUNK, CHUNK + 5),
+    ]
+
+
+def test_paced_jobs_come_only_when_within_the_lead_of_their_due_time() -> None:
+    load = Load("steady", [0, 100, 60_000], lead_s=1, paced=True)
+    halt = threading.Event()
+    chunks = load.chunks(now_ms(), halt)
+    assert next(chunks) == (0, 2)  # due now and in 100 ms; the third is a minute away
+    halt.set()
+    assert list(chunks) == []
