@@ -31,4 +31,3 @@ def status_processor(
     options = StatusOptions(instance_id=instance_id, state_dir=state_dir,
                             lease_ms=max(1, round(lease_s * 1000)))  # fmt: skip
     StatusRunner(settings, options).run(stop)
-
