@@ -193,7 +193,7 @@ def _apply(record: JobRecord, kind: str, target: JobState, event: Mapping[str, A
         if kind == "SUCCEEDED":
             changes.update(result=event.get("result"), result_uri=event.get("result_uri"),
                            last_error=None)  # fmt: skip
-            changes.update(_after_success(record.evolve(**changes), event))
+            changes.update(_after_success(record, changes, event))
         else:
             changes["last_error"] = _last_error(kind, event)
     elif kind == "DEAD_LETTERED":
@@ -220,14 +220,20 @@ def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in found.items() if getattr(record, name) != value}
 
 
-def _after_success(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
-    """A recurring job with runs left is SCHEDULED again for its next fire time."""
-    if not record.recurring or record.cron is None:
+def _after_success(record: JobRecord, changes: dict[str, Any],
+                   event: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """A recurring job with runs left is SCHEDULED again for its next fire time.
+
+    ``changes`` are those the event already makes to ``record`` (its spec may tell that the
+    job recurs): read through them rather than building a record only to read it.
+    """
+    recurring, cron = changes.get("recurring", record.recurring), changes.get("cron", record.cron)
+    if not recurring or cron is None:
         return {}
     runs = record.runs + 1
     try:
-        cron = CronSpec.from_avro(record.cron)
-        following = next_fire_ms(cron, int(event["at_ms"]), job_id=record.job_id,
+        following = next_fire_ms(CronSpec.from_avro(cron), int(event["at_ms"]),
+                                 job_id=record.job_id,
                                  runs_so_far=max(record.fires, runs))  # fmt: skip
     except (ValueError, JobstreamError):  # a schedule no longer valid: nothing follows
         following = None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.jobs.keys import partition_key
-from pipeline.serde import Event, JobState, JobStatus
+from pipeline.serde import Event, JobState
 from pipeline.status.machine import TERMINAL, Verdict, execution_id_of, transition
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
@@ -34,11 +34,15 @@ _DAY_MS = 24 * 3600 * 1000
 
 @dataclass(frozen=True, slots=True)
 class Emit:
-    """One record to produce. ``partition`` None: the producer's partitioner decides."""
+    """One record to produce. ``partition`` None: the producer's partitioner decides.
+
+    A JobRecord value stands for the job's jobs.status record: the runner encodes it
+    (:meth:`JobRecord.status_json`) once per job per transaction, from the job's last one.
+    """
 
     topic: str
     key: bytes
-    value: Event | JobStatus
+    value: Event | JobRecord
     partition: int | None = None
 
 
@@ -89,15 +93,17 @@ class StatusProcessor:
         if decision.verdict is Verdict.DUPLICATE:
             self.counters.duplicates += 1
             return [self._duplicate(state, before, event, decision.reason, now_ms)]
-        assert decision.record is not None  # APPLIED always carries the new record
+        record = decision.record
+        assert record is not None  # APPLIED always carries the new record
         self.counters.applied += 1
-        after = self._lease(state, before, decision.record, event, now_ms)
-        purge_at = now_ms + self.policy.retention_ms if after.state in TERMINAL else None
-        changed = before is None or after.public() != before.public()
-        after = after.evolve(purge_at_ms=purge_at,
-                             updated_at_ms=now_ms if changed else after.updated_at_ms)  # fmt: skip
+        changed = before is None or record.public() != before.public()
+        after = record.evolve(
+            lease_deadline_ms=self._lease(state, before, record, event, now_ms),
+            purge_at_ms=now_ms + self.policy.retention_ms if record.state in TERMINAL else None,
+            updated_at_ms=now_ms if changed else record.updated_at_ms,
+        )
         state.put(after)
-        return [self._status(after)] if changed else []
+        return [Emit(self.topics.status, after.job_id.encode(), after)] if changed else []
 
     def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Emit]:
         """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
@@ -125,21 +131,19 @@ class StatusProcessor:
     # -- helpers -------------------------------------------------------------------------
 
     def _lease(self, state: StatusState, before: JobRecord | None, after: JobRecord,
-               event: Mapping[str, Any], now_ms: int) -> JobRecord:  # fmt: skip
-        """Take or renew the lease of a run, or drop it (and its execution) when it ends."""
+               event: Mapping[str, Any], now_ms: int) -> int | None:  # fmt: skip
+        """The lease deadline after ``event``: taken or renewed by the run, or dropped (with
+        the run's execution) when it ends."""
         kind = event.get("kind")
         if after.state is JobState.RUNNING and kind in ("STARTED", "HEARTBEAT"):
             if kind == "STARTED" and event.get("execution"):
                 state.put_execution(after.job_id, dict(event["execution"]))
-            return after.evolve(lease_deadline_ms=now_ms + self.policy.lease_ms)
+            return now_ms + self.policy.lease_ms
         if after.state is not JobState.RUNNING:
             if before is not None and before.state is JobState.RUNNING:
                 state.delete_execution(after.job_id)
-            return after.evolve(lease_deadline_ms=None)
-        return after
-
-    def _status(self, record: JobRecord) -> Emit:
-        return Emit(self.topics.status, record.job_id.encode(), record.to_status())
+            return None
+        return after.lease_deadline_ms
 
     def _lifecycle(self, state: StatusState, kind: str, job_id: str, workflow_id: str | None,
                    now_ms: int, **fields: Any) -> Emit:  # fmt: skip

@@ -27,10 +27,10 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, TopicMismatchError
 from pipeline.kafka import clients
 from pipeline.kafka.transaction import send, transact
-from pipeline.serde import Event, JobStatus, encode_status, make_serde
+from pipeline.serde import Event, make_serde
 from pipeline.state.partitions import PartitionStores
 from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
-from pipeline.status.state import StatusState
+from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,6 @@ class RunnerStats:
     aborted: int = 0
 
 
-
 class StatusRunner:
     def __init__(self, settings: Settings, options: StatusOptions | None = None) -> None:
         self.settings = settings
@@ -78,7 +77,9 @@ class StatusRunner:
         self._caught_up: set[int] = set()
         group = f"{settings.topic_prefix}jobstream.status"
         self.consumer, self.producer = clients.processor_clients(
-            settings, group, self.options.instance_id,
+            settings,
+            group,
+            self.options.instance_id,
             **{"partition.assignment.strategy": "range", "enable.partition.eof": True},
         )
         self.partitions = PartitionStores(
@@ -165,7 +166,7 @@ class StatusRunner:
             if p in self._caught_up:
                 emits.extend(self.processor.expire_leases(state, now, self.options.expire_limit))
                 self.processor.purge(state, now, self.options.expire_limit)
-        if not consumed and not emits and not any(s.changelog for s in states.values()):
+        if not consumed and not emits and not any(s.changed for s in states.values()):
             return
         self._transact(states, emits, consumed)
 
@@ -201,17 +202,17 @@ class StatusRunner:
 
     def _produce(self, states: dict[int, StatusState], emits: list[Emit]) -> None:
         # jobs.status is a compacted view: only a job's last status of the batch matters.
-        statuses: dict[bytes, tuple[str, JobStatus]] = {}
+        statuses: dict[bytes, tuple[str, JobRecord]] = {}
         for emit in emits:
-            if isinstance(emit.value, JobStatus):
+            if isinstance(emit.value, JobRecord):
                 statuses[emit.key] = (emit.topic, emit.value)
             else:
                 self._send(emit.topic, self.serialize(emit.value), emit.key, emit.partition)
-        for key, (topic, status) in statuses.items():
-            self._send(topic, encode_status(status), key, None)
+        for key, (topic, record) in statuses.items():
+            self._send(topic, record.status_json(), key, None)
         self.stats.statuses += len(statuses)
         for p, state in states.items():
-            self.partitions.log(self.producer, p, state.changelog)
+            self.partitions.log(self.producer, p, state.flush())
         self.producer.poll(0)
 
     def _send(self, topic: str, value: bytes, key: bytes, partition: int | None) -> None:

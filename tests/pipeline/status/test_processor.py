@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
-from pipeline.serde import Event, JobState, JobStatus
+from pipeline.serde import Event, JobState, JobStatus, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
@@ -44,8 +44,11 @@ class Driver:
         emits = [emit for event in events for emit in self.processor.process(state, event, now)]
         emits += self.processor.expire_leases(state, now)
         self.processor.purge(state, now)
-        self.changelog += state.changelog
+        self.changelog += state.flush()
         state.tx.commit(len(self.changelog) - 1)
+        for emit in emits:  # every status the tests make is written as JobStatus writes it
+            if isinstance(emit.value, JobRecord):
+                assert emit.value.status_json() == encode_status(emit.value.to_status())
         return emits
 
     def record(self, job_id: str = JOB) -> JobRecord | None:
@@ -60,7 +63,7 @@ def lifecycles(emits: list[Emit]) -> list[dict[str, Any]]:
 
 
 def statuses(emits: list[Emit]) -> list[JobStatus]:
-    return [e.value for e in emits if isinstance(e.value, JobStatus)]
+    return [e.value.to_status() for e in emits if isinstance(e.value, JobRecord)]
 
 
 @pytest.fixture
@@ -173,7 +176,7 @@ def restored(driver: Driver, path: Path) -> PartitionStore:
     for key, value in driver.changelog:
         state.restore(key, value)
     tx.commit(len(driver.changelog) - 1)
-    assert state.changelog == [], "restoring writes nothing back"
+    assert state.flush() == [], "restoring writes nothing back"
     return store
 
 

@@ -1,0 +1,183 @@
+"""What the status processor keeps per job: the record's encoding, and one transaction's
+reads and writes (each record decoded and encoded at most once, indexes kept current)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from pipeline.serde import JobState, decode_status, encode_status
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.status.state import JobRecord, StatusState
+
+S = JobState
+JOB, OTHER = "01JD3W6Q8Z5X7M2K4N9P0R1S2T", "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
+T = 1_798_000_000_000
+
+FULL = JobRecord(
+    job_id=JOB, state=S.RUNNING, job_type="data.process", owner="tests", workflow_id="wf",
+    attempt=2, epoch=T, priority="HIGH", scheduled_at_ms=T, next_fire_at_ms=T + 60_000,
+    updated_at_ms=T + 1, last_error={"error_type": "ValueError", "message": "boom"},
+    result=None, result_uri="s3://r", runs=3, duplicates=1, execution_id="x1",
+    worker_id="w1", lease_deadline_ms=T + 30_000, finished=("x0", "y0"),
+    cron={"expression": "* * * * *", "timezone": "UTC"}, recurring=True, fires=4,
+    purge_at_ms=None,
+)  # fmt: skip
+
+
+def test_evolve_changes_only_what_it_is_given() -> None:
+    evolved = FULL.evolve(state=S.SUCCEEDED, lease_deadline_ms=None, runs=4)
+    assert (evolved.state, evolved.lease_deadline_ms, evolved.runs) == (S.SUCCEEDED, None, 4)
+    unchanged = ("state", "lease_deadline_ms", "runs")
+    assert [getattr(evolved, f) for f in JobRecord._fields if f not in unchanged] == [
+        getattr(FULL, f) for f in JobRecord._fields if f not in unchanged]  # fmt: skip
+    assert FULL.state is S.RUNNING and FULL.runs == 3, "the original is left as it was"
+    assert FULL.evolve() == FULL
+
+
+def test_evolve_refuses_a_field_the_record_lacks() -> None:
+    with pytest.raises(TypeError, match="colour"):
+        FULL.evolve(state=S.QUEUED, colour="red")
+
+
+STORED = {
+    "job_id": JOB, "state": "RUNNING", "job_type": "data.process", "owner": "tests",
+    "workflow_id": "wf", "attempt": 2, "epoch": T, "priority": "HIGH", "scheduled_at_ms": T,
+    "next_fire_at_ms": T + 60_000, "updated_at_ms": T + 1,
+    "last_error": {"error_type": "ValueError", "message": "boom"}, "result": None,
+    "result_uri": "s3://r", "runs": 3, "duplicates": 1, "execution_id": "x1", "worker_id": "w1",
+    "lease_deadline_ms": T + 30_000, "finished": ["x0", "y0"],
+    "cron": {"expression": "* * * * *", "timezone": "UTC"}, "recurring": True, "fires": 4,
+    "purge_at_ms": None,
+}  # fmt: skip
+"""FULL as the stores and the changelog hold it (the frozen dataclass's ``asdict`` JSON)."""
+
+
+def test_a_record_is_stored_as_before_and_decodes_back() -> None:
+    # Stores and changelogs written by earlier versions keep decoding, and the reverse.
+    assert FULL.encode() == orjson.dumps(STORED)
+    assert JobRecord.decode(orjson.dumps(STORED)) == FULL
+    new = JobRecord(job_id=OTHER, state=S.SCHEDULED)
+    assert JobRecord.decode(new.encode()) == new
+    assert isinstance(JobRecord.decode(new.encode()).finished, tuple)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[PartitionStore]:
+    store = PartitionStore(tmp_path / "p0")
+    yield store
+    store.close()
+
+
+class Calls:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.decoded: list[str] = []
+        self.encoded: list[str] = []
+        decode, encode = JobRecord.decode, JobRecord.encode
+
+        def counted_decode(raw: bytes) -> JobRecord:
+            record = decode(raw)
+            self.decoded.append(record.job_id)
+            return record
+
+        def counted_encode(record: JobRecord) -> bytes:
+            self.encoded.append(record.job_id)
+            return encode(record)
+
+        monkeypatch.setattr(JobRecord, "decode", staticmethod(counted_decode))
+        monkeypatch.setattr(JobRecord, "encode", counted_encode)
+
+
+def committed(store: PartitionStore, *records: JobRecord) -> None:
+    state = StatusState(PartitionTransaction(store))
+    for record in records:
+        state.put(record)
+    state.flush()
+    state.tx.commit(0)
+
+
+def test_a_record_is_decoded_once_and_encoded_once_per_transaction(
+    store: PartitionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued = FULL.evolve(state=S.QUEUED, lease_deadline_ms=None)
+    committed(store, queued)
+    stored, final = queued.encode(), queued.evolve(epoch=T + 4)
+    calls = Calls(monkeypatch)
+    state = StatusState(PartitionTransaction(store))
+    for epoch in range(T, T + 5):
+        before = state.get(JOB)
+        assert before is not None
+        state.put(before.evolve(epoch=epoch))
+    assert state.get(OTHER) is None and state.get(OTHER) is None
+    assert calls.decoded == [JOB], "a record is read from the store once"
+    assert calls.encoded == [], "nothing is encoded before the flush"
+    assert state.tx.get(b"j" + JOB.encode()) == stored, "the store's copy waits for the flush"
+
+    changelog = state.flush()
+    assert calls.encoded == [JOB]
+    assert state.flush() == changelog and calls.encoded == [JOB], (
+        "a second flush re-encodes nothing"
+    )
+    assert changelog == [(b"j" + JOB.encode(), JobRecord.encode(final))]
+    state.tx.commit(1)
+    assert StatusState(PartitionTransaction(store)).get(JOB) == final
+
+
+def test_indexes_follow_the_records_within_a_transaction(store: PartitionStore) -> None:
+    committed(store, FULL)  # RUNNING, lease until T + 30 s
+    state = StatusState(PartitionTransaction(store))
+    assert state.expired_leases(T + 30_000, 10) == [FULL]
+    state.put(FULL.evolve(lease_deadline_ms=T + 60_000))  # renewed, not yet flushed
+    assert state.expired_leases(T + 30_000, 10) == []
+    assert [r.lease_deadline_ms for r in state.expired_leases(T + 60_000, 10)] == [T + 60_000]
+    done = FULL.evolve(state=S.SUCCEEDED, lease_deadline_ms=None, purge_at_ms=T + 90_000)
+    state.put(done)
+    assert state.expired_leases(T + 10**9, 10) == []
+    assert state.purgeable(T + 90_000, 10) == [done]
+    state.remove(JOB)
+    assert state.get(JOB) is None
+    assert state.purgeable(T + 10**9, 10) == []
+    assert state.flush() == [(b"j" + JOB.encode(), None)]
+    state.tx.commit(1)
+    assert list(store.scan(b"\x01", b"\xff")) == [], "record and index keys are all gone"
+
+
+def test_a_job_created_and_removed_in_one_transaction_leaves_a_tombstone(
+    store: PartitionStore,
+) -> None:
+    state = StatusState(PartitionTransaction(store))
+    state.remove(OTHER)
+    assert not state.changed, "removing a job never seen writes nothing"
+    state.put(JobRecord(job_id=OTHER, state=S.CANCELLED, purge_at_ms=T))
+    state.remove(OTHER)
+    assert state.flush() == [(b"j" + OTHER.encode(), None)]
+    state.tx.commit(0)
+    assert list(store.scan(b"\x01", b"\xff")) == []
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        FULL,
+        JobRecord(job_id=OTHER, state=S.SCHEDULED),
+        FULL.evolve(state=S.SUCCEEDED, result='{"ok": "ünïcødé ✓"}', last_error=None),
+        FULL.evolve(
+            state=S.FAILED_RETRYING,
+            workflow_id=None,
+            priority="LOW",
+            last_error={"error_type": "LeaseExpired", "message": "no heartbeat"},
+        ),
+    ],
+)
+def test_status_json_is_what_encode_status_writes(record: JobRecord) -> None:
+    assert record.status_json() == encode_status(record.to_status())
+    assert decode_status(record.status_json()) == record.to_status()
+
+
+def test_status_json_writes_only_the_fields_of_last_error() -> None:
+    extra = FULL.evolve(last_error={"error_type": "E", "message": "m", "traceback": "t"})
+    assert extra.status_json() == encode_status(extra.to_status())
