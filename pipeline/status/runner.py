@@ -1,10 +1,18 @@
 """``jobstream status-processor``: the consume-fold-commit loop of the status processor.
 
 One consumer in the status group reads jobs.events. Partition p owns one RocksDB store
-and partition p of ``jobs.status.changelog`` (co-partitioned with jobs.events). Each loop
-iteration is one Kafka transaction: the events consumed, the leases expired on the wall
-clock, the jobs.status records, the LOST and DUPLICATE events, the changelog and the input
-offsets commit together, and the stores are written only after the commit (ADR 0001).
+and partition p of ``jobs.status.changelog`` (co-partitioned with jobs.events). One Kafka
+transaction spans the loop iterations of up to ``commit_interval_ms`` (or
+``commit_max_events``): the events consumed, the leases expired on the wall clock, the
+jobs.status records, the LOST and DUPLICATE events, the changelog and the input offsets
+commit together, and the stores are written only after the commit (ADR 0001). An abort
+drops the whole transaction and rewinds the consumer to the committed offsets; a partition
+revoked while a transaction is open drops its own share of it, which its next owner redoes.
+
+Each transaction costs the broker a marker on every partition it wrote, and every job's
+status and record are written once per transaction however many of its events it holds:
+fewer, larger transactions are what let the broker keep up, for statuses later by up to
+the interval.
 
 Leases expire only on a partition read to its end (librdkafka's partition EOF): while a
 backlog is being read (after a restart, under load) the heartbeats in it have not been
@@ -29,7 +37,9 @@ from pipeline.kafka import clients
 from pipeline.kafka.transaction import send, transact
 from pipeline.serde import Event, make_serde
 from pipeline.state.partitions import PartitionStores
-from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.status.batch import OpenTransaction, commit_due
+from pipeline.status.processor import StatusPolicy, StatusProcessor
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
 
@@ -47,9 +57,20 @@ class StatusOptions:
     tick_ms: int = 50
     """Longest wait for events per iteration, hence the resolution of lease expiry."""
     batch_size: int = 2000
+    """Events taken per ``consume()`` call."""
+    commit_interval_ms: int = 100
+    """How long a transaction stays open for more events, from its first one (0: commit
+    every iteration)."""
+    commit_max_events: int = 10_000
+    """A transaction that folded (or emitted) this many records commits before its interval."""
     expire_limit: int = 1000
-    """Leases expired (and records purged) per partition per transaction."""
+    """Leases expired (and records purged) per partition per iteration."""
     stats_interval_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.commit_interval_ms < 0 or self.commit_max_events < 1 or self.batch_size < 1:
+            raise ValueError("commit_interval_ms must be >= 0, commit_max_events and "
+                             "batch_size >= 1")  # fmt: skip
 
 
 @dataclass
@@ -62,6 +83,9 @@ class RunnerStats:
     statuses: int = 0
     transactions: int = 0
     aborted: int = 0
+    dropped: int = 0
+    """Events folded into an open transaction, then dropped with their revoked partition
+    (its next owner reads them again)."""
 
 
 class StatusRunner:
@@ -75,6 +99,7 @@ class StatusRunner:
         self.serialize, self.deserialize = make_serde(settings.schema_registry_url)
         self.stats = RunnerStats()
         self._caught_up: set[int] = set()
+        self._open: OpenTransaction | None = None
         group = f"{settings.topic_prefix}jobstream.status"
         self.consumer, self.producer = clients.processor_clients(
             settings,
@@ -91,13 +116,17 @@ class StatusRunner:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def start(self) -> None:
+        """Check the topics, fence any predecessor's transaction and join the group."""
         self._check_copartitioned()
         self.producer.init_transactions(60)
         self.consumer.subscribe([self.topics.events], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
         log.info("status processor started", extra={"instance": self.options.instance_id,
                  "lease_ms": self.options.lease_ms})  # fmt: skip
+
+    def run(self, stop: threading.Event) -> None:
+        self.start()
         last_stats = time.monotonic()
         heartbeat = metrics.LOOP_HEARTBEAT.labels("status")
         try:
@@ -107,6 +136,7 @@ class StatusRunner:
                 if time.monotonic() - last_stats > self.options.stats_interval_s:
                     last_stats = time.monotonic()
                     self.log_stats()
+            self.commit()  # what was folded before the stop
         finally:
             self.log_stats()
             self.close()
@@ -131,44 +161,80 @@ class StatusRunner:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.partitions.assign(tp.partition for tp in partitions)
+        if self._open is not None:  # assigned while a transaction is open: it takes them in
+            for tp in partitions:
+                store = self.partitions.stores[tp.partition]
+                self._open.open(
+                    tp.partition, StatusState(PartitionTransaction(store), tp.partition)
+                )
         log.info("status partitions assigned",
                  extra={"partitions": sorted(self.partitions.stores)})  # fmt: skip
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {tp.partition for tp in partitions}
         self._caught_up -= revoked
+        if self._open is not None:
+            self.stats.dropped += self._open.drop(revoked)
         self.partitions.revoke(revoked)
 
-    # -- one transaction ---------------------------------------------------------------
+    # -- transactions --------------------------------------------------------------------
 
     def step(self) -> None:
-        """Consume a batch, fold it, expire leases, and commit it all as one transaction."""
+        """Consume a batch, fold it and expire leases into the open transaction; commit the
+        transaction when it is due (:func:`commit_due`)."""
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.tick_ms / 1000)  # fmt: skip
         if not self.partitions.stores:
             return
         now = now_ms()
-        states = self.partitions.begin(StatusState)
-        emits: list[Emit] = []
-        consumed = 0
+        tx = self._open or self._begin()
         for message in messages:
             p = message.partition() or 0
             if message.error() is not None:
                 self._consume_error(message)
                 continue
-            consumed += 1
             self._caught_up.discard(p)
-            state = states.get(p)
-            event = self._decode(message) if state is not None else None
-            if state is not None and event is not None:
-                emits.extend(self.processor.process(state, event.data, now))
-        for p, state in states.items():
-            if p in self._caught_up:
-                emits.extend(self.processor.expire_leases(state, now, self.options.expire_limit))
-                self.processor.purge(state, now, self.options.expire_limit)
-        if not consumed and not emits and not any(s.changed for s in states.values()):
+            state = tx.state(p)
+            if state is None:  # not owned (a revoke raced the fetch): not ours to commit
+                continue
+            event = self._decode(message)
+            tx.fold(p, () if event is None else self.processor.process(state, event.data, now),
+                    consumed=1)  # fmt: skip
+        for p in self._caught_up & tx.partitions.keys():
+            state = tx.partitions[p].state
+            tx.fold(p, self.processor.expire_leases(state, now, self.options.expire_limit))
+            self.processor.purge(state, now, self.options.expire_limit)
+        if not tx.pending:
+            self._open = None  # nothing yet: the interval starts with the first record
             return
-        self._transact(states, emits, consumed)
+        age_ms = (time.monotonic() - tx.started) * 1000
+        if commit_due(age_ms, tx.size, interval_ms=self.options.commit_interval_ms,
+                      max_events=self.options.commit_max_events):  # fmt: skip
+            self.commit()
+
+    def _begin(self) -> OpenTransaction:
+        self._open = OpenTransaction(started=time.monotonic())
+        for p, state in self.partitions.begin(StatusState).items():
+            self._open.open(p, state)
+        return self._open
+
+    @property
+    def uncommitted(self) -> int:
+        """Events folded into the open transaction."""
+        return 0 if self._open is None else self._open.consumed
+
+    def commit(self) -> None:
+        """Commit the open transaction, if it holds anything: Kafka first, then the stores."""
+        tx, self._open = self._open, None
+        if tx is None or not tx.pending:
+            return
+        if not transact(self.producer, self.consumer, lambda: self._produce(tx)):
+            tx.rollback()
+            self.stats.aborted += 1
+            return
+        self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})
+        self.stats.transactions += 1
+        self.stats.consumed += tx.consumed
 
     def _consume_error(self, message: Message) -> None:
         error = message.error()
@@ -190,29 +256,15 @@ class StatusRunner:
             return None
         return event
 
-    def _transact(self, states: dict[int, StatusState], emits: list[Emit], consumed: int) -> None:
-        if not transact(self.producer, self.consumer, lambda: self._produce(states, emits)):
-            for state in states.values():
-                state.tx.rollback()
-            self.stats.aborted += 1
-            return
-        self.partitions.commit({p: state.tx for p, state in states.items()})
-        self.stats.transactions += 1
-        self.stats.consumed += consumed
-
-    def _produce(self, states: dict[int, StatusState], emits: list[Emit]) -> None:
-        # jobs.status is a compacted view: only a job's last status of the batch matters.
-        statuses: dict[bytes, tuple[str, JobRecord]] = {}
-        for emit in emits:
+    def _produce(self, tx: OpenTransaction) -> None:
+        for emit in tx.emits():
             if isinstance(emit.value, JobRecord):
-                statuses[emit.key] = (emit.topic, emit.value)
+                self._send(emit.topic, emit.value.status_json(), emit.key, None)
+                self.stats.statuses += 1
             else:
                 self._send(emit.topic, self.serialize(emit.value), emit.key, emit.partition)
-        for key, (topic, record) in statuses.items():
-            self._send(topic, record.status_json(), key, None)
-        self.stats.statuses += len(statuses)
-        for p, state in states.items():
-            self.partitions.log(self.producer, p, state.flush())
+        for p, work in tx.partitions.items():
+            self.partitions.log(self.producer, p, work.state.flush())
         self.producer.poll(0)
 
     def _send(self, topic: str, value: bytes, key: bytes, partition: int | None) -> None:

@@ -253,3 +253,99 @@ def test_kill_9_and_restart_keeps_state(
     assert {found[job].state for job in jobs} == {S.SUCCEEDED}
     assert [len(event_log.of(job, "DUPLICATE")) for job in jobs[:5]] == [1, 1, 1, 1, 0]
     assert all(event_log.of(job, "LOST") == [] for job in jobs)
+
+
+def stored(runner: StatusRunner, job_id: str) -> bool:
+    """Whether the runner's local stores hold a record of ``job_id``."""
+    key = b"j" + job_id.encode()
+    return any(store.get(key) is not None for store in runner.partitions.stores.values())
+
+
+def stepping(*runners: StatusRunner, until: Callable[[], bool], what: str) -> None:
+    """Run the loops of ``runners`` by hand until ``until()`` holds."""
+
+    def step() -> bool:
+        for runner in runners:
+            runner.step()
+        return until()
+
+    wait_for(step, timeout_s=120, interval_s=0, what=what)
+
+
+NEVER_MS = 3_600_000
+"""A commit interval no test reaches: these tests say when to commit."""
+
+
+def test_one_transaction_spans_several_consumes_and_the_stores_wait_for_its_commit(
+    topics: Topics, tmp_path: Path
+) -> None:
+    settings, t = topics.settings, now_ms()
+    first, later = [new_job_id() for _ in range(4)], [new_job_id() for _ in range(4)]
+    runner = StatusRunner(settings, StatusOptions(state_dir=tmp_path / "state", tick_ms=20,
+                                                  commit_interval_ms=NEVER_MS))  # fmt: skip
+    try:
+        runner.start()
+        produce_events(settings, *(scheduled(job, at_ms=t) for job in first))
+        stepping(runner, until=lambda: runner.uncommitted == 4, what="the first events folded")
+        produce_events(settings, *(scheduled(job, at_ms=t) for job in later))
+        stepping(runner, until=lambda: runner.uncommitted == 8, what="the later events folded")
+
+        assert runner.stats.transactions == 0
+        assert not any(stored(runner, job) for job in first + later), "stores wait for the commit"
+        assert read_statuses(settings, timeout_s=60) == {}, "nothing is visible before the commit"
+
+        runner.commit()
+        assert (runner.stats.transactions, runner.stats.consumed, runner.uncommitted) == (1, 8, 0)
+        assert all(stored(runner, job) for job in first + later)
+        assert set(read_statuses(settings, state=S.SCHEDULED, timeout_s=60)) == {*first, *later}
+    finally:
+        runner.close()
+
+
+def test_a_transaction_commits_when_it_holds_max_events(topics: Topics, tmp_path: Path) -> None:
+    settings, t = topics.settings, now_ms()
+    jobs = [new_job_id() for _ in range(6)]
+    # One event per consume(); each SCHEDULED folds one event and emits one status (size 2),
+    # so every second event fills a transaction of at most 3.
+    options = StatusOptions(state_dir=tmp_path / "state", tick_ms=20, batch_size=1,
+                            commit_interval_ms=NEVER_MS, commit_max_events=3)  # fmt: skip
+    runner = StatusRunner(settings, options)
+    try:
+        runner.start()
+        produce_events(settings, *(scheduled(job, at_ms=t) for job in jobs))
+        stepping(runner, until=lambda: runner.stats.consumed == 6, what="every event committed")
+        assert (runner.stats.transactions, runner.uncommitted) == (3, 0)
+    finally:
+        runner.close()
+
+
+def test_a_partition_revoked_with_an_open_transaction_is_redone_by_its_next_owner(
+    topics: Topics, tmp_path: Path
+) -> None:
+    settings, t = topics.settings, now_ms()
+    jobs = [new_job_id() for _ in range(30)]  # on every one of the 3 partitions
+    runs = {job: execution(job, epoch=t) for job in jobs}
+    produce_events(settings, *(e for job in jobs for e in (scheduled(job, at_ms=t),
+                                                          fired(runs[job]))))  # fmt: skip
+    options = {"tick_ms": 20, "commit_interval_ms": NEVER_MS}
+    a = StatusRunner(settings, StatusOptions(instance_id="a", state_dir=tmp_path / "a", **options))
+    b = StatusRunner(settings, StatusOptions(instance_id="b", state_dir=tmp_path / "b", **options))
+    try:
+        a.start()
+        stepping(a, until=lambda: a.uncommitted == 60, what="a folding every event")
+        b.start()  # joins the group: a's partitions are revoked while its transaction is open
+        stepping(a, b, until=lambda: a.stats.dropped > 0, what="a dropping the revoked work")
+        assert a.stats.transactions == 0
+
+        def all_queued() -> bool:
+            for runner in (a, b):
+                runner.commit()
+            found = read_statuses(settings, timeout_s=60)
+            return all(job in found and found[job].state is S.QUEUED for job in jobs)
+
+        stepping(a, b, until=all_queued, what="every job QUEUED")
+        assert a.stats.consumed + b.stats.consumed == 60, "every event folded once, after all"
+        assert {job for job in jobs if stored(a, job) or stored(b, job)} == set(jobs)
+    finally:
+        a.close()
+        b.close()

@@ -1,0 +1,85 @@
+"""The status processor's open transaction: when it commits, and what it holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.serde import Event, JobState
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.status.batch import OpenTransaction, commit_due
+from pipeline.status.processor import Emit
+from pipeline.status.state import JobRecord, StatusState
+
+S = JobState
+
+
+@pytest.mark.parametrize(
+    ("age_ms", "size", "due"),
+    [
+        (0, 0, False),  # nothing in it: never
+        (10_000, 0, False),
+        (99, 10, False),  # young and small: it waits for more
+        (100, 1, True),  # the interval is up
+        (0, 500, True),  # full
+        (50, 499, False),
+    ],
+)
+def test_commit_due(age_ms: float, size: int, due: bool) -> None:
+    assert commit_due(age_ms, size, interval_ms=100, max_events=500) is due
+
+
+def test_a_zero_interval_commits_every_step_that_has_something() -> None:
+    assert commit_due(0, 1, interval_ms=0, max_events=500)
+    assert not commit_due(0, 0, interval_ms=0, max_events=500)
+
+
+def status(job: str, state: JobState) -> Emit:
+    return Emit("jobs.status", job.encode(), JobRecord(job_id=job, state=state))
+
+
+def lost(job: str, partition: int) -> Emit:
+    return Emit("jobs.events", job.encode(), Event("JobLifecycle", {"kind": "LOST",
+                "job_id": job}), partition=partition)  # fmt: skip
+
+
+@pytest.fixture
+def open_tx(tmp_path: Path) -> OpenTransaction:
+    tx = OpenTransaction(started=0.0)
+    for p in (0, 1):
+        tx.open(p, StatusState(PartitionTransaction(PartitionStore(tmp_path / str(p))), p))
+    return tx
+
+
+def test_the_last_status_of_a_job_is_the_one_written(open_tx: OpenTransaction) -> None:
+    assert not open_tx.pending
+    open_tx.fold(0, [status("a", S.SCHEDULED), status("b", S.SCHEDULED)], consumed=2)
+    open_tx.fold(0, [status("a", S.QUEUED), lost("c", 0)], consumed=1)
+    open_tx.fold(1, [lost("d", 1)])
+    open_tx.fold(0, [status("a", S.RUNNING)], consumed=1)
+    assert open_tx.pending and open_tx.consumed == 4 and open_tx.size == 4 + 6
+    written = [(e.key, e.value.state if isinstance(e.value, JobRecord) else e.value.data["kind"])
+               for e in open_tx.emits()]  # fmt: skip
+    # Lifecycle events first (in the order decided), then one status per job.
+    assert written == [(b"c", "LOST"), (b"d", "LOST"), (b"a", S.RUNNING), (b"b", S.SCHEDULED)]
+
+
+def test_a_transaction_of_input_offsets_only_is_pending(open_tx: OpenTransaction) -> None:
+    open_tx.fold(1, [], consumed=1)  # a malformed record: its offset still moves on
+    assert open_tx.pending
+
+
+def test_a_revoked_partition_drops_its_share(open_tx: OpenTransaction) -> None:
+    state = open_tx.state(0)
+    assert state is not None
+    state.put(JobRecord(job_id="a", state=S.SCHEDULED))
+    state.tx.put(b"e" + b"a", b"{}")
+    open_tx.fold(0, [status("a", S.SCHEDULED)], consumed=1)
+    open_tx.fold(1, [status("b", S.SCHEDULED)], consumed=1)
+    open_tx.drop([0, 7])
+    assert open_tx.state(0) is None and state.tx.changes == {}
+    assert [e.key for e in open_tx.emits()] == [b"b"] and open_tx.consumed == 1
+    open_tx.rollback()
+    assert not open_tx.pending and list(open_tx.emits()) == []
