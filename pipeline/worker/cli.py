@@ -20,8 +20,9 @@ from pipeline import metrics
 from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.worker.app import load_app
+from pipeline.worker.commits import DEFAULT_INTERVAL_S
 from pipeline.worker.heartbeat import default_worker_id
-from pipeline.worker.options import WorkerOptions
+from pipeline.worker.options import MIN_PREFETCH, WorkerOptions
 from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore
 from pipeline.worker.runtime import WorkerRuntime
 
@@ -44,6 +45,12 @@ def worker(
                                     help="Where results over 256 KB are written."),
     drain_timeout_s: float = typer.Option(30.0, "--drain-timeout-s", min=0,
                                           help="On SIGTERM, how long running jobs may finish."),
+    prefetch: int | None = typer.Option(None, "--prefetch", min=1,
+                                        help="Records buffered per priority tier (default: "
+                                        f"the concurrency, at least {MIN_PREFETCH})."),
+    commit_interval_s: float = typer.Option(DEFAULT_INTERVAL_S, "--commit-interval-s", min=0,
+                                            help="Least seconds between two transactions of "
+                                            "outcomes: larger batches, later outcomes."),
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
@@ -53,6 +60,7 @@ def worker(
     options = WorkerOptions(
         worker_id=worker_id or default_worker_id(), job_types=tuple(job_types or ()),
         concurrency=concurrency, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
+        prefetch=prefetch, commit_interval_s=commit_interval_s,
         result_store=LocalResultStore(result_dir),
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)

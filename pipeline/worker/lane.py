@@ -1,18 +1,22 @@
 """One job type's side of a worker: its consumer, buffers, offsets and transactions.
 
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
-to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a small
-buffer per tier (at most ``prefetch`` each) until the runtime has a free slot; the
-:class:`PriorityPolicy` decides which tier goes next. A tier whose buffer is full has its
-partitions paused (the consumer stays in its group, it just fetches nothing more), and
-every tier is paused while draining.
+to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a
+buffer per tier (up to ``prefetch`` records or :data:`BUFFER_BYTES`) until the runtime has
+a free slot; the :class:`PriorityPolicy` decides which tier goes next. A tier whose buffer
+is full has its partitions paused (the consumer stays in its group, it just fetches
+nothing more) until half of its buffer has started (:func:`full_tiers`), and every tier
+is paused while draining.
 
 Final outcomes of the type's executions and the group's offsets commit together in one
 transaction (transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the
-offsets of :class:`OffsetTracker` (watermarks, since jobs finish out of order). A failed
-transaction is aborted and its outcomes are kept for the next one; nothing is rewound,
-because no record needs consuming again. Before a partition is revoked the lane commits
-what it has, so the next owner starts after everything finished here.
+offsets of :class:`OffsetTracker` (watermarks, since jobs finish out of order). One
+transaction carries every outcome decided since the previous one: :class:`CommitSchedule`
+says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes). A
+failed transaction is aborted and its outcomes are kept for the next one; nothing is
+rewound, because no record needs consuming again. Before a partition is revoked, and at
+the end of a drain, the lane commits what it has whatever the schedule says, so the next
+owner starts after everything finished here.
 """
 
 from __future__ import annotations
@@ -29,15 +33,19 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.kafka.transaction import commit_offsets
+from pipeline.kafka.transaction import commit_offsets, send
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics
+from pipeline.worker.commits import CommitSchedule
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
 
 log = logging.getLogger(__name__)
 
 TRANSACTION_TIMEOUT_MS = 30_000
+BUFFER_BYTES = 32 * 1024 * 1024
+"""A tier's buffer is also full at this many bytes of records: a job's params may reach
+1 MB, and ``prefetch`` of those would not fit in memory."""
 _MAX_RETRY_DELAY_S = 5.0
 _ERROR_LOG_INTERVAL_S = 10.0
 
@@ -49,11 +57,25 @@ class Record:
     ref: OffsetRef
     tier: str
     execution: dict[str, Any]
+    raw: bytes | None
+    """The record's value as fetched."""
+
+
+def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
+    """The tiers to keep paused, given how full each tier's buffer is (1.0 is full): a
+    tier is paused when full and resumed once half of it has started.
+
+    The gap matters: librdkafka drops what it had fetched ahead for a partition when it is
+    paused and fetches it again after the resume, so a tier toggling at one threshold
+    would fetch its records many times over.
+    """
+    return frozenset(tier for tier, level in fill.items()
+                     if level >= 1.0 or (tier in full and level > 0.5))  # fmt: skip
 
 
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
-                 deserialize: AvroDeserializer,
+                 deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
@@ -75,11 +97,14 @@ class Lane:
         )  # fmt: skip
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()
+        self.schedule = schedule or CommitSchedule()
         self.buffers: dict[str, deque[Record]] = {tier: deque() for tier in PRIORITIES}
+        self._buffered_bytes = dict.fromkeys(PRIORITIES, 0)
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
         self.transactions = self.aborted = self.unreadable = 0
         self._paused: set[Partition] = set()
+        self._full: frozenset[str] = frozenset()
         self._retry_at = 0.0
         self._retry_delay = 0.1
         self._error_logged_at = 0.0
@@ -119,6 +144,7 @@ class Lane:
             self.buffers[tier] = deque(
                 r for r in buffer if (r.ref.topic, r.ref.partition) not in gone
             )
+            self._buffered_bytes[tier] = sum(len(r.raw or b"") for r in self.buffers[tier])
 
     # -- records ------------------------------------------------------------------------
 
@@ -134,8 +160,9 @@ class Lane:
             ref = self.tracker.fetched(topic, partition, offset)
             if ref is None:
                 continue
+            raw = message.value()
             try:
-                event = self._deserialize(message.value())
+                event = self._deserialize(raw)
             except DeserializationError as exc:
                 self._unreadable(ref, str(exc))
                 continue
@@ -143,11 +170,20 @@ class Lane:
                 self._unreadable(ref, f"{event.name} does not belong on an execution topic")
                 continue
             tier = self.tier_of[topic]
-            self.buffers[tier].append(Record(ref, tier, event.data))
+            self.buffers[tier].append(Record(ref, tier, event.data, raw))
+            self._buffered_bytes[tier] += len(raw or b"")
 
     def pick(self) -> Record | None:
         tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
-        return None if tier is None else self.buffers[tier].popleft()
+        if tier is None:
+            return None
+        record = self.buffers[tier].popleft()
+        self._buffered_bytes[tier] -= len(record.raw or b"")
+        return record
+
+    @property
+    def has_buffered(self) -> bool:
+        return any(self.buffers.values())
 
     @property
     def paused(self) -> frozenset[Partition]:
@@ -158,9 +194,11 @@ class Lane:
 
     def update_pauses(self, fetching: bool) -> None:
         """Pause the partitions of full tiers (all of them unless ``fetching``)."""
-        full = {tier for tier, buffer in self.buffers.items() if len(buffer) >= self.prefetch}
+        fill = {tier: max(len(buffer) / self.prefetch, self._buffered_bytes[tier] / BUFFER_BYTES)
+                for tier, buffer in self.buffers.items()}  # fmt: skip
+        self._full = full_tiers(self._full, fill)
         wanted = {key for key in self.tracker.assigned()
-                  if not fetching or self.tier_of[key[0]] in full}  # fmt: skip
+                  if not fetching or self.tier_of[key[0]] in self._full}  # fmt: skip
         if wanted - self._paused:
             self.consumer.pause([TopicPartition(t, p) for t, p in wanted - self._paused])
         if self._paused - wanted:
@@ -186,18 +224,20 @@ class Lane:
     # -- transactions -------------------------------------------------------------------
 
     def commit(self, *, force: bool = False) -> bool:
-        """Commit the pending outcomes with the watermarks; False if it must be retried."""
+        """Commit the pending outcomes with the watermarks when the schedule says so (or
+        ``force``); whether a transaction committed."""
+        now = time.monotonic()
+        if not force and (now < self._retry_at or not self.schedule.due(now, len(self.pending))):
+            return False
         offsets = self.tracker.to_commit()
         if not self.pending and not offsets:
-            return True
-        if not force and time.monotonic() < self._retry_at:
             return False
         if self.pending:
             self._before_commit()
         self.producer.begin_transaction()
         try:
             for key, value in self.pending:
-                self.producer.produce(self.events_topic, value, key)
+                send(self.producer, self.events_topic, value, key)
             commit_offsets(self.producer, self.consumer,
                            [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
         except KafkaException as exc:
@@ -208,6 +248,7 @@ class Lane:
             return False
         self.tracker.committed(offsets)
         self.pending.clear()
+        self.schedule.committed(now)
         self.transactions += 1
         self._retry_delay = 0.1
         return True

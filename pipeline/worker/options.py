@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.worker.commits import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.results import ResultStore
+
+MIN_PREFETCH = 1000
+"""Records a tier buffers at least: a fetch then brings hundreds of records, not a few.
+Buffered records are not running, so they cost memory only; a rebalance drops them
+uncommitted and their partition's next owner fetches them again."""
 
 
 @dataclass(frozen=True)
@@ -18,8 +24,14 @@ class WorkerOptions:
     concurrency: int = 8
     """Runs holding a slot at once, across the types served."""
     prefetch: int | None = None
-    """Records buffered per tier and type; None means ``concurrency``. Each tier keeps its
-    own buffer so the priority policy always sees every tier's next record."""
+    """Records buffered per tier and type; None means ``concurrency``, but at least
+    :data:`MIN_PREFETCH`. Each tier keeps its own buffer so the priority policy always sees
+    every tier's next record; a deeper buffer lets one fetch bring many records."""
+    commit_interval_s: float = DEFAULT_INTERVAL_S
+    """Least time between two transactions of a type while outcomes keep coming: each
+    transaction carries every outcome decided since the previous one (see commits.py)."""
+    commit_max_outcomes: int = DEFAULT_MAX_PENDING
+    """Outcomes waiting that make a transaction due before the interval has passed."""
     heartbeat_s: float = 10.0
     """HEARTBEAT interval of a running job (the status processor's lease is 30 s)."""
     worker_heartbeat_s: float = 5.0

@@ -4,8 +4,11 @@ One thread owns every Kafka client (confluent-kafka's consumer is not thread-saf
 loops: fetch into the tier buffers of each job type's :class:`Lane`; collect the runs
 that ended; time out the late ones; heartbeat the running ones; start buffered
 executions while there is capacity; commit each lane's outcomes with its offsets in one
-transaction; pause what is full. Handlers run on :class:`JobExecutor`'s threads and event
-loop and hand their ends back through a queue.
+transaction once its commit is due (every ``commit_interval_s`` under load, see
+commits.py); pause what is full. Handlers run on :class:`JobExecutor`'s threads and event
+loop and hand their ends back through a queue. Each iteration waits (at most
+``poll_timeout_s``) only for what could let it do something: a run to end when every slot
+is taken, records to arrive when a slot is free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
   whose thread has not returned yet (it cannot be killed; see executor.py).
@@ -19,9 +22,9 @@ loop and hand their ends back through a queue.
   running", so it is not retried. Runs of a job share a partition key, hence a worker;
   only across a rebalance may two workers overlap.
 - Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
-  ``drain_timeout_s`` for running jobs and commit their outcomes. Jobs still running
-  then are handed back: their offsets stay uncommitted, so the group gives them to
-  another worker when this one leaves.
+  ``drain_timeout_s`` for running jobs and commit their outcomes without waiting for the
+  commit interval. Jobs still running then are handed back: their offsets stay
+  uncommitted, so the group gives them to another worker when this one leaves.
 """
 
 from __future__ import annotations
@@ -44,13 +47,14 @@ from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
+from pipeline.worker.commits import CommitSchedule
 from pipeline.worker.context import build_context
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
 from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
-from pipeline.worker.options import WorkerOptions, WorkerStats
+from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.results import LocalResultStore
 
 log = logging.getLogger(__name__)
@@ -71,10 +75,12 @@ class WorkerRuntime:
         self.store = options.result_store or LocalResultStore()
         self.topics = Topics(settings)
         self.serialize, deserialize = make_serde(settings.schema_registry_url)
-        prefetch = options.prefetch or options.concurrency
+        prefetch = options.prefetch or max(options.concurrency, MIN_PREFETCH)
         self.events = clients.producer(settings)
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
-                           deserialize=deserialize, before_commit=self._flush_events)
+                           deserialize=deserialize, before_commit=self._flush_events,
+                           schedule=CommitSchedule(options.commit_interval_s,
+                                                   options.commit_max_outcomes))
                       for t in self.job_types]  # fmt: skip
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
@@ -127,6 +133,8 @@ class WorkerRuntime:
         while self.inflight.active and time.monotonic() < deadline and not abandon.is_set():
             self.step(fetching=False)
         self.step(fetching=False)
+        for lane in self.lanes:
+            lane.commit(force=True)
 
     def _close(self) -> None:
         handed = self.inflight.hand_back()
@@ -144,9 +152,7 @@ class WorkerRuntime:
     # -- one iteration ------------------------------------------------------------------
 
     def step(self, *, fetching: bool) -> None:
-        wait = self.options.poll_timeout_s / len(self.lanes)
-        for lane in self.lanes:
-            lane.fetch(0 if not self._finished.empty() else wait)
+        self._fetch(fetching)
         self._collect()
         now = time.monotonic()
         for job in self.inflight.overdue(now, self.options.async_grace_s):
@@ -164,19 +170,41 @@ class WorkerRuntime:
         self.events.poll(0)
         self._update_stats(now)
 
-    def _collect(self) -> None:
-        while True:
-            try:
+    def _fetch(self, fetching: bool) -> None:
+        """Fetch, waiting (at most ``poll_timeout_s``) for whatever can happen next.
+
+        With every slot taken (or while draining) no record could start, so the wait is
+        for a run to end; with a free slot and nothing buffered, for records to arrive;
+        with both, there is no wait at all.
+        """
+        wait = self.options.poll_timeout_s
+        if not fetching or len(self.inflight.slots) >= self.options.concurrency:
+            self._collect(wait_s=wait)
+            wait = 0
+        elif not self._finished.empty() or any(lane.has_buffered for lane in self.lanes):
+            wait = 0
+        for lane in self.lanes:
+            lane.fetch(wait / len(self.lanes))
+
+    def _collect(self, wait_s: float = 0) -> None:
+        """Report the runs that ended; wait up to ``wait_s`` for one if none has."""
+        try:
+            end = self._finished.get(timeout=wait_s) if wait_s else self._finished.get_nowait()
+            while True:
+                self._end(end)
                 end = self._finished.get_nowait()
-            except queue.Empty:
-                return
-            job = self.inflight.release(end.token)
-            if job is None or job.reported:
-                continue  # a timed-out run whose thread returned: only its slot mattered
-            event = end.outcome(job.execution, timeout_s=job.timeout_s,
-                                worker_id=self.options.worker_id)  # fmt: skip
-            if event is not None:  # None: cancelled when handed back, its offsets stay open
-                self._report(job, event)
+        except queue.Empty:
+            return
+
+    def _end(self, end: Finished) -> None:
+        """A run returned (or was cancelled): free its slot and report its outcome."""
+        job = self.inflight.release(end.token)
+        if job is None or job.reported:
+            return  # a timed-out run whose thread returned: only its slot mattered
+        event = end.outcome(job.execution, timeout_s=job.timeout_s,
+                            worker_id=self.options.worker_id)  # fmt: skip
+        if event is not None:  # None: cancelled when handed back, its offsets stay open
+            self._report(job, event)
 
     def _beat_jobs(self, now: float) -> None:
         worker = self.options.worker_id
@@ -241,9 +269,10 @@ class WorkerRuntime:
             return
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
+        started_ms = now_ms()
         try:
             ctx = build_context(execution, worker_id=worker, result_store=self.store,
-                                started_ms=now_ms(), timeout_s=timeout_s)  # fmt: skip
+                                started_ms=started_ms, timeout_s=timeout_s)  # fmt: skip
         except ValidationError as exc:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
@@ -257,7 +286,7 @@ class WorkerRuntime:
         )  # fmt: skip
         self.inflight.add(job)
         self.stats.started += 1
-        self._emit(outcomes.started(execution, worker_id=worker, now_ms=now_ms()), execution)
+        self._emit(outcomes.started(execution, worker_id=worker, now_ms=started_ms), execution)
         job.future = self.executor.submit(job.token, handler, ctx, timeout_s)
 
     # -- plain records ------------------------------------------------------------------

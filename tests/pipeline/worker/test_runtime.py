@@ -171,3 +171,22 @@ def test_a_running_job_heartbeats(
     events.wait(execution_id, "SUCCEEDED")
     kinds = events.kinds(execution_id)
     assert kinds[0] == "STARTED" and kinds[-1] == "SUCCEEDED"
+
+
+def test_one_transaction_carries_the_outcomes_of_many_jobs(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def quick(ctx: JobContext) -> int:
+        return ctx.attempt
+
+    ids = submit(topics, *(execution_requested() for _ in range(40)))
+    worker = start_worker(app, concurrency=2, commit_interval_s=1.0)
+    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 40, timeout_s=60,
+             what="every offset committed")  # fmt: skip
+    events.catch_up()
+    assert all(events.kinds(execution_id) == ["STARTED", "SUCCEEDED"] for execution_id in ids)
+    transactions = worker.runtime.lanes[0].transactions
+    assert transactions <= 8, f"{transactions} transactions for 40 jobs run two at a time"

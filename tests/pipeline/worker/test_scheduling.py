@@ -41,7 +41,7 @@ def test_concurrency_is_bounded_and_partitions_pause_while_full(
             gate.wait(120)
 
     submit(topics, *(execution_requested() for _ in range(12)))
-    worker = start_worker(app, concurrency=3)
+    worker = start_worker(app, concurrency=3, prefetch=3)
     lane = worker.runtime.lanes[0]
     wait_for(lambda: gauge.now == 3 and lane.buffered()["normal"] >= 3, timeout_s=60,
              what="three running, the buffer full")  # fmt: skip

@@ -69,3 +69,18 @@ def test_a_job_still_running_after_the_drain_timeout_is_handed_back(
     assert done["worker_id"] == "second"
     wait_for(lambda: committed_offsets(topics.settings, "data.process") == 1, timeout_s=30,
              what="the second worker's commit")  # fmt: skip
+
+
+def test_an_outcome_waiting_for_the_commit_interval_is_committed_by_the_drain(
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+) -> None:
+    (execution_id,) = submit(topics, execution_requested())
+    worker = start_worker(blocking_app(gate), commit_interval_s=600)
+    events.wait(execution_id, "STARTED")
+    gate.set()
+    wait_for(lambda: worker.runtime.stats.succeeded == 1, timeout_s=30, what="the job to end")
+    events.catch_up()
+    assert events.kinds(execution_id) == ["STARTED"], "the outcome waits for the interval"
+    worker.shut_down()
+    assert events.kinds(execution_id) == ["STARTED", "SUCCEEDED"]
+    assert committed_offsets(topics.settings, "data.process") == 1
