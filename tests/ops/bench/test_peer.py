@@ -122,8 +122,10 @@ def test_worker_shape_defaults_per_handler_and_validation() -> None:
 
 
 def test_family_includes_children_and_their_cpu() -> None:
-    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n" \
-           "import sys; sys.stdout.write('x'); sys.stdout.flush(); time.sleep(30)"
+    burn = (
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+        "import sys; sys.stdout.write('x'); sys.stdout.flush(); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stdout.read(1) == b"x"
@@ -148,16 +150,18 @@ class _Commands:
         line = " ".join(command)
         self.ran.append(line)
         failed = any(line.startswith(prefix) for prefix in self.failing)
-        return subprocess.CompletedProcess(list(command), 100 if failed else 0, "",
-                                           "E: Unable to locate package" if failed else "")
+        return subprocess.CompletedProcess(
+            list(command), 100 if failed else 0, "", "E: Unable to locate package" if failed else ""
+        )
 
 
 def test_redis_install_updates_package_lists_only_after_a_failed_install(
         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     commands = _Commands(failing=["apt-get install"])
     monkeypatch.setattr(install, "_run", commands)
-    monkeypatch.setattr(install.shutil, "which",
-                        lambda name: "/usr/bin/apt-get" if name == "apt-get" else None)
+    monkeypatch.setattr(
+        install.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None
+    )
     with pytest.raises(PeerInstallError, match="apt-get install redis-server failed"):
         install.ensure_redis_server(lambda _: None)
     assert commands.ran == ["apt-get install -y redis-server", "apt-get update",
@@ -209,8 +213,11 @@ def _assert_complete(result: dict[str, Any], jobs: int) -> None:
     assert lateness["count"] == jobs
     assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"]
     assert result["jobs_per_s"] > 0 and result["submit_per_s"] > 0
-    assert set(result["rss_mb"]) == set(result["cpu_s"]) == {
-        "celery worker", "redis-server", "bench (submitter)"}
+    assert (
+        set(result["rss_mb"])
+        == set(result["cpu_s"])
+        == {"celery worker", "redis-server", "bench (submitter)"}
+    )
     assert result["rss_mb"]["celery worker"] > 20  # the main process and its pool
     assert result["cpu_s"]["celery worker"] > 0 and result["cpu_us_per_job"] > 0
 
