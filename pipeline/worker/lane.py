@@ -58,7 +58,7 @@ class Record:
     tier: str
     execution: dict[str, Any]
     raw: bytes | None
-    """The record's value as fetched."""
+    """The record's value as fetched: STARTED reuses its bytes (see started.py)."""
 
 
 def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:

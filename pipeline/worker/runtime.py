@@ -43,7 +43,7 @@ from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.serde import Event, make_serde
+from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
@@ -56,6 +56,7 @@ from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.results import LocalResultStore
+from pipeline.worker.started import StartedEncoder
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,11 @@ class WorkerRuntime:
         self.store = options.result_store or LocalResultStore()
         self.topics = Topics(settings)
         self.serialize, deserialize = make_serde(settings.schema_registry_url)
+        self.encode_started = StartedEncoder(self.serialize, event_schemas())
         prefetch = options.prefetch or max(options.concurrency, MIN_PREFETCH)
-        self.events = clients.producer(settings)
+        # Delivery reports only for failures: _on_delivery only logs those, and a report
+        # per STARTED is a Python callback per job.
+        self.events = clients.producer(settings, **{"delivery.report.only.error": True})
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
                            deserialize=deserialize, before_commit=self._flush_events,
                            schedule=CommitSchedule(options.commit_interval_s,
@@ -286,7 +290,9 @@ class WorkerRuntime:
         )  # fmt: skip
         self.inflight.add(job)
         self.stats.started += 1
-        self._emit(outcomes.started(execution, worker_id=worker, now_ms=started_ms), execution)
+        started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
+        self.events.produce(self.topics.events, self.encode_started(started, record.raw),
+                            outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
         job.future = self.executor.submit(job.token, handler, ctx, timeout_s)
 
     # -- plain records ------------------------------------------------------------------
