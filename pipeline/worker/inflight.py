@@ -10,12 +10,12 @@ again.
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from pipeline.worker.app import Handler
+from pipeline.worker.executor import AsyncRun
 from pipeline.worker.lane import Lane
 from pipeline.worker.offsets import OffsetRef
 
@@ -35,7 +35,7 @@ class RunningJob:
     deadline: float
     """Monotonic instant of the timeout."""
     next_beat: float
-    future: concurrent.futures.Future[None] | None = None
+    async_run: AsyncRun | None = None
     """Cancels an async run."""
     reported: bool = False
 
@@ -92,8 +92,8 @@ class InFlight:
         """Give up the runs still active (shutdown): cancel what can be; no outcome."""
         handed = sorted(self.active)
         for job in self.active.values():
-            if job.future is not None:
-                job.future.cancel()
+            if job.async_run is not None:
+                job.async_run.cancel()
         self.active.clear()
         self._job_ids.clear()
         return handed

@@ -103,6 +103,17 @@ def result_key(job_id: str, execution_id: str, suffix: str) -> str:
     return f"{job_id}/{execution_id.replace(':', '_')}.{suffix}"
 
 
+def inline_result(value: Any, *, limit: int = INLINE_LIMIT) -> RoutedResult | None:
+    """The result as SUCCEEDED carries it inline; None when it goes to the store (bytes,
+    or JSON over ``limit``). Raises ResultEncodingError for a value that is neither."""
+    if value is None:
+        return _NULL
+    if isinstance(value, bytes | bytearray | memoryview):
+        return None
+    encoded = _encode(value)
+    return RoutedResult(encoded.decode(), None) if len(encoded) <= limit else None
+
+
 def route_result(
     value: Any, *, store: ResultStore, job_id: str, execution_id: str, limit: int = INLINE_LIMIT
 ) -> RoutedResult:
@@ -110,12 +121,20 @@ def route_result(
     if isinstance(value, bytes | bytearray | memoryview):
         uri = store.put(result_key(job_id, execution_id, "bin"), bytes(value))
         return RoutedResult(None, uri)
+    encoded = _encode(value)
+    if len(encoded) <= limit:
+        return RoutedResult(encoded.decode(), None)
+    return RoutedResult(None, store.put(result_key(job_id, execution_id, "json"), encoded))
+
+
+def _encode(value: Any) -> bytes:
     try:
-        encoded = orjson.dumps(value)
+        return orjson.dumps(value)
     except TypeError as exc:
         raise ResultEncodingError(
             f"handler returned a {type(value).__name__}, which is neither JSON nor bytes: {exc}"
         ) from exc
-    if len(encoded) <= limit:
-        return RoutedResult(encoded.decode(), None)
-    return RoutedResult(None, store.put(result_key(job_id, execution_id, "json"), encoded))
+
+
+_NULL = RoutedResult("null", None)
+"""A handler that returns nothing: JSON ``null`` inline, the most common result."""

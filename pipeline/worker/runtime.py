@@ -162,8 +162,8 @@ class WorkerRuntime:
         for job in self.inflight.overdue(now, self.options.async_grace_s):
             self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
                          worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
-            if job.future is not None:
-                job.future.cancel()
+            if job.async_run is not None:
+                job.async_run.cancel()
         self._beat_jobs(now)
         if fetching:
             self._dispatch()
@@ -293,7 +293,7 @@ class WorkerRuntime:
         started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         self.events.produce(self.topics.events, self.encode_started(started, record.raw),
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
-        job.future = self.executor.submit(job.token, handler, ctx, timeout_s)
+        job.async_run = self.executor.submit(job.token, handler, ctx, timeout_s)
 
     # -- plain records ------------------------------------------------------------------
 

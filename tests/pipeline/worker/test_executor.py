@@ -13,7 +13,7 @@ import pytest
 from pipeline.errors import NonRetryableError
 from pipeline.worker import JobContext, LocalResultStore, WorkerApp
 from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished, JobExecutor
+from pipeline.worker.executor import AsyncRun, Finished, JobExecutor
 from tests.pipeline.worker.executions import execution_requested
 
 app = WorkerApp()
@@ -49,6 +49,11 @@ async def async_ok(ctx: JobContext) -> str:
 @app.handler("async.slow")
 async def async_slow(ctx: JobContext) -> None:
     await asyncio.sleep(60)
+
+
+@app.handler("async.blocks_the_loop")
+async def async_blocks_the_loop(ctx: JobContext) -> None:
+    release.wait(30)  # what a handler must not do: it holds every async job back
 
 
 @app.handler("async.own_timeout")
@@ -108,3 +113,37 @@ def test_a_handlers_own_timeout_error_is_a_failure_not_a_timeout(
     end = run(runner, "async.own_timeout")
     assert not end.timed_out and end.error is not None
     assert end.error.error_type == "TimeoutError"
+
+
+def submit(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], token: int, job_type: str,
+           timeout_s: float = 30) -> AsyncRun | None:  # fmt: skip
+    record = execution_requested(job_type=job_type, params={"n": token}).data
+    ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
+                        started_ms=0, timeout_s=timeout_s)  # fmt: skip
+    return runner[0].submit(token, app.get(job_type), ctx, timeout_s)
+
+
+def test_a_burst_of_async_runs_all_report(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+) -> None:
+    for token in range(1, 201):
+        submit(runner, token, "async.ok")
+    ends = [runner[1].get(timeout=30) for _ in range(200)]
+    assert sorted(end.token for end in ends) == list(range(1, 201))
+    assert all(end.routed is not None and end.routed.result == '"fine"' for end in ends)
+
+
+def test_an_async_run_cancelled_before_it_began_is_reported_cancelled(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+) -> None:
+    release.clear()
+    try:
+        submit(runner, 1, "async.blocks_the_loop")
+        waiting = submit(runner, 2, "async.ok")
+        assert waiting is not None
+        waiting.cancel()  # the loop is blocked: run 2 has not begun
+    finally:
+        release.set()
+    ends = {end.token: end for end in (runner[1].get(timeout=30) for _ in range(2))}
+    assert ends[2].cancelled, "its slot is freed although its body never ran"
+    assert ends[1].routed is not None

@@ -8,7 +8,12 @@ import orjson
 import pytest
 
 from pipeline.worker import LocalResultStore, ResultStore
-from pipeline.worker.results import INLINE_LIMIT, ResultEncodingError, route_result
+from pipeline.worker.results import (
+    INLINE_LIMIT,
+    ResultEncodingError,
+    inline_result,
+    route_result,
+)
 
 JOB, EXECUTION = "01JOB", "01JOB:1700000000000:1"
 
@@ -83,3 +88,14 @@ def test_any_object_with_put_and_get_is_a_result_store(tmp_path: Path) -> None:
     assert isinstance(memory, ResultStore)
     routed = route_result(b"abc", store=memory, job_id=JOB, execution_id=EXECUTION)
     assert routed.result_uri == "mem://01JOB/01JOB_1700000000000_1.bin"
+
+
+def test_inline_result_says_which_results_need_the_store() -> None:
+    for value in ({"rows": 3}, "done", None):
+        routed = inline_result(value)
+        assert routed is not None and routed.result_uri is None
+        assert routed.result is not None and orjson.loads(routed.result) == value
+    assert inline_result(b"raw") is None, "bytes always go to the store"
+    assert inline_result("x" * INLINE_LIMIT) is None, "too large to go inline"
+    with pytest.raises(ResultEncodingError):
+        inline_result(object())
