@@ -34,12 +34,16 @@ class Load:
 
     @classmethod
     def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
+        _check(rate > 0 and duration_s > 0, "steady needs a rate and a duration above 0")
+        _check(lead_s > 0, "the lead must be above 0")
         count = int(rate * duration_s)
         return cls("steady", [i * 1000 // rate for i in range(count)], lead_s, paced=True)
 
     @classmethod
     def burst(cls, count: int, lead_s: float | None) -> Load:
         # Submitting runs at ~15,000/s and the timers take ~9,000/s in: they must be done.
+        _check(count > 0, "a burst needs at least one job")
+        _check(lead_s is None or lead_s > 0, "the lead must be above 0")
         return cls("burst", [0] * count, lead_s or 10 + count / 5000, paced=False)
 
     @classmethod
@@ -47,14 +51,15 @@ class Load:
         offsets = [int(i * window_s * 1000 / count) for i in range(count)]
         return cls("backlog", offsets, lead_s or 30 + count / 4500, paced=False)
 
-    def chunks(self, t0_ms: int, halt: threading.Event) -> Iterator[tuple[int, int]]:
+    def chunks(self, t0_ms: int, halt: threading.Event,
+               size: int = CHUNK) -> Iterator[tuple[int, int]]:  # fmt: skip
         """Index ranges ``[first, upto)`` of jobs to submit now, in order, until all are
         or ``halt`` is set. Paced, a job's turn comes ``lead_s`` before it falls due
         (jobs due at ``t0_ms + offsets_ms[i]``); otherwise all come at once."""
         done, total = 0, len(self.offsets_ms)
         lead_ms = int(self.lead_s * 1000)
         while done < total and not halt.is_set():
-            upto = min(total, done + CHUNK)
+            upto = min(total, done + size)
             if self.paced:
                 horizon = now_ms() - t0_ms + lead_ms
                 upto = min(upto, bisect.bisect_right(self.offsets_ms, horizon, lo=done))
@@ -63,3 +68,8 @@ class Load:
                     continue
             yield done, upto
             done = upto
+
+
+def _check(ok: bool, problem: str) -> None:
+    if not ok:
+        raise ValueError(problem)

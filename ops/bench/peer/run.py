@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from rich.progress import Progress
 
 from ops.bench import measure
+from ops.bench.load import Load
 from ops.bench.peer import journal
 from ops.bench.peer.errors import PeerError
-from ops.bench.peer.load import Load
 from ops.bench.peer.procs import FamilySampler, family_cpu_seconds
 from ops.bench.peer.redis_server import RedisServer
 from ops.bench.peer.settings import TASKS, PeerSettings
@@ -43,15 +43,13 @@ WORKER, REDIS, CLIENT = "celery worker", "redis-server", "bench (submitter)"
 """The names of the measured processes in ``rss_mb`` and ``cpu_s``."""
 
 
-def run_peer(*, scenario: str, handler: str, rate: int, duration_s: float, burst: int,
-             lead_s: float, workdir: Path, port: int, progress: Progress | None,
+def run_peer(*, load: Load, handler: str, workdir: Path, port: int, progress: Progress | None,
              shape: WorkerShape | None = None,
              stall_s: float = 30.0) -> dict[str, Any]:  # fmt: skip
     """Run one scenario on Celery + Redis and return its numbers.
 
-    ``scenario`` is ``steady`` (``rate`` jobs/s for ``duration_s``, each submitted
-    ``lead_s`` before due) or ``burst`` (``burst`` jobs all due ``lead_s`` after
-    submission starts); ``handler`` is ``noop`` or ``sleep10``; Redis listens on
+    ``load`` is the scenario's (ops/bench/load.py, the same as jobstream is offered);
+    ``handler`` is ``noop`` or ``sleep10``; Redis listens on
     ``port``; ``shape`` is the worker's pool (default: :meth:`WorkerShape.for_handler`).
     Celery must be installed (:func:`ops.bench.peer.install.ensure_installed`).
 
@@ -65,8 +63,9 @@ def run_peer(*, scenario: str, handler: str, rate: int, duration_s: float, burst
       their lateness is the client's, not the scheduler's);
     - ``rss_mb``/``cpu_s``: peak RSS and CPU seconds over the run, per process; the
       worker's include its pool processes;
-    - ``cpu_us_per_job``: CPU of worker, Redis and the submitting process per completed
-      job; ``cpu_us_per_job_without_client``: worker and Redis only.
+    - ``cpu_us_per_job``: CPU of worker and Redis per completed job (as jobstream's
+      counts its processes and broker); ``cpu_us_per_job_with_client``: with the
+      submitting process too.
 
     Raises :class:`PeerError` if a process fails to start or dies, or submitting fails.
     Jobs that never complete are counted as lost; the worker and Redis are always stopped.
@@ -77,7 +76,6 @@ def run_peer(*, scenario: str, handler: str, rate: int, duration_s: float, burst
     # this module was imported (by the CLI, on a machine without it).
     from ops.bench.peer.submit import Submitter
 
-    load = Load.of(scenario, rate=rate, duration_s=duration_s, burst=burst, lead_s=lead_s)
     shape = shape or WorkerShape.for_handler(handler)
     folder = workdir / f"celery-{load.scenario}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"
     folder.mkdir(parents=True)
@@ -99,8 +97,7 @@ def run_peer(*, scenario: str, handler: str, rate: int, duration_s: float, burst
                 redis.pid), CLIENT: measure.ProcessSampler(os.getpid())}  # fmt: skip
             cpu_before = _cpu(pids)
             t0 = now_ms() + int(load.lead_s * 1000)
-            submitter = Submitter(settings, TASKS[handler], t0, load.offsets_ms,
-                                  int(load.lead_s * 1000) if load.paced else None)  # fmt: skip
+            submitter = Submitter(settings, TASKS[handler], load, t0)
             submitter.start()
             try:
                 _follow(worker, redis, submitter, settings.journal_dir,
@@ -125,8 +122,8 @@ def run_peer(*, scenario: str, handler: str, rate: int, duration_s: float, burst
         **result,
         "rss_mb": {name: round(s.peak_rss_mb(), 1) for name, s in samplers.items()},
         "cpu_s": {name: round(v, 2) for name, v in cpu.items()},
-        "cpu_us_per_job": 1e6 * sum(cpu.values()) / completed,
-        "cpu_us_per_job_without_client": 1e6 * (cpu[WORKER] + cpu[REDIS]) / completed,
+        "cpu_us_per_job": 1e6 * (cpu[WORKER] + cpu[REDIS]) / completed,
+        "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / completed,
         "versions": versions(),
         "work_dir": str(folder),
     }  # fmt: skip
@@ -142,7 +139,7 @@ def _follow(worker: CeleryWorker, redis: RedisServer, submitter: Submitter, fold
     """Follow the journal until every submitted job has ended, or none has for
     ``stall_s`` after the last due time and the last submission; fail at once if the
     worker, Redis or the submitter dies."""
-    total = len(submitter.offsets_ms)
+    total = len(submitter.load.offsets_ms)
     last_change, seen = time.time(), 0
     while True:
         ended = journal.count(folder, journal.END)
@@ -195,7 +192,8 @@ class _View:
     def update(self, submitted: int, completed: int, due_in_s: float) -> None:
         if self.progress is None or len(self.ids) < 2:
             return
-        info = f"last job due in {due_in_s:.0f} s" if due_in_s > 0 else \
-            f"{-due_in_s:.0f} s past due"
+        info = (
+            f"last job due in {due_in_s:.0f} s" if due_in_s > 0 else f"{-due_in_s:.0f} s past due"
+        )
         self.progress.update(self.ids[0], completed=submitted)
         self.progress.update(self.ids[1], completed=completed, info=info)

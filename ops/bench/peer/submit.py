@@ -13,10 +13,10 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ops.bench.load import Load
 from ops.bench.peer.app import make_app
 from ops.bench.peer.settings import PeerSettings
 from pipeline.clock import now_ms
@@ -24,21 +24,15 @@ from pipeline.clock import now_ms
 log = logging.getLogger(__name__)
 
 _CHUNK = 1_000
-_PACE_S = 0.05
 
 
 class Submitter(threading.Thread):
-    """Submit task ``task`` for job i due at ``t0_ms + offsets_ms[i]`` (sorted offsets).
+    """Submit task ``task`` for each of the load's jobs, job i due at ``t0_ms + offsets_ms[i]``,
+    when the load says (ops/bench/load.py)."""
 
-    With ``lead_ms`` each job is submitted ``lead_ms`` before it falls due (in chunks,
-    every 50 ms); without, as fast as the client can.
-    """
-
-    def __init__(self, settings: PeerSettings, task: str, t0_ms: int,
-                 offsets_ms: Sequence[int], lead_ms: int | None) -> None:  # fmt: skip
+    def __init__(self, settings: PeerSettings, task: str, load: Load, t0_ms: int) -> None:
         super().__init__(name="peer-submitter", daemon=True)
-        self.settings, self.task = settings, task
-        self.t0_ms, self.offsets_ms, self.lead_ms = t0_ms, offsets_ms, lead_ms
+        self.settings, self.task, self.load, self.t0_ms = settings, task, load, t0_ms
         self.submitted = 0
         self.after_due = 0
         """Jobs whose chunk reached Redis only after they were due: submission fell behind."""
@@ -60,25 +54,17 @@ class Submitter(threading.Thread):
             app.close()
 
     def _submit(self, app: Any, producer: Any) -> None:
-        total = len(self.offsets_ms)
-        while self.submitted < total and not self.halt.is_set():
-            done = self.submitted
-            upto = min(total, done + _CHUNK)
-            if self.lead_ms is not None:
-                horizon = now_ms() - self.t0_ms + self.lead_ms
-                upto = min(upto, bisect.bisect_right(self.offsets_ms, horizon, lo=done))
-                if upto == done:
-                    time.sleep(_PACE_S)
-                    continue
-            self._send(app, producer, done, upto)
-            late = bisect.bisect_left(self.offsets_ms, now_ms() - self.t0_ms, lo=done, hi=upto)
-            self.after_due += late - done
+        offsets = self.load.offsets_ms
+        for first, upto in self.load.chunks(self.t0_ms, self.halt, size=_CHUNK):
+            self._send(app, producer, first, upto)
+            late = bisect.bisect_left(offsets, now_ms() - self.t0_ms, lo=first, hi=upto)
+            self.after_due += late - first
             self.submitted = upto
 
     def _send(self, app: Any, producer: Any, first: int, upto: int) -> None:
         send_task = app.send_task
         with producer.batch(max_size=_CHUNK):
             for i in range(first, upto):
-                due_ms = self.t0_ms + self.offsets_ms[i]
+                due_ms = self.t0_ms + self.load.offsets_ms[i]
                 eta = datetime.fromtimestamp(due_ms / 1000, UTC)
                 send_task(self.task, args=(i, due_ms), eta=eta, producer=producer)

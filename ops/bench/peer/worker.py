@@ -100,7 +100,10 @@ class CeleryWorker:
         log.info("starting the Celery worker: %s", " ".join(self.command()))
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(
-                self.command(), env=env, stdout=out, stderr=subprocess.STDOUT,
+                self.command(),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout_s

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+
+import pytest
 
 from ops.bench.load import CHUNK, Load
 from pipeline.clock import now_ms
@@ -29,3 +32,15 @@ def test_paced_jobs_come_only_when_within_the_lead_of_their_due_time() -> None:
     assert next(chunks) == (0, 2)  # due now and in 100 ms; the third is a minute away
     halt.set()
     assert list(chunks) == []
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Load.steady(rate=0, duration_s=1, lead_s=1),
+    lambda: Load.steady(rate=1, duration_s=0, lead_s=1),
+    lambda: Load.steady(rate=1, duration_s=1, lead_s=0),
+    lambda: Load.burst(0, lead_s=None),
+    lambda: Load.burst(10, lead_s=-1),
+])  # fmt: skip
+def test_a_load_that_cannot_run_is_refused(make: Callable[[], Load]) -> None:
+    with pytest.raises(ValueError):
+        make()

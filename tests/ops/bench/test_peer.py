@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from ops.bench.load import Load
 from ops.bench.measure import cpu_seconds
 from ops.bench.peer import install, journal
 from ops.bench.peer.errors import PeerInstallError
-from ops.bench.peer.load import Load
 from ops.bench.peer.procs import children, family, family_cpu_seconds
 from ops.bench.peer.tally import tally
 from ops.bench.peer.worker import WorkerShape
@@ -86,27 +86,6 @@ def test_journal_opens_new_files_in_a_forked_child(tmp_path: Path) -> None:
 
 
 # --- load and worker shape -----------------------------------------------------------
-
-
-def test_steady_load_spreads_due_times_at_the_rate() -> None:
-    load = Load.of("steady", rate=4, duration_s=1.5, burst=0, lead_s=2)
-    assert load.offsets_ms == [0, 250, 500, 750, 1000, 1250]
-    assert load.paced and load.lead_s == 2
-
-
-def test_burst_load_is_due_at_once_and_submitted_at_once() -> None:
-    load = Load.of("burst", rate=0, duration_s=0, burst=3, lead_s=5)
-    assert load.offsets_ms == [0, 0, 0] and not load.paced
-
-
-@pytest.mark.parametrize("kwargs", [
-    {"scenario": "backlog", "rate": 1, "duration_s": 1, "burst": 1, "lead_s": 1},
-    {"scenario": "steady", "rate": 0, "duration_s": 1, "burst": 0, "lead_s": 1},
-    {"scenario": "burst", "rate": 0, "duration_s": 0, "burst": 10, "lead_s": 0},
-])  # fmt: skip
-def test_load_rejects_what_it_cannot_run(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        Load.of(**kwargs)
 
 
 def test_worker_shape_defaults_per_handler_and_validation() -> None:
@@ -198,11 +177,11 @@ def installed() -> None:
         pytest.skip(f"the Celery peer could not be installed: {exc}")
 
 
-def _run(tmp_path: Path, **scenario: Any) -> dict[str, Any]:
+def _run(tmp_path: Path, load: Load, handler: str) -> dict[str, Any]:
     from ops.bench.peer.run import run_peer
 
-    return run_peer(**{"rate": 0, "duration_s": 0.0, "burst": 0, **scenario},
-                    workdir=tmp_path, port=free_base_port(1), progress=None)  # fmt: skip
+    return run_peer(load=load, handler=handler, workdir=tmp_path, port=free_base_port(1),
+                    progress=None)  # fmt: skip
 
 
 def _assert_complete(result: dict[str, Any], jobs: int) -> None:
@@ -224,15 +203,14 @@ def _assert_complete(result: dict[str, Any], jobs: int) -> None:
 
 @pytest.mark.usefixtures("installed")
 def test_steady_run_on_celery_loses_nothing(tmp_path: Path) -> None:
-    result = _run(tmp_path, scenario="steady", handler="noop", rate=100, duration_s=2,
-                  lead_s=1)  # fmt: skip
+    result = _run(tmp_path, Load.steady(rate=100, duration_s=2, lead_s=1), "noop")
     _assert_complete(result, 200)
     assert (result["scenario"], result["pool"]) == ("steady", "prefork")
 
 
 @pytest.mark.usefixtures("installed")
 def test_burst_run_on_celery_loses_nothing(tmp_path: Path) -> None:
-    result = _run(tmp_path, scenario="burst", handler="sleep10", burst=500, lead_s=4)
+    result = _run(tmp_path, Load.burst(500, lead_s=4), "sleep10")
     _assert_complete(result, 500)
     assert (result["scenario"], result["pool"]) == ("burst", "threads")
     assert _peer_children() == []  # Redis and the worker were stopped (and reaped)
