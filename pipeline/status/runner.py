@@ -40,7 +40,7 @@ from pipeline.state.partitions import PartitionStores
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.batch import OpenTransaction, commit_due
 from pipeline.status.processor import StatusPolicy, StatusProcessor
-from pipeline.status.state import JobRecord, StatusState
+from pipeline.status.state import JobRecord, RecordCache, StatusState
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -65,12 +65,16 @@ class StatusOptions:
     """A transaction that folded (or emitted) this many records commits before its interval."""
     expire_limit: int = 1000
     """Leases expired (and records purged) per partition per iteration."""
+    cached_records: int = 10_000
+    """Committed job records kept decoded per partition between transactions (a job's
+    events usually span a few): about 1 KB each."""
     stats_interval_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if self.commit_interval_ms < 0 or self.commit_max_events < 1 or self.batch_size < 1:
-            raise ValueError("commit_interval_ms must be >= 0, commit_max_events and "
-                             "batch_size >= 1")  # fmt: skip
+        if min(self.commit_interval_ms, self.cached_records) < 0:
+            raise ValueError("commit_interval_ms and cached_records must be >= 0")
+        if min(self.commit_max_events, self.batch_size) < 1:
+            raise ValueError("commit_max_events and batch_size must be >= 1")
 
 
 @dataclass
@@ -100,6 +104,7 @@ class StatusRunner:
         self.stats = RunnerStats()
         self._caught_up: set[int] = set()
         self._open: OpenTransaction | None = None
+        self._caches: dict[int, RecordCache] = {}
         group = f"{settings.topic_prefix}jobstream.status"
         self.consumer, self.producer = clients.processor_clients(
             settings,
@@ -163,10 +168,8 @@ class StatusRunner:
         self.partitions.assign(tp.partition for tp in partitions)
         if self._open is not None:  # assigned while a transaction is open: it takes them in
             for tp in partitions:
-                store = self.partitions.stores[tp.partition]
-                self._open.open(
-                    tp.partition, StatusState(PartitionTransaction(store), tp.partition)
-                )
+                tx = PartitionTransaction(self.partitions.stores[tp.partition])
+                self._open.open(tp.partition, self._state(tx, tp.partition))
         log.info("status partitions assigned",
                  extra={"partitions": sorted(self.partitions.stores)})  # fmt: skip
 
@@ -175,6 +178,8 @@ class StatusRunner:
         self._caught_up -= revoked
         if self._open is not None:
             self.stats.dropped += self._open.drop(revoked)
+        for p in revoked:  # its next owner changes its records
+            self._caches.pop(p, None)
         self.partitions.revoke(revoked)
 
     # -- transactions --------------------------------------------------------------------
@@ -214,9 +219,15 @@ class StatusRunner:
 
     def _begin(self) -> OpenTransaction:
         self._open = OpenTransaction(started=time.monotonic())
-        for p, state in self.partitions.begin(StatusState).items():
+        for p, state in self.partitions.begin(self._state).items():
             self._open.open(p, state)
         return self._open
+
+    def _state(self, tx: PartitionTransaction, partition: int) -> StatusState:
+        cache = self._caches.get(partition)
+        if cache is None:
+            cache = self._caches[partition] = RecordCache(self.options.cached_records)
+        return StatusState(tx, partition, cache)
 
     @property
     def uncommitted(self) -> int:
@@ -233,6 +244,8 @@ class StatusRunner:
             self.stats.aborted += 1
             return
         self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})
+        for work in tx.partitions.values():
+            work.state.committed()
         self.stats.transactions += 1
         self.stats.consumed += tx.consumed
 

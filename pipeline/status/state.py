@@ -16,11 +16,14 @@ store key); the indexes are derived from records, so restoring rebuilds them.
 Within one transaction a job's record is decoded at most once and encoded at most once:
 :class:`StatusState` keeps the records it has read or written as objects, and
 :meth:`StatusState.flush` encodes the written ones when the transaction is about to commit.
+Between transactions a :class:`RecordCache` keeps the committed ones, so the next event
+of a job usually needs no store read nor decode at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from itertools import islice
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -90,11 +93,18 @@ class JobRecord(NamedTuple):
     """Finished jobs: when the record is dropped (its jobs.status record stays)."""
 
     def evolve(self, **changes: Any) -> JobRecord:
-        """A copy with ``changes``; TypeError for a field the record lacks."""
+        """A copy with ``changes``; TypeError for a field the record lacks.
+
+        NamedTuple's ``_replace`` pops every field from the changes; an event changes a
+        few, so only those are set, by position.
+        """
+        values = list(self)
         try:
-            return self._replace(**changes)
-        except ValueError as exc:  # NamedTuple's word for an unknown field
-            raise TypeError(f"JobRecord: {exc}") from None
+            for name, value in changes.items():
+                values[_POSITION[name]] = value
+        except KeyError as exc:
+            raise TypeError(f"JobRecord has no field {exc}") from None
+        return _new_tuple(JobRecord, values)
 
     def finish(self, execution_id: str | None) -> tuple[str, ...]:
         """``finished`` with ``execution_id`` added, the oldest dropped past the bound."""
@@ -136,11 +146,43 @@ class JobRecord(NamedTuple):
         return cls(**data)
 
 
+_POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
+_new_tuple = tuple.__new__
 _public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))
 _STATUS = tuple(JobStatus.model_fields)
 _status = itemgetter(*(JobRecord._fields.index(name) for name in _STATUS))
 
 ChangelogRecord = tuple[bytes, bytes | None]
+
+
+class RecordCache:
+    """One partition's committed records, kept decoded from one transaction to the next.
+
+    Filled after a commit only (an aborted transaction leaves it as it was) and dropped
+    with its partition, so it holds what the store holds. Bounded: the records committed
+    longest ago go first.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._records: dict[str, JobRecord | None] = {}
+
+    def __contains__(self, job_id: str) -> bool:
+        return job_id in self._records
+
+    def __getitem__(self, job_id: str) -> JobRecord | None:
+        return self._records[job_id]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def committed(self, records: Mapping[str, JobRecord | None]) -> None:
+        """Take the records of a transaction that has committed (None: no record)."""
+        for job_id, record in records.items():
+            self._records.pop(job_id, None)  # to the end: the most recently committed
+            self._records[job_id] = record
+        for job_id in list(islice(self._records, max(0, len(self._records) - self.limit))):
+            del self._records[job_id]
 
 
 class StatusState:
@@ -151,10 +193,14 @@ class StatusState:
     transaction see them) and :meth:`flush` encodes each written record once.
     """
 
-    def __init__(self, tx: PartitionTransaction, partition: int = 0) -> None:
+    def __init__(self, tx: PartitionTransaction, partition: int = 0,
+                 cache: RecordCache | None = None) -> None:  # fmt: skip
         self.tx = tx
         self.partition = partition
         """The jobs.events partition: LOST and DUPLICATE records are written back to it."""
+        self.cache = cache
+        """The partition's committed records: read before the store, and given this
+        transaction's records by :meth:`committed`."""
         self._records: dict[str, JobRecord | None] = {}
         """Every record read or written in this transaction, as it is now (None: absent)."""
         self._written: set[str] = set()
@@ -179,6 +225,11 @@ class StatusState:
         self._written.clear()
         return list(self._changelog.items())
 
+    def committed(self) -> None:
+        """The transaction has committed: its records are the partition's, for the cache."""
+        if self.cache is not None:
+            self.cache.committed(self._records)
+
     @property
     def changed(self) -> bool:
         """Whether this transaction has anything for the store and the changelog."""
@@ -190,10 +241,14 @@ class StatusState:
         try:
             return self._records[job_id]
         except KeyError:
+            pass
+        if self.cache is not None and job_id in self.cache:
+            record = self.cache[job_id]
+        else:
             raw = self.tx.get(RECORD_PREFIX + job_id.encode())
             record = None if raw is None else JobRecord.decode(raw)
-            self._records[job_id] = record
-            return record
+        self._records[job_id] = record
+        return record
 
     def put(self, record: JobRecord) -> None:
         job_id = record.job_id

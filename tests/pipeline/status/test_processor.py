@@ -12,7 +12,7 @@ from pipeline.serde import Event, JobState, JobStatus, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
-from pipeline.status.state import JobRecord, StatusState
+from pipeline.status.state import JobRecord, RecordCache, StatusState
 from pipeline.topics import Topics
 from tests.pipeline.status.events import (
     T0,
@@ -38,14 +38,19 @@ class Driver:
         self.store = PartitionStore(path)
         self.processor = StatusProcessor(Topics(Settings()), policy or StatusPolicy(lease_ms=LEASE))
         self.changelog: list[tuple[bytes, bytes | None]] = []
+        self.cache = RecordCache()
 
     def step(self, now: int, *events: dict[str, Any]) -> list[Emit]:
-        state = StatusState(PartitionTransaction(self.store), partition=2)
+        state = StatusState(PartitionTransaction(self.store), partition=2, cache=self.cache)
         emits = [emit for event in events for emit in self.processor.process(state, event, now)]
         emits += self.processor.expire_leases(state, now)
         self.processor.purge(state, now)
         self.changelog += state.flush()
         state.tx.commit(len(self.changelog) - 1)
+        state.committed()
+        for job in (JOB, OTHER):  # the cache holds what the store holds
+            if job in self.cache:
+                assert self.cache[job] == self.record(job)
         for emit in emits:  # every status the tests make is written as JobStatus writes it
             if isinstance(emit.value, JobRecord):
                 assert emit.value.status_json() == encode_status(emit.value.to_status())
@@ -195,7 +200,7 @@ def test_restore_from_the_changelog_rebuilds_the_same_state(driver: Driver, tmp_
     assert copy.changelog_offset == driver.store.changelog_offset
 
     twin = Driver.__new__(Driver)
-    twin.store, twin.changelog = copy, []
+    twin.store, twin.changelog, twin.cache = copy, [], RecordCache()
     twin.processor = StatusProcessor(Topics(Settings()), StatusPolicy(lease_ms=LEASE))
     expiry = E1 + 20 + LEASE
     assert lifecycles(twin.step(expiry)) == lifecycles(driver.step(expiry))

@@ -12,7 +12,7 @@ import pytest
 from pipeline.serde import JobState, decode_status, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.state import JobRecord, StatusState
+from pipeline.status.state import JobRecord, RecordCache, StatusState
 
 S = JobState
 JOB, OTHER = "01JD3W6Q8Z5X7M2K4N9P0R1S2T", "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
@@ -181,3 +181,41 @@ def test_status_json_is_what_encode_status_writes(record: JobRecord) -> None:
 def test_status_json_writes_only_the_fields_of_last_error() -> None:
     extra = FULL.evolve(last_error={"error_type": "E", "message": "m", "traceback": "t"})
     assert extra.status_json() == encode_status(extra.to_status())
+
+
+def test_the_cache_keeps_the_records_committed_last() -> None:
+    cache = RecordCache(limit=3)
+    records = {job: JobRecord(job_id=job, state=S.SCHEDULED) for job in "abcd"}
+    cache.committed({"a": records["a"], "b": records["b"], "c": None})
+    assert ("a" in cache, "c" in cache, "d" in cache) == (True, True, False)
+    assert cache["c"] is None, "a job known to have no record"
+    cache.committed({"a": records["a"].evolve(state=S.QUEUED), "d": records["d"]})
+    assert len(cache) == 3 and "b" not in cache, "the record committed longest ago goes first"
+    assert cache["a"] == records["a"].evolve(state=S.QUEUED)
+
+
+def test_records_committed_are_read_from_the_cache_and_aborted_ones_are_not(
+    store: PartitionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    committed(store, FULL)
+    cache = RecordCache()
+    calls = Calls(monkeypatch)
+
+    first = StatusState(PartitionTransaction(store), cache=cache)
+    assert first.get(JOB) == FULL and first.get(OTHER) is None
+    first.put(FULL.evolve(epoch=T + 1))
+    first.flush()
+    first.tx.commit(1)
+    first.committed()
+    assert calls.decoded == [JOB]
+
+    aborted = StatusState(PartitionTransaction(store), cache=cache)
+    assert aborted.get(JOB) == FULL.evolve(epoch=T + 1) and aborted.get(OTHER) is None
+    aborted.put(FULL.evolve(epoch=T + 2))
+    aborted.flush()
+    aborted.tx.rollback()  # no committed(): the cache keeps what the store has
+
+    again = StatusState(PartitionTransaction(store), cache=cache)
+    assert again.get(JOB) == FULL.evolve(epoch=T + 1)
+    assert calls.decoded == [JOB], "the committed record is never decoded again"
+    assert StatusState(PartitionTransaction(store)).get(JOB) == again.get(JOB)
