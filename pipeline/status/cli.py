@@ -21,6 +21,10 @@ def status_processor(
     state_dir: Path = StateDirOption,
     lease_s: float = typer.Option(30.0, "--lease-s", min=0.1,
                                   help="A RUNNING job without a heartbeat this long is lost."),
+    commit_interval_ms: int = typer.Option(
+        StatusOptions.commit_interval_ms, "--commit-interval-ms", min=0,
+        help="How long one transaction takes events in: fewer transactions for the broker, "
+             "statuses later by up to this much (0: one per loop iteration)."),
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a status processor: fold jobs.events into jobs.status and hold the leases."""
@@ -29,5 +33,6 @@ def status_processor(
     if metrics_port:
         metrics.serve(metrics_port)
     options = StatusOptions(instance_id=instance_id, state_dir=state_dir,
-                            lease_ms=max(1, round(lease_s * 1000)))  # fmt: skip
+                            lease_ms=max(1, round(lease_s * 1000)),
+                            commit_interval_ms=commit_interval_ms)  # fmt: skip
     StatusRunner(settings, options).run(stop)
