@@ -10,12 +10,13 @@ handlers run elsewhere:
   and keeps its thread (and its slot of capacity) until it returns; its result is
   ignored. Because every busy thread holds a slot, the pool never needs more threads
   than the concurrency.
-- async handlers as tasks on one event loop thread, under ``asyncio.timeout``: a timed
-  out coroutine is cancelled, so its slot frees as soon as the cancellation completes.
-  A coroutine that blocks the loop (CPU work, blocking I/O) stalls every async job of the
-  process; such work belongs in a sync handler. Runs submitted while the loop has not yet
-  picked up the previous ones join them, so a burst of starts costs the loop one wake-up,
-  not one each.
+- async handlers as tasks on one event loop thread. At its deadline the runtime cancels
+  a coroutine (``AsyncRun.cancel(timed_out=True)``), so its slot frees as soon as the
+  cancellation completes: the runtime checks deadlines on every loop iteration anyway,
+  which costs less than an ``asyncio.timeout`` timer per job. Runs submitted while the
+  loop has not yet picked up the previous ones join them, so a burst of starts costs the
+  loop one wake-up, not one each. A coroutine that blocks the loop (CPU work, blocking
+  I/O) stalls every async job of the process; such work belongs in a sync handler.
 
 Encoding the result and writing it to the result store happen here too, so a large
 result never costs the polling thread any time. An async handler's result is encoded on
@@ -73,31 +74,39 @@ class Finished:
 class AsyncRun:
     """One async run as the polling thread sees it: ``cancel()`` stops it, begun or not."""
 
-    __slots__ = ("_loop", "_on_finish", "ctx", "handler", "started", "task", "timeout_s",
-                 "token")  # fmt: skip
+    __slots__ = ("_loop", "_on_finish", "cancel_requested", "ctx", "handler", "started",
+                 "task", "timed_out", "token")  # fmt: skip
 
-    def __init__(self, token: int, handler: Handler, ctx: JobContext, timeout_s: float,
+    def __init__(self, token: int, handler: Handler, ctx: JobContext,
                  loop: asyncio.AbstractEventLoop, on_finish: Callable[[Finished], None]
                  ) -> None:  # fmt: skip
-        self.token, self.handler, self.ctx, self.timeout_s = token, handler, ctx, timeout_s
+        self.token, self.handler, self.ctx = token, handler, ctx
         self._loop, self._on_finish = loop, on_finish
+        self.cancel_requested = False
+        """Read and written by the polling thread only."""
         self.task: asyncio.Task[None] | None = None
         """Set on the loop by the launch that starts the run."""
         self.started = False
         """Set by the run's first step: a task cancelled before it never runs its body."""
+        self.timed_out = False
+        """Set on the loop: the cancellation is the run's timeout, not a hand-back."""
 
-    def cancel(self) -> None:
-        """Thread-safe: the run is cancelled on the loop."""
-        self._loop.call_soon_threadsafe(self._cancel)
+    def cancel(self, *, timed_out: bool = False) -> None:
+        """Thread-safe: the run is cancelled on the loop, and ends ``timed_out`` or
+        cancelled (handed back)."""
+        self.cancel_requested = True
+        self._loop.call_soon_threadsafe(self._cancel, timed_out)
 
-    def _cancel(self) -> None:
+    def _cancel(self, timed_out: bool) -> None:
         # Loop callbacks run in the order they were scheduled, and the launch that creates
         # the task was scheduled before submit() returned this handle: the task exists.
         if self.task is None or self.task.done():
             return
+        self.timed_out = timed_out
         self.task.cancel()
         if not self.started:  # its body, which reports the end, will never run
-            self._on_finish(Finished(self.token, now_ms(), cancelled=True))
+            self._on_finish(Finished(self.token, now_ms(), timed_out=timed_out,
+                                     cancelled=not timed_out))  # fmt: skip
 
 
 class JobExecutor:
@@ -118,12 +127,10 @@ class JobExecutor:
         self._ready: list[AsyncRun] = []
         """Async runs submitted and not yet picked up by the loop."""
 
-    def submit(
-        self, token: int, handler: Handler, ctx: JobContext, timeout_s: float
-    ) -> AsyncRun | None:
+    def submit(self, token: int, handler: Handler, ctx: JobContext) -> AsyncRun | None:
         """Start a run; for an async handler, return the handle whose cancel() stops it."""
         if handler.is_async:
-            run = AsyncRun(token, handler, ctx, timeout_s, self._event_loop(), self._on_finish)
+            run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish)
             with self._lock:
                 self._ready.append(run)
                 first = len(self._ready) == 1
@@ -187,23 +194,16 @@ class JobExecutor:
     async def _run_async(self, run: AsyncRun) -> None:
         run.started = True
         token, ctx = run.token, run.ctx
-        timeout = asyncio.timeout(run.timeout_s)
         try:
-            async with timeout:
-                value = await run.handler.func(ctx)
-                routed = inline_result(value)
-                if routed is None:  # bytes, or too large to go inline: the store writes
-                    routed = await asyncio.to_thread(route_result, value, store=self._store,
-                                                     job_id=ctx.job_id,
-                                                     execution_id=ctx.execution_id)  # fmt: skip
-        except TimeoutError as exc:
-            if timeout.expired():
-                self._on_finish(Finished(token, now_ms(), timed_out=True))
-            else:
-                self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
-            return
+            value = await run.handler.func(ctx)
+            routed = inline_result(value)
+            if routed is None:  # bytes, or too large to go inline: the store writes
+                routed = await asyncio.to_thread(route_result, value, store=self._store,
+                                                 job_id=ctx.job_id,
+                                                 execution_id=ctx.execution_id)  # fmt: skip
         except asyncio.CancelledError:
-            self._on_finish(Finished(token, now_ms(), cancelled=True))
+            self._on_finish(Finished(token, now_ms(), timed_out=run.timed_out,
+                                     cancelled=not run.timed_out))  # fmt: skip
             raise
         except Exception as exc:
             self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))

@@ -81,12 +81,9 @@ class InFlight:
     def job_running(self, job_id: str) -> bool:
         return self._job_ids[job_id] > 0
 
-    def overdue(self, now: float, async_grace_s: float) -> list[RunningJob]:
-        return [
-            job
-            for job in self.active.values()
-            if now >= job.deadline + (async_grace_s if job.handler.is_async else 0.0)
-        ]
+    def overdue(self, now: float) -> list[RunningJob]:
+        """The runs past their deadline whose outcome is still to come."""
+        return [job for job in self.active.values() if now >= job.deadline]
 
     def hand_back(self) -> list[str]:
         """Give up the runs still active (shutdown): cancel what can be; no outcome."""

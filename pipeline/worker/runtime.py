@@ -159,11 +159,7 @@ class WorkerRuntime:
         self._fetch(fetching)
         self._collect()
         now = time.monotonic()
-        for job in self.inflight.overdue(now, self.options.async_grace_s):
-            self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
-                         worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
-            if job.async_run is not None:
-                job.async_run.cancel()
+        self._time_out(now)
         self._beat_jobs(now)
         if fetching:
             self._dispatch()
@@ -209,6 +205,17 @@ class WorkerRuntime:
                             worker_id=self.options.worker_id)  # fmt: skip
         if event is not None:  # None: cancelled when handed back, its offsets stay open
             self._report(job, event)
+
+    def _time_out(self, now: float) -> None:
+        """Cancel async runs at their deadline (they end TIMED_OUT); report sync runs, and
+        async ones that ignore their cancellation for ``async_grace_s``, TIMED_OUT here."""
+        for job in self.inflight.overdue(now):
+            run = job.async_run
+            if run is not None and not run.cancel_requested:
+                run.cancel(timed_out=True)
+            if run is None or now >= job.deadline + self.options.async_grace_s:
+                self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
+                             worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
 
     def _beat_jobs(self, now: float) -> None:
         worker = self.options.worker_id
@@ -293,7 +300,7 @@ class WorkerRuntime:
         started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         self.events.produce(self.topics.events, self.encode_started(started, record.raw),
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
-        job.async_run = self.executor.submit(job.token, handler, ctx, timeout_s)
+        job.async_run = self.executor.submit(job.token, handler, ctx)
 
     # -- plain records ------------------------------------------------------------------
 

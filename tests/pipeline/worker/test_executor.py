@@ -18,6 +18,7 @@ from tests.pipeline.worker.executions import execution_requested
 
 app = WorkerApp()
 release = threading.Event()
+slow_began = threading.Event()
 
 
 @app.handler("ok")
@@ -48,6 +49,7 @@ async def async_ok(ctx: JobContext) -> str:
 
 @app.handler("async.slow")
 async def async_slow(ctx: JobContext) -> None:
+    slow_began.set()
     await asyncio.sleep(60)
 
 
@@ -69,13 +71,15 @@ def runner(tmp_path: Path) -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Fini
     executor.close()
 
 
-def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str,
-        timeout_s: float = 30) -> Finished:  # fmt: skip
+def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str) -> Finished:
     executor, ends = runner
     record = execution_requested(job_type=job_type, params={"n": 4}).data
     ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
-                        started_ms=0, timeout_s=timeout_s)  # fmt: skip
-    executor.submit(7, app.get(job_type), ctx, timeout_s)
+                        started_ms=0, timeout_s=30)  # fmt: skip
+    started = executor.submit(7, app.get(job_type), ctx)
+    if job_type == "async.slow":  # time it out once it runs, as the runtime would
+        assert started is not None and slow_began.wait(30)
+        started.cancel(timed_out=True)
     end = ends.get(timeout=30)
     assert end.token == 7
     return end
@@ -100,11 +104,11 @@ def test_errors_are_described_where_they_are_caught(
     assert end.error is not None and end.error.error_type == "SystemExit"
 
 
-def test_an_async_handler_is_cancelled_at_its_timeout(
+def test_an_async_run_cancelled_for_its_timeout_ends_timed_out(
     runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
 ) -> None:
-    end = run(runner, "async.slow", timeout_s=0.2)
-    assert end.timed_out and end.error is None
+    end = run(runner, "async.slow")
+    assert end.timed_out and not end.cancelled and end.error is None
 
 
 def test_a_handlers_own_timeout_error_is_a_failure_not_a_timeout(
@@ -115,12 +119,12 @@ def test_a_handlers_own_timeout_error_is_a_failure_not_a_timeout(
     assert end.error.error_type == "TimeoutError"
 
 
-def submit(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], token: int, job_type: str,
-           timeout_s: float = 30) -> AsyncRun | None:  # fmt: skip
+def submit(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], token: int,
+           job_type: str) -> AsyncRun | None:  # fmt: skip
     record = execution_requested(job_type=job_type, params={"n": token}).data
     ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
-                        started_ms=0, timeout_s=timeout_s)  # fmt: skip
-    return runner[0].submit(token, app.get(job_type), ctx, timeout_s)
+                        started_ms=0, timeout_s=30)  # fmt: skip
+    return runner[0].submit(token, app.get(job_type), ctx)
 
 
 def test_a_burst_of_async_runs_all_report(
@@ -142,8 +146,12 @@ def test_an_async_run_cancelled_before_it_began_is_reported_cancelled(
         waiting = submit(runner, 2, "async.ok")
         assert waiting is not None
         waiting.cancel()  # the loop is blocked: run 2 has not begun
+        timing_out = submit(runner, 3, "async.ok")
+        assert timing_out is not None
+        timing_out.cancel(timed_out=True)
     finally:
         release.set()
-    ends = {end.token: end for end in (runner[1].get(timeout=30) for _ in range(2))}
+    ends = {end.token: end for end in (runner[1].get(timeout=30) for _ in range(3))}
     assert ends[2].cancelled, "its slot is freed although its body never ran"
+    assert ends[3].timed_out and not ends[3].cancelled
     assert ends[1].routed is not None

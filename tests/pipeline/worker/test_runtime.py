@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from pathlib import Path
 
@@ -150,6 +151,30 @@ def test_an_async_handler_is_cancelled_at_its_timeout(
     late = events.wait(execution_id, "TIMED_OUT")[0]
     assert "0.5 s" in late["error"]["message"]
     wait_for(cancelled.is_set, timeout_s=10, what="the coroutine to be cancelled")
+
+
+def test_an_async_handler_that_ignores_its_cancellation_times_out_after_the_grace(
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("image.render")
+    async def stubborn(ctx: JobContext) -> str:
+        while not gate.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)
+        return "late"
+
+    (execution_id,) = submit(topics, execution_requested(job_type="image.render",
+                                                         timeout_ms=300))  # fmt: skip
+    worker = start_worker(app, async_grace_s=0.5)
+    late = events.wait(execution_id, "TIMED_OUT")[0]
+    assert late["at_ms"] - events.of(execution_id, "STARTED")[0]["at_ms"] >= 800
+    assert worker.runtime.stats.running == 1, "the coroutine still holds its slot"
+    gate.set()
+    wait_for(lambda: worker.runtime.stats.running == 0, timeout_s=30, what="the slot freed")
+    events.catch_up()
+    assert events.kinds(execution_id) == ["STARTED", "TIMED_OUT"], "the late result is ignored"
 
 
 def test_a_running_job_heartbeats(
