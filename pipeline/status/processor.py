@@ -137,7 +137,7 @@ class StatusProcessor:
         kind = event.get("kind")
         if after.state is JobState.RUNNING and kind in ("STARTED", "HEARTBEAT"):
             if kind == "STARTED" and event.get("execution"):
-                state.put_execution(after.job_id, dict(event["execution"]))
+                state.put_execution(after.job_id, event["execution"])
             return now_ms + self.policy.lease_ms
         if after.state is not JobState.RUNNING:
             if before is not None and before.state is JobState.RUNNING:
@@ -165,7 +165,7 @@ class StatusProcessor:
             detail=f"{kind} from {worker or 'an unknown worker'} not applied: {reason}",
         )  # fmt: skip
 
-    def _lost(self, state: StatusState, record: JobRecord, execution: dict[str, Any] | None,
+    def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
               now_ms: int) -> Emit:  # fmt: skip
         worker = record.worker_id or "an unknown worker"
         message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"

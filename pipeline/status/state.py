@@ -205,6 +205,8 @@ class StatusState:
         """Every record read or written in this transaction, as it is now (None: absent)."""
         self._written: set[str] = set()
         """Job ids whose record changed since the last :meth:`flush`."""
+        self._executions: dict[str, Mapping[str, Any] | None] = {}
+        """Executions put (or deleted: None) since the last :meth:`flush`."""
         self._changelog: dict[bytes, bytes | None] = {}
 
     def flush(self) -> list[ChangelogRecord]:
@@ -223,6 +225,18 @@ class StatusState:
                 self.tx.put(key, raw)
             self._changelog[key] = raw
         self._written.clear()
+        for job_id, execution in self._executions.items():
+            key = EXECUTION_PREFIX + job_id.encode()
+            if execution is not None:
+                raw = orjson.dumps(execution)
+                self.tx.put(key, raw)
+                self._changelog[key] = raw
+            # A run that started and ended within this transaction never reached the store
+            # nor the changelog: nothing to delete, no tombstone.
+            elif self.tx.get(key) is not None:
+                self.tx.delete(key)
+                self._changelog[key] = None
+        self._executions.clear()
         return list(self._changelog.items())
 
     def committed(self) -> None:
@@ -233,7 +247,7 @@ class StatusState:
     @property
     def changed(self) -> bool:
         """Whether this transaction has anything for the store and the changelog."""
-        return bool(self._written or self._changelog)
+        return bool(self._written or self._executions or self._changelog)
 
     # -- records -------------------------------------------------------------------------
 
@@ -266,21 +280,17 @@ class StatusState:
 
     # -- the running attempt's execution -------------------------------------------------
 
-    def get_execution(self, job_id: str) -> dict[str, Any] | None:
+    def get_execution(self, job_id: str) -> Mapping[str, Any] | None:
+        if job_id in self._executions:
+            return self._executions[job_id]
         raw = self.tx.get(EXECUTION_PREFIX + job_id.encode())
         return None if raw is None else orjson.loads(raw)
 
-    def put_execution(self, job_id: str, execution: dict[str, Any]) -> None:
-        key = EXECUTION_PREFIX + job_id.encode()
-        raw = orjson.dumps(execution)
-        self.tx.put(key, raw)
-        self._changelog[key] = raw
+    def put_execution(self, job_id: str, execution: Mapping[str, Any]) -> None:
+        self._executions[job_id] = execution
 
     def delete_execution(self, job_id: str) -> None:
-        key = EXECUTION_PREFIX + job_id.encode()
-        if self.tx.get(key) is not None:
-            self.tx.delete(key)
-            self._changelog[key] = None
+        self._executions[job_id] = None
 
     # -- indexes -------------------------------------------------------------------------
 

@@ -151,7 +151,7 @@ def test_a_job_created_and_removed_in_one_transaction_leaves_a_tombstone(
 ) -> None:
     state = StatusState(PartitionTransaction(store))
     state.remove(OTHER)
-    assert not state.changed, "removing a job never seen writes nothing"
+    assert state.flush() == [] and not state.tx.changes, "removing a job never seen writes nothing"
     state.put(JobRecord(job_id=OTHER, state=S.CANCELLED, purge_at_ms=T))
     state.remove(OTHER)
     assert state.flush() == [(b"j" + OTHER.encode(), None)]
@@ -219,3 +219,25 @@ def test_records_committed_are_read_from_the_cache_and_aborted_ones_are_not(
     assert again.get(JOB) == FULL.evolve(epoch=T + 1)
     assert calls.decoded == [JOB], "the committed record is never decoded again"
     assert StatusState(PartitionTransaction(store)).get(JOB) == again.get(JOB)
+
+
+def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
+    store: PartitionStore,
+) -> None:
+    execution = {"execution_id": "x1", "spec": {"params": {"n": 1}}}
+    state = StatusState(PartitionTransaction(store))
+    state.put_execution(JOB, execution)
+    assert state.get_execution(JOB) == execution
+    state.delete_execution(JOB)
+    assert state.get_execution(JOB) is None
+    assert state.flush() == [] and not state.tx.changes, "no write, no tombstone"
+
+    state.put_execution(JOB, execution)  # this one commits
+    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(execution))]
+    state.tx.commit(0)
+    later = StatusState(PartitionTransaction(store))
+    assert later.get_execution(JOB) == execution
+    later.delete_execution(JOB)
+    assert later.flush() == [(b"e" + JOB.encode(), None)], "a stored run's end is a tombstone"
+    later.tx.commit(1)
+    assert store.get(b"e" + JOB.encode()) is None
