@@ -10,7 +10,7 @@ again.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ RECENT_EXECUTIONS = 10_000
 """Finished execution ids remembered to recognise redeliveries (about a megabyte)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RunningJob:
     token: int
     lane: Lane
@@ -48,14 +48,17 @@ class InFlight:
     def __init__(self, recent_limit: int = RECENT_EXECUTIONS) -> None:
         self.slots: dict[int, RunningJob] = {}
         self.active: dict[str, RunningJob] = {}
-        self._job_ids: Counter[str] = Counter()
+        self._job_ids: dict[str, int] = {}
+        """Active runs per job id (for the overlap policy); a plain dict, as Counter's
+        arithmetic is Python code run twice per job."""
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_limit = recent_limit
 
     def add(self, job: RunningJob) -> None:
         self.slots[job.token] = job
         self.active[job.execution_id] = job
-        self._job_ids[job.execution["job_id"]] += 1
+        job_id = job.execution["job_id"]
+        self._job_ids[job_id] = self._job_ids.get(job_id, 0) + 1
 
     def release(self, token: int) -> RunningJob | None:
         """The run behind ``token`` has returned: free its slot."""
@@ -66,9 +69,11 @@ class InFlight:
         job.reported = True
         self.active.pop(job.execution_id, None)
         job_id = job.execution["job_id"]
-        self._job_ids[job_id] -= 1
-        if self._job_ids[job_id] <= 0:
-            del self._job_ids[job_id]
+        left = self._job_ids.get(job_id, 0) - 1
+        if left > 0:
+            self._job_ids[job_id] = left
+        else:
+            self._job_ids.pop(job_id, None)
 
     def remember(self, execution_id: str) -> None:
         self._recent[execution_id] = None
@@ -79,7 +84,7 @@ class InFlight:
         return execution_id in self._recent
 
     def job_running(self, job_id: str) -> bool:
-        return self._job_ids[job_id] > 0
+        return job_id in self._job_ids
 
     def overdue(self, now: float) -> list[RunningJob]:
         """The runs past their deadline whose outcome is still to come."""

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import count
+from typing import NamedTuple
 
 Partition = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetRef:
-    """One fetched record: where it came from, and under which assignment."""
+class OffsetRef(NamedTuple):
+    """One fetched record: where it came from, and under which assignment.
+
+    A named tuple rather than a frozen dataclass: one is made per record fetched, at a
+    third of the cost.
+    """
 
     topic: str
     partition: int
