@@ -162,6 +162,7 @@ ROWS = (
     ("start lateness ms p50 / p90 / p99 / max", "start_lateness_ms"),
     ("end lateness ms p50 / p90 / p99 / max", "end_lateness_ms"),
     ("CPU µs per job (pipeline + broker)", "cpu_us_per_job"),
+    ("status processor caught up, s after the last end", "status_caught_up_after_s"),
 )  # fmt: skip
 
 

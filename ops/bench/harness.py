@@ -146,13 +146,21 @@ def workdir_for(root: Path, settings: Settings) -> Path:
     return path
 
 
-class IntakeWatch:
-    """How far the timer group has committed on jobs.intake, against its end offsets."""
+class CommittedWatch:
+    """How far a consumer group has committed on a topic, against the topic's end offsets.
 
-    def __init__(self, settings: Settings) -> None:
-        topic = Topics(settings).intake
-        self.partitions = [TopicPartition(topic, p) for p in range(settings.timer_partitions)]
-        self.consumer = clients.consumer(settings, f"{settings.topic_prefix}jobstream.timers")
+    By default the timer group on jobs.intake. On a topic written in transactions the end
+    offsets count the commit markers too, which a group that has read everything may
+    not have committed past (one per partition at its tail).
+    """
+
+    def __init__(self, settings: Settings, topic: str | None = None,
+                 group: str = "jobstream.timers",
+                 partitions: int | None = None) -> None:  # fmt: skip
+        topic = topic or Topics(settings).intake
+        count = partitions or settings.timer_partitions
+        self.partitions = [TopicPartition(topic, p) for p in range(count)]
+        self.consumer = clients.consumer(settings, f"{settings.topic_prefix}{group}")
 
     def end(self) -> int:
         return sum(self.consumer.get_watermark_offsets(tp, timeout=10, cached=False)[1]

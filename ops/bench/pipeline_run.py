@@ -4,8 +4,9 @@ A run has a topic prefix and a work folder of its own (state, logs). It starts t
 timers, the status processor, the retry router and the workers as ``jobstream``
 processes (ops/stack.py), submits the scenario's jobs from a thread, reads jobs.events
 until every job has ended (or nothing has ended for ``stall_s`` after the last due
-time), stops the processes, and tallies the events (ops/bench/tally.py). RSS and CPU
-of every process, the broker's and this one's included, are read from /proc.
+time) and the status processor has committed all of jobs.events, stops the processes,
+and tallies the events (ops/bench/tally.py). RSS and CPU of every process, the
+broker's and this one's included, are read from /proc.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rich.progress import Progress
 from ops.bench import app as bench_app
 from ops.bench import measure
 from ops.bench.events import EventsReader
-from ops.bench.harness import create_topics, settings_env, workdir_for
+from ops.bench.harness import CommittedWatch, create_topics, settings_env, workdir_for
 from ops.bench.load import Load
 from ops.bench.profile import Recording, py_spy
 from ops.bench.submitter import Submitter
@@ -30,6 +31,7 @@ from ops.stack import Stack, components, worker
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
+from pipeline.topics import Topics
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     try:
         submitter.start()
         _follow(stack, submitter, reader, load, t0, shape.stall_s, progress, profiler)
+        status_lag_s = _status_caught_up(settings, progress, timeout_s=shape.stall_s)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
     finally:
@@ -95,12 +98,32 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         **result,
         "rss_mb": {name: round(s.peak_rss_mb(), 1) for name, s in samplers.items()},
         "timer_rss_all_pending_mb": round(pending_rss, 1),
+        "status_caught_up_after_s": status_lag_s,
         "cpu_s": {name: round(v, 2) for name, v in cpu.items()},
         "cpu_us_per_job": 1e6 * pipeline_cpu / max(result["completed"], 1),
         "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(result["completed"], 1),
         "work_dir": str(folder),
         **({"py_spy": profiles} if profiles else {}),
     }  # fmt: skip
+
+
+def _status_caught_up(settings: Settings, progress: Progress, timeout_s: float) -> float | None:
+    """Seconds until the status processor has committed all of jobs.events (None: not
+    within ``timeout_s``): the jobs have ended, but their statuses may still be coming."""
+    started = time.time()
+    watch = CommittedWatch(settings, Topics(settings).events, "jobstream.status",
+                           settings.events_partitions)  # fmt: skip
+    task = progress.add_task("status processor catching up", total=None, info="")
+    try:
+        while time.time() - started < timeout_s:
+            end, done = watch.end(), watch.committed()
+            progress.update(task, total=end, completed=done)
+            if done >= end - settings.events_partitions:  # the tail's commit markers
+                return round(time.time() - started, 1)
+            time.sleep(0.5)
+        return None
+    finally:
+        watch.close()
 
 
 class Profiler:

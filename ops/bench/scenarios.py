@@ -17,8 +17,8 @@ from rich.progress import Progress, TaskID
 from ops.bench import measure
 from ops.bench.harness import (
     JOB_TYPE,
+    CommittedWatch,
     Executions,
-    IntakeWatch,
     TimerProcess,
     create_topics,
     now_ms,
@@ -68,7 +68,7 @@ class Run:
         self.profiler = Recording(executable, self.timer.pid, self.py_spy_s,
                                   self.dir / "timers.pyspy.txt", idle=True)  # fmt: skip
 
-    def wait_loaded(self, watch: IntakeWatch, reader: Executions, total: int,
+    def wait_loaded(self, watch: CommittedWatch, reader: Executions, total: int,
                     timeout_s: float) -> dict[str, float]:  # fmt: skip
         """Wait until the timer group has committed every intake record; timings in epoch s."""
         task = self.progress.add_task("timer intake", total=total, info="")
@@ -154,7 +154,7 @@ def _lateness_rows(result: dict[str, Any], p99_target: bool) -> list[Row]:
 def steady(run: Run, count: int, rate: int, lead_s: float) -> tuple[dict[str, Any], list[Row]]:
     timer = run.start_timer()
     timer.wait_log("timer partitions assigned", 120)
-    reader, watch = Executions(run.settings), IntakeWatch(run.settings)
+    reader, watch = Executions(run.settings), CommittedWatch(run.settings)
     first_due = now_ms() + int(lead_s * 1000)
     task = run.progress.add_task("submit", total=count, info="")
     submit_s = submit(run, task, first_due, [i * 1000 // rate for i in range(count)])
@@ -183,7 +183,7 @@ def steady(run: Run, count: int, rate: int, lead_s: float) -> tuple[dict[str, An
 
 def backlog(run: Run, count: int, window_s: float,
             lead_s: float) -> tuple[dict[str, Any], list[Row]]:  # fmt: skip
-    reader, watch = Executions(run.settings), IntakeWatch(run.settings)
+    reader, watch = Executions(run.settings), CommittedWatch(run.settings)
     first_due = now_ms() + int(lead_s * 1000)
     task = run.progress.add_task("submit (timer not running)", total=count, info="")
     submit_s = submit(run, task, first_due, [int(i * window_s * 1000 / count)

@@ -31,4 +31,5 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
         assert set(report[key]) >= {"p50", "p90", "p99", "max"}
         assert 0 <= report[key]["p50"] <= report[key]["max"]
     assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
+    assert report["status_caught_up_after_s"] is not None
     assert "end-to-end jobs/s" in result.output
