@@ -2,11 +2,11 @@
 
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
 to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a
-buffer per tier (up to ``prefetch`` records or :data:`BUFFER_BYTES`) until the runtime has
-a free slot; the :class:`PriorityPolicy` decides which tier goes next. A tier whose buffer
-is full has its partitions paused (the consumer stays in its group, it just fetches
-nothing more) until half of its buffer has started (:func:`full_tiers`), and every tier
-is paused while draining.
+buffer per tier until the runtime has a free slot; the :class:`PriorityPolicy` decides
+which tier goes next. A tier whose buffer holds ``prefetch`` records or
+:data:`BUFFER_BYTES` is full: its partitions are paused (the consumer stays in its group,
+it just fetches nothing more; a fetch already under way may add one more batch) until
+half of its buffer has started (:func:`full_tiers`). Every tier is paused while draining.
 
 Final outcomes of the type's executions and the group's offsets commit together in one
 transaction (transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the

@@ -9,9 +9,11 @@ from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.results import ResultStore
 
 MIN_PREFETCH = 1000
-"""Records a tier buffers at least: a fetch then brings hundreds of records, not a few.
-Buffered records are not running, so they cost memory only; a rebalance drops them
-uncommitted and their partition's next owner fetches them again."""
+"""Records a tier buffers at least. A fetch then brings hundreds of records, not a few,
+and a busy tier is paused (which makes librdkafka drop what it had fetched ahead, to
+fetch it again at the resume) once per 500 records started, not every few. Buffered
+records are not running, so they cost memory only (bounded by lane.BUFFER_BYTES); a
+rebalance drops them uncommitted and their partition's next owner fetches them again."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class WorkerOptions:
     result_store: ResultStore | None = None
     """None means a LocalResultStore in ``.jobstream/results``."""
     poll_timeout_s: float = 0.02
-    """Longest wait for records per loop iteration: bounds how late a finished job's
-    outcome is committed and a deadline is noticed."""
+    """Longest wait per loop iteration (for records, or for a run to end when every slot
+    is taken): bounds how late a deadline, a heartbeat or a due commit is noticed."""
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
     the runtime reports TIMED_OUT without it."""
