@@ -38,7 +38,10 @@ class EventsReader:
 
     def __post_init__(self) -> None:
         topic = Topics(self.settings).events
-        self.consumer = clients.consumer(self.settings, f"{self.settings.topic_prefix}bench")
+        # Large, rare fetches: the reader should cost the broker as little as it can.
+        rare = {"fetch.min.bytes": 1 << 20, "fetch.wait.max.ms": 200}
+        self.consumer = clients.consumer(self.settings, f"{self.settings.topic_prefix}bench",
+                                         **rare)  # fmt: skip
         partitions = self.consumer.list_topics(topic, timeout=30).topics[topic].partitions
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
 

@@ -69,7 +69,7 @@ class RetryRunner:
         self._known_topics: set[str] = set()
         group = f"{settings.topic_prefix}jobstream.retry"
         self.consumer, self.producer = clients.processor_clients(
-            settings, group, self.options.instance_id
+            settings, group, self.options.instance_id, **clients.BATCHED_FETCH
         )
 
     def run(self, stop: threading.Event) -> None:

@@ -110,7 +110,8 @@ class StatusRunner:
             settings,
             group,
             self.options.instance_id,
-            **{"partition.assignment.strategy": "range", "enable.partition.eof": True},
+            **{"partition.assignment.strategy": "range", "enable.partition.eof": True,
+               **clients.BATCHED_FETCH},
         )
         self.partitions = PartitionStores(
             self.options.state_dir / f"{group}.{self.options.instance_id}",

@@ -73,7 +73,7 @@ class TimerRunner:
         group = f"{settings.topic_prefix}jobstream.timers"
         self.consumer, self.producer = clients.processor_clients(
             settings, group, self.options.instance_id,
-            **{"partition.assignment.strategy": "range"},
+            **{"partition.assignment.strategy": "range", **clients.TICK_FETCH},
         )
         self.partitions = PartitionStores(
             self.options.state_dir / f"{group}.{self.options.instance_id}",
