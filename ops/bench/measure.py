@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,11 +80,17 @@ class Sample:
 
 @dataclass
 class ProcessSampler:
-    """Reads a process's RSS and CPU time every ``interval_s`` on a daemon thread."""
+    """Reads a process's RSS and CPU time every ``interval_s`` on a daemon thread.
+
+    ``rss`` and ``cpu`` read them for a pid; the defaults read the process alone, and
+    ops/bench/peer/procs.py passes readers that add up a process and its children.
+    """
 
     pid: int
     interval_s: float = 0.5
     samples: list[Sample] = field(default_factory=list)
+    rss: Callable[[int], float] = rss_mb
+    cpu: Callable[[int], float] = cpu_seconds
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -94,8 +100,7 @@ class ProcessSampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append(Sample(time.time(), rss_mb(self.pid),
-                                           cpu_seconds(self.pid)))  # fmt: skip
+                self.samples.append(Sample(time.time(), self.rss(self.pid), self.cpu(self.pid)))
             except (FileNotFoundError, ProcessLookupError):
                 return  # the process has exited
             self._stop.wait(self.interval_s)

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ops.bench.measure import Sample, rss_mb
+from ops.bench.measure import ProcessSampler, rss_mb
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
@@ -72,31 +69,6 @@ def family_rss_mb(pid: int) -> float:
     return total
 
 
-@dataclass
-class FamilySampler:
-    """ops.bench.measure.ProcessSampler for a process and its children, summed."""
-
-    pid: int
-    interval_s: float = 0.5
-    samples: list[Sample] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="family-sampler", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.samples.append(Sample(time.time(), family_rss_mb(self.pid),
-                                           family_cpu_seconds(self.pid)))  # fmt: skip
-            except (FileNotFoundError, ProcessLookupError):
-                return  # the main process has exited
-            self._stop.wait(self.interval_s)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def peak_rss_mb(self) -> float:
-        return max((s.rss_mb for s in self.samples), default=0.0)
+def family_sampler(pid: int) -> ProcessSampler:
+    """A ProcessSampler of a process and its children, summed."""
+    return ProcessSampler(pid, rss=family_rss_mb, cpu=family_cpu_seconds)

@@ -27,7 +27,7 @@ from ops.bench import measure
 from ops.bench.load import Load
 from ops.bench.peer import journal
 from ops.bench.peer.errors import PeerError
-from ops.bench.peer.procs import FamilySampler, family_cpu_seconds
+from ops.bench.peer.procs import family_cpu_seconds, family_sampler
 from ops.bench.peer.redis_server import RedisServer
 from ops.bench.peer.settings import TASKS, PeerSettings
 from ops.bench.peer.tally import tally
@@ -93,7 +93,7 @@ def run_peer(*, load: Load, handler: str, workdir: Path, port: int, progress: Pr
             worker.start()
             view.started()
             pids = {WORKER: worker.pid, REDIS: redis.pid, CLIENT: os.getpid()}
-            samplers = {WORKER: FamilySampler(worker.pid), REDIS: measure.ProcessSampler(
+            samplers = {WORKER: family_sampler(worker.pid), REDIS: measure.ProcessSampler(
                 redis.pid), CLIENT: measure.ProcessSampler(os.getpid())}  # fmt: skip
             cpu_before = _cpu(pids)
             t0 = now_ms() + int(load.lead_s * 1000)
