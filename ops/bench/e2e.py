@@ -28,6 +28,14 @@ from rich.table import Table
 from ops.bench.app import HANDLERS
 from ops.bench.harness import broker, run_settings
 from ops.bench.load import Load
+from ops.bench.options import (
+    BootstrapOption,
+    ExecPartitionsOption,
+    KafkaHomeOption,
+    OutOption,
+    PortOption,
+    WorkdirOption,
+)
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.report import console, load_average, progress_bar
 from ops.bench.targets import verdicts
@@ -65,17 +73,14 @@ def bench(
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Jobs per worker at once."),
     peer: Peer = typer.Option(Peer.celery, "--peer", help="Run steady and burst on Celery too."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions."),
-    exec_partitions: int = typer.Option(6, "--exec-partitions", min=1),
-    bootstrap: str | None = typer.Option(None, "--bootstrap", envvar="JOBSTREAM_BOOTSTRAP_SERVERS",
-                                         help="Use this broker instead of starting one."),
-    port: int = typer.Option(39092, "--port", help="Port of the local broker started otherwise."),
+    exec_partitions: int = ExecPartitionsOption,
+    bootstrap: str | None = BootstrapOption,
+    port: int = PortOption,
     metrics_port: int = typer.Option(39600, "--metrics-port",
                                      help="First /healthz port of the pipeline's processes."),
-    workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
-    kafka_home: Path | None = typer.Option(None, "--kafka-home", help="Where the local broker "
-                                           "lives (default: beside --workdir); with --bootstrap, "
-                                           "a broker there is measured too."),
-    out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+    workdir: Path = WorkdirOption,
+    kafka_home: Path | None = KafkaHomeOption,
+    out: Path | None = OutOption,
     py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile every pipeline process this "
                                    "many seconds once jobs fall due; needs py-spy."),
 ) -> None:  # fmt: skip

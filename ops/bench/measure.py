@@ -32,11 +32,18 @@ def peak_rss_mb(pid: int) -> float:
     return _status_kb(pid, "VmHWM") / 1024
 
 
-def cpu_seconds(pid: int) -> float:
-    # Fields after the command name, which may itself hold spaces: utime and stime are
-    # fields 14 and 15 of the line, so 11 and 12 after ") ".
+def stat_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(the process's own user + system CPU s, that of the children it has reaped)."""
+    # Fields after the command name, which may itself hold spaces: utime, stime, cutime
+    # and cstime are fields 14 to 17 of the line, so 11 to 14 after ") ".
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
+    own = int(fields[11]) + int(fields[12])
+    reaped = int(fields[13]) + int(fields[14])
+    return own / _TICKS_PER_S, reaped / _TICKS_PER_S
+
+
+def cpu_seconds(pid: int) -> float:
+    return stat_cpu_seconds(pid)[0]
 
 
 def disk_mb(path: Path) -> float:

@@ -47,19 +47,28 @@ def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict
         elif kind in ENDED:
             ended[job_id] = max(at, ended.get(job_id, at))
     duplicates = sum(n - 1 for n in starts.values())
-    first_due = min(scheduled.values(), default=0)
-    last_end = max(ended.values(), default=0)
     return {
-        "submitted": len(wanted),
-        "completed": len(ended),
-        "lost": len(wanted - ended.keys()),
+        **endings(len(wanted), ended, scheduled, min(scheduled.values(), default=0)),
         "duplicates": duplicates,
         "duplicates_reported": reported,
         "duplicates_unreported": max(0, duplicates - reported),
-        "jobs_per_s": len(ended) / max((last_end - first_due) / 1000, 1e-3) if ended else 0.0,
         "fire_lateness_ms": summarize(fire),
         "start_lateness_ms": summarize(start),
+    }
+
+
+def endings(submitted: int, ended: Mapping[Any, int], scheduled: Mapping[Any, int],
+            first_due_ms: int) -> dict[str, Any]:  # fmt: skip
+    """The numbers of how submitted jobs ended, from each ended job's last end instant and
+    (where known) its scheduled time: shared with the Celery peer's tally."""
+    last_end = max(ended.values(), default=0)
+    span_s = max((last_end - first_due_ms) / 1000, 1e-3)
+    return {
+        "submitted": submitted,
+        "completed": len(ended),
+        "lost": submitted - len(ended),
+        "jobs_per_s": len(ended) / span_s if ended else 0.0,
         "end_lateness_ms": summarize([ended[j] - scheduled[j] for j in ended if j in scheduled]),
-        "first_due_ms": first_due,
+        "first_due_ms": first_due_ms,
         "last_end_ms": last_end,
     }

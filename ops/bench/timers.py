@@ -21,6 +21,14 @@ import typer
 from rich.table import Table
 
 from ops.bench.harness import broker, run_settings
+from ops.bench.options import (
+    BootstrapOption,
+    ExecPartitionsOption,
+    KafkaHomeOption,
+    OutOption,
+    PortOption,
+    WorkdirOption,
+)
 from ops.bench.report import Row, console, load_average, progress_bar
 from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
 
@@ -49,15 +57,12 @@ def bench_timers(
     lead_s: float | None = typer.Option(None, "--lead", help="Seconds from submission to the "
                                         "first due job; default 15 (steady), from --count."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions (restore: 1)."),
-    exec_partitions: int = typer.Option(6, "--exec-partitions", min=1),
-    bootstrap: str | None = typer.Option(None, "--bootstrap", envvar="JOBSTREAM_BOOTSTRAP_SERVERS",
-                                         help="Use this broker instead of starting one."),
-    port: int = typer.Option(39092, "--port", help="Port of the local broker started otherwise."),
-    workdir: Path = typer.Option(Path(".jobstream/bench"), "--workdir"),
-    kafka_home: Path | None = typer.Option(None, "--kafka-home", help="Where the local broker "
-                                           "lives (default: beside --workdir); with --bootstrap, "
-                                           "a broker there is measured too."),
-    out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+    exec_partitions: int = ExecPartitionsOption,
+    bootstrap: str | None = BootstrapOption,
+    port: int = PortOption,
+    workdir: Path = WorkdirOption,
+    kafka_home: Path | None = KafkaHomeOption,
+    out: Path | None = OutOption,
     py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile the timer this many seconds "
                                    "once it fires (restore: while it restores); needs py-spy."),
 ) -> None:  # fmt: skip

@@ -11,12 +11,9 @@ footprint, and the same measure ops/bench/measure.py takes of jobstream's proces
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
-from ops.bench.measure import ProcessSampler, rss_mb
-
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+from ops.bench.measure import ProcessSampler, rss_mb, stat_cpu_seconds
 
 
 def children(pid: int) -> list[int]:
@@ -40,20 +37,12 @@ def family(pid: int) -> list[int]:
     return members
 
 
-def _cpu_fields(pid: int) -> tuple[float, float]:
-    """(own user+system CPU s, reaped children's user+system CPU s)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    own = int(fields[11]) + int(fields[12])
-    reaped = int(fields[13]) + int(fields[14])
-    return own / _TICKS_PER_S, reaped / _TICKS_PER_S
-
-
 def family_cpu_seconds(pid: int) -> float:
     """CPU seconds of ``pid``, its live descendants, and the children it has reaped."""
-    total = sum(_cpu_fields(pid))
+    total = sum(stat_cpu_seconds(pid))
     for member in family(pid)[1:]:
         try:
-            total += _cpu_fields(member)[0]
+            total += stat_cpu_seconds(member)[0]
         except FileNotFoundError:
             continue  # exited: counted in its parent's reaped time once reaped
     return total

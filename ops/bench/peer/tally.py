@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ops.bench.measure import summarize
+from ops.bench.tally import endings
 
 Row = tuple[int, int, int]
 """(job_id, scheduled_ms, at_ms)"""
@@ -41,17 +42,9 @@ def tally(submitted: int, first_due_ms: int, starts: Iterable[Row],
         if 0 <= job_id < submitted:
             ended[job_id] = max(ended_ms, ended.get(job_id, ended_ms))
             scheduled[job_id] = scheduled_ms
-    last_end = max(ended.values(), default=0)
-    span_s = max((last_end - first_due_ms) / 1000, 1e-3)
     return {
-        "submitted": submitted,
-        "completed": len(ended),
-        "lost": submitted - len(ended),
+        **endings(submitted, ended, scheduled, first_due_ms),
         "duplicates": sum(n - 1 for n in runs.values()),
-        "jobs_per_s": len(ended) / span_s if ended else 0.0,
         "fire_lateness_ms": None,
         "start_lateness_ms": summarize(start_lateness),
-        "end_lateness_ms": summarize([ended[j] - scheduled[j] for j in ended]),
-        "first_due_ms": first_due_ms,
-        "last_end_ms": last_end,
     }
