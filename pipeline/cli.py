@@ -1,4 +1,11 @@
-"""The ``jobstream`` command: one entry point for every process and tool."""
+"""The engine's commands, and how every ``jobstream`` command ends on an error.
+
+``register`` adds the engine's processes and tools to a Typer app; ``run`` runs an app
+and turns a JobstreamError into a message and a documented exit code. The full
+``jobstream`` command, which adds the broker, topics, demo and benchmark commands, is
+composed in ``ops/command.py``: the engine may not see ``ops/``. ``python -m pipeline``
+runs the engine's commands alone (what the stack and the benchmarks start).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,6 @@ import sys
 
 import typer
 
-from ops.bench.e2e import bench
-from ops.bench.timers import bench_timers
-from ops.cli import demo, kafka_app, pipeline, topics_app
 from pipeline.dlq.cli import dlq_app
 from pipeline.errors import (
     BrokerError,
@@ -27,6 +31,8 @@ from pipeline.status.query import status
 from pipeline.timers.cli import timers
 from pipeline.worker.cli import worker
 
+log = logging.getLogger(__name__)
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CONFIG = 3
@@ -40,55 +46,54 @@ _EXIT_CODES: dict[type[JobstreamError], int] = {
     TopicMismatchError: EXIT_TOPICS,
 }
 
-EPILOG = """Examples:
 
-  jobstream kafka up                 # local broker on 127.0.0.1:9092
-
-  jobstream kafka up --nodes 3       # 3-node cluster for fault tests
-
-  jobstream topics create            # every topic of the design
-
-  jobstream timers                   # a timer processor
-
-  jobstream submit --type report.generate --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
-"""
-
-app = typer.Typer(
-    name="jobstream",
-    help="A job scheduler built on Apache Kafka.",
-    epilog=EPILOG,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-app.add_typer(kafka_app, name="kafka")
-app.add_typer(topics_app, name="topics")
-app.command("demo")(demo)
-app.command("pipeline")(pipeline)
-app.command("bench")(bench)
-app.command("bench-timers")(bench_timers)
-app.command("timers")(timers)
-app.command("status-processor")(status_processor)
-app.command("status")(status)
-app.command("retry-router")(retry_router)
-app.add_typer(dlq_app, name="dlq")
-app.command("worker")(worker)
-register_job_commands(app)
+def new_app(*, help: str, epilog: str | None = None) -> typer.Typer:
+    """An empty ``jobstream`` app with the ``--log-level`` option every process takes."""
+    app = typer.Typer(
+        name="jobstream",
+        help=help,
+        epilog=epilog,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_setup)
+    return app
 
 
-@app.callback()
 def _setup(
     log_level: str = typer.Option("INFO", "--log-level", envvar="JOBSTREAM_LOG_LEVEL"),
 ) -> None:
     configure_logging(log_level)
 
 
-def main() -> None:
-    """Run the CLI; a JobstreamError ends it with a message and a documented exit code."""
+def register(app: typer.Typer) -> None:
+    """Add the engine's commands to *app*: its processes, ``status``, ``dlq`` and the job
+    commands (``submit``, ``cancel``, ...)."""
+    app.command("timers")(timers)
+    app.command("status-processor")(status_processor)
+    app.command("status")(status)
+    app.command("retry-router")(retry_router)
+    app.add_typer(dlq_app, name="dlq")
+    app.command("worker")(worker)
+    register_job_commands(app)
+
+
+def run(app: typer.Typer) -> None:
+    """Run *app*; a JobstreamError ends it with a message and a documented exit code."""
     try:
         app()  # standalone: usage errors and typer.Exit end the process themselves
     except JobstreamError as exc:
-        logging.getLogger("jobstream").debug("command failed", exc_info=True)
+        log.debug("command failed", exc_info=True)
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(
             next((code for kind, code in _EXIT_CODES.items() if isinstance(exc, kind)), EXIT_ERROR)
         )
+
+
+app = new_app(help="The jobstream engine's commands (the full command is `jobstream`).")
+register(app)
+
+
+def main() -> None:
+    """``python -m pipeline``: the engine's commands without those of ops/."""
+    run(app)

@@ -63,7 +63,7 @@ def test_a_bad_setting_names_the_variable(
 
 def test_a_bad_setting_stops_the_process_at_start() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "topics", "create"],
+        [sys.executable, "-m", "ops", "topics", "create"],
         capture_output=True,
         text=True,
         timeout=60,

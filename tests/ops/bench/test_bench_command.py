@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 from typer.testing import CliRunner
 
-from pipeline.cli import app
+from ops.command import app
 from tests.support.ports import free_base_port
 
 REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_per_s",

@@ -14,7 +14,7 @@ from tests.support.ports import free_base_port
 
 def jobstream(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "ops", *args], capture_output=True, text=True, timeout=180
     )
 
 

@@ -1,0 +1,40 @@
+"""The ``jobstream`` command: one entry point for every process and tool.
+
+Composed here because ops/ is the one layer that may see the others: the engine's
+commands come from ``pipeline.cli.register``, and this module adds the broker, topics,
+demo, pipeline and benchmark commands of ops/. ``python -m ops`` runs the same command.
+"""
+
+from __future__ import annotations
+
+from ops.bench.e2e import bench
+from ops.bench.timers import bench_timers
+from ops.cli import demo, kafka_app, pipeline, topics_app
+from pipeline.cli import new_app, register, run
+
+EPILOG = """Examples:
+
+  jobstream kafka up                 # local broker on 127.0.0.1:9092
+
+  jobstream kafka up --nodes 3       # 3-node cluster for fault tests
+
+  jobstream topics create            # every topic of the design
+
+  jobstream timers                   # a timer processor
+
+  jobstream submit --type report.generate --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
+"""
+
+app = new_app(help="A job scheduler built on Apache Kafka.", epilog=EPILOG)
+app.add_typer(kafka_app, name="kafka")
+app.add_typer(topics_app, name="topics")
+app.command("demo")(demo)
+app.command("pipeline")(pipeline)
+app.command("bench")(bench)
+app.command("bench-timers")(bench_timers)
+register(app)
+
+
+def main() -> None:
+    """The ``jobstream`` console script."""
+    run(app)
