@@ -10,7 +10,6 @@ still reads the fields it knows; add fields with defaults, never rename.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Literal
 
 import orjson
@@ -18,20 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import DeserializationError, SerializationError
-
-
-class JobState(StrEnum):
-    """Where a job is in its life; the value written is the name."""
-
-    SCHEDULED = "SCHEDULED"
-    BLOCKED = "BLOCKED"
-    QUEUED = "QUEUED"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED_RETRYING = "FAILED_RETRYING"
-    DEAD_LETTERED = "DEAD_LETTERED"
-    CANCELLED = "CANCELLED"
-    PAUSED = "PAUSED"
+from pipeline.lifecycle import JobState
 
 
 class LastError(BaseModel):

@@ -1,0 +1,78 @@
+"""The vocabulary of a job's life (docs/lifecycle.md): event kinds, job states, the epoch.
+
+Every component speaks through JobLifecycle events on jobs.events; this module names what
+they say, once. :class:`LifecycleKind`'s values are the symbols of the Avro enum
+``io.jobstream.LifecycleKind`` and :class:`JobState`'s the states written to jobs.status,
+so a member equals (and hashes like) the string read off the wire or out of JSON: code
+compares a decoded event's ``kind`` with a member as it is, and fastavro and orjson write
+a member as its symbol. tests/pipeline/test_lifecycle.py holds the enum to the schema.
+
+No imports from the rest of the engine: the serde, the processors and the worker all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+
+class LifecycleKind(StrEnum):
+    """What one JobLifecycle event says happened; the Avro symbols, in their order."""
+
+    UNKNOWN = "UNKNOWN"
+    """The schema's default: a symbol this reader does not know. Illegal to fold."""
+    SCHEDULED = "SCHEDULED"
+    BLOCKED = "BLOCKED"
+    FIRED = "FIRED"
+    STARTED = "STARTED"
+    HEARTBEAT = "HEARTBEAT"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    LOST = "LOST"
+    RETRY_SCHEDULED = "RETRY_SCHEDULED"
+    DEAD_LETTERED = "DEAD_LETTERED"
+    CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"
+    RESUMED = "RESUMED"
+    DUPLICATE = "DUPLICATE"
+
+
+class JobState(StrEnum):
+    """Where a job is in its life; the value written is the name."""
+
+    SCHEDULED = "SCHEDULED"
+    BLOCKED = "BLOCKED"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED_RETRYING = "FAILED_RETRYING"
+    DEAD_LETTERED = "DEAD_LETTERED"
+    CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"
+
+
+FAILURE_KINDS = frozenset({LifecycleKind.FAILED, LifecycleKind.TIMED_OUT, LifecycleKind.LOST})
+"""An attempt that ended without success: the retry router decides what follows."""
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.CANCELLED})
+"""A finished job: only its next cron run or a redrive brings it back, and its record is
+purged after the retention."""
+
+IMPLIED_ERRORS: Mapping[str, tuple[str, str]] = {
+    LifecycleKind.LOST: (
+        "LeaseExpired",
+        "no heartbeat within the lease: the worker is presumed lost",
+    ),
+    LifecycleKind.TIMED_OUT: ("Timeout", "the attempt ran past its deadline"),
+}
+"""The (error type, message) a failure without an ErrorInfo stands for: the status
+processor declares a run LOST without any error from the worker."""
+
+
+def epoch_of(record: Mapping[str, Any]) -> int:
+    """The epoch (fencing token) of a JobLifecycle or an ExecutionRequested; 0 if unset.
+
+    Both schemas default it to 0; events built in code may leave it out or set None.
+    """
+    return int(record.get("epoch") or 0)
