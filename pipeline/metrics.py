@@ -21,12 +21,17 @@ STALE_AFTER_S = 30.0
 
 LOOP_HEARTBEAT = Gauge("jobstream_loop_heartbeat_seconds",
                        "Unix time the process's main loop last turned", ["component"])  # fmt: skip
+CONSUMED = Counter("jobstream_consumed_total", "Input records committed", ["component"])
+TRANSACTIONS = Counter("jobstream_transactions_total", "Transactions committed", ["component"])
+ABORTED = Counter("jobstream_transactions_aborted_total", "Transactions aborted", ["component"])
+PARTITIONS = Gauge("jobstream_partitions", "Input partitions owned", ["component"])
+COMMIT_SECONDS = Histogram(
+    "jobstream_commit_seconds", "Time to flush and commit one transaction", ["component"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
+)  # fmt: skip
 TIMER_FIRED = Counter("jobstream_timer_fired_total", "Executions fired by the timers")
-TIMER_CONSUMED = Counter("jobstream_timer_consumed_total", "Intake and retry records consumed")
 TIMER_DEAD_LETTERED = Counter("jobstream_timer_dead_lettered_total",
                               "Intake records sent to the intake dead-letter topic")  # fmt: skip
-TIMER_ABORTED = Counter("jobstream_timer_aborted_total", "Timer transactions aborted")
-TIMER_PARTITIONS = Gauge("jobstream_timer_partitions", "Timer partitions assigned")
 FIRE_LATENESS = Histogram(
     "jobstream_fire_lateness_seconds", "Fire time minus scheduled time",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30, 300),

@@ -87,3 +87,17 @@ class Topics:
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
         return specs
+
+    def spec_of(self, name: str) -> TopicSpec | None:
+        """The spec of topic ``name``: one of the design's, or a job type's (any type)."""
+        for spec in self.specs():
+            if spec.name == name:
+                return spec
+        p = self.settings.topic_prefix
+        if name.startswith(f"{p}jobs.exec."):
+            job_type = name.removeprefix(f"{p}jobs.exec.").rpartition(".")[0]
+        elif name.startswith(f"{p}jobs.dlq."):
+            job_type = name.removeprefix(f"{p}jobs.dlq.")
+        else:
+            return None
+        return next((s for s in self.job_type_specs(job_type) if s.name == name), None)

@@ -30,7 +30,8 @@ from pipeline.dlq.reader import DlqRecord
 from pipeline.errors import JobstreamError
 from pipeline.jobs.keys import partition_key
 from pipeline.kafka import clients
-from pipeline.retry.router import Output, lifecycle_event
+from pipeline.retry.router import lifecycle_event
+from pipeline.runtime import Output
 from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics
 
@@ -169,7 +170,7 @@ class Redriver:
                     opened = time.monotonic()
                 now = now_ms()
                 for output in redrive_outputs(self.topics, record, now):
-                    producer.produce(output.topic, self.serialize(output.event), output.key)
+                    producer.produce(output.topic, self.serialize(output.value), output.key)
                 pending.append(record)
                 if time.monotonic() - opened >= self.commit_interval_s:
                     producer.commit_transaction(30)

@@ -23,14 +23,8 @@ log = logging.getLogger(__name__)
 
 def commit_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:
     """Commit the open transaction with the consumer's current positions."""
-    if producer.flush(timeout_s) > 0:
-        raise KafkaException(f"records still undelivered after {timeout_s}s")
     positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
-    if positions:
-        producer.send_offsets_to_transaction(
-            positions, consumer.consumer_group_metadata(), timeout_s
-        )
-    producer.commit_transaction(timeout_s)
+    commit_offsets(producer, consumer, positions, timeout_s)
 
 
 def abort_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:

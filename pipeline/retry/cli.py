@@ -6,7 +6,7 @@ from pipeline import metrics
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.retry.policy import RetryDefaults
-from pipeline.retry.runner import RetryRunner, RouterOptions
+from pipeline.retry.runner import ROUTER_OPTIONS, router_runner
 from pipeline.signals import stop_on_signals
 
 
@@ -24,4 +24,4 @@ def retry_router(
     if metrics_port:
         metrics.serve(metrics_port)
     stop = stop_on_signals()
-    RetryRunner(settings, RouterOptions(instance_id=instance_id), defaults).run(stop)
+    router_runner(settings, ROUTER_OPTIONS.evolve(instance_id=instance_id), defaults).run(stop)

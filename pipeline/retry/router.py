@@ -27,21 +27,13 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.keys import partition_key
 from pipeline.retry.policy import DeadLetter, Retry, RetryDefaults, decide
+from pipeline.runtime.processor import Output
 from pipeline.serde import Event
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
 FAILURE_KINDS = frozenset({"FAILED", "TIMED_OUT", "LOST"})
-
-
-@dataclass(frozen=True, slots=True)
-class Output:
-    """One record to produce: where, under which key, and what."""
-
-    topic: str
-    key: bytes
-    event: Event
 
 
 @dataclass

@@ -13,7 +13,8 @@ from pipeline import metrics
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
 from pipeline.config import load_settings
 from pipeline.signals import stop_on_signals
-from pipeline.status.runner import StatusOptions, StatusRunner
+from pipeline.status.processor import StatusPolicy
+from pipeline.status.runner import STATUS_OPTIONS, status_runner
 
 
 def status_processor(
@@ -22,7 +23,7 @@ def status_processor(
     lease_s: float = typer.Option(30.0, "--lease-s", min=0.1,
                                   help="A RUNNING job without a heartbeat this long is lost."),
     commit_interval_ms: int = typer.Option(
-        StatusOptions.commit_interval_ms, "--commit-interval-ms", min=0,
+        STATUS_OPTIONS.commit_interval_ms, "--commit-interval-ms", min=0,
         help="How long one transaction takes events in: fewer transactions for the broker, "
              "statuses later by up to this much (0: one per loop iteration)."),
     metrics_port: int = MetricsPortOption,
@@ -32,7 +33,7 @@ def status_processor(
     stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port)
-    options = StatusOptions(instance_id=instance_id, state_dir=state_dir,
-                            lease_ms=max(1, round(lease_s * 1000)),
-                            commit_interval_ms=commit_interval_ms)  # fmt: skip
-    StatusRunner(settings, options).run(stop)
+    options = STATUS_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir,
+                                    commit_interval_ms=commit_interval_ms)  # fmt: skip
+    policy = StatusPolicy(lease_ms=max(1, round(lease_s * 1000)))
+    status_runner(settings, options, policy).run(stop)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.jobs.keys import partition_key
+from pipeline.runtime.processor import Output
 from pipeline.serde import Event, JobState
 from pipeline.status.machine import TERMINAL, Verdict, execution_id_of, transition
 from pipeline.status.state import JobRecord, StatusState
@@ -30,20 +31,6 @@ from pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 _DAY_MS = 24 * 3600 * 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Emit:
-    """One record to produce. ``partition`` None: the producer's partitioner decides.
-
-    A JobRecord value stands for the job's jobs.status record: the runner encodes it
-    (:meth:`JobRecord.status_json`) once per job per transaction, from the job's last one.
-    """
-
-    topic: str
-    key: bytes
-    value: Event | JobRecord
-    partition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +66,7 @@ class StatusProcessor:
         self.policy = policy or StatusPolicy()
         self.counters = StatusCounters()
 
-    def process(self, state: StatusState, event: Mapping[str, Any], now_ms: int) -> list[Emit]:
+    def process(self, state: StatusState, event: Mapping[str, Any], now_ms: int) -> list[Output]:
         """Fold one JobLifecycle (its fields) into its job; return what to produce."""
         before = state.get(str(event["job_id"]))
         decision = transition(before, event)
@@ -103,9 +90,12 @@ class StatusProcessor:
             updated_at_ms=now_ms if changed else record.updated_at_ms,
         )
         state.put(after)
-        return [Emit(self.topics.status, after.job_id.encode(), after)] if changed else []
+        if not changed:
+            return []
+        # jobs.status is compacted: only a job's last status in a transaction is written.
+        return [Output(self.topics.status, after.job_id.encode(), after, compact=True)]
 
-    def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Emit]:
+    def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
         """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
         emits = []
         for record in state.expired_leases(now_ms, limit):
@@ -146,15 +136,15 @@ class StatusProcessor:
         return after.lease_deadline_ms
 
     def _lifecycle(self, state: StatusState, kind: str, job_id: str, workflow_id: str | None,
-                   now_ms: int, **fields: Any) -> Emit:  # fmt: skip
+                   now_ms: int, **fields: Any) -> Output:  # fmt: skip
         """A JobLifecycle back to the job's own partition of jobs.events."""
         data = {"kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": now_ms,
                 **fields}  # fmt: skip
-        return Emit(self.topics.events, partition_key(job_id, workflow_id),
+        return Output(self.topics.events, partition_key(job_id, workflow_id),
                     Event("JobLifecycle", data), partition=state.partition)  # fmt: skip
 
     def _duplicate(self, state: StatusState, record: JobRecord | None,
-                   event: Mapping[str, Any], reason: str, now_ms: int) -> Emit:  # fmt: skip
+                   event: Mapping[str, Any], reason: str, now_ms: int) -> Output:  # fmt: skip
         kind, worker = event.get("kind"), event.get("worker_id")
         return self._lifecycle(
             state, "DUPLICATE", str(event["job_id"]), event.get("workflow_id"), now_ms,
@@ -166,7 +156,7 @@ class StatusProcessor:
         )  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
-              now_ms: int) -> Emit:  # fmt: skip
+              now_ms: int) -> Output:  # fmt: skip
         worker = record.worker_id or "an unknown worker"
         message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
         error = {"attempt": record.attempt, "error_type": "LeaseExpired", "message": message,

@@ -10,7 +10,7 @@ from pipeline import metrics
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
 from pipeline.config import load_settings
 from pipeline.signals import stop_on_signals
-from pipeline.timers.runner import TimerOptions, TimerRunner
+from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 
 
 def timers(
@@ -25,5 +25,5 @@ def timers(
     stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port)
-    options = TimerOptions(instance_id=instance_id, state_dir=state_dir, tick_ms=tick_ms)
-    TimerRunner(settings, options).run(stop)
+    options = TIMER_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir, poll_ms=tick_ms)
+    timer_runner(settings, options).run(stop)

@@ -16,6 +16,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.keys import partition_key
 from pipeline.jobs.model import validate_submitted
+from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
 from pipeline.serde import Event
 from pipeline.timers.entry import TimerEntry, retry_timer_id
@@ -27,13 +28,6 @@ log = logging.getLogger(__name__)
 
 CANCELLED_ATTEMPT = 2**31 - 1
 """The attempt a cancel's retry marker records: no retry request is above it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Emit:
-    topic: str
-    key: bytes
-    event: Event
 
 
 @dataclass(frozen=True)
@@ -54,7 +48,7 @@ class TimerProcessor:
 
     # -- intake and retries --------------------------------------------------------------
 
-    def process(self, state: TimerState, event: Event, now_ms: int) -> list[Emit]:
+    def process(self, state: TimerState, event: Event, now_ms: int) -> list[Output]:
         """Apply one command; raise ValidationError for a record that must be dead-lettered."""
         data = event.data
         if event.name == "JobSubmitted":
@@ -69,7 +63,7 @@ class TimerProcessor:
             return self._retry(state, data, now_ms)
         raise ValidationError("event", f"{event.name} does not belong on the timer topics")
 
-    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int) -> list[Emit]:
+    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int) -> list[Output]:
         validate_submitted(job, now_ms=now_ms)
         if state.get(job["job_id"]) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
@@ -81,7 +75,7 @@ class TimerProcessor:
         state.put(entry)
         return [self._lifecycle("SCHEDULED", job, now_ms, scheduled_at_ms=due)]
 
-    def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+    def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         emits = []
         for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):
             entry = state.get(timer_id)
@@ -93,7 +87,8 @@ class TimerProcessor:
         self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
         return emits[:1]
 
-    def _schedule_changed(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+    def _schedule_changed(self, state: TimerState, data: dict[str, Any],
+                          now_ms: int) -> list[Output]:  # fmt: skip
         entry = state.get(data["job_id"])
         if entry is None or entry.kind != "job":
             return []
@@ -122,7 +117,7 @@ class TimerProcessor:
                                     detail="schedule updated")]  # fmt: skip
         return []
 
-    def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Emit]:
+    def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         """Schedule another attempt, unless this attempt is already pending or has fired.
 
         Two failure reports of one execution (a zombie's FAILED after its LOST) ask for
@@ -147,9 +142,9 @@ class TimerProcessor:
 
     # -- firing ------------------------------------------------------------------------
 
-    def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Emit]:
+    def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Output]:
         """Fire every entry due at ``now_ms`` (at most ``limit``) and move schedules on."""
-        emits: list[Emit] = []
+        emits: list[Output] = []
         for entry in state.due(now_ms, limit):
             if entry.kind == "marker":
                 state.remove(entry.timer_id)
@@ -161,7 +156,7 @@ class TimerProcessor:
             emits.extend(self._fire_recurring(state, entry, now_ms))
         return emits
 
-    def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Emit]:
+    def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
         cron = CronSpec.from_avro(entry.spec["cron"])
         if now_ms - entry.due_ms <= self.policy.grace_ms:
             fires: tuple[int, ...] = (entry.due_ms,)
@@ -180,7 +175,7 @@ class TimerProcessor:
             state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires)))
         return emits
 
-    def _fire(self, entry: TimerEntry, fire_ms: int, now_ms: int) -> list[Emit]:
+    def _fire(self, entry: TimerEntry, fire_ms: int, now_ms: int) -> list[Output]:
         spec = entry.spec
         timeout = spec.get("timeout_ms")
         execution = {
@@ -203,7 +198,7 @@ class TimerProcessor:
             "FIRED", entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
         )  # fmt: skip
-        return [Emit(topic, key, Event("ExecutionRequested", execution)), fired]
+        return [Output(topic, key, Event("ExecutionRequested", execution)), fired]
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -246,7 +241,7 @@ class TimerProcessor:
         return next_fire_ms(CronSpec.from_avro(cron), now_ms, job_id=job["job_id"],
                             runs_so_far=runs)  # fmt: skip
 
-    def _lifecycle(self, kind: str, job: dict[str, Any], now_ms: int, **fields: Any) -> Emit:
+    def _lifecycle(self, kind: str, job: dict[str, Any], now_ms: int, **fields: Any) -> Output:
         spec = job.get("spec") or {}
         data = {
             "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
@@ -254,4 +249,4 @@ class TimerProcessor:
             **fields,
         }  # fmt: skip
         key = partition_key(job["job_id"], job.get("workflow_id"))
-        return Emit(self.topics.events, key, Event("JobLifecycle", data))
+        return Output(self.topics.events, key, Event("JobLifecycle", data))

@@ -31,6 +31,14 @@ class TimerState:
         # removes it, and each of those needs the entry's current schedule key.
         self._entries: dict[str, TimerEntry | None] = {}
 
+    @property
+    def changed(self) -> bool:
+        return bool(self.changelog)
+
+    def flush(self) -> list[ChangelogRecord]:
+        """The changelog records of this transaction (for the runtime, at commit)."""
+        return self.changelog
+
     def get(self, timer_id: str) -> TimerEntry | None:
         if timer_id not in self._entries:
             raw = self.tx.get(encode_index_key(timer_id))

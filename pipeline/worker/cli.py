@@ -19,8 +19,8 @@ import typer
 from pipeline import metrics
 from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
+from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
-from pipeline.worker.commits import DEFAULT_INTERVAL_S
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions
 from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore

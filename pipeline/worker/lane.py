@@ -34,9 +34,9 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
 from pipeline.kafka.transaction import commit_offsets, send
+from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics
-from pipeline.worker.commits import CommitSchedule
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
 

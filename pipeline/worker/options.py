@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.worker.commits import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
+from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.results import ResultStore
 

@@ -38,17 +38,17 @@ from collections import Counter
 from itertools import count
 from typing import Any
 
-from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
+from pipeline.runtime.health import LoopHealth
+from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
-from pipeline.worker.commits import CommitSchedule
 from pipeline.worker.context import build_context
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
@@ -100,7 +100,8 @@ class WorkerRuntime:
                                        now_ms())  # fmt: skip
         self.state = STARTING
         self.stats = WorkerStats()
-        self._next_health = self._next_stats = 0.0
+        self._next_health = 0.0
+        self.health = LoopHealth("worker", self.options.stats_interval_s, lambda: vars(self.stats))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -116,10 +117,9 @@ class WorkerRuntime:
             log.info("worker started", extra={
                 "worker_id": self.options.worker_id, "job_types": self.job_types,
                 "concurrency": self.options.concurrency})  # fmt: skip
-            heartbeat = metrics.LOOP_HEARTBEAT.labels("worker")
             while not stop.is_set():
                 self.step(fetching=True)
-                heartbeat.set(time.time())
+                self.health.beat()
             self._drain(abandon or threading.Event())
         finally:
             self._close()
@@ -173,7 +173,7 @@ class WorkerRuntime:
             lane.update_pauses(fetching)
         self._beat_worker()
         self.events.poll(0)
-        self._update_stats(now)
+        self._update_stats()
 
     def _fetch(self, fetching: bool) -> None:
         """Fetch, waiting (at most ``poll_timeout_s``) for whatever can happen next.
@@ -327,15 +327,12 @@ class WorkerRuntime:
         self.events.produce(self.topics.workers, self.serialize(record),
                             self.options.worker_id.encode(), on_delivery=_on_delivery)  # fmt: skip
 
-    def _update_stats(self, now: float) -> None:
+    def _update_stats(self) -> None:
         self.stats.running = len(self.inflight.slots)
         buffered: Counter[str] = Counter()
         for lane in self.lanes:
             buffered.update(lane.buffered())
         self.stats.buffered = dict(buffered)
-        if now >= self._next_stats:
-            self._next_stats = now + self.options.stats_interval_s
-            log.info("worker stats", extra=vars(self.stats))
 
 
 def _on_delivery(err: object, message: object) -> None:

@@ -17,7 +17,7 @@ from pipeline.dlq.redrive import Redriver, TokenBucket, select
 from pipeline.jobs.keys import idempotent_job_id
 from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
-from pipeline.timers.runner import TimerOptions, TimerRunner
+from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution
 from tests.support.pipeline import Executions, process_env, produce
@@ -193,7 +193,7 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
         events.close()
 
     stop = threading.Event()
-    timers = TimerRunner(s, TimerOptions(instance_id="t", state_dir=tmp_path / "state"))
+    timers = timer_runner(s, TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "state"))
     thread = threading.Thread(target=timers.run, args=(stop,), daemon=True)
     thread.start()
     executions = Executions(s)

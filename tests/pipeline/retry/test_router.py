@@ -36,13 +36,13 @@ def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_k
     retry, step = router.route(failure("FAILED", run, at_ms=T0, error=error), NOW)
     assert (retry.topic, step.topic) == ("t.jobs.retry", "t.jobs.events")
     assert retry.key == step.key == partition_key(run["job_id"], None)
-    scheduled = encoded(retry.event).data
+    scheduled = encoded(retry.value).data
     assert scheduled == {
         "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
         "retry_at_ms": T0 + 1000, "spec": run["spec"], "errors": [error],
         "idempotency_key": "k-1",
     }  # fmt: skip
-    lifecycle = encoded(step.event).data
+    lifecycle = encoded(step.value).data
     assert lifecycle["kind"] == "RETRY_SCHEDULED"
     assert (lifecycle["at_ms"], lifecycle["scheduled_at_ms"], lifecycle["attempt"]) == (
         NOW, T0 + 1000, 2
@@ -57,13 +57,13 @@ def test_a_dead_letter_goes_to_the_type_s_topic_with_every_error(router: RetryRo
     last = error_info(3, "Timeout")
     dead, step = router.route(failure("TIMED_OUT", run, error=last), NOW)
     assert dead.topic == "t.jobs.dlq.image.render"
-    record = encoded(dead.event).data
+    record = encoded(dead.value).data
     assert record["errors"] == [*errors, last]
     assert (record["reason"], record["attempts"], record["dead_lettered_at_ms"]) == (
         "exhausted", 3, NOW
     )  # fmt: skip
     assert (record["idempotency_key"], record["spec"]) == ("k-2", run["spec"])
-    lifecycle = encoded(step.event).data
+    lifecycle = encoded(step.value).data
     assert (lifecycle["kind"], lifecycle["detail"], lifecycle["error"]) == (
         "DEAD_LETTERED", "exhausted", last
     )  # fmt: skip
@@ -75,10 +75,10 @@ def test_the_job_s_own_policy_wins_and_a_broken_one_falls_back_to_the_default(
 ) -> None:
     own = execution(retry=retry_policy(max_attempts=1))
     (dead, _) = router.route(failure("FAILED", own, error=error_info(1)), NOW)
-    assert dead.event.name == "DeadLettered"
+    assert dead.value.name == "DeadLettered"
     broken = execution(retry=retry_policy(max_backoff_ms=10, initial_backoff_ms=100))
     (retry, _) = router.route(failure("FAILED", broken, error=error_info(1), at_ms=T0), NOW)
-    assert retry.event.data["retry_at_ms"] == T0 + 1000
+    assert retry.value.data["retry_at_ms"] == T0 + 1000
     assert router.stats.bad_policies == 1
 
 

@@ -11,8 +11,8 @@ import pytest
 from pipeline.kafka import clients
 from pipeline.retry.backoff import compute_backoff
 from pipeline.retry.policy import RetryDefaults
-from pipeline.retry.runner import RetryRunner, RouterOptions
-from pipeline.timers.runner import TimerOptions, TimerRunner
+from pipeline.retry.runner import ROUTER_OPTIONS, Retries, router_runner
+from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import (
     error_info,
@@ -30,13 +30,13 @@ TIMEOUT_S = 90  # a shared 2-core machine: group joins can take a while
 
 
 @pytest.fixture
-def router(topics: Topics) -> Iterator[RetryRunner]:
-    runner = RetryRunner(topics.settings, RouterOptions(instance_id="t", poll_ms=50),
-                         RetryDefaults())  # fmt: skip
+def router(topics: Topics) -> Iterator[Retries]:
+    runner = router_runner(topics.settings, ROUTER_OPTIONS.evolve(instance_id="t", poll_ms=50),
+                           RetryDefaults())  # fmt: skip
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
     thread.start()
-    yield runner
+    yield runner.processor  # what it decided
     stop.set()
     thread.join(30)
 
@@ -55,7 +55,7 @@ def reader(topics: Topics) -> Iterator[Callable[[str, int], TopicReader]]:
 
 
 def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
-    topics: Topics, router: RetryRunner, reader: Callable[[str, int], TopicReader]
+    topics: Topics, router: Retries, reader: Callable[[str, int], TopicReader]
 ) -> None:
     s = topics.settings
     policy = retry_policy(initial_backoff_ms=1500, jitter=0.5)
@@ -80,7 +80,7 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
 
 
 def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
-    topics: Topics, router: RetryRunner, reader: Callable[[str, int], TopicReader]
+    topics: Topics, router: Retries, reader: Callable[[str, int], TopicReader]
 ) -> None:
     s = topics.settings
     earlier = [error_info(1), error_info(2)]
@@ -114,10 +114,10 @@ def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
 
 
 def test_retry_then_success_through_the_timers_at_the_backoff_times(
-    topics: Topics, router: RetryRunner, tmp_path: Path
+    topics: Topics, router: Retries, tmp_path: Path
 ) -> None:
     s = topics.settings
-    timers = TimerRunner(s, TimerOptions(instance_id="t", state_dir=tmp_path / "state"))
+    timers = timer_runner(s, TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "state"))
     stop = threading.Event()
     thread = threading.Thread(target=timers.run, args=(stop,), daemon=True)
     thread.start()

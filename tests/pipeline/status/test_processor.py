@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
+from pipeline.runtime import Output
 from pipeline.serde import Event, JobState, JobStatus, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.processor import Emit, StatusPolicy, StatusProcessor
+from pipeline.status.processor import StatusPolicy, StatusProcessor
 from pipeline.status.state import JobRecord, RecordCache, StatusState
 from pipeline.topics import Topics
 from tests.pipeline.status.events import (
@@ -40,7 +41,7 @@ class Driver:
         self.changelog: list[tuple[bytes, bytes | None]] = []
         self.cache = RecordCache()
 
-    def step(self, now: int, *events: dict[str, Any]) -> list[Emit]:
+    def step(self, now: int, *events: dict[str, Any]) -> list[Output]:
         state = StatusState(PartitionTransaction(self.store), partition=2, cache=self.cache)
         emits = [emit for event in events for emit in self.processor.process(state, event, now)]
         emits += self.processor.expire_leases(state, now)
@@ -63,11 +64,11 @@ class Driver:
         return StatusState(PartitionTransaction(self.store)).get_execution(job_id)
 
 
-def lifecycles(emits: list[Emit]) -> list[dict[str, Any]]:
+def lifecycles(emits: list[Output]) -> list[dict[str, Any]]:
     return [e.value.data for e in emits if isinstance(e.value, Event)]
 
 
-def statuses(emits: list[Emit]) -> list[JobStatus]:
+def statuses(emits: list[Output]) -> list[JobStatus]:
     return [e.value.to_status() for e in emits if isinstance(e.value, JobRecord)]
 
 

@@ -20,10 +20,12 @@ from typer.testing import CliRunner
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
+from pipeline.runtime.runner import Runner
 from pipeline.scheduling import new_job_id
 from pipeline.serde import JobState, JobStatus
+from pipeline.status.processor import StatusPolicy
 from pipeline.status.query import read_statuses, status
-from pipeline.status.runner import StatusOptions, StatusRunner
+from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.topics import Topics
 from tests.pipeline.status.events import (
     as_event,
@@ -72,10 +74,9 @@ def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., N
 
     def start(instance: str = "a", lease_ms: int = 30_000) -> None:
         stop = threading.Event()
-        options = StatusOptions(instance_id=instance, state_dir=tmp_path / "state",
-                                lease_ms=lease_ms)  # fmt: skip
-        thread = threading.Thread(target=StatusRunner(topics.settings, options).run, args=(stop,),
-                                  daemon=True)  # fmt: skip
+        options = STATUS_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state")
+        runner = status_runner(topics.settings, options, StatusPolicy(lease_ms=lease_ms))
+        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
         thread.start()
         running.append((stop, thread))
 
@@ -255,13 +256,13 @@ def test_kill_9_and_restart_keeps_state(
     assert all(event_log.of(job, "LOST") == [] for job in jobs)
 
 
-def stored(runner: StatusRunner, job_id: str) -> bool:
+def stored(runner: Runner, job_id: str) -> bool:
     """Whether the runner's local stores hold a record of ``job_id``."""
     key = b"j" + job_id.encode()
     return any(store.get(key) is not None for store in runner.partitions.stores.values())
 
 
-def stepping(*runners: StatusRunner, until: Callable[[], bool], what: str) -> None:
+def stepping(*runners: Runner, until: Callable[[], bool], what: str) -> None:
     """Run the loops of ``runners`` by hand until ``until()`` holds."""
 
     def step() -> bool:
@@ -281,8 +282,9 @@ def test_one_transaction_spans_several_consumes_and_the_stores_wait_for_its_comm
 ) -> None:
     settings, t = topics.settings, now_ms()
     first, later = [new_job_id() for _ in range(4)], [new_job_id() for _ in range(4)]
-    runner = StatusRunner(settings, StatusOptions(state_dir=tmp_path / "state", tick_ms=20,
-                                                  commit_interval_ms=NEVER_MS))  # fmt: skip
+    options = STATUS_OPTIONS.evolve(state_dir=tmp_path / "state", poll_ms=20,
+                                    commit_interval_ms=NEVER_MS)  # fmt: skip
+    runner = status_runner(settings, options)
     try:
         runner.start()
         produce_events(settings, *(scheduled(job, at_ms=t) for job in first))
@@ -307,9 +309,9 @@ def test_a_transaction_commits_when_it_holds_max_events(topics: Topics, tmp_path
     jobs = [new_job_id() for _ in range(6)]
     # One event per consume(); each SCHEDULED folds one event and emits one status (size 2),
     # so every second event fills a transaction of at most 3.
-    options = StatusOptions(state_dir=tmp_path / "state", tick_ms=20, batch_size=1,
-                            commit_interval_ms=NEVER_MS, commit_max_events=3)  # fmt: skip
-    runner = StatusRunner(settings, options)
+    options = STATUS_OPTIONS.evolve(state_dir=tmp_path / "state", poll_ms=20, batch_size=1,
+                                    commit_interval_ms=NEVER_MS, commit_max_records=3)  # fmt: skip
+    runner = status_runner(settings, options)
     try:
         runner.start()
         produce_events(settings, *(scheduled(job, at_ms=t) for job in jobs))
@@ -327,9 +329,9 @@ def test_a_partition_revoked_with_an_open_transaction_is_redone_by_its_next_owne
     runs = {job: execution(job, epoch=t) for job in jobs}
     produce_events(settings, *(e for job in jobs for e in (scheduled(job, at_ms=t),
                                                           fired(runs[job]))))  # fmt: skip
-    options = {"tick_ms": 20, "commit_interval_ms": NEVER_MS}
-    a = StatusRunner(settings, StatusOptions(instance_id="a", state_dir=tmp_path / "a", **options))
-    b = StatusRunner(settings, StatusOptions(instance_id="b", state_dir=tmp_path / "b", **options))
+    options = STATUS_OPTIONS.evolve(poll_ms=20, commit_interval_ms=NEVER_MS)
+    a = status_runner(settings, options.evolve(instance_id="a", state_dir=tmp_path / "a"))
+    b = status_runner(settings, options.evolve(instance_id="b", state_dir=tmp_path / "b"))
     try:
         a.start()
         stepping(a, until=lambda: a.uncommitted == 60, what="a folding every event")

@@ -8,10 +8,11 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
+from pipeline.runtime import Output
 from pipeline.serde import Event
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.processor import Emit, TimerProcessor
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
@@ -29,7 +30,7 @@ class Driver:
         self.processor = TimerProcessor(Topics(Settings()))
         self.changelog: list[tuple[bytes, bytes | None]] = []
 
-    def step(self, now: int, *events: Event) -> list[Emit]:
+    def step(self, now: int, *events: Event) -> list[Output]:
         state = TimerState(PartitionTransaction(self.store))
         emits = [emit for event in events for emit in self.processor.process(state, event, now)]
         emits += self.processor.fire_due(state, now, limit=10_000)
@@ -42,12 +43,12 @@ class Driver:
         self.store = PartitionStore(self.path)
 
 
-def kinds(emits: list[Emit]) -> list[str]:
-    return [e.event.data["kind"] if e.event.name == "JobLifecycle" else e.event.name for e in emits]
+def kinds(emits: list[Output]) -> list[str]:
+    return [e.value.data["kind"] if e.value.name == "JobLifecycle" else e.value.name for e in emits]
 
 
-def executions(emits: list[Emit]) -> list[dict]:
-    return [e.event.data for e in emits if e.event.name == "ExecutionRequested"]
+def executions(emits: list[Output]) -> list[dict]:
+    return [e.value.data for e in emits if e.value.name == "ExecutionRequested"]
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_one_off_fires_at_its_time_and_not_before(driver: Driver) -> None:
     assert emits[0].topic == "jobs.exec.data.process.high"
     assert emits[0].key == job.data["job_id"].encode()
     assert (run["scheduled_at_ms"], run["fired_at_ms"], run["attempt"]) == (T0 + 5000, T0 + 5003, 1)
-    assert emits[1].event.data["lateness_ms"] == 3
+    assert emits[1].value.data["lateness_ms"] == 3
     assert driver.step(T0 + 10_000) == []
 
 
@@ -101,7 +102,7 @@ def test_cron_fires_each_run_and_moves_on(driver: Driver) -> None:
     job = submitted(now_ms=T0, cron=cron_schedule("* * * * *", max_runs=3))
     start = T0 - T0 % MINUTE  # on a minute boundary
     emits = driver.step(start + 1, job)
-    assert emits[0].event.data["scheduled_at_ms"] == start + MINUTE
+    assert emits[0].value.data["scheduled_at_ms"] == start + MINUTE
     fired = []
     for minute in range(1, 6):
         fired += [
@@ -122,7 +123,7 @@ def test_pause_and_resume_a_schedule(driver: Driver) -> None:
         start + 3 * MINUTE + 10, schedule_changed(job.data["job_id"], "RESUME", now_ms=T0)
     )
     assert kinds(resumed) == ["RESUMED"]
-    assert resumed[0].event.data["scheduled_at_ms"] == start + 4 * MINUTE
+    assert resumed[0].value.data["scheduled_at_ms"] == start + 4 * MINUTE
     assert [r["scheduled_at_ms"] for r in executions(driver.step(start + 4 * MINUTE))] == [
         start + 4 * MINUTE
     ]
@@ -142,7 +143,7 @@ def test_update_changes_the_schedule_and_keeps_the_run_count(driver: Driver) -> 
         params='{"v": 2}',
     )
     emits = driver.step(start + hour + 1, update)
-    assert emits[0].event.data["scheduled_at_ms"] == start + hour + 30 * MINUTE
+    assert emits[0].value.data["scheduled_at_ms"] == start + hour + 30 * MINUTE
     runs = executions(driver.step(start + hour + 30 * MINUTE))
     assert [r["spec"]["params"] for r in runs] == ['{"v": 2}']
     assert executions(driver.step(start + 3 * hour)) == []  # max_runs=2 reached

@@ -14,7 +14,7 @@ from confluent_kafka import TopicPartition
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
-from pipeline.timers.runner import TimerOptions, TimerRunner
+from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, submitted
 from tests.support.pipeline import SERIALIZE, Executions, produce, start_timers
@@ -27,8 +27,9 @@ def timers_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[[str],
 
     def start(instance: str = "a") -> None:
         stop = threading.Event()
-        runner = TimerRunner(
-            topics.settings, TimerOptions(instance_id=instance, state_dir=tmp_path / "state")
+        runner = timer_runner(
+            topics.settings,
+            TIMER_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state"),
         )
         thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
         thread.start()

@@ -1,10 +1,10 @@
-"""When a lane commits: every interval under load, at once after an idle spell."""
+"""When a transaction commits: every interval under load, at once after an idle spell."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.worker.commits import CommitSchedule
+from pipeline.runtime.schedule import CommitSchedule
 
 
 def test_a_commit_is_due_once_the_interval_since_the_last_has_passed() -> None:

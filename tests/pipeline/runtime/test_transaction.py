@@ -1,4 +1,4 @@
-"""The status processor's open transaction: when it commits, and what it holds."""
+"""The open transaction: what it holds, and what a revoked partition takes away."""
 
 from __future__ import annotations
 
@@ -6,48 +6,28 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.runtime import Output
+from pipeline.runtime.transaction import OpenTransaction
 from pipeline.serde import Event, JobState
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.batch import OpenTransaction, commit_due
-from pipeline.status.processor import Emit
 from pipeline.status.state import JobRecord, StatusState
 
 S = JobState
 
 
-@pytest.mark.parametrize(
-    ("age_ms", "size", "due"),
-    [
-        (0, 0, False),  # nothing in it: never
-        (10_000, 0, False),
-        (99, 10, False),  # young and small: it waits for more
-        (100, 1, True),  # the interval is up
-        (0, 500, True),  # full
-        (50, 499, False),
-    ],
-)
-def test_commit_due(age_ms: float, size: int, due: bool) -> None:
-    assert commit_due(age_ms, size, interval_ms=100, max_events=500) is due
+def status(job: str, state: JobState) -> Output:
+    return Output("jobs.status", job.encode(), JobRecord(job_id=job, state=state), compact=True)
 
 
-def test_a_zero_interval_commits_every_step_that_has_something() -> None:
-    assert commit_due(0, 1, interval_ms=0, max_events=500)
-    assert not commit_due(0, 0, interval_ms=0, max_events=500)
-
-
-def status(job: str, state: JobState) -> Emit:
-    return Emit("jobs.status", job.encode(), JobRecord(job_id=job, state=state))
-
-
-def lost(job: str, partition: int) -> Emit:
-    return Emit("jobs.events", job.encode(), Event("JobLifecycle", {"kind": "LOST",
+def lost(job: str, partition: int) -> Output:
+    return Output("jobs.events", job.encode(), Event("JobLifecycle", {"kind": "LOST",
                 "job_id": job}), partition=partition)  # fmt: skip
 
 
 @pytest.fixture
 def open_tx(tmp_path: Path) -> OpenTransaction:
-    tx = OpenTransaction(started=0.0)
+    tx = OpenTransaction()
     for p in (0, 1):
         tx.open(p, StatusState(PartitionTransaction(PartitionStore(tmp_path / str(p))), p))
     return tx

@@ -1,0 +1,109 @@
+"""What a processor is: the contract between a processor and the runtime that carries it.
+
+In the spirit of Kafka Streams' processor API: a processor opens a state view over one
+partition's store transaction, turns each input record into outputs
+(:meth:`Processor.process`), may act on the wall clock (:meth:`Processor.punctuate`), and
+hears when its outputs have committed. It never touches Kafka, so a test drives it with
+records and a clock of its own (pipeline/runtime/driver.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, SupportsBytes, TypeVar
+
+from pipeline.serde import Event
+from pipeline.state.transaction import PartitionTransaction
+
+ChangelogRecord = tuple[bytes, bytes | None]
+
+
+class Record(Protocol):
+    """An input record: confluent-kafka's ``Message`` outside tests, a plain object in them."""
+
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+
+
+class StateView(Protocol):
+    """One partition's state within one transaction, as a stateful processor keeps it."""
+
+    tx: PartitionTransaction
+
+    @property
+    def changed(self) -> bool:
+        """Whether the transaction changed anything (it must commit even with no output)."""
+        ...
+
+    def flush(self) -> Iterable[ChangelogRecord]:
+        """The changelog records of what changed, once, when the transaction commits."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One record to produce.
+
+    ``value`` is an :class:`Event` (Avro-encoded by the runtime) or anything ``bytes()``
+    encodes, at commit time. ``partition`` None lets the producer's partitioner decide.
+    A ``compact`` output replaces the previous compact output of the same topic and key
+    in the same transaction: the topic is compacted, so only the last one is worth writing.
+    """
+
+    topic: str
+    key: bytes | None
+    value: Event | SupportsBytes | bytes
+    partition: int | None = None
+    headers: Sequence[tuple[str, bytes]] | None = None
+    compact: bool = False
+
+
+S = TypeVar("S")
+
+
+class Processor(Generic[S]):
+    """A consume-process-produce step; subclasses override what they need.
+
+    ``S`` is the per-partition state: a :class:`StateView` for processors with a
+    ``changelog``, anything (usually None) for stateless ones.
+    """
+
+    name: str = "processor"
+    """The component: it names the consumer group (``jobstream.<name>``), the metrics label
+    and the log lines."""
+    inputs: tuple[str, ...] = ()
+    changelog: str | None = None
+    """The compacted topic the stores are logged to; None for a stateless processor."""
+    punctuate_when_caught_up: bool = False
+    """Punctuate a partition only once it has been read to its end (the status processor's
+    leases: heartbeats still in a backlog must not expire them)."""
+    consumer_tuning: Mapping[str, Any] = {}
+
+    def open(self, tx: PartitionTransaction | None, partition: int) -> S:
+        """The state view of ``partition`` over a new transaction (None: stateless)."""
+        return None  # type: ignore[return-value]
+
+    def restore(self, tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+        """Apply one changelog record while a store is restored."""
+        raise NotImplementedError(f"{self.name} keeps no state to restore")
+
+    def process(self, state: S, record: Record, now_ms: int) -> Iterable[Output]:
+        raise NotImplementedError
+
+    def punctuate(self, state: S, now_ms: int, limit: int) -> Iterable[Output]:
+        """Act on the wall clock for one partition, at most ``limit`` records' worth."""
+        return ()
+
+    def committed(self, state: S, outputs: Sequence[Output]) -> None:
+        """The transaction holding ``outputs`` (and the state's changes) has committed."""
+
+    def revoked(self, partition: int) -> None:
+        """``partition`` now belongs to another process: forget what is kept for it."""
+
+    def counters(self) -> Mapping[str, object]:
+        """The processor's own counters, for the stats line."""
+        return {}

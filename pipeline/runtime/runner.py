@@ -1,0 +1,244 @@
+"""The runner: one processor carried over Kafka, exactly once.
+
+One consumer (static group member ``jobstream.<processor>.<instance id>``) reads the
+processor's inputs; one transactional producer, named the same, writes its outputs and
+its changelog. Each loop iteration consumes a batch, lets the processor fold it and act on
+the wall clock (pipeline/runtime/task.py), and commits the open transaction when the
+commit schedule says so (pipeline/runtime/schedule.py). A commit follows one order
+(:meth:`Runner.commit`, over pipeline/kafka/transaction.py):
+
+1. every output is produced (a topic seen for the first time is created first), then each
+   partition's changelog records, whose delivery reports give the changelog offsets;
+2. the transaction commits with the consumer's positions (flush, send offsets with the
+   group metadata, commit): outputs, changelog and input offsets become visible at once;
+3. only then are the stores written, each with the changelog offset it reached, and the
+   processor told (:meth:`Processor.committed`).
+
+An abort drops the whole open transaction and rewinds the consumer to the committed
+offsets; the stores were not touched, so the same input is processed again. A crash
+between 2 and 3 leaves a store behind its changelog, which restore catches up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Generic, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from pipeline import metrics
+from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.errors import TopicMismatchError
+from pipeline.kafka import clients
+from pipeline.kafka.admin import ensure_topics
+from pipeline.kafka.transaction import send, transact
+from pipeline.runtime.health import LoopHealth
+from pipeline.runtime.options import RunnerOptions
+from pipeline.runtime.processor import Output, Processor
+from pipeline.runtime.schedule import CommitSchedule
+from pipeline.runtime.task import Task
+from pipeline.runtime.transaction import OpenTransaction
+from pipeline.serde import Event, make_serde
+from pipeline.state.partitions import PartitionStores
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+
+
+class Runner(Generic[S]):
+    def __init__(self, processor: Processor[S], settings: Settings,
+                 options: RunnerOptions | None = None) -> None:  # fmt: skip
+        self.processor = processor
+        self.settings = settings
+        self.options = options or RunnerOptions()
+        self.topics = Topics(settings)
+        self.serialize, _ = make_serde(settings.schema_registry_url)
+        self.name = processor.name
+        group = f"{settings.topic_prefix}jobstream.{processor.name}"
+        tuning = dict(processor.consumer_tuning)
+        if processor.punctuate_when_caught_up:
+            tuning["enable.partition.eof"] = True
+        self.consumer, self.producer = clients.processor_clients(
+            settings, group, self.options.instance_id, **tuning
+        )
+        self.partitions: PartitionStores | None = None
+        if processor.changelog is not None:
+            self.partitions = PartitionStores(
+                self.options.state_dir / f"{group}.{self.options.instance_id}",
+                processor.changelog,
+                clients.consumer(settings, f"{group}.restore"),
+                processor.restore,
+            )
+        self.task: Task[S] = Task(
+            processor,
+            None if self.partitions is None else self.partitions.stores,
+            self.options.punctuate_limit,
+        )
+        self.stats = self.task.stats
+        self.schedule = CommitSchedule(
+            interval_s=self.options.commit_interval_ms / 1000,
+            max_pending=self.options.commit_max_records,
+            last_commit=time.monotonic(),
+        )
+        self.health = LoopHealth(processor.name, self.options.stats_interval_s, self.counters)
+        self._known_topics: set[str] = set()
+        self._metric_labels = {"component": processor.name}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Check the topics, fence any predecessor's transaction and join the group."""
+        found = self.consumer.list_topics(timeout=30).topics
+        self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
+        self._known_topics = set(found)
+        self.producer.init_transactions(60)
+        self.consumer.subscribe(list(self.processor.inputs), on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+        log.info("%s started", self.name, extra={"instance": self.options.instance_id})
+
+    def run(self, stop: threading.Event) -> None:
+        """Serve until ``stop``; commit what was folded, then close."""
+        self.start()
+        try:
+            while not stop.is_set():
+                self.step()
+                self.health.beat()
+            self.commit()
+        finally:
+            self.health.log_stats()
+            self.close()
+
+    def close(self) -> None:
+        self.consumer.close()
+        if self.partitions is not None:
+            self.partitions.close()
+
+    def counters(self) -> Mapping[str, object]:
+        return {**vars(self.stats), **self.processor.counters(),
+                "partitions": sorted(self.task.owned)}  # fmt: skip
+
+    @property
+    def uncommitted(self) -> int:
+        """Input records folded into the open transaction."""
+        return self.task.uncommitted
+
+    # -- one loop iteration --------------------------------------------------------------
+
+    def step(self) -> None:
+        """Consume a batch, process it and act on the clock; commit when it is due."""
+        messages = self.consumer.consume(self.options.batch_size,
+                                         timeout=self.options.poll_ms / 1000)  # fmt: skip
+        if not self.task.owned:
+            return
+        records = []
+        for message in messages:
+            if message.error() is None:
+                records.append(message)
+            else:
+                self._consume_error(message)
+        now = now_ms()
+        self.task.process(records, now)
+        self.task.punctuate(now)
+        if not self.task.pending:
+            self.task.release()  # nothing yet: the next iteration reads the stores afresh
+            return
+        if self.schedule.due(time.monotonic(), self.task.size):
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit the open transaction, if it holds anything: Kafka first, then the stores."""
+        tx = self.task.take()
+        if tx is None:
+            return
+        started = time.monotonic()
+        if not transact(self.producer, self.consumer, lambda: self._produce(tx)):
+            self.task.aborted(tx)
+            metrics.ABORTED.labels(**self._metric_labels).inc()
+            return
+        if self.partitions is not None:
+            self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})  # type: ignore[attr-defined]
+        self.task.committed(tx)
+        done = time.monotonic()
+        self.schedule.committed(done)
+        metrics.COMMIT_SECONDS.labels(**self._metric_labels).observe(done - started)
+        metrics.TRANSACTIONS.labels(**self._metric_labels).inc()
+        metrics.CONSUMED.labels(**self._metric_labels).inc(tx.consumed)
+
+    def _produce(self, tx: OpenTransaction[S]) -> None:
+        serialize = self.serialize
+        for output in tx.emits():
+            if output.topic not in self._known_topics:
+                self._ensure_topic(output.topic)
+            value = output.value
+            data = serialize(value) if isinstance(value, Event) else bytes(value)
+            send(self.producer, output.topic, data, output.key, **_placement(output))
+        if self.partitions is not None:
+            for p, work in tx.partitions.items():
+                self.partitions.log(self.producer, p, work.state.flush())  # type: ignore[attr-defined]
+        self.producer.poll(0)
+
+    # -- topics and partitions -----------------------------------------------------------
+
+    def _ensure_topic(self, name: str) -> None:
+        """A topic seen for the first time (a new job type's) is created with its settings."""
+        spec = self.topics.spec_of(name)
+        if spec is not None:
+            ensure_topics(self.settings.kafka_config, [spec],
+                          replication_factor=self.settings.replication_factor)  # fmt: skip
+        self._known_topics.add(name)
+
+    def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
+        """Partition p of every input and of the changelog make one store: counts must match."""
+        if self.processor.changelog is None:
+            return
+        names = (*self.processor.inputs, self.processor.changelog)
+        found = {name: counts.get(name, 0) for name in names}
+        if 0 in found.values() or len(set(found.values())) > 1:
+            raise TopicMismatchError(
+                f"the {self.name} processor needs {', '.join(names)} with equal partition "
+                f"counts, found {found} (`jobstream topics create` makes them)"
+            )
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        assigned = {tp.partition for tp in partitions}
+        if self.partitions is not None:
+            self.partitions.assign(assigned)
+        self.task.assign(assigned)
+        self._partitions_changed("assigned", assigned)
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        revoked = {tp.partition for tp in partitions}
+        self.task.revoke(revoked)
+        if self.partitions is not None:
+            self.partitions.revoke(revoked)
+        self._partitions_changed("revoked", revoked)
+
+    def _partitions_changed(self, what: str, partitions: set[int]) -> None:
+        metrics.PARTITIONS.labels(**self._metric_labels).set(len(self.task.owned))
+        owned = sorted(self.task.owned)
+        log.info("%s partitions %s", self.name, what,
+                 extra={"changed": sorted(partitions), "partitions": owned})  # fmt: skip
+
+    def _consume_error(self, message: Message) -> None:
+        error = message.error()
+        if error is not None and error.code() == KafkaError._PARTITION_EOF:
+            self.task.reached_end(message.partition() or 0)
+        else:
+            log.warning("consume error: %s", error)
+
+
+def _placement(output: Output) -> dict[str, Any]:
+    if output.partition is None and output.headers is None:
+        return {}
+    placement: dict[str, Any] = {}
+    if output.partition is not None:
+        placement["partition"] = output.partition
+    if output.headers is not None:
+        placement["headers"] = list(output.headers)
+    return placement
