@@ -170,7 +170,9 @@ class LocalCluster:
         if not (node_dir / "data" / "meta.properties").exists():
             format_command = [
                 java, "-Xmx256m", *logs_flags, "-cp", classpath, "kafka.tools.StorageTool",
-                "format", "-t", layout.cluster_id, "-c", str(properties), "--ignore-formatted",
+                # "=": an id may begin with "-", which would read as an option
+                "format", f"--cluster-id={layout.cluster_id}", "-c", str(properties),
+                "--ignore-formatted",
             ]  # fmt: skip
             result = subprocess.run(format_command, capture_output=True, text=True)
             if result.returncode != 0:

@@ -9,9 +9,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 log = logging.getLogger(__name__)
 
-# Right after a topic is created, or while its leader moves, brokers answer these for a
-# moment; librdkafka flags only some of them as retriable.
+# Right after a topic is created, or while its leader moves (a broker down or back),
+# brokers answer these for a moment; librdkafka flags only some of them as retriable.
 NOT_READY = frozenset({
+    KafkaError._UNKNOWN_PARTITION,
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -31,6 +31,11 @@ class RunnerOptions:
     a transaction's size and duration (well within its timeout)."""
     stats_interval_s: float = 10.0
     """How often the stats line is logged."""
+    kafka_timeout_s: float = 30.0
+    """The longest one blocking Kafka call (joining, fencing) may take."""
+    recover_timeout_s: float = 300.0
+    """How long the runner keeps rebuilding its clients after a fatal Kafka error before
+    the error ends the process (for its supervisor to restart it)."""
 
     def __post_init__(self) -> None:
         for name in ("poll_ms", "batch_size", "commit_max_records", "punctuate_limit"):
@@ -40,6 +45,8 @@ class RunnerOptions:
             raise ConfigurationError(
                 f"commit_interval_ms must not be negative, got {self.commit_interval_ms}"
             )
+        if min(self.kafka_timeout_s, self.recover_timeout_s) <= 0:
+            raise ConfigurationError("kafka_timeout_s and recover_timeout_s must be positive")
         if self.stats_interval_s <= 0:
             raise ConfigurationError(
                 f"stats_interval_s must be positive, got {self.stats_interval_s}"

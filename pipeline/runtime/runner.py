@@ -17,6 +17,13 @@ commit schedule says so (pipeline/runtime/schedule.py). A commit follows one ord
 An abort drops the whole open transaction and rewinds the consumer to the committed
 offsets; the stores were not touched, so the same input is processed again. A crash
 between 2 and 3 leaves a store behind its changelog, which restore catches up.
+
+A Kafka error that no abort mends (a fenced or fatal producer, a fenced consumer, a
+transaction in a state it cannot leave, a partition unknown during restore) does not stop
+the process: :meth:`Runner.recover` drops the open transaction and the stores, builds
+new clients (the new producer fences whatever its predecessor left open), and joins the
+group again, so the partitions come back restored. Only when that keeps failing for
+``recover_timeout_s`` does the error end the process, for its supervisor to restart it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -64,6 +71,7 @@ class Runner(Generic[S]):
         tuning = dict(processor.consumer_tuning)
         if processor.punctuate_when_caught_up:
             tuning["enable.partition.eof"] = True
+        self._group, self._tuning = group, tuning
         self.consumer, self.producer = clients.processor_clients(
             settings, group, self.options.instance_id, **tuning
         )
@@ -88,6 +96,7 @@ class Runner(Generic[S]):
         )
         self.health = LoopHealth(processor.name, self.options.stats_interval_s, self.counters)
         self._known_topics: set[str] = set()
+        self.recoveries = 0
         self._metric_labels = {"component": processor.name}
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -97,17 +106,24 @@ class Runner(Generic[S]):
         found = self.consumer.list_topics(timeout=30).topics
         self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
         self._known_topics = set(found)
-        self.producer.init_transactions(60)
+        self._join()
+        log.info("%s started", self.name, extra={"instance": self.options.instance_id})
+
+    def _join(self) -> None:
+        """Fence any predecessor's transaction and subscribe."""
+        self.producer.init_transactions(self.options.kafka_timeout_s)
         self.consumer.subscribe(list(self.processor.inputs), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
-        log.info("%s started", self.name, extra={"instance": self.options.instance_id})
 
     def run(self, stop: threading.Event) -> None:
         """Serve until ``stop``; commit what was folded, then close."""
         self.start()
         try:
             while not stop.is_set():
-                self.step()
+                try:
+                    self.step()
+                except KafkaException as exc:
+                    self.recover(exc, stop)
                 self.health.beat()
             self.commit()
         finally:
@@ -119,8 +135,50 @@ class Runner(Generic[S]):
         if self.partitions is not None:
             self.partitions.close()
 
+    def recover(self, error: KafkaException, stop: threading.Event) -> None:
+        """Start afresh after ``error``: new clients, a new transaction epoch, partitions
+        restored again. Raises the last error once ``recover_timeout_s`` has passed."""
+        log.warning("%s recovering from a Kafka error: %s", self.name, error,
+                    extra={"instance": self.options.instance_id})  # fmt: skip
+        self.recoveries += 1
+        tx = self.task.take()
+        if tx is not None:
+            self.task.aborted(tx)
+        self._drop_partitions()
+        deadline = time.monotonic() + self.options.recover_timeout_s
+        delay_s = 0.1
+        while not stop.is_set():
+            self._close_clients()
+            self.consumer, self.producer = clients.processor_clients(
+                self.settings, self._group, self.options.instance_id, **self._tuning
+            )
+            try:
+                self._join()
+                log.info("%s recovered", self.name, extra={"recoveries": self.recoveries})
+                return
+            except KafkaException as exc:
+                if time.monotonic() + delay_s > deadline:
+                    raise
+                log.warning("%s not recovered yet: %s", self.name, exc)
+                stop.wait(delay_s)
+                delay_s = min(delay_s * 2, 5.0)
+
+    def _drop_partitions(self) -> None:
+        owned = set(self.task.owned)
+        self.task.revoke(owned)
+        if self.partitions is not None:
+            self.partitions.revoke(owned)
+        metrics.PARTITIONS.labels(**self._metric_labels).set(0)
+
+    def _close_clients(self) -> None:
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError) as exc:  # already closed, or the broker is gone
+            log.debug("consumer close: %s", exc)
+        self.producer.purge()
+
     def counters(self) -> Mapping[str, object]:
-        return {**vars(self.stats), **self.processor.counters(),
+        return {**vars(self.stats), **self.processor.counters(), "recoveries": self.recoveries,
                 "partitions": sorted(self.task.owned)}  # fmt: skip
 
     @property
