@@ -41,6 +41,13 @@ CONSUMER_TUNING: dict[str, Any] = {
 }
 
 
+TRANSACTION_TIMEOUT_MS = 10_000
+"""How long a transaction may stay open before the broker aborts it. A crashed process's
+open transaction holds back what read_committed readers see on every partition it wrote
+(jobs.events among them) until it is aborted, so this stays well below the status
+processor's lease (30 s) minus the heartbeat interval (10 s): a run finished by another
+worker meanwhile is seen finished before its lease could expire."""
+
 BATCHED_FETCH: dict[str, Any] = {"fetch.min.bytes": 256 * 1024, "fetch.wait.max.ms": 100}
 """For the status processor and the retry router: a fetch waits for 256 KB or 100 ms,
 which bounds their fetches to ten a second when quiet, and makes them large when busy."""
@@ -86,5 +93,6 @@ def processor_clients(
     consumer_config.update(consumer_overrides)
     return (
         consumer(settings, group, **consumer_config),
-        producer(settings, transactional_id=member, **{"transaction.timeout.ms": 10_000}),
+        producer(settings, transactional_id=member,
+                 **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}),
     )

@@ -42,7 +42,6 @@ from pipeline.worker.priorities import PriorityPolicy
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_TIMEOUT_MS = 30_000
 BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach
 1 MB, and ``prefetch`` of those would not fit in memory."""
@@ -93,7 +92,7 @@ class Lane:
         )
         self.producer = clients.producer(
             settings, transactional_id=f"{prefix}jobstream.worker.{worker_id}.{job_type}",
-            **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS},
+            **{"transaction.timeout.ms": clients.TRANSACTION_TIMEOUT_MS},
         )  # fmt: skip
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()

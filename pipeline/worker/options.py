@@ -31,7 +31,8 @@ class WorkerOptions:
     every tier's next record; a deeper buffer lets one fetch bring many records."""
     commit_interval_s: float = DEFAULT_INTERVAL_S
     """Least time between two transactions of a type while outcomes keep coming: each
-    transaction carries every outcome decided since the previous one (see commits.py)."""
+    transaction carries every outcome decided since the previous one
+    (pipeline/runtime/schedule.py)."""
     commit_max_outcomes: int = DEFAULT_MAX_PENDING
     """Outcomes waiting that make a transaction due before the interval has passed."""
     heartbeat_s: float = 10.0
@@ -48,6 +49,9 @@ class WorkerOptions:
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
     the runtime reports TIMED_OUT without it."""
+    started_timeout_s: float = 10.0
+    """Longest wait for the STARTED records of the runs about to start to be on the broker
+    (with every replica); past it the runs start anyway, and the wait is logged."""
     stats_interval_s: float = 30.0
 
 

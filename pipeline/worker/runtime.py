@@ -12,10 +12,10 @@ is taken, records to arrive when a slot is free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
   whose thread has not returned yet (it cannot be killed; see executor.py).
-- STARTED and HEARTBEAT go through a plain idempotent producer, so they are visible
-  within its linger (50 ms); the final outcome waits for the transaction. The plain
-  producer is flushed before each transaction with outcomes, so a job's STARTED precedes
-  its outcome on jobs.events.
+- STARTED and HEARTBEAT go through a plain idempotent producer; the final outcome waits
+  for the transaction. The STARTED of every run is on the broker (acks=all) before its
+  handler runs, so no run goes unrecorded, and the plain producer is flushed before each
+  transaction with outcomes, so a job's STARTED precedes its outcome on jobs.events.
 - Redeliveries: a record whose execution id is running here joins that run (its offset
   finishes with it); one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
@@ -49,7 +49,7 @@ from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
-from pipeline.worker.context import build_context
+from pipeline.worker.context import JobContext, build_context
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
 from pipeline.worker.inflight import InFlight, RunningJob
@@ -81,8 +81,8 @@ class WorkerRuntime:
         prefetch = options.prefetch or max(options.concurrency, MIN_PREFETCH)
         # Delivery reports only for failures: _on_delivery only logs those, and a report
         # per STARTED is a Python callback per job. A linger of 50 ms, not 5, puts ten
-        # times as many STARTED records in a request; they need no lower latency, since
-        # every transaction of outcomes flushes them first (a flush ignores the linger).
+        # times as many HEARTBEAT records in a request; STARTED records are flushed
+        # before their handlers run (a flush ignores the linger).
         self.events = clients.producer(
             settings, **{"delivery.report.only.error": True, "linger.ms": 50}
         )
@@ -248,11 +248,26 @@ class WorkerRuntime:
     # -- starting runs ------------------------------------------------------------------
 
     def _dispatch(self) -> None:
+        """Start what fits: every STARTED is on the broker before any of the handlers runs,
+        so a second run of an execution (after a crash, a rebalance, a zombie) always meets
+        the first one's STARTED and is flagged DUPLICATE."""
+        launches: list[tuple[RunningJob, JobContext]] = []
         while len(self.inflight.slots) < self.options.concurrency:
             picked = self._next_record()
             if picked is None:
-                return
-            self._start(*picked)
+                break
+            launch = self._start(*picked)
+            if launch is not None:
+                launches.append(launch)
+        if not launches:
+            return
+        undelivered = self.events.flush(self.options.started_timeout_s)
+        if undelivered:
+            log.warning("STARTED records still undelivered after %.0f s: running anyway",
+                        self.options.started_timeout_s,
+                        extra={"undelivered": undelivered})  # fmt: skip
+        for job, ctx in launches:
+            job.async_run = self.executor.submit(job.token, job.handler, ctx)
 
     def _next_record(self) -> tuple[Lane, Record] | None:
         """Lanes take turns, so one busy job type cannot hold every slot forever."""
@@ -265,7 +280,8 @@ class WorkerRuntime:
                 return lane, record
         return None
 
-    def _start(self, lane: Lane, record: Record) -> None:
+    def _start(self, lane: Lane, record: Record) -> tuple[RunningJob, JobContext] | None:
+        """Take a slot and produce STARTED for ``record``; the run to launch, if any."""
         execution, worker = record.execution, self.options.worker_id
         execution_id = execution["execution_id"]
         running = self.inflight.active.get(execution_id)
@@ -305,7 +321,7 @@ class WorkerRuntime:
         started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         self.events.produce(self.topics.events, self.encode_started(started, record.raw),
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
-        job.async_run = self.executor.submit(job.token, handler, ctx)
+        return job, ctx
 
     # -- plain records ------------------------------------------------------------------
 
