@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
@@ -46,6 +46,8 @@ BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach
 1 MB, and ``prefetch`` of those would not fit in memory."""
 _MAX_RETRY_DELAY_S = 5.0
+TIMEOUT_S = 30.0
+"""The longest one blocking transactional call (start, abort) may take."""
 _ERROR_LOG_INTERVAL_S = 10.0
 
 
@@ -90,10 +92,9 @@ class Lane:
         self.consumer: Consumer = clients.consumer(
             settings, group, **{"session.timeout.ms": 10_000}
         )
-        self.producer = clients.producer(
-            settings, transactional_id=f"{prefix}jobstream.worker.{worker_id}.{job_type}",
-            **{"transaction.timeout.ms": clients.TRANSACTION_TIMEOUT_MS},
-        )  # fmt: skip
+        self._settings = settings
+        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
+        self.producer = self._new_producer()
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()
         self.schedule = schedule or CommitSchedule()
@@ -101,7 +102,7 @@ class Lane:
         self._buffered_bytes = dict.fromkeys(PRIORITIES, 0)
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
-        self.transactions = self.aborted = self.unreadable = 0
+        self.transactions = self.aborted = self.unreadable = self.renewed = 0
         self._paused: set[Partition] = set()
         self._full: frozenset[str] = frozenset()
         self._retry_at = 0.0
@@ -110,8 +111,14 @@ class Lane:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    def _new_producer(self) -> Producer:
+        return clients.producer(
+            self._settings, transactional_id=self._transactional_id,
+            **{"transaction.timeout.ms": clients.TRANSACTION_TIMEOUT_MS},
+        )  # fmt: skip
+
     def start(self) -> None:
-        self.producer.init_transactions(60)
+        self.producer.init_transactions(TIMEOUT_S)
         self.consumer.subscribe(list(self.tier_of), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)  # fmt: skip
 
@@ -240,9 +247,6 @@ class Lane:
             commit_offsets(self.producer, self.consumer,
                            [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
         except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if isinstance(error, KafkaError) and error.fatal():
-                raise
             self._abort(exc)
             return False
         self.tracker.committed(offsets)
@@ -253,9 +257,27 @@ class Lane:
         return True
 
     def _abort(self, exc: KafkaException) -> None:
+        """Abort the transaction; the pending outcomes go in the next one. A producer that
+        cannot abort (fenced, fatal, in a state it cannot leave) is replaced by a new one,
+        whose start fences whatever the old one left open."""
         log.warning("worker transaction aborted, its outcomes will be produced again: %s", exc,
                     extra={"job_type": self.job_type})  # fmt: skip
         self.aborted += 1
-        self.producer.abort_transaction(30)
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)
+        try:
+            if not _is_fatal(exc):
+                self.producer.abort_transaction(TIMEOUT_S)
+                return
+        except KafkaException as again:
+            exc = again
+        log.warning("worker producer replaced after: %s", exc, extra={"job_type": self.job_type})
+        self.renewed += 1
+        self.producer.purge()
+        self.producer = self._new_producer()
+        self.producer.init_transactions(TIMEOUT_S)  # raises when even that fails: exit
+
+
+def _is_fatal(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.fatal()
