@@ -1,9 +1,11 @@
 """Prometheus metrics and the health endpoint every long-running process can expose.
 
 ``serve(port)`` starts an HTTP server with ``/metrics`` (Prometheus text) and
-``/healthz`` (200 while the process's loop has turned within the last
-``STALE_AFTER_S`` seconds, 503 otherwise). Metrics are updated once per batch, not per
-record, except the lateness histogram whose distribution is the point.
+``/healthz``: 200, or 503 naming the problem when the process's loop has not turned
+within the last ``STALE_AFTER_S`` seconds or one of its health checks
+(:func:`add_health_check`: a processor without partitions, commits failing) reports one.
+Metrics are updated once per batch, not per record, except the lateness histogram whose
+distribution is the point.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
@@ -38,19 +41,43 @@ FIRE_LATENESS = Histogram(
 )  # fmt: skip
 
 
+HealthCheck = Callable[[], str | None]
+_HEALTH_CHECKS: dict[str, HealthCheck] = {}
+
+
+def add_health_check(component: str, check: HealthCheck) -> None:
+    """``check()`` returns None while ``component`` is healthy, else what is wrong."""
+    _HEALTH_CHECKS[component] = check
+
+
+def remove_health_check(component: str) -> None:
+    _HEALTH_CHECKS.pop(component, None)
+
+
+def health_problems() -> list[str]:
+    """What is wrong with this process now; empty when it is healthy."""
+    stale = [
+        sample.labels["component"]
+        for metric in LOOP_HEARTBEAT.collect()
+        for sample in metric.samples
+        if time.time() - sample.value > STALE_AFTER_S
+    ]
+    problems = [f"stale: {', '.join(stale)}"] if stale else []
+    for component, check in list(_HEALTH_CHECKS.items()):
+        problem = check()
+        if problem is not None:
+            problems.append(f"{component}: {problem}")
+    return problems
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/metrics":
             self._reply(200, generate_latest(), CONTENT_TYPE_LATEST)
         elif self.path == "/healthz":
-            stale = [
-                sample.labels["component"]
-                for metric in LOOP_HEARTBEAT.collect()
-                for sample in metric.samples
-                if time.time() - sample.value > STALE_AFTER_S
-            ]
-            body = f"stale: {', '.join(stale)}\n" if stale else "ok\n"
-            self._reply(503 if stale else 200, body.encode(), "text/plain")
+            problems = health_problems()
+            body = "".join(f"{problem}\n" for problem in problems) or "ok\n"
+            self._reply(503 if problems else 200, body.encode(), "text/plain")
         else:
             self._reply(404, b"not found\n", "text/plain")
 

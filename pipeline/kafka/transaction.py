@@ -91,3 +91,19 @@ def transact(producer: Producer, consumer: Consumer, produce: Callable[[], None]
         abort_batch(producer, consumer)
         return False
     return True
+
+
+KAFKA_FAILURES = (KafkaException, SystemError)
+"""What a Kafka call may raise on a broker or transaction error: confluent-kafka raises a
+SystemError, with the KafkaException as its context, when a fatal error meets a Python
+callback (a delivery report) in the same call."""
+
+
+def kafka_error_of(exc: BaseException) -> KafkaException | None:
+    """The KafkaException ``exc`` is or carries; None for any other error."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KafkaException):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None

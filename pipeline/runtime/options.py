@@ -33,6 +33,9 @@ class RunnerOptions:
     """How often the stats line is logged."""
     kafka_timeout_s: float = 30.0
     """The longest one blocking Kafka call (joining, fencing) may take."""
+    unhealthy_after_s: float = 60.0
+    """/healthz turns unhealthy when the runner has held no partition, or committed
+    nothing it tried to, for this long (run no more instances than partitions)."""
     recover_timeout_s: float = 300.0
     """How long the runner keeps rebuilding its clients after a fatal Kafka error before
     the error ends the process (for its supervisor to restart it)."""
@@ -45,8 +48,10 @@ class RunnerOptions:
             raise ConfigurationError(
                 f"commit_interval_ms must not be negative, got {self.commit_interval_ms}"
             )
-        if min(self.kafka_timeout_s, self.recover_timeout_s) <= 0:
-            raise ConfigurationError("kafka_timeout_s and recover_timeout_s must be positive")
+        if min(self.kafka_timeout_s, self.recover_timeout_s, self.unhealthy_after_s) <= 0:
+            raise ConfigurationError(
+                "kafka_timeout_s, recover_timeout_s and unhealthy_after_s must be positive"
+            )
         if self.stats_interval_s <= 0:
             raise ConfigurationError(
                 f"stats_interval_s must be positive, got {self.stats_interval_s}"

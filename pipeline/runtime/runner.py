@@ -42,7 +42,7 @@ from pipeline.config import Settings
 from pipeline.errors import TopicMismatchError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import send, transact
+from pipeline.kafka.transaction import KAFKA_FAILURES, kafka_error_of, send, transact
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.options import RunnerOptions
 from pipeline.runtime.processor import Output, Processor
@@ -97,6 +97,10 @@ class Runner(Generic[S]):
         self.health = LoopHealth(processor.name, self.options.stats_interval_s, self.counters)
         self._known_topics: set[str] = set()
         self.recoveries = 0
+        self._unowned_since: float | None = time.monotonic()
+        """Since when the runner has held no partition (None: it holds some)."""
+        self._failing_since: float | None = None
+        """Since when its commits have failed (None: the last one committed)."""
         self._metric_labels = {"component": processor.name}
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -107,6 +111,7 @@ class Runner(Generic[S]):
         self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
         self._known_topics = set(found)
         self._join()
+        metrics.add_health_check(self.name, self.health_problem)
         log.info("%s started", self.name, extra={"instance": self.options.instance_id})
 
     def _join(self) -> None:
@@ -122,8 +127,11 @@ class Runner(Generic[S]):
             while not stop.is_set():
                 try:
                     self.step()
-                except KafkaException as exc:
-                    self.recover(exc, stop)
+                except KAFKA_FAILURES as exc:
+                    error = kafka_error_of(exc)
+                    if error is None:
+                        raise
+                    self.recover(error, stop)
                 self.health.beat()
             self.commit()
         finally:
@@ -131,6 +139,7 @@ class Runner(Generic[S]):
             self.close()
 
     def close(self) -> None:
+        metrics.remove_health_check(self.name)
         self.consumer.close()
         if self.partitions is not None:
             self.partitions.close()
@@ -169,6 +178,7 @@ class Runner(Generic[S]):
         if self.partitions is not None:
             self.partitions.revoke(owned)
         metrics.PARTITIONS.labels(**self._metric_labels).set(0)
+        self._unowned_since = self._unowned_since or time.monotonic()
 
     def _close_clients(self) -> None:
         try:
@@ -176,6 +186,15 @@ class Runner(Generic[S]):
         except (KafkaException, RuntimeError) as exc:  # already closed, or the broker is gone
             log.debug("consumer close: %s", exc)
         self.producer.purge()
+
+    def health_problem(self) -> str | None:
+        """What /healthz reports: no partitions, or no commit, for too long."""
+        now, grace = time.monotonic(), self.options.unhealthy_after_s
+        if self._unowned_since is not None and now - self._unowned_since > grace:
+            return f"no partitions for {now - self._unowned_since:.0f} s"
+        if self._failing_since is not None and now - self._failing_since > grace:
+            return f"commits failing for {now - self._failing_since:.0f} s"
+        return None
 
     def counters(self) -> Mapping[str, object]:
         return {**vars(self.stats), **self.processor.counters(), "recoveries": self.recoveries,
@@ -215,10 +234,18 @@ class Runner(Generic[S]):
         if tx is None:
             return
         started = time.monotonic()
-        if not transact(self.producer, self.consumer, lambda: self._produce(tx)):
+        try:
+            committed = transact(self.producer, self.consumer, lambda: self._produce(tx))
+        except KAFKA_FAILURES:
+            self._failing_since = self._failing_since or time.monotonic()
+            self.task.aborted(tx)
+            raise
+        if not committed:
+            self._failing_since = self._failing_since or time.monotonic()
             self.task.aborted(tx)
             metrics.ABORTED.labels(**self._metric_labels).inc()
             return
+        self._failing_since = None
         if self.partitions is not None:
             self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})  # type: ignore[attr-defined]
         self.task.committed(tx)
@@ -278,6 +305,10 @@ class Runner(Generic[S]):
         self._partitions_changed("revoked", revoked)
 
     def _partitions_changed(self, what: str, partitions: set[int]) -> None:
+        if not self.task.owned:
+            self._unowned_since = self._unowned_since or time.monotonic()
+        else:
+            self._unowned_since = None
         metrics.PARTITIONS.labels(**self._metric_labels).set(len(self.task.owned))
         owned = sorted(self.task.owned)
         log.info("%s partitions %s", self.name, what,

@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.kafka.transaction import commit_offsets, send
+from pipeline.kafka.transaction import KAFKA_FAILURES, commit_offsets, kafka_error_of, send
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics
@@ -246,7 +246,10 @@ class Lane:
                 send(self.producer, self.events_topic, value, key)
             commit_offsets(self.producer, self.consumer,
                            [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
-        except KafkaException as exc:
+        except KAFKA_FAILURES as failure:
+            exc = kafka_error_of(failure)
+            if exc is None:
+                raise
             self._abort(exc)
             return False
         self.tracker.committed(offsets)

@@ -35,3 +35,20 @@ def test_health_follows_the_loop_heartbeat_and_metrics_are_served() -> None:
     finally:
         metrics.LOOP_HEARTBEAT.remove("test-loop")
         server.shutdown()
+
+
+def test_a_health_check_that_reports_a_problem_makes_the_process_unhealthy() -> None:
+    server = metrics.serve(0, host="127.0.0.1")
+    port = server.server_address[1]
+    metrics.LOOP_HEARTBEAT.clear()
+    problem: list[str | None] = [None]
+    metrics.add_health_check("test-runner", lambda: problem[0])
+    try:
+        assert get(port, "/healthz") == (200, "ok\n")
+        problem[0] = "no partitions for 61 s"
+        assert get(port, "/healthz") == (503, "test-runner: no partitions for 61 s\n")
+        metrics.remove_health_check("test-runner")
+        assert get(port, "/healthz") == (200, "ok\n")
+    finally:
+        metrics.remove_health_check("test-runner")
+        server.shutdown()
