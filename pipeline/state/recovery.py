@@ -30,12 +30,16 @@ def restore(
     *,
     chunk: int = 10_000,
     idle_s: float = 15.0,
+    poll_s: float = 0.05,
 ) -> int:
     """Replay the changelog into ``store``; return the number of records applied.
 
     ``consumer`` reads committed data only and belongs to no group that commits. A
     changelog that stops short of its end is held by an open transaction; after
     ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
+    The end of a transactional changelog is a commit marker, which no ``consume()``
+    returns: polls are short (``poll_s``) so that reaching it costs milliseconds, not
+    a long poll per partition.
     """
     tp = TopicPartition(topic, partition)
     low, high = watermarks(consumer, tp)
@@ -63,7 +67,7 @@ def restore(
     started = time.monotonic()
     try:
         while True:
-            messages = consumer.consume(chunk, timeout=0.5)
+            messages = consumer.consume(chunk, timeout=poll_s)
             for message in messages:
                 if message.error() is not None:
                     log.warning("changelog read error: %s", message.error())
