@@ -41,6 +41,11 @@ CONSUMER_TUNING: dict[str, Any] = {
 }
 
 
+SESSION_TIMEOUT_MS = 6_000
+"""How long a group waits for a member that stopped heartbeating (a killed process) before
+its partitions go to the others: the broker's least (``group.min.session.timeout.ms``).
+librdkafka heartbeats from its own thread, so a busy Python loop does not expire it."""
+
 TRANSACTION_TIMEOUT_MS = 10_000
 """How long a transaction may stay open before the broker aborts it. A crashed process's
 open transaction holds back what read_committed readers see on every partition it wrote
@@ -89,7 +94,7 @@ def processor_clients(
     that leaves for good hands its partitions over after ``session.timeout.ms``.
     """
     member = f"{group}.{instance_id}"
-    consumer_config = {"group.instance.id": member, "session.timeout.ms": 10_000}
+    consumer_config = {"group.instance.id": member, "session.timeout.ms": SESSION_TIMEOUT_MS}
     consumer_config.update(consumer_overrides)
     return (
         consumer(settings, group, **consumer_config),

@@ -88,9 +88,9 @@ class Lane:
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
         prefix = settings.topic_prefix
         group = f"{prefix}jobstream.workers.{job_type}"
-        # A crashed worker's partitions move to the others after 10 s, not 45.
+        # A crashed worker's partitions move to the others after 6 s, not 45.
         self.consumer: Consumer = clients.consumer(
-            settings, group, **{"session.timeout.ms": 10_000}
+            settings, group, **{"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
         )
         self._settings = settings
         self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
