@@ -32,57 +32,74 @@ from enum import StrEnum
 from typing import Any
 
 from pipeline.errors import JobstreamError
+from pipeline.lifecycle import (
+    FAILURE_KINDS,
+    IMPLIED_ERRORS,
+    TERMINAL_STATES,
+    JobState,
+    LifecycleKind,
+    epoch_of,
+)
 from pipeline.scheduling import CronSpec, next_fire_ms
-from pipeline.serde import JobState
 from pipeline.status.state import JobRecord
 
-S = JobState
+S, K = JobState, LifecycleKind
 
-OUTCOMES = frozenset({"STARTED", "HEARTBEAT", "SUCCEEDED", "FAILED", "TIMED_OUT"})
+OUTCOMES = frozenset({K.STARTED, K.HEARTBEAT, K.SUCCEEDED, K.FAILED, K.TIMED_OUT})
 """What workers report about one execution: fenced by epoch and by execution id."""
-FAILURES = ("FAILED", "TIMED_OUT", "LOST")
-FINISHING = frozenset({"SUCCEEDED", *FAILURES})
-KINDS = frozenset({
-    "SCHEDULED", "BLOCKED", "FIRED", "STARTED", "HEARTBEAT", "SUCCEEDED", "FAILED",
-    "TIMED_OUT", "LOST", "RETRY_SCHEDULED", "DEAD_LETTERED", "CANCELLED", "PAUSED", "RESUMED",
-})  # fmt: skip
+FINISHING = frozenset({K.SUCCEEDED, *FAILURE_KINDS})
+KINDS = frozenset(K) - {K.UNKNOWN, K.DUPLICATE}
 """Every kind the machine folds; DUPLICATE is its own output and UNKNOWN is illegal."""
-TERMINAL = frozenset({S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED})
+
+_FOLDED: dict[object, LifecycleKind] = {kind: kind for kind in KINDS}
+"""A kind read off the wire (a str) to its member, which the sets and the table below then
+find by identity rather than by comparing strings."""
+# The kinds the rules test one at a time, read off the enum once: on Python 3.11 a member
+# read through its class (EnumType has a __getattr__) costs several global reads, and
+# transition() runs for every event on jobs.events.
+_DUPLICATE, _FIRED, _STARTED, _HEARTBEAT, _SUCCEEDED, _LOST, _RETRY_SCHEDULED, _DEAD_LETTERED = (
+    K.DUPLICATE, K.FIRED, K.STARTED, K.HEARTBEAT, K.SUCCEEDED, K.LOST, K.RETRY_SCHEDULED,
+    K.DEAD_LETTERED,
+)  # fmt: skip
+_FENCED = OUTCOMES | {K.FIRED}
+"""Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
+_TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
+_SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
 
 
 def _failed(target: JobState) -> dict[str, JobState]:
-    return dict.fromkeys(FAILURES, target)
+    return {kind: target for kind in K if kind in FAILURE_KINDS}
 
 
 # docs/lifecycle.md, row by row ("-" cells are absent; the SCHEDULED column follows).
 _ROWS: dict[JobState, dict[str, JobState]] = {
-    S.SCHEDULED: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "RETRY_SCHEDULED": S.FAILED_RETRYING,
-                  "CANCELLED": S.CANCELLED, "PAUSED": S.PAUSED, "BLOCKED": S.BLOCKED},
-    S.QUEUED: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "SUCCEEDED": S.SUCCEEDED,
-               **_failed(S.FAILED_RETRYING), "RETRY_SCHEDULED": S.FAILED_RETRYING,
-               "DEAD_LETTERED": S.DEAD_LETTERED, "CANCELLED": S.CANCELLED},
-    S.RUNNING: {"FIRED": S.QUEUED, "STARTED": S.RUNNING, "HEARTBEAT": S.RUNNING,
-                "SUCCEEDED": S.SUCCEEDED, **_failed(S.FAILED_RETRYING),
-                "RETRY_SCHEDULED": S.FAILED_RETRYING, "DEAD_LETTERED": S.DEAD_LETTERED,
-                "CANCELLED": S.CANCELLED},
-    S.FAILED_RETRYING: {"FIRED": S.QUEUED, "STARTED": S.RUNNING,
-                        "RETRY_SCHEDULED": S.FAILED_RETRYING, "DEAD_LETTERED": S.DEAD_LETTERED,
-                        "CANCELLED": S.CANCELLED},
-    S.SUCCEEDED: {"FIRED": S.QUEUED},
-    S.DEAD_LETTERED: {"FIRED": S.QUEUED, "RETRY_SCHEDULED": S.FAILED_RETRYING},
+    S.SCHEDULED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.RETRY_SCHEDULED: S.FAILED_RETRYING,
+                  K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.BLOCKED: S.BLOCKED},
+    S.QUEUED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.SUCCEEDED: S.SUCCEEDED,
+               **_failed(S.FAILED_RETRYING), K.RETRY_SCHEDULED: S.FAILED_RETRYING,
+               K.DEAD_LETTERED: S.DEAD_LETTERED, K.CANCELLED: S.CANCELLED},
+    S.RUNNING: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.HEARTBEAT: S.RUNNING,
+                K.SUCCEEDED: S.SUCCEEDED, **_failed(S.FAILED_RETRYING),
+                K.RETRY_SCHEDULED: S.FAILED_RETRYING, K.DEAD_LETTERED: S.DEAD_LETTERED,
+                K.CANCELLED: S.CANCELLED},
+    S.FAILED_RETRYING: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING,
+                        K.RETRY_SCHEDULED: S.FAILED_RETRYING, K.DEAD_LETTERED: S.DEAD_LETTERED,
+                        K.CANCELLED: S.CANCELLED},
+    S.SUCCEEDED: {K.FIRED: S.QUEUED},
+    S.DEAD_LETTERED: {K.FIRED: S.QUEUED, K.RETRY_SCHEDULED: S.FAILED_RETRYING},
     S.CANCELLED: {},
-    S.PAUSED: {"CANCELLED": S.CANCELLED, "RESUMED": S.SCHEDULED},
+    S.PAUSED: {K.CANCELLED: S.CANCELLED, K.RESUMED: S.SCHEDULED},
     # BLOCKED is reserved for jobs waiting on dependencies and has no row in the contract
     # yet: entered from SCHEDULED (the BLOCKED cell above), left when the job fires or is
     # cancelled.
-    S.BLOCKED: {"FIRED": S.QUEUED, "CANCELLED": S.CANCELLED},
+    S.BLOCKED: {K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED},
 }  # fmt: skip
 
 Transitions = dict[tuple[JobState | None, str], JobState]
 
 # SCHEDULED (a new submission or an updated schedule) is legal from every non-terminal state.
 _RESCHEDULED: Transitions = {
-    (state, "SCHEDULED"): S.SCHEDULED for state in S if state not in TERMINAL
+    (state, K.SCHEDULED): S.SCHEDULED for state in S if state not in TERMINAL_STATES
 }
 
 # A job never seen: its first event is SCHEDULED (or BLOCKED, or CANCELLED for a schedule
@@ -90,7 +107,7 @@ _RESCHEDULED: Transitions = {
 # the submission (events retention, a purged record) pick the job up where it is.
 _NEW: Transitions = {
     (None, kind): target
-    for kind, target in {**_ROWS[S.SCHEDULED], "SCHEDULED": S.SCHEDULED}.items()
+    for kind, target in {**_ROWS[S.SCHEDULED], K.SCHEDULED: S.SCHEDULED}.items()
 }
 _FROM_ROWS: Transitions = {
     (state, kind): target for state, row in _ROWS.items() for kind, target in row.items()
@@ -103,7 +120,7 @@ TABLE: Transitions = {
 }
 """(current state, event kind) -> new state; None is a job not seen yet."""
 
-CRON_ONLY = frozenset({(S.QUEUED, "FIRED"), (S.RUNNING, "FIRED"), (S.SUCCEEDED, "FIRED")})
+CRON_ONLY = frozenset({(S.QUEUED, K.FIRED), (S.RUNNING, K.FIRED), (S.SUCCEEDED, K.FIRED)})
 """Legal only for a recurring job: the next run fires while this one is queued, runs or
 is done. Recurrence is often unknown here (no spec seen yet): only a known one-off job
 is refused."""
@@ -139,17 +156,18 @@ def execution_id_of(event: Mapping[str, Any]) -> str | None:
 
 def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
     """Fold one JobLifecycle event (its Avro fields) into what is known of its job."""
-    kind = str(event.get("kind"))
-    if kind == "DUPLICATE":
-        return Decision(Verdict.IGNORED, record, "a DUPLICATE record")
-    if kind not in KINDS:
-        return Decision(Verdict.ILLEGAL, record, f"unknown kind {kind}")
-    epoch = int(event.get("epoch") or 0)
+    raw = event.get("kind")
+    kind = _FOLDED.get(raw)
+    if kind is None:
+        if raw == _DUPLICATE:
+            return Decision(Verdict.IGNORED, record, "a DUPLICATE record")
+        return Decision(Verdict.ILLEGAL, record, f"unknown kind {raw}")
+    epoch = epoch_of(event)
     if record is not None and epoch < record.epoch:
-        if kind in OUTCOMES or kind == "FIRED":
+        if kind in _FENCED:
             return Decision(Verdict.DUPLICATE, record,
                             f"stale epoch {epoch} < {record.epoch}")  # fmt: skip
-        if kind == "LOST":
+        if kind == _LOST:
             return Decision(Verdict.IGNORED, record, f"LOST of superseded epoch {epoch}")
     execution = execution_id_of(event)
     if record is not None and kind in OUTCOMES and execution in record.finished:
@@ -161,42 +179,42 @@ def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
     ):
         return Decision(Verdict.ILLEGAL, record, f"{current or 'NEW'} + {kind}")
     base = record or JobRecord(job_id=str(event["job_id"]), state=target)
-    return Decision(Verdict.APPLIED, _apply(base, kind, target, event))
+    return Decision(Verdict.APPLIED, _apply(base, kind, epoch, target, event))
 
 
-def _apply(record: JobRecord, kind: str, target: JobState, event: Mapping[str, Any]) -> JobRecord:
+def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
+           event: Mapping[str, Any]) -> JobRecord:  # fmt: skip
     """The record after a legal transition: state, then what this kind of event carries."""
     changes: dict[str, Any] = {"state": target, **_identity(record, event)}
     recurring = changes.get("recurring", record.recurring)
-    epoch = int(event.get("epoch") or 0)
     attempt = int(event.get("attempt") or 0)
-    if kind in OUTCOMES or kind in ("FIRED", "LOST"):
+    if kind in _TAKES_EPOCH:
         changes["epoch"] = max(record.epoch, epoch)
-    if attempt > 0 and kind != "HEARTBEAT":
+    if attempt > 0 and kind != _HEARTBEAT:
         changes["attempt"] = attempt
     execution = execution_id_of(event)
     if record.state is S.DEAD_LETTERED:  # a redrive: the failure is history now
         changes["last_error"] = None
-    if kind in ("SCHEDULED", "RESUMED"):
+    if kind in _SETS_SCHEDULE:
         changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
         if recurring:
             changes["next_fire_at_ms"] = event.get("scheduled_at_ms")
-    elif kind == "FIRED":
+    elif kind == _FIRED:
         changes.update(scheduled_at_ms=event.get("scheduled_at_ms"), execution_id=execution,
                        fires=record.fires + (1 if attempt <= 1 else 0))  # fmt: skip
-    elif kind == "STARTED":
+    elif kind == _STARTED:
         changes.update(execution_id=execution, worker_id=event.get("worker_id"))
-    elif kind == "RETRY_SCHEDULED":
+    elif kind == _RETRY_SCHEDULED:
         changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
     elif kind in FINISHING:
         changes["finished"] = record.finish(execution)
-        if kind == "SUCCEEDED":
+        if kind == _SUCCEEDED:
             changes.update(result=event.get("result"), result_uri=event.get("result_uri"),
                            last_error=None)  # fmt: skip
             changes.update(_after_success(record, changes, event))
         else:
             changes["last_error"] = _last_error(kind, event)
-    elif kind == "DEAD_LETTERED":
+    elif kind == _DEAD_LETTERED:
         changes["scheduled_at_ms"] = None
         if event.get("error"):
             changes["last_error"] = _last_error(kind, event)
@@ -243,15 +261,9 @@ def _after_success(record: JobRecord, changes: dict[str, Any],
             "next_fire_at_ms": following}  # fmt: skip
 
 
-_IMPLIED = {
-    "LOST": ("LeaseExpired", "no heartbeat within the lease: the worker is presumed lost"),
-    "TIMED_OUT": ("Timeout", "the attempt ran past its deadline"),
-}
-
-
 def _last_error(kind: str, event: Mapping[str, Any]) -> dict[str, str]:
     error = event.get("error")
     if error:
         return {"error_type": str(error["error_type"]), "message": str(error["message"])}
-    error_type, message = _IMPLIED.get(kind, ("UnknownError", event.get("detail") or kind))
+    error_type, message = IMPLIED_ERRORS.get(kind, ("UnknownError", event.get("detail") or kind))
     return {"error_type": error_type, "message": message}

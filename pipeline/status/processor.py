@@ -21,16 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.jobs.keys import partition_key
+from pipeline.lifecycle import TERMINAL_STATES, JobState, LifecycleKind, epoch_of
+from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
-from pipeline.serde import Event, JobState
-from pipeline.status.machine import TERMINAL, Verdict, execution_id_of, transition
+from pipeline.serde import Event
+from pipeline.status.machine import Verdict, execution_id_of, transition
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
 _DAY_MS = 24 * 3600 * 1000
+_LEASED = frozenset({LifecycleKind.STARTED, LifecycleKind.HEARTBEAT})
+"""What a RUNNING job's run reports to take or renew its lease."""
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,10 @@ class StatusProcessor:
         assert record is not None  # APPLIED always carries the new record
         self.counters.applied += 1
         changed = before is None or record.public() != before.public()
+        finished = record.state in TERMINAL_STATES
         after = record.evolve(
             lease_deadline_ms=self._lease(state, before, record, event, now_ms),
-            purge_at_ms=now_ms + self.policy.retention_ms if record.state in TERMINAL else None,
+            purge_at_ms=now_ms + self.policy.retention_ms if finished else None,
             updated_at_ms=now_ms if changed else record.updated_at_ms,
         )
         state.put(after)
@@ -125,8 +129,8 @@ class StatusProcessor:
         """The lease deadline after ``event``: taken or renewed by the run, or dropped (with
         the run's execution) when it ends."""
         kind = event.get("kind")
-        if after.state is JobState.RUNNING and kind in ("STARTED", "HEARTBEAT"):
-            if kind == "STARTED" and event.get("execution"):
+        if after.state is JobState.RUNNING and kind in _LEASED:
+            if event.get("execution") and kind == LifecycleKind.STARTED:
                 state.put_execution(after.job_id, event["execution"])
             return now_ms + self.policy.lease_ms
         if after.state is not JobState.RUNNING:
@@ -135,8 +139,8 @@ class StatusProcessor:
             return None
         return after.lease_deadline_ms
 
-    def _lifecycle(self, state: StatusState, kind: str, job_id: str, workflow_id: str | None,
-                   now_ms: int, **fields: Any) -> Output:  # fmt: skip
+    def _lifecycle(self, state: StatusState, kind: LifecycleKind, job_id: str,
+                   workflow_id: str | None, now_ms: int, **fields: Any) -> Output:  # fmt: skip
         """A JobLifecycle back to the job's own partition of jobs.events."""
         data = {"kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": now_ms,
                 **fields}  # fmt: skip
@@ -147,10 +151,10 @@ class StatusProcessor:
                    event: Mapping[str, Any], reason: str, now_ms: int) -> Output:  # fmt: skip
         kind, worker = event.get("kind"), event.get("worker_id")
         return self._lifecycle(
-            state, "DUPLICATE", str(event["job_id"]), event.get("workflow_id"), now_ms,
+            state, LifecycleKind.DUPLICATE, str(event["job_id"]), event.get("workflow_id"), now_ms,
             job_type=event.get("job_type") or (record.job_type if record else ""),
             owner=event.get("owner") or (record.owner if record else ""),
-            attempt=int(event.get("attempt") or 0), epoch=int(event.get("epoch") or 0),
+            attempt=int(event.get("attempt") or 0), epoch=epoch_of(event),
             execution_id=execution_id_of(event), worker_id=worker,
             detail=f"{kind} from {worker or 'an unknown worker'} not applied: {reason}",
         )  # fmt: skip
@@ -163,8 +167,8 @@ class StatusProcessor:
                  "traceback": None, "retryable": True, "at_ms": now_ms,
                  "worker_id": record.worker_id}  # fmt: skip
         return self._lifecycle(
-            state, "LOST", record.job_id, record.workflow_id, now_ms, job_type=record.job_type,
-            owner=record.owner, attempt=record.attempt, epoch=record.epoch,
-            execution_id=record.execution_id, worker_id=record.worker_id, error=error,
-            detail=f"lease expired: {message}", execution=execution,
+            state, LifecycleKind.LOST, record.job_id, record.workflow_id, now_ms,
+            job_type=record.job_type, owner=record.owner, attempt=record.attempt,
+            epoch=record.epoch, execution_id=record.execution_id, worker_id=record.worker_id,
+            error=error, detail=f"lease expired: {message}", execution=execution,
         )  # fmt: skip

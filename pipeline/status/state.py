@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from pipeline.serde import JobState, JobStatus
+from pipeline.lifecycle import JobState
+from pipeline.serde import JobStatus
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.keys import (
     SCHEDULE_LOWER_BOUND,
