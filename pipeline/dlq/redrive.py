@@ -28,8 +28,9 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.dlq.reader import DlqRecord
 from pipeline.errors import JobstreamError
-from pipeline.jobs.keys import partition_key
 from pipeline.kafka import clients
+from pipeline.lifecycle import LifecycleKind
+from pipeline.partitioning import partition_key
 from pipeline.retry.router import lifecycle_event
 from pipeline.runtime import Output
 from pipeline.serde import Event, make_serde
@@ -104,8 +105,8 @@ def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int) -> list[Outp
         "idempotency_key": data.get("idempotency_key"),
     })  # fmt: skip
     step = lifecycle_event(
-        "RETRY_SCHEDULED", job_id=job_id, workflow_id=workflow_id, spec=spec, at_ms=now_ms,
-        attempt=attempt, scheduled_at_ms=now_ms, detail=REDRIVEN,
+        LifecycleKind.RETRY_SCHEDULED, job_id=job_id, workflow_id=workflow_id, spec=spec,
+        at_ms=now_ms, attempt=attempt, scheduled_at_ms=now_ms, detail=REDRIVEN,
     )  # fmt: skip
     return [Output(topics.retry, key, retry), Output(topics.events, key, step)]
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from pipeline.errors import ConfigurationError, ValidationError
+from pipeline.lifecycle import IMPLIED_ERRORS
 from pipeline.retry.backoff import compute_backoff
 
 log = logging.getLogger(__name__)
@@ -30,13 +31,8 @@ DEFAULTS_ENV = "JOBSTREAM_RETRY_DEFAULTS"
 GLOBAL_KEY = "*"
 """In JOBSTREAM_RETRY_DEFAULTS, the entry that changes the default of every type."""
 
-# What a failure without an ErrorInfo stands for. The status processor declares a run
-# LOST without any error from the worker; the other two are defensive.
-_SYNTHETIC_ERRORS: dict[str, tuple[str, str]] = {
-    "LOST": ("LeaseExpired", "no heartbeat within the lease: the worker is presumed lost"),
-    "TIMED_OUT": ("Timeout", "the attempt ran past its deadline"),
-    "FAILED": ("UnknownError", "the worker reported a failure without an error"),
-}
+_UNREPORTED_ERROR = ("UnknownError", "the worker reported a failure without an error")
+"""A FAILED without an ErrorInfo (defensive: workers always send one)."""
 
 
 def error_type_matches(actual: str, wanted: str) -> bool:
@@ -205,7 +201,7 @@ def failure_error(event: Mapping[str, Any]) -> dict[str, Any]:
     execution = event["execution"]
     if event.get("error") is not None:
         return dict(event["error"])
-    error_type, message = _SYNTHETIC_ERRORS.get(event.get("kind", ""), _SYNTHETIC_ERRORS["FAILED"])
+    error_type, message = IMPLIED_ERRORS.get(event.get("kind", ""), _UNREPORTED_ERROR)
     return {
         "attempt": execution["attempt"],
         "error_type": error_type,

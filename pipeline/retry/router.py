@@ -25,15 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.keys import partition_key
+from pipeline.lifecycle import FAILURE_KINDS, LifecycleKind, epoch_of
+from pipeline.partitioning import partition_key
 from pipeline.retry.policy import DeadLetter, Retry, RetryDefaults, decide
 from pipeline.runtime.processor import Output
 from pipeline.serde import Event
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
-
-FAILURE_KINDS = frozenset({"FAILED", "TIMED_OUT", "LOST"})
 
 
 @dataclass
@@ -47,8 +46,8 @@ class RouterStats:
 
 
 def lifecycle_event(
-    kind: str, *, job_id: str, workflow_id: str | None, spec: Mapping[str, Any], at_ms: int,
-    **fields: Any,
+    kind: LifecycleKind, *, job_id: str, workflow_id: str | None, spec: Mapping[str, Any],
+    at_ms: int, **fields: Any,
 ) -> Event:  # fmt: skip
     """A JobLifecycle with the fields every kind carries; ``fields`` adds the rest."""
     return Event("JobLifecycle", {
@@ -102,13 +101,13 @@ class RetryRouter:
         key = partition_key(job_id, workflow_id)
         scheduled = Event("RetryScheduled", {
             "job_id": job_id, "workflow_id": workflow_id, "attempt": retry.attempt,
-            "epoch": execution.get("epoch", 0), "retry_at_ms": retry.retry_at_ms, "spec": spec,
+            "epoch": epoch_of(execution), "retry_at_ms": retry.retry_at_ms, "spec": spec,
             "errors": retry.errors, "idempotency_key": execution.get("idempotency_key"),
         })  # fmt: skip
         last = retry.errors[-1]
         step = lifecycle_event(
-            "RETRY_SCHEDULED", job_id=job_id, workflow_id=workflow_id, spec=spec, at_ms=now_ms,
-            attempt=retry.attempt, epoch=execution.get("epoch", 0),
+            LifecycleKind.RETRY_SCHEDULED, job_id=job_id, workflow_id=workflow_id, spec=spec,
+            at_ms=now_ms, attempt=retry.attempt, epoch=epoch_of(execution),
             execution_id=execution["execution_id"], scheduled_at_ms=retry.retry_at_ms,
             detail=f"attempt {retry.attempt - 1} failed ({last['error_type']}); "
                    f"retry in {retry.delay_ms} ms",
@@ -125,8 +124,8 @@ class RetryRouter:
             "reason": dead.reason, "attempts": dead.attempts, "spec": spec, "errors": dead.errors,
         })  # fmt: skip
         step = lifecycle_event(
-            "DEAD_LETTERED", job_id=job_id, workflow_id=workflow_id, spec=spec, at_ms=now_ms,
-            attempt=dead.attempts, epoch=execution.get("epoch", 0),
+            LifecycleKind.DEAD_LETTERED, job_id=job_id, workflow_id=workflow_id, spec=spec,
+            at_ms=now_ms, attempt=dead.attempts, epoch=epoch_of(execution),
             execution_id=execution["execution_id"], error=dead.errors[-1], detail=dead.reason,
         )  # fmt: skip
         return [

@@ -14,8 +14,9 @@ from typing import Any
 
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
-from pipeline.jobs.keys import partition_key
 from pipeline.jobs.model import validate_submitted
+from pipeline.lifecycle import LifecycleKind
+from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
 from pipeline.serde import Event
@@ -24,6 +25,8 @@ from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
+
+K = LifecycleKind
 
 
 CANCELLED_ATTEMPT = 2**31 - 1
@@ -70,10 +73,10 @@ class TimerProcessor:
             return []
         due = self._first_fire(job, now_ms)
         if due is None:
-            return [self._lifecycle("CANCELLED", job, now_ms, detail="schedule has no future run")]
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run")]
         entry = TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due)
         state.put(entry)
-        return [self._lifecycle("SCHEDULED", job, now_ms, scheduled_at_ms=due)]
+        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due)]
 
     def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         emits = []
@@ -82,7 +85,7 @@ class TimerProcessor:
             if entry is None or entry.kind == "marker":
                 continue
             self._finish(state, entry, now_ms)
-            emits.append(self._lifecycle("CANCELLED", entry.job, now_ms, detail=data.get("reason")))
+            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason")))
         # A failure reported after the cancel must not bring the job back.
         self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
         return emits[:1]
@@ -95,11 +98,11 @@ class TimerProcessor:
         action = data["action"]
         if action == "PAUSE" and not entry.paused:
             state.put(entry.evolve(paused=True))
-            return [self._lifecycle("PAUSED", entry.job, now_ms)]
+            return [self._lifecycle(K.PAUSED, entry.job, now_ms)]
         if action == "RESUME" and entry.paused:
             due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
             state.put(entry.evolve(paused=False, due_ms=due))
-            return [self._lifecycle("RESUMED", entry.job, now_ms, scheduled_at_ms=due)]
+            return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due)]
         if action == "UPDATE":
             spec = dict(entry.spec)
             if data.get("cron") is not None:
@@ -111,9 +114,9 @@ class TimerProcessor:
             updated = self._next_fire(job, now_ms, entry.runs) if spec.get("cron") else entry.due_ms
             if updated is None:
                 self._finish(state, entry, now_ms)
-                return [self._lifecycle("CANCELLED", job, now_ms, detail="schedule ended")]
+                return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
             state.put(entry.evolve(job=job, due_ms=updated))
-            return [self._lifecycle("SCHEDULED", job, now_ms, scheduled_at_ms=updated,
+            return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
                                     detail="schedule updated")]  # fmt: skip
         return []
 
@@ -195,7 +198,7 @@ class TimerProcessor:
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
         topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))
         fired = self._lifecycle(
-            "FIRED", entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
+            K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
         )  # fmt: skip
         return [Output(topic, key, Event("ExecutionRequested", execution)), fired]
@@ -241,7 +244,9 @@ class TimerProcessor:
         return next_fire_ms(CronSpec.from_avro(cron), now_ms, job_id=job["job_id"],
                             runs_so_far=runs)  # fmt: skip
 
-    def _lifecycle(self, kind: str, job: dict[str, Any], now_ms: int, **fields: Any) -> Output:
+    def _lifecycle(
+        self, kind: LifecycleKind, job: dict[str, Any], now_ms: int, **fields: Any
+    ) -> Output:
         spec = job.get("spec") or {}
         data = {
             "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),

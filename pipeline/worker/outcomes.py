@@ -9,7 +9,7 @@
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
-other record of the job (:func:`pipeline.jobs.keys.partition_key`), so one partition of
+other record of the job (:func:`pipeline.partitioning.partition_key`), so one partition of
 jobs.events holds a job's whole history in order.
 
 Retryability is a property of the error (pipeline/errors.py): an exception whose
@@ -26,7 +26,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.jobs.keys import partition_key
+from pipeline.lifecycle import LifecycleKind, epoch_of
+from pipeline.partitioning import partition_key
 from pipeline.serde import Event
 from pipeline.worker.results import RoutedResult
 
@@ -84,40 +85,40 @@ def event_key(execution: dict[str, Any]) -> bytes:
 
 
 def _lifecycle(
-    kind: str, run: dict[str, Any], worker_id: str, now_ms: int, **fields: Any
+    kind: LifecycleKind, run: dict[str, Any], worker_id: str, now_ms: int, **fields: Any
 ) -> Event:
     """The fields every worker event shares, from the ExecutionRequested ``run``."""
     spec = run.get("spec") or {}
     return Event("JobLifecycle", {
         "kind": kind, "job_id": run["job_id"], "workflow_id": run.get("workflow_id"),
         "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-        "attempt": run.get("attempt", 1), "epoch": run.get("epoch", 0),
+        "attempt": run.get("attempt", 1), "epoch": epoch_of(run),
         "execution_id": run["execution_id"], "worker_id": worker_id, **fields,
     })  # fmt: skip
 
 
 def started(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle("STARTED", execution, worker_id, now_ms, execution=execution)
+    return _lifecycle(LifecycleKind.STARTED, execution, worker_id, now_ms, execution=execution)
 
 
 def heartbeat(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle("HEARTBEAT", execution, worker_id, now_ms)
+    return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms)
 
 
 def succeeded(
     execution: dict[str, Any], routed: RoutedResult, *, worker_id: str, now_ms: int
 ) -> Event:
-    return _lifecycle("SUCCEEDED", execution, worker_id, now_ms,
+    return _lifecycle(LifecycleKind.SUCCEEDED, execution, worker_id, now_ms,
                       result=routed.result, result_uri=routed.result_uri)  # fmt: skip
 
 
 def skipped(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle("SUCCEEDED", execution, worker_id, now_ms, detail=SKIPPED_DETAIL)
+    return _lifecycle(LifecycleKind.SUCCEEDED, execution, worker_id, now_ms, detail=SKIPPED_DETAIL)
 
 
 def failed(
     execution: dict[str, Any], error: ErrorDescription, *, worker_id: str, now_ms: int,
-    kind: str = "FAILED",
+    kind: LifecycleKind = LifecycleKind.FAILED,
 ) -> Event:  # fmt: skip
     """FAILED (or TIMED_OUT, with ``kind``) carrying the error and the execution."""
     info = {
@@ -132,4 +133,4 @@ def timed_out(
     execution: dict[str, Any], timeout_s: float, *, worker_id: str, now_ms: int
 ) -> Event:
     return failed(execution, timeout_error(timeout_s), worker_id=worker_id, now_ms=now_ms,
-                  kind="TIMED_OUT")  # fmt: skip
+                  kind=LifecycleKind.TIMED_OUT)  # fmt: skip
