@@ -1,5 +1,8 @@
 """Submitting jobs: the request model and its rules, the Avro events, the Python client.
 
+A request's ``retry`` is the retry router's own :class:`pipeline.retry.policy.RetryPolicy`,
+exported here beside :class:`JobRequest`.
+
 The CLI commands are in :mod:`pipeline.jobs.cli` (imported by the root CLI, not here).
 """
 
@@ -11,8 +14,9 @@ from pipeline.jobs.commands import (
     update_schedule_event,
     validate_command,
 )
-from pipeline.jobs.keys import idempotent_job_id, is_job_id, partition_key
-from pipeline.jobs.model import JobRequest, RetryPolicy, validate_submitted
+from pipeline.jobs.keys import idempotent_job_id, is_job_id
+from pipeline.jobs.model import JobRequest, validate_submitted
+from pipeline.retry.policy import RetryPolicy
 
 __all__ = [
     "JobClient",
@@ -22,7 +26,6 @@ __all__ = [
     "cancel_event",
     "idempotent_job_id",
     "is_job_id",
-    "partition_key",
     "pause_event",
     "resume_event",
     "update_schedule_event",

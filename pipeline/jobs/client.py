@@ -6,7 +6,7 @@ validates every request first, then produces them all and waits once: a bad requ
 leaves nothing half-sent, and a large batch costs one round of acknowledgements instead
 of one per job.
 
-Records are keyed by :func:`pipeline.jobs.keys.partition_key` and partitioned with
+Records are keyed by :func:`pipeline.partitioning.partition_key` and partitioned with
 ``murmur2_random``, the hash of Kafka's Java client, so that a job submitted here and its
 cancel sent by any other client (kcat, Java, Go) meet on the same partition.
 """
@@ -25,9 +25,9 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs import commands
-from pipeline.jobs.keys import partition_key
 from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
+from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics

@@ -1,6 +1,6 @@
 """Commands on jobs.intake: cancel a job, pause, resume or update a schedule.
 
-A command is keyed like the submission it acts on (:func:`pipeline.jobs.keys.partition_key`),
+A command is keyed like the submission it acts on (:func:`pipeline.partitioning.partition_key`),
 so it must carry the job's workflow id when the job has one: otherwise it lands on another
 partition, whose timer processor has never seen the job.
 

@@ -1,4 +1,4 @@
-"""Job ids chosen at submission, and the partition key of every intake record.
+"""Job ids chosen at submission.
 
 Two kinds of job id, both 26 Crockford base32 characters:
 
@@ -11,8 +11,8 @@ Two kinds of job id, both 26 Crockford base32 characters:
   every ULID rather than by creation, and a key stays bound to its first job for as long as
   the timer state remembers that job.
 
-The partition key is the workflow id when there is one, else the job id (DESIGN.md), so all
-records of a workflow meet in one partition of every co-partitioned topic.
+The partition key of a job's records is its workflow id or its job id:
+:func:`pipeline.partitioning.partition_key`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,3 @@ def is_job_id(value: object) -> TypeGuard[str]:
     # strip() removes every alphabet character from both ends: nothing is left iff all are.
     return isinstance(value, str) and len(value) == ID_LENGTH and not value.strip(ALPHABET)
 
-
-def partition_key(job_id: str, workflow_id: str | None) -> bytes:
-    """The key of every intake record of a job: its workflow id when set, else its job id."""
-    return (workflow_id or job_id).encode()

@@ -33,15 +33,16 @@ from pydantic import (
     Field,
     InstanceOf,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
-    model_validator,
 )
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import ValidationError
 from pipeline.jobs import rules
 from pipeline.jobs.keys import idempotent_job_id
-from pipeline.retry import policy as retry_policy
+from pipeline.retry.policy import RetryPolicy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
 from pipeline.serde import Event
 
@@ -64,7 +65,7 @@ def _pydantic_error(exc: PydanticValidationError, paths: Mapping[str, str]) -> V
         message = str(error.get("ctx", {}).get("error", error["msg"]))
     elif kind == "missing":
         message = "is required"
-    elif kind == "extra_forbidden":
+    elif kind in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's, a dataclass's
         message = "is not a known field"
     else:
         message = error["msg"][:1].lower() + error["msg"][1:]
@@ -74,60 +75,45 @@ def _pydantic_error(exc: PydanticValidationError, paths: Mapping[str, str]) -> V
 class _Model(BaseModel):
     """A frozen model whose constructor raises pipeline.errors.ValidationError only.
 
-    pydantic also calls this ``__init__`` for a nested model given as a mapping, so a
-    nested error leaves as a ValidationError with the nested path and passes through the
-    outer model untouched (pydantic collects ValueError and AssertionError only). CronSpec
-    relies on the same: its errors already name ``spec.cron.<field>``.
+    The values its validators build raise ValidationErrors that already name the record
+    path (CronSpec: ``spec.cron.<field>``; :func:`_retry_policy`: ``spec.retry.<field>``):
+    they pass through pydantic untouched, since it collects ValueError and AssertionError
+    only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     _paths: ClassVar[Mapping[str, str]] = {}
-    _prefix: ClassVar[str] = ""
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except PydanticValidationError as exc:
             error = _pydantic_error(exc, self._paths)
-            raise ValidationError(self._prefix + error.field, error.message) from None
+            raise error from None
 
 
-class RetryPolicy(_Model):
-    """How failed attempts are retried; mirrors io.jobstream.RetryPolicy and its defaults.
+def _retry_policy(value: object, parse: ValidatorFunctionWrapHandler) -> RetryPolicy:
+    """``spec.retry`` as the retry router's RetryPolicy, every error naming its field.
 
-    The rules are those of the retry router's policy (pipeline.retry.policy), applied
-    here too so that a submission is refused before it is sent.
+    pydantic converts the fields by the dataclass's types (text as typed on the command
+    line; a list of error types, not a bare string) and refuses unknown ones, the policy's
+    constructor applies its rules, and the bounds of the Avro record's int and longs come
+    last.
     """
-
-    _prefix: ClassVar[str] = "spec.retry."
-
-    max_attempts: int = 3
-    """Attempts in all, the first included; 1 means never retry."""
-    initial_backoff_ms: int = Field(default=1000, le=rules.LONG_MAX)
-    """Delay before the first retry."""
-    backoff_coefficient: float = 2.0
-    """Factor applied to the delay after each retry."""
-    max_backoff_ms: int = Field(default=300_000, le=rules.LONG_MAX)
-    """Cap on any one delay; at least ``initial_backoff_ms``."""
-    jitter: float = 0.1
-    """Fraction of the delay drawn at random."""
-    non_retryable_errors: tuple[str, ...] = ()
-    """Error type names that go straight to the dead-letter topic."""
-
-    @model_validator(mode="after")
-    def _the_routers_rules(self) -> RetryPolicy:
-        try:
-            retry_policy.RetryPolicy(**self.model_dump())
-        except ValidationError as exc:
-            raise ValidationError("spec." + exc.field, exc.message) from None
-        if self.max_attempts > rules.INT_MAX:
-            raise ValidationError("spec.retry.max_attempts", f"must be at most {rules.INT_MAX}")
-        return self
-
-    def to_avro(self) -> dict[str, Any]:
-        record = self.model_dump()
-        record["non_retryable_errors"] = list(self.non_retryable_errors)
-        return record
+    if not isinstance(value, Mapping | RetryPolicy):
+        raise ValidationError("spec.retry", "input should be a valid dictionary or instance of "
+                                            "RetryPolicy")  # fmt: skip
+    try:
+        policy: RetryPolicy = parse(value)
+    except ValidationError as exc:  # the policy's own rules name retry.<field>
+        raise ValidationError("spec." + exc.field, exc.message) from None
+    for name in ("initial_backoff_ms", "max_backoff_ms"):
+        if getattr(policy, name) > rules.LONG_MAX:
+            raise ValidationError(f"spec.retry.{name}",
+                                  f"input should be less than or equal to {rules.LONG_MAX}")
+    if policy.max_attempts > rules.INT_MAX:
+        raise ValidationError("spec.retry.max_attempts", f"must be at most {rules.INT_MAX}")
+    return policy
 
 
 def _no_number(value: object) -> object:
@@ -193,7 +179,7 @@ class JobRequest(_Model):
     """Recurring jobs: the schedule. Excludes ``run_at``."""
     depends_on: tuple[JobId, ...] = ()
     """Job ids that must succeed first."""
-    retry: RetryPolicy | None = None
+    retry: Annotated[RetryPolicy, WrapValidator(_retry_policy)] | None = None
     """None takes the job type's default policy."""
     timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
     """Per-attempt timeout; None takes the job type's default."""

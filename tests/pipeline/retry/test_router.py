@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
-from pipeline.jobs.keys import partition_key
+from pipeline.partitioning import partition_key
 from pipeline.retry.policy import RetryDefaults, RetryPolicy
 from pipeline.retry.router import RetryRouter
 from pipeline.serde import Event
