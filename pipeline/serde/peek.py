@@ -13,7 +13,6 @@ byte) gives None, and the caller decodes the record as it would have anyway.
 
 from __future__ import annotations
 
-from pipeline.lifecycle import LifecycleKind
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE, SINGLE_OBJECT_MAGIC
 from pipeline.serde.schemas import EventSchemas, event_schemas
 
@@ -29,8 +28,10 @@ def _kind_symbols(schemas: EventSchemas) -> dict[bytes, tuple[str, ...]]:
 
 
 _KINDS = _kind_symbols(event_schemas())
-LIFECYCLE_KINDS = tuple(LifecycleKind)
-"""Every kind of the current JobLifecycle schema, as :class:`LifecycleKind` members."""
+LIFECYCLE_KINDS = _KINDS[event_schemas().current("JobLifecycle").fingerprint]
+"""Every kind of the current JobLifecycle schema: the values of
+:class:`pipeline.lifecycle.LifecycleKind`, as the symbols :func:`lifecycle_kind` returns, so
+that a set of them finds a peeked kind by identity."""
 
 
 def lifecycle_kind(value: bytes | None) -> str | None:
