@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ops.kafka.cluster import LocalCluster
 from pipeline.config import load_settings
+from pipeline.durations import duration_option
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 
@@ -24,6 +25,7 @@ DEFAULT_HOME = Path(os.environ.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka"))
 HomeOption = typer.Option(
     DEFAULT_HOME, "--home", help="Folder of the cluster's data and logs (env JOBSTREAM_KAFKA_HOME)."
 )
+ReadyTimeoutOption = duration_option("90s", "--timeout", help="How long to wait for the broker.")
 
 
 @kafka_app.command("up")
@@ -31,13 +33,14 @@ def kafka_up(
     nodes: int = typer.Option(1, "--nodes", min=1, max=5, help="1, or 3 for a fault-test cluster."),
     port: int = typer.Option(9092, "--port", help="First broker port; controllers at port+100."),
     heap_mb: int = typer.Option(512, "--heap-mb", help="JVM heap of each node."),
-    timeout_s: float = typer.Option(90.0, "--timeout", help="Seconds to wait for the broker."),
+    timeout_ms: int = ReadyTimeoutOption,
     home: Path = HomeOption,
 ) -> None:
     """Start the broker (idempotent) and wait until it answers a metadata request."""
     cluster = LocalCluster(home)
     with console.status(f"starting {nodes}-node Kafka in {cluster.home} ..."):
-        layout = cluster.up(nodes=nodes, port=port, heap_mb=heap_mb, timeout_s=timeout_s)
+        layout = cluster.up(nodes=nodes, port=port, heap_mb=heap_mb,
+                             timeout_s=timeout_ms / 1000)  # fmt: skip
     console.print(f"bootstrap: [bold]{layout.bootstrap}[/bold]")
     for node in layout.nodes:
         console.print(f"log (node {node.node_id}): {cluster.log_path(node)}")

@@ -17,6 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.durations import format_duration
 from pipeline.errors import JobstreamError
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,8 @@ def components(
     heartbeat_s: float | None = None,
 ) -> list[Component]:
     """The pipeline's processes: timers, status processor, retry router, a worker per type."""
-    lease = ("--lease-s", str(lease_s)) if lease_s else ()
-    beat = ("--heartbeat-s", str(heartbeat_s)) if heartbeat_s else ()
+    lease = ("--lease", format_duration(round(lease_s * 1000))) if lease_s else ()
+    beat = ("--heartbeat", format_duration(round(heartbeat_s * 1000))) if heartbeat_s else ()
     listed = [
         Component("timers", ("timers", "--instance-id", "0"), base_port),
         Component("status-processor", ("status-processor", "--instance-id", "0", *lease),

@@ -129,7 +129,7 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_it(
 ) -> None:
     settings = pipeline_topics.settings
     spare = worker("data.process", "spare", free_base_port(1), app=APP,
-                   extra=("--heartbeat-s", "0.5"))  # fmt: skip
+                   extra=("--heartbeat", "0.5s"))  # fmt: skip
     stack.start([spare])
     with JobClient(settings) as client:
         job_id = client.submit(job(sleep_s=6, retry=RetryPolicy(initial_backoff_ms=200)))

@@ -1,11 +1,11 @@
 """``jobstream bench``: the whole pipeline, end to end, beside Celery on Redis.
 
 Scenarios (ops/bench/pipeline_run.py): ``steady`` (``--rate`` jobs due per second for
-``--duration`` seconds, each submitted ``--lead`` seconds ahead), ``burst`` (``--burst``
-jobs due at one instant), ``backlog`` (``--count`` jobs pending, then due within
-``--window`` seconds). Handlers: ``noop`` and ``sleep10``. With ``--peer celery`` the
-steady and burst scenarios run again on Celery with a Redis broker (ops/bench/peer/),
-in the same command, and the table gives jobstream/Celery ratios.
+``--duration``, each submitted ``--lead`` ahead), ``burst`` (``--burst`` jobs due at one
+instant), ``backlog`` (``--count`` jobs pending, then due within ``--window``); times are
+durations such as ``60s`` or ``2m``. Handlers: ``noop`` and ``sleep10``. With ``--peer
+celery`` the steady and burst scenarios run again on Celery with a Redis broker
+(ops/bench/peer/), in the same command, and the table gives jobstream/Celery ratios.
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
 docs/benchmarks.md explains every number and records the runs.
@@ -39,6 +39,7 @@ from ops.bench.options import (
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.report import console, load_average, progress_bar
 from ops.bench.targets import verdicts
+from pipeline.durations import duration_option
 
 
 class Scenario(enum.StrEnum):
@@ -57,17 +58,28 @@ class Peer(enum.StrEnum):
     none = "none"
 
 
+DurationOption = duration_option("60s", "--duration", minimum="1s", help="steady: time of jobs.")
+WindowOption = duration_option(
+    "200s", "--window", minimum="1s", help="backlog: time within which they all fall due.",
+)  # fmt: skip
+LeadOption = duration_option(
+    None, "--lead", help="steady: time each job is submitted ahead (default 5s); burst, backlog: "
+    "time to the first due time (default: from the count).",
+)  # fmt: skip
+PySpyOption = duration_option(
+    "0s", "--py-spy", help="Profile every pipeline process this long once jobs fall due "
+    "(0s: not at all); needs py-spy.",
+)  # fmt: skip
+
+
 def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
-    duration_s: float = typer.Option(60.0, "--duration", min=1, help="steady: seconds of jobs."),
+    duration_ms: int = DurationOption,
     burst: int = typer.Option(20_000, "--burst", min=1, help="burst: jobs due at one instant."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
-    window_s: float = typer.Option(200.0, "--window", min=1,
-                                   help="backlog: seconds within which they all fall due."),
-    lead_s: float | None = typer.Option(None, "--lead", help="steady: seconds each job is "
-                                        "submitted ahead (default 5); burst, backlog: seconds "
-                                        "to the first due time (default: from the count)."),
+    window_ms: int = WindowOption,
+    lead_ms: int | None = LeadOption,
     handler: Handler = typer.Option(Handler.noop, "--handler", help="What a job does."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Jobs per worker at once."),
@@ -81,10 +93,11 @@ def bench(
     workdir: Path = WorkdirOption,
     kafka_home: Path | None = KafkaHomeOption,
     out: Path | None = OutOption,
-    py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile every pipeline process this "
-                                   "many seconds once jobs fall due; needs py-spy."),
+    py_spy_ms: int = PySpyOption,
 ) -> None:  # fmt: skip
     """Benchmark the whole pipeline: jobs/s, fire and start lateness, losses, CPU, memory."""
+    duration_s, window_s, py_spy_s = duration_ms / 1000, window_ms / 1000, py_spy_ms / 1000
+    lead_s = None if lead_ms is None else lead_ms / 1000
     if scenario is Scenario.steady:
         load = Load.steady(rate, duration_s, 5.0 if lead_s is None else lead_s)
     elif scenario is Scenario.burst:

@@ -31,12 +31,25 @@ from ops.bench.options import (
 )
 from ops.bench.report import Row, console, load_average, progress_bar
 from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
+from pipeline.durations import duration_option
 
 
 class Scenario(enum.StrEnum):
     steady = "steady"
     backlog = "backlog"
     restore = "restore"
+
+
+DurationOption = duration_option("60s", "--duration", help="steady: time of due jobs.")
+WindowOption = duration_option("30s", "--window", help="backlog: every job due within this.")
+LeadOption = duration_option(
+    None, "--lead", help="Time from submission to the first due job; default 15s (steady), "
+    "from --count.",
+)  # fmt: skip
+PySpyOption = duration_option(
+    "0s", "--py-spy", help="Profile the timer this long once it fires (restore: while it "
+    "restores; 0s: not at all); needs py-spy.",
+)  # fmt: skip
 
 
 def _table(title: str, rows: list[Row]) -> Table:
@@ -52,10 +65,9 @@ def bench_timers(
     count: int | None = typer.Option(None, "--count", min=1,
                                      help="Jobs; default: rate x duration (steady), 1,000,000."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
-    duration_s: float = typer.Option(60.0, "--duration", help="steady: seconds of due jobs."),
-    window_s: float = typer.Option(30.0, "--window", help="backlog: every job due within this."),
-    lead_s: float | None = typer.Option(None, "--lead", help="Seconds from submission to the "
-                                        "first due job; default 15 (steady), from --count."),
+    duration_ms: int = DurationOption,
+    window_ms: int = WindowOption,
+    lead_ms: int | None = LeadOption,
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions (restore: 1)."),
     exec_partitions: int = ExecPartitionsOption,
     bootstrap: str | None = BootstrapOption,
@@ -63,10 +75,11 @@ def bench_timers(
     workdir: Path = WorkdirOption,
     kafka_home: Path | None = KafkaHomeOption,
     out: Path | None = OutOption,
-    py_spy_s: float = typer.Option(0.0, "--py-spy", help="Profile the timer this many seconds "
-                                   "once it fires (restore: while it restores); needs py-spy."),
+    py_spy_ms: int = PySpyOption,
 ) -> None:  # fmt: skip
     """Benchmark the timer processor: intake, firing rate, lateness, memory, restore."""
+    duration_s, window_s, py_spy_s = duration_ms / 1000, window_ms / 1000, py_spy_ms / 1000
+    lead_s = None if lead_ms is None else lead_ms / 1000
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_at_start = load_average()
     with (

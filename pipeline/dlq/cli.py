@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import contextlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +16,7 @@ from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, summary
 from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
+from pipeline.durations import FORM, DurationError, parse_duration
 
 EPILOG = """Examples:
 
@@ -37,9 +38,6 @@ dlq_app = typer.Typer(
 )
 console = Console()
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
 TypeOption = typer.Option(None, "--type", help="Job type: read only jobs.dlq.<type>.")
 ErrorTypeOption = typer.Option(
     None, "--error-type", help="Type of the error that dead-lettered the job (its last error); "
@@ -51,22 +49,21 @@ AnyAttemptOption = typer.Option(
 OwnerOption = typer.Option(None, "--owner", help="Owner (application, user or tenant).")
 ReasonOption = typer.Option(None, "--reason", help="exhausted or non_retryable.")
 SinceOption = typer.Option(
-    None, "--since", help="Dead-lettered at or after: ISO 8601 (UTC unless stated) or an age "
-    "such as 90s, 30m, 2h, 7d.",
+    None, "--since", help="Dead-lettered at or after: ISO 8601 (UTC unless stated) or an age, "
+    "a duration such as 90s, 30m, 2h, 7d.",
 )  # fmt: skip
 UntilOption = typer.Option(None, "--until", help="Dead-lettered before; same forms as --since.")
 
 
 def parse_instant(text: str, now_ms: int, option: str) -> int:
     """Epoch ms of an ISO 8601 instant (UTC when no offset is given) or of an age ago."""
-    age = _DURATION.match(text)
-    if age:
-        return now_ms - int(age.group(1)) * _UNIT_MS[age.group(2)]
+    with contextlib.suppress(DurationError):  # not an age: then an instant
+        return now_ms - parse_duration(text, option=option)
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise typer.BadParameter(
-            f"{text!r} is neither an ISO 8601 instant nor an age like 2h", param_hint=option
+            f"{text!r} is neither an ISO 8601 instant nor an age, {FORM}", param_hint=option
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

@@ -9,7 +9,6 @@ broker is opened: a bad one ends the command with exit code 2 and the field at f
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ import typer
 
 from pipeline.clock import now_ms
 from pipeline.config import load_settings
+from pipeline.durations import parse_duration
 from pipeline.errors import ValidationError
 from pipeline.jobs import commands
 from pipeline.jobs.client import JobClient
@@ -36,9 +36,6 @@ SUBMIT_EPILOG = """Examples:
 
   ID=$(jobstream submit --type image.render --owner acme --params '{"w": 640}' --priority high)
 """
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)?")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 
 
 @contextmanager
@@ -61,14 +58,6 @@ def _params_text(value: str, field: str) -> str:
         return sys.stdin.read() if source == "-" else Path(source).read_text()
     except OSError as exc:
         raise ValidationError(field, f"cannot read {source}: {exc.strerror or exc}") from None
-
-
-def _duration_ms(value: str) -> int:
-    """``90s``, ``5m``, ``1h``, ``250ms``; a bare number is seconds."""
-    match = _DURATION.fullmatch(value.strip())
-    if match is None:
-        raise ValidationError("spec.timeout_ms", f"not a duration like 90s, 5m or 250ms: {value!r}")
-    return round(float(match[1]) * _UNIT_MS[match[2] or "s"])
 
 
 def _labels(pairs: list[str]) -> dict[str, str]:
@@ -99,7 +88,7 @@ def submit(
         None, "--idempotency-key", help="Resubmitting with the same key gives the same job."
     ),
     timeout: str | None = typer.Option(
-        None, "--timeout", help="Per-attempt timeout: 90s, 5m, 1h, 250ms."
+        None, "--timeout", help="Per-attempt timeout: a duration such as 90s, 5m, 1h, 250ms."
     ),
     max_attempts: int | None = typer.Option(
         None, "--max-attempts", help="Attempts in all (other retry settings: defaults)."
@@ -122,7 +111,10 @@ def submit(
             "priority": priority,
             "depends_on": depends_on,
             "retry": None if max_attempts is None else {"max_attempts": max_attempts},
-            "timeout_ms": None if timeout is None else _duration_ms(timeout),
+            # Parsed here, not by the option's type: a bad one exits 2 naming the field.
+            "timeout_ms": (
+                None if timeout is None else parse_duration(timeout, option="spec.timeout_ms")
+            ),
             "idempotency_key": idempotency_key,
             "workflow_id": workflow,
             "labels": _labels(label),

@@ -7,25 +7,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from pipeline import metrics
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
 from pipeline.config import load_settings
+from pipeline.durations import duration_option, format_duration
 from pipeline.signals import stop_on_signals
 from pipeline.status.processor import StatusPolicy
 from pipeline.status.runner import STATUS_OPTIONS, status_runner
+
+LeaseOption = duration_option(
+    "30s", "--lease", minimum="100ms",
+    help="A RUNNING job without a heartbeat this long is lost.",
+)  # fmt: skip
+CommitIntervalOption = duration_option(
+    format_duration(STATUS_OPTIONS.commit_interval_ms), "--commit-interval",
+    help="How long one transaction takes events in: fewer transactions for the broker, "
+    "statuses later by up to this much (0s: one per loop iteration).",
+)  # fmt: skip
 
 
 def status_processor(
     instance_id: str = InstanceIdOption,
     state_dir: Path = StateDirOption,
-    lease_s: float = typer.Option(30.0, "--lease-s", min=0.1,
-                                  help="A RUNNING job without a heartbeat this long is lost."),
-    commit_interval_ms: int = typer.Option(
-        STATUS_OPTIONS.commit_interval_ms, "--commit-interval-ms", min=0,
-        help="How long one transaction takes events in: fewer transactions for the broker, "
-             "statuses later by up to this much (0: one per loop iteration)."),
+    lease_ms: int = LeaseOption,
+    commit_interval_ms: int = CommitIntervalOption,
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a status processor: fold jobs.events into jobs.status and hold the leases."""
@@ -35,5 +40,5 @@ def status_processor(
         metrics.serve(metrics_port)
     options = STATUS_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir,
                                     commit_interval_ms=commit_interval_ms)  # fmt: skip
-    policy = StatusPolicy(lease_ms=max(1, round(lease_s * 1000)))
+    policy = StatusPolicy(lease_ms=lease_ms)
     status_runner(settings, options, policy).run(stop)

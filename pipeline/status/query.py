@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.config import Settings, load_settings
+from pipeline.durations import duration_option
 from pipeline.errors import DeserializationError, JobstreamError
 from pipeline.kafka import clients
 from pipeline.serde import JobState, JobStatus, decode_status, encode_status
@@ -28,6 +29,10 @@ from pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 EXIT_NOT_FOUND = 1
+
+TimeoutOption = duration_option(
+    "30s", "--timeout", minimum="100ms", help="Give up reading jobs.status after this long.",
+)  # fmt: skip
 
 
 def read_statuses(
@@ -122,12 +127,11 @@ def status(
     owner: str | None = typer.Option(None, "--owner", help="Only this owner's jobs."),
     state: JobState | None = typer.Option(None, "--state", case_sensitive=False,
                                           help="Only jobs in this state."),
-    timeout_s: float = typer.Option(30.0, "--timeout-s", min=0.1,
-                                    help="Give up reading jobs.status after this long."),
+    timeout_ms: int = TimeoutOption,
 ) -> None:  # fmt: skip
     """Show jobs' latest states, read from jobs.status: a table, or one job's every field."""
     statuses = read_statuses(load_settings(), owner=owner, state=state, job_id=job_id,
-                             timeout_s=timeout_s)  # fmt: skip
+                             timeout_s=timeout_ms / 1000)  # fmt: skip
     console = Console()
     if job_id is None:
         console.print(status_table(statuses))

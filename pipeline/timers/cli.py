@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from pipeline import metrics
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
 from pipeline.config import load_settings
+from pipeline.durations import duration_option, format_duration
 from pipeline.signals import stop_on_signals
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+
+TickOption = duration_option(
+    format_duration(TIMER_OPTIONS.poll_ms), "--tick", minimum="1ms", maximum="1s",
+    help="Wall-clock ticker interval.",
+)  # fmt: skip
 
 
 def timers(
     instance_id: str = InstanceIdOption,
     state_dir: Path = StateDirOption,
-    tick_ms: int = typer.Option(20, "--tick-ms", min=1, max=1000,
-                                help="Wall-clock ticker interval."),
+    tick_ms: int = TickOption,
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""

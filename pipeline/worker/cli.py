@@ -1,6 +1,6 @@
 """``jobstream worker``: serve job types with the handlers of an app module.
 
-The first SIGTERM or SIGINT drains (no new work; running jobs get ``--drain-timeout-s``
+The first SIGTERM or SIGINT drains (no new work; running jobs get ``--drain-timeout``
 to finish and their outcomes are committed; the rest are handed back to the group). A
 second signal stops draining at once.
 """
@@ -19,12 +19,24 @@ import typer
 from pipeline import metrics
 from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
+from pipeline.durations import duration_option, format_duration
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions
 from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore
 from pipeline.worker.runtime import WorkerRuntime
+
+HeartbeatOption = duration_option(
+    "10s", "--heartbeat", minimum="50ms", help="Time between heartbeats of a running job.",
+)  # fmt: skip
+DrainTimeoutOption = duration_option(
+    "30s", "--drain-timeout", help="On SIGTERM, how long running jobs may finish.",
+)  # fmt: skip
+CommitIntervalOption = duration_option(
+    format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
+    help="Least time between two transactions of outcomes: larger batches, later outcomes.",
+)  # fmt: skip
 
 
 def worker(
@@ -38,19 +50,15 @@ def worker(
     worker_id: str | None = typer.Option(None, "--worker-id", envvar="JOBSTREAM_WORKER_ID",
                                          help="Unique name on jobs.workers and in the "
                                          "transactional ids (default: hostname-pid)."),
-    heartbeat_s: float = typer.Option(10.0, "--heartbeat-s", min=0.05,
-                                      help="Seconds between heartbeats of a running job."),
+    heartbeat_ms: int = HeartbeatOption,
     result_dir: Path = typer.Option(DEFAULT_RESULT_DIR, "--result-dir",
                                     envvar="JOBSTREAM_RESULT_DIR",
                                     help="Where results over 256 KB are written."),
-    drain_timeout_s: float = typer.Option(30.0, "--drain-timeout-s", min=0,
-                                          help="On SIGTERM, how long running jobs may finish."),
+    drain_timeout_ms: int = DrainTimeoutOption,
     prefetch: int | None = typer.Option(None, "--prefetch", min=1,
                                         help="Records buffered per priority tier (default: "
                                         f"the concurrency, at least {MIN_PREFETCH})."),
-    commit_interval_s: float = typer.Option(DEFAULT_INTERVAL_S, "--commit-interval-s", min=0,
-                                            help="Least seconds between two transactions of "
-                                            "outcomes: larger batches, later outcomes."),
+    commit_interval_ms: int = CommitIntervalOption,
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
@@ -59,8 +67,9 @@ def worker(
         sys.path.insert(0, os.getcwd())
     options = WorkerOptions(
         worker_id=worker_id or default_worker_id(), job_types=tuple(job_types or ()),
-        concurrency=concurrency, heartbeat_s=heartbeat_s, drain_timeout_s=drain_timeout_s,
-        prefetch=prefetch, commit_interval_s=commit_interval_s,
+        concurrency=concurrency, heartbeat_s=heartbeat_ms / 1000,
+        drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
+        commit_interval_s=commit_interval_ms / 1000,
         result_store=LocalResultStore(result_dir),
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)

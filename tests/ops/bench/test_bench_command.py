@@ -18,7 +18,7 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
                                                          tmp_path: Path) -> None:  # fmt: skip
     out = tmp_path / "steady.json"
     result = CliRunner().invoke(app, [
-        "bench", "--scenario", "steady", "--rate", "100", "--duration", "3", "--lead", "3",
+        "bench", "--scenario", "steady", "--rate", "100", "--duration", "3s", "--lead", "3s",
         "--peer", "none", "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
         "--metrics-port", str(free_base_port(4)), "--out", str(out),
     ])  # fmt: skip

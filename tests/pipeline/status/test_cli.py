@@ -42,11 +42,11 @@ def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     default, default_policy = run()
     assert (default.commit_interval_ms, default_policy.lease_ms) == (
         STATUS_OPTIONS.commit_interval_ms, 30_000)  # fmt: skip
-    chosen, chosen_policy = run("--commit-interval-ms", "250", "--lease-s", "2.5")
+    chosen, chosen_policy = run("--commit-interval", "250ms", "--lease", "2.5s")
     assert (chosen.commit_interval_ms, chosen_policy.lease_ms, chosen.state_dir) == (
         250,
         2500,
         tmp_path,
     )
-    refused = CliRunner().invoke(app, ["--commit-interval-ms", "-1"])
+    refused = CliRunner().invoke(app, ["--commit-interval", "-1ms"])
     assert refused.exit_code != 0

@@ -207,7 +207,7 @@ def start_processor(settings: Settings, state_dir: Path, log: Path) -> subproces
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "pipeline", "status-processor", "--instance-id", "a",
-             "--state-dir", str(state_dir), "--lease-s", "300"],
+             "--state-dir", str(state_dir), "--lease", "300s"],
             env=process_env(settings), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
 

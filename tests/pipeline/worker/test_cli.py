@@ -32,7 +32,7 @@ def test_sigterm_drains_and_commits_the_job_in_flight(
 ) -> None:
     (execution_id,) = submit(topics, execution_requested(params={"seconds": 3, "echo": "hi"}))
     process = start(topics, tmp_path, "--type", "data.process", "--concurrency", "2",
-                    "--worker-id", "cli-worker", "--heartbeat-s", "0.5")  # fmt: skip
+                    "--worker-id", "cli-worker", "--heartbeat", "0.5s")  # fmt: skip
     try:
         events.wait(execution_id, "STARTED", timeout_s=90)
         process.send_signal(signal.SIGTERM)
