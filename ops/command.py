@@ -10,6 +10,7 @@ from __future__ import annotations
 from ops.bench.e2e import bench
 from ops.bench.timers import bench_timers
 from ops.cli import demo, kafka_app, pipeline, topics_app
+from ops.faults.cli import faults_app
 from pipeline.cli import new_app, register, run
 
 EPILOG = """Examples:
@@ -32,6 +33,7 @@ app.command("demo")(demo)
 app.command("pipeline")(pipeline)
 app.command("bench")(bench)
 app.command("bench-timers")(bench_timers)
+app.add_typer(faults_app, name="faults")
 register(app)
 
 

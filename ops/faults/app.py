@@ -1,0 +1,43 @@
+"""The fault runs' worker app: one job type whose handler records every run it makes.
+
+``jobstream worker --app ops.faults.app``. The handler sleeps 10 ms (long enough for a
+kill to land while jobs run, short enough to keep the worker's CPU low), then appends its
+run to the handler-side record (ops/faults/journal.py). A job with
+``{"fail_until_attempt": n}`` raises a retryable error on attempts below ``n``, which
+gives the retry router work to be killed in the middle of.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ops.faults.journal import Journal, Run
+from pipeline.clock import now_ms
+from pipeline.errors import JobstreamError
+from pipeline.worker import JobContext, WorkerApp
+
+JOB_TYPE = "faults.record"
+SLEEP_S = 0.01
+FAIL_UNTIL_ATTEMPT = "fail_until_attempt"
+
+app = WorkerApp()
+journal = Journal()
+
+
+class PlannedFailure(JobstreamError):
+    """The failure a job asked for on an early attempt; another attempt succeeds."""
+
+    retryable = True
+
+
+@app.handler(JOB_TYPE, timeout_s=30)
+def record(ctx: JobContext) -> None:
+    start_ms = now_ms()
+    time.sleep(SLEEP_S)
+    ok = ctx.attempt >= int(ctx.params.get(FAIL_UNTIL_ATTEMPT, 0))
+    journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,
+                       worker_id=ctx.worker_id, start_ms=start_ms,
+                       end_ms=now_ms(), pid=os.getpid(), ok=ok))  # fmt: skip
+    if not ok:
+        raise PlannedFailure(f"attempt {ctx.attempt} fails as the job asked")

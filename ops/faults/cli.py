@@ -1,0 +1,98 @@
+"""``jobstream faults run --scenario <name|all> --jobs N``: the fault-injection suite.
+
+``jobstream faults list`` names the scenarios. A run exits 1 when a scenario lost a
+job, ran one twice without a DUPLICATE event, could not wait for every job, or could
+not inject its fault; docs/reliability.md explains every number.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+
+from ops.faults import report
+from ops.faults.run import RunOptions, run_scenario
+from ops.faults.scenarios import SCENARIOS, Scenario
+from pipeline.durations import duration_option
+
+EPILOG = """Examples:
+
+  jobstream faults run --scenario kill-timers --jobs 1000
+
+  jobstream faults run --scenario all --jobs 2000 --out faults.json
+
+  jobstream faults run --scenario kill-broker --nodes 3 --jobs 2000
+"""
+
+faults_app = typer.Typer(
+    help="Kill and pause the pipeline's processes and brokers while jobs run; count lost "
+    "and duplicated jobs.", no_args_is_help=True,
+)  # fmt: skip
+
+WindowOption = duration_option("30s", "--window", minimum="1s",
+                               help="Time over which the jobs fall due.")  # fmt: skip
+DeadlineOption = duration_option(
+    "120s", "--deadline", minimum="1s",
+    help="How long to wait for the jobs past the last due time and the fault's end.",
+)  # fmt: skip
+
+
+@faults_app.command("run", epilog=EPILOG)
+def run(
+    scenario: str = typer.Option(..., "--scenario", help="A scenario (see `jobstream faults "
+                                 "list`), or 'all'."),
+    jobs: int = typer.Option(1000, "--jobs", min=1, help="One-off jobs submitted."),
+    nodes: int | None = typer.Option(None, "--nodes", help="Broker nodes, 1 or 3 (default: "
+                                     "3 for the broker scenarios, 1 otherwise)."),
+    window_ms: int = WindowOption,
+    deadline_ms: int = DeadlineOption,
+    workdir: Path | None = typer.Option(None, "--workdir", help="Where each run keeps its "
+                                        "logs and state (default: a new temporary folder)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+) -> None:  # fmt: skip
+    """Run fault scenarios against the whole pipeline and report what the jobs saw."""
+    if nodes not in (None, 1, 3):
+        raise typer.BadParameter("1 or 3", param_hint="--nodes")
+    chosen = _choose(scenario, nodes)
+    folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
+    options = RunOptions(jobs=jobs, nodes=nodes, window_s=window_ms / 1000,
+                         deadline_s=deadline_ms / 1000)  # fmt: skip
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results = []
+    for one in chosen:
+        results.append(run_scenario(one, options, folder, say=report.console.print))
+    report.show(results)
+    skipped = [s.name for s in SCENARIOS.values() if s not in chosen] if scenario == "all" else []
+    if skipped:
+        report.console.print(f"not run on {nodes} node(s): {', '.join(skipped)}")
+    if out:
+        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
+                           "started": started, "machine": report.machine(),
+                           "skipped": skipped, "runs": results})  # fmt: skip
+        report.console.print(f"results: {out}")
+    if any(report.problems(result) for result in results):
+        raise typer.Exit(1)
+
+
+def _choose(name: str, nodes: int | None) -> list[Scenario]:
+    if name == "all":
+        return [s for s in SCENARIOS.values() if nodes is None or s.nodes <= nodes]
+    if name not in SCENARIOS:
+        raise typer.BadParameter(f"{name!r} is none of: all, {', '.join(SCENARIOS)}",
+                                 param_hint="--scenario")  # fmt: skip
+    chosen = SCENARIOS[name]
+    if nodes is not None and nodes < chosen.nodes:
+        raise typer.BadParameter(f"{name} needs {chosen.nodes} nodes", param_hint="--nodes")
+    return [chosen]
+
+
+@faults_app.command("list")
+def list_scenarios() -> None:
+    """Name every scenario and what it does."""
+    for scenario in SCENARIOS.values():
+        report.console.print(f"[bold]{scenario.name}[/bold] ({scenario.nodes} node(s)): "
+                             f"{scenario.summary}")  # fmt: skip

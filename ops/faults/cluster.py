@@ -1,0 +1,131 @@
+"""The run's own Kafka cluster on free ports, and the faults a node can suffer.
+
+One node for the process scenarios; three (replication 3, min.insync.replicas 2, as
+``jobstream kafka up --nodes 3`` sets them) for the broker scenarios. The cluster is
+ops/kafka/cluster.py's; this module adds what a fault needs: a node's pid, SIGKILL and
+a restart, SIGSTOP and SIGCONT, and which node to hit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import signal
+import socket
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from ops.kafka.cluster import Layout, LocalCluster
+from pipeline.errors import BrokerError
+
+log = logging.getLogger(__name__)
+
+HEAP_MB = 512
+START_TIMEOUT_S = 120.0
+
+
+def free_base_port(nodes: int) -> int:
+    """A base port p with p..p+nodes-1 and p+100..p+100+nodes-1 free (the cluster's plan)."""
+    for _ in range(200):
+        base = random.randrange(20000, 40000)
+        if all(port_free(base + i) and port_free(base + 100 + i) for i in range(nodes)):
+            return base
+    raise BrokerError("no free block of loopback ports found for the cluster")
+
+
+def free_ports(count: int) -> int:
+    """A base port p with p..p+count-1 free (for the processes' /healthz)."""
+    for _ in range(200):
+        base = random.randrange(40000, 60000)
+        if all(port_free(base + i) for i in range(count)):
+            return base
+    raise BrokerError("no free block of loopback ports found for the pipeline")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class FaultCluster:
+    """A :class:`LocalCluster` in ``home`` that the run starts, hurts and removes."""
+
+    def __init__(self, home: Path, nodes: int) -> None:
+        self.local = LocalCluster(home)
+        self.nodes = nodes
+        self.paused: set[int] = set()
+        self._layout: Layout | None = None
+
+    @property
+    def layout(self) -> Layout:
+        if self._layout is None:
+            raise BrokerError("the cluster is not started")
+        return self._layout
+
+    def start(self) -> Layout:
+        self._layout = self.local.up(nodes=self.nodes, port=free_base_port(self.nodes),
+                                     heap_mb=HEAP_MB, timeout_s=START_TIMEOUT_S)  # fmt: skip
+        return self._layout
+
+    def pid(self, node_id: int) -> int:
+        node = next(n for n in self.layout.nodes if n.node_id == node_id)
+        pid = self.local.pid(node)
+        if pid is None:
+            raise BrokerError(f"kafka node {node_id} is not running")
+        return pid
+
+    def kill(self, node_id: int) -> int:
+        """SIGKILL one node, as a crash would; returns its pid."""
+        pid = self.pid(node_id)
+        self.local.stop_node(node_id, kill=True)
+        return pid
+
+    def restart(self, node_id: int) -> None:
+        """Start a killed node again and wait until it is back in the metadata."""
+        self.local.start_node(node_id, timeout_s=START_TIMEOUT_S)
+
+    def pause(self, node_id: int) -> int:
+        pid = self.pid(node_id)
+        os.kill(pid, signal.SIGSTOP)
+        self.paused.add(node_id)
+        return pid
+
+    def resume(self, node_id: int) -> None:
+        os.kill(self.pid(node_id), signal.SIGCONT)
+        self.paused.discard(node_id)
+
+    def busiest_node(self) -> int:
+        """The node leading the most partitions (the internal topics' included, so the
+        group and transaction coordinators count): the one whose loss moves most."""
+        config: dict[str, Any] = {"bootstrap.servers": self.layout.bootstrap, "logger": log}
+        admin = AdminClient(config)
+        leaders: Counter[int] = Counter()
+        for topic in admin.list_topics(timeout=30).topics.values():
+            leaders.update(p.leader for p in topic.partitions.values() if p.leader >= 0)
+        return leaders.most_common(1)[0][0] if leaders else self.layout.nodes[0].node_id
+
+    def log_path(self, node_id: int) -> Path:
+        node = next(n for n in self.layout.nodes if n.node_id == node_id)
+        return self.local.log_path(node)
+
+    def stop(self) -> None:
+        """Stop every node (a paused one is resumed first, or it could not stop) and
+        remove their data; the logs stay."""
+        for node_id in sorted(self.paused):
+            try:
+                self.resume(node_id)
+            except BrokerError:
+                self.paused.discard(node_id)
+        self.local.down()
+        if self._layout is not None:
+            for node in self._layout.nodes:
+                shutil.rmtree(self.local.node_dir(node) / "data", ignore_errors=True)

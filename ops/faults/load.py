@@ -1,0 +1,107 @@
+"""The jobs of a fault run: N one-off jobs due evenly over a window, each submitted a
+lead ahead of its due time, so submissions go on through the fault.
+
+Every job has an idempotency key, so a batch the broker did not acknowledge (a broker
+node down) is submitted again without making a second job: the id is the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
+from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.jobs.client import JobClient, SubmissionError
+from pipeline.jobs.keys import idempotent_job_id
+from pipeline.jobs.model import JobRequest
+
+log = logging.getLogger(__name__)
+
+OWNER = "faults"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_PACE_S = 0.05
+_RETRY_S = 1.0
+
+
+@dataclass(frozen=True)
+class Load:
+    jobs: int
+    window_ms: int
+    """The last job falls due this long after the first."""
+    lead_ms: int
+    """Each job is submitted this long before it falls due."""
+    fail_share: float = 0.0
+    """Share of jobs whose first attempt fails on purpose (a retry then succeeds)."""
+
+    def due_ms(self, t0_ms: int, i: int) -> int:
+        return t0_ms + (i * self.window_ms) // max(self.jobs - 1, 1)
+
+    def fails_first(self, i: int) -> bool:
+        return int((i + 1) * self.fail_share) > int(i * self.fail_share)
+
+
+class Submitter(threading.Thread):
+    """Submits ``load``'s jobs (job i due at ``load.due_ms(t0_ms, i)``) from a thread."""
+
+    def __init__(self, settings: Settings, load: Load, t0_ms: int, key_prefix: str) -> None:
+        super().__init__(name="faults-submitter", daemon=True)
+        self.settings, self.load, self.t0_ms, self.key_prefix = settings, load, t0_ms, key_prefix
+        self.due: dict[str, int] = {}
+        """Job id -> due time (epoch ms) of every job the broker acknowledged."""
+        self.retries = 0
+        self.error: BaseException | None = None
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            with JobClient(self.settings) as client:
+                done = 0
+                while done < self.load.jobs and not self.halt.is_set():
+                    horizon = now_ms() + self.load.lead_ms
+                    upto = done
+                    while upto < self.load.jobs and self.load.due_ms(self.t0_ms, upto) <= horizon:
+                        upto += 1
+                    if upto == done:
+                        time.sleep(_PACE_S)
+                        continue
+                    self._submit(client, range(done, upto))
+                    done = upto
+        except BaseException as exc:  # the run reports it and stops
+            self.error = exc
+
+    def _submit(self, client: JobClient, indices: range) -> None:
+        requests = {i: self._request(i) for i in indices}
+        while requests and not self.halt.is_set():
+            try:
+                ids = client.submit_many(requests.values())
+            except SubmissionError as exc:
+                if not exc.retryable:
+                    raise
+                self.retries += 1
+                log.warning("submission not acknowledged, submitting again: %s", exc)
+                failed = set(exc.job_ids)
+                if failed:  # the others are in: record them, send only the failed again
+                    for i in list(requests):
+                        job_id = idempotent_job_id(OWNER, self._key(i))
+                        if job_id not in failed:
+                            self.due[job_id] = self.load.due_ms(self.t0_ms, i)
+                            del requests[i]
+                time.sleep(_RETRY_S)
+                continue
+            for i, job_id in zip(requests, ids, strict=True):
+                self.due[job_id] = self.load.due_ms(self.t0_ms, i)
+            return
+
+    def _request(self, i: int) -> JobRequest:
+        due = _EPOCH + timedelta(milliseconds=self.load.due_ms(self.t0_ms, i))
+        params = {FAIL_UNTIL_ATTEMPT: 2} if self.load.fails_first(i) else {}
+        return JobRequest(job_type=JOB_TYPE, owner=OWNER, run_at=due, params=params,
+                          idempotency_key=self._key(i))  # fmt: skip
+
+    def _key(self, i: int) -> str:
+        return f"{self.key_prefix}{i}"

@@ -1,0 +1,89 @@
+"""A fault run's results on screen (a rich table, the fault's steps) and as JSON."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+# Wide enough for the table when the output is a file or a pipe (rich assumes 80).
+console = Console(width=None if sys.stdout.isatty() else 132)
+
+COLUMNS = (
+    ("scenario", "scenario"), ("jobs", "submitted"), ("ended", "ended"), ("lost", "lost"),
+    ("ran twice", "run_more_than_once"), ("flagged", "flagged"),
+    ("unflagged", "unflagged_duplicate_runs"), ("start late s", "start_lateness_ms"),
+    ("stall s", "stall_ms"), ("recover s", "recovery_ms"),
+    ("recover new s", "recovery_new_jobs_ms"),
+)  # fmt: skip
+
+
+def problems(result: dict[str, Any]) -> list[str]:
+    """What makes a run fail: a job lost, a duplicate run nobody was told of, a run that
+    could not wait for every job, or a fault that could not be injected."""
+    found = []
+    if result["lost"]:
+        found.append(f"{result['lost']} jobs lost")
+    if result["unflagged_duplicate_runs"]:
+        found.append(f"{result['unflagged_duplicate_runs']} jobs ran more than once unflagged")
+    if result["ending"] != "all ended":
+        found.append(f"waiting ended by {result['ending']}")
+    if result["fault_error"]:
+        found.append(f"the fault failed: {result['fault_error']}")
+    return found
+
+
+def table(results: list[dict[str, Any]]) -> Table:
+    view = Table(*(label for label, _ in COLUMNS), title="jobstream faults")
+    for result in results:
+        view.add_row(*(_cell(key, result[key]) for _, key in COLUMNS))
+    return view
+
+
+def _cell(key: str, value: Any) -> str:
+    if key == "start_lateness_ms":
+        value = value["max"]
+    if value is None:
+        return "-"
+    if key.endswith("_ms"):
+        return f"{value / 1000:.1f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def show(results: list[dict[str, Any]]) -> None:
+    for result in results:
+        console.print(f"[bold]{result['scenario']}[/bold] ({result['nodes']} node(s), "
+                      f"{result['seconds']:.0f} s): {result['summary']}")  # fmt: skip
+        for note in result["fault"]:
+            console.print(f"  {note['at_s']:7.1f} s  {note['action']}")
+        for exit in result["unexpected_exits"]:
+            console.print(f"  [red]{exit['name']} exited with {exit['code']} on its own "
+                          f"at {exit['at_s']:.1f} s[/red]")  # fmt: skip
+        for problem in problems(result):
+            console.print(f"  [red]{problem}[/red]")
+        for name, ids in result["ids"].items():
+            if ids and name != "run_more_than_once":
+                console.print(f"  {name}: {', '.join(ids)}")
+        for job_id in [*result["ids"]["lost"][:2], *result["ids"]["unflagged"][:2]]:
+            history = result["evidence"][job_id]
+            console.print(f"  {job_id} (times from the first due time):")
+            for line in [*history["events"], *history["runs"]]:
+                console.print(f"    {line}", highlight=False)
+        console.print(f"  logs: {result['logs']}")
+    console.print(table(results))
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version()}  # fmt: skip
+
+
+def write(path: Path, report: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))

@@ -1,0 +1,287 @@
+"""One fault run, start to end.
+
+1. Start a Kafka cluster of the run's own (ops/faults/cluster.py) and create the topics
+   under a fresh prefix.
+2. Start the pipeline as processes (ops/stack.py): the timers, the status processor, the
+   retry router and two workers of the fault app (ops/faults/app.py).
+3. Submit the jobs from a thread, each a lead ahead of its due time (ops/faults/load.py),
+   and read jobs.events as it commits (ops/faults/observer.py).
+4. About 15 s after the first job fell due, or once a third of the jobs have fired if
+   that comes first, run the scenario's fault on a thread of its own.
+5. Wait until every job has ended, or the deadline passes; then until the status
+   processor has read all of jobs.events (a zombie's late outcome becomes a DUPLICATE
+   there), and read jobs.events to its end.
+6. Stop the pipeline and the cluster; count (ops/faults/tally.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ops.bench.harness import CommittedWatch
+from ops.faults import app as fault_app
+from ops.faults.cluster import FaultCluster, free_ports
+from ops.faults.groups import pipeline_groups, wait_assigned
+from ops.faults.journal import RUNS_DIR_ENV, read_runs
+from ops.faults.load import Load, Submitter
+from ops.faults.observer import EventsObserver
+from ops.faults.scenarios import Scenario, Target
+from ops.faults.supervisor import Supervisor
+from ops.faults.tally import histories, tally
+from ops.stack import Stack, components, worker
+from pipeline.clock import now_ms
+from pipeline.config import Settings, load_settings
+from pipeline.durations import format_duration
+from pipeline.errors import ConfigurationError, JobstreamError
+from pipeline.kafka.admin import ensure_topics
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+APP = fault_app.__name__
+WORKERS = ("faults-0", "faults-1")
+CONCURRENCY = 8
+FAULT_AFTER_S = 15.0
+FAULT_AFTER_SHARE = 1 / 3
+LATE_OUTCOMES_S = 3.0
+"""After the last job ended, how long a late outcome (a resumed zombie's) gets to appear."""
+CATCH_UP_S = 60.0
+"""How long the status processor and the reader get to read jobs.events to its end."""
+PROGRESS_EVERY_S = 5.0
+READY_TIMEOUT_S = 120.0
+
+Say = Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    jobs: int
+    nodes: int | None = None
+    """Broker nodes; None: what the scenario needs."""
+    window_s: float = 30.0
+    lead_s: float = 5.0
+    deadline_s: float = 120.0
+    """How long to wait for the jobs past the last due time (and the fault's end)."""
+
+
+def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
+                 say: Say = log.info) -> dict[str, Any]:  # fmt: skip
+    """Run one scenario in a folder of its own under ``workdir``; its numbers and notes."""
+    nodes = options.nodes or scenario.nodes
+    if nodes < scenario.nodes:
+        raise ConfigurationError(f"{scenario.name} needs {scenario.nodes} broker nodes, "
+                                 f"not {nodes}")  # fmt: skip
+    home = workdir / f"{scenario.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    home = home.resolve()
+    home.mkdir(parents=True)
+    cluster = FaultCluster(home / "kafka", nodes)
+    started = time.monotonic()
+    say(f"{scenario.name}: starting a {nodes}-node Kafka cluster in {home / 'kafka'}")
+    try:
+        layout = cluster.start()
+        settings = load_settings(
+            bootstrap_servers=layout.bootstrap, topic_prefix=f"faults-{uuid.uuid4().hex[:8]}.",
+            replication_factor=layout.replication, job_types=(fault_app.JOB_TYPE,),
+            security_protocol="PLAINTEXT", librdkafka={}, schema_registry_url=None,
+        )  # fmt: skip
+        ensure_topics(settings.kafka_config, Topics(settings).specs(),
+                      replication_factor=settings.replication_factor)  # fmt: skip
+        result = _run(scenario, options, settings, cluster, home, say)
+    finally:
+        cluster.stop()
+    return {"scenario": scenario.name, "summary": scenario.summary, "nodes": nodes,
+            "jobs": options.jobs, "window_s": options.window_s, "lease_s": scenario.lease_s,
+            **result, "seconds": round(time.monotonic() - started, 1),
+            "home": str(home)}  # fmt: skip
+
+
+def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: FaultCluster,
+         home: Path, say: Say) -> dict[str, Any]:  # fmt: skip
+    stack = Stack(home / "stack")
+    stack.env = process_env(settings, home)
+    base = free_ports(12)
+    beat: tuple[str, ...] = ()
+    if scenario.heartbeat_s:
+        beat = ("--heartbeat", format_duration(round(scenario.heartbeat_s * 1000)))
+    parts = components(base, app=APP, job_types=(), lease_s=scenario.lease_s)
+    parts += [worker(fault_app.JOB_TYPE, worker_id, base + 3 + i, app=APP,
+                     concurrency=CONCURRENCY, extra=beat)
+              for i, worker_id in enumerate(WORKERS)]  # fmt: skip
+    supervisor = Supervisor(stack)
+    target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs")
+    fault = FaultThread(scenario, target)
+    load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
+                scenario.fail_share)  # fmt: skip
+    say(f"{scenario.name}: starting the pipeline ({len(parts)} processes, logs in {stack.logs})")
+    observer: EventsObserver | None = None
+    submitter: Submitter | None = None
+    try:
+        supervisor.start(parts)
+        groups = pipeline_groups(settings, fault_app.JOB_TYPE, len(WORKERS))
+        waited = wait_assigned(settings, groups, READY_TIMEOUT_S)
+        say(f"{scenario.name}: every consumer group ready {waited:.1f} s after /healthz")
+        observer = EventsObserver(settings)
+        t0 = now_ms() + load.lead_ms
+        submitter = Submitter(settings, load, t0, key_prefix=settings.topic_prefix)
+        submitter.start()
+        ending = _follow(observer, submitter, fault, supervisor, load, t0,
+                         round(options.deadline_s * 1000), say)  # fmt: skip
+        until = now_ms()
+        stacks = {}
+        if ending == "all ended":
+            caught_up = _catch_up(observer, settings, say)
+        else:
+            caught_up = None
+            stacks = supervisor.dump_stacks(home / "stacks")
+            say(f"{scenario.name}: not every job ended; the processes' stacks: {home / 'stacks'}")
+    finally:
+        if submitter is not None:
+            submitter.halt.set()
+            submitter.join(60)
+        if fault.is_alive():
+            fault.join(180)
+        supervisor.check_exits()
+        supervisor.stop()
+        if observer is not None:
+            observer.close()
+    runs = read_runs(home / "runs")
+    numbers = tally(submitter.due, observer.seen, runs, fault_ms=fault.began_ms, until_ms=until)
+    shown = {*numbers["ids"]["lost"], *numbers["ids"]["unflagged"], *numbers["ids"]["flagged"][:3]}
+    notes = [{"at_s": _seconds(note.at_ms, t0), "action": note.action} for note in target.notes]
+    exits = [{"name": e.name, "code": e.code, "at_s": _seconds(e.seen_ms, t0),
+              "log_tail": e.log_tail} for e in supervisor.exits]  # fmt: skip
+    return {
+        "ending": ending,
+        "status_caught_up": caught_up,
+        "submit_retries": submitter.retries,
+        "handler_runs": len(runs),
+        "runs_by_worker": dict(sorted(Counter(run.worker_id for run in runs).items())),
+        **numbers,
+        "fault": notes,
+        "fault_error": None if fault.error is None else repr(fault.error),
+        "unexpected_exits": exits,
+        "evidence": histories(shown, observer.seen, runs, t0),
+        "stacks_at_deadline": stacks,
+        "logs": str(stack.logs),
+        "kafka_logs": [str(cluster.log_path(n.node_id)) for n in cluster.layout.nodes],
+    }
+
+
+def _seconds(at_ms: int, first_due_ms: int) -> float:
+    """An instant as seconds after the first job fell due."""
+    return round((at_ms - first_due_ms) / 1000, 2)
+
+
+def process_env(settings: Settings, home: Path) -> dict[str, str]:
+    """The pipeline processes' environment: this one's, less any ``JOBSTREAM_`` setting,
+    plus the run's settings and folders."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
+    env.update({
+        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+        "JOBSTREAM_REPLICATION_FACTOR": str(settings.replication_factor),
+        "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
+        "JOBSTREAM_LOG_LEVEL": "INFO",
+        "JOBSTREAM_STATE_DIR": str(home / "state"),
+        "JOBSTREAM_RESULT_DIR": str(home / "results"),
+        RUNS_DIR_ENV: str(home / "runs"),
+    })  # fmt: skip
+    return env
+
+
+class FaultThread(threading.Thread):
+    """Runs the scenario's fault once it is started; ``began_ms`` is its first note."""
+
+    def __init__(self, scenario: Scenario, target: Target) -> None:
+        super().__init__(name=f"fault-{scenario.name}", daemon=True)
+        self.scenario, self.target = scenario, target
+        self.error: BaseException | None = None
+
+    @property
+    def began_ms(self) -> int | None:
+        return self.target.notes[0].at_ms if self.target.notes else None
+
+    @property
+    def ended_ms(self) -> int | None:
+        if self.is_alive() or not self.target.notes:
+            return None
+        return self.target.notes[-1].at_ms
+
+    def run(self) -> None:
+        try:
+            self.scenario.inject(self.target)
+        except BaseException as exc:  # reported with the run's numbers
+            log.exception("the fault %s failed", self.scenario.name)
+            self.error = exc
+            self.target.note(f"the fault failed: {exc!r}")
+
+
+def _follow(observer: EventsObserver, submitter: Submitter, fault: FaultThread,
+            supervisor: Supervisor, load: Load, t0: int, deadline_ms: int,
+            say: Say) -> str:  # fmt: skip
+    """Read jobs.events, start the fault when its time comes, and return how waiting
+    ended: ``all ended`` or ``deadline``."""
+    fault_at = t0 + round(FAULT_AFTER_S * 1000)
+    last_due = load.due_ms(t0, load.jobs - 1)
+    next_progress = time.monotonic() + PROGRESS_EVERY_S
+    while True:
+        observer.poll(0.1)
+        now = now_ms()
+        for found in supervisor.check_exits():
+            say(f"{found.name} exited with {found.code} on its own; last lines:\n{found.log_tail}")
+        if submitter.error is not None:
+            raise JobstreamError(f"submitting failed: {submitter.error!r}")
+        if (
+            not fault.is_alive()
+            and fault.began_ms is None
+            and (now >= fault_at or len(observer.fired) >= load.jobs * FAULT_AFTER_SHARE)
+        ):
+            say(f"fault: {fault.scenario.name}, {(now - t0) / 1000:.1f} s after the first "
+                f"due time, {len(observer.fired)} jobs fired")  # fmt: skip
+            fault.start()
+        submitted = not submitter.is_alive()
+        fault_done = fault.ended_ms
+        if submitted and fault_done is not None and observer.ended >= set(submitter.due):
+            return "all ended"
+        if fault_done is not None and now > max(last_due, fault_done) + deadline_ms:
+            return "deadline"
+        if time.monotonic() >= next_progress:
+            next_progress += PROGRESS_EVERY_S
+            say(f"{len(submitter.due)} submitted, {len(observer.fired)} fired, "
+                f"{len(observer.ended)} ended")  # fmt: skip
+
+
+def _catch_up(observer: EventsObserver, settings: Settings, say: Say) -> bool:
+    """Give late outcomes time to appear, wait until the status processor has read all of
+    jobs.events (its DUPLICATE records come out of that), and read to the end."""
+    grace_until = time.monotonic() + LATE_OUTCOMES_S
+    while time.monotonic() < grace_until:
+        observer.poll(0.1)
+    watch = CommittedWatch(settings, Topics(settings).events, "jobstream.status",
+                           settings.events_partitions)  # fmt: skip
+    deadline = time.monotonic() + CATCH_UP_S
+    try:
+        while time.monotonic() < deadline:
+            observer.poll(0.1)
+            # A transactional topic ends with commit markers a reader never commits past.
+            if watch.committed() >= watch.end() - settings.events_partitions:
+                break
+        else:
+            say("the status processor did not read all of jobs.events in time")
+            return False
+    finally:
+        watch.close()
+    while time.monotonic() < deadline:
+        if observer.at_end():
+            return True
+    say("the reader did not reach the end of jobs.events in time")
+    return False

@@ -1,0 +1,178 @@
+"""The faults, one small function each, and the registry the command reads.
+
+A scenario function gets a :class:`Target` (the run's processes and cluster) and does
+its fault from start to end, noting each step with ``target.note``: the first note is
+the instant the fault began. Restarts wait until the process is healthy (or the node is
+back in the metadata), and the note after says when that was.
+
+A fault on a worker strikes the first worker whose handler finishes a run once the fault
+is due (its line appears in the handler-side record), at once, while that run's outcome
+waits for the worker's next transaction (100 ms apart): the moment when a crash or a
+pause leaves the most to mend, which a kill at a random instant would often miss, and a
+worker that is busy (the group may leave one with no partition of the jobs' tier).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ops.faults.cluster import FaultCluster
+from ops.faults.supervisor import Supervisor
+from pipeline.clock import now_ms
+
+RESTART_AFTER_S = 2.0
+"""A killed process is started again this long after the kill, as a supervisor would."""
+BROKER_DOWN_S = 20.0
+"""How long a broker node stays killed or paused."""
+PAUSE_LEASE_S = 10.0
+PAUSE_HEARTBEAT_S = 2.0
+PAUSE_S = PAUSE_LEASE_S + 5.0
+"""How long a paused worker stays stopped: past its lease, and past its group session."""
+REPLACEMENT_WORKER = "faults-9"
+
+
+@dataclass(frozen=True)
+class Note:
+    at_ms: int
+    action: str
+
+
+@dataclass
+class Target:
+    """What a scenario acts on, and its notebook."""
+
+    stack: Supervisor
+    cluster: FaultCluster
+    spare_port: int
+    """A free /healthz port for a process the scenario starts anew."""
+    runs_dir: Path
+    """The handler-side record (ops/faults/journal.py)."""
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, action: str) -> None:
+        self.notes.append(Note(now_ms(), action))
+
+
+Inject = Callable[[Target], None]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    inject: Inject
+    nodes: int = 1
+    """Broker nodes the scenario needs (3: replication 3, min.insync.replicas 2)."""
+    lease_s: float | None = None
+    """The status processor's lease, when the scenario needs another than the default."""
+    heartbeat_s: float | None = None
+    fail_share: float = 0.0
+    """Share of jobs whose first attempt fails on purpose, to give retries in flight."""
+
+
+RUN_WAIT_S = 5.0
+
+
+def busy_worker(target: Target) -> str:
+    """The worker whose handler records a run first from now on (its component's name):
+    a worker may hold no partition of the tier the jobs are on, and hitting it would
+    test nothing. After RUN_WAIT_S without a run, the first worker."""
+    workers = target.stack.workers()
+    records = {name: target.runs_dir / f"runs-{worker_id}-{target.stack.pid(name)}.jsonl"
+               for name, worker_id in workers.items()}  # fmt: skip
+    sizes = {name: _size(path) for name, path in records.items()}
+    deadline = time.monotonic() + RUN_WAIT_S
+    while time.monotonic() < deadline:
+        for name, path in records.items():
+            if _size(path) > sizes[name]:
+                return name
+        time.sleep(0.001)
+    name = sorted(workers)[0]
+    target.note(f"no worker finished a run within {RUN_WAIT_S:.0f} s; striking {name}")
+    return name
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def kill_and_restart(name: str) -> Inject:
+    """SIGKILL ``name``, start it again as it was 2 s later."""
+
+    def inject(target: Target) -> None:
+        _kill_and_restart(target, name)
+
+    return inject
+
+
+def _kill_and_restart(target: Target, name: str) -> None:
+    target.note(f"SIGKILL {name} (pid {target.stack.kill(name)})")
+    time.sleep(RESTART_AFTER_S)
+    target.note(f"starting {name} again")
+    target.note(f"{name} healthy (pid {target.stack.restart(name)})")
+
+
+def kill_worker(target: Target) -> None:
+    _kill_and_restart(target, busy_worker(target))
+
+
+def kill_and_replace_worker(target: Target) -> None:
+    name = busy_worker(target)
+    target.note(f"SIGKILL {name} (pid {target.stack.kill(name)})")
+    time.sleep(RESTART_AFTER_S)
+    target.note(f"starting worker {REPLACEMENT_WORKER} in its place")
+    new, pid = target.stack.replace(name, REPLACEMENT_WORKER, target.spare_port)
+    target.note(f"{new} healthy (pid {pid})")
+
+
+def pause_worker(target: Target) -> None:
+    name = busy_worker(target)
+    target.note(f"SIGSTOP {name} (pid {target.stack.pause(name)})")
+    time.sleep(PAUSE_S)
+    target.stack.resume(name)
+    target.note(f"SIGCONT {name}")
+
+
+def kill_broker(target: Target) -> None:
+    node = target.cluster.busiest_node()
+    target.note(f"SIGKILL kafka node {node} (pid {target.cluster.kill(node)})")
+    time.sleep(BROKER_DOWN_S)
+    target.note(f"starting kafka node {node} again")
+    target.cluster.restart(node)
+    target.note(f"kafka node {node} back in the metadata")
+
+
+def pause_broker(target: Target) -> None:
+    node = target.cluster.busiest_node()
+    target.note(f"SIGSTOP kafka node {node} (pid {target.cluster.pause(node)})")
+    time.sleep(BROKER_DOWN_S)
+    target.cluster.resume(node)
+    target.note(f"SIGCONT kafka node {node}")
+
+
+_AFTER_A_RUN = "the first of the two workers to finish a run, just after it did"
+
+SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
+    Scenario("kill-timers", "SIGKILL the timer processor, start it again 2 s later (same "
+             "instance id and state folder).", kill_and_restart("timers")),
+    Scenario("kill-status-processor", "SIGKILL the status processor, start it again 2 s "
+             "later (same instance id and state folder).", kill_and_restart("status-processor")),
+    Scenario("kill-retry-router", "SIGKILL the retry router while a tenth of the jobs fail "
+             "their first attempt, start it again 2 s later.", kill_and_restart("retry-router"),
+             fail_share=0.1),
+    Scenario("kill-worker", f"SIGKILL {_AFTER_A_RUN}, start it again 2 s later with the "
+             "same worker id.", kill_worker),
+    Scenario("kill-worker-replaced", f"SIGKILL {_AFTER_A_RUN}, start a replacement with a "
+             "new worker id 2 s later.", kill_and_replace_worker),
+    Scenario("pause-worker", f"SIGSTOP {_AFTER_A_RUN}, for {PAUSE_S:.0f} s (lease "
+             f"{PAUSE_LEASE_S:.0f} s, heartbeat {PAUSE_HEARTBEAT_S:.0f} s), then SIGCONT: a "
+             "zombie.", pause_worker, lease_s=PAUSE_LEASE_S, heartbeat_s=PAUSE_HEARTBEAT_S),
+    Scenario("kill-broker", "SIGKILL the Kafka node leading most partitions (of 3), start "
+             f"it again {BROKER_DOWN_S:.0f} s later.", kill_broker, nodes=3),
+    Scenario("pause-broker", "SIGSTOP the Kafka node leading most partitions (of 3) for "
+             f"{BROKER_DOWN_S:.0f} s, then SIGCONT.", pause_broker, nodes=3),
+)}  # fmt: skip
+"""Scenario name -> scenario, in the order ``--scenario all`` runs them."""

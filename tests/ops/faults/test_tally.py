@@ -1,0 +1,78 @@
+"""The fault runs' arithmetic: lost jobs, duplicate runs and their flags, stalls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ops.faults.journal import Run
+from ops.faults.observer import Seen
+from ops.faults.tally import longest_stall, run_more_than_once, tally
+
+
+def seen(kind: str, job: str, at: int, *, seen_ms: int | None = None,
+         **fields: Any) -> Seen:  # fmt: skip
+    return Seen(at if seen_ms is None else seen_ms,
+                {"kind": kind, "job_id": job, "at_ms": at, "attempt": 1, **fields})  # fmt: skip
+
+
+def run(job: str, execution: str, *, ok: bool = True, worker: str = "w0") -> Run:
+    return Run(job, execution, 1, worker, 0, 10, 1, ok)
+
+
+def test_a_job_without_a_terminal_event_is_lost() -> None:
+    events = [seen("STARTED", "a", 1010), seen("SUCCEEDED", "a", 1030),
+              seen("STARTED", "b", 2050)]  # fmt: skip
+    result = tally({"a": 1000, "b": 2000}, events, [run("a", "x")], fault_ms=None, until_ms=5000)
+    assert (result["submitted"], result["ended"], result["lost"]) == (2, 1, 1)
+    assert result["ids"]["lost"] == ["b"]
+    assert result["start_lateness_ms"]["max"] == 50
+
+
+def test_dead_lettered_jobs_have_ended() -> None:
+    events = [seen("DEAD_LETTERED", "a", 1500)]
+    result = tally({"a": 1000}, events, [], fault_ms=None, until_ms=2000)
+    assert (result["ended"], result["dead_lettered"], result["lost"]) == (1, 1, 0)
+
+
+def test_an_execution_run_twice_or_two_successful_executions_are_duplicates() -> None:
+    due = {"redelivered": 0, "zombie": 0, "failed-then-retried": 0, "once": 0}
+    runs = [run("redelivered", "e1"), run("redelivered", "e1", worker="w1"),
+            run("zombie", "e1"), run("zombie", "e2"),
+            run("failed-then-retried", "e1", ok=False), run("failed-then-retried", "e2"),
+            run("once", "e1"), run("not-ours", "e1"), run("not-ours", "e1")]  # fmt: skip
+    assert run_more_than_once(runs, due) == {"redelivered", "zombie"}
+
+
+def test_a_duplicate_run_is_unflagged_without_a_duplicate_event() -> None:
+    due = {"a": 0, "b": 0}
+    events = [seen("SUCCEEDED", "a", 100), seen("SUCCEEDED", "b", 100),
+              seen("DUPLICATE", "b", 150, execution_id="e1")]  # fmt: skip
+    runs = [run("a", "e1"), run("a", "e1"), run("b", "e1"), run("b", "e1")]
+    result = tally(due, events, runs, fault_ms=50, until_ms=200)
+    assert (result["run_more_than_once"], result["flagged"]) == (2, 1)
+    assert result["unflagged_duplicate_runs"] == 1
+    assert result["ids"]["unflagged"] == ["a"]
+
+
+def test_recovery_is_measured_to_the_first_end_seen_after_the_fault() -> None:
+    due = {"a": 0, "b": 100, "c": 2000}
+    events = [seen("SUCCEEDED", "a", 50), seen("SUCCEEDED", "b", 150, seen_ms=4000),
+              seen("SUCCEEDED", "c", 2050, seen_ms=4100)]  # fmt: skip
+    result = tally(due, events, [], fault_ms=1000, until_ms=5000)
+    assert result["recovery_ms"] == 3000
+    assert result["recovery_new_jobs_ms"] == 3100
+    # b was pending from its due time (100) until it was seen ending (4000), no end between.
+    assert (result["stall_ms"], result["stall_from_fault_ms"]) == (3900, -900)
+
+
+def test_a_stall_counts_only_while_a_due_job_is_pending() -> None:
+    # a ends at 10; nothing is pending until b falls due at 1000; b ends at 1200.
+    assert longest_stall({"a": 0, "b": 1000}, {"a": 10, "b": 1200}, 5000) == (200, 1000)
+
+
+def test_a_stall_still_open_when_observation_stops_runs_to_its_end() -> None:
+    assert longest_stall({"a": 0, "b": 100}, {"a": 50}, 3000) == (2900, 100)
+
+
+def test_a_job_falling_due_as_another_ends_begins_no_new_span() -> None:
+    assert longest_stall({"a": 0, "b": 100}, {"a": 100, "b": 150}, 1000) == (100, 0)
