@@ -13,7 +13,10 @@ Rules, in order:
    DUPLICATE, never applied. So is a FIRED of an older epoch (a firing replayed). A LOST
    of an older epoch lost its meaning when the newer run fired: ignored.
 3. An outcome for an execution that already finished (succeeded, failed, timed out or
-   was declared lost) is a second run of it: DUPLICATE.
+   was declared lost) is a second run of it: DUPLICATE. A STARTED for the execution a
+   RUNNING job already runs (a worker died and its execution was redelivered, to another
+   worker or to itself restarted) is applied, since the new run is the live one, and
+   also flagged: the decision names the worker of the first start (``rerun_of``).
 4. The table: a (state, kind) pair it lacks is illegal, rejected and counted. The
    transitions marked "(cron)" in the contract (FIRED while QUEUED, RUNNING or SUCCEEDED)
    are illegal for a job known to be one-off.
@@ -142,6 +145,9 @@ class Decision:
     record: JobRecord | None
     """APPLIED: the new record; otherwise the record as it was (None for an unknown job)."""
     reason: str = ""
+    rerun_of: str | None = None
+    """APPLIED STARTED of an execution already running: the worker that started it first
+    (or "an unknown worker"), so the processor records a DUPLICATE naming both runs."""
 
     @property
     def state(self) -> JobState | None:
@@ -179,7 +185,12 @@ def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
     ):
         return Decision(Verdict.ILLEGAL, record, f"{current or 'NEW'} + {kind}")
     base = record or JobRecord(job_id=str(event["job_id"]), state=target)
-    return Decision(Verdict.APPLIED, _apply(base, kind, epoch, target, event))
+    after = _apply(base, kind, epoch, target, event)
+    if kind is _STARTED and current is S.RUNNING and execution == base.execution_id:
+        first = base.worker_id or "an unknown worker"
+        return Decision(Verdict.APPLIED, after, f"execution {execution} already started by "
+                        f"{first}", rerun_of=first)  # fmt: skip
+    return Decision(Verdict.APPLIED, after)
 
 
 def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,

@@ -94,10 +94,15 @@ class StatusProcessor:
             updated_at_ms=now_ms if changed else record.updated_at_ms,
         )
         state.put(after)
-        if not changed:
-            return []
-        # jobs.status is compacted: only a job's last status in a transaction is written.
-        return [Output(self.topics.status, after.job_id.encode(), after, compact=True)]
+        outputs = []
+        if decision.rerun_of is not None:
+            self.counters.duplicates += 1
+            outputs.append(self._duplicate(state, before, event, decision.reason, now_ms,
+                                           applied=True))  # fmt: skip
+        if changed:
+            # jobs.status is compacted: only a job's last status in a transaction is written.
+            outputs.append(Output(self.topics.status, after.job_id.encode(), after, compact=True))
+        return outputs
 
     def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
         """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
@@ -147,16 +152,19 @@ class StatusProcessor:
         return Output(self.topics.events, partition_key(job_id, workflow_id),
                     Event("JobLifecycle", data), partition=state.partition)  # fmt: skip
 
-    def _duplicate(self, state: StatusState, record: JobRecord | None,
-                   event: Mapping[str, Any], reason: str, now_ms: int) -> Output:  # fmt: skip
+    def _duplicate(self, state: StatusState, record: JobRecord | None, event: Mapping[str, Any],
+                   reason: str, now_ms: int, *, applied: bool = False) -> Output:  # fmt: skip
+        """A DUPLICATE naming the second run: not applied (a zombie's, a finished
+        execution's), or applied as the live run of an execution started before."""
         kind, worker = event.get("kind"), event.get("worker_id")
+        verdict = "applied, but" if applied else "not applied:"
         return self._lifecycle(
             state, LifecycleKind.DUPLICATE, str(event["job_id"]), event.get("workflow_id"), now_ms,
             job_type=event.get("job_type") or (record.job_type if record else ""),
             owner=event.get("owner") or (record.owner if record else ""),
             attempt=int(event.get("attempt") or 0), epoch=epoch_of(event),
             execution_id=execution_id_of(event), worker_id=worker,
-            detail=f"{kind} from {worker or 'an unknown worker'} not applied: {reason}",
+            detail=f"{kind} from {worker or 'an unknown worker'} {verdict} {reason}",
         )  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,

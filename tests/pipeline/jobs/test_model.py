@@ -125,10 +125,11 @@ def test_priority_is_case_insensitive() -> None:
     assert JobRequest(**BASE, priority="low").to_event(NOW_MS).data["spec"]["priority"] == "LOW"
 
 
-def test_retry_policy_on_its_own_names_the_record_path() -> None:
+def test_retry_policy_on_its_own_names_its_field_and_in_a_job_the_record_path() -> None:
     with pytest.raises(ValidationError) as refused:
         RetryPolicy(max_attempts=0)
-    assert refused.value.field == "spec.retry.max_attempts"
+    assert refused.value.field == "retry.max_attempts"
+    assert refusal(retry={"max_attempts": 0}).field == "spec.retry.max_attempts"
     assert RetryPolicy(max_attempts=1, initial_backoff_ms=10, max_backoff_ms=10).max_attempts == 1
 
 

@@ -182,6 +182,16 @@ def test_started_again_in_the_same_epoch_is_a_redelivery_to_another_worker() -> 
     assert (after.state, after.worker_id) == (S.RUNNING, "w2")
 
 
+def test_a_second_start_of_a_running_execution_names_the_first_worker() -> None:
+    run = execution(JOB, epoch=E1)
+    running = fold(outcome("STARTED", run, worker="w1"), start=record(S.QUEUED, epoch=E1))
+    again = transition(running, outcome("STARTED", run, worker="w1"))
+    assert (again.verdict, again.rerun_of) == (Verdict.APPLIED, "w1")
+    assert run["execution_id"] in again.reason
+    first = transition(record(S.QUEUED, epoch=E1), outcome("STARTED", run, worker="w1"))
+    assert first.rerun_of is None, "a first start is no second run"
+
+
 def test_a_zombie_outcome_after_the_retry_fired_is_a_duplicate() -> None:
     first, second = execution(JOB, epoch=E1), execution(JOB, epoch=E2, attempt=2)
     after = fold(

@@ -152,6 +152,19 @@ def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(driver: 
     assert [(s.state, s.result, s.attempt) for s in done] == [(S.SUCCEEDED, "1", 2)]
 
 
+def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: Driver) -> None:
+    run = start_run(driver, worker="w1")
+    emits = driver.step(E1 + 5_000, outcome("STARTED", run, worker="w2"))
+    [duplicate] = lifecycles(emits)
+    assert (duplicate["kind"], duplicate["worker_id"]) == ("DUPLICATE", "w2")
+    assert duplicate["execution_id"] == run["execution_id"]
+    assert "w1" in duplicate["detail"] and "applied" in duplicate["detail"]
+    assert statuses(emits) == [], "still RUNNING: nothing a jobs.status reader sees changed"
+    assert (driver.record().state, driver.record().worker_id) == (S.RUNNING, "w2")  # type: ignore[union-attr]
+    assert driver.processor.counters.duplicates == 1
+    assert driver.step(E1 + 5_000 + LEASE - 1) == [], "the second start renewed the lease"
+
+
 def test_illegal_transitions_are_counted_and_change_nothing(driver: Driver) -> None:
     driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB))
     before = driver.record()
