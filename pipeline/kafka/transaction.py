@@ -13,21 +13,41 @@ offsets, so the same input is processed again; the local stores were not touched
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+
+from pipeline.kafka.clients import TRANSACTION_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 
+COMMIT_TIMEOUT_S = TRANSACTION_TIMEOUT_MS / 1000
+"""The longest each step of a commit or an abort may block: a transaction still open
+after that is aborted by the broker anyway."""
+STUCK_GRACE_S = 5.0
+"""How far past its own timeout a librdkafka call may run before it is given up."""
 
-def commit_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:
+
+def commit_batch(
+    producer: Producer, consumer: Consumer, timeout_s: float = COMMIT_TIMEOUT_S
+) -> None:
     """Commit the open transaction with the consumer's current positions."""
     positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
     commit_offsets(producer, consumer, positions, timeout_s)
 
 
-def abort_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0) -> None:
+def abort_batch(
+    producer: Producer, consumer: Consumer, timeout_s: float = COMMIT_TIMEOUT_S
+) -> None:
     """Abort the open transaction and rewind the consumer to its committed offsets."""
     producer.abort_transaction(timeout_s)
     assignment = consumer.assignment()
@@ -38,13 +58,24 @@ def abort_batch(producer: Producer, consumer: Consumer, timeout_s: float = 30.0)
         consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
 
+def is_fatal(error: object) -> bool:
+    """Whether a client is done for: a producer's error flagged fatal, or a consumer's
+    (a static member fenced by another with its id), which consume() reports as _FATAL."""
+    return isinstance(error, KafkaError) and (
+        error.fatal() or error.code() == KafkaError._FATAL
+    )
+
+
 def is_abortable(exc: KafkaException) -> bool:
     error = exc.args[0]
     return bool(getattr(error, "txn_requires_abort", lambda: False)())
 
 
 def commit_offsets(
-    producer: Producer, consumer: Consumer, offsets: list[TopicPartition], timeout_s: float = 30.0
+    producer: Producer,
+    consumer: Consumer,
+    offsets: list[TopicPartition],
+    timeout_s: float = COMMIT_TIMEOUT_S,
 ) -> None:
     """Commit the open transaction with explicit ``offsets`` instead of the positions.
 
@@ -56,10 +87,42 @@ def commit_offsets(
     if producer.flush(timeout_s) > 0:
         raise KafkaException(f"records still undelivered after {timeout_s}s")
     if offsets:
-        producer.send_offsets_to_transaction(
-            offsets, consumer.consumer_group_metadata(), timeout_s
-        )
+        metadata = consumer.consumer_group_metadata()
+        bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, timeout_s),
+                timeout_s, "send_offsets_to_transaction")  # fmt: skip
     producer.commit_transaction(timeout_s)
+
+
+def bounded(call: Callable[[], None], timeout_s: float, what: str, *,
+            grace_s: float = STUCK_GRACE_S) -> None:  # fmt: skip
+    """Run ``call``, a librdkafka call given ``timeout_s``, but never wait much longer.
+
+    librdkafka does not always keep its own timeout: ``send_offsets_to_transaction``
+    waits for a group coordinator that has gone (a broker killed or paused) with no end
+    (librdkafka issues 5456 and 5511). The call runs on a thread of its own; when it
+    outlives its timeout by ``grace_s``, it is left behind and a fatal error
+    raised, which the caller mends as any fatal producer error: a new producer with the
+    same transactional id fences the stuck one.
+    """
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed to the caller's thread below
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name=f"kafka-{what}", daemon=True)
+    worker.start()
+    worker.join(timeout_s + grace_s)
+    if worker.is_alive():
+        log.error("%s still blocked after %.0f s: giving the producer up", what,
+                  timeout_s + grace_s)  # fmt: skip
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
+                                        f"{what} blocked past its {timeout_s:g} s timeout",
+                                        fatal=True))  # fmt: skip
+    if failure:
+        raise failure[0]
 
 
 def send(producer: Producer, topic: str, value: bytes | None, key: bytes | None,

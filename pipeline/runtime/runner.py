@@ -42,7 +42,7 @@ from pipeline.config import Settings
 from pipeline.errors import TopicMismatchError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import KAFKA_FAILURES, kafka_error_of, send, transact
+from pipeline.kafka.transaction import KAFKA_FAILURES, is_fatal, kafka_error_of, send, transact
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.options import RunnerOptions
 from pipeline.runtime.processor import Output, Processor
@@ -173,10 +173,11 @@ class Runner(Generic[S]):
                 delay_s = min(delay_s * 2, 5.0)
 
     def _drop_partitions(self) -> None:
-        owned = set(self.task.owned)
-        self.task.revoke(owned)
+        """Give up every partition, and close every store, those an interrupted
+        assignment restored before the task took them included."""
+        self.task.revoke(set(self.task.owned))
         if self.partitions is not None:
-            self.partitions.revoke(owned)
+            self.partitions.revoke(list(self.partitions.stores))
         metrics.PARTITIONS.labels(**self._metric_labels).set(0)
         self._unowned_since = self._unowned_since or time.monotonic()
 
@@ -211,14 +212,14 @@ class Runner(Generic[S]):
         """Consume a batch, process it and act on the clock; commit when it is due."""
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.poll_ms / 1000)  # fmt: skip
-        if not self.task.owned:
-            return
         records = []
         for message in messages:
             if message.error() is None:
                 records.append(message)
             else:
                 self._consume_error(message)
+        if not self.task.owned:
+            return
         now = now_ms()
         self.task.process(records, now)
         self.task.punctuate(now)
@@ -315,9 +316,13 @@ class Runner(Generic[S]):
                  extra={"changed": sorted(partitions), "partitions": owned})  # fmt: skip
 
     def _consume_error(self, message: Message) -> None:
+        """The end of a partition, or an error: a fatal one (this static member fenced by
+        another with its id) is raised for :meth:`recover`, the rest librdkafka retries."""
         error = message.error()
         if error is not None and error.code() == KafkaError._PARTITION_EOF:
             self.task.reached_end(message.partition() or 0)
+        elif is_fatal(error):
+            raise KafkaException(error)
         else:
             log.warning("consume error: %s", error)
 

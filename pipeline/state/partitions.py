@@ -36,7 +36,11 @@ class PartitionStores:
     def assign(self, partitions: Iterable[int]) -> None:
         for p in sorted(set(partitions) - set(self.stores)):
             store = PartitionStore(self.root / str(p))
-            restore(store, self.restorer, self.changelog, p, self.apply)
+            try:
+                restore(store, self.restorer, self.changelog, p, self.apply)
+            except BaseException:  # its files stay locked until closed
+                store.close()
+                raise
             self.stores[p] = store
 
     def revoke(self, partitions: Iterable[int]) -> None:

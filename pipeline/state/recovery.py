@@ -42,8 +42,11 @@ def restore(
     a long poll per partition.
     """
     tp = TopicPartition(topic, partition)
-    low, high = watermarks(consumer, tp)
     checkpoint = store.changelog_offset
+    if store.changelog_topic == topic and checkpoint is not None:
+        low, high = _end_past(consumer, tp, checkpoint, idle_s)
+    else:
+        low, high = watermarks(consumer, tp)
     valid = (
         store.changelog_topic == topic
         and checkpoint is not None
@@ -91,3 +94,24 @@ def restore(
     log.info("restored %s[%d]: %d records in %.1fs", topic, partition, applied,
              time.monotonic() - started)  # fmt: skip
     return applied
+
+
+def _end_past(consumer: Consumer, tp: TopicPartition, checkpoint: int,
+              wait_s: float) -> tuple[int, int]:  # fmt: skip
+    """The changelog's offsets, once its end lies past ``checkpoint`` (or ``wait_s`` on).
+
+    A store records only changelog offsets Kafka has committed, so an end at or before its
+    checkpoint is an end read too early: from a leader that has not learnt yet that it lost
+    its place (a broker back from a pause), or a last stable offset held back by a
+    transaction still open. Taken at its word it would wipe a valid store and restore less
+    than was committed. Only a changelog that stays behind (deleted and made again) sends
+    the store to a full restore.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        low, high = watermarks(consumer, tp)
+        if checkpoint < high or time.monotonic() > deadline:
+            return low, high
+        log.warning("changelog %s[%d] ends at %d, before this store's checkpoint %d: "
+                    "asking again", tp.topic, tp.partition, high, checkpoint)  # fmt: skip
+        time.sleep(0.5)

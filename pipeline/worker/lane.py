@@ -28,12 +28,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.kafka.transaction import KAFKA_FAILURES, commit_offsets, kafka_error_of, send
+from pipeline.kafka.transaction import (
+    KAFKA_FAILURES,
+    commit_offsets,
+    is_fatal,
+    kafka_error_of,
+    send,
+)
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics
@@ -108,6 +114,7 @@ class Lane:
         self._retry_at = 0.0
         self._retry_delay = 0.1
         self._error_logged_at = 0.0
+        self._uninitialised = False
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -221,7 +228,7 @@ class Lane:
 
     def _consume_error(self, message: Message) -> None:
         error = message.error()
-        if error is not None and error.fatal():
+        if is_fatal(error):
             raise KafkaException(error)
         if time.monotonic() - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
             self._error_logged_at = time.monotonic()
@@ -240,8 +247,11 @@ class Lane:
             return False
         if self.pending:
             self._before_commit()
-        self.producer.begin_transaction()
         try:
+            if self._uninitialised:
+                self.producer.init_transactions(TIMEOUT_S)
+                self._uninitialised = False
+            self.producer.begin_transaction()
             for key, value in self.pending:
                 send(self.producer, self.events_topic, value, key)
             commit_offsets(self.producer, self.consumer,
@@ -268,19 +278,22 @@ class Lane:
         self.aborted += 1
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)
-        try:
-            if not _is_fatal(exc):
+        if self._uninitialised and not _is_fatal(exc):
+            return  # a new producer that could not fence in yet (no coordinator): again later
+        if not self._uninitialised and not _is_fatal(exc):
+            try:
                 self.producer.abort_transaction(TIMEOUT_S)
                 return
-        except KafkaException as again:
-            exc = again
+            except KafkaException as again:
+                exc = again
         log.warning("worker producer replaced after: %s", exc, extra={"job_type": self.job_type})
         self.renewed += 1
         self.producer.purge()
         self.producer = self._new_producer()
-        self.producer.init_transactions(TIMEOUT_S)  # raises when even that fails: exit
+        # Its init_transactions (which fences the old one) runs before its first
+        # transaction, retried with the commit's backoff while the coordinator is away.
+        self._uninitialised = True
 
 
 def _is_fatal(exc: KafkaException) -> bool:
-    error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and error.fatal()
+    return is_fatal(exc.args[0] if exc.args else None)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
+from pipeline.runtime.runner import Runner
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
@@ -16,40 +19,74 @@ from tests.support.waiting import wait_for
 JOBS = 40
 
 
-def test_a_fenced_timer_processor_rebuilds_its_clients_and_fires_every_job_once(
-    topics: Topics, tmp_path: Path
-) -> None:
-    settings = topics.settings
+@contextmanager
+def running_timers(topics: Topics, tmp_path: Path) -> Iterator[tuple[Runner, Executions]]:
     options = TIMER_OPTIONS.evolve(instance_id="r", state_dir=tmp_path / "state")
-    runner = timer_runner(settings, options)
+    runner = timer_runner(topics.settings, options)
     stop = threading.Event()
     thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
     thread.start()
-    executions = Executions(settings)
+    executions = Executions(topics.settings)
     try:
-        start = now_ms()
-        produce(settings, topics.intake,
-                [submitted(run_at_ms=start + 500, now_ms=start) for _ in range(JOBS)])  # fmt: skip
-        wait_for(lambda: executions.poll() >= JOBS, timeout_s=90, what="the first jobs fired")
-
-        # Another producer takes the runner's transactional id: the runner's producer is
-        # fenced, a fatal error no abort mends, at its next transaction.
-        intruder = clients.producer(
-            settings, transactional_id=f"{settings.topic_prefix}jobstream.timers.r"
-        )
-        intruder.init_transactions(30)
-        later = now_ms()
-        produce(settings, topics.intake,
-                [submitted(run_at_ms=later + 500, now_ms=later) for _ in range(JOBS)])  # fmt: skip
-        wait_for(lambda: executions.poll() >= 2 * JOBS, timeout_s=120,
-                 what="the later jobs fired after the fence")  # fmt: skip
-
-        assert runner.recoveries >= 1, "the runner was fenced and recovered"
+        yield runner, executions
         assert thread.is_alive()
-        executions.poll()
-        assert len(executions.runs) == 2 * JOBS
-        assert executions.duplicates() == {}
     finally:
         stop.set()
         thread.join(60)
         executions.close()
+
+
+def fire_jobs(topics: Topics, executions: Executions, expected: int, what: str) -> None:
+    start = now_ms()
+    produce(topics.settings, topics.intake,
+            [submitted(run_at_ms=start + 500, now_ms=start) for _ in range(JOBS)])  # fmt: skip
+    wait_for(lambda: executions.poll() >= expected, timeout_s=120, what=what)
+
+
+def survives(topics: Topics, tmp_path: Path, fault: Callable[[Runner], object]) -> Runner:
+    """Jobs fire before ``fault`` and after it, each once."""
+    with running_timers(topics, tmp_path) as (runner, executions):
+        fire_jobs(topics, executions, JOBS, "the first jobs fired")
+        fault(runner)
+        fire_jobs(topics, executions, 2 * JOBS, "the later jobs fired after the fault")
+        executions.poll()
+        assert len(executions.runs) == 2 * JOBS
+        assert executions.duplicates() == {}
+        return runner
+
+
+def test_a_fenced_timer_processor_rebuilds_its_clients_and_fires_every_job_once(
+    topics: Topics, tmp_path: Path
+) -> None:
+    def fence_the_producer(runner: Runner) -> None:
+        """Another producer takes the runner's transactional id: the runner's producer is
+        fenced, a fatal error no abort mends, at its next transaction."""
+        intruder = clients.producer(
+            topics.settings, transactional_id=f"{topics.settings.topic_prefix}jobstream.timers.r"
+        )
+        intruder.init_transactions(30)
+
+    runner = survives(topics, tmp_path, fence_the_producer)
+    assert runner.recoveries >= 1, "the runner met a fatal error and recovered"
+
+
+def test_a_static_member_replaced_by_another_with_its_id_takes_its_partitions_back(
+    topics: Topics, tmp_path: Path
+) -> None:
+    def fence_the_consumer(runner: Runner) -> None:
+        """A consumer joins with the runner's group.instance.id (as a process restarted
+        while the old one still ran would) and goes: the runner loses its partitions."""
+        owned_before = set(runner.task.owned)
+        assert owned_before, "the runner held partitions"
+        prefix = topics.settings.topic_prefix
+        member = {"group.instance.id": f"{prefix}jobstream.timers.r"}
+        intruder = clients.consumer(topics.settings, f"{prefix}jobstream.timers", **member)
+        joined = threading.Event()
+        intruder.subscribe([topics.intake, topics.retry], on_assign=lambda c, p: joined.set())
+        wait_for(lambda: intruder.poll(0.2) is not None or joined.is_set(), timeout_s=60,
+                 what="the intruder joined the group")  # fmt: skip
+        intruder.close()
+        wait_for(lambda: runner.task.owned == owned_before, timeout_s=60,
+                 what="the runner holding its partitions again")  # fmt: skip
+
+    survives(topics, tmp_path, fence_the_consumer)
