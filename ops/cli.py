@@ -136,11 +136,13 @@ def pipeline(
     with console.status("starting the pipeline ..."):
         stack.start(components(base_port))
     console.print(f"pipeline running; logs in {stack.logs}; Ctrl-C stops it")
+
+    def report(name: str, code: int, delay_s: float) -> None:
+        when = f" in {delay_s:g} s" if delay_s else ""
+        console.print(f"[red]{name} exited with {code}[/red], restarting it{when}:\n"
+                      f"{stack.log_tail(name)}")  # fmt: skip
+
     try:
-        while not stop.wait(1.0):
-            for name, (_, process) in stack.processes.items():
-                if process.poll() is not None:
-                    console.print(f"[red]{name} exited[/red]:\n{stack.log_tail(name)}")
-                    stop.set()
+        stack.supervise(stop, report)
     finally:
         stack.stop()

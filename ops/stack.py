@@ -11,10 +11,12 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.durations import format_duration
@@ -62,6 +64,28 @@ def worker(job_type: str, worker_id: str, port: int, *, app: str = DEMO_APP,
     ), port)  # fmt: skip
 
 
+@dataclass
+class RestartBackoff:
+    """How long a supervisor waits before starting an ended component again: at once the
+    first time, then twice as long each time it ends again soon after (a process that
+    cannot start, a broker still away), reset once it has run for ``settle_s``."""
+
+    first_s: float = 1.0
+    max_s: float = 30.0
+    settle_s: float = 60.0
+    _last: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per component: when it was last restarted, and the delay taken then."""
+
+    def delay_s(self, name: str, now: float) -> float:
+        at, previous = self._last.get(name, (None, None))
+        if at is None or previous is None or now - at > self.settle_s:
+            delay = 0.0
+        else:
+            delay = min(self.max_s, max(self.first_s, 2 * previous))
+        self._last[name] = (now + delay, delay)
+        return delay
+
+
 class Stack:
     def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
         self.home = Path(home)
@@ -72,14 +96,40 @@ class Stack:
     def start(self, parts: list[Component], *, timeout_s: float = 90.0) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         for part in parts:
-            command = [sys.executable, "-m", "pipeline", *part.args,
-                       "--metrics-port", str(part.metrics_port)]  # fmt: skip
-            with open(self.logs / f"{part.name}.log", "ab") as out:
-                process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
-            self.processes[part.name] = (part, process)
-            log.info("started %s pid=%d", part.name, process.pid)
+            self._spawn(part)
         self.wait_healthy(timeout_s)
+
+    def _spawn(self, part: Component) -> None:
+        command = [sys.executable, "-m", "pipeline", *part.args,
+                   "--metrics-port", str(part.metrics_port)]  # fmt: skip
+        with open(self.logs / f"{part.name}.log", "ab") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
+        self.processes[part.name] = (part, process)
+        log.info("started %s pid=%d", part.name, process.pid)
+
+    def exited(self) -> dict[str, int]:
+        """Components whose process has ended, with its exit code."""
+        return {name: code for name, (_, process) in self.processes.items()
+                if (code := process.poll()) is not None}  # fmt: skip
+
+    def restart(self, name: str) -> None:
+        """Start an ended component again, as it was (same ids, state folder and port)."""
+        part, _ = self.processes[name]
+        self._spawn(part)
+
+    def supervise(self, stop: threading.Event, on_exit: Callable[[str, int, float], object],
+                  backoff: RestartBackoff | None = None) -> None:  # fmt: skip
+        """Until ``stop``: start again every component that ends, after its backoff;
+        ``on_exit(name, exit code, delay)`` is told first."""
+        backoff = backoff or RestartBackoff()
+        while not stop.wait(0.5):
+            for name, code in self.exited().items():
+                delay_s = backoff.delay_s(name, time.monotonic())
+                on_exit(name, code, delay_s)
+                if stop.wait(delay_s):
+                    return
+                self.restart(name)
 
     def kill(self, name: str, *, graceful: bool = False) -> None:
         """Stop one component: SIGTERM (it drains) or SIGKILL (as a crash would)."""

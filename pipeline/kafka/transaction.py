@@ -84,8 +84,10 @@ def commit_offsets(
     The order is that of :func:`commit_batch`: flush, send the offsets with the group
     metadata (a fenced member fails here and its batch aborts), commit.
     """
-    if producer.flush(timeout_s) > 0:
-        raise KafkaException(f"records still undelivered after {timeout_s}s")
+    if producer.flush(timeout_s) > 0:  # a leader away: aborting drops them, then retry
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
+                                        f"records still undelivered after {timeout_s:g} s",
+                                        txn_requires_abort=True))  # fmt: skip
     if offsets:
         metadata = consumer.consumer_group_metadata()
         bounded(lambda: producer.send_offsets_to_transaction(offsets, metadata, timeout_s),

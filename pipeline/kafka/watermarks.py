@@ -33,3 +33,14 @@ def watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 60.0) 
                 raise
             log.debug("%s[%d] not ready: %s", tp.topic, tp.partition, error)
             time.sleep(0.2)
+            _refresh_metadata(consumer, tp.topic)
+
+
+def _refresh_metadata(consumer: Consumer, topic: str) -> None:
+    """Ask for the topic's metadata afresh: a client that reads no partition of it (a
+    restore consumer between two restores) may otherwise keep a leader that is gone, and
+    answer "unknown partition" long after another broker took over."""
+    try:
+        consumer.list_topics(topic, timeout=5)
+    except KafkaException as exc:
+        log.debug("metadata of %s: %s", topic, exc)

@@ -80,7 +80,7 @@ class Runner(Generic[S]):
             self.partitions = PartitionStores(
                 self.options.state_dir / f"{group}.{self.options.instance_id}",
                 processor.changelog,
-                clients.consumer(settings, f"{group}.restore"),
+                lambda: clients.consumer(settings, f"{group}.restore"),
                 processor.restore,
             )
         self.task: Task[S] = Task(
@@ -154,6 +154,8 @@ class Runner(Generic[S]):
         if tx is not None:
             self.task.aborted(tx)
         self._drop_partitions()
+        if self.partitions is not None:
+            self.partitions.renew_restorer()
         deadline = time.monotonic() + self.options.recover_timeout_s
         delay_s = 0.1
         while not stop.is_set():

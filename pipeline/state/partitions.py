@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from confluent_kafka import Consumer, Message, Producer
+from confluent_kafka import Consumer, KafkaException, Message, Producer
 
 from pipeline.kafka.transaction import send
 from pipeline.state.recovery import Apply, restore
@@ -25,10 +25,14 @@ S = TypeVar("S")
 
 
 class PartitionStores:
-    def __init__(self, root: Path, changelog: str, restorer: Consumer, apply: Apply) -> None:
+    def __init__(self, root: Path, changelog: str, restorer: Callable[[], Consumer],
+                 apply: Apply) -> None:  # fmt: skip
+        """``restorer`` makes the consumer that reads the changelog (committed data only,
+        in no group that commits); :meth:`renew_restorer` replaces it after a fault."""
         self.root = root
         self.changelog = changelog
-        self.restorer = restorer
+        self._new_restorer = restorer
+        self.restorer = restorer()
         self.apply = apply
         self.stores: dict[int, PartitionStore] = {}
         self._delivered: dict[int, int] = {}
@@ -52,6 +56,14 @@ class PartitionStores:
     def close(self) -> None:
         self.revoke(list(self.stores))
         self.restorer.close()
+
+    def renew_restorer(self) -> None:
+        """A new changelog consumer, with fresh metadata and connections."""
+        try:
+            self.restorer.close()
+        except (KafkaException, RuntimeError) as exc:  # the broker is gone, or closed already
+            log.debug("restore consumer close: %s", exc)
+        self.restorer = self._new_restorer()
 
     def begin(self, state: Callable[[PartitionTransaction, int], S]) -> dict[int, S]:
         """One state object per owned partition, over a fresh transaction each."""

@@ -88,7 +88,7 @@ def test_a_restore_that_fails_releases_the_store_for_the_next_attempt(
     def broken(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
         raise RuntimeError("the broker went away mid-restore")
 
-    stores = PartitionStores(tmp_path / "state", topics.timers_changelog, restorer, broken)
+    stores = PartitionStores(tmp_path / "state", topics.timers_changelog, lambda: restorer, broken)
     with pytest.raises(RuntimeError):
         stores.assign([PARTITION])
     assert stores.stores == {}
