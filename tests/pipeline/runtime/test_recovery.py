@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+from contextlib import closing
 from pathlib import Path
 
 from pipeline.clock import now_ms
@@ -10,7 +10,7 @@ from pipeline.kafka import clients
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
-from tests.support.pipeline import Executions, produce
+from tests.support.pipeline import Executions, in_thread, produce
 from tests.support.waiting import wait_for
 
 JOBS = 40
@@ -22,11 +22,7 @@ def test_a_fenced_timer_processor_rebuilds_its_clients_and_fires_every_job_once(
     settings = topics.settings
     options = TIMER_OPTIONS.evolve(instance_id="r", state_dir=tmp_path / "state")
     runner = timer_runner(settings, options)
-    stop = threading.Event()
-    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-    thread.start()
-    executions = Executions(settings)
-    try:
+    with in_thread(runner) as thread, closing(Executions(settings)) as executions:
         start = now_ms()
         produce(settings, topics.intake,
                 [submitted(run_at_ms=start + 500, now_ms=start) for _ in range(JOBS)])  # fmt: skip
@@ -49,7 +45,3 @@ def test_a_fenced_timer_processor_rebuilds_its_clients_and_fires_every_job_once(
         executions.poll()
         assert len(executions.runs) == 2 * JOBS
         assert executions.duplicates() == {}
-    finally:
-        stop.set()
-        thread.join(60)
-        executions.close()
