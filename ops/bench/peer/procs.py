@@ -6,14 +6,53 @@ and been reaped too (the parent's ``cutime``/``cstime``), so a pool process repl
 the middle of a run still counts. Memory sums each process's RSS: pages a forked child
 still shares with its parent count twice, so this is an upper bound of the family's
 footprint, and the same measure ops/bench/measure.py takes of jobstream's processes.
+
+Also how the peer's child processes (redis-server, the Celery worker) are awaited at start.
 """
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from ops.bench.measure import ProcessSampler, rss_mb, stat_cpu_seconds
+from ops.bench.peer.errors import PeerError
+
+
+class Child(Protocol):
+    """A child process of the peer, started with its output in ``log_path``."""
+
+    process: subprocess.Popen[bytes] | None
+    log_path: Path
+
+    def stop(self) -> None: ...
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def wait_ready(child: Child, what: str, ready: Callable[[], bool], *, timeout_s: float,
+               poll_s: float) -> None:  # fmt: skip
+    """Return once ``ready()``; a child that exits first, or is not ready within
+    ``timeout_s`` (it is stopped then), raises PeerError with the end of its log."""
+    assert child.process is not None, f"{what} is not started"
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        code = child.process.poll()
+        if code is not None:
+            raise PeerError(f"{what} exited ({code}) at start:\n{log_tail(child.log_path)}")
+        if time.monotonic() > deadline:
+            child.stop()
+            raise PeerError(f"{what} was not ready after {timeout_s:.0f}s:\n"
+                            f"{log_tail(child.log_path)}")  # fmt: skip
+        time.sleep(poll_s)
 
 
 def children(pid: int) -> list[int]:

@@ -12,10 +12,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 from ops.bench.peer.errors import PeerError
+from ops.bench.peer.procs import wait_ready
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +42,6 @@ class RedisServer:
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
-    def url(self) -> str:
-        return f"redis://{HOST}:{self.port}/0"
-
-    @property
     def pid(self) -> int:
         if self.process is None:
             raise PeerError("redis-server is not started")
@@ -64,16 +60,8 @@ class RedisServer:
         log.info("starting redis-server on port %d in %s", self.port, self.folder)
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while not ping(self.port, 0.5):
-            if self.process.poll() is not None:
-                raise PeerError(f"redis-server exited ({self.process.returncode}) at start; "
-                                f"see {self.log_path}")  # fmt: skip
-            if time.monotonic() > deadline:
-                self.stop()
-                raise PeerError(f"redis-server did not answer PING on port {self.port} "
-                                f"within {timeout_s:.0f}s; see {self.log_path}")  # fmt: skip
-            time.sleep(0.05)
+        wait_ready(self, "redis-server", lambda: ping(self.port, 0.5), timeout_s=timeout_s,
+                   poll_s=0.05)  # fmt: skip
         return self
 
     def alive(self) -> bool:
