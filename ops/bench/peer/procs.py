@@ -7,7 +7,8 @@ the middle of a run still counts. Memory sums each process's RSS: pages a forked
 still shares with its parent count twice, so this is an upper bound of the family's
 footprint, and the same measure ops/bench/measure.py takes of jobstream's processes.
 
-Also how the peer's child processes (redis-server, the Celery worker) are awaited at start.
+Also what the peer's child processes (redis-server, the Celery worker) share: their pid,
+log, and the wait for them to be ready.
 """
 
 from __future__ import annotations
@@ -17,43 +18,52 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from ops.bench.measure import ProcessSampler, rss_mb, stat_cpu_seconds
 from ops.bench.peer.errors import PeerError
 
 
-class Child(Protocol):
-    """A child process of the peer, started with its output in ``log_path``."""
+class ChildProcess:
+    """A child process of the peer (redis-server, the Celery worker), its output in
+    ``log_path``; subclasses start and stop it."""
 
-    process: subprocess.Popen[bytes] | None
-    log_path: Path
+    what = "the child process"
+    """Its name in errors."""
 
-    def stop(self) -> None: ...
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise PeerError(f"{self.what} is not started")
+        return self.process.pid
 
-def log_tail(path: Path, lines: int = 30) -> str:
-    if not path.exists():
-        return "(no log)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
+    def stop(self) -> None:
+        raise NotImplementedError
 
-def wait_ready(child: Child, what: str, ready: Callable[[], bool], *, timeout_s: float,
-               poll_s: float) -> None:  # fmt: skip
-    """Return once ``ready()``; a child that exits first, or is not ready within
-    ``timeout_s`` (it is stopped then), raises PeerError with the end of its log."""
-    assert child.process is not None, f"{what} is not started"
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        code = child.process.poll()
-        if code is not None:
-            raise PeerError(f"{what} exited ({code}) at start:\n{log_tail(child.log_path)}")
-        if time.monotonic() > deadline:
-            child.stop()
-            raise PeerError(f"{what} was not ready after {timeout_s:.0f}s:\n"
-                            f"{log_tail(child.log_path)}")  # fmt: skip
-        time.sleep(poll_s)
+    def log_tail(self, lines: int = 30) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def wait_ready(self, ready: Callable[[], bool], *, timeout_s: float, poll_s: float) -> None:
+        """Return once ``ready()``; exiting first, or not ready within ``timeout_s`` (then
+        stopped), raises PeerError with the end of the log."""
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            code = None if self.process is None else self.process.poll()
+            if code is not None:
+                raise PeerError(f"{self.what} exited ({code}) at start:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise PeerError(f"{self.what} was not ready after {timeout_s:.0f}s:\n"
+                                f"{self.log_tail()}")  # fmt: skip
+            time.sleep(poll_s)
 
 def children(pid: int) -> list[int]:
     """Direct children of ``pid``, from every one of its threads' ``children`` file."""

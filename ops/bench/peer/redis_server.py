@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ops.bench.peer.errors import PeerError
-from ops.bench.peer.procs import wait_ready
+from ops.bench.peer.procs import ChildProcess
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +32,15 @@ def ping(port: int, timeout_s: float = 1.0) -> bool:
         return False
 
 
-class RedisServer:
+class RedisServer(ChildProcess):
     """One ``redis-server`` child process; use as a context manager, or start()/stop()."""
 
+    what = "redis-server"
+
     def __init__(self, port: int, folder: Path) -> None:
+        super().__init__(folder / "redis.log")
         self.port = port
         self.folder = folder
-        self.log_path = folder / "redis.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        if self.process is None:
-            raise PeerError("redis-server is not started")
-        return self.process.pid
 
     def start(self, timeout_s: float = 15.0) -> RedisServer:
         """Start the server and return once it answers PING."""
@@ -60,12 +55,8 @@ class RedisServer:
         log.info("starting redis-server on port %d in %s", self.port, self.folder)
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        wait_ready(self, "redis-server", lambda: ping(self.port, 0.5), timeout_s=timeout_s,
-                   poll_s=0.05)  # fmt: skip
+        self.wait_ready(lambda: ping(self.port, 0.5), timeout_s=timeout_s, poll_s=0.05)
         return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
         """SIGTERM (nothing to save, so it exits at once), SIGKILL after 10 s."""
