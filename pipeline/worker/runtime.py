@@ -288,17 +288,17 @@ class WorkerRuntime:
         if running is not None:
             self.stats.redelivered += 1
             running.refs.append(record.ref)
-            return
+            return None
         if self.inflight.answered(execution_id):
             self.stats.redelivered += 1
             self._settle(lane, [record.ref], None, execution)
-            return
+            return None
         cron = execution["spec"].get("cron") or {}
         if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
             self.stats.skipped += 1
             event = outcomes.skipped(execution, worker_id=worker, now_ms=now_ms())
             self._settle(lane, [record.ref], event, execution)
-            return
+            return None
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
         started_ms = now_ms()
@@ -310,7 +310,7 @@ class WorkerRuntime:
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
                                     now_ms=now_ms())  # fmt: skip
             self._settle(lane, [record.ref], event, execution)
-            return
+            return None
         now = time.monotonic()
         job = RunningJob(
             next(self._tokens), lane, execution, [record.ref], handler, timeout_s,
