@@ -1,10 +1,20 @@
-"""Command-line options shared by the long-running processes, defined once."""
+"""Command-line options shared by the long-running processes, defined once, and how a
+processor's command runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+from pipeline import metrics
+from pipeline.config import Settings, load_settings
+from pipeline.signals import stop_on_signals
+
+if TYPE_CHECKING:
+    from pipeline.runtime.runner import Runner
 
 InstanceIdOption = typer.Option(
     "0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
@@ -19,3 +29,13 @@ MetricsPortOption = typer.Option(
     0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
     help="Serve /metrics and /healthz on this port (0: off).",
 )  # fmt: skip
+
+
+def run_processor(build: Callable[[Settings], Runner[Any]], metrics_port: int) -> None:
+    """Run the processor ``build`` makes from the process's settings until SIGTERM or
+    SIGINT, serving /metrics on ``metrics_port`` (0: off)."""
+    settings = load_settings()
+    stop = stop_on_signals()
+    if metrics_port:
+        metrics.serve(metrics_port)
+    build(settings).run(stop)

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 import typer
 from rich.table import Table
 
@@ -37,7 +36,7 @@ from ops.bench.options import (
     WorkdirOption,
 )
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
-from ops.bench.report import console, load_average, progress_bar
+from ops.bench.report import console, load_average, progress_bar, write_results
 from ops.bench.targets import verdicts
 from pipeline.durations import duration_option
 
@@ -138,10 +137,7 @@ def bench(
     for name, profile in report.get("py_spy", {}).items():
         for frame, share in profile.get("self", [])[:5]:
             console.print(f"py-spy {name:18} {share:5.1f}%  {frame}")
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))
-        console.print(f"results: {out}")
+    write_results(out, report)
 
 
 def _machine() -> dict[str, Any]:

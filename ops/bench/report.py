@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -35,3 +37,11 @@ def progress_bar() -> Progress:
 def load_average() -> list[float]:
     """1, 5 and 15-minute load: other work on the machine moves every number measured."""
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def write_results(out: Path | None, report: dict[str, Any]) -> None:
+    """Write a run's results to ``out`` as JSON (nowhere when None) and say where."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))
+        console.print(f"results: {out}")

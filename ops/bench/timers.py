@@ -16,7 +16,6 @@ import enum
 import time
 from pathlib import Path
 
-import orjson
 import typer
 from rich.table import Table
 
@@ -29,7 +28,7 @@ from ops.bench.options import (
     PortOption,
     WorkdirOption,
 )
-from ops.bench.report import Row, console, load_average, progress_bar
+from ops.bench.report import Row, console, load_average, progress_bar, write_results
 from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
 from pipeline.durations import duration_option
 
@@ -114,10 +113,7 @@ def bench_timers(
     for kind in ("self", "total"):
         for frame, share in extra.get("py_spy", {}).get(kind, []):
             console.print(f"py-spy {kind:5} {share:5.1f}%  {frame}")
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2, default=str))
-        console.print(f"results: {out}")
+    write_results(out, report)
 
 
 if __name__ == "__main__":

@@ -4,17 +4,3 @@
 :mod:`pipeline.dlq.redrive` puts jobs back through jobs.retry at a capped rate;
 :mod:`pipeline.dlq.cli` is ``jobstream dlq list|show|redrive``.
 """
-
-from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord
-from pipeline.dlq.redrive import Redriver, RedriveReport, TokenBucket, redrive_outputs, select
-
-__all__ = [
-    "DlqFilter",
-    "DlqReader",
-    "DlqRecord",
-    "RedriveReport",
-    "Redriver",
-    "TokenBucket",
-    "redrive_outputs",
-    "select",
-]

@@ -171,7 +171,9 @@ class Redriver:
                     opened = time.monotonic()
                 now = now_ms()
                 for output in redrive_outputs(self.topics, record, now):
-                    producer.produce(output.topic, self.serialize(output.value), output.key)
+                    value = output.value
+                    data = self.serialize(value) if isinstance(value, Event) else bytes(value)
+                    producer.produce(output.topic, data, output.key)
                 pending.append(record)
                 if time.monotonic() - opened >= self.commit_interval_s:
                     producer.commit_transaction(30)

@@ -29,15 +29,7 @@ def cancel_event(
     job_id: str, workflow_id: str | None = None, reason: str | None = None, *, now_ms: int
 ) -> Event:
     """JobCancelled: drop the job's pending fire (and, for a schedule, every later one)."""
-    record = {
-        "job_id": job_id,
-        "workflow_id": workflow_id,
-        "requested_at_ms": now_ms,
-        "reason": reason,
-    }
-    event = Event("JobCancelled", record)
-    validate_command(event, now_ms=now_ms)
-    return event
+    return _command("JobCancelled", job_id, workflow_id, now_ms, reason=reason)
 
 
 def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
@@ -97,15 +89,15 @@ def _schedule_changed(
     params: str | None,
     now_ms: int,
 ) -> Event:
-    record = {
-        "job_id": job_id,
-        "workflow_id": workflow_id,
-        "requested_at_ms": now_ms,
-        "action": action,
-        "cron": cron,
-        "params": params,
-    }
-    event = Event("ScheduleChanged", record)
+    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action=action, cron=cron,
+                    params=params)  # fmt: skip
+
+
+def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
+             **fields: Any) -> Event:  # fmt: skip
+    """A command on a job, requested at ``now_ms``, checked before it is sent."""
+    record = {"job_id": job_id, "workflow_id": workflow_id, "requested_at_ms": now_ms, **fields}
+    event = Event(name, record)
     validate_command(event, now_ms=now_ms)
     return event
 

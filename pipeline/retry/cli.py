@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pipeline import metrics
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption
-from pipeline.config import load_settings
+from pipeline.cli_options import InstanceIdOption, MetricsPortOption, run_processor
+from pipeline.config import Settings
 from pipeline.retry.policy import RetryDefaults
 from pipeline.retry.runner import ROUTER_OPTIONS, router_runner
-from pipeline.signals import stop_on_signals
+from pipeline.runtime.runner import Runner
 
 
 def retry_router(
@@ -19,9 +18,10 @@ def retry_router(
     Per-type default policies come from JOBSTREAM_RETRY_DEFAULTS (JSON), e.g.
     {"image.render": {"max_attempts": 5}, "*": {"jitter": 0.2}}; "*" is every type.
     """
-    settings = load_settings()
-    defaults = RetryDefaults.from_overrides(settings.retry_defaults)
-    if metrics_port:
-        metrics.serve(metrics_port)
-    stop = stop_on_signals()
-    router_runner(settings, ROUTER_OPTIONS.evolve(instance_id=instance_id), defaults).run(stop)
+    options = ROUTER_OPTIONS.evolve(instance_id=instance_id)
+
+    def build(settings: Settings) -> Runner[None]:
+        defaults = RetryDefaults.from_overrides(settings.retry_defaults)
+        return router_runner(settings, options, defaults)
+
+    run_processor(build, metrics_port)

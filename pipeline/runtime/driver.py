@@ -55,6 +55,7 @@ class ProcessorDriver(Generic[S]):
         self.processor = processor
         self.state_dir = state_dir
         self.now_ms = now_ms
+        """The clock: :meth:`advance` moves it on, and a test may set it to any time."""
         self.serialize, _ = make_serde()
         owned = sorted(set(partitions))
         self.stores: dict[int, PartitionStore] | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, SupportsBytes, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
 from pipeline.serde import Event
 from pipeline.state.transaction import PartitionTransaction
@@ -81,7 +81,7 @@ class Processor(Generic[S]):
     punctuate_when_caught_up: bool = False
     """Punctuate a partition only once it has been read to its end (the status processor's
     leases: heartbeats still in a backlog must not expire them)."""
-    consumer_tuning: Mapping[str, Any] = {}
+    consumer_tuning: ClassVar[Mapping[str, Any]] = {}
 
     def open(self, tx: PartitionTransaction | None, partition: int) -> S:
         """The state view of ``partition`` over a new transaction (None: stateless)."""

@@ -9,7 +9,7 @@ processing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -86,7 +86,7 @@ class Task(Generic[S]):
     def punctuate(self, now_ms: int) -> None:
         """Act on the wall clock, for every partition (or those read to their end)."""
         tx = self._begin()
-        partitions = tx.partitions.keys()
+        partitions: Set[int] = tx.partitions.keys()
         if self.processor.punctuate_when_caught_up:
             partitions = partitions & self.caught_up
         if not partitions:

@@ -195,10 +195,6 @@ class EventSchemas:
         """
         return self._released[version]
 
-    def by_fingerprint(self, fp: bytes) -> WriterSchema | None:
-        """The writer schema (any known version) with this wire fingerprint, if any."""
-        return self._by_fingerprint.get(fp)
-
     def writer_schemas(self) -> Iterator[WriterSchema]:
         """Every distinct writer schema known, current ones first."""
         return iter(self._by_fingerprint.values())

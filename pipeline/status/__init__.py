@@ -9,8 +9,3 @@
 - :mod:`pipeline.status.runner`: the transactional consume-fold-produce loop.
 - :mod:`pipeline.status.query`: jobs.status read back into a dict, for the CLI and demos.
 """
-
-from pipeline.status.machine import TABLE, Decision, Verdict, transition
-from pipeline.status.state import JobRecord, StatusState
-
-__all__ = ["TABLE", "Decision", "JobRecord", "StatusState", "Verdict", "transition"]

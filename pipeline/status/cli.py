@@ -1,17 +1,16 @@
-"""``jobstream status-processor``: run the status processor until SIGTERM or SIGINT.
-
-Also runnable on its own as ``python -m pipeline.status.cli`` (same options).
-"""
+"""``jobstream status-processor``: run the status processor until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import metrics
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
-from pipeline.config import load_settings
+from pipeline.cli_options import (
+    InstanceIdOption,
+    MetricsPortOption,
+    StateDirOption,
+    run_processor,
+)
 from pipeline.durations import duration_option, format_duration
-from pipeline.signals import stop_on_signals
 from pipeline.status.processor import StatusPolicy
 from pipeline.status.runner import STATUS_OPTIONS, status_runner
 
@@ -34,11 +33,7 @@ def status_processor(
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a status processor: fold jobs.events into jobs.status and hold the leases."""
-    settings = load_settings()
-    stop = stop_on_signals()
-    if metrics_port:
-        metrics.serve(metrics_port)
     options = STATUS_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir,
                                     commit_interval_ms=commit_interval_ms)  # fmt: skip
     policy = StatusPolicy(lease_ms=lease_ms)
-    status_runner(settings, options, policy).run(stop)
+    run_processor(lambda settings: status_runner(settings, options, policy), metrics_port)

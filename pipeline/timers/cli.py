@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import metrics
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption
-from pipeline.config import load_settings
+from pipeline.cli_options import (
+    InstanceIdOption,
+    MetricsPortOption,
+    StateDirOption,
+    run_processor,
+)
 from pipeline.durations import duration_option, format_duration
-from pipeline.signals import stop_on_signals
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 
 TickOption = duration_option(
@@ -24,9 +26,5 @@ def timers(
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run a timer processor: keep pending jobs in RocksDB and fire them on time."""
-    settings = load_settings()
-    stop = stop_on_signals()
-    if metrics_port:
-        metrics.serve(metrics_port)
     options = TIMER_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir, poll_ms=tick_ms)
-    timer_runner(settings, options).run(stop)
+    run_processor(lambda settings: timer_runner(settings, options), metrics_port)

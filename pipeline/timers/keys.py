@@ -1,13 +1,13 @@
 """Keys of the RocksDB timer store, encoded so that byte order is the order timers fire in.
 
-Three key spaces, told apart by their first byte:
+Two key spaces, told apart by their first byte (the store keeps its own metadata under
+``0x00`` keys, pipeline/state/store.py):
 
 - schedule ``b"s" | fire minute (u64 BE) | fire ms (u64 BE) | job id (UTF-8)``: one entry per
   pending fire. Big-endian fixed-width integers compare like the numbers, and the minute comes
   from the ms, so byte order is (fire_ms, job_id) order (UTF-8 preserves code point order).
   The leading minute lets a scan seek to a minute bucket without knowing exact instants.
 - index ``b"j" | job id``: from a job to its pending schedule key, for cancel and update.
-- metadata ``b"m" | name``: store bookkeeping (e.g. the changelog offset).
 
 A due scan iterates from ``SCHEDULE_LOWER_BOUND`` to ``due_upper_bound(now_ms)`` (exclusive).
 The store must compare raw bytes (rocksdict ``Options(raw_mode=True)``): in its default mode
@@ -20,7 +20,6 @@ import struct
 
 SCHEDULE_PREFIX = b"s"
 INDEX_PREFIX = b"j"
-META_PREFIX = b"m"
 SCHEDULE_LOWER_BOUND = SCHEDULE_PREFIX
 """Inclusive lower bound of every schedule key."""
 SCHEDULE_UPPER_BOUND = b"t"
@@ -72,16 +71,3 @@ def encode_index_key(job_id: str) -> bytes:
         raise ValueError("job_id must not be empty")
     return INDEX_PREFIX + job_id.encode()
 
-
-def decode_index_key(key: bytes) -> str:
-    """The job id of an index key."""
-    if len(key) <= len(INDEX_PREFIX) or not key.startswith(INDEX_PREFIX):
-        raise ValueError(f"not an index key: {key!r}")
-    return key[len(INDEX_PREFIX) :].decode()
-
-
-def encode_meta_key(name: str) -> bytes:
-    """The key of the store metadata entry ``name``."""
-    if not name:
-        raise ValueError("name must not be empty")
-    return META_PREFIX + name.encode()

@@ -205,6 +205,11 @@ class Lane:
     def buffered(self) -> dict[str, int]:
         return {tier: len(buffer) for tier, buffer in self.buffers.items()}
 
+    def counters(self) -> dict[str, int]:
+        """Transactions committed and aborted, producers replaced, records skipped."""
+        return {"transactions": self.transactions, "aborted": self.aborted,
+                "renewed": self.renewed, "unreadable": self.unreadable}  # fmt: skip
+
     def update_pauses(self, fetching: bool) -> None:
         """Pause the partitions of full tiers (all of them unless ``fetching``)."""
         fill = {tier: max(len(buffer) / self.prefetch, self._buffered_bytes[tier] / BUFFER_BYTES)

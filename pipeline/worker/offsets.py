@@ -78,10 +78,6 @@ class OffsetTracker:
         if state is not None and state.incarnation == ref.incarnation:
             state.pending.discard(ref.offset)
 
-    def is_current(self, ref: OffsetRef) -> bool:
-        state = self._partitions.get((ref.topic, ref.partition))
-        return state is not None and state.incarnation == ref.incarnation
-
     def watermark(self, topic: str, partition: int) -> int | None:
         """The offset to commit for a partition: its lowest pending one, or the next."""
         state = self._partitions.get((topic, partition))

@@ -45,10 +45,6 @@ class PriorityPolicy:
         self._schedule = tuple(i for i, tier in enumerate(tiers) for _ in range(weights[tier]))
         self._cursor = 0
 
-    @property
-    def round_length(self) -> int:
-        return len(self._schedule)
-
     def pick(self, ready: Collection[str]) -> str | None:
         """The tier to take the next execution from, among the tiers with work ``ready``.
 

@@ -101,7 +101,7 @@ class WorkerRuntime:
         self.state = STARTING
         self.stats = WorkerStats()
         self._next_health = 0.0
-        self.health = LoopHealth("worker", self.options.stats_interval_s, lambda: vars(self.stats))
+        self.health = LoopHealth("worker", self.options.stats_interval_s, self._counters)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -156,7 +156,7 @@ class WorkerRuntime:
         self._beat_worker(force=True)
         self.executor.close()
         self.events.flush(10)
-        log.info("worker stopped", extra={"worker_id": self.options.worker_id, **vars(self.stats)})
+        log.info("worker stopped", extra={"worker_id": self.options.worker_id, **self._counters()})
 
     # -- one iteration ------------------------------------------------------------------
 
@@ -288,17 +288,17 @@ class WorkerRuntime:
         if running is not None:
             self.stats.redelivered += 1
             running.refs.append(record.ref)
-            return
+            return None
         if self.inflight.answered(execution_id):
             self.stats.redelivered += 1
             self._settle(lane, [record.ref], None, execution)
-            return
+            return None
         cron = execution["spec"].get("cron") or {}
         if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
             self.stats.skipped += 1
             event = outcomes.skipped(execution, worker_id=worker, now_ms=now_ms())
             self._settle(lane, [record.ref], event, execution)
-            return
+            return None
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
         started_ms = now_ms()
@@ -310,7 +310,7 @@ class WorkerRuntime:
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
                                     now_ms=now_ms())  # fmt: skip
             self._settle(lane, [record.ref], event, execution)
-            return
+            return None
         now = time.monotonic()
         job = RunningJob(
             next(self._tokens), lane, execution, [record.ref], handler, timeout_s,
@@ -342,6 +342,13 @@ class WorkerRuntime:
         record = self.identity.record(self.state, self.inflight.active, now_ms())
         self.events.produce(self.topics.workers, self.serialize(record),
                             self.options.worker_id.encode(), on_delivery=_on_delivery)  # fmt: skip
+
+    def _counters(self) -> dict[str, object]:
+        """The stats line: the runs, and the lanes' transactions summed over the job types."""
+        lanes: Counter[str] = Counter()
+        for lane in self.lanes:
+            lanes.update(lane.counters())
+        return {**vars(self.stats), **lanes}
 
     def _update_stats(self) -> None:
         self.stats.running = len(self.inflight.slots)

@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
+from pipeline.runtime.runner import Runner
 from pipeline.serde import Event, make_serde
 from pipeline.topics import PRIORITIES, Topics
 
@@ -48,6 +52,19 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOBSTREAM_LOG_LEVEL": "INFO",
     })  # fmt: skip
     return env
+
+
+@contextmanager
+def in_thread(runner: Runner[Any]) -> Iterator[threading.Thread]:
+    """``runner`` running in a thread of its own for the block, then stopped and joined."""
+    stop = threading.Event()
+    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(60)
 
 
 def start_timers(settings: Settings, instance: str, state_dir: Path, log: Path) -> subprocess.Popen:

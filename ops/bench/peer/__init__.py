@@ -5,7 +5,8 @@
 app, its two tasks and what the worker is told; ``journal``: where tasks note their
 starts and ends; ``worker``: the worker process and its pool; ``load``/``submit``: the
 scenarios' due times and the submitting thread; ``procs``: memory and CPU of a process
-with its children; ``tally``: the numbers; ``run``: :func:`run.run_peer`, one scenario.
+with its children, and what the child processes share; ``tally``: the numbers; ``run``:
+:func:`run.run_peer`, one scenario.
 
 Call :func:`install.ensure_installed` before :func:`run.run_peer`; this package imports
 Celery only once a run starts.

@@ -12,10 +12,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 from ops.bench.peer.errors import PeerError
+from ops.bench.peer.procs import ChildProcess
 
 log = logging.getLogger(__name__)
 
@@ -32,24 +32,15 @@ def ping(port: int, timeout_s: float = 1.0) -> bool:
         return False
 
 
-class RedisServer:
+class RedisServer(ChildProcess):
     """One ``redis-server`` child process; use as a context manager, or start()/stop()."""
 
+    what = "redis-server"
+
     def __init__(self, port: int, folder: Path) -> None:
+        super().__init__(folder / "redis.log")
         self.port = port
         self.folder = folder
-        self.log_path = folder / "redis.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://{HOST}:{self.port}/0"
-
-    @property
-    def pid(self) -> int:
-        if self.process is None:
-            raise PeerError("redis-server is not started")
-        return self.process.pid
 
     def start(self, timeout_s: float = 15.0) -> RedisServer:
         """Start the server and return once it answers PING."""
@@ -64,20 +55,8 @@ class RedisServer:
         log.info("starting redis-server on port %d in %s", self.port, self.folder)
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout_s
-        while not ping(self.port, 0.5):
-            if self.process.poll() is not None:
-                raise PeerError(f"redis-server exited ({self.process.returncode}) at start; "
-                                f"see {self.log_path}")  # fmt: skip
-            if time.monotonic() > deadline:
-                self.stop()
-                raise PeerError(f"redis-server did not answer PING on port {self.port} "
-                                f"within {timeout_s:.0f}s; see {self.log_path}")  # fmt: skip
-            time.sleep(0.05)
+        self.wait_ready(lambda: ping(self.port, 0.5), timeout_s=timeout_s, poll_s=0.05)
         return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
         """SIGTERM (nothing to save, so it exits at once), SIGKILL after 10 s."""

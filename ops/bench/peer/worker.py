@@ -29,12 +29,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import ops
 from ops.bench.peer.errors import PeerError
+from ops.bench.peer.procs import ChildProcess
 from ops.bench.peer.settings import QUEUE, PeerSettings
 
 log = logging.getLogger(__name__)
@@ -66,20 +66,15 @@ class WorkerShape:
         return cls(pool="threads", concurrency=64) if handler == "sleep10" else cls()
 
 
-class CeleryWorker:
+class CeleryWorker(ChildProcess):
     """The worker child process, in a session of its own so it can be stopped whole."""
 
+    what = "the Celery worker"
+
     def __init__(self, settings: PeerSettings, shape: WorkerShape, log_path: Path) -> None:
+        super().__init__(log_path)
         self.settings = settings
         self.shape = shape
-        self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        if self.process is None:
-            raise PeerError("the Celery worker is not started")
-        return self.process.pid
 
     def command(self) -> list[str]:
         shape = self.shape
@@ -106,25 +101,13 @@ class CeleryWorker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout_s
-        while not ready.exists():
-            self.check_alive()
-            if time.monotonic() > deadline:
-                self.stop()
-                raise PeerError(f"the Celery worker was not ready after {timeout_s:.0f}s:\n"
-                                f"{self.log_tail()}")  # fmt: skip
-            time.sleep(0.1)
+        self.wait_ready(ready.exists, timeout_s=timeout_s, poll_s=0.1)
         return self
 
     def check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:
             raise PeerError(f"the Celery worker exited ({self.process.returncode}):\n"
                             f"{self.log_tail()}")  # fmt: skip
-
-    def log_tail(self, lines: int = 30) -> str:
-        if not self.log_path.exists():
-            return "(no log)"
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Warm shutdown (SIGTERM: running tasks finish, held ones go back to Redis);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from pipeline.serde import Event
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution
-from tests.support.pipeline import Executions, process_env, produce
+from tests.support.pipeline import Executions, in_thread, process_env, produce
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
@@ -192,17 +192,9 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
         retries.close()
         events.close()
 
-    stop = threading.Event()
     timers = timer_runner(s, TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "state"))
-    thread = threading.Thread(target=timers.run, args=(stop,), daemon=True)
-    thread.start()
-    executions = Executions(s)
-    try:
+    with in_thread(timers), closing(Executions(s)) as executions:
         wait_for(lambda: executions.poll() >= 6, timeout_s=TIMEOUT_S, what="6 executions")
         (run,) = [r for r in executions.records.values() if r["job_id"] == job_id]
         assert (run["attempt"], run["idempotency_key"]) == (3, "key-r")
         assert run["errors"] == keyed.data["errors"]
-    finally:
-        executions.close()
-        stop.set()
-        thread.join(30)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from tests.pipeline.retry.events import (
     succeeded,
 )
 from tests.support.jobs import submitted
-from tests.support.pipeline import Executions, produce
+from tests.support.pipeline import Executions, in_thread, produce
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
@@ -33,12 +33,8 @@ TIMEOUT_S = 90  # a shared 2-core machine: group joins can take a while
 def router(topics: Topics) -> Iterator[Retries]:
     runner = router_runner(topics.settings, ROUTER_OPTIONS.evolve(instance_id="t", poll_ms=50),
                            RetryDefaults())  # fmt: skip
-    stop = threading.Event()
-    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-    thread.start()
-    yield runner.processor  # what it decided
-    stop.set()
-    thread.join(30)
+    with in_thread(runner):
+        yield runner.processor  # what it decided
 
 
 @pytest.fixture
@@ -118,11 +114,7 @@ def test_retry_then_success_through_the_timers_at_the_backoff_times(
 ) -> None:
     s = topics.settings
     timers = timer_runner(s, TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "state"))
-    stop = threading.Event()
-    thread = threading.Thread(target=timers.run, args=(stop,), daemon=True)
-    thread.start()
-    executions = Executions(s)
-    try:
+    with in_thread(timers), closing(Executions(s)) as executions:
         # Both processes are in their groups before the clock of the test starts.
         warmup = submitted()
         produce(s, topics.intake, [warmup])
@@ -151,10 +143,6 @@ def test_retry_then_success_through_the_timers_at_the_backoff_times(
                  what="the router to read past the success")  # fmt: skip
         assert router.router.stats.retried == 2
         assert router.router.stats.dead_lettered == 0
-    finally:
-        executions.close()
-        stop.set()
-        thread.join(30)
 
 
 def _wait_for_topic(topics: Topics, name: str) -> None:

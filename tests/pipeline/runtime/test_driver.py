@@ -7,14 +7,15 @@ clock. The processors' own rules are tested on their pure parts (tests/pipeline/
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.config import Settings
 from pipeline.retry.runner import Retries
-from pipeline.runtime import Output
+from pipeline.runtime import Output, Processor
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState
 from pipeline.status.processor import StatusPolicy
@@ -31,6 +32,7 @@ from tests.support.jobs import submitted
 SETTINGS = Settings()
 TOPICS = Topics(SETTINGS)
 LEASE_MS = 30_000
+Drive = Callable[[Processor[Any]], ProcessorDriver[Any]]
 
 
 def kinds(outputs: list[Output]) -> list[str]:
@@ -48,10 +50,22 @@ def kinds(outputs: list[Output]) -> list[str]:
 
 
 @pytest.fixture
-def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
-    driver = ProcessorDriver(Timers(SETTINGS), tmp_path, now_ms=T0)
-    yield driver
-    driver.close()
+def drive(tmp_path: Path) -> Iterator[Drive]:
+    """A driver of a processor at T0, its stores closed after the test."""
+    drivers: list[ProcessorDriver[Any]] = []
+
+    def start(processor: Processor[Any]) -> ProcessorDriver[Any]:
+        drivers.append(ProcessorDriver(processor, tmp_path / str(len(drivers)), now_ms=T0))
+        return drivers[-1]
+
+    yield start
+    for driver in drivers:
+        driver.close()
+
+
+@pytest.fixture
+def timers(drive: Drive) -> ProcessorDriver[TimerState]:
+    return drive(Timers(SETTINGS))
 
 
 def test_a_job_fires_when_the_clock_reaches_it_and_its_timer_is_logged_and_dropped(
@@ -89,42 +103,36 @@ def test_timers_survive_a_reopen_of_their_store(timers: ProcessorDriver[TimerSta
 
 
 def test_status_writes_one_record_per_job_and_expires_a_lease_on_the_clock(
-    tmp_path: Path,
+    drive: Drive,
 ) -> None:
     processor = Status(SETTINGS, StatusPolicy(lease_ms=LEASE_MS))
-    driver = ProcessorDriver(processor, tmp_path, now_ms=T0)
-    try:
-        run = execution("01JD3W6Q8Z5X7M2K4N9P0R1S2T", epoch=T0)
-        assert kinds(driver.pipe(TOPICS.events, as_event(scheduled(run["job_id"])))) == [
-            "status SCHEDULED"
-        ]
-        driver.pipe(TOPICS.events, as_event(fired(run)))
-        assert kinds(driver.pipe(TOPICS.events, as_event(outcome("STARTED", run)))) == [
-            "status RUNNING"
-        ]
-        assert driver.advance(LEASE_MS - 1) == []
-        lost = driver.advance(1)
-        assert kinds(lost) == ["LOST"]
-        assert lost[0].partition == 0, "back to the job's own partition of jobs.events"
-        assert processor.counters()["statuses"] == 3
-        assert processor.counters()["lost"] == 1
-    finally:
-        driver.close()
+    driver = drive(processor)
+    run = execution("01JD3W6Q8Z5X7M2K4N9P0R1S2T", epoch=T0)
+    assert kinds(driver.pipe(TOPICS.events, as_event(scheduled(run["job_id"])))) == [
+        "status SCHEDULED"
+    ]
+    driver.pipe(TOPICS.events, as_event(fired(run)))
+    assert kinds(driver.pipe(TOPICS.events, as_event(outcome("STARTED", run)))) == [
+        "status RUNNING"
+    ]
+    assert driver.advance(LEASE_MS - 1) == []
+    lost = driver.advance(1)
+    assert kinds(lost) == ["LOST"]
+    assert lost[0].partition == 0, "back to the job's own partition of jobs.events"
+    assert processor.counters()["statuses"] == 3
+    assert processor.counters()["lost"] == 1
 
 
-def test_status_skips_records_it_cannot_read_and_counts_them(tmp_path: Path) -> None:
+def test_status_skips_records_it_cannot_read_and_counts_them(drive: Drive) -> None:
     processor = Status(SETTINGS)
-    driver = ProcessorDriver(processor, tmp_path, now_ms=T0)
-    try:
-        assert driver.pipe(TOPICS.events, b"garbage") == []
-        assert processor.counters()["malformed"] == 1
-    finally:
-        driver.close()
+    driver = drive(processor)
+    assert driver.pipe(TOPICS.events, b"garbage") == []
+    assert processor.counters()["malformed"] == 1
 
 
-def test_the_router_retries_a_failure_and_passes_over_the_rest(tmp_path: Path) -> None:
+def test_the_router_retries_a_failure_and_passes_over_the_rest(drive: Drive) -> None:
     router = Retries(SETTINGS)
-    driver = ProcessorDriver(router, tmp_path, now_ms=T0)
+    driver = drive(router)
     run = failed_execution(fired_at_ms=T0)
     failure = outcome("FAILED", run, error=error_info(1, at_ms=T0 + 5))
     routed = driver.pipe(TOPICS.events, as_event(failure))
@@ -135,12 +143,9 @@ def test_the_router_retries_a_failure_and_passes_over_the_rest(tmp_path: Path) -
     assert driver.stores is None, "the router keeps no state"
 
 
-def test_a_job_state_is_what_the_status_store_holds_after_commit(tmp_path: Path) -> None:
-    driver = ProcessorDriver(Status(SETTINGS), tmp_path, now_ms=T0)
-    try:
-        job = "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
-        driver.pipe(TOPICS.events, as_event(scheduled(job)))
-        raw = driver.store().get(b"j" + job.encode())
-        assert raw is not None and JobState.SCHEDULED.value.encode() in raw
-    finally:
-        driver.close()
+def test_a_job_state_is_what_the_status_store_holds_after_commit(drive: Drive) -> None:
+    driver = drive(Status(SETTINGS))
+    job = "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
+    driver.pipe(TOPICS.events, as_event(scheduled(job)))
+    raw = driver.store().get(b"j" + job.encode())
+    assert raw is not None and JobState.SCHEDULED.value.encode() in raw

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from pipeline.clock import now_ms
@@ -13,7 +13,7 @@ from pipeline.runtime.runner import Runner
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
-from tests.support.pipeline import Executions, produce
+from tests.support.pipeline import Executions, in_thread, produce
 from tests.support.waiting import wait_for
 
 JOBS = 40
@@ -23,17 +23,9 @@ JOBS = 40
 def running_timers(topics: Topics, tmp_path: Path) -> Iterator[tuple[Runner, Executions]]:
     options = TIMER_OPTIONS.evolve(instance_id="r", state_dir=tmp_path / "state")
     runner = timer_runner(topics.settings, options)
-    stop = threading.Event()
-    thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-    thread.start()
-    executions = Executions(topics.settings)
-    try:
+    with in_thread(runner) as thread, closing(Executions(topics.settings)) as executions:
         yield runner, executions
         assert thread.is_alive()
-    finally:
-        stop.set()
-        thread.join(60)
-        executions.close()
 
 
 def fire_jobs(topics: Topics, executions: Executions, expected: int, what: str) -> None:

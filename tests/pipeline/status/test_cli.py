@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from pipeline import cli_options
 from pipeline.config import Settings
 from pipeline.runtime import RunnerOptions
 from pipeline.status import cli
@@ -29,7 +30,7 @@ def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
             pass
 
     monkeypatch.setattr(cli, "status_runner", Runner)
-    monkeypatch.setattr(cli, "stop_on_signals", lambda: threading.Event())
+    monkeypatch.setattr(cli_options, "stop_on_signals", lambda: threading.Event())
     app = typer.Typer()
     app.command()(cli.status_processor)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,14 +10,17 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.runtime import Output
+from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.processor import StatusPolicy, StatusProcessor
-from pipeline.status.state import JobRecord, RecordCache, StatusState
+from pipeline.status.processor import StatusPolicy
+from pipeline.status.runner import Status
+from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
 from tests.pipeline.status.events import (
     T0,
+    as_event,
     execution,
     fired,
     lifecycle,
@@ -30,38 +34,41 @@ JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 OTHER = "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
 LEASE = 30_000
 E1, E2 = T0, T0 + 60_000
+PARTITION = 2
+EVENTS = Topics(Settings()).events
 
 
-class Driver:
-    """Runs the processor as the runner does: a transaction per step, committed after."""
+class StatusDriver(ProcessorDriver[StatusState]):
+    """One runner iteration per step: each event piped (and committed) in turn, then the
+    leases and the purge on the clock."""
 
-    def __init__(self, path: Path, policy: StatusPolicy | None = None) -> None:
-        self.store = PartitionStore(path)
-        self.processor = StatusProcessor(Topics(Settings()), policy or StatusPolicy(lease_ms=LEASE))
-        self.changelog: list[tuple[bytes, bytes | None]] = []
-        self.cache = RecordCache()
+    processor: Status
 
     def step(self, now: int, *events: dict[str, Any]) -> list[Output]:
-        state = StatusState(PartitionTransaction(self.store), partition=2, cache=self.cache)
-        emits = [emit for event in events for emit in self.processor.process(state, event, now)]
-        emits += self.processor.expire_leases(state, now)
-        self.processor.purge(state, now)
-        self.changelog += state.flush()
-        state.tx.commit(len(self.changelog) - 1)
-        state.committed()
+        self.now_ms = now
+        emits = [emit for event in events
+                 for emit in self.pipe(EVENTS, as_event(event), partition=PARTITION)]  # fmt: skip
+        emits += self.advance()
+        cache = self.processor.open(PartitionTransaction(self.store(PARTITION)), PARTITION).cache
+        assert cache is not None
         for job in (JOB, OTHER):  # the cache holds what the store holds
-            if job in self.cache:
-                assert self.cache[job] == self.record(job)
+            if job in cache:
+                assert cache[job] == self.record(job)
         for emit in emits:  # every status the tests make is written as JobStatus writes it
             if isinstance(emit.value, JobRecord):
                 assert emit.value.status_json() == encode_status(emit.value.to_status())
         return emits
 
     def record(self, job_id: str = JOB) -> JobRecord | None:
-        return StatusState(PartitionTransaction(self.store)).get(job_id)
+        return StatusState(PartitionTransaction(self.store(PARTITION))).get(job_id)
 
     def execution(self, job_id: str = JOB) -> dict[str, Any] | None:
-        return StatusState(PartitionTransaction(self.store)).get_execution(job_id)
+        return StatusState(PartitionTransaction(self.store(PARTITION))).get_execution(job_id)
+
+
+def status_driver(path: Path, policy: StatusPolicy | None = None) -> StatusDriver:
+    processor = Status(Settings(), policy or StatusPolicy(lease_ms=LEASE))
+    return StatusDriver(processor, path, partitions=(PARTITION,), now_ms=T0)
 
 
 def lifecycles(emits: list[Output]) -> list[dict[str, Any]]:
@@ -73,18 +80,20 @@ def statuses(emits: list[Output]) -> list[JobStatus]:
 
 
 @pytest.fixture
-def driver(tmp_path: Path) -> Driver:
-    return Driver(tmp_path / "p2")
+def driver(tmp_path: Path) -> Iterator[StatusDriver]:
+    driver = status_driver(tmp_path)
+    yield driver
+    driver.close()
 
 
-def start_run(driver: Driver, epoch: int = E1, worker: str = "w1",
+def start_run(driver: StatusDriver, epoch: int = E1, worker: str = "w1",
               attempt: int = 1) -> dict[str, Any]:  # fmt: skip
     run = execution(JOB, epoch=epoch, attempt=attempt)
     driver.step(epoch, fired(run), outcome("STARTED", run, worker=worker))
     return run
 
 
-def test_each_step_writes_the_latest_status(driver: Driver) -> None:
+def test_each_step_writes_the_latest_status(driver: StatusDriver) -> None:
     run = execution(JOB, epoch=E1)
     emits = driver.step(T0, scheduled(JOB), fired(run), outcome("STARTED", run))
     assert [s.state for s in statuses(emits)] == [S.SCHEDULED, S.QUEUED, S.RUNNING]
@@ -94,7 +103,7 @@ def test_each_step_writes_the_latest_status(driver: Driver) -> None:
     assert driver.execution() == run
 
 
-def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: Driver) -> None:
+def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: StatusDriver) -> None:
     run = start_run(driver)
     assert driver.step(E1 + 20_000, outcome("HEARTBEAT", run)) == []
     assert driver.step(E1 + 20_000 + LEASE - 1) == []
@@ -102,7 +111,7 @@ def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: Driver) -> No
     assert [e["kind"] for e in lost] == ["LOST"]
 
 
-def test_an_expired_lease_emits_lost_with_the_execution(driver: Driver) -> None:
+def test_an_expired_lease_emits_lost_with_the_execution(driver: StatusDriver) -> None:
     run = start_run(driver, worker="w1")
     assert driver.step(E1 + LEASE - 1) == []
     emits = driver.step(E1 + LEASE)
@@ -128,7 +137,9 @@ def test_an_expired_lease_emits_lost_with_the_execution(driver: Driver) -> None:
     assert driver.step(E1 + 10 * LEASE) == []
 
 
-def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(driver: Driver) -> None:
+def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(
+    driver: StatusDriver,
+) -> None:
     first = start_run(driver, worker="a")
     lost = lifecycles(driver.step(E1 + LEASE))[0]
     second = execution(JOB, epoch=E2, attempt=2)
@@ -146,13 +157,13 @@ def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(driver: 
         first["execution_id"], E1, "a")  # fmt: skip
     assert "stale epoch" in duplicate["detail"]
     assert driver.record() == before
-    assert driver.processor.counters.duplicates == 1
+    assert driver.processor.logic.counters.duplicates == 1
 
     done = statuses(driver.step(E2 + 200, outcome("SUCCEEDED", second, worker="b", result="1")))
     assert [(s.state, s.result, s.attempt) for s in done] == [(S.SUCCEEDED, "1", 2)]
 
 
-def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: Driver) -> None:
+def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: StatusDriver) -> None:
     run = start_run(driver, worker="w1")
     emits = driver.step(E1 + 5_000, outcome("STARTED", run, worker="w2"))
     [duplicate] = lifecycles(emits)
@@ -161,61 +172,65 @@ def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: Dr
     assert "w1" in duplicate["detail"] and "applied" in duplicate["detail"]
     assert statuses(emits) == [], "still RUNNING: nothing a jobs.status reader sees changed"
     assert (driver.record().state, driver.record().worker_id) == (S.RUNNING, "w2")  # type: ignore[union-attr]
-    assert driver.processor.counters.duplicates == 1
+    assert driver.processor.logic.counters.duplicates == 1
     assert driver.step(E1 + 5_000 + LEASE - 1) == [], "the second start renewed the lease"
 
 
-def test_illegal_transitions_are_counted_and_change_nothing(driver: Driver) -> None:
+def test_illegal_transitions_are_counted_and_change_nothing(driver: StatusDriver) -> None:
     driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB))
     before = driver.record()
     run = execution(JOB, epoch=E1)
     assert driver.step(E1, outcome("STARTED", run), outcome("SUCCEEDED", run)) == []
     assert driver.record() == before
-    counters = driver.processor.counters
+    counters = driver.processor.logic.counters
     assert counters.illegal == 2
     assert counters.illegal_by_transition == {"CANCELLED + STARTED": 1, "CANCELLED + SUCCEEDED": 1}
 
 
 def test_finished_jobs_are_purged_after_the_retention(tmp_path: Path) -> None:
-    driver = Driver(tmp_path / "p", StatusPolicy(lease_ms=LEASE, retention_ms=1000))
+    driver = status_driver(tmp_path, StatusPolicy(lease_ms=LEASE, retention_ms=1000))
     driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB), scheduled(OTHER))
     assert driver.step(T0 + 999) == []
     assert driver.record() is not None
     assert driver.step(T0 + 1000) == [], "jobs.status keeps the job: no record is written"
     assert driver.record() is None
     assert driver.record(OTHER) is not None
-    assert driver.changelog[-1] == (b"j" + JOB.encode(), None)
-    assert driver.processor.counters.purged == 1
+    assert driver.changelog[PARTITION][-1] == (b"j" + JOB.encode(), None)
+    assert driver.processor.logic.counters.purged == 1
+    driver.close()
 
 
-def restored(driver: Driver, path: Path) -> PartitionStore:
-    store = PartitionStore(path)
-    tx = PartitionTransaction(store)
+def restored(driver: StatusDriver, path: Path) -> StatusDriver:
+    """A second processor over a store restored from ``driver``'s changelog."""
+    twin = status_driver(path)
+    changelog = driver.changelog[PARTITION]
+    tx = PartitionTransaction(twin.store(PARTITION))
     state = StatusState(tx)
-    for key, value in driver.changelog:
+    for key, value in changelog:
         state.restore(key, value)
-    tx.commit(len(driver.changelog) - 1)
+    tx.commit(len(changelog) - 1)
     assert state.flush() == [], "restoring writes nothing back"
-    return store
+    return twin
 
 
 def everything(store: PartitionStore) -> list[tuple[bytes, bytes]]:
     return list(store.scan(b"\x01", b"\xff"))
 
 
-def test_restore_from_the_changelog_rebuilds_the_same_state(driver: Driver, tmp_path: Path) -> None:
+def test_restore_from_the_changelog_rebuilds_the_same_state(
+    driver: StatusDriver, tmp_path: Path
+) -> None:
     run = start_run(driver, worker="w1")  # RUNNING, lease and execution stored
     other = execution(OTHER, epoch=E1)
     driver.step(E1 + 10, scheduled(OTHER), fired(other), outcome("STARTED", other),
                 outcome("FAILED", other), lifecycle("CANCELLED", OTHER))  # fmt: skip
     driver.step(E1 + 20, outcome("HEARTBEAT", run))
-    copy = restored(driver, tmp_path / "restored")
-    assert everything(copy) == everything(driver.store)
-    assert copy.changelog_offset == driver.store.changelog_offset
+    twin = restored(driver, tmp_path / "restored")
+    copy = twin.store(PARTITION)
+    assert everything(copy) == everything(driver.store(PARTITION))
+    assert copy.changelog_offset == driver.store(PARTITION).changelog_offset
 
-    twin = Driver.__new__(Driver)
-    twin.store, twin.changelog, twin.cache = copy, [], RecordCache()
-    twin.processor = StatusProcessor(Topics(Settings()), StatusPolicy(lease_ms=LEASE))
     expiry = E1 + 20 + LEASE
     assert lifecycles(twin.step(expiry)) == lifecycles(driver.step(expiry))
-    assert everything(copy) == everything(driver.store)
+    assert everything(copy) == everything(driver.store(PARTITION))
+    twin.close()

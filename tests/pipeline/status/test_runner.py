@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from tests.pipeline.status.events import (
     retry_scheduled,
     scheduled,
 )
-from tests.support.pipeline import DESERIALIZE, process_env, produce
+from tests.support.pipeline import DESERIALIZE, in_thread, process_env, produce
 from tests.support.waiting import wait_for
 
 S = JobState
@@ -70,20 +71,14 @@ def event_log(topics: Topics) -> Iterator[EventLog]:
 
 @pytest.fixture
 def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., None]]:
-    running: list[tuple[threading.Event, threading.Thread]] = []
+    with ExitStack() as running:
 
-    def start(instance: str = "a", lease_ms: int = 30_000) -> None:
-        stop = threading.Event()
-        options = STATUS_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state")
-        runner = status_runner(topics.settings, options, StatusPolicy(lease_ms=lease_ms))
-        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-        thread.start()
-        running.append((stop, thread))
+        def start(instance: str = "a", lease_ms: int = 30_000) -> None:
+            options = STATUS_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state")
+            runner = status_runner(topics.settings, options, StatusPolicy(lease_ms=lease_ms))
+            running.enter_context(in_thread(runner))
 
-    yield start
-    for stop, thread in running:
-        stop.set()
-        thread.join(60)
+        yield start
 
 
 def produce_events(settings: Settings, *events: dict[str, Any]) -> None:

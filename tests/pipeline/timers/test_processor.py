@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -9,38 +10,35 @@ import pytest
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.runtime import Output
+from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.processor import TimerProcessor
+from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 
 T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z
 MINUTE = 60_000
+TOPICS = Topics(Settings())
 
 
-class Driver:
-    """Runs the processor as the runner does: a transaction per step, committed after."""
+class TimersDriver(ProcessorDriver[TimerState]):
+    """One runner iteration per step: each command piped (and committed) in turn, then the
+    timers due on the clock fired."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.store = PartitionStore(path)
-        self.processor = TimerProcessor(Topics(Settings()))
-        self.changelog: list[tuple[bytes, bytes | None]] = []
+    processor: Timers
 
     def step(self, now: int, *events: Event) -> list[Output]:
-        state = TimerState(PartitionTransaction(self.store))
-        emits = [emit for event in events for emit in self.processor.process(state, event, now)]
-        emits += self.processor.fire_due(state, now, limit=10_000)
-        self.changelog += state.changelog
-        state.tx.commit(len(self.changelog) - 1)
-        return emits
+        self.now_ms = now
+        emits = [emit for event in events for emit in self.pipe(topic_of(event), event)]
+        return emits + self.advance()
 
-    def reopen(self) -> None:
-        self.store.close()
-        self.store = PartitionStore(self.path)
+
+def topic_of(event: Event) -> str:
+    """Retries come on jobs.retry, every other command on jobs.intake."""
+    return TOPICS.retry if event.name == "RetryScheduled" else TOPICS.intake
 
 
 def kinds(emits: list[Output]) -> list[str]:
@@ -52,11 +50,13 @@ def executions(emits: list[Output]) -> list[dict]:
 
 
 @pytest.fixture
-def driver(tmp_path: Path) -> Driver:
-    return Driver(tmp_path / "p0")
+def driver(tmp_path: Path) -> Iterator[TimersDriver]:
+    driver = TimersDriver(Timers(Settings()), tmp_path, now_ms=T0)
+    yield driver
+    driver.close()
 
 
-def test_one_off_fires_at_its_time_and_not_before(driver: Driver) -> None:
+def test_one_off_fires_at_its_time_and_not_before(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0 + 5000, priority="HIGH")
     assert kinds(driver.step(T0, job)) == ["SCHEDULED"]
     assert driver.step(T0 + 4999) == []
@@ -70,20 +70,20 @@ def test_one_off_fires_at_its_time_and_not_before(driver: Driver) -> None:
     assert driver.step(T0 + 10_000) == []
 
 
-def test_state_survives_reopening_the_files(driver: Driver) -> None:
+def test_state_survives_reopening_the_files(driver: TimersDriver) -> None:
     driver.step(T0, submitted(now_ms=T0, run_at_ms=T0 + 1000))
     driver.reopen()
     assert len(executions(driver.step(T0 + 1000))) == 1
 
 
-def test_same_job_id_twice_is_one_job(driver: Driver) -> None:
+def test_same_job_id_twice_is_one_job(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0 + 1000)
     assert kinds(driver.step(T0, job, job)) == ["SCHEDULED"]
     assert kinds(driver.step(T0 + 10, job)) == []
     assert len(executions(driver.step(T0 + 1000))) == 1
 
 
-def test_idempotent_job_resubmitted_after_firing_stays_a_no_op(driver: Driver) -> None:
+def test_idempotent_job_resubmitted_after_firing_stays_a_no_op(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0 + 1000, idempotency_key="nightly-2026-12-23")
     driver.step(T0, job)
     assert len(executions(driver.step(T0 + 1000))) == 1
@@ -91,14 +91,14 @@ def test_idempotent_job_resubmitted_after_firing_stays_a_no_op(driver: Driver) -
     assert executions(driver.step(T0 + 3000)) == []
 
 
-def test_cancel_before_firing(driver: Driver) -> None:
+def test_cancel_before_firing(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0 + 1000)
     driver.step(T0, job)
     assert kinds(driver.step(T0 + 500, cancelled(job.data["job_id"], now_ms=T0))) == ["CANCELLED"]
     assert driver.step(T0 + 2000) == []
 
 
-def test_cron_fires_each_run_and_moves_on(driver: Driver) -> None:
+def test_cron_fires_each_run_and_moves_on(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, cron=cron_schedule("* * * * *", max_runs=3))
     start = T0 - T0 % MINUTE  # on a minute boundary
     emits = driver.step(start + 1, job)
@@ -111,7 +111,7 @@ def test_cron_fires_each_run_and_moves_on(driver: Driver) -> None:
     assert fired == [start + MINUTE, start + 2 * MINUTE, start + 3 * MINUTE]
 
 
-def test_pause_and_resume_a_schedule(driver: Driver) -> None:
+def test_pause_and_resume_a_schedule(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, cron=cron_schedule("* * * * *"))
     start = T0 - T0 % MINUTE
     driver.step(start + 1, job)
@@ -129,7 +129,7 @@ def test_pause_and_resume_a_schedule(driver: Driver) -> None:
     ]
 
 
-def test_update_changes_the_schedule_and_keeps_the_run_count(driver: Driver) -> None:
+def test_update_changes_the_schedule_and_keeps_the_run_count(driver: TimersDriver) -> None:
     hour = 3_600_000
     start = T0 - T0 % hour
     job = submitted(now_ms=start, cron=cron_schedule("0 * * * *", max_runs=2))
@@ -152,7 +152,9 @@ def test_update_changes_the_schedule_and_keeps_the_run_count(driver: Driver) -> 
 @pytest.mark.parametrize(
     ("policy", "expected_runs"), [("SKIP", 0), ("RUN_ONCE", 1), ("RUN_ALL", 5)]
 )
-def test_misfire_policy_after_downtime(driver: Driver, policy: str, expected_runs: int) -> None:
+def test_misfire_policy_after_downtime(
+    driver: TimersDriver, policy: str, expected_runs: int
+) -> None:
     every5 = 5 * MINUTE
     start = T0 - T0 % every5
     job = submitted(now_ms=start, cron=cron_schedule("*/5 * * * *", misfire=policy))
@@ -168,7 +170,7 @@ def test_misfire_policy_after_downtime(driver: Driver, policy: str, expected_run
     assert [r["scheduled_at_ms"] for r in executions(following)] == [start + 30 * MINUTE]
 
 
-def test_retry_fires_the_next_attempt(driver: Driver) -> None:
+def test_retry_fires_the_next_attempt(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0)
     retry = Event(
         "RetryScheduled",
@@ -200,21 +202,22 @@ def test_retry_fires_the_next_attempt(driver: Driver) -> None:
     assert runs[0]["execution_id"] != executions(driver.step(T0 + 2001, job))[0]["execution_id"]
 
 
-def test_invalid_submission_is_refused_naming_the_field(driver: Driver) -> None:
+def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) -> None:
     bad = submitted(now_ms=T0, run_at_ms=T0, cron=None, job_type="Not A Type!")
-    with pytest.raises(ValidationError) as caught:
-        driver.step(T0, bad)
+    state = TimerState(PartitionTransaction(driver.store()))
+    with pytest.raises(ValidationError) as caught:  # which the runtime dead-letters
+        driver.processor.logic.process(state, bad, T0)
     assert caught.value.field == "spec.job_type"
 
 
-def test_changelog_records_rebuild_the_same_state(driver: Driver, tmp_path: Path) -> None:
+def test_changelog_records_rebuild_the_same_state(driver: TimersDriver, tmp_path: Path) -> None:
     driver.step(
         T0, submitted(now_ms=T0, run_at_ms=T0 + 1000), submitted(now_ms=T0, run_at_ms=T0 + 2000)
     )
     driver.step(T0 + 1000)
     rebuilt = PartitionStore(tmp_path / "rebuilt")
     state = TimerState(PartitionTransaction(rebuilt))
-    for key, value in driver.changelog:
+    for key, value in driver.changelog[0]:
         state.restore(key, value)
     state.tx.commit(None)
     assert [e.due_ms for e in state.due(T0 + 10_000, 100)] == [T0 + 2000]
@@ -231,7 +234,7 @@ def retry_request(job: Event, attempt: int, at_ms: int) -> Event:
     )  # fmt: skip
 
 
-def test_a_retry_requested_twice_fires_once(driver: Driver) -> None:
+def test_a_retry_requested_twice_fires_once(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0)
     driver.step(T0, retry_request(job, 2, T0 + 1000), retry_request(job, 2, T0 + 1500))
     assert len(executions(driver.step(T0 + 2000))) == 1
@@ -243,7 +246,7 @@ def test_a_retry_requested_twice_fires_once(driver: Driver) -> None:
     assert [r["attempt"] for r in executions(driver.step(T0 + 7000))] == [3]
 
 
-def test_no_retry_after_a_cancel(driver: Driver) -> None:
+def test_no_retry_after_a_cancel(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, run_at_ms=T0)
     driver.step(T0, job)
     driver.step(T0 + 10, cancelled(job.data["job_id"], now_ms=T0))

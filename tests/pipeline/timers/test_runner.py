@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -17,28 +17,19 @@ from pipeline.kafka import clients
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, submitted
-from tests.support.pipeline import SERIALIZE, Executions, produce, start_timers
+from tests.support.pipeline import SERIALIZE, Executions, in_thread, produce, start_timers
 from tests.support.waiting import wait_for
 
 
 @pytest.fixture
 def timers_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[[str], None]]:
-    running: list[tuple[threading.Event, threading.Thread]] = []
+    with ExitStack() as running:
 
-    def start(instance: str = "a") -> None:
-        stop = threading.Event()
-        runner = timer_runner(
-            topics.settings,
-            TIMER_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state"),
-        )
-        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-        thread.start()
-        running.append((stop, thread))
+        def start(instance: str = "a") -> None:
+            options = TIMER_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state")
+            running.enter_context(in_thread(timer_runner(topics.settings, options)))
 
-    yield start
-    for stop, thread in running:
-        stop.set()
-        thread.join(30)
+        yield start
 
 
 @pytest.fixture

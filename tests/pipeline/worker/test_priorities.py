@@ -17,7 +17,6 @@ def picks(policy: PriorityPolicy, ready: tuple[str, ...], n: int) -> list[str | 
 
 def test_with_a_backlog_everywhere_a_round_is_six_high_three_normal_one_low() -> None:
     policy = PriorityPolicy()
-    assert policy.round_length == 10
     assert picks(policy, ALL, 10) == ["high"] * 6 + ["normal"] * 3 + ["low"]
     assert Counter(picks(policy, ALL, 1000)) == {"high": 600, "normal": 300, "low": 100}
 
