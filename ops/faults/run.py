@@ -117,7 +117,8 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
                      concurrency=CONCURRENCY, extra=beat)
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     supervisor = Supervisor(stack)
-    target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs")
+    target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
+                    state_dir=home / "state")
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
                 scenario.fail_share)  # fmt: skip

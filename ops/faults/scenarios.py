@@ -50,6 +50,8 @@ class Target:
     """A free /healthz port for a process the scenario starts anew."""
     runs_dir: Path
     """The handler-side record (ops/faults/journal.py)."""
+    state_dir: Path
+    """The processors' state folders (JOBSTREAM_STATE_DIR)."""
     notes: list[Note] = field(default_factory=list)
 
     def note(self, action: str) -> None:
@@ -128,12 +130,44 @@ def kill_and_replace_worker(target: Target) -> None:
     target.note(f"{new} healthy (pid {pid})")
 
 
-def pause_worker(target: Target) -> None:
+def kill_worker_for_good(target: Target) -> None:
     name = busy_worker(target)
+    target.note(f"SIGKILL {name} (pid {target.stack.kill(name)}), not started again")
+
+
+def pause_and_resume(name: str) -> Inject:
+    """SIGSTOP ``name`` for PAUSE_S, past its group session and its transaction's timeout,
+    then SIGCONT."""
+
+    def inject(target: Target) -> None:
+        _pause_and_resume(target, name)
+
+    return inject
+
+
+def _pause_and_resume(target: Target, name: str) -> None:
     target.note(f"SIGSTOP {name} (pid {target.stack.pause(name)})")
     time.sleep(PAUSE_S)
     target.stack.resume(name)
     target.note(f"SIGCONT {name}")
+
+
+def pause_worker(target: Target) -> None:
+    _pause_and_resume(target, busy_worker(target))
+
+
+def corrupt_timer_state(target: Target) -> None:
+    """SIGKILL the timers, scribble over every file of their partition stores (as a bad
+    disk would), start them again 2 s later."""
+    target.note(f"SIGKILL timers (pid {target.stack.kill('timers')})")
+    files = [path for path in target.state_dir.glob("*jobstream.timers.*/*/*")
+             if path.is_file() and path.name != "LOCK"]  # fmt: skip
+    for path in files:
+        path.write_bytes(b"\xff" * max(1, path.stat().st_size))
+    target.note(f"scribbled over {len(files)} files of the timers' state")
+    time.sleep(RESTART_AFTER_S)
+    target.note("starting timers again")
+    target.note(f"timers healthy (pid {target.stack.restart('timers')})")
 
 
 def kill_broker(target: Target) -> None:
@@ -167,6 +201,14 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              "same worker id.", kill_worker),
     Scenario("kill-worker-replaced", f"SIGKILL {_AFTER_A_RUN}, start a replacement with a "
              "new worker id 2 s later.", kill_and_replace_worker),
+    Scenario("kill-worker-for-good", f"SIGKILL {_AFTER_A_RUN}; the other takes over.",
+             kill_worker_for_good),
+    Scenario("corrupt-timer-state", "SIGKILL the timers, scribble over their RocksDB files, "
+             "start them again 2 s later.", corrupt_timer_state),
+    *(Scenario(f"pause-{name}", f"SIGSTOP the {name.replace('-', ' ')} for {PAUSE_S:.0f} s "
+               "(past its group session and transaction timeout), then SIGCONT.",
+               pause_and_resume(name))
+      for name in ("timers", "status-processor", "retry-router")),
     Scenario("pause-worker", f"SIGSTOP {_AFTER_A_RUN}, for {PAUSE_S:.0f} s (lease "
              f"{PAUSE_LEASE_S:.0f} s, heartbeat {PAUSE_HEARTBEAT_S:.0f} s), then SIGCONT: a "
              "zombie.", pause_worker, lease_s=PAUSE_LEASE_S, heartbeat_s=PAUSE_HEARTBEAT_S),

@@ -60,7 +60,10 @@ def restore(
         store.bind_changelog(topic)
         checkpoint = low - 1
     start = low if checkpoint is None else checkpoint + 1
-    if start >= high:
+    if start >= high or (valid and start == high - 1):
+        # A store that kept its checkpoint and has one offset left to read has nothing to
+        # read: a committed record is followed by its commit marker, so that one offset is
+        # the marker of the store's own last transaction (or a record not committed).
         return 0
     consumer.assign([TopicPartition(topic, partition, start)])
     applied = 0

@@ -36,9 +36,19 @@ class PartitionStore:
     """The RocksDB files of one partition."""
 
     def __init__(self, path: Path) -> None:
+        """Open the files at ``path``; files RocksDB finds corrupt are dropped and the store
+        opened empty, for restore to rebuild it whole from the changelog."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = Rdict(str(self.path), _options(), access_type=AccessType.read_write())
+        try:
+            self._db = _open(self.path)
+        except Exception as exc:  # rocksdict raises Exception with RocksDB's status text
+            if not str(exc).startswith("Corruption"):
+                raise
+            log.error("state in %s is corrupt (%s): dropped, to be rebuilt from the "
+                      "changelog", self.path, exc)  # fmt: skip
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._db = _open(self.path)
 
     def get(self, key: bytes) -> bytes | None:
         value = self._db.get(key)
@@ -87,4 +97,8 @@ class PartitionStore:
         """Drop the files: the changelog is the source of truth and rebuilds them."""
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        self._db = Rdict(str(self.path), _options(), access_type=AccessType.read_write())
+        self._db = _open(self.path)
+
+
+def _open(path: Path) -> Rdict:
+    return Rdict(str(path), _options(), access_type=AccessType.read_write())

@@ -1,0 +1,32 @@
+"""The partition store on real RocksDB files: corrupt files are dropped, a lock is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.state.store import PartitionStore
+
+
+def test_corrupt_files_are_dropped_and_the_store_opens_empty(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "p0")
+    store.write({b"k": b"v"}, changelog_offset=7)
+    store.close()
+    for path in (tmp_path / "p0").iterdir():  # scribble over every file, as a bad disk would
+        if path.is_file() and path.name != "LOCK":
+            path.write_bytes(b"\xff" * max(1, path.stat().st_size))
+    reopened = PartitionStore(tmp_path / "p0")
+    assert (reopened.get(b"k"), reopened.changelog_offset) == (None, None)
+    reopened.write({b"k": b"again"}, changelog_offset=1)
+    assert reopened.get(b"k") == b"again"
+    reopened.close()
+
+
+def test_a_store_held_open_is_refused_not_dropped(tmp_path: Path) -> None:
+    held = PartitionStore(tmp_path / "p0")
+    held.write({b"k": b"v"}, changelog_offset=3)
+    with pytest.raises(Exception, match="lock"):
+        PartitionStore(tmp_path / "p0")
+    assert held.get(b"k") == b"v"
+    held.close()
