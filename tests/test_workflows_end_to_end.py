@@ -23,7 +23,7 @@ from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
+from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
 from tests.support.pipeline import SERIALIZE, process_env
 from tests.support.ports import free_base_port
@@ -130,6 +130,9 @@ def test_a_diamond_passes_results_along_in_dependency_order(
     }}  # fmt: skip
     events = history(settings, submitted)
     assert_ran_in_order(events, {"b": ["a"], "c": ["a"], "d": ["b", "c"]}, set("abcd"))
+    view = read_statuses(settings, workflow_id=submitted.workflow_id)
+    assert sorted(s.step or "" for s in view.values()) == ["a", "b", "c", "d"]
+    assert workflow_table(view).row_count == 4
 
     with JobClient(settings) as client:  # the same workflow again: nothing new runs
         again = client.submit_workflow(steps, owner=OWNER, workflow_id=submitted.workflow_id)

@@ -25,6 +25,8 @@ from pipeline.serde import Event
 from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
 MAX_STEP_NAME_CHARS = 100
+STEP_LABEL = "jobstream.step"
+"""The label a step's job carries its name in (its handler and jobs.status see it)."""
 
 _STEP_FIELDS = frozenset({"name", "depends_on"})
 """What a step has besides the fields of a JobRequest (its owner is the workflow's)."""
@@ -141,7 +143,8 @@ def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
     return {
         "job_id": step_job_id(workflow_id, step["name"]), "idempotency_key": None,
         "workflow_id": workflow_id, "submitted_at_ms": submitted_at_ms,
-        "spec": {**spec, "depends_on": parents},
+        "spec": {**spec, "depends_on": parents,
+                 "labels": {**(spec.get("labels") or {}), STEP_LABEL: step["name"]}},
     }  # fmt: skip
 
 

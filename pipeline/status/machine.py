@@ -240,7 +240,7 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
 def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
     """Who the job is, from whatever the event tells: its fields, its execution's spec."""
     found: dict[str, Any] = {}
-    for name in ("job_type", "owner", "workflow_id"):
+    for name in ("job_type", "owner", "workflow_id", "step"):
         if event.get(name):
             found[name] = event[name]
     execution = event.get("execution") or {}

@@ -94,6 +94,8 @@ class JobRecord(NamedTuple):
     """Finished jobs: when the record is dropped (its jobs.status record stays)."""
     waiting_for: tuple[str, ...] = ()
     """BLOCKED: the parents (job ids) it still waits for."""
+    step: str | None = None
+    """Its step name, for a job submitted in a workflow."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -145,12 +147,13 @@ class JobRecord(NamedTuple):
     def encode(self) -> bytes:
         """JSON: an object of every field, in field order (tuples as lists).
 
-        An empty ``waiting_for`` is left out: a reader from before workflows (a rolling
-        upgrade) then decodes every record but those of blocked jobs.
+        An empty ``waiting_for`` and a null ``step`` are left out: a reader from before
+        workflows (a rolling upgrade) then decodes every record but those of their steps.
         """
         fields = self._asdict()
-        if not fields["waiting_for"]:
-            del fields["waiting_for"]
+        for name in ("waiting_for", "step"):  # added with workflows
+            if not fields[name]:
+                del fields[name]
         return orjson.dumps(fields)
 
     @classmethod

@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.workflow import expand_workflow
+from pipeline.jobs.workflow import STEP_LABEL, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
@@ -295,7 +295,7 @@ class TimerProcessor:
         data = {
             "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
             "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-            **fields,
+            "step": (spec.get("labels") or {}).get(STEP_LABEL), **fields,
         }  # fmt: skip
         key = partition_key(job["job_id"], job.get("workflow_id"))
         return Output(self.topics.events, key, Event("JobLifecycle", data))

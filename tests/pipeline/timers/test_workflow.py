@@ -75,6 +75,7 @@ def test_a_diamond_runs_each_step_once_its_parents_succeeded(
     assert lifecycle(accepted) == [("SCHEDULED", a), ("BLOCKED", b), ("BLOCKED", c),
                                    ("BLOCKED", d)]  # fmt: skip
     assert data(accepted, "BLOCKED", d)["waiting_for"] == [b, c]
+    assert data(accepted, "BLOCKED", d)["step"] == "d"
     assert all(o.key == WF.encode() for o in accepted), "keyed by the workflow"
 
     assert lifecycle(timers.advance(1)) == [("RUN", a), ("FIRED", a)]
