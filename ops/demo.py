@@ -3,8 +3,10 @@
 Starts the timers, the status processor, the retry router and one worker per demo job
 type (ops/demo_jobs) as processes, then submits: one-off jobs of the three types, a
 weekday cron job in Europe/Paris, a job that fails twice and then succeeds, a poison job
-that ends in the dead-letter topic, and a job cancelled before its time. It prints every
-change of their status from jobs.status until each one has settled.
+that ends in the dead-letter topic, a job cancelled before its time, and a small workflow
+(a CSV aggregation, then a chart, then a report, each step BLOCKED until its parent
+succeeded). It prints every change of their status from jobs.status until each one has
+settled.
 """
 
 from __future__ import annotations
@@ -64,6 +66,16 @@ def _submit(client: JobClient) -> dict[str, str]:
     ids = client.submit_many(requests.values())
     labels = dict(zip(ids, requests, strict=True))
     client.cancel(ids[-1], reason="no longer needed")
+    workflow = client.submit_workflow([
+        {"name": "aggregate", "job_type": "data.process",
+         "params": {"group_by": "region", "metric": "units"}},
+        {"name": "chart", "job_type": "image.render", "depends_on": ["aggregate"],
+         "params": {"title": "units by region", "values": [4, 7, 3]}},
+        {"name": "report", "job_type": "report.generate", "depends_on": ["chart"],
+         "params": {"group_by": "region", "metric": "units"}},
+    ], owner="demo")  # fmt: skip
+    for name, job_id in workflow.steps.items():
+        labels[job_id] = f"workflow {workflow.workflow_id[-6:]}: {name}"
     return labels
 
 
@@ -75,6 +87,8 @@ def _describe(status: JobStatus, label: str) -> str:
         line += f"  -> {status.result[:60]}{'...' if len(status.result) > 60 else ''}"
     if status.last_error and status.state != "SUCCEEDED":
         line += f"  ({status.last_error.error_type}: {status.last_error.message[:50]})"
+    if status.waiting_for:
+        line += f"  waiting for {', '.join(status.waiting_for)}"
     if status.next_fire_at_ms or (status.state == "SCHEDULED" and status.scheduled_at_ms):
         at = status.next_fire_at_ms or status.scheduled_at_ms or 0
         line += f"  next run {datetime.fromtimestamp(at / 1000, UTC):%Y-%m-%d %H:%M} UTC"

@@ -24,6 +24,7 @@ from pipeline.errors import (
 )
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.cli import register as register_job_commands
+from pipeline.jobs.workflow_cli import workflow_app
 from pipeline.logs import configure_logging
 from pipeline.retry.cli import retry_router
 from pipeline.status.cli import status_processor
@@ -67,8 +68,8 @@ def _setup(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the engine's commands to *app*: its processes, ``status``, ``dlq`` and the job
-    commands (``submit``, ``cancel``, ...)."""
+    """Add the engine's commands to *app*: its processes, ``status``, ``dlq``, the job
+    commands (``submit``, ``cancel``, ...) and ``workflow``."""
     app.command("timers")(timers)
     app.command("status-processor")(status_processor)
     app.command("status")(status)
@@ -76,6 +77,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(dlq_app, name="dlq")
     app.command("worker")(worker)
     register_job_commands(app)
+    app.add_typer(workflow_app, name="workflow")
 
 
 def run(app: typer.Typer) -> None:

@@ -39,7 +39,7 @@ SUBMIT_EPILOG = """Examples:
 
 
 @contextmanager
-def _refusals() -> Iterator[None]:
+def refusals() -> Iterator[None]:
     """A rule broken: say which field on stderr and exit 2."""
     try:
         yield
@@ -98,7 +98,7 @@ def submit(
     label: list[str] = LabelOption,
 ) -> None:
     """Submit a job and print its id."""
-    with _refusals():
+    with refusals():
         if tz is not None and cron is None:
             raise ValidationError("spec.cron.timezone", "--tz needs --cron")
         # Text as typed: JobRequest parses and checks each field, naming it when it cannot.
@@ -136,7 +136,7 @@ def cancel(
     reason: str | None = typer.Option(None, "--reason", help="Why, kept in the history."),
 ) -> None:
     """Cancel a job before it fires (a recurring job: every later run)."""
-    with _refusals():
+    with refusals():
         commands.cancel_event(job_id, workflow, reason, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.cancel(job_id, workflow_id=workflow, reason=reason)
@@ -144,7 +144,7 @@ def cancel(
 
 def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
     """Stop a recurring job from firing until it is resumed."""
-    with _refusals():
+    with refusals():
         commands.pause_event(job_id, workflow, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.pause(job_id, workflow_id=workflow)
@@ -152,7 +152,7 @@ def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) ->
 
 def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
     """Let a paused recurring job fire again."""
-    with _refusals():
+    with refusals():
         commands.resume_event(job_id, workflow, now_ms=now_ms())
     with JobClient(load_settings()) as client:
         client.resume(job_id, workflow_id=workflow)
@@ -166,7 +166,7 @@ def reschedule(
     workflow: str | None = WorkflowOption,
 ) -> None:
     """Give a recurring job a new schedule, new params, or both."""
-    with _refusals():
+    with refusals():
         if tz is not None and cron is None:
             raise ValidationError("cron.timezone", "--tz needs --cron")
         schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
@@ -178,6 +178,7 @@ def reschedule(
 
 def register(app: typer.Typer) -> None:
     """Add ``submit``, ``cancel``, ``pause``, ``resume`` and ``reschedule`` to ``app``."""
+
     app.command("submit", epilog=SUBMIT_EPILOG)(submit)
     app.command("cancel")(cancel)
     app.command("pause")(pause)

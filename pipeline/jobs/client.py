@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +27,7 @@ from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs import commands
 from pipeline.jobs.model import JobRequest
+from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.kafka import clients
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
@@ -73,6 +75,15 @@ def _on_delivery(
         codes.append(err.code())
 
 
+@dataclass(frozen=True)
+class WorkflowSubmission:
+    """A workflow the broker has acknowledged."""
+
+    workflow_id: str
+    steps: dict[str, str]
+    """Step name -> job id, in submission order."""
+
+
 class JobClient:
     """Submits jobs and commands to jobs.intake; one producer, safe to share between threads.
 
@@ -107,6 +118,25 @@ class JobClient:
         events = [request.to_event(now) for request in requests]
         self._send(events)
         return [event.data["job_id"] for event in events]
+
+    def submit_workflow(self, steps: Iterable[Mapping[str, Any]], *, owner: str,
+                        workflow_id: str | None = None,
+                        idempotency_key: str | None = None) -> WorkflowSubmission:  # fmt: skip
+        """Submit a workflow as one record: all its steps run, or (one rule broken) none.
+
+        A step is a mapping of ``name``, ``depends_on`` (names of other steps),
+        ``on_parent_failure`` and the other fields of :class:`JobRequest` but the owner.
+        Raises ValidationError naming ``steps.<i>.<field>`` (a cycle: ``steps``) before
+        anything is sent. With an idempotency key, a resubmission is the same workflow.
+        """
+        event = workflow_event(owner, steps, now_ms=now_ms(), workflow_id=workflow_id,
+                               idempotency_key=idempotency_key)  # fmt: skip
+        self._send([event])
+        return WorkflowSubmission(event.data["workflow_id"], step_ids(event))
+
+    def cancel_workflow(self, workflow_id: str, *, reason: str | None = None) -> None:
+        """Cancel every job of a workflow that has not ended (running ones finish)."""
+        self._send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms())])
 
     def cancel(
         self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None
@@ -143,7 +173,8 @@ class JobClient:
         codes: list[int] = []
         produce, poll = self._producer.produce, self._producer.poll
         for event in events:
-            job_id = event.data["job_id"]
+            # A workflow's records have no job id: they are named (and keyed) by the workflow.
+            job_id = event.data.get("job_id") or event.data["workflow_id"]
             value = self._serialize(event, None)
             key = partition_key(job_id, event.data["workflow_id"])
             callback = functools.partial(_on_delivery, failures, codes, job_id)

@@ -102,12 +102,27 @@ def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
     return event
 
 
+def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms: int) -> Event:
+    """WorkflowCancelled: cancel every job of the workflow that has not ended yet."""
+    record = {"workflow_id": workflow_id, "requested_at_ms": now_ms, "reason": reason}
+    event = Event("WorkflowCancelled", record)
+    validate_command(event, now_ms=now_ms)
+    return event
+
+
 def validate_command(event: Event, *, now_ms: int) -> None:
-    """Check a JobCancelled or ScheduleChanged; ValidationError naming the field at fault.
+    """Check a JobCancelled, ScheduleChanged or WorkflowCancelled; ValidationError naming
+    the field at fault.
 
     Paths are those of the command's own record (``cron.timezone``, not ``spec.cron...``).
     """
     record = event.data
+    if event.name == "WorkflowCancelled":
+        rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
+        _check_requested_at(record.get("requested_at_ms"), now_ms)
+        if record.get("reason") is not None:
+            rules.field_check("reason", rules.reason, record["reason"])
+        return
     rules.field_check("job_id", rules.job_id, record.get("job_id"))
     if record.get("workflow_id") is not None:
         rules.field_check("workflow_id", rules.workflow_id, record["workflow_id"])

@@ -161,6 +161,7 @@ class JobRequest(_Model):
         "retry": "spec.retry",
         "timeout_ms": "spec.timeout_ms",
         "labels": "spec.labels",
+        "on_parent_failure": "spec.on_parent_failure",
     }
 
     job_type: Annotated[str, AfterValidator(rules.job_type)]
@@ -178,7 +179,11 @@ class JobRequest(_Model):
     cron: Annotated[InstanceOf[CronSpec] | None, BeforeValidator(cron_spec)] = None
     """Recurring jobs: the schedule. Excludes ``run_at``."""
     depends_on: tuple[JobId, ...] = ()
-    """Job ids that must succeed first."""
+    """Job ids of the same workflow that must succeed first (needs ``workflow_id``)."""
+    on_parent_failure: Annotated[Literal["CANCEL", "RUN"], BeforeValidator(rules.policy)] = (
+        "CANCEL"
+    )
+    """When a parent ends DEAD_LETTERED or CANCELLED: cancel this job, or run it anyway."""
     retry: Annotated[RetryPolicy, WrapValidator(_retry_policy)] | None = None
     """None takes the job type's default policy."""
     timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
@@ -233,6 +238,7 @@ class JobRequest(_Model):
                 "retry": None if self.retry is None else self.retry.to_avro(),
                 "timeout_ms": self.timeout_ms,
                 "labels": dict(self.labels),
+                "on_parent_failure": self.on_parent_failure,
             },
         }
         _check_envelope(record, now_ms=now_ms)
@@ -255,7 +261,8 @@ def validate_submitted(record: Mapping[str, Any], *, now_ms: int) -> None:
 
 
 _SAME_IN_SPEC = (
-    "job_type", "owner", "params", "priority", "depends_on", "retry", "timeout_ms", "labels"
+    "job_type", "owner", "params", "priority", "depends_on", "retry", "timeout_ms", "labels",
+    "on_parent_failure",
 )  # fmt: skip
 """JobRequest fields that have the same name and form in the record's spec."""
 _SAME_AT_TOP = ("idempotency_key", "workflow_id")
@@ -309,6 +316,11 @@ def _check_consistency(record: Mapping[str, Any], request: JobRequest) -> None:
             )
     if job_id in request.depends_on:
         raise ValidationError("spec.depends_on", "lists the job itself")
+    if request.depends_on and request.workflow_id is None:
+        raise ValidationError("spec.depends_on", "needs a workflow_id: dependencies are "
+                                                 "between jobs of one workflow")  # fmt: skip
+    if request.depends_on and request.cron is not None:
+        raise ValidationError("spec.depends_on", "a recurring job cannot wait for other jobs")
     if request.cron is not None:
         submitted = record["submitted_at_ms"]
         if next_fire_ms(request.cron, submitted - 1, job_id=job_id) is None:

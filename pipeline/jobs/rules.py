@@ -37,6 +37,8 @@ LONG_MAX = 2**63 - 1
 
 PRIORITIES = ("HIGH", "NORMAL", "LOW")
 """The symbols of io.jobstream.Priority; callers may write them in any case."""
+PARENT_FAILURE_POLICIES = ("CANCEL", "RUN")
+"""The symbols of io.jobstream.ParentFailurePolicy."""
 
 _JOB_TYPE = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
@@ -106,6 +108,13 @@ def priority(value: object) -> str:
     if isinstance(value, str) and value.upper() in PRIORITIES:
         return value.upper()
     raise ValueError(f"must be one of high, normal, low; got {value!r}")
+
+
+def policy(value: object) -> str:
+    """``on_parent_failure``: CANCEL or RUN, in any case."""
+    if isinstance(value, str) and value.upper() in PARENT_FAILURE_POLICIES:
+        return value.upper()
+    raise ValueError(f"must be one of cancel, run; got {value!r}")
 
 
 def params(value: object) -> dict[str, Any]:

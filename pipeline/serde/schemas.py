@@ -42,6 +42,9 @@ EVENT_NAMES: tuple[str, ...] = (
     "RetryScheduled",
     "DeadLettered",
     "WorkerHeartbeat",
+    "WorkflowSubmitted",
+    "WorkflowCancelled",
+    "StepEnded",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

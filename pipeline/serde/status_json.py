@@ -58,6 +58,10 @@ class JobStatus(BaseModel):
     duplicates: int = Field(
         default=0, ge=0, description="Submissions dropped as duplicates of this job."
     )
+    step: str | None = Field(default=None, description="Its step name, in a workflow.")
+    waiting_for: list[str] = Field(
+        default_factory=list, description="BLOCKED: the parents (job ids) it still waits for."
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

@@ -64,6 +64,7 @@ _DUPLICATE, _FIRED, _STARTED, _HEARTBEAT, _SUCCEEDED, _LOST, _RETRY_SCHEDULED, _
     K.DUPLICATE, K.FIRED, K.STARTED, K.HEARTBEAT, K.SUCCEEDED, K.LOST, K.RETRY_SCHEDULED,
     K.DEAD_LETTERED,
 )  # fmt: skip
+_BLOCKED = K.BLOCKED
 _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
@@ -92,10 +93,9 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
     S.DEAD_LETTERED: {K.FIRED: S.QUEUED, K.RETRY_SCHEDULED: S.FAILED_RETRYING},
     S.CANCELLED: {},
     S.PAUSED: {K.CANCELLED: S.CANCELLED, K.RESUMED: S.SCHEDULED},
-    # BLOCKED is reserved for jobs waiting on dependencies and has no row in the contract
-    # yet: entered from SCHEDULED (the BLOCKED cell above), left when the job fires or is
-    # cancelled.
-    S.BLOCKED: {K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED},
+    # Waiting for parents: BLOCKED again with fewer parents, SCHEDULED (the column below)
+    # once released, CANCELLED when a parent failed.
+    S.BLOCKED: {K.BLOCKED: S.BLOCKED, K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED},
 }  # fmt: skip
 
 Transitions = dict[tuple[JobState | None, str], JobState]
@@ -206,6 +206,11 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     execution = execution_id_of(event)
     if record.state is S.DEAD_LETTERED:  # a redrive: the failure is history now
         changes["last_error"] = None
+    if kind is _BLOCKED:
+        changes.update(scheduled_at_ms=event.get("scheduled_at_ms"),
+                       waiting_for=tuple(event.get("waiting_for") or ()))  # fmt: skip
+    elif record.waiting_for:
+        changes["waiting_for"] = ()
     if kind in _SETS_SCHEDULE:
         changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
         if recurring:
@@ -235,7 +240,7 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
 def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
     """Who the job is, from whatever the event tells: its fields, its execution's spec."""
     found: dict[str, Any] = {}
-    for name in ("job_type", "owner", "workflow_id"):
+    for name in ("job_type", "owner", "workflow_id", "step"):
         if event.get(name):
             found[name] = event[name]
     execution = event.get("execution") or {}

@@ -1,5 +1,9 @@
 """Where a job's status is decided: events fold into records, leases expire into LOST.
 
+A job of a workflow that ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) is also announced to
+the timers of its workflow as a StepEnded command on jobs.intake, so that they release or
+cancel its children (docs/workflows.md).
+
 Pure over a :class:`StatusState` (one partition's store within one transaction), like the
 timer processor: every call returns the records to produce, and the runner carries them,
 the changelog and the input offsets in one Kafka transaction. The clock is an argument,
@@ -59,6 +63,8 @@ class StatusCounters:
     lost: int = 0
     ignored: int = 0
     purged: int = 0
+    steps_ended: int = 0
+    """StepEnded commands sent to the timers: jobs of workflows that ended."""
     illegal_by_transition: Counter[str] = field(default_factory=Counter)
     """Rejections by "STATE + KIND": which component breaks the contract, and how."""
 
@@ -99,6 +105,9 @@ class StatusProcessor:
             self.counters.duplicates += 1
             outputs.append(self._duplicate(state, before, event, decision.reason, now_ms,
                                            applied=True))  # fmt: skip
+        if finished and after.workflow_id and (before is None
+                                                or before.state not in TERMINAL_STATES):
+            outputs.append(self._step_ended(after, event))
         if changed:
             # jobs.status is compacted: only a job's last status in a transaction is written.
             outputs.append(Output(self.topics.status, after.job_id.encode(), after, compact=True))
@@ -166,6 +175,23 @@ class StatusProcessor:
             execution_id=execution_id_of(event), worker_id=worker,
             detail=f"{kind} from {worker or 'an unknown worker'} {verdict} {reason}",
         )  # fmt: skip
+
+    def _step_ended(self, record: JobRecord, event: Mapping[str, Any]) -> Output:
+        """StepEnded to the workflow's partition of jobs.intake: the timers there hold its
+        children. In the same transaction as the status that ends the job, so it is sent
+        once; a replay of jobs.events may send it again, which the timers ignore."""
+        assert record.workflow_id is not None
+        succeeded = record.state is JobState.SUCCEEDED
+        data = {
+            "job_id": record.job_id, "workflow_id": record.workflow_id,
+            "outcome": record.state.value, "ended_at_ms": int(event["at_ms"]),
+            "result": record.result if succeeded else None,
+            "result_uri": record.result_uri if succeeded else None,
+            "detail": event.get("detail"),
+        }  # fmt: skip
+        self.counters.steps_ended += 1
+        return Output(self.topics.intake, partition_key(record.job_id, record.workflow_id),
+                      Event("StepEnded", data))  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
               now_ms: int) -> Output:  # fmt: skip

@@ -41,6 +41,7 @@ def read_statuses(
     owner: str | None = None,
     state: JobState | None = None,
     job_id: str | None = None,
+    workflow_id: str | None = None,
     timeout_s: float = 30.0,
 ) -> dict[str, JobStatus]:
     """The latest status of every job on jobs.status, by job id, filtered as asked.
@@ -60,7 +61,9 @@ def read_statuses(
         statuses = _replay(consumer, set(metadata.partitions), owner, job_id, timeout_s)
     finally:
         consumer.close()
-    return {key: s for key, s in statuses.items() if state is None or s.state is state}
+    return {key: s for key, s in statuses.items()
+            if (state is None or s.state is state)
+            and (workflow_id is None or s.workflow_id == workflow_id)}  # fmt: skip
 
 
 def _replay(consumer: Consumer, pending: set[int], owner: str | None,
@@ -122,18 +125,42 @@ def status_table(statuses: dict[str, JobStatus]) -> Table:
     return table
 
 
+def workflow_table(statuses: dict[str, JobStatus]) -> Table:
+    """One row per step of a workflow: jobs that waited or wait for others after them."""
+    table = Table()
+    for column in ("step", "job id", "type", "state", "attempt", "waiting for", "last error"):
+        table.add_column(column, no_wrap=column in ("job id", "state"))
+    waited = {parent for s in statuses.values() for parent in s.waiting_for}
+    # Parents first as far as the statuses tell (a blocked job after what it waits for),
+    # then by id; a status carries no edges once a job is released.
+    ordered = sorted(statuses.values(), key=lambda s: (bool(s.waiting_for),
+                                                       s.job_id not in waited, s.job_id))
+    for s in ordered:
+        error = f"{s.last_error.error_type}: {s.last_error.message}" if s.last_error else ""
+        table.add_row(s.step or "", s.job_id, s.job_type, s.state.value, str(s.attempt),
+                      ", ".join(s.waiting_for), error)  # fmt: skip
+    return table
+
+
 def status(
     job_id: str | None = typer.Argument(None, help="One job, shown whole (JSON)."),
     owner: str | None = typer.Option(None, "--owner", help="Only this owner's jobs."),
     state: JobState | None = typer.Option(None, "--state", case_sensitive=False,
                                           help="Only jobs in this state."),
+    workflow: str | None = typer.Option(None, "--workflow",
+                                        help="One workflow's steps, parents before children."),
     timeout_ms: int = TimeoutOption,
 ) -> None:  # fmt: skip
     """Show jobs' latest states, read from jobs.status: a table, or one job's every field."""
     statuses = read_statuses(load_settings(), owner=owner, state=state, job_id=job_id,
-                             timeout_s=timeout_ms / 1000)  # fmt: skip
+                             workflow_id=workflow, timeout_s=timeout_ms / 1000)  # fmt: skip
     console = Console()
-    if job_id is None:
+    if workflow is not None:
+        if not statuses:
+            typer.echo(f"error: no status for workflow {workflow}", err=True)
+            raise typer.Exit(EXIT_NOT_FOUND)
+        console.print(workflow_table(statuses))
+    elif job_id is None:
         console.print(status_table(statuses))
     elif job_id in statuses:
         console.print_json(encode_status(statuses[job_id]).decode())

@@ -92,6 +92,10 @@ class JobRecord(NamedTuple):
     """First attempts fired (retries excluded): the timers' run count, for max_runs."""
     purge_at_ms: int | None = None
     """Finished jobs: when the record is dropped (its jobs.status record stays)."""
+    waiting_for: tuple[str, ...] = ()
+    """BLOCKED: the parents (job ids) it still waits for."""
+    step: str | None = None
+    """Its step name, for a job submitted in a workflow."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -141,14 +145,23 @@ class JobRecord(NamedTuple):
         return orjson.dumps(values)
 
     def encode(self) -> bytes:
-        """JSON: an object of every field, in field order (tuples as lists)."""
-        return orjson.dumps(self._asdict())
+        """JSON: an object of every field, in field order (tuples as lists).
+
+        An empty ``waiting_for`` and a null ``step`` are left out: a reader from before
+        workflows (a rolling upgrade) then decodes every record but those of their steps.
+        """
+        fields = self._asdict()
+        for name in ("waiting_for", "step"):  # added with workflows
+            if not fields[name]:
+                del fields[name]
+        return orjson.dumps(fields)
 
     @classmethod
     def decode(cls, raw: bytes) -> JobRecord:
         data = orjson.loads(raw)
         data["state"] = JobState(data["state"])
         data["finished"] = tuple(data["finished"])
+        data["waiting_for"] = tuple(data.get("waiting_for", ()))
         return cls(**data)
 
 

@@ -36,6 +36,8 @@ class TimerEntry:
     """Runs fired so far (recurring jobs)."""
     attempt: int = 1
     paused: bool = False
+    blocked: bool = False
+    """Waiting for parents (its step node says which): out of the schedule until released."""
     errors: list[dict[str, Any]] = field(default_factory=list)
     """A retry's earlier attempts' errors."""
 

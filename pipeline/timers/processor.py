@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
+from pipeline.jobs.workflow import STEP_LABEL, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
@@ -22,7 +23,9 @@ from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
 from pipeline.serde import Event
 from pipeline.timers.entry import TimerEntry, retry_timer_id
 from pipeline.timers.state import TimerState
+from pipeline.timers.workflow import WorkflowTimers
 from pipeline.topics import Topics
+from pipeline.workflows import GateAction, WorkflowRecord
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ class TimerProcessor:
         self.topics = topics
         self.policy = policy or TimerPolicy()
         self.duplicates = 0
+        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled)
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -64,19 +68,53 @@ class TimerProcessor:
             return self._schedule_changed(state, data, now_ms)
         if event.name == "RetryScheduled":
             return self._retry(state, data, now_ms)
+        if event.name == "StepEnded":
+            return self.workflows.step_ended(state, data, now_ms)
+        if event.name == "WorkflowSubmitted":
+            return self._workflow_submitted(state, data, now_ms)
+        if event.name == "WorkflowCancelled":
+            validate_command(event, now_ms=now_ms)
+            return self.workflows.cancel_workflow(state, data, now_ms)
         raise ValidationError("event", f"{event.name} does not belong on the timer topics")
 
-    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int) -> list[Output]:
-        validate_submitted(job, now_ms=now_ms)
-        if state.get(job["job_id"]) is not None:
+    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int, *,
+                   step: str | None = None, checked: bool = False) -> list[Output]:  # fmt: skip
+        if not checked:
+            validate_submitted(job, now_ms=now_ms)
+        in_workflow = job.get("workflow_id") is not None
+        known = in_workflow and self.workflows.known(state, job)
+        if known or state.get(job["job_id"]) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
             return []
         due = self._first_fire(job, now_ms)
+        gate = self.workflows.admit(state, job, step) if in_workflow else None
         if due is None:
             return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run")]
-        entry = TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due)
-        state.put(entry)
+        if gate is not None and gate.action is GateAction.CANCEL:
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason)]
+        blocked = gate is not None and gate.action is GateAction.WAIT
+        state.put(TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due,
+                             blocked=blocked))  # fmt: skip
+        if gate is not None and blocked:
+            return [self.workflows.blocked(job, now_ms, due, gate.waiting)]
         return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due)]
+
+    def _workflow_submitted(self, state: TimerState, data: dict[str, Any],
+                            now_ms: int) -> list[Output]:  # fmt: skip
+        """Every step of a workflow, parents first, or (one rule broken) none of them."""
+        steps = expand_workflow(data, now_ms=now_ms)
+        workflow_id = data["workflow_id"]
+        if state.nodes.workflow(workflow_id) is not None:
+            self.duplicates += 1  # the same workflow again: same id, same idempotency key
+            return []
+        state.nodes.put_workflow(WorkflowRecord(
+            workflow_id=workflow_id, owner=data["owner"], steps=len(steps),
+            idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
+        ))  # fmt: skip
+        emits: list[Output] = []
+        for name, job in steps:
+            emits.extend(self._submitted(state, job, now_ms, step=name, checked=True))
+        return emits
 
     def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         emits = []
@@ -85,6 +123,7 @@ class TimerProcessor:
             if entry is None or entry.kind == "marker":
                 continue
             self._finish(state, entry, now_ms)
+            self.workflows.forget_waiting(state, entry.job)
             emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason")))
         # A failure reported after the cancel must not bring the job back.
         self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
@@ -130,6 +169,9 @@ class TimerProcessor:
         current = state.get(retry_timer_id(data["job_id"]))
         if current is not None and current.attempt >= data["attempt"]:
             self.duplicates += 1
+            if current.attempt == CANCELLED_ATTEMPT:  # its status waits for the retry: end it
+                return [self._lifecycle(K.CANCELLED, data, now_ms,
+                                        detail="cancelled before its retry")]  # fmt: skip
             return []
         job = {
             "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
@@ -153,7 +195,7 @@ class TimerProcessor:
                 state.remove(entry.timer_id)
                 continue
             if entry.kind == "retry" or not entry.spec.get("cron"):
-                emits.extend(self._fire(entry, entry.due_ms, now_ms))
+                emits.extend(self._fire(state, entry, entry.due_ms, now_ms))
                 self._finish(state, entry, now_ms)
                 continue
             emits.extend(self._fire_recurring(state, entry, now_ms))
@@ -171,14 +213,15 @@ class TimerProcessor:
                               job_id=entry.job_id, runs_so_far=entry.runs,
                               grace_ms=self.policy.grace_ms)  # fmt: skip
             fires, following = missed.run_now, missed.next_fire_ms
-        emits = [emit for fire in fires for emit in self._fire(entry, fire, now_ms)]
+        emits = [emit for fire in fires for emit in self._fire(state, entry, fire, now_ms)]
         if following is None:
             self._finish(state, entry, now_ms)
         else:
             state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires)))
         return emits
 
-    def _fire(self, entry: TimerEntry, fire_ms: int, now_ms: int) -> list[Output]:
+    def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int,
+              now_ms: int) -> list[Output]:  # fmt: skip
         spec = entry.spec
         timeout = spec.get("timeout_ms")
         execution = {
@@ -194,6 +237,7 @@ class TimerProcessor:
             "spec": spec,
             "idempotency_key": entry.job.get("idempotency_key"),
             "errors": entry.errors,
+            "parent_results": self.workflows.parent_results(state, entry.job),
         }
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
         topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))
@@ -251,7 +295,7 @@ class TimerProcessor:
         data = {
             "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
             "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-            **fields,
+            "step": (spec.get("labels") or {}).get(STEP_LABEL), **fields,
         }  # fmt: skip
         key = partition_key(job["job_id"], job.get("workflow_id"))
         return Output(self.topics.events, key, Event("JobLifecycle", data))

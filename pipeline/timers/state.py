@@ -1,5 +1,8 @@
 """The timer store of one partition: entries by timer id, and a schedule by fire time.
 
+Workflows add step nodes and a blocked index (pipeline/timers/nodes.py); a blocked entry,
+like a paused one, has no schedule key until it is released.
+
 Two key spaces (pipeline/timers/keys.py): ``j<timer id>`` holds the entry, and
 ``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
 range scan. Only entries go to the changelog; the schedule is derived from them, so
@@ -17,6 +20,7 @@ from pipeline.timers.keys import (
     encode_index_key,
     encode_schedule_key,
 )
+from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 ChangelogRecord = tuple[bytes, bytes | None]
 
@@ -30,6 +34,8 @@ class TimerState:
         # Entries decoded in this transaction: firing reads an entry, then replaces or
         # removes it, and each of those needs the entry's current schedule key.
         self._entries: dict[str, TimerEntry | None] = {}
+        self.nodes = WorkflowNodes(tx, self.changelog)
+        """The workflows' step nodes, in the same transaction and changelog."""
 
     @property
     def changed(self) -> bool:
@@ -56,6 +62,9 @@ class TimerState:
 
     def restore(self, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record (no changelog output: it came from there)."""
+        if key[:1] in LOGGED_PREFIXES:
+            self.nodes.restore(key, value)
+            return
         timer_id = key.decode()
         entry = None if value is None else TimerEntry.decode(value)
         self._index(timer_id, entry, value)
@@ -85,6 +94,6 @@ class TimerState:
             self.tx.delete(index_key)
             return True
         self.tx.put(index_key, raw)
-        if not entry.paused:
+        if not entry.paused and not entry.blocked:
             self.tx.put(encode_schedule_key(entry.due_ms, timer_id), b"")
         return True

@@ -18,7 +18,7 @@ async def process(ctx: JobContext) -> dict:
 """
 
 from pipeline.worker.app import WorkerApp
-from pipeline.worker.context import JobContext
+from pipeline.worker.context import JobContext, ParentResult
 from pipeline.worker.results import LocalResultStore, ResultStore
 
-__all__ = ["JobContext", "LocalResultStore", "ResultStore", "WorkerApp"]
+__all__ = ["JobContext", "LocalResultStore", "ParentResult", "ResultStore", "WorkerApp"]

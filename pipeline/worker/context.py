@@ -8,13 +8,30 @@ object is refused with a non-retryable ValidationError (no attempt can fix the i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import orjson
 
 from pipeline.errors import ValidationError
 from pipeline.worker.results import ResultStore
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParentResult:
+    """One parent of the job (``depends_on``) as it ended."""
+
+    job_id: str
+    step: str | None
+    """Its step name, for a job submitted in a workflow."""
+    outcome: str
+    """SUCCEEDED; DEAD_LETTERED or CANCELLED when the job runs anyway (on_parent_failure=RUN)."""
+    result: Any
+    """Its result parsed from JSON; None when it returned nothing or its result is a URI."""
+    result_uri: str | None
+    """Where its large result is stored: read it with ``ctx.result_store.get(uri)``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +57,9 @@ class JobContext:
     worker_id: str
     result_store: ResultStore = field(repr=False)
     """Where large results go; a handler may put a file itself and return its URI."""
+    parent_results: Mapping[str, ParentResult] = field(default_factory=dict)
+    """The job's parents as they ended, by step name (by job id for a parent that is not a
+    named step), in its ``depends_on`` order. Empty for a job without parents."""
 
 
 def parse_params(text: str | None) -> dict[str, Any]:
@@ -51,6 +71,22 @@ def parse_params(text: str | None) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise ValidationError("spec.params", f"expected a JSON object, got {type(params).__name__}")
     return params
+
+
+def parent_results(records: list[dict[str, Any]] | None) -> Mapping[str, ParentResult]:
+    """The ``parent_results`` of an ExecutionRequested, read-only, by step name or job id."""
+    found = {}
+    for record in records or ():
+        text = record.get("result")
+        try:
+            value = None if text is None else orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = text  # a result written by another client: handed over as it is
+        parent = ParentResult(job_id=record["job_id"], step=record.get("step"),
+                              outcome=str(record.get("outcome")), result=value,
+                              result_uri=record.get("result_uri"))  # fmt: skip
+        found[parent.step or parent.job_id] = parent
+    return MappingProxyType(found)
 
 
 def build_context(
@@ -75,4 +111,5 @@ def build_context(
         deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
         worker_id=worker_id,
         result_store=result_store,
+        parent_results=parent_results(execution.get("parent_results")),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from pipeline.errors import NonRetryableError
 from pipeline.worker import JobContext, WorkerApp
@@ -15,13 +16,17 @@ class Transient(Exception):
 
 
 @app.handler("data.process")
-def work(ctx: JobContext) -> dict[str, int]:
+def work(ctx: JobContext) -> dict[str, Any]:
     """Sleeps ``sleep_s``, fails while the attempt is below ``fail_until_attempt``,
-    refuses for good with ``non_retryable``; otherwise answers with its attempt."""
+    refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
+    ``echo_parents`` also its parents' outcomes and results (workflow tests)."""
     params = ctx.params
     time.sleep(float(params.get("sleep_s", 0)))
     if params.get("non_retryable"):
         raise NonRetryableError("bad input")
     if ctx.attempt < int(params.get("fail_until_attempt", 0)):
         raise Transient(f"attempt {ctx.attempt} fails")
+    if params.get("echo_parents"):
+        parents = {name: [p.outcome, p.result] for name, p in ctx.parent_results.items()}
+        return {"attempt": ctx.attempt, "parents": parents}
     return {"attempt": ctx.attempt}

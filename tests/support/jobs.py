@@ -64,6 +64,7 @@ def submitted(
                 "retry": None,
                 "timeout_ms": None,
                 "labels": {},
+                "on_parent_failure": "CANCEL",
             },
         },
     )

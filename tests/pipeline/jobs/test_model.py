@@ -12,7 +12,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs.keys import idempotent_job_id
 from pipeline.jobs.model import JobRequest, RetryPolicy, validate_submitted
 from pipeline.jobs.rules import MAX_PARAMS_BYTES
-from pipeline.scheduling import CronSpec, job_id_time_ms
+from pipeline.scheduling import job_id_time_ms
 from pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
 NOW_MS = 1_795_000_000_000  # 2026-11-18T09:46:40Z
@@ -141,8 +141,9 @@ def test_to_event_builds_a_full_job_submitted() -> None:
         **BASE,
         params={"report": "sales"},
         priority="high",
-        cron={"expression": "0 9 * * MON-FRI", "timezone": "Europe/Paris", "max_runs": 10},
+        run_at=NOW + timedelta(hours=1),
         depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"],
+        on_parent_failure="run",
         retry={"max_attempts": 5, "non_retryable_errors": ["KeyError"]},
         timeout_ms=60_000,
         workflow_id="wf-1",
@@ -157,11 +158,8 @@ def test_to_event_builds_a_full_job_submitted() -> None:
     spec = data["spec"]
     assert spec["params"] == '{"report":"sales"}'
     assert spec["priority"] == "HIGH"
-    assert spec["run_at_ms"] is None
-    assert (
-        spec["cron"]
-        == CronSpec(expression="0 9 * * MON-FRI", timezone="Europe/Paris", max_runs=10).to_avro()
-    )
+    assert spec["run_at_ms"] == NOW_MS + 3_600_000
+    assert spec["on_parent_failure"] == "RUN"
     assert spec["retry"]["max_attempts"] == 5
     assert spec["retry"]["non_retryable_errors"] == ["KeyError"]
     assert spec["retry"]["max_backoff_ms"] == 300_000  # the Avro default
@@ -211,7 +209,8 @@ def good_records() -> list[dict[str, Any]]:
         JobRequest(**BASE, run_at=NOW + timedelta(days=30), priority="low", timeout_ms=1),
         JobRequest(**BASE, cron={"expression": "0 9 * * MON-FRI", "timezone": "Europe/Paris"}),
         JobRequest(**BASE, idempotency_key="k-1", workflow_id="wf", retry={"max_attempts": 1}),
-        JobRequest(**BASE, depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"], labels={"a": "b"}),
+        JobRequest(**BASE, depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"], labels={"a": "b"},
+                   workflow_id="wf"),
     ]
     return [request.to_event(NOW_MS).data for request in requests]
 
@@ -322,6 +321,19 @@ def test_validate_submitted_refuses_a_job_depending_on_itself() -> None:
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS)
     assert refused.value.field == "spec.depends_on"
+
+
+def test_dependencies_need_a_workflow_and_a_one_off_job() -> None:
+    parent = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+    with pytest.raises(ValidationError, match="needs a workflow_id") as refused:
+        JobRequest(**BASE, depends_on=[parent]).to_event(NOW_MS)
+    assert refused.value.field == "spec.depends_on"
+    with pytest.raises(ValidationError, match="recurring job cannot wait") as refused:
+        JobRequest(**BASE, depends_on=[parent], workflow_id="wf", cron="0 9 * * *").to_event(NOW_MS)
+    assert refused.value.field == "spec.depends_on"
+    with pytest.raises(ValidationError) as refused:
+        JobRequest(**BASE, on_parent_failure="ignore")
+    assert refused.value.field == "spec.on_parent_failure"
 
 
 def test_validate_submitted_allows_some_client_clock_skew() -> None:

@@ -38,8 +38,9 @@ def execution(*, job_id: str | None = None, attempt: int = 1, fired_at_ms: int |
         "scheduled_at_ms": fired, "fired_at_ms": fired, "deadline_ms": None,
         "spec": {"job_type": job_type, "owner": owner, "params": '{"input": 1}',
                  "priority": "NORMAL", "run_at_ms": None, "cron": None, "depends_on": [],
-                 "retry": retry, "timeout_ms": None, "labels": {}},
-        "idempotency_key": idempotency_key, "errors": list(errors),
+                 "retry": retry, "timeout_ms": None, "labels": {},
+                 "on_parent_failure": "CANCEL"},
+        "idempotency_key": idempotency_key, "errors": list(errors), "parent_results": [],
     }  # fmt: skip
 
 

@@ -234,3 +234,50 @@ def test_restore_from_the_changelog_rebuilds_the_same_state(
     assert lifecycles(twin.step(expiry)) == lifecycles(driver.step(expiry))
     assert everything(copy) == everything(driver.store(PARTITION))
     twin.close()
+
+
+# -- workflows -----------------------------------------------------------------------------
+
+
+def in_workflow(event: dict[str, Any]) -> dict[str, Any]:
+    return {**event, "workflow_id": "wf-1"}
+
+
+def steps_ended(emits: list[Output]) -> list[Output]:
+    return [e for e in emits if isinstance(e.value, Event) and e.value.name == "StepEnded"]
+
+
+def test_a_blocked_job_shows_the_parents_it_waits_for(driver: StatusDriver) -> None:
+    blocked = lifecycle("BLOCKED", JOB, waiting_for=[OTHER, "P2"], scheduled_at_ms=T0)
+    assert statuses(driver.step(T0, in_workflow(blocked)))[-1].waiting_for == [OTHER, "P2"]
+    narrowed = lifecycle("BLOCKED", JOB, waiting_for=["P2"], scheduled_at_ms=T0)
+    assert statuses(driver.step(T0 + 1, in_workflow(narrowed)))[-1].waiting_for == ["P2"]
+    released = statuses(driver.step(T0 + 2, in_workflow(scheduled(JOB, at_ms=T0 + 2))))[-1]
+    assert (released.state, released.waiting_for) == (S.SCHEDULED, [])
+
+
+def test_a_job_of_a_workflow_that_ends_is_announced_to_its_timers_once(
+    driver: StatusDriver,
+) -> None:
+    run = {**execution(JOB, epoch=E1), "workflow_id": "wf-1"}
+    driver.step(E1, in_workflow(fired(run)), in_workflow(outcome("STARTED", run)))
+    failed = driver.step(E1 + 5, in_workflow(outcome("FAILED", run)),
+                         in_workflow(retry_scheduled(run, retry_at_ms=E1 + 1000)))  # fmt: skip
+    assert steps_ended(failed) == [], "a retried job has not ended"
+    again = {**execution(JOB, epoch=E2, attempt=2), "workflow_id": "wf-1"}
+    driver.step(E2, in_workflow(fired(again)), in_workflow(outcome("STARTED", again)))
+    emits = driver.step(E2 + 9, in_workflow(outcome("SUCCEEDED", again, result='{"n":1}')))
+    [ended] = steps_ended(emits)
+    assert (ended.topic, ended.key, ended.partition) == ("jobs.intake", b"wf-1", None)
+    assert ended.value.data == {"job_id": JOB, "workflow_id": "wf-1", "outcome": "SUCCEEDED",
+                                "ended_at_ms": E2 + 1, "result": '{"n":1}', "result_uri": None,
+                                "detail": None}  # fmt: skip
+    duplicate = driver.step(E2 + 10, in_workflow(outcome("SUCCEEDED", again, result='{"n":1}')))
+    assert steps_ended(duplicate) == []
+
+
+def test_a_job_without_a_workflow_announces_nothing(driver: StatusDriver) -> None:
+    run = start_run(driver)
+    assert steps_ended(driver.step(E1 + 9, outcome("SUCCEEDED", run))) == []
+    cancelled = driver.step(T0, lifecycle("CANCELLED", OTHER, workflow_id="wf-1", detail="x"))
+    assert [e.value.data["outcome"] for e in steps_ended(cancelled)] == ["CANCELLED"]

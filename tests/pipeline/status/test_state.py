@@ -64,6 +64,8 @@ def test_a_record_is_stored_as_before_and_decodes_back() -> None:
     new = JobRecord(job_id=OTHER, state=S.SCHEDULED)
     assert JobRecord.decode(new.encode()) == new
     assert isinstance(JobRecord.decode(new.encode()).finished, tuple)
+    blocked = JobRecord(job_id=OTHER, state=S.BLOCKED, waiting_for=(JOB,))
+    assert JobRecord.decode(blocked.encode()) == blocked
 
 
 @pytest.fixture

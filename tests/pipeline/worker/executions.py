@@ -32,13 +32,14 @@ def execution_requested(
         "priority": priority, "run_at_ms": None,
         "cron": cron_schedule("* * * * *", overlap=overlap) if overlap else None,
         "depends_on": [], "retry": None, "timeout_ms": timeout_ms, "labels": {},
+        "on_parent_failure": "CANCEL",
     }  # fmt: skip
     return Event("ExecutionRequested", {
         "job_id": job_id, "workflow_id": None,
         "execution_id": execution_id(job_id, attempt, fire_ms), "attempt": attempt,
         "epoch": fired, "scheduled_at_ms": fire_ms, "fired_at_ms": fired,
         "deadline_ms": fired + timeout_ms if timeout_ms else None, "spec": spec,
-        "idempotency_key": None, "errors": [],
+        "idempotency_key": None, "errors": [], "parent_results": [],
     })  # fmt: skip
 
 

@@ -52,3 +52,26 @@ def test_the_jobs_own_timeout_wins_then_the_handlers_then_300_s() -> None:
     assert app.get("with.timeout").timeout_for(execution_requested(timeout_ms=1500).data) == 1.5
     assert app.get("with.timeout").timeout_for(execution_requested().data) == 60
     assert app.get("without").timeout_for(execution_requested().data) == DEFAULT_TIMEOUT_S == 300
+
+
+def test_a_child_sees_its_parents_results_by_step_name(tmp_path: Path) -> None:
+    record = execution_requested().data
+    record["parent_results"] = [
+        {"job_id": "W1", "outcome": "SUCCEEDED", "result": '{"rows": 3}', "result_uri": None,
+         "step": "extract"},
+        {"job_id": "W2", "outcome": "SUCCEEDED", "result": None,
+         "result_uri": "file:///r/chart.png", "step": "chart"},
+        {"job_id": "01JD3W6Q8Z5X7M2K4N9P0R1S2T", "outcome": "DEAD_LETTERED", "result": None,
+         "result_uri": None, "step": None},
+    ]  # fmt: skip
+    ctx = build_context(record, worker_id="w", result_store=LocalResultStore(tmp_path),
+                        started_ms=0, timeout_s=1)  # fmt: skip
+    assert list(ctx.parent_results) == ["extract", "chart", "01JD3W6Q8Z5X7M2K4N9P0R1S2T"]
+    assert ctx.parent_results["extract"].result == {"rows": 3}
+    assert ctx.parent_results["chart"].result_uri == "file:///r/chart.png"
+    assert ctx.parent_results["01JD3W6Q8Z5X7M2K4N9P0R1S2T"].outcome == "DEAD_LETTERED"
+    with pytest.raises(TypeError):
+        ctx.parent_results["x"] = ctx.parent_results["chart"]  # type: ignore[index]
+    orphan = build_context(execution_requested().data, worker_id="w", started_ms=0,
+                           result_store=LocalResultStore(tmp_path), timeout_s=1)  # fmt: skip
+    assert dict(orphan.parent_results) == {}

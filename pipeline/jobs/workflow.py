@@ -1,0 +1,154 @@
+"""A workflow submitted as one unit: its steps, its Avro event, and the checks on records.
+
+:func:`workflow_event` is what the Python client and the CLI call; it builds a
+WorkflowSubmitted record and applies :func:`expand_workflow`, the very checks the timers
+apply to a record from any Kafka client. Nothing of a workflow runs unless all of it is
+valid: every step passes the job rules (errors name ``steps.<i>.<field>``), the graph has
+no unknown parent and no cycle (``steps: cycle: a -> b -> a``), and it has at most
+:data:`~pipeline.workflows.MAX_STEPS` steps.
+
+A step's job id is derived from the workflow id and the step's name
+(:func:`~pipeline.workflows.step_job_id`), so a resubmitted workflow is the same jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pipeline.errors import ValidationError
+from pipeline.jobs import rules
+from pipeline.jobs.model import JobRequest, validate_submitted
+from pipeline.scheduling import new_job_id
+from pipeline.serde import Event
+from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
+
+MAX_STEP_NAME_CHARS = 100
+STEP_LABEL = "jobstream.step"
+"""The label a step's job carries its name in (its handler and jobs.status see it)."""
+
+_STEP_FIELDS = frozenset({"name", "depends_on"})
+"""What a step has besides the fields of a JobRequest (its owner is the workflow's)."""
+
+
+@contextmanager
+def _at(prefix: str) -> Iterator[None]:
+    """Errors inside name their field after ``prefix`` (``steps.3.`` + ``spec.params``)."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise ValidationError(prefix + exc.field, exc.message) from None
+
+
+def step_name(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-blank string")
+    if len(value) > MAX_STEP_NAME_CHARS:
+        raise ValueError(f"is {len(value)} characters, more than {MAX_STEP_NAME_CHARS}")
+    return value
+
+
+def workflow_event(owner: str, steps: Iterable[Mapping[str, Any]], *, now_ms: int,
+                   workflow_id: str | None = None,
+                   idempotency_key: str | None = None) -> Event:  # fmt: skip
+    """The WorkflowSubmitted of ``steps``; ValidationError naming the field at fault.
+
+    A step is a mapping: ``name``, ``depends_on`` (names of other steps) and any field of
+    :class:`JobRequest` but ``owner``, ``workflow_id`` and ``idempotency_key``. Without a
+    ``workflow_id`` it is derived from the idempotency key, else a new ULID.
+    """
+    rules.field_check("owner", rules.owner, owner)
+    if idempotency_key is not None:
+        rules.field_check("idempotency_key", rules.idempotency_key, idempotency_key)
+        workflow_id = workflow_id or idempotent_workflow_id(owner, idempotency_key)
+    workflow_id = workflow_id or new_job_id(now_ms)
+    rules.field_check("workflow_id", rules.workflow_id, workflow_id)
+    records = []
+    for i, step in enumerate(steps):
+        with _at(f"steps.{i}."):
+            records.append(_step_record(step, owner, workflow_id, now_ms))
+    event = Event("WorkflowSubmitted", {
+        "workflow_id": workflow_id, "idempotency_key": idempotency_key, "owner": owner,
+        "submitted_at_ms": now_ms, "steps": records,
+    })  # fmt: skip
+    expand_workflow(event.data, now_ms=now_ms)
+    return event
+
+
+def _step_record(step: Mapping[str, Any], owner: str, workflow_id: str,
+                 now_ms: int) -> dict[str, Any]:  # fmt: skip
+    if not isinstance(step, Mapping):
+        raise ValidationError("", "a step must be a mapping of its fields")
+    for name in ("owner", "workflow_id", "idempotency_key"):
+        if name in step:
+            raise ValidationError(name, "is the workflow's, not a step's")
+    name = rules.field_check("name", step_name, step.get("name"))
+    parents = step.get("depends_on") or []
+    if isinstance(parents, str) or not isinstance(parents, Sequence):
+        raise ValidationError("depends_on", "must be a list of step names")
+    fields = {key: value for key, value in step.items() if key not in _STEP_FIELDS}
+    request = JobRequest(**fields, owner=owner, workflow_id=workflow_id)
+    spec = request.to_event(now_ms).data["spec"]
+    return {"name": name, "depends_on": list(parents), "spec": spec}
+
+
+def expand_workflow(record: Mapping[str, Any], *, now_ms: int) -> list[tuple[str, dict[str, Any]]]:
+    """The (step name, JobSubmitted record) of every step, parents first.
+
+    Applies every rule of a workflow to a decoded WorkflowSubmitted, whoever wrote it, and
+    raises ValidationError naming the field at fault.
+    """
+    owner = rules.field_check("owner", rules.owner, record.get("owner"))
+    workflow_id = rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
+    key = record.get("idempotency_key")
+    if key is not None:
+        rules.field_check("idempotency_key", rules.idempotency_key, key)
+        expected = idempotent_workflow_id(owner, key)
+        if workflow_id != expected:
+            raise ValidationError("workflow_id", f"must be {expected}, the id of this owner and "
+                                  "idempotency key (pipeline.workflows.idempotent_workflow_id)")
+    steps = record.get("steps")
+    if not isinstance(steps, Sequence):
+        raise ValidationError("steps", "must be a list of WorkflowStep records")
+    for i, step in enumerate(steps):
+        with _at(f"steps.{i}."):
+            rules.field_check("name", step_name, step.get("name"))
+    order = topological_order([(step["name"], step.get("depends_on") or []) for step in steps])
+    by_name = {step["name"]: (i, step) for i, step in enumerate(steps)}
+    expanded = []
+    for name in order:
+        i, step = by_name[name]
+        with _at(f"steps.{i}."):
+            job = _step_job(step, owner, workflow_id, record.get("submitted_at_ms"))
+            validate_submitted(job, now_ms=now_ms)
+        expanded.append((name, job))
+    return expanded
+
+
+def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
+              submitted_at_ms: object) -> dict[str, Any]:  # fmt: skip
+    spec = step.get("spec")
+    if not isinstance(spec, Mapping):
+        raise ValidationError("spec", "must be a JobSpec record")
+    if spec.get("owner") != owner:
+        raise ValidationError("spec.owner", f"must be the workflow's owner {owner!r}")
+    if spec.get("depends_on"):
+        raise ValidationError("spec.depends_on", "must be empty: a step names its parents "
+                                                 "in depends_on, beside its spec")  # fmt: skip
+    if spec.get("cron") is not None:
+        raise ValidationError("spec.cron", "a workflow step runs once: recurring workflows "
+                                           "are not supported yet")  # fmt: skip
+    parents = [step_job_id(workflow_id, parent) for parent in step.get("depends_on") or []]
+    return {
+        "job_id": step_job_id(workflow_id, step["name"]), "idempotency_key": None,
+        "workflow_id": workflow_id, "submitted_at_ms": submitted_at_ms,
+        "spec": {**spec, "depends_on": parents,
+                 "labels": {**(spec.get("labels") or {}), STEP_LABEL: step["name"]}},
+    }  # fmt: skip
+
+
+def step_ids(event: Event) -> dict[str, str]:
+    """Step name -> job id of a WorkflowSubmitted, in submission order."""
+    workflow_id = event.data["workflow_id"]
+    return {step["name"]: step_job_id(workflow_id, step["name"]) for step in event.data["steps"]}

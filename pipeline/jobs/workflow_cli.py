@@ -1,0 +1,134 @@
+"""``jobstream workflow submit | cancel``: workflows from the shell.
+
+A workflow file is YAML or JSON (YAML reads both)::
+
+    owner: acme
+    workflow_id: sales-2026-11          # optional; else derived from idempotency_key, or new
+    idempotency_key: sales-2026-11      # optional: resubmitting the file is then a no-op
+    steps:
+      - name: aggregate
+        type: data.process              # or job_type
+        params: {input: sales.csv}
+      - name: chart
+        type: image.render
+        depends_on: [aggregate]
+      - name: report
+        type: report.generate
+        on_parent_failure: run          # cancel (default) or run
+    edges:                              # optional: [parent, child] pairs, beside depends_on
+      - [chart, report]
+
+Every step takes the fields of ``jobstream submit`` by their Python names (``priority``,
+``run_at``, ``timeout_ms``, ``retry``, ``labels``, ...). ``submit`` checks the whole
+workflow before connecting (exit 2 naming the field: ``steps.2.depends_on.0``, or the
+cycle) and prints the workflow id, then one ``<step>\\t<job id>`` line per step.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from pipeline.clock import now_ms
+from pipeline.config import load_settings
+from pipeline.errors import ValidationError
+from pipeline.jobs import commands
+from pipeline.jobs.cli import refusals
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.workflow import workflow_event
+
+workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs).",
+                           no_args_is_help=True)  # fmt: skip
+
+_FILE_KEYS = frozenset({"owner", "workflow_id", "idempotency_key", "steps", "edges"})
+
+
+def read_workflow_file(source: str) -> dict[str, Any]:
+    """The workflow a file describes, ``-`` for stdin; ValidationError naming what is wrong."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        raise ValidationError("file", f"cannot read {source}: {exc.strerror or exc}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError("file", f"{source} is not YAML or JSON: {exc}") from None
+    if not isinstance(document, Mapping):
+        raise ValidationError("file", f"{source} must hold a mapping with owner and steps")
+    unknown = sorted(set(document) - _FILE_KEYS)
+    if unknown:
+        raise ValidationError(unknown[0], "is not a workflow field (owner, workflow_id, "
+                                          "idempotency_key, steps, edges)")  # fmt: skip
+    steps = document.get("steps")
+    if not isinstance(steps, list):
+        raise ValidationError("steps", "must be a list of steps")
+    return {**document, "steps": with_edges(steps, document.get("edges") or [])}
+
+
+def with_edges(steps: list[Any], edges: list[Any]) -> list[Any]:
+    """The steps with ``type`` read as ``job_type`` and each edge added to its child."""
+    named: dict[str, dict[str, Any]] = {}
+    result = []
+    for step in steps:
+        if isinstance(step, Mapping):
+            step = dict(step)
+            if "type" in step:
+                step["job_type"] = step.pop("type")
+            step["depends_on"] = list(step.get("depends_on") or [])
+            if isinstance(step.get("name"), str):
+                named[step["name"]] = step
+        result.append(step)
+    for i, edge in enumerate(edges):
+        if not (isinstance(edge, list) and len(edge) == 2):
+            raise ValidationError(f"edges.{i}", "must be a [parent, child] pair")
+        parent, child = edge
+        if child not in named:
+            raise ValidationError(f"edges.{i}.1", f"unknown step {child!r}")
+        if parent not in named[child]["depends_on"]:
+            named[child]["depends_on"].append(parent)
+    return result
+
+
+@workflow_app.command("submit")
+def submit(
+    file: str = typer.Argument(..., help="Workflow file, YAML or JSON; - for stdin."),
+    owner: str | None = typer.Option(None, "--owner", help="Owner, if the file has none."),
+    workflow_id: str | None = typer.Option(None, "--workflow-id", help="Overrides the file's."),
+    idempotency_key: str | None = typer.Option(None, "--idempotency-key",
+                                               help="Overrides the file's."),
+) -> None:  # fmt: skip
+    """Submit a workflow as one unit; print its id, then each step's job id."""
+    with refusals():
+        document = read_workflow_file(file)
+        owner = owner or document.get("owner")
+        if owner is None:
+            raise ValidationError("owner", "is required (in the file or --owner)")
+        event = workflow_event(owner, document["steps"], now_ms=now_ms(),
+                               workflow_id=workflow_id or document.get("workflow_id"),
+                               idempotency_key=idempotency_key
+                               or document.get("idempotency_key"))  # fmt: skip
+    with JobClient(load_settings()) as client:
+        submitted = client.submit_workflow(
+            [dict(s) for s in document["steps"]], owner=owner,
+            workflow_id=event.data["workflow_id"], idempotency_key=event.data["idempotency_key"],
+        )  # fmt: skip
+    typer.echo(submitted.workflow_id)
+    for name, job_id in submitted.steps.items():
+        typer.echo(f"{name}\t{job_id}")
+
+
+@workflow_app.command("cancel")
+def cancel(
+    workflow_id: str = typer.Argument(..., help="The workflow id submit printed."),
+    reason: str | None = typer.Option(None, "--reason", help="Why, kept in the history."),
+) -> None:
+    """Cancel every job of a workflow that has not ended (running jobs finish)."""
+    with refusals():
+        commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms())
+    with JobClient(load_settings()) as client:
+        client.cancel_workflow(workflow_id, reason=reason)

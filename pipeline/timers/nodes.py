@@ -1,0 +1,124 @@
+"""The workflow part of a timer store: step nodes, workflow records, the blocked index.
+
+Key spaces (beside the timers' own ``j``, ``s`` and ``m``, pipeline/timers/keys.py), where
+``<wf>`` is the workflow id's UTF-8 bytes after their length (u16 BE), so that one
+workflow's keys are one range whatever characters its id holds:
+
+- ``n<wf><job id>``: the :class:`StepNode` of a job of the workflow.
+- ``w<wf>``: the :class:`WorkflowRecord` (submitted as one unit, cancelled).
+- ``b<wf><parent id><child id>``: the blocked index, one key per parent a child still
+  waits for; derived from the nodes, so it is not logged and restoring rebuilds it.
+
+Nodes and records go to the timers' changelog under their store key. Their first byte
+(``n``, ``w``: lower case) never starts a timer id (job ids are upper-case base32), which
+is how restoring tells them apart from timer entries.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.workflows.node import StepNode, WorkflowRecord
+
+NODE_PREFIX = b"n"
+WORKFLOW_PREFIX = b"w"
+WAITING_PREFIX = b"b"
+LOGGED_PREFIXES = (NODE_PREFIX, WORKFLOW_PREFIX)
+"""Changelog keys of this module's records (the rest are timer ids)."""
+
+_LENGTH = struct.Struct(">H")
+_END = b"\xff"
+"""Sorts after every job id byte: the exclusive end of a prefix's range."""
+
+ChangelogRecord = tuple[bytes, bytes | None]
+
+
+def _workflow(workflow_id: str) -> bytes:
+    raw = workflow_id.encode()
+    return _LENGTH.pack(len(raw)) + raw
+
+
+def node_key(workflow_id: str, job_id: str) -> bytes:
+    return NODE_PREFIX + _workflow(workflow_id) + job_id.encode()
+
+
+def workflow_key(workflow_id: str) -> bytes:
+    return WORKFLOW_PREFIX + _workflow(workflow_id)
+
+
+def waiting_key(workflow_id: str, parent: str, child: str) -> bytes:
+    return WAITING_PREFIX + _workflow(workflow_id) + parent.encode() + child.encode()
+
+
+class WorkflowNodes:
+    """Reads and writes of step nodes within one partition transaction.
+
+    Shares the timer state's transaction and changelog list, so that a release and the
+    firing it allows commit together.
+    """
+
+    def __init__(self, tx: PartitionTransaction, changelog: list[ChangelogRecord]) -> None:
+        self.tx = tx
+        self.changelog = changelog
+        self._nodes: dict[bytes, StepNode | None] = {}
+
+    def get(self, workflow_id: str, job_id: str) -> StepNode | None:
+        key = node_key(workflow_id, job_id)
+        if key not in self._nodes:
+            raw = self.tx.get(key)
+            self._nodes[key] = None if raw is None else StepNode.decode(raw)
+        return self._nodes[key]
+
+    def put(self, node: StepNode) -> None:
+        key = node_key(node.workflow_id, node.job_id)
+        raw = node.encode()
+        self._move_waiting(self.get(node.workflow_id, node.job_id), node)
+        self._nodes[key] = node
+        self.tx.put(key, raw)
+        self.changelog.append((key, raw))
+
+    def of_workflow(self, workflow_id: str) -> Iterator[StepNode]:
+        """Every node of the workflow, by job id."""
+        prefix = NODE_PREFIX + _workflow(workflow_id)
+        for key, _ in self.tx.scan(prefix, prefix + _END):
+            node = self.get(workflow_id, key[len(prefix) :].decode())
+            if node is not None:
+                yield node
+
+    def waiting_on(self, workflow_id: str, parent: str) -> list[str]:
+        """The children that still wait for ``parent``."""
+        prefix = WAITING_PREFIX + _workflow(workflow_id) + parent.encode()
+        return [key[len(prefix) :].decode() for key, _ in self.tx.scan(prefix, prefix + _END)]
+
+    def workflow(self, workflow_id: str) -> WorkflowRecord | None:
+        raw = self.tx.get(workflow_key(workflow_id))
+        return None if raw is None else WorkflowRecord.decode(raw)
+
+    def put_workflow(self, record: WorkflowRecord) -> None:
+        key, raw = workflow_key(record.workflow_id), record.encode()
+        self.tx.put(key, raw)
+        self.changelog.append((key, raw))
+
+    def restore(self, key: bytes, value: bytes | None) -> None:
+        """Apply one changelog record of a node or a workflow record."""
+        if key.startswith(NODE_PREFIX):
+            previous_raw = self.tx.get(key)
+            previous = None if previous_raw is None else StepNode.decode(previous_raw)
+            self._move_waiting(previous, None if value is None else StepNode.decode(value))
+        if value is None:
+            self.tx.delete(key)
+        else:
+            self.tx.put(key, value)
+
+    def _move_waiting(self, previous: StepNode | None, node: StepNode | None) -> None:
+        old = set() if previous is None else set(previous.waiting)
+        new = set() if node is None else set(node.waiting)
+        some = node or previous
+        if some is None:
+            return
+        for parent in old - new:
+            self.tx.delete(waiting_key(some.workflow_id, parent, some.job_id))
+        for parent in new - old:
+            self.tx.put(waiting_key(some.workflow_id, parent, some.job_id), b"")

@@ -1,0 +1,200 @@
+"""Workflows at the timers: a child is held out of the schedule until its parents succeed.
+
+All jobs of a workflow share its partition (the workflow id is their key), so the timer
+processor of that partition sees every submission of the workflow and, through
+:class:`StepEnded` commands from the status processor, every end of one of its jobs. It
+keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py) and:
+
+- on a submission, refuses a parent it does not know in the workflow, and holds a child
+  whose parents have not all succeeded: its timer entry is ``blocked`` (no schedule key)
+  and BLOCKED goes to jobs.events with the parents it waits for;
+- on a StepEnded, records the outcome and result, then applies the release rules
+  (pipeline/workflows/release.py) to each child still waiting for that parent: RUN puts
+  it in the schedule at the later of its own time and now, CANCEL cancels it naming the
+  parent, WAIT emits BLOCKED again with the parents left;
+- at a firing, gives the execution its parents' results;
+- on a WorkflowCancelled, cancels every job of the workflow that has not ended.
+
+Everything happens in the processor's transaction: the release, the changelog of the
+nodes and the firing it allows commit together with the input offset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pipeline.errors import ValidationError
+from pipeline.jobs import rules
+from pipeline.lifecycle import LifecycleKind
+from pipeline.runtime.processor import Output
+from pipeline.timers.state import TimerState
+from pipeline.workflows import (
+    Gate,
+    GateAction,
+    StepNode,
+    StepOutcome,
+    WorkflowRecord,
+    admit,
+    after_parent_ended,
+)
+
+log = logging.getLogger(__name__)
+
+K = LifecycleKind
+
+PARENT_RESULTS_INLINE_BYTES = 1_000_000
+"""Inline parent results an execution carries at most; past it a parent's inline result
+is left out (its outcome and result URI stay), so a wide fan-in fits in one record."""
+
+_ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
+
+Lifecycle = Callable[..., Output]
+"""``(kind, job, now_ms, **fields) -> Output``: a JobLifecycle of a job on jobs.events."""
+Cancel = Callable[[TimerState, dict[str, Any], int], list[Output]]
+"""``(state, {"job_id", "reason"}, now_ms) -> outputs``: the timers' cancel of one job."""
+
+
+class WorkflowTimers:
+    def __init__(self, lifecycle: Lifecycle, cancel: Cancel) -> None:
+        self.lifecycle = lifecycle
+        self.cancel = cancel
+        self.unknown_ends = 0
+        """StepEnded of jobs this partition keeps no node for (purged, or never seen)."""
+
+    # -- submissions ---------------------------------------------------------------------
+
+    def known(self, state: TimerState, job: Mapping[str, Any]) -> bool:
+        """Whether the job is already a step of its workflow (a resubmission)."""
+        return state.nodes.get(job["workflow_id"], job["job_id"]) is not None
+
+    def admit(self, state: TimerState, job: Mapping[str, Any], step: str | None) -> Gate:
+        """Record the job as a step of its workflow and tell whether it may run.
+
+        Raises ValidationError, before anything is written, for a parent that is not a
+        job of the workflow and for a workflow that was cancelled.
+        """
+        workflow_id, parents = job["workflow_id"], list(job["spec"].get("depends_on") or [])
+        record = state.nodes.workflow(workflow_id)
+        if record is not None and record.cancelled:
+            raise ValidationError("workflow_id", f"workflow {workflow_id} was cancelled")
+        outcomes: dict[str, str | None] = {}
+        for i, parent in enumerate(parents):
+            node = state.nodes.get(workflow_id, parent)
+            if node is None:
+                raise ValidationError(f"spec.depends_on.{i}",
+                                      f"{parent} is not a job of workflow {workflow_id}")
+            outcomes[parent] = node.outcome
+        gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
+        state.nodes.put(StepNode(workflow_id=workflow_id, job_id=job["job_id"], parents=parents,
+                                 waiting=list(gate.waiting), step=step))  # fmt: skip
+        return gate
+
+    # -- a job of the workflow ended -----------------------------------------------------
+
+    def step_ended(self, state: TimerState, data: Mapping[str, Any], now_ms: int) -> list[Output]:
+        """Record how a job ended; release, cancel or keep waiting each of its children."""
+        check_step_ended(data)
+        workflow_id, parent, outcome = data["workflow_id"], data["job_id"], data["outcome"]
+        node = state.nodes.get(workflow_id, parent)
+        if node is None:
+            self.unknown_ends += 1
+            return []
+        if node.outcome == outcome:
+            return []  # the same end read again (a replayed jobs.events): done already
+        state.nodes.put(node.evolve(outcome=outcome, result=data.get("result"),
+                                    result_uri=data.get("result_uri"),
+                                    ended_at_ms=data["ended_at_ms"]))  # fmt: skip
+        emits: list[Output] = []
+        for child_id in state.nodes.waiting_on(workflow_id, parent):
+            child = state.nodes.get(workflow_id, child_id)
+            if child is not None:
+                emits.extend(self._follow(state, child, parent, outcome, now_ms))
+        return emits
+
+    def _follow(self, state: TimerState, child: StepNode, parent: str, outcome: str,
+                now_ms: int) -> list[Output]:  # fmt: skip
+        entry = state.get(child.job_id)
+        if entry is None or not entry.blocked:  # cancelled while it waited
+            state.nodes.put(child.evolve(waiting=[]))
+            return []
+        policy = entry.spec.get("on_parent_failure") or "CANCEL"
+        gate = after_parent_ended(child.waiting, parent, outcome, policy)
+        state.nodes.put(child.evolve(waiting=list(gate.waiting)))
+        if gate.action is GateAction.WAIT:
+            return [self.blocked(entry.job, now_ms, entry.due_ms, gate.waiting)]
+        if gate.action is GateAction.CANCEL:
+            return self.cancel(state, {"job_id": child.job_id, "reason": gate.reason}, now_ms)
+        due = max(entry.due_ms, now_ms)
+        state.put(entry.evolve(blocked=False, due_ms=due))
+        return [self.lifecycle(K.SCHEDULED, entry.job, now_ms, scheduled_at_ms=due,
+                               detail=f"released: parent {parent} ended {outcome}")]  # fmt: skip
+
+    def blocked(self, job: Mapping[str, Any], now_ms: int, due_ms: int,
+                waiting: tuple[str, ...]) -> Output:  # fmt: skip
+        more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+        shown = ", ".join(waiting[:5]) + more
+        return self.lifecycle(K.BLOCKED, job, now_ms, scheduled_at_ms=due_ms,
+                              waiting_for=list(waiting), detail=f"waiting for {shown}")  # fmt: skip
+
+    def forget_waiting(self, state: TimerState, job: Mapping[str, Any]) -> None:
+        """A job cancelled while it waited: it waits for nothing any more."""
+        workflow_id = job.get("workflow_id")
+        if workflow_id:
+            node = state.nodes.get(workflow_id, job["job_id"])
+            if node is not None and node.waiting:
+                state.nodes.put(node.evolve(waiting=[]))
+
+    # -- cancelling a workflow -----------------------------------------------------------
+
+    def cancel_workflow(self, state: TimerState, data: Mapping[str, Any],
+                        now_ms: int) -> list[Output]:  # fmt: skip
+        """Cancel every job of the workflow not ended yet; later submissions are refused.
+
+        A job already running is not interrupted (as for a job's cancel); its retries are.
+        """
+        workflow_id = data["workflow_id"]
+        reason = data.get("reason") or f"workflow {workflow_id} cancelled"
+        record = state.nodes.workflow(workflow_id) or WorkflowRecord(workflow_id=workflow_id)
+        state.nodes.put_workflow(record.evolve(cancelled=True))
+        emits: list[Output] = []
+        for node in list(state.nodes.of_workflow(workflow_id)):
+            if node.outcome is None:
+                emits.extend(self.cancel(state, {"job_id": node.job_id, "reason": reason}, now_ms))
+        return emits
+
+    # -- firing --------------------------------------------------------------------------
+
+    def parent_results(self, state: TimerState, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ParentResult records of a job's execution, in its depends_on order."""
+        workflow_id, parents = job.get("workflow_id"), job["spec"].get("depends_on") or []
+        if not workflow_id or not parents:
+            return []
+        found, budget = [], PARENT_RESULTS_INLINE_BYTES
+        for parent in parents:
+            node = state.nodes.get(workflow_id, parent)
+            if node is None:
+                found.append({"job_id": parent, "outcome": StepOutcome.UNKNOWN})
+                continue
+            result = node.result
+            if result is not None:
+                budget -= len(result.encode())
+                if budget < 0:
+                    result = None
+            found.append({"job_id": parent, "outcome": node.outcome or StepOutcome.UNKNOWN,
+                          "result": result, "result_uri": node.result_uri,
+                          "step": node.step})  # fmt: skip
+        return found
+
+
+def check_step_ended(data: Mapping[str, Any]) -> None:
+    """The rules of a StepEnded record; ValidationError naming the field at fault."""
+    rules.field_check("job_id", rules.job_id, data.get("job_id"))
+    rules.field_check("workflow_id", rules.workflow_id, data.get("workflow_id"))
+    if data.get("outcome") not in _ENDED:
+        raise ValidationError("outcome", f"must be one of {', '.join(sorted(_ENDED))}; "
+                                         f"got {data.get('outcome')!r}")  # fmt: skip
+    ended = data.get("ended_at_ms")
+    if isinstance(ended, bool) or not isinstance(ended, int):
+        raise ValidationError("ended_at_ms", "must be epoch milliseconds (an integer)")

@@ -1,0 +1,39 @@
+"""The ids of a workflow's steps, derived so that any client can compute them.
+
+A step's job id is ``W`` and 25 Crockford base32 characters of blake2b-128(workflow id NUL
+step name): a resubmitted workflow gives its steps the same ids, ``jobstream status``
+finds a step from its name, and a plain Kafka client needs no id generator. ``W`` never
+starts a ULID (``0``-``7``) nor an idempotent job id (``K``).
+
+With an idempotency key, the workflow id itself is derived the same way from the owner
+and the key (prefix ``F``), as a job's id is from its key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pipeline.scheduling.ids import ALPHABET, ID_LENGTH
+
+STEP_PREFIX = "W"
+WORKFLOW_PREFIX = "F"
+_HASH_CHARS = ID_LENGTH - 1
+_DIGEST_BITS = 128
+
+
+def _hashed(prefix: str, first: str, second: str) -> str:
+    digest = hashlib.blake2b(f"{first}\x00{second}".encode(), digest_size=16).digest()
+    value = int.from_bytes(digest, "big") >> (_DIGEST_BITS - 5 * _HASH_CHARS)
+    return prefix + "".join(
+        ALPHABET[(value >> shift) & 31] for shift in range(5 * (_HASH_CHARS - 1), -1, -5)
+    )
+
+
+def step_job_id(workflow_id: str, step: str) -> str:
+    """The job id of step ``step`` of workflow ``workflow_id``."""
+    return _hashed(STEP_PREFIX, workflow_id, step)
+
+
+def idempotent_workflow_id(owner: str, idempotency_key: str) -> str:
+    """The workflow id of a submission with an idempotency key."""
+    return _hashed(WORKFLOW_PREFIX, owner, idempotency_key)

@@ -1,0 +1,64 @@
+"""What the timers keep per job of a workflow, and per workflow.
+
+A :class:`StepNode` lives as long as the workflow's state: its parents, the ones it still
+waits for (the blocked index is derived from them), and, once it ended, its outcome and
+result for its children's executions. A :class:`WorkflowRecord` marks a workflow
+submitted as one unit (a resubmission is a no-op) or cancelled. Both are JSON, so the
+timers' changelog stays readable with a console consumer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class StepNode:
+    workflow_id: str
+    job_id: str
+    parents: list[str] = field(default_factory=list)
+    """Its depends_on: job ids of the same workflow."""
+    waiting: list[str] = field(default_factory=list)
+    """Parents it still waits for; empty once released, cancelled or never blocked."""
+    step: str | None = None
+    """Its name, for a job submitted in a workflow."""
+    outcome: str | None = None
+    """SUCCEEDED, DEAD_LETTERED or CANCELLED once it ended (the latest: a redrive may follow)."""
+    result: str | None = None
+    result_uri: str | None = None
+    ended_at_ms: int | None = None
+
+    def evolve(self, **changes: Any) -> StepNode:
+        return replace(self, **changes)
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> StepNode:
+        return cls(**orjson.loads(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowRecord:
+    workflow_id: str
+    owner: str | None = None
+    idempotency_key: str | None = None
+    steps: int = 0
+    """Steps of the WorkflowSubmitted; 0 for a workflow known only from a cancel."""
+    submitted_at_ms: int | None = None
+    cancelled: bool = False
+    """Cancelled: later submissions into it are refused."""
+
+    def evolve(self, **changes: Any) -> WorkflowRecord:
+        return replace(self, **changes)
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> WorkflowRecord:
+        return cls(**orjson.loads(raw))

@@ -1,0 +1,226 @@
+"""Workflows through the whole pipeline as processes, against the real broker.
+
+Every assertion on order is made from jobs.events: each step starts once, and never
+before every parent's SUCCEEDED (a worker's STARTED carries the instant the handler began,
+a SUCCEEDED the instant the handler's outcome was decided).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from ops.stack import Stack, components
+from pipeline.config import Settings
+from pipeline.errors import ValidationError
+from pipeline.jobs.client import JobClient, WorkflowSubmission
+from pipeline.jobs.workflow import workflow_event
+from pipeline.kafka import clients
+from pipeline.kafka.admin import ensure_topics
+from pipeline.serde import JobStatus
+from pipeline.status.query import read_statuses, workflow_table
+from pipeline.topics import Topics
+from tests.support.pipeline import SERIALIZE, process_env
+from tests.support.ports import free_base_port
+from tests.support.reader import TopicReader
+from tests.support.waiting import wait_for
+
+APP = "tests.support.e2e_app"
+OWNER = "wf-e2e"
+
+
+@pytest.fixture(scope="module")
+def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+    prefix = f"wf-{tmp_path_factory.mktemp('x').name}."
+    settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=prefix,
+                        timer_partitions=2, exec_partitions=2, events_partitions=2,
+                        status_partitions=2, dlq_partitions=1)  # fmt: skip
+    topics = Topics(settings)
+    ensure_topics(settings.kafka_config, topics.specs())
+    return topics
+
+
+@pytest.fixture(scope="module")
+def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = tmp_path_factory.mktemp("stack")
+    env = process_env(pipeline_topics.settings)
+    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
+                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
+    running = Stack(home, env)
+    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
+                             lease_s=3, heartbeat_s=0.5))  # fmt: skip
+    yield running
+    running.stop()
+
+
+def step(name: str, *parents: str, **params: Any) -> dict[str, Any]:
+    policy = params.pop("on_parent_failure", "CANCEL")
+    return {"name": name, "depends_on": list(parents), "job_type": "data.process",
+            "params": {"echo_parents": True, **params}, "on_parent_failure": policy}  # fmt: skip
+
+
+def settle(settings: Settings, submitted: WorkflowSubmission, states: dict[str, set[str]],
+           timeout_s: float = 120) -> dict[str, JobStatus]:  # fmt: skip
+    """Wait until each named step is in one of its states; the statuses by step name."""
+    ids = submitted.steps
+
+    def reached() -> dict[str, JobStatus]:
+        found = read_statuses(settings, owner=OWNER)
+        done = all(ids[name] in found and found[ids[name]].state in expected
+                   for name, expected in states.items())  # fmt: skip
+        return {name: found[ids[name]] for name in ids if ids[name] in found} if done else {}
+
+    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"steps in {states}")
+
+
+def history(settings: Settings, submitted: WorkflowSubmission) -> dict[str, list[dict[str, Any]]]:
+    """Every JobLifecycle of the workflow's steps, by step name."""
+    names = {job_id: name for name, job_id in submitted.steps.items()}
+    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
+    try:
+        found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for record in reader.catch_up():
+            if record.get("job_id") in names:
+                found[names[record["job_id"]]].append(record)
+        return found
+    finally:
+        reader.close()
+
+
+def assert_ran_in_order(events: dict[str, list[dict[str, Any]]],
+                        parents: dict[str, list[str]], ran: set[str]) -> None:  # fmt: skip
+    """Each step of ``ran`` started exactly once, after every parent succeeded; the others
+    never started."""
+    starts = {name: [e["at_ms"] for e in evs if e["kind"] == "STARTED"]
+              for name, evs in events.items()}  # fmt: skip
+    succeeded = {name: [e["at_ms"] for e in evs if e["kind"] == "SUCCEEDED"]
+                 for name, evs in events.items()}  # fmt: skip
+    for name in ran:
+        assert len(starts.get(name, [])) == 1, f"{name} started {starts.get(name)}"
+        assert not any(e["kind"] == "DUPLICATE" for e in events[name]), name
+        for parent in parents.get(name, []):
+            if parent in ran:
+                assert starts[name][0] >= max(succeeded[parent]), f"{name} before {parent}"
+    for name in set(events) - ran:
+        assert starts.get(name, []) == [], f"{name} should never have run"
+
+
+def test_a_diamond_passes_results_along_in_dependency_order(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("a", sleep_s=1), step("b", "a"), step("c", "a", sleep_s=0.5),
+             step("d", "b", "c")]  # fmt: skip
+    with JobClient(settings) as client:
+        submitted = client.submit_workflow(steps, owner=OWNER)
+    blocked = settle(settings, submitted, {"d": {"BLOCKED"}})
+    assert set(blocked["d"].waiting_for) <= {submitted.steps["b"], submitted.steps["c"]}
+
+    done = settle(settings, submitted, {name: {"SUCCEEDED"} for name in "abcd"})
+    assert orjson.loads(done["d"].result or "") == {"attempt": 1, "parents": {
+        "b": ["SUCCEEDED", {"attempt": 1, "parents": {"a": ["SUCCEEDED", {"attempt": 1,
+                                                                          "parents": {}}]}}],
+        "c": ["SUCCEEDED", {"attempt": 1, "parents": {"a": ["SUCCEEDED", {"attempt": 1,
+                                                                          "parents": {}}]}}],
+    }}  # fmt: skip
+    events = history(settings, submitted)
+    assert_ran_in_order(events, {"b": ["a"], "c": ["a"], "d": ["b", "c"]}, set("abcd"))
+    view = read_statuses(settings, workflow_id=submitted.workflow_id)
+    assert sorted(s.step or "" for s in view.values()) == ["a", "b", "c", "d"]
+    assert workflow_table(view).row_count == 4
+
+    with JobClient(settings) as client:  # the same workflow again: nothing new runs
+        again = client.submit_workflow(steps, owner=OWNER, workflow_id=submitted.workflow_id)
+    assert again == submitted
+    wait_for(lambda: len(read_statuses(settings, owner=OWNER)) >= 4, what="statuses")
+    assert sum(e["kind"] == "STARTED" for evs in history(settings, submitted).values()
+               for e in evs) == 4  # fmt: skip
+
+
+def test_a_fan_out_of_200_and_a_fan_in_back_to_one(stack: Stack, pipeline_topics: Topics) -> None:
+    settings = pipeline_topics.settings
+    leaves = [f"leaf-{i:03}" for i in range(200)]
+    steps = [step("root"), *(step(leaf, "root", echo_parents=False) for leaf in leaves),
+             step("sink", *leaves, echo_parents=False)]  # fmt: skip
+    with JobClient(settings) as client:
+        submitted = client.submit_workflow(steps, owner=OWNER, idempotency_key="fan-200")
+    settle(settings, submitted, {"sink": {"SUCCEEDED"}}, timeout_s=240)
+    events = history(settings, submitted)
+    assert_ran_in_order(events, {**{leaf: ["root"] for leaf in leaves}, "sink": leaves},
+                        {"root", "sink", *leaves})  # fmt: skip
+    fired = [e for e in events["sink"] if e["kind"] == "FIRED"]
+    assert len(fired) == 1 and fired[0]["lateness_ms"] < 2000, "punctual once runnable"
+
+
+def test_a_failing_parent_cancels_or_runs_its_children_by_policy(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("parent", non_retryable=True), step("strict", "parent"),
+             step("lenient", "parent", on_parent_failure="run"), step("grandchild", "strict")]
+    with JobClient(settings) as client:
+        submitted = client.submit_workflow(steps, owner=OWNER)
+    done = settle(settings, submitted, {"parent": {"DEAD_LETTERED"}, "strict": {"CANCELLED"},
+                                        "lenient": {"SUCCEEDED"}, "grandchild": {"CANCELLED"}})
+    assert orjson.loads(done["lenient"].result or "")["parents"] == {
+        "parent": ["DEAD_LETTERED", None]}  # fmt: skip
+    events = history(settings, submitted)
+    [cancel] = [e for e in events["strict"] if e["kind"] == "CANCELLED"]
+    assert cancel["detail"] == f"parent {submitted.steps['parent']} ended DEAD_LETTERED"
+    assert_ran_in_order(events, {}, {"parent", "lenient"})
+
+
+def test_cancelling_a_workflow_mid_run_cancels_what_has_not_ended(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("a", sleep_s=3), step("b", "a"), step("c", "a"), step("d", "b", "c")]
+    with JobClient(settings) as client:
+        submitted = client.submit_workflow(steps, owner=OWNER)
+        settle(settings, submitted, {"a": {"RUNNING"}})
+        client.cancel_workflow(submitted.workflow_id, reason="not needed")
+    done = settle(settings, submitted, {"a": {"SUCCEEDED"}, "b": {"CANCELLED"},
+                                        "c": {"CANCELLED"}, "d": {"CANCELLED"}})  # fmt: skip
+    assert done["a"].state == "SUCCEEDED", "a running job is not interrupted"
+    assert_ran_in_order(history(settings, submitted), {}, {"a"})
+
+
+def test_a_cycle_is_refused_by_the_client_and_by_the_timers(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    cyclic = [step("a", "c"), step("b", "a"), step("c", "b")]
+    with JobClient(settings) as client, pytest.raises(ValidationError) as refused:
+        client.submit_workflow(cyclic, owner=OWNER)
+    assert str(refused.value) == "steps: cycle: a -> b -> c -> a"
+
+    # The same record from another client reaches the timers, which dead-letter it.
+    event = workflow_event(OWNER, [step("a"), step("b", "a"), step("c", "b")], now_ms=_now(),
+                           workflow_id="wf-cyclic")  # fmt: skip
+    event.data["steps"][0]["depends_on"] = ["c"]
+    producer = clients.producer(settings)
+    producer.produce(pipeline_topics.intake, SERIALIZE(event), b"wf-cyclic")
+    assert producer.flush(30) == 0
+    dlq = TopicReader(settings, pipeline_topics.intake_dlq, settings.dlq_partitions)
+    try:
+        reasons = wait_for(lambda: _reasons(dlq), timeout_s=60, what="the dead letter")
+    finally:
+        dlq.consumer.close()
+    assert "steps: cycle: a -> b -> c -> a" in reasons
+
+
+def _reasons(reader: TopicReader) -> list[str]:
+    found = []
+    for message in reader.consumer.consume(100, timeout=0.5):
+        if message.error() is None:
+            found.append(dict(message.headers() or [])["jobstream.error"].decode())
+    return found
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
