@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from ops.kafka.cluster import LocalCluster
+from ops.kafka.ports import free_base_port
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
-from tests.support.ports import free_base_port
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

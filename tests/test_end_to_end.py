@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ops.stack import Stack, components, worker
+from ops.kafka.ports import free_base_port
+from ops.stack import Stack, worker
 from pipeline.config import Settings
 from pipeline.dlq.reader import DlqFilter, DlqReader
 from pipeline.dlq.redrive import Redriver
@@ -17,39 +18,23 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
-from tests.support.pipeline import process_env
-from tests.support.ports import free_base_port
 from tests.support.reader import TopicReader
+from tests.support.stack import APP, module_topics, running_pipeline
 from tests.support.waiting import wait_for
 
-APP = "tests.support.e2e_app"
 LEASE_S = 3
 
 
 @pytest.fixture(scope="module")
 def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    from pipeline.kafka.admin import ensure_topics
-
-    prefix = f"e2e-{tmp_path_factory.mktemp('x').name}."
-    settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=prefix,
-                        timer_partitions=2, exec_partitions=2, events_partitions=2,
-                        status_partitions=2, dlq_partitions=1)  # fmt: skip
-    topics = Topics(settings)
-    ensure_topics(settings.kafka_config, topics.specs())
-    return topics
+    return module_topics(kafka_bootstrap, f"e2e-{tmp_path_factory.mktemp('x').name}.")
 
 
 @pytest.fixture(scope="module")
 def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("stack")
-    env = process_env(pipeline_topics.settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
-                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
-    running = Stack(home, env)
-    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
-                             lease_s=LEASE_S, heartbeat_s=0.5))  # fmt: skip
-    yield running
-    running.stop()
+    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
+                          lease_s=LEASE_S) as running:  # fmt: skip
+        yield running
 
 
 def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],

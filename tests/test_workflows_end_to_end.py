@@ -15,47 +15,33 @@ from typing import Any
 import orjson
 import pytest
 
-from ops.stack import Stack, components
+from ops.stack import Stack
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.jobs.client import JobClient, WorkflowSubmission
 from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
-from pipeline.kafka.admin import ensure_topics
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
-from tests.support.pipeline import SERIALIZE, process_env
-from tests.support.ports import free_base_port
+from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
+from tests.support.stack import module_topics, running_pipeline
 from tests.support.waiting import wait_for
 
-APP = "tests.support.e2e_app"
 OWNER = "wf-e2e"
 
 
 @pytest.fixture(scope="module")
 def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    prefix = f"wf-{tmp_path_factory.mktemp('x').name}."
-    settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=prefix,
-                        timer_partitions=2, exec_partitions=2, events_partitions=2,
-                        status_partitions=2, dlq_partitions=1)  # fmt: skip
-    topics = Topics(settings)
-    ensure_topics(settings.kafka_config, topics.specs())
-    return topics
+    return module_topics(kafka_bootstrap, f"wf-{tmp_path_factory.mktemp('x').name}.")
 
 
 @pytest.fixture(scope="module")
 def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("stack")
-    env = process_env(pipeline_topics.settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
-                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
-    running = Stack(home, env)
-    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
-                             lease_s=3, heartbeat_s=0.5))  # fmt: skip
-    yield running
-    running.stop()
+    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
+                          lease_s=3) as running:  # fmt: skip
+        yield running
 
 
 def step(name: str, *parents: str, **params: Any) -> dict[str, Any]:

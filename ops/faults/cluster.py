@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import shutil
 import signal
-import socket
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,39 +19,13 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from ops.kafka.cluster import Layout, LocalCluster
+from ops.kafka.ports import free_base_port
 from pipeline.errors import BrokerError
 
 log = logging.getLogger(__name__)
 
 HEAP_MB = 512
 START_TIMEOUT_S = 120.0
-
-
-def free_base_port(nodes: int) -> int:
-    """A base port p with p..p+nodes-1 and p+100..p+100+nodes-1 free (the cluster's plan)."""
-    for _ in range(200):
-        base = random.randrange(20000, 40000)
-        if all(port_free(base + i) and port_free(base + 100 + i) for i in range(nodes)):
-            return base
-    raise BrokerError("no free block of loopback ports found for the cluster")
-
-
-def free_ports(count: int) -> int:
-    """A base port p with p..p+count-1 free (for the processes' /healthz)."""
-    for _ in range(200):
-        base = random.randrange(40000, 60000)
-        if all(port_free(base + i) for i in range(count)):
-            return base
-    raise BrokerError("no free block of loopback ports found for the pipeline")
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class FaultCluster:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ops.bench.harness import CommittedWatch
 from ops.faults import app as fault_app
-from ops.faults.cluster import FaultCluster, free_ports
+from ops.faults.cluster import FaultCluster
 from ops.faults.groups import pipeline_groups, wait_assigned
 from ops.faults.journal import RUNS_DIR_ENV, read_runs
 from ops.faults.load import Load, Submitter
@@ -37,6 +37,7 @@ from ops.faults.observer import EventsObserver
 from ops.faults.scenarios import Scenario, Target
 from ops.faults.supervisor import Supervisor
 from ops.faults.tally import histories, tally
+from ops.kafka.ports import free_ports
 from ops.stack import Stack, components, worker
 from pipeline.clock import now_ms
 from pipeline.config import Settings, load_settings

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ops.faults.cluster import FaultCluster
@@ -103,11 +104,7 @@ def _size(path: Path) -> int:
 
 def kill_and_restart(name: str) -> Inject:
     """SIGKILL ``name``, start it again as it was 2 s later."""
-
-    def inject(target: Target) -> None:
-        _kill_and_restart(target, name)
-
-    return inject
+    return partial(_kill_and_restart, name=name)
 
 
 def _kill_and_restart(target: Target, name: str) -> None:
@@ -138,11 +135,7 @@ def kill_worker_for_good(target: Target) -> None:
 def pause_and_resume(name: str) -> Inject:
     """SIGSTOP ``name`` for PAUSE_S, past its group session and its transaction's timeout,
     then SIGCONT."""
-
-    def inject(target: Target) -> None:
-        _pause_and_resume(target, name)
-
-    return inject
+    return partial(_pause_and_resume, name=name)
 
 
 def _pause_and_resume(target: Target, name: str) -> None:

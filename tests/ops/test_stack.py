@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from ops.kafka.ports import free_base_port
 from ops.stack import Component, RestartBackoff, Stack
 from pipeline.topics import Topics
 from tests.support.pipeline import process_env
-from tests.support.ports import free_base_port
 from tests.support.waiting import wait_for
 
 

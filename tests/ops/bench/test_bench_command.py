@@ -8,7 +8,7 @@ import orjson
 from typer.testing import CliRunner
 
 from ops.command import app
-from tests.support.ports import free_base_port
+from ops.kafka.ports import free_base_port
 
 REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_per_s",
             "fire_lateness_ms", "start_lateness_ms", "rss_mb")  # fmt: skip

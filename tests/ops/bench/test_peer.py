@@ -23,7 +23,7 @@ from ops.bench.peer.errors import PeerInstallError
 from ops.bench.peer.procs import children, family, family_cpu_seconds
 from ops.bench.peer.tally import tally
 from ops.bench.peer.worker import WorkerShape
-from tests.support.ports import free_base_port
+from ops.kafka.ports import free_base_port
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from tests.support.ports import free_base_port
+from ops.kafka.ports import free_base_port
 
 
 def jobstream(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,8 +9,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ops.kafka.cluster import Layout, LocalCluster
+from ops.kafka.ports import free_base_port
 from tests.conftest import IN_CI
-from tests.support.ports import free_base_port
 
 pytestmark = pytest.mark.cluster
 

@@ -9,11 +9,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from ops.kafka.ports import free_base_port
 from pipeline.jobs import idempotent_job_id, is_job_id
 from pipeline.jobs.cli import EXIT_INVALID, register
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
-from tests.support.ports import free_base_port
 
 JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 

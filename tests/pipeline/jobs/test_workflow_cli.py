@@ -8,13 +8,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from ops.kafka.ports import free_base_port
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.workflow_cli import workflow_app
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
 from tests.pipeline.jobs.intake import read_intake
 from tests.pipeline.jobs.test_cli import broker_env
-from tests.support.ports import free_base_port
 
 DIAMOND = """\
 owner: acme

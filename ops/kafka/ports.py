@@ -1,0 +1,37 @@
+"""Free loopback ports for the brokers and processes that tests, benchmarks and fault runs
+start of their own."""
+
+from __future__ import annotations
+
+import random
+import socket
+
+from pipeline.errors import BrokerError
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_base_port(nodes: int) -> int:
+    """A base port p with p..p+nodes-1 and p+100..p+100+nodes-1 free: a cluster's plan
+    (brokers on p.., controllers on p+100..)."""
+    for _ in range(200):
+        base = random.randrange(20000, 40000)
+        if all(port_free(base + i) and port_free(base + 100 + i) for i in range(nodes)):
+            return base
+    raise BrokerError("no free block of loopback ports found for the cluster")
+
+
+def free_ports(count: int) -> int:
+    """A base port p with p..p+count-1 free (for the processes' /healthz)."""
+    for _ in range(200):
+        base = random.randrange(40000, 60000)
+        if all(port_free(base + i) for i in range(count)):
+            return base
+    raise BrokerError("no free block of loopback ports found")

@@ -1,0 +1,41 @@
+"""The whole pipeline as processes on the session broker, for end-to-end test modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ops.kafka.ports import free_base_port
+from ops.stack import Stack, components
+from pipeline.config import Settings
+from pipeline.kafka.admin import ensure_topics
+from pipeline.topics import Topics
+from tests.support.pipeline import process_env
+
+APP = "tests.support.e2e_app"
+
+
+def module_topics(bootstrap: str, prefix: str) -> Topics:
+    """Every topic, two partitions each, under ``prefix``."""
+    settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
+                        timer_partitions=2, exec_partitions=2, events_partitions=2,
+                        status_partitions=2, dlq_partitions=1)  # fmt: skip
+    topics = Topics(settings)
+    ensure_topics(settings.kafka_config, topics.specs())
+    return topics
+
+
+@contextmanager
+def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[Stack]:
+    """Timers, status processor, retry router and a data.process worker of the test app."""
+    env = process_env(topics.settings)
+    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
+                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
+    running = Stack(home, env)
+    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
+                             lease_s=lease_s, heartbeat_s=0.5))  # fmt: skip
+    try:
+        yield running
+    finally:
+        running.stop()
