@@ -5,7 +5,8 @@ Every key starts with a one-byte namespace and ``\\x00``. Text parts end with ``
 parts never matches a longer part by accident. An index key ends with the job's sort part:
 ``>Q`` of ``NEWEST - created_ms`` (so a forward scan meets the newest job first) and the
 job id, whose 26 characters are fixed-width. Index values are empty: the job's document is
-read from its ``j`` key.
+read from its ``j`` key. The id's bytes are inverted (``255 - b``) so that jobs of one
+millisecond also come newest first.
 
 | namespace | key | value |
 |---|---|---|
@@ -77,12 +78,16 @@ def choose_index(filters: Mapping[str, str]) -> Index:
     return max(usable, key=lambda index: len(index.fields))
 
 
+_INVERT = bytes(255 - b for b in range(256))
+
+
 def sort_part(created_ms: int, job_id: str) -> bytes:
-    return _Q.pack(NEWEST - max(created_ms, 0)) + job_id.encode()
+    """Newest first; jobs of one millisecond by descending id (a ULID's order)."""
+    return _Q.pack(NEWEST - max(created_ms, 0)) + job_id.encode().translate(_INVERT)
 
 
 def job_id_of(index_key: bytes) -> str:
-    return index_key[-JOB_ID_LENGTH:].decode()
+    return index_key[-JOB_ID_LENGTH:].translate(_INVERT).decode()
 
 
 def labels_of(labels: Mapping[str, str]) -> list[str]:
