@@ -3,7 +3,8 @@
 Tokens are configured as their SHA-256 (hex), never in plain text:
 ``JOBSTREAM_API_TOKENS='{"<sha256 hex>": "acme", ...}'`` maps each token to the owner it
 acts for, and ``JOBSTREAM_API_ADMIN_TOKENS`` lists the hashes of tokens that see every
-owner. ``jobstream api hash-token`` prints the hash of a token.
+owner. ``jobstream token-hash`` prints the hash of a token. The CLI's query commands
+call the API at ``JOBSTREAM_API_URL`` with ``JOBSTREAM_API_TOKEN``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import orjson
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES
@@ -47,6 +48,8 @@ class ApiSettings(BaseSettings):
     view_retention: Annotated[int, NoDecode] = Field(
         7 * 86_400_000, description="How long ended jobs stay in the views (a duration: 7d)."
     )
+    api_url: str = Field("http://127.0.0.1:8080", description="Where the CLI finds the API.")
+    api_token: SecretStr | None = Field(None, description="The CLI's bearer token.")
     worker_stale_after: Annotated[int, NoDecode] = Field(
         15_000, description="A worker without a heartbeat for this long is stale (15s)."
     )
