@@ -8,6 +8,7 @@ demo, pipeline and benchmark commands of ops/. ``python -m ops`` runs the same c
 from __future__ import annotations
 
 from connectors.cli import register as register_connectors
+from ops.bench.api import bench_api
 from ops.bench.e2e import bench
 from ops.bench.timers import bench_timers
 from ops.cli import demo, kafka_app, pipeline, topics_app
@@ -36,6 +37,7 @@ app.command("demo")(demo)
 app.command("pipeline")(pipeline)
 app.command("bench")(bench)
 app.command("bench-timers")(bench_timers)
+app.command("bench-api")(bench_api)
 app.add_typer(faults_app, name="faults")
 register(app)
 register_connectors(app)
