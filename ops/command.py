@@ -7,6 +7,8 @@ demo, pipeline and benchmark commands of ops/. ``python -m ops`` runs the same c
 
 from __future__ import annotations
 
+from connectors.cli import register as register_connectors
+from ops.bench.api import bench_api
 from ops.bench.e2e import bench
 from ops.bench.timers import bench_timers
 from ops.cli import demo, kafka_app, pipeline, topics_app
@@ -24,6 +26,8 @@ EPILOG = """Examples:
   jobstream timers                   # a timer processor
 
   jobstream submit --type report.generate --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
+
+  jobstream api                      # the HTTP API on 127.0.0.1:8080
 """
 
 app = new_app(help="A job scheduler built on Apache Kafka.", epilog=EPILOG)
@@ -33,8 +37,10 @@ app.command("demo")(demo)
 app.command("pipeline")(pipeline)
 app.command("bench")(bench)
 app.command("bench-timers")(bench_timers)
+app.command("bench-api")(bench_api)
 app.add_typer(faults_app, name="faults")
 register(app)
+register_connectors(app)
 
 
 def main() -> None:

@@ -1,0 +1,65 @@
+"""The HTTP API: a FastAPI app over the views and jobs.intake (docs/api.md).
+
+``/healthz``, ``/openapi.json`` and ``/docs`` need no token; everything under ``/api/v1``
+needs a bearer token (connectors/api/auth.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from connectors.api import errors, jobs, operations
+from connectors.api.services import Services
+
+log = logging.getLogger(__name__)
+
+Next = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(svc: Services) -> FastAPI:
+    app = FastAPI(
+        title="jobstream",
+        version="1",
+        description="Submit, query and steer jobs of a jobstream scheduler.",
+    )
+    app.state.services = svc
+    errors.install(app)
+    app.include_router(jobs.router)
+    app.include_router(operations.router)
+    app.add_middleware(
+        errors.BodyLimit,
+        default=svc.api.api_max_body_bytes,
+        limits={"/api/v1/jobs/batch": svc.api.api_max_batch_bytes},
+    )
+
+    @app.middleware("http")
+    async def access_log(request: Request, call_next: Next) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        log.info("request", extra={
+            "method": request.method, "path": request.url.path, "status": response.status_code,
+            "ms": round((time.perf_counter() - started) * 1000, 2),
+        })  # fmt: skip
+        return response
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> JSONResponse:
+        """200 while the view updater turns; 503 naming what is wrong otherwise."""
+        updater = svc.updater
+        problem = updater.health() if updater is not None else None
+        body = {
+            "status": "ok" if problem is None else "unhealthy",
+            "problem": problem,
+            "views": None if updater is None else {
+                "caught_up": updater.caught_up(), "folded": updater.stats.folded,
+                "skipped": updater.stats.skipped, "purged": updater.stats.purged,
+            },
+        }  # fmt: skip
+        return JSONResponse(body, status_code=200 if problem is None else 503)
+
+    return app

@@ -1,0 +1,48 @@
+"""Bearer tokens, each acting for one owner or for all (an admin).
+
+Only SHA-256 digests of the tokens are configured. A presented token is hashed and
+compared with every configured digest in constant time (``hmac.compare_digest``, and no
+early exit), so neither the comparison nor the number of digests tried tells a caller
+how close a guess came.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts for."""
+
+    owner: str | None
+    """The owner an owner token acts for; None for an admin."""
+    admin: bool = False
+
+    def sees(self, owner: str) -> bool:
+        return self.admin or owner == self.owner
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest configured for ``token``."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenTable:
+    def __init__(self, owners: Mapping[str, str], admins: Iterable[str]) -> None:
+        self._entries = [(digest, Principal(owner)) for digest, owner in owners.items()]
+        self._entries += [(digest, Principal(None, admin=True)) for digest in admins]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, token: str) -> Principal | None:
+        digest = hash_token(token)
+        found = None
+        for configured, principal in self._entries:
+            if hmac.compare_digest(configured, digest):
+                found = principal
+        return found

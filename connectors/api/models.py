@@ -1,0 +1,203 @@
+"""The HTTP API's request and response bodies (what /openapi.json describes).
+
+A submission's body is loosely typed on purpose: the rules live in
+:class:`pipeline.jobs.model.JobRequest`, whose errors name the record path
+(``spec.cron.timezone``), so an HTTP client sees the same field names as a CLI user and a
+dead-letter reader.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.serde import LastError
+
+
+class JobIn(BaseModel):
+    """A job to submit; the fields of :class:`pipeline.jobs.model.JobRequest`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_type: str = Field(description="Handler name, e.g. 'report.generate'.")
+    owner: str | None = Field(
+        None, description="Owner; defaults to the token's. Only an admin token names another."
+    )
+    params: dict[str, Any] = Field(default_factory=dict, description="A JSON object, <= 1 MB.")
+    priority: str = Field("NORMAL", description="HIGH, NORMAL or LOW.")
+    run_at: str | None = Field(None, description="ISO 8601 instant with a zone; null: now.")
+    cron: str | dict[str, Any] | None = Field(
+        None, description="A cron expression (UTC) or a CronSchedule object."
+    )
+    depends_on: list[str] = Field(default_factory=list, description="Job ids to succeed first.")
+    retry: dict[str, Any] | None = Field(None, description="A RetryPolicy object.")
+    timeout_ms: int | None = Field(None, description="Per-attempt timeout.")
+    idempotency_key: str | None = Field(
+        None, description="Same owner and key, same job; the Idempotency-Key header also sets it."
+    )
+    workflow_id: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class BatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[JobIn] = Field(description="Every job is checked before any is sent.")
+
+
+class Accepted(BaseModel):
+    job_id: str
+    state: str = Field(description="SUBMITTED for a new job; the job's state when it existed.")
+    created: bool = Field(description="False when the idempotency key named a known job.")
+
+
+class BatchAccepted(BaseModel):
+    job_ids: list[str]
+
+
+class Schedule(BaseModel):
+    run_at_ms: int | None = None
+    cron: dict[str, Any] | None = None
+
+
+class JobOut(BaseModel):
+    """A job as the views hold it: its submission merged with its latest status."""
+
+    job_id: str
+    workflow_id: str | None = None
+    job_type: str
+    owner: str
+    state: str = Field(description="A jobs.status state, or SUBMITTED before the first.")
+    created_at_ms: int
+    labels: dict[str, str] = Field(default_factory=dict)
+    priority: str = "NORMAL"
+    attempt: int = 0
+    epoch: int = 0
+    scheduled_at_ms: int | None = None
+    next_fire_at_ms: int | None = None
+    updated_at_ms: int | None = None
+    ended_at_ms: int | None = None
+    last_error: LastError | None = None
+    result: str | None = None
+    result_uri: str | None = None
+    runs: int = 0
+    duplicates: int = 0
+    idempotency_key: str | None = None
+    schedule: Schedule | None = None
+    params_bytes: int | None = None
+    params_sha256: str | None = None
+    params: dict[str, Any] | None = Field(
+        None, description="Only on GET of one job, and only when at most 64 KB."
+    )
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null: done.")
+
+
+class ErrorOut(BaseModel):
+    error_type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+    retryable: bool | None = None
+
+
+class ExecutionOut(BaseModel):
+    execution_id: str
+    attempt: int
+    epoch: int
+    outcome: str = Field(description="QUEUED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT or LOST.")
+    scheduled_at_ms: int | None = None
+    fired_at_ms: int | None = None
+    lateness_ms: int | None = None
+    worker_id: str | None = None
+    started_at_ms: int | None = None
+    last_heartbeat_ms: int | None = None
+    ended_at_ms: int | None = None
+    error: ErrorOut | None = None
+    result: str | None = None
+    result_uri: str | None = None
+    detail: str | None = None
+    starts: int = 0
+    duplicates: int = 0
+
+
+class Executions(BaseModel):
+    job_id: str
+    executions: list[ExecutionOut]
+
+
+class CommandOut(BaseModel):
+    job_id: str
+    command: str
+
+
+class CancelIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = None
+
+
+class WorkerOut(BaseModel):
+    worker_id: str
+    host: str
+    pid: int
+    job_types: list[str]
+    capacity: int
+    running: int = Field(description="Executions in flight.")
+    state: str
+    started_at_ms: int
+    at_ms: int = Field(description="Its last heartbeat.")
+    age_ms: int
+    stale: bool
+
+
+class Workers(BaseModel):
+    workers: list[WorkerOut]
+
+
+class DeadLetterOut(BaseModel):
+    job_id: str
+    job_type: str
+    owner: str
+    reason: str | None = None
+    attempts: int | None = None
+    dead_lettered_at_ms: int
+    error_type: str | None = None
+    message: str | None = None
+
+
+class DeadLetters(BaseModel):
+    items: list[DeadLetterOut]
+
+
+class RedriveIn(BaseModel):
+    """Which dead letters to put back, as ``jobstream dlq redrive`` selects them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_type: str | None = None
+    error_type: str | None = None
+    any_attempt: bool = False
+    owner: str | None = None
+    reason: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    job_id: str | None = None
+    limit: int = Field(100, ge=1, le=10_000)
+    rate: float = Field(100.0, gt=0, le=10_000)
+    dry_run: bool = False
+
+
+class RedriveOut(BaseModel):
+    job_ids: list[str]
+    dry_run: bool
+
+
+class Problem(BaseModel):
+    """Every error's body."""
+
+    detail: str
+    field: str | None = Field(None, description="The field at fault, for a 4xx about input.")

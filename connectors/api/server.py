@@ -1,0 +1,102 @@
+"""The API process: the views kept up to date on a thread, the app served by uvicorn.
+
+:class:`ApiServer` starts both and stops both; ``jobstream api`` runs one until a signal,
+and the tests run one on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+
+from connectors.api.app import create_app
+from connectors.api.auth import TokenTable
+from connectors.api.producer import AsyncIntake
+from connectors.api.services import Services
+from connectors.api.settings import ApiSettings
+from connectors.views import ViewStore, ViewUpdater
+from pipeline.config import Settings
+from pipeline.errors import JobstreamError
+
+log = logging.getLogger(__name__)
+
+
+class ApiServer:
+    """The views, their updater thread and the HTTP server, started and stopped together."""
+
+    def __init__(self, settings: Settings, api: ApiSettings) -> None:
+        self.settings = settings
+        self.api = api
+        self.store = ViewStore(api.view_dir)
+        self.updater = ViewUpdater(settings, self.store, retention_ms=api.view_retention)
+        tokens = TokenTable(api.api_tokens, api.api_admin_tokens)
+        if not len(tokens):
+            log.warning("no API tokens configured (JOBSTREAM_API_TOKENS): every request "
+                        "under /api/v1 is refused")  # fmt: skip
+        self.services = Services(settings, api, self.store, AsyncIntake(settings), tokens,
+                                 self.updater)  # fmt: skip
+        self.app = create_app(self.services)
+        self._stop = threading.Event()
+        self._views = threading.Thread(target=self._follow, name="views", daemon=True)
+        self._server: uvicorn.Server | None = None
+        self._http: threading.Thread | None = None
+        self.port = 0
+
+    def _follow(self) -> None:
+        try:
+            self.updater.run(self._stop)
+        except Exception:  # the health check reports a stalled updater; say why here
+            log.exception("view updater stopped")
+            raise
+
+    def start(self, *, timeout_s: float = 30.0) -> ApiServer:
+        """Open the views (raises JobstreamError when a topic is missing), then serve."""
+        self.updater.open()
+        self._views.start()
+        config = uvicorn.Config(self.app, host=self.api.api_host, port=self.api.api_port,
+                                log_config=None, access_log=False, lifespan="off")  # fmt: skip
+        self._server = uvicorn.Server(config)
+        self._http = threading.Thread(target=self._server.run, name="http", daemon=True)
+        self._http.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._http.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise JobstreamError(f"the API did not start on {self.api.api_host}:"
+                                     f"{self.api.api_port}")  # fmt: skip
+            time.sleep(0.02)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        log.info("API serving", extra={"url": self.url, "views": str(self.api.view_dir)})
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.api.api_host}:{self.port}"
+
+    def wait(self, stop: threading.Event) -> None:
+        while not stop.wait(0.5):
+            if self._http is not None and not self._http.is_alive():
+                raise JobstreamError("the HTTP server stopped")
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._http is not None:
+            self._http.join(10)
+        self._stop.set()
+        if self._views.is_alive():
+            self._views.join(10)
+        self.updater.close()
+        self.services.intake.close()
+        self.store.close()
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.stop()

@@ -1,0 +1,63 @@
+"""What the routes share: the views, the intake producer, the tokens, the settings.
+
+Held on ``app.state.services``; :func:`principal` is the dependency that authenticates a
+request and :func:`services` the one that hands the routes their parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from connectors.api.auth import Principal, TokenTable
+from connectors.api.errors import ApiError
+from connectors.api.pending import Pending
+from connectors.api.producer import AsyncIntake
+from connectors.api.settings import ApiSettings
+from connectors.views import ViewStore, ViewUpdater
+from pipeline.config import Settings
+
+UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+@dataclass
+class Services:
+    settings: Settings
+    api: ApiSettings
+    store: ViewStore
+    intake: AsyncIntake
+    tokens: TokenTable
+    updater: ViewUpdater | None = None
+    pending: Pending = field(default_factory=Pending)
+
+    def job(self, job_id: str, principal: Principal) -> dict[str, Any]:
+        """The job as the views (or, just accepted, this API) hold it; 404 when it is not
+        there or belongs to another owner, so an id tells nothing about other owners."""
+        doc = self.store.doc(job_id)
+        if doc is not None:
+            self.pending.discard(job_id)
+        else:
+            doc = self.pending.get(job_id)
+        if doc is None or not principal.sees(doc["owner"]):
+            raise ApiError(404, f"job {job_id} not found", "job_id")
+        return doc
+
+
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found
+
+
+def principal(request: Request) -> Principal:
+    """The principal of the request's bearer token; 401 without a valid one."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "a bearer token is required (Authorization: Bearer <token>)",
+                       "Authorization", UNAUTHORIZED)  # fmt: skip
+    found = services(request).tokens.lookup(token.strip())
+    if found is None:
+        raise ApiError(401, "the bearer token is not valid", "Authorization", UNAUTHORIZED)
+    return found

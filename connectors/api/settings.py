@@ -1,0 +1,97 @@
+"""The API process's own settings (prefix ``JOBSTREAM_``), beside the engine's Settings.
+
+Tokens are configured as their SHA-256 (hex), never in plain text:
+``JOBSTREAM_API_TOKENS='{"<sha256 hex>": "acme", ...}'`` maps each token to the owner it
+acts for, and ``JOBSTREAM_API_ADMIN_TOKENS`` lists the hashes of tokens that see every
+owner. ``jobstream token-hash`` prints the hash of a token. The CLI's query commands
+call the API at ``JOBSTREAM_API_URL`` with ``JOBSTREAM_API_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES
+from pipeline.durations import parse_duration
+from pipeline.errors import ConfigurationError
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class ApiSettings(BaseSettings):
+    """What ``jobstream api`` reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    api_host: str = Field("127.0.0.1", description="Interface to listen on.")
+    api_port: int = Field(8080, ge=0, le=65535, description="Port to listen on (0: any).")
+    api_tokens: dict[str, str] = Field(
+        default_factory=dict, description="SHA-256 hex of a bearer token -> the owner it acts for."
+    )
+    api_admin_tokens: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="SHA-256 hex of the tokens that see and change every owner's jobs."
+    )
+    api_max_body_bytes: int = Field(
+        MAX_MESSAGE_BYTES, ge=1024, description="Largest body of one submission or command."
+    )
+    api_max_batch_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="Largest body of a batch submission."
+    )
+    api_max_batch_jobs: int = Field(1000, ge=1, description="Most jobs in one batch.")
+    view_dir: Path = Field(Path(".jobstream/views"), description="Where the views' files live.")
+    view_retention: Annotated[int, NoDecode] = Field(
+        7 * 86_400_000, description="How long ended jobs stay in the views (a duration: 7d)."
+    )
+    api_url: str = Field("http://127.0.0.1:8080", description="Where the CLI finds the API.")
+    api_token: SecretStr | None = Field(None, description="The CLI's bearer token.")
+    worker_stale_after: Annotated[int, NoDecode] = Field(
+        15_000, description="A worker without a heartbeat for this long is stale (15s)."
+    )
+
+    @field_validator("api_tokens")
+    @classmethod
+    def _check_hashes(cls, value: dict[str, str]) -> dict[str, str]:
+        for digest, owner in value.items():
+            if not _SHA256_HEX.fullmatch(digest):
+                raise ValueError(f"keys are SHA-256 hex digests of tokens, not {digest[:8]}...")
+            if not owner.strip():
+                raise ValueError("an owner is not blank")
+        return value
+
+    @field_validator("api_admin_tokens", mode="before")
+    @classmethod
+    def _split_admins(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return orjson.loads(value)
+            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        for digest in value:  # type: ignore[attr-defined]
+            if not _SHA256_HEX.fullmatch(str(digest)):
+                raise ValueError("entries are SHA-256 hex digests of tokens")
+        return value
+
+    @field_validator("view_retention", "worker_stale_after", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_duration(value, option="duration")
+        return value
+
+
+def load_api_settings(**overrides: object) -> ApiSettings:
+    """Read the settings, or raise ConfigurationError naming each bad variable."""
+    try:
+        return ApiSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigurationError(f"invalid setting: {problems}") from exc
+    except SettingsError as exc:
+        raise ConfigurationError(f"invalid setting: {exc.__cause__ or exc}") from exc

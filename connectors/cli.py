@@ -1,0 +1,186 @@
+"""The connectors' commands: ``jobstream api``, the queries on it, and ``replay views``.
+
+``jobs list``, ``history`` and ``workers`` call the HTTP API (``JOBSTREAM_API_URL``,
+``JOBSTREAM_API_TOKEN``), so they see what the token's owner may see and nothing more;
+their tables stay readable at 80 columns.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import typer
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from connectors.api.auth import hash_token
+from connectors.api.server import ApiServer
+from connectors.api.settings import ApiSettings, load_api_settings
+from connectors.views import ViewStore, ViewUpdater
+from pipeline.config import load_settings
+from pipeline.signals import stop_on_signals
+
+log = logging.getLogger(__name__)
+
+EXIT_API = 6
+"""The API answered with an error (the message is printed)."""
+
+
+
+def _console() -> Console:
+    return Console()  # made per command: the terminal's width is read when it runs
+
+
+def api(
+    host: str | None = typer.Option(None, "--host", help="Default JOBSTREAM_API_HOST."),
+    port: int | None = typer.Option(None, "--port", help="Default JOBSTREAM_API_PORT (8080)."),
+    view_dir: str | None = typer.Option(None, "--view-dir", help="Default JOBSTREAM_VIEW_DIR."),
+) -> None:
+    """Serve the HTTP API (docs/api.md), with its views kept up to date."""
+    overrides = {"api_host": host, "api_port": port, "view_dir": view_dir}
+    settings = load_api_settings(**{k: v for k, v in overrides.items() if v is not None})
+    stop = stop_on_signals()
+    server = ApiServer(load_settings(), settings).start()
+    typer.echo(f"API on {server.url} (docs: {server.url}/docs)", err=True)
+    try:
+        server.wait(stop)
+    finally:
+        server.stop()
+
+
+def token_hash(token: str = typer.Argument(..., help="A bearer token.")) -> None:
+    """Print the SHA-256 of a token, as JOBSTREAM_API_TOKENS and _ADMIN_TOKENS hold it."""
+    typer.echo(hash_token(token))
+
+
+# -- queries through the API ------------------------------------------------------------
+
+
+def _get(settings: ApiSettings, path: str, params: dict[str, Any] | None = None) -> Any:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a log line per request
+    token = settings.api_token.get_secret_value() if settings.api_token else ""
+    try:
+        reply = httpx.get(settings.api_url.rstrip("/") + path, timeout=30,
+                          params={k: v for k, v in (params or {}).items() if v is not None},
+                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    except httpx.HTTPError as exc:
+        typer.echo(f"error: API at {settings.api_url} unreachable: {exc}", err=True)
+        raise typer.Exit(EXIT_API) from None
+    if reply.status_code >= 400:
+        try:
+            detail = reply.json().get("detail", reply.text)
+        except ValueError:
+            detail = reply.text
+        typer.echo(f"error: {reply.status_code}: {detail}", err=True)
+        raise typer.Exit(EXIT_API)
+    return reply.json()
+
+
+def _when(ms: int | None) -> str:
+    return "" if ms is None else f"{datetime.fromtimestamp(ms / 1000, UTC):%m-%d %H:%M}"
+
+
+_WHOLE = {"job id", "state", "try", "outcome"}
+"""Columns never folded: an id cut in two cannot be copied."""
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in columns:
+        table.add_column(name, overflow="fold", no_wrap=name in _WHOLE)
+    return table
+
+
+jobs_app = typer.Typer(help="Query jobs through the HTTP API.", no_args_is_help=True)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    owner: str | None = typer.Option(None, "--owner", help="Only this owner's (admin tokens)."),
+    state: str | None = typer.Option(None, "--state"),
+    job_type: str | None = typer.Option(None, "--type"),
+    label: str | None = typer.Option(None, "--label", help="name=value"),
+    limit: int = typer.Option(50, "--limit", min=1, max=500),
+    cursor: str | None = typer.Option(None, "--cursor", help="From a previous page."),
+) -> None:
+    """Jobs, newest first (UTC times); prints the cursor of the next page when there is one."""
+    settings = load_api_settings()
+    page = _get(settings, "/api/v1/jobs", {"owner": owner, "state": state, "type": job_type,
+                                           "label": label, "limit": limit, "cursor": cursor})
+    table = _table("job id", "type", "owner", "state", "try", "created")
+    for job in page["items"]:
+        table.add_row(job["job_id"], job["job_type"], job["owner"], job["state"],
+                      str(job["attempt"]), _when(job["created_at_ms"]))  # fmt: skip
+    _console().print(table)
+    if page["next_cursor"]:
+        typer.echo(f"next page: --cursor {page['next_cursor']}")
+
+
+def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
+    """A job's executions: attempt, worker, start, end, outcome and error (UTC)."""
+    settings = load_api_settings()
+    job = _get(settings, f"/api/v1/jobs/{job_id}")
+    runs = _get(settings, f"/api/v1/jobs/{job_id}/executions")["executions"]
+    console = _console()
+    console.print(f"{job['job_id']}  {job['job_type']}  {job['owner']}  {job['state']}")
+    table = _table("try", "worker", "started", "ended", "outcome", "error")
+    for run in runs:
+        error = run.get("error") or {}
+        text = f"{error.get('error_type')}: {error.get('message')}" if error else ""
+        table.add_row(str(run["attempt"]), run.get("worker_id") or "",
+                      _when(run.get("started_at_ms")), _when(run.get("ended_at_ms")),
+                      run["outcome"], text)  # fmt: skip
+    console.print(table)
+
+
+def workers() -> None:
+    """Workers: types, state, running of capacity, age of the last heartbeat."""
+    found = _get(load_api_settings(), "/api/v1/workers")["workers"]
+    table = _table("worker", "types", "state", "busy", "age", "stale")
+    for w in found:
+        table.add_row(w["worker_id"], ",".join(w["job_types"]), w["state"],
+                      f"{w['running']}/{w['capacity']}", f"{w['age_ms'] / 1000:.0f}s",
+                      "STALE" if w["stale"] else "")  # fmt: skip
+    _console().print(table)
+
+
+# -- replay ---------------------------------------------------------------------------
+
+replay_app = typer.Typer(help="Rebuild state from the topics, from offset zero.",
+                         no_args_is_help=True)  # fmt: skip
+
+
+@replay_app.command("views")
+def replay_views(
+    view_dir: str | None = typer.Option(None, "--view-dir", help="Default JOBSTREAM_VIEW_DIR."),
+) -> None:
+    """Wipe the API's views and fold every record of the topics again (stop the API first:
+    its views are locked while it runs)."""
+    api_settings = load_api_settings(**({"view_dir": view_dir} if view_dir else {}))
+    store = ViewStore(api_settings.view_dir)
+    updater = ViewUpdater(load_settings(), store, retention_ms=api_settings.view_retention)
+    columns = (TextColumn("views"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=Console(stderr=True)) as progress:
+            task = progress.add_task("views", total=None)
+            folded = updater.rebuild(lambda done, total: progress.update(
+                task, completed=done, total=total))  # fmt: skip
+    finally:
+        updater.close()
+        store.close()
+    typer.echo(f"views rebuilt in {api_settings.view_dir}: {folded} records folded", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the connectors' commands to the ``jobstream`` app."""
+    app.command("api")(api)
+    app.command("token-hash")(token_hash)
+    app.add_typer(jobs_app, name="jobs")
+    app.command("history")(history)
+    app.command("workers")(workers)
+    app.add_typer(replay_app, name="replay")

@@ -1,0 +1,9 @@
+"""Views: jobs.intake, jobs.status, jobs.events and jobs.workers folded into local RocksDB
+files, indexed for the queries of the HTTP API and the CLI (docs/api.md)."""
+
+from connectors.views.fold import SUBMITTED
+from connectors.views.query import Page, executions, list_jobs, workers
+from connectors.views.store import ViewStore
+from connectors.views.updater import ViewUpdater
+
+__all__ = ["SUBMITTED", "Page", "ViewStore", "ViewUpdater", "executions", "list_jobs", "workers"]

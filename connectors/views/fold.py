@@ -1,0 +1,164 @@
+"""How each record changes a view document: pure functions, old document in, new one out.
+
+A job's document merges three sources that reach the view in no fixed order:
+
+* its **submission** (JobSubmitted on jobs.intake): owner, type, labels, parameters'
+  size and digest, the schedule and ``created_at_ms``; the first submission wins (a
+  resubmission with the same idempotency key is the same job);
+* its **status** (jobs.status): the state and the fields of docs/status.md; a status
+  older than the one held (``updated_at_ms``) changes nothing;
+* its **events** (jobs.events): each execution's history, kept in separate records.
+
+A job known only from its submission is in the state ``SUBMITTED``: accepted, not yet
+seen by the timers. Merging commutes, so a replay from offset zero, which reads the
+topics' partitions in another interleaving, folds into the same documents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from pipeline.errors import ValidationError
+from pipeline.lifecycle import TERMINAL_STATES, LifecycleKind
+from pipeline.scheduling.ids import job_id_time_ms
+from pipeline.serde import JobStatus
+
+SUBMITTED = "SUBMITTED"
+"""The view's state of a job whose submission it has read and whose status it has not."""
+PARAMS_INLINE_BYTES = 64 * 1024
+"""Parameters up to this size are kept in the view; larger ones by size and digest only."""
+
+_STATUS_FIELDS = (
+    "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
+    "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates",
+)  # fmt: skip
+_OUTCOMES = {
+    LifecycleKind.SUCCEEDED: "SUCCEEDED",
+    LifecycleKind.FAILED: "FAILED",
+    LifecycleKind.TIMED_OUT: "TIMED_OUT",
+    LifecycleKind.LOST: "LOST",
+}
+
+
+def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[str, Any]:
+    return {
+        "job_id": job_id, "workflow_id": None, "job_type": job_type, "owner": owner,
+        "state": SUBMITTED, "created_at_ms": created_at_ms, "labels": {},
+        "priority": "NORMAL", "attempt": 0, "epoch": 0, "scheduled_at_ms": None,
+        "next_fire_at_ms": None, "updated_at_ms": None, "last_error": None, "result": None,
+        "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
+        "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
+        "submitted": False,
+    }  # fmt: skip
+
+
+def created_ms(job_id: str, fallback_ms: int) -> int:
+    """A ULID's instant; an idempotent id carries none, so the first instant seen."""
+    try:
+        return job_id_time_ms(job_id)
+    except ValidationError:
+        return fallback_ms
+
+
+def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The document after the job's JobSubmitted ``record``; the first one wins."""
+    spec = record["spec"]
+    job_id, submitted = record["job_id"], int(record["submitted_at_ms"])
+    if doc is None:
+        doc = new_doc(job_id, spec["owner"], spec["job_type"], submitted)
+    elif doc["submitted"]:
+        return doc
+    params = str(spec.get("params") or "{}").encode()
+    cron = spec.get("cron")
+    return {
+        **doc,
+        "owner": spec["owner"], "job_type": spec["job_type"], "created_at_ms": submitted,
+        "workflow_id": record.get("workflow_id"), "labels": dict(spec.get("labels") or {}),
+        "priority": doc["priority"] if doc["updated_at_ms"] else spec.get("priority", "NORMAL"),
+        "idempotency_key": record.get("idempotency_key"),
+        "schedule": {"run_at_ms": spec.get("run_at_ms"), "cron": cron},
+        "params_bytes": len(params), "params_sha256": hashlib.sha256(params).hexdigest(),
+        "submitted": True,
+    }  # fmt: skip
+
+
+def params_value(record: Mapping[str, Any]) -> bytes | None:
+    """The parameters to keep beside the document, or None when they are too large."""
+    params = str(record["spec"].get("params") or "{}").encode()
+    return params if len(params) <= PARAMS_INLINE_BYTES else None
+
+
+def apply_status(doc: dict[str, Any] | None, status: JobStatus) -> dict[str, Any]:
+    """The document after a jobs.status record; an older status than the one held is
+    ignored (a replay meets the same records again)."""
+    if doc is None:
+        doc = new_doc(status.job_id, status.owner, status.job_type,
+                      created_ms(status.job_id, status.updated_at_ms))  # fmt: skip
+    elif doc["updated_at_ms"] is not None and status.updated_at_ms < doc["updated_at_ms"]:
+        return doc
+    values = status.model_dump(mode="json")
+    ended = status.state in TERMINAL_STATES
+    return {
+        **doc,
+        **{name: values[name] for name in _STATUS_FIELDS},
+        "workflow_id": status.workflow_id or doc["workflow_id"],
+        "ended_at_ms": (doc["ended_at_ms"] or status.updated_at_ms) if ended else None,
+    }
+
+
+def apply_event(
+    execution: dict[str, Any] | None, event: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The execution record after a JobLifecycle ``event``; None for an event that names
+    no execution (RETRY_SCHEDULED of a redrive, CANCELLED, PAUSED, ...)."""
+    execution_id = event.get("execution_id")
+    if not execution_id:
+        return None
+    kind = event["kind"]
+    at = int(event["at_ms"])
+    run = dict(execution or {
+        "execution_id": execution_id, "attempt": int(event.get("attempt") or 0),
+        "epoch": int(event.get("epoch") or 0), "scheduled_at_ms": None, "fired_at_ms": None,
+        "lateness_ms": None, "worker_id": None, "started_at_ms": None,
+        "last_heartbeat_ms": None, "ended_at_ms": None, "outcome": "QUEUED", "error": None,
+        "result": None, "result_uri": None, "detail": None, "starts": 0, "duplicates": 0,
+    })  # fmt: skip
+    if event.get("attempt"):
+        run["attempt"] = int(event["attempt"])
+    if kind == LifecycleKind.FIRED:
+        run.update(fired_at_ms=at, scheduled_at_ms=event.get("scheduled_at_ms"),
+                   lateness_ms=event.get("lateness_ms"))  # fmt: skip
+    elif kind == LifecycleKind.STARTED:
+        run.update(worker_id=event.get("worker_id"), started_at_ms=at, starts=run["starts"] + 1,
+                   last_heartbeat_ms=at)  # fmt: skip
+        if run["ended_at_ms"] is None:
+            run["outcome"] = "RUNNING"
+    elif kind == LifecycleKind.HEARTBEAT:
+        run["last_heartbeat_ms"] = max(at, run["last_heartbeat_ms"] or 0)
+    elif kind in _OUTCOMES:
+        error = event.get("error")
+        run.update(ended_at_ms=at, outcome=_OUTCOMES[LifecycleKind(kind)],
+                   result=event.get("result"), result_uri=event.get("result_uri"),
+                   worker_id=event.get("worker_id") or run["worker_id"],
+                   detail=event.get("detail") or run["detail"])  # fmt: skip
+        if error is not None:
+            run["error"] = {k: error.get(k) for k in
+                            ("error_type", "message", "traceback", "retryable")}  # fmt: skip
+    elif kind == LifecycleKind.DUPLICATE:
+        run["duplicates"] += 1
+    elif event.get("detail"):
+        run["detail"] = event["detail"]
+    return run
+
+
+def dumps(value: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(value)
+
+
+def loads(raw: bytes) -> dict[str, Any]:
+    value: dict[str, Any] = orjson.loads(raw)
+    return value

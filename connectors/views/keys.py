@@ -1,0 +1,170 @@
+"""Key encoding of the view store: sortable byte keys, one namespace per index.
+
+Every key starts with a one-byte namespace and ``\\x00``. Text parts end with ``\\x00``
+(owners hold no control characters, job types only ``[a-z0-9_.]``), so a prefix of whole
+parts never matches a longer part by accident. An index key ends with the job's sort part:
+``>Q`` of ``NEWEST - created_ms`` (so a forward scan meets the newest job first) and the
+job id, whose 26 characters are fixed-width. Index values are empty: the job's document is
+read from its ``j`` key. The id's bytes are inverted (``255 - b``) so that jobs of one
+millisecond also come newest first.
+
+| namespace | key | value |
+|---|---|---|
+| ``j`` | job id | the job's document (JSON) |
+| ``p`` | job id | its parameters (JSON text, when small) |
+| ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
+| ``w`` | worker id | the worker's latest heartbeat (JSON) |
+| ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
+| ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
+| ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.errors import ValidationError
+from pipeline.scheduling.ids import parse_execution_id
+
+_Q = struct.Struct(">Q")
+_I = struct.Struct(">I")
+_OFFSET = struct.Struct(">q")
+NEWEST = (1 << 63) - 1
+"""``NEWEST - created_ms`` sorts newer jobs first."""
+JOB_ID_LENGTH = 26
+SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
+
+DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
+OFFSETS = b"\x01"
+
+
+def text(part: str) -> bytes:
+    return part.encode() + b"\x00"
+
+
+@dataclass(frozen=True)
+class Index:
+    """One secondary index: which filters it serves, in the order its key holds them."""
+
+    namespace: bytes
+    fields: tuple[str, ...]
+
+    def prefix(self, values: Mapping[str, str]) -> bytes:
+        return self.namespace + b"".join(text(values[name]) for name in self.fields)
+
+
+INDEXES = (
+    Index(b"a\x00", ()),
+    Index(b"o\x00", ("owner",)),
+    Index(b"O\x00", ("owner", "state")),
+    Index(b"T\x00", ("owner", "job_type")),
+    Index(b"L\x00", ("owner", "label")),
+    Index(b"t\x00", ("job_type", "state")),
+    Index(b"y\x00", ("job_type",)),
+    Index(b"s\x00", ("state",)),
+    Index(b"l\x00", ("label",)),
+)
+"""Every listing is a prefix scan of one of these; filters the chosen index does not hold
+are checked on the documents it yields (:func:`choose_index`)."""
+
+
+def choose_index(filters: Mapping[str, str]) -> Index:
+    """The index holding the most of ``filters``' fields and no other field."""
+    wanted = set(filters)
+    usable = [index for index in INDEXES if set(index.fields) <= wanted]
+    return max(usable, key=lambda index: len(index.fields))
+
+
+_INVERT = bytes(255 - b for b in range(256))
+
+
+def sort_part(created_ms: int, job_id: str) -> bytes:
+    """Newest first; jobs of one millisecond by descending id (a ULID's order)."""
+    return _Q.pack(NEWEST - max(created_ms, 0)) + job_id.encode().translate(_INVERT)
+
+
+def job_id_of(index_key: bytes) -> str:
+    return index_key[-JOB_ID_LENGTH:].translate(_INVERT).decode()
+
+
+def labels_of(labels: Mapping[str, str]) -> list[str]:
+    """``name=value`` of each label an index can hold (none with a NUL in it)."""
+    return sorted(f"{k}={v}" for k, v in labels.items() if "\x00" not in k + v)
+
+
+def index_keys(doc: Mapping[str, Any]) -> set[bytes]:
+    """Every index entry of a job document (its ``j`` key aside)."""
+    tail = sort_part(doc["created_at_ms"], doc["job_id"])
+    base = {"owner": doc["owner"], "state": doc["state"], "job_type": doc["job_type"]}
+    keys: set[bytes] = set()
+    for index in INDEXES:
+        if "label" in index.fields:
+            for label in labels_of(doc.get("labels") or {}):
+                keys.add(index.prefix({**base, "label": label}) + tail)
+        else:
+            keys.add(index.prefix(base) + tail)
+    if doc.get("ended_at_ms") is not None:
+        keys.add(retention_key(doc["ended_at_ms"], doc["job_id"]))
+    return keys
+
+
+def doc_key(job_id: str) -> bytes:
+    return DOC + job_id.encode()
+
+
+def params_key(job_id: str) -> bytes:
+    return PARAMS + job_id.encode()
+
+
+def execution_prefix(job_id: str) -> bytes:
+    return EXECUTION + text(job_id)
+
+
+def execution_key(job_id: str, execution_id: str) -> bytes:
+    """Executions of a job sort by firing, then attempt; an id we cannot parse sorts last."""
+    try:
+        _, fire_ms, attempt = parse_execution_id(execution_id)
+    except ValidationError:
+        return execution_prefix(job_id) + b"\xff" + execution_id.encode()
+    return execution_prefix(job_id) + _Q.pack(fire_ms) + _I.pack(attempt)
+
+
+def worker_key(worker_id: str) -> bytes:
+    return WORKER + worker_id.encode()
+
+
+def retention_key(ended_ms: int, job_id: str) -> bytes:
+    return RETENTION + _Q.pack(max(ended_ms, 0)) + job_id.encode()
+
+
+def retention_upper(before_ms: int) -> bytes:
+    return RETENTION + _Q.pack(max(before_ms, 0))
+
+
+def offset_key(topic: str, partition: int) -> bytes:
+    return OFFSETS + text(topic) + _I.pack(partition)
+
+
+def encode_offset(offset: int) -> bytes:
+    return _OFFSET.pack(offset)
+
+
+def decode_offset(raw: bytes) -> int:
+    return int(_OFFSET.unpack(raw)[0])
+
+
+def upper_bound(prefix: bytes) -> bytes:
+    """The least key above every key starting with ``prefix``."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return b"\xff" * (len(prefix) + 1)
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def changed(old: Iterable[bytes], new: Iterable[bytes]) -> tuple[set[bytes], set[bytes]]:
+    """(keys to delete, keys to put) to move from index entries ``old`` to ``new``."""
+    before, after = set(old), set(new)
+    return before - after, after - before

@@ -1,0 +1,102 @@
+"""Queries on the views, each a prefix scan of one index (never a scan of everything).
+
+A listing picks the index that holds the most of its filters (:func:`keys.choose_index`)
+and checks the others on the documents it reads. A page ends when it holds ``limit``
+jobs or after ``max_scan`` index entries, whichever comes first, so a filter the index
+does not hold costs a bounded amount of work per page: a page may then hold fewer jobs
+than asked, and its cursor goes on from where the scan stopped. The cursor is the
+position within the chosen index's prefix (URL-safe base64), so it cannot reach
+outside the filters it was issued for.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.views import fold, keys
+from connectors.views.store import ViewStore
+from pipeline.errors import ValidationError
+
+MAX_SCAN = 5000
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+    """None when the listing is complete."""
+
+
+def encode_cursor(position: bytes) -> str:
+    return base64.urlsafe_b64encode(position).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> bytes:
+    try:
+        position = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
+                                    validate=True)  # fmt: skip
+    except (binascii.Error, ValueError):
+        position = b""
+    if len(position) != keys.SORT_PART_LENGTH:
+        raise ValidationError("cursor", "is not a cursor this API issued")
+    return position
+
+
+def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
+              cursor: str | None = None, max_scan: int = MAX_SCAN) -> Page:  # fmt: skip
+    """Jobs matching every filter (``owner``, ``state``, ``job_type``, ``label`` as
+    ``name=value``), newest first."""
+    index = keys.choose_index(filters)
+    prefix = index.prefix(filters)
+    rest = {name: value for name, value in filters.items() if name not in index.fields}
+    lower = prefix if cursor is None else prefix + decode_cursor(cursor) + b"\x00"
+    items: list[dict[str, Any]] = []
+    last: bytes | None = None
+    for scanned, (key, _) in enumerate(store.scan(lower, keys.upper_bound(prefix))):
+        if len(items) >= limit or scanned >= max_scan:
+            return Page(items, encode_cursor(last[len(prefix):]) if last else None)
+        last = key
+        doc = store.doc(keys.job_id_of(key))
+        if doc is not None and _matches(doc, rest):
+            items.append(doc)
+    return Page(items, None)
+
+
+def _matches(doc: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
+    for name, value in filters.items():
+        if name == "label":
+            if value not in keys.labels_of(doc.get("labels") or {}):
+                return False
+        elif doc.get(name) != value:
+            return False
+    return True
+
+
+def executions(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
+    """Every execution of a job, by firing then attempt."""
+    prefix = keys.execution_prefix(job_id)
+    return [fold.loads(value) for _, value in store.scan(prefix, keys.upper_bound(prefix))]
+
+
+def params(store: ViewStore, job_id: str) -> bytes | None:
+    return store.get(keys.params_key(job_id))
+
+
+def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
+            ) -> list[dict[str, Any]]:  # fmt: skip
+    """Every worker's latest heartbeat, with its age and whether it is stale (no heartbeat
+    within ``stale_after_ms``, or STOPPED)."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    found = []
+    for _, value in store.scan(keys.WORKER, keys.upper_bound(keys.WORKER)):
+        worker = fold.loads(value)
+        age = max(0, now - int(worker["at_ms"]))
+        worker["age_ms"] = age
+        worker["stale"] = age > stale_after_ms or worker.get("state") == "STOPPED"
+        found.append(worker)
+    return found

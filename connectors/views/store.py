@@ -1,0 +1,146 @@
+"""The view store: job documents, their indexes, executions and workers in one RocksDB.
+
+One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
+:mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
+writes and is applied as one RocksDB write batch together with the offsets of the records
+it folded, so after a crash the files hold a prefix of each input partition and the
+updater resumes right after it. Readers (the API's threads) see whole batches only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from connectors.views import fold, keys
+from pipeline.serde import JobStatus
+from pipeline.state.store import PartitionStore
+
+log = logging.getLogger(__name__)
+
+
+class ViewStore:
+    """The RocksDB files of the views at ``path``; reads are safe from any thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.db = PartitionStore(self.path)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(key)
+
+    def scan(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return self.db.scan(lower, upper)
+
+    def doc(self, job_id: str) -> dict[str, Any] | None:
+        raw = self.db.get(keys.doc_key(job_id))
+        return None if raw is None else fold.loads(raw)
+
+    def offsets(self) -> dict[tuple[str, int], int]:
+        """The next offset to read of every input partition folded so far."""
+        found = {}
+        for key, value in self.db.scan(keys.OFFSETS, keys.upper_bound(keys.OFFSETS)):
+            topic, _, partition = key[1:].partition(b"\x00")
+            found[(topic.decode(), int.from_bytes(partition, "big"))] = keys.decode_offset(value)
+        return found
+
+    def batch(self) -> ViewBatch:
+        return ViewBatch(self)
+
+    def wipe(self) -> None:
+        """Drop every view: a replay from offset zero rebuilds them."""
+        self.db.wipe()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class ViewBatch:
+    """Changes folded into the views, applied at once by :meth:`commit`."""
+
+    def __init__(self, store: ViewStore) -> None:
+        self.store = store
+        self.changes: dict[bytes, bytes | None] = {}
+        self.records = 0
+
+    def get(self, key: bytes) -> bytes | None:
+        if key in self.changes:
+            return self.changes[key]
+        return self.store.get(key)
+
+    def _doc(self, job_id: str) -> dict[str, Any] | None:
+        raw = self.get(keys.doc_key(job_id))
+        return None if raw is None else fold.loads(raw)
+
+    def _put_doc(self, old: Mapping[str, Any] | None, new: dict[str, Any]) -> None:
+        if old == new:
+            return
+        gone, added = keys.changed(keys.index_keys(old) if old else (), keys.index_keys(new))
+        for key in gone:
+            self.changes[key] = None
+        for key in added:
+            self.changes[key] = b""
+        self.changes[keys.doc_key(new["job_id"])] = fold.dumps(new)
+
+    def submitted(self, record: Mapping[str, Any]) -> None:
+        job_id = record["job_id"]
+        old = self._doc(job_id)
+        new = fold.apply_submitted(old, record)
+        if new is not old:
+            params = fold.params_value(record)
+            if params is not None:
+                self.changes[keys.params_key(job_id)] = params
+        self._put_doc(old, new)
+
+    def status(self, status: JobStatus) -> None:
+        old = self._doc(status.job_id)
+        self._put_doc(old, fold.apply_status(old, status))
+
+    def event(self, record: Mapping[str, Any]) -> None:
+        """An execution's step; events of a job the view does not hold yet are kept too
+        (its status or submission is on its way on another topic)."""
+        execution_id = record.get("execution_id")
+        if not execution_id:
+            return
+        key = keys.execution_key(record["job_id"], execution_id)
+        raw = self.get(key)
+        run = fold.apply_event(None if raw is None else fold.loads(raw), record)
+        if run is not None:
+            self.changes[key] = fold.dumps(run)
+
+    def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
+        """A worker's latest heartbeat, or None for a tombstone."""
+        key = keys.worker_key(worker_id)
+        self.changes[key] = None if heartbeat is None else fold.dumps(heartbeat)
+
+    def offset(self, topic: str, partition: int, next_offset: int) -> None:
+        self.changes[keys.offset_key(topic, partition)] = keys.encode_offset(next_offset)
+
+    def purge(self, before_ms: int, limit: int = 1000) -> int:
+        """Drop jobs that ended before ``before_ms``: document, indexes, parameters and
+        executions. Reads the store, not this batch: call it on a fresh batch."""
+        purged = 0
+        for key, _ in self.store.scan(keys.RETENTION, keys.retention_upper(before_ms)):
+            if purged >= limit:
+                break
+            job_id = key[-keys.JOB_ID_LENGTH:].decode()
+            doc = self._doc(job_id)
+            self.changes[key] = None
+            if doc is not None:
+                for index_key in keys.index_keys(doc):
+                    self.changes[index_key] = None
+            self.changes[keys.doc_key(job_id)] = None
+            self.changes[keys.params_key(job_id)] = None
+            prefix = keys.execution_prefix(job_id)
+            for execution, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
+                self.changes[execution] = None
+            purged += 1
+        return purged
+
+    def commit(self) -> None:
+        if self.changes:
+            self.store.db.write(self.changes, None)
+        self.changes = {}
+        self.records = 0

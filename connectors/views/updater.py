@@ -1,0 +1,234 @@
+"""Keeps the views up to date: reads jobs.intake, jobs.status, jobs.events and jobs.workers
+and folds every record into the view store.
+
+The updater assigns itself every partition of its four topics (no consumer group: each
+API process keeps views of its own) and starts each from the offset its store recorded,
+or from the beginning. A batch of records and the offsets after them are written in one
+RocksDB batch, so a restart resumes where the files end and a crash neither loses nor
+repeats a record's effect (folding one twice changes nothing anyway). ``rebuild`` wipes
+the store and reads everything again from offset zero. Ended jobs leave the views after
+the retention (:meth:`ViewBatch.purge`, once a minute).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from connectors.views.store import ViewBatch, ViewStore
+from pipeline.config import Settings
+from pipeline.errors import DeserializationError, JobstreamError, ValidationError
+from pipeline.jobs.model import validate_submitted
+from pipeline.kafka import clients
+from pipeline.kafka.watermarks import watermarks
+from pipeline.serde import decode_status, make_serde
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+PURGE_INTERVAL_S = 60.0
+STALE_AFTER_S = 30.0
+
+
+@dataclass
+class UpdaterStats:
+    folded: int = 0
+    skipped: int = 0
+    """Records no decoder reads (logged once each, counted here)."""
+    purged: int = 0
+    batches: int = 0
+    last_loop: float = field(default_factory=time.monotonic)
+
+
+class ViewUpdater:
+    """Folds the four topics into ``store``; :meth:`run` loops until stopped."""
+
+    def __init__(self, settings: Settings, store: ViewStore, *, retention_ms: int,
+                 metadata_timeout_s: float = 30.0) -> None:  # fmt: skip
+        self.settings = settings
+        self.store = store
+        self.retention_ms = retention_ms
+        self.timeout_s = metadata_timeout_s
+        self.topics = Topics(settings)
+        self._handlers: dict[str, Callable[[ViewBatch, Message], None]] = {
+            self.topics.intake: self._intake,
+            self.topics.status: self._status,
+            self.topics.events: self._event,
+            self.topics.workers: self._worker,
+        }
+        _, self._deserialize = make_serde(settings.schema_registry_url)
+        self.stats = UpdaterStats()
+        self._consumer: Consumer | None = None
+        self._next_purge = 0.0
+        self._ends: dict[tuple[str, int], int] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Assign every input partition from the offset the store holds."""
+        group = f"{self.settings.topic_prefix}jobstream.views.unused"
+        consumer = clients.consumer(self.settings, group, **clients.BATCHED_FETCH)
+        metadata = consumer.list_topics(timeout=self.timeout_s).topics
+        stored = self.store.offsets()
+        assignment = []
+        for topic in self._handlers:
+            found = metadata.get(topic)
+            if found is None or found.error is not None or not found.partitions:
+                consumer.close()
+                raise JobstreamError(f"topic {topic} not found: run `jobstream topics create`")
+            for p in sorted(found.partitions):
+                start = stored.get((topic, p), OFFSET_BEGINNING)
+                assignment.append(TopicPartition(topic, p, start))
+                self._ends[(topic, p)] = watermarks(consumer, TopicPartition(topic, p))[1]
+        consumer.assign(assignment)
+        self._consumer = consumer
+        log.info("views open", extra={"path": str(self.store.path), "partitions": len(assignment),
+                                      "resumed": len(stored)})  # fmt: skip
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def run(self, stop: threading.Event) -> None:
+        """Fold records until ``stop`` is set."""
+        if self._consumer is None:
+            self.open()
+        while not stop.is_set():
+            self.step()
+
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Wipe the views and fold every record up to the current ends; returns how many.
+
+        ``progress(done, total)`` is called after each batch.
+        """
+        self.close()
+        self.store.wipe()
+        self.open()
+        total = sum(self._ends.values())
+        while not self.caught_up():
+            self.step()
+            if progress is not None:
+                progress(min(self._position_total(), total), total)
+        return self.stats.folded
+
+    # -- one turn of the loop -------------------------------------------------------------
+
+    def step(self, timeout_s: float = 0.2) -> int:
+        """Fold one batch of records (and purge when due); returns how many were folded."""
+        assert self._consumer is not None, "open() first"
+        messages = self._consumer.consume(5000, timeout=timeout_s)
+        batch = self.store.batch()
+        folded = 0
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.warning("view read error: %s", error)
+                continue
+            topic, partition = str(message.topic()), int(message.partition() or 0)
+            self._handlers[topic](batch, message)
+            batch.offset(topic, partition, int(message.offset() or 0) + 1)
+            folded += 1
+        batch.commit()
+        self.stats.folded += folded
+        self.stats.batches += 1 if folded else 0
+        self._purge_if_due()
+        self.stats.last_loop = time.monotonic()
+        return folded
+
+    def _purge_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._next_purge:
+            return
+        self._next_purge = now + PURGE_INTERVAL_S
+        before = int(time.time() * 1000) - self.retention_ms
+        while True:
+            batch = self.store.batch()
+            purged = batch.purge(before)
+            batch.commit()
+            self.stats.purged += purged
+            if purged < 1000:
+                break
+
+    def purge_now(self) -> None:
+        """Purge at once (tests, and after a change of the retention)."""
+        self._next_purge = 0.0
+        self._purge_if_due()
+
+    # -- where it stands ------------------------------------------------------------------
+
+    def _position_total(self) -> int:
+        offsets = self.store.offsets()
+        return sum(min(offsets.get(tp, 0), end) for tp, end in self._ends.items())
+
+    def caught_up(self) -> bool:
+        """Every partition read up to the end it had when the updater opened."""
+        offsets = self.store.offsets()
+        return all(offsets.get(tp, 0) >= end for tp, end in self._ends.items() if end > 0)
+
+    def health(self) -> str | None:
+        """None while the loop turns; what is wrong otherwise."""
+        idle = time.monotonic() - self.stats.last_loop
+        if idle > STALE_AFTER_S:
+            return f"view updater loop stalled for {idle:.0f} s"
+        return None
+
+    # -- decoding each topic --------------------------------------------------------------
+
+    def _skip(self, message: Message, reason: str) -> None:
+        self.stats.skipped += 1
+        log.warning("view skipped a record", extra={
+            "topic": message.topic(), "partition": message.partition(),
+            "offset": message.offset(), "reason": reason,
+        })  # fmt: skip
+
+    def _decode(self, message: Message, name: str) -> dict | None:
+        value = message.value()
+        if not value:
+            return None
+        try:
+            event = self._deserialize(value)
+        except DeserializationError as exc:
+            self._skip(message, exc.reason)
+            return None
+        return event.data if event.name == name else None
+
+    def _intake(self, batch: ViewBatch, message: Message) -> None:
+        record = self._decode(message, "JobSubmitted")
+        if record is None:
+            return
+        try:  # the timers refuse what breaks a rule (to jobs.intake.dlq): so does the view
+            validate_submitted(record, now_ms=int(time.time() * 1000))
+        except ValidationError as exc:
+            self._skip(message, str(exc))
+            return
+        batch.submitted(record)
+
+    def _event(self, batch: ViewBatch, message: Message) -> None:
+        record = self._decode(message, "JobLifecycle")
+        if record is not None:
+            batch.event(record)
+
+    def _worker(self, batch: ViewBatch, message: Message) -> None:
+        value = message.value()
+        if not value:
+            batch.worker((message.key() or b"").decode(), None)
+            return
+        record = self._decode(message, "WorkerHeartbeat")
+        if record is not None:
+            batch.worker(record["worker_id"], record)
+
+    def _status(self, batch: ViewBatch, message: Message) -> None:
+        value = message.value()
+        if not value:  # the view's own retention decides when a job leaves it
+            return
+        try:
+            batch.status(decode_status(value))
+        except DeserializationError as exc:
+            self._skip(message, exc.reason)

@@ -1,0 +1,152 @@
+"""``jobstream bench-api``: the HTTP API's accepted jobs/s and its owner listing's latency.
+
+1. Submissions: ``POST /api/v1/jobs/batch`` of ``--batch-size`` jobs, one after another,
+   and single ``POST /api/v1/jobs`` from ``--concurrency`` clients at once, against a real
+   server and broker; a job counts once the API answered 201 (the broker acknowledged it).
+2. Listing: a view store filled with ``--view-jobs`` jobs of ``--owners`` owners, then
+   ``GET /api/v1/jobs?limit=50`` by owner tokens of random owners; the latency of each
+   request as the client sees it, p50/p99.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+from rich.table import Table
+
+from connectors.api.auth import hash_token
+from connectors.api.server import ApiServer
+from connectors.api.settings import load_api_settings
+from connectors.views import ViewStore
+from ops.bench.harness import broker, create_topics, run_settings
+from ops.bench.options import BootstrapOption, KafkaHomeOption, OutOption, PortOption, WorkdirOption
+from ops.bench.report import console, write_results
+from pipeline.scheduling import new_job_id
+
+JOB = {"job_type": "data.process", "params": {"input": "sales.csv"}}
+
+
+def _server(settings: Any, views: Path, owners: int) -> ApiServer:
+    tokens = {hash_token(f"token-{n}"): f"owner-{n}" for n in range(owners)}
+    api = load_api_settings(api_port=0, api_tokens=tokens, view_dir=views)
+    return ApiServer(settings, api).start()
+
+
+def _batches(url: str, count: int, size: int) -> float:
+    body = {"jobs": [JOB] * size}
+    with httpx.Client(base_url=url, headers={"Authorization": "Bearer token-0"},
+                      timeout=60) as client:  # fmt: skip
+        started = time.perf_counter()
+        for _ in range(count):
+            reply = client.post("/api/v1/jobs/batch", json=body)
+            reply.raise_for_status()
+        return count * size / (time.perf_counter() - started)
+
+
+async def _singles(url: str, count: int, concurrency: int) -> float:
+    auth = {"Authorization": "Bearer token-0"}
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=auth) as client:
+        left = iter(range(count))
+
+        async def one_client() -> None:
+            for _ in left:
+                (await client.post("/api/v1/jobs", json=JOB)).raise_for_status()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one_client() for _ in range(concurrency)))
+        return count / (time.perf_counter() - started)
+
+
+def _fill(views: Path, jobs: int, owners: int) -> float:
+    """``jobs`` submissions folded into a fresh store, as the updater would fold them."""
+    store = ViewStore(views)
+    started = time.perf_counter()
+    now = int(time.time() * 1000) - jobs
+    batch = store.batch()
+    for n in range(jobs):
+        batch.submitted({
+            "job_id": new_job_id(now + n), "workflow_id": None, "idempotency_key": None,
+            "submitted_at_ms": now + n,
+            "spec": {"job_type": "data.process", "owner": f"owner-{n % owners}", "params": "{}",
+                     "priority": "NORMAL", "run_at_ms": None, "cron": None,
+                     "labels": {"shard": str(n % 10)}},
+        })  # fmt: skip
+        if len(batch.changes) > 100_000:
+            batch.commit()
+    batch.commit()
+    elapsed = time.perf_counter() - started
+    store.close()
+    return elapsed
+
+
+def _listing(url: str, owners: int, requests: int) -> list[float]:
+    latencies = []
+    clients: dict[int, httpx.Client] = {}
+    try:
+        for _ in range(requests):
+            n = random.randrange(owners)
+            client = clients.get(n) or clients.setdefault(n, httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer token-{n}"}, timeout=30))
+            started = time.perf_counter()
+            reply = client.get("/api/v1/jobs", params={"limit": 50})
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert reply.status_code == 200 and len(reply.json()["items"]) == 50, reply.text
+    finally:
+        for client in clients.values():
+            client.close()
+    return latencies
+
+
+def bench_api(
+    batches: int = typer.Option(20, "--batches", min=1, help="Batch requests to send."),
+    batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1000),
+    singles: int = typer.Option(2000, "--singles", min=1, help="Single submissions."),
+    concurrency: int = typer.Option(32, "--concurrency", min=1, help="Single-POST clients."),
+    view_jobs: int = typer.Option(1_000_000, "--view-jobs", min=1000, help="Jobs in the view."),
+    owners: int = typer.Option(100, "--owners", min=1),
+    requests: int = typer.Option(2000, "--requests", min=1, help="Listing requests."),
+    bootstrap: str | None = BootstrapOption,
+    port: int = PortOption,
+    workdir: Path = WorkdirOption,
+    kafka_home: Path = KafkaHomeOption,
+    out: Path | None = OutOption,
+) -> None:
+    """Measure the HTTP API: accepted jobs/s (batch and single) and owner listing p99."""
+    views = workdir / "api-views"
+    shutil.rmtree(views, ignore_errors=True)
+    with broker(bootstrap, kafka_home, port) as running:
+        settings = run_settings(running.bootstrap, timer_partitions=6, exec_partitions=2)
+        create_topics(settings)
+        server = _server(settings, views, owners)
+        try:
+            batch_rate = _batches(server.url, batches, batch_size)
+            single_rate = asyncio.run(_singles(server.url, singles, concurrency))
+        finally:
+            server.stop()
+        shutil.rmtree(views, ignore_errors=True)
+        fill_s = _fill(views, view_jobs, owners)
+        server = _server(settings, views, owners)
+        try:
+            latencies = sorted(_listing(server.url, owners, requests))
+        finally:
+            server.stop()
+    report = {
+        "batch_jobs_per_s": round(batch_rate), "single_jobs_per_s": round(single_rate),
+        "view_jobs": view_jobs, "view_fill_s": round(fill_s, 1),
+        "list_p50_ms": round(statistics.median(latencies), 2),
+        "list_p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2),
+        "list_max_ms": round(latencies[-1], 2),
+    }  # fmt: skip
+    table = Table("measure", "value")
+    for key, value in report.items():
+        table.add_row(key, str(value))
+    console.print(table)
+    write_results(out, report)
