@@ -49,7 +49,10 @@ def worker(
                                     help="Jobs running at once in this process."),
     worker_id: str | None = typer.Option(None, "--worker-id", envvar="JOBSTREAM_WORKER_ID",
                                          help="Unique name on jobs.workers and in the "
-                                         "transactional ids (default: hostname-pid)."),
+                                         "transactional ids (default: hostname-pid); a "
+                                         "given id also makes the worker a static group "
+                                         "member, which takes its partitions back at once "
+                                         "when restarted."),
     heartbeat_ms: int = HeartbeatOption,
     result_dir: Path = typer.Option(DEFAULT_RESULT_DIR, "--result-dir",
                                     envvar="JOBSTREAM_RESULT_DIR",
@@ -66,7 +69,8 @@ def worker(
     if os.getcwd() not in sys.path:  # `--app myapp.jobs` from the project dir, as with -m
         sys.path.insert(0, os.getcwd())
     options = WorkerOptions(
-        worker_id=worker_id or default_worker_id(), job_types=tuple(job_types or ()),
+        worker_id=worker_id or default_worker_id(), static_member=worker_id is not None,
+        job_types=tuple(job_types or ()),
         concurrency=concurrency, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000,

@@ -82,6 +82,7 @@ def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
 
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
+                 static_member: bool = False,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
         self.job_type = job_type
@@ -94,12 +95,13 @@ class Lane:
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
         prefix = settings.topic_prefix
         group = f"{prefix}jobstream.workers.{job_type}"
-        # A crashed worker's partitions move to the others after 6 s, not 45.
-        self.consumer: Consumer = clients.consumer(
-            settings, group, **{"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
-        )
-        self._settings = settings
         self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
+        # A crashed worker's partitions move to the others after 6 s, not 45.
+        membership: dict[str, object] = {"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
+        if static_member:
+            membership["group.instance.id"] = self._transactional_id
+        self.consumer: Consumer = clients.consumer(settings, group, **membership)
+        self._settings = settings
         self.producer = self._new_producer()
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()

@@ -21,6 +21,11 @@ class WorkerOptions:
     worker_id: str = field(default_factory=default_worker_id)
     """Unique among live workers: it names the transactional ids, and a second process with
     the same id fences the first."""
+    static_member: bool = False
+    """Join the type's group as a static member named by the worker id (set when the id is
+    given, not made up): restarted under the same id, the worker takes its partitions back
+    at once instead of after the dead member's session (6 s); stopped for good, its
+    partitions go to the others after that session rather than at once."""
     job_types: tuple[str, ...] = ()
     """Types to serve; empty serves every type the app registers."""
     concurrency: int = 8

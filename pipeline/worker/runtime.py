@@ -87,6 +87,7 @@ class WorkerRuntime:
             settings, **{"delivery.report.only.error": True, "linger.ms": 50}
         )
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
+                           static_member=options.static_member,
                            deserialize=deserialize, before_commit=self._flush_events,
                            schedule=CommitSchedule(options.commit_interval_s,
                                                    options.commit_max_outcomes))
