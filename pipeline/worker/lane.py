@@ -96,12 +96,12 @@ class Lane:
         prefix = settings.topic_prefix
         group = f"{prefix}jobstream.workers.{job_type}"
         self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
+        self._settings, self._group = settings, group
         # A crashed worker's partitions move to the others after 6 s, not 45.
-        membership: dict[str, object] = {"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
+        self._membership: dict[str, object] = {"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
         if static_member:
-            membership["group.instance.id"] = self._transactional_id
-        self.consumer: Consumer = clients.consumer(settings, group, **membership)
-        self._settings = settings
+            self._membership["group.instance.id"] = self._transactional_id
+        self.consumer: Consumer = self._new_consumer()
         self.producer = self._new_producer()
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()
@@ -126,10 +126,29 @@ class Lane:
             **{"transaction.timeout.ms": clients.TRANSACTION_TIMEOUT_MS},
         )  # fmt: skip
 
+    def _new_consumer(self) -> Consumer:
+        return clients.consumer(self._settings, self._group, **self._membership)
+
     def start(self) -> None:
         self.producer.init_transactions(TIMEOUT_S)
+        self._subscribe()
+
+    def _subscribe(self) -> None:
         self.consumer.subscribe(list(self.tier_of), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)  # fmt: skip
+
+    def _rejoin(self, error: object) -> None:
+        """After a fatal consumer error (a static member fenced by a registration of its own
+        id, left over from a coordinator move): drop the partitions, whose uncommitted
+        records go to their next owner, and join again with a new consumer."""
+        log.warning("worker consumer replaced after: %s", error, extra={"job_type": self.job_type})
+        self._forget([TopicPartition(t, p) for t, p in self.tracker.assigned()])
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError) as exc:  # fenced, or the broker is gone
+            log.debug("consumer close: %s", exc)
+        self.consumer = self._new_consumer()
+        self._subscribe()
 
     def close(self) -> None:
         """Leave the group (the revoke callback commits first), then flush the producer."""
@@ -236,7 +255,8 @@ class Lane:
     def _consume_error(self, message: Message) -> None:
         error = message.error()
         if is_fatal(error):
-            raise KafkaException(error)
+            self._rejoin(error)
+            return
         if time.monotonic() - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
             self._error_logged_at = time.monotonic()
             log.warning("consume error: %s", error, extra={"job_type": self.job_type})

@@ -53,7 +53,9 @@ def test_without_a_folder_the_journal_refuses_to_record(monkeypatch: pytest.Monk
 def test_the_registry_holds_every_scenario_and_the_broker_ones_need_3_nodes() -> None:
     assert set(SCENARIOS) == {
         "kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
-        "kill-worker-replaced", "pause-worker", "kill-broker", "pause-broker",
+        "kill-worker-replaced", "kill-worker-for-good", "corrupt-timer-state", "pause-timers",
+        "pause-status-processor", "pause-retry-router", "pause-worker", "kill-broker",
+        "pause-broker",
     }  # fmt: skip
     broker = {name for name, scenario in SCENARIOS.items() if scenario.nodes == 3}
     assert broker == {"kill-broker", "pause-broker"}
