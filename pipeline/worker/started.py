@@ -42,6 +42,11 @@ class StartedEncoder:
                                                execution.fingerprint)  # fmt: skip
         self._header = SINGLE_OBJECT_MAGIC + execution.fingerprint if spliceable else None
 
+    @property
+    def splices(self) -> bool:
+        """Whether the current schemas let STARTED be built around the received bytes."""
+        return self._header is not None
+
     def __call__(self, event: Event, received: bytes | None) -> bytes:
         """``event`` (a STARTED carrying its execution) encoded; ``received`` is the
         execution record as it came off the topic, if at hand."""

@@ -40,6 +40,7 @@ def executions() -> list[Event]:
 @pytest.mark.parametrize("execution", executions(), ids=["plain", "cron", "retried"])
 def test_the_spliced_record_is_byte_for_byte_the_serialized_one(execution: Event) -> None:
     encode = StartedEncoder(SERIALIZE, event_schemas())
+    assert encode.splices, "JobLifecycle must end with its execution for the fast path"
     received = SERIALIZE(execution)
     data = DESERIALIZE(received).data
     started = outcomes.started(data, worker_id="w-1", now_ms=1_700_000_000_123)
