@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
@@ -20,8 +19,6 @@ from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 
 log = logging.getLogger(__name__)
-
-S = TypeVar("S")
 
 
 class PartitionStores:
@@ -64,11 +61,6 @@ class PartitionStores:
         except (KafkaException, RuntimeError) as exc:  # the broker is gone, or closed already
             log.debug("restore consumer close: %s", exc)
         self.restorer = self._new_restorer()
-
-    def begin(self, state: Callable[[PartitionTransaction, int], S]) -> dict[int, S]:
-        """One state object per owned partition, over a fresh transaction each."""
-        self._delivered.clear()
-        return {p: state(PartitionTransaction(store), p) for p, store in self.stores.items()}
 
     def log(self, producer: Producer, partition: int,
             records: Iterable[tuple[bytes, bytes | None]]) -> None:  # fmt: skip
