@@ -9,7 +9,7 @@ ConfigurationError that names the environment variable.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -109,10 +109,14 @@ class Settings(BaseSettings):
         return config
 
 
-def load_settings(**overrides: object) -> Settings:
-    """Read the settings, or raise ConfigurationError naming each bad variable."""
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+
+
+def read_settings(kind: type[SettingsT], **overrides: object) -> SettingsT:
+    """Read ``kind`` from the environment, or raise ConfigurationError naming each bad
+    variable."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return kind(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = "; ".join(
             f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
@@ -123,3 +127,8 @@ def load_settings(**overrides: object) -> Settings:
         raise ConfigurationError(
             f"invalid setting: {ENV_PREFIX}{field.upper()}: {exc.__cause__ or exc}"
         ) from exc
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The process settings; see :func:`read_settings`."""
+    return read_settings(Settings, **overrides)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
@@ -22,7 +22,7 @@ from connectors.api.models import (
     Problem,
 )
 from connectors.api.producer import NotAcknowledged
-from connectors.api.services import Services, principal, services
+from connectors.api.services import Auth, Services, Svc
 from connectors.views import SUBMITTED, executions, list_jobs
 from connectors.views.fold import apply_submitted
 from connectors.views.query import params as stored_params
@@ -35,8 +35,6 @@ from pipeline.serde import Event
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
-Auth = Annotated[Principal, Depends(principal)]
-Svc = Annotated[Services, Depends(services)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
 }

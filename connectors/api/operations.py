@@ -7,9 +7,9 @@ an owner token reads and redrives its own owner's only, whatever the filter asks
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
 from connectors.api.auth import Principal
 from connectors.api.models import (
@@ -21,15 +21,13 @@ from connectors.api.models import (
     WorkerOut,
     Workers,
 )
-from connectors.api.services import Services, principal, services
+from connectors.api.services import Auth, Services, Svc
 from connectors.views import workers
 from pipeline.dlq.reader import DlqFilter, DlqReader, summary
 from pipeline.dlq.redrive import Redriver, select
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 
-Auth = Annotated[Principal, Depends(principal)]
-Svc = Annotated[Services, Depends(services)]
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 422)}
 
 

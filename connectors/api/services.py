@@ -7,9 +7,9 @@ request and :func:`services` the one that hands the routes their parts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from connectors.api.auth import Principal, TokenTable
 from connectors.api.errors import ApiError
@@ -61,3 +61,8 @@ def principal(request: Request) -> Principal:
     if found is None:
         raise ApiError(401, "the bearer token is not valid", "Authorization", UNAUTHORIZED)
     return found
+
+
+Auth = Annotated[Principal, Depends(principal)]
+"""An endpoint's caller, from its bearer token."""
+Svc = Annotated[Services, Depends(services)]

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import orjson
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES
+from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings
 from pipeline.durations import parse_duration
-from pipeline.errors import ConfigurationError
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -85,13 +84,5 @@ class ApiSettings(BaseSettings):
 
 
 def load_api_settings(**overrides: object) -> ApiSettings:
-    """Read the settings, or raise ConfigurationError naming each bad variable."""
-    try:
-        return ApiSettings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigurationError(f"invalid setting: {problems}") from exc
-    except SettingsError as exc:
-        raise ConfigurationError(f"invalid setting: {exc.__cause__ or exc}") from exc
+    """The API's settings; see :func:`pipeline.config.read_settings`."""
+    return read_settings(ApiSettings, **overrides)
