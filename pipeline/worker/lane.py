@@ -305,9 +305,9 @@ class Lane:
         self.aborted += 1
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)
-        if self._uninitialised and not _is_fatal(exc):
-            return  # a new producer that could not fence in yet (no coordinator): again later
-        if not self._uninitialised and not _is_fatal(exc):
+        if not _is_fatal(exc):
+            if self._uninitialised:
+                return  # a new producer that could not fence in yet (no coordinator): later
             try:
                 self.producer.abort_transaction(TIMEOUT_S)
                 return
