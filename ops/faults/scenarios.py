@@ -14,12 +14,14 @@ worker that is busy (the group may leave one with no partition of the jobs' tier
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ops.faults import host
 from ops.faults.cluster import FaultCluster
 from ops.faults.supervisor import Supervisor
 from pipeline.clock import now_ms
@@ -33,6 +35,12 @@ PAUSE_HEARTBEAT_S = 2.0
 PAUSE_S = PAUSE_LEASE_S + 5.0
 """How long a paused worker stays stopped: past its lease, and past its group session."""
 REPLACEMENT_WORKER = "faults-9"
+DISK_FULL_S = 20.0
+"""How long the state folder's disk stays full."""
+STATE_DISK_MB = 256
+"""The size of the state folder's own disk in the full-disk scenario."""
+CLOCK_SKEWS_MS = (30_000, -30_000)
+"""The workers' clock offsets in the clock-skew scenario, in the order of the run's workers."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,10 @@ class Scenario:
     heartbeat_s: float | None = None
     fail_share: float = 0.0
     """Share of jobs whose first attempt fails on purpose, to give retries in flight."""
+    worker_clocks: tuple[int, ...] = ()
+    """Each worker's clock offset in ms from the start, in worker order."""
+    state_disk_mb: int | None = None
+    """The state folder on a disk of its own, this small (a tmpfs)."""
 
 
 RUN_WAIT_S = 5.0
@@ -163,6 +175,34 @@ def corrupt_timer_state(target: Target) -> None:
     target.note(f"timers healthy (pid {target.stack.restart('timers')})")
 
 
+def delete_timer_state(target: Target) -> None:
+    """SIGKILL the timers, delete their state folders, start them again 2 s later."""
+    target.note(f"SIGKILL timers (pid {target.stack.kill('timers')})")
+    folders = [path for path in target.state_dir.glob("*jobstream.timers.*") if path.is_dir()]
+    for folder in folders:
+        shutil.rmtree(folder)
+    target.note(f"deleted {len(folders)} state folders of the timers")
+    time.sleep(RESTART_AFTER_S)
+    target.note("starting timers again")
+    target.note(f"timers healthy (pid {target.stack.restart('timers')})")
+
+
+def fill_state_disk(target: Target) -> None:
+    """Fill the disk of the processors' state folders for DISK_FULL_S, then free it."""
+    target.note("filling the state folders' disk")
+    written = host.fill(target.state_dir)
+    target.note(f"state disk full ({written >> 20} MB written)")
+    time.sleep(DISK_FULL_S)
+    host.empty(target.state_dir)
+    target.note("state disk freed")
+
+
+def skewed_worker_clocks(target: Target) -> None:
+    """Nothing to do now: the workers have run with skewed clocks from the start."""
+    skews = ", ".join(f"{skew / 1000:+g} s" for skew in CLOCK_SKEWS_MS)
+    target.note(f"the workers' clocks have been off by {skews} since the start")
+
+
 def kill_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.note(f"SIGKILL kafka node {node} (pid {target.cluster.kill(node)})")
@@ -198,6 +238,13 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              kill_worker_for_good),
     Scenario("corrupt-timer-state", "SIGKILL the timers, scribble over their RocksDB files, "
              "start them again 2 s later.", corrupt_timer_state),
+    Scenario("delete-timer-state", "SIGKILL the timers, delete their state folders, start "
+             "them again 2 s later.", delete_timer_state),
+    Scenario("full-state-disk", f"Fill the state folders' disk (a {STATE_DISK_MB} MB tmpfs) "
+             f"for {DISK_FULL_S:.0f} s, then free it.", fill_state_disk,
+             state_disk_mb=STATE_DISK_MB),
+    Scenario("skew-worker-clocks", "Run one worker with its clock 30 s ahead, the other "
+             "30 s behind.", skewed_worker_clocks, worker_clocks=CLOCK_SKEWS_MS),
     *(Scenario(f"pause-{name}", f"SIGSTOP the {name.replace('-', ' ')} for {PAUSE_S:.0f} s "
                "(past its group session and transaction timeout), then SIGCONT.",
                pause_and_resume(name))
