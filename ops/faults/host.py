@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from pipeline.errors import ConfigurationError
@@ -60,3 +61,76 @@ def empty(folder: Path) -> None:
     """Remove what :func:`fill` wrote."""
     (folder / FILLER).unlink(missing_ok=True)
     os.sync()
+
+
+class NetworkCut:
+    """Cuts processes off the network, each started in a cgroup (v2) of its own: an
+    nftables rule drops every packet their sockets send, to anyone, on any port, so
+    their connections stall as across a partition. Needs root and nftables (Debian
+    package nftables, which .ci/run installs). A socket belongs to the cgroup its process
+    was in when it made it, so the process must start inside (:meth:`launcher`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.root = _cgroup2_root()
+        self.table = name.replace("-", "_")
+        self._cut: set[str] = set()
+
+    def launcher(self, member: str) -> tuple[str, ...]:
+        """The prefix of a command that runs it in ``member``'s cgroup."""
+        group = self.root / f"{self.name}-{member}"
+        group.mkdir(exist_ok=True)
+        return ("sh", "-c", f'echo $$ > "{group}/cgroup.procs" && exec "$@"', "sh")
+
+    def cut(self, member: str) -> None:
+        relative = (self.root / f"{self.name}-{member}").relative_to(CGROUP_ROOT)
+        # nft names a cgroup by its path under /sys/fs/cgroup; level 1: a child of the root
+        rules = (f"table inet {self.table} {{\n chain {member} {{\n  type filter hook output "
+                 f'priority 0;\n  socket cgroupv2 level 1 "{relative}" drop\n }}\n}}\n')
+        _nft("-f", "-", stdin=rules)
+        self._cut.add(member)
+
+    def heal(self, member: str) -> None:
+        _nft("delete", "chain", "inet", self.table, member)
+        self._cut.discard(member)
+
+    def heal_all(self) -> None:
+        for member in list(self._cut):
+            self.heal(member)
+
+    def close(self) -> None:
+        """Heal every cut, drop the table and the cgroups (their processes stopped)."""
+        self.heal_all()
+        subprocess.run(["nft", "delete", "table", "inet", self.table], capture_output=True,
+                       timeout=30)  # fmt: skip
+        for group in self.root.glob(f"{self.name}-*"):
+            for _ in range(50):  # a process still leaving it
+                try:
+                    group.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _cgroup2_root() -> Path:
+    """Where cgroup v2 is mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "cgroup2" and fields[1].startswith(str(CGROUP_ROOT)):
+            return Path(fields[1])
+    raise ConfigurationError("cutting a process off the network needs cgroup v2 mounted "
+                             f"under {CGROUP_ROOT}; /proc/mounts has none")
+
+
+def _nft(*args: str, stdin: str | None = None) -> None:
+    try:
+        done = subprocess.run(["nft", *args], input=stdin, capture_output=True, text=True,
+                              timeout=30)  # fmt: skip
+    except FileNotFoundError as exc:
+        raise ConfigurationError("cutting a process off the network needs nft (Debian "
+                                 "package nftables)") from exc
+    if done.returncode != 0:
+        raise ConfigurationError(f"nft {' '.join(args)} failed: {done.stderr.strip()}")

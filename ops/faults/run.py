@@ -85,7 +85,8 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
     home = workdir / f"{scenario.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
     home = home.resolve()
     home.mkdir(parents=True)
-    cluster = FaultCluster(home / "kafka", nodes)
+    network = host.NetworkCut(f"jobstream-faults-{home.name}") if scenario.cuts_network else None
+    cluster = FaultCluster(home / "kafka", nodes, network)
     started = time.monotonic()
     if scenario.state_disk_mb:
         host.mount_small_disk(home / "state", scenario.state_disk_mb)

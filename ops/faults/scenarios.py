@@ -86,6 +86,8 @@ class Scenario:
     """Each worker's clock offset in ms from the start, in worker order."""
     state_disk_mb: int | None = None
     """The state folder on a disk of its own, this small (a tmpfs)."""
+    cuts_network: bool = False
+    """Broker nodes start in cgroups of their own, so that one can be cut off the network."""
 
 
 RUN_WAIT_S = 5.0
@@ -212,6 +214,15 @@ def kill_broker(target: Target) -> None:
     target.note(f"kafka node {node} back in the metadata")
 
 
+def cut_off_broker(target: Target) -> None:
+    node = target.cluster.busiest_node()
+    target.cluster.cut_off(node)
+    target.note(f"kafka node {node} cut off the network (every packet it sends dropped)")
+    time.sleep(BROKER_DOWN_S)
+    target.cluster.heal(node)
+    target.note(f"kafka node {node} back on the network")
+
+
 def pause_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.note(f"SIGSTOP kafka node {node} (pid {target.cluster.pause(node)})")
@@ -256,5 +267,8 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              f"it again {BROKER_DOWN_S:.0f} s later.", kill_broker, nodes=3),
     Scenario("pause-broker", "SIGSTOP the Kafka node leading most partitions (of 3) for "
              f"{BROKER_DOWN_S:.0f} s, then SIGCONT.", pause_broker, nodes=3),
+    Scenario("cut-off-broker", "Cut the Kafka node leading most partitions (of 3) off the "
+             f"network, from clients and the other nodes alike, for {BROKER_DOWN_S:.0f} s.",
+             cut_off_broker, nodes=3, cuts_network=True),
 )}  # fmt: skip
 """Scenario name -> scenario, in the order ``--scenario all`` runs them."""
