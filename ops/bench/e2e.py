@@ -71,6 +71,14 @@ PySpyOption = duration_option(
 )  # fmt: skip
 
 
+def _offered(scenario: Scenario, rate: int, burst: int, count: int) -> dict[str, int]:
+    """What the scenario offers, and only that: jobs per second (steady), jobs due at one
+    instant (burst), or jobs pending (backlog)."""
+    if scenario is Scenario.steady:
+        return {"rate": rate}
+    return {"burst": burst} if scenario is Scenario.burst else {"count": count}
+
+
 def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
@@ -105,9 +113,9 @@ def bench(
         load = Load.backlog(count, window_s, lead_s)
     shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
     report: dict[str, Any] = {
-        "command": " ".join(["jobstream bench", *sys.argv[1:]]) if sys.argv else "",
+        "command": " ".join(["jobstream", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
-        "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
+        "load_average_start": load_average(), **_offered(scenario, rate, burst, count),
     }  # fmt: skip
     if peer is Peer.celery and scenario is not Scenario.backlog:
         from ops.bench.peer import ensure_installed
