@@ -23,8 +23,11 @@ function route() {
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.page === name);
   }
-  const view = $("view");
+  // Each page draws into an element of its own: a page left while its request was out
+  // draws into a detached element, never over the next page.
+  const view = document.createElement("div");
   view.dataset.page = name;
+  $("view").replaceChildren(view);
   if (name === "jobs" && parts[1]) page = job.render(view, { id: decodeURIComponent(parts[1]), me });
   else page = ({ jobs, dlq, workers }[name] ?? overview).render(view, { params, me });
 }
@@ -60,8 +63,14 @@ async function start() {
 }
 
 window.addEventListener("hashchange", route);
+// A page's request refused (the token was revoked, or the tab logged out meanwhile) ends
+// the session; any other failure stays a visible error.
 window.addEventListener("unhandledrejection", (event) => {
-  if (event.reason instanceof Refused) { setToken(null); showLogin("That token was refused."); }
+  if (event.reason instanceof Refused) {
+    event.preventDefault();
+    setToken(null);
+    showLogin("That token was refused.");
+  }
 });
 $("login-form").addEventListener("submit", (event) => {
   event.preventDefault();

@@ -41,3 +41,8 @@ export function table(headers, rows, attrs = {}) {
 export function jobLink(id) {
   return h("a", { href: `#/jobs/${encodeURIComponent(id)}`, class: "mono" }, id);
 }
+
+// replaceChildren, leaving out null and undefined (which it would show as text).
+export function fill(el, ...children) {
+  el.replaceChildren(...children.flat().filter((child) => child !== null && child !== undefined));
+}

@@ -2,7 +2,7 @@
 // admin token, redrive one job or every one shown, at most `rate` jobs a second.
 
 import { get, post } from "./api.js";
-import { h, jobLink, table, time } from "./dom.js";
+import { fill, h, jobLink, table, time } from "./dom.js";
 
 const FILTERS = ["type", "error_type", "owner"];
 
@@ -46,7 +46,7 @@ export function render(root, { params, me }) {
     const all = me.admin && items.length ? h("button", { type: "button", id: "redrive-all",
       onclick: (e) => redrive({ job_type: query.type || null, error_type: query.error_type || null,
         owner: query.owner || null, limit: items.length }, e.target) }, `Redrive all ${items.length} shown`) : null;
-    root.replaceChildren(h("h1", {}, `Dead letters (${items.length})`), search,
+    fill(root, h("h1", {}, `Dead letters (${items.length})`), search,
       table([["job"], ["type"], ["owner"], ["reason"], ["attempts", "num"], ["last error"],
         ["dead-lettered"], [""]], rows, { id: "dead-letters" }),
       h("div", { class: "actions" }, all), message,

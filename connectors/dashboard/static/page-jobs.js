@@ -1,5 +1,5 @@
 // Jobs: search by owner, type, state, label or id, newest first, a page at a time; rows
-// follow the live stream.
+// follow the live stream, and a new job that matches appears on the first page.
 
 import { get } from "./api.js";
 import { h, jobLink, state, table, time } from "./dom.js";
@@ -13,6 +13,12 @@ function row(job) {
     h("td", {}, jobLink(job.job_id)), h("td", { class: "mono" }, job.job_type),
     h("td", {}, job.owner), h("td", {}, state(job.state)), h("td", { class: "num" }, job.attempt),
     h("td", {}, time(job.created_at_ms)), h("td", {}, time(job.updated_at_ms)));
+}
+
+function matches(job, query) {
+  const [name, value] = query.label.split("=");
+  return (!query.owner || job.owner === query.owner) && (!query.type || job.job_type === query.type)
+    && (!query.state || job.state === query.state) && (!query.label || job.labels?.[name] === value);
 }
 
 function form(params) {
@@ -33,10 +39,15 @@ export function render(root, { params }) {
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "More");
   const note = h("p", { class: "message" });
   let cursor = null;
+  let pages = 0;
+  let reload = null;
   const query = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? ""]));
 
-  const load = async () => {
+  const load = async (again = false) => {
+    if (again) { cursor = null; pages = 0; }
     const page = await get("/api/v1/jobs", { ...query, cursor, limit: 50 });
+    if (again) body.replaceChildren();
+    pages += 1;
     body.append(...page.items.map(row));
     cursor = page.next_cursor;
     more.hidden = cursor === null;
@@ -51,7 +62,7 @@ export function render(root, { params }) {
     for (const f of FILTERS) if (data.get(f)) next.set(f, String(data.get(f)));
     location.hash = `#/jobs?${next}`;
   });
-  more.addEventListener("click", load);
+  more.addEventListener("click", () => load());
   const list = table([["id"], ["type"], ["owner"], ["state"], ["attempt", "num"], ["created"], ["updated"]], []);
   list.querySelector("tbody").replaceWith(body);
   list.id = "jobs";
@@ -61,7 +72,10 @@ export function render(root, { params }) {
     onStatus(job) {
       const old = body.querySelector(`tr[data-job="${job.job_id}"]`);
       if (old) old.replaceWith(row(job));
+      else if (pages === 1 && !reload && matches(job, query)) {
+        reload = setTimeout(() => { reload = null; load(true); }, 1000);
+      }
     },
-    stop() {},
+    stop() { if (reload) clearTimeout(reload); },
   };
 }
