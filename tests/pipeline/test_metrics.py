@@ -27,10 +27,10 @@ def test_health_follows_the_loop_heartbeat_and_metrics_are_served() -> None:
         beat.set(time.time() - metrics.STALE_AFTER_S - 1)
         assert get(port, "/healthz") == (503, "stale: test-loop\n")
 
-        metrics.TIMER_FIRED.inc(3)
+        metrics.FIRED.labels("data.process").inc(3)
         status, body = get(port, "/metrics")
         assert status == 200
-        assert "jobstream_timer_fired_total" in body
+        assert 'jobstream_fired_total{job_type="data.process"}' in body
         assert get(port, "/nothing")[0] == 404
     finally:
         metrics.LOOP_HEARTBEAT.remove("test-loop")

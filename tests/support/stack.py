@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ops.kafka.ports import free_base_port
+from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.kafka.admin import ensure_topics
@@ -33,7 +33,8 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
     env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
                 "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
     running = Stack(home, env)
-    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
+    parts = 4  # timers, status processor, retry router, one worker: a port each
+    running.start(components(free_ports(parts), app=APP, job_types=("data.process",),
                              lease_s=lease_s, heartbeat_s=0.5))  # fmt: skip
     try:
         yield running
