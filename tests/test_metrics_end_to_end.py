@@ -3,17 +3,13 @@ named series move as the jobs do (docs/metrics.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from ops.stack import Stack
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.scrape import Samples, has, scrape, value
-from tests.support.stack import module_topics, running_pipeline
+from tests.support.stack import pipeline_fixtures
 from tests.support.waiting import wait_for
 
 TYPE = "data.process"
@@ -21,15 +17,7 @@ PROCESSES = {"timers": "timers", "status": "status-processor", "retry": "retry-r
              "worker": f"worker-{TYPE}-0"}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"metrics-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"), lease_s=5) as running:
-        yield running
+pipeline_topics, stack = pipeline_fixtures("metrics", lease_s=5)
 
 
 def scrape_all(stack: Stack) -> dict[str, Samples]:

@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.errors import ValidationError
 from pipeline.lifecycle import LifecycleKind
-from pipeline.scheduling.ids import parse_execution_id
+from pipeline.scheduling.ids import scheduled_ms_of
 
 ENDED = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,
                    LifecycleKind.LOST})  # fmt: skip
@@ -70,7 +69,7 @@ class Activity:
                     bucket.fire_lateness_ms.append(max(0, int(lateness)))
             elif kind == LifecycleKind.STARTED:
                 bucket.started += 1
-                scheduled = _scheduled_ms(event.get("execution_id"))
+                scheduled = scheduled_ms_of(event.get("execution_id"))
                 if scheduled is not None and len(bucket.start_lateness_ms) < self.samples:
                     bucket.start_lateness_ms.append(max(0, at - scheduled))
             else:
@@ -113,12 +112,3 @@ class Activity:
                 "start_lateness_p99_ms": percentile(bucket.start_lateness_ms, 0.99),
             })  # fmt: skip
         return rows
-
-
-def _scheduled_ms(execution_id: str | None) -> int | None:
-    if not execution_id:
-        return None
-    try:
-        return parse_execution_id(execution_id)[1]
-    except ValidationError:
-        return None

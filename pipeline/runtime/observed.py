@@ -10,9 +10,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pipeline import metrics
-from pipeline.errors import ValidationError
 from pipeline.lifecycle import LifecycleKind as K
-from pipeline.scheduling.ids import parse_execution_id
+from pipeline.scheduling.ids import scheduled_ms_of
 from pipeline.serde import Event
 
 _OUTCOMES = frozenset({K.SUCCEEDED, K.FAILED, K.TIMED_OUT, K.LOST})
@@ -26,7 +25,7 @@ def observe(event: Mapping[str, Any]) -> None:
         if event.get("lateness_ms") is not None:
             metrics.FIRE_LATENESS.labels(job_type).observe(max(0, event["lateness_ms"]) / 1000)
     elif kind == K.STARTED:
-        scheduled = _scheduled_ms(event.get("execution_id"))
+        scheduled = scheduled_ms_of(event.get("execution_id"))
         if scheduled is not None:
             lateness = max(0, int(event["at_ms"]) - scheduled)
             metrics.START_LATENESS.labels(job_type).observe(lateness / 1000)
@@ -47,12 +46,3 @@ def observe_all(values: Iterable[object]) -> None:
     for value in values:
         if isinstance(value, Event) and value.name == "JobLifecycle":
             observe(value.data)
-
-
-def _scheduled_ms(execution_id: str | None) -> int | None:
-    if not execution_id:
-        return None
-    try:
-        return parse_execution_id(execution_id)[1]
-    except ValidationError:
-        return None

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
@@ -40,3 +43,25 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
         yield running
     finally:
         running.stop()
+
+
+Fixture = Callable[..., Any]
+
+
+def pipeline_fixtures(name: str, *, lease_s: float) -> tuple[Fixture, Fixture]:
+    """Module-scoped ``pipeline_topics`` and ``stack`` fixtures: a module's own topics
+    (prefixed ``name``) and the pipeline running on them. In a test module:
+    ``pipeline_topics, stack = pipeline_fixtures("metrics", lease_s=5)``."""
+
+    @pytest.fixture(scope="module")
+    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+
+    @pytest.fixture(scope="module")
+    def stack(pipeline_topics: Topics,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
+        with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
+                              lease_s=lease_s) as running:  # fmt: skip
+            yield running
+
+    return pipeline_topics, stack

@@ -15,7 +15,7 @@ from ops.stack import Stack
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, api_settings
 from tests.support.browser import chromium
-from tests.support.stack import module_topics, running_pipeline
+from tests.support.stack import pipeline_fixtures
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +24,7 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"dash-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"), lease_s=5) as running:
-        yield running
+pipeline_topics, stack = pipeline_fixtures("dash", lease_s=5)
 
 
 @pytest.fixture(scope="module")
