@@ -66,6 +66,9 @@ DUPLICATES = Counter("jobstream_duplicates_total",
 LEASES_EXPIRED = Counter("jobstream_leases_expired_total",
                          "Running jobs declared LOST after their lease passed without a heartbeat",
                          ["job_type"])  # fmt: skip
+WORKER_HEARTBEAT = Gauge("jobstream_worker_heartbeat_seconds",
+                         "Unix time a worker serving the type last sent its heartbeat",
+                         ["job_type"])  # fmt: skip
 TIMER_DEAD_LETTERED = Counter("jobstream_timer_dead_lettered_total",
                               "Intake records sent to the intake dead-letter topic")  # fmt: skip
 

@@ -85,6 +85,7 @@ def test_the_series_of_every_process_move_with_the_jobs(
     assert value(lag["worker"], "jobstream_consumer_lag", group=f"{prefix}jobstream.workers.{TYPE}",
                  topic=pipeline_topics.execution(TYPE, "NORMAL")) == 0  # fmt: skip
     assert has(lag["timers"], "jobstream_store_keys", component="timers")
+    assert value(lag["worker"], "jobstream_worker_heartbeat_seconds", job_type=TYPE) > 0
     assert value(lag["status"], "jobstream_store_keys", component="status") > 0
     # the workers and processors commit in transactions; none aborted in a quiet run
     assert value(lag["worker"], "jobstream_transactions_aborted_total", component="worker") == 0

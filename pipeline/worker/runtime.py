@@ -41,6 +41,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
@@ -352,6 +353,8 @@ class WorkerRuntime:
         record = self.identity.record(self.state, self.inflight.active, now_ms())
         self.events.produce(self.topics.workers, self.serialize(record),
                             self.options.worker_id.encode(), on_delivery=_on_delivery)  # fmt: skip
+        for job_type in self.job_types:
+            metrics.WORKER_HEARTBEAT.labels(job_type).set(time.time())
 
     def _counters(self) -> dict[str, object]:
         """The stats line: the runs, and the lanes' transactions summed over the job types."""
