@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,14 @@ class Feed:
 
     def __len__(self) -> int:
         return len(self._subscribers)
+
+    def close(self) -> None:
+        """End every subscriber's stream (the server is stopping: its responses end)."""
+        with self._lock:
+            subscribers, self._subscribers = list(self._subscribers), set()
+        for subscription in subscribers:
+            with suppress(RuntimeError):  # its loop has closed already: nothing to end
+                subscription.loop.call_soon_threadsafe(subscription.queue.put_nowait, CLOSED)
 
     def publish(self, docs: list[Doc]) -> None:
         with self._lock:

@@ -84,6 +84,7 @@ class ApiServer:
                 raise JobstreamError("the HTTP server stopped")
 
     def stop(self) -> None:
+        self.services.feed.close()  # else uvicorn waits for the open streams to end
         if self._server is not None:
             self._server.should_exit = True
         if self._http is not None:

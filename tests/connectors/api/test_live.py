@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import httpx
 
 from connectors.api.server import ApiServer
@@ -9,7 +12,7 @@ from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.serde import encode_status
 from pipeline.topics import Topics
-from tests.connectors.api.conftest import ADMIN, TOKENS
+from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.connectors.views.records import status
 from tests.support.sse import EventStream
 from tests.support.waiting import wait_for
@@ -81,3 +84,17 @@ def test_overview_counts_what_each_token_may_see(
     assert set(everything["by_type"]) == {"data.process", "image.render"}
     assert everything["promise_ms"] == 2000 and everything["dead_letters"] == 0
     assert len(everything["activity"]) > 100 and "fire_lateness_p99_ms" in everything["activity"][0]
+
+
+def test_stopping_the_server_ends_the_open_streams(settings: Settings, topics: Topics,
+                                                   tmp_path: Path) -> None:  # fmt: skip
+    running = ApiServer(settings, api_settings(tmp_path)).start()
+    try:
+        stream = EventStream(running.url, TOKENS["acme"]).__enter__()
+    finally:
+        started = time.monotonic()
+        running.stop()
+    assert time.monotonic() - started < 5
+    stream._thread.join(5)
+    assert not stream._thread.is_alive()
+    stream.__exit__(None, None, None)

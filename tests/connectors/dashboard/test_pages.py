@@ -75,6 +75,12 @@ def test_overview_counts_match_the_api_while_jobs_run(
     expect(page.locator("#lateness .threshold")).to_have_count(1)
     expect(page.locator("#throughput polyline")).not_to_have_count(0)
     shot(page, tmp_path, "overview-done")
+    page.click("#nav a[data-page=workers]")
+    worker = page.locator("#workers tr[data-worker='data.process-0']")
+    expect(worker).to_contain_text("data.process")
+    expect(worker.locator("td").nth(2)).to_have_text("4")  # its capacity
+    expect(worker.locator("td").last).to_have_text("")  # not stale
+    shot(page, tmp_path, "workers")
 
 
 def test_a_job_page_shows_every_attempt(page: Page, admin: httpx.Client, tmp_path: Path) -> None:
