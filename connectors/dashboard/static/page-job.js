@@ -1,7 +1,10 @@
-// One job: its fields and schedule, every attempt, and the commands it takes.
+// One job: its fields and schedule, every attempt, and the commands it takes (none once
+// it has ended; pause and resume for a recurring job only).
 
 import { get, post } from "./api.js";
 import { duration, h, state, table, time } from "./dom.js";
+
+const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
 
 function schedule(job) {
   const s = job.schedule;
@@ -66,8 +69,10 @@ export function render(root, { id }) {
       ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
     root.replaceChildren(
       h("h1", {}, `Job ${job.job_type}`), fields(job),
-      h("div", { class: "actions" }, command("cancel"), command("pause"), command("resume"), message),
-      h("h2", {}, `Attempts (${runs.length})`), history);
+      h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
+        command("cancel"), job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
+      h("h2", {}, `Attempts (${runs.length})`),
+      runs.length ? history : h("p", { class: "message" }, "No attempt yet."));
   };
   load();
   return {

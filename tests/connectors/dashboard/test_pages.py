@@ -145,3 +145,18 @@ def test_redrive_a_dead_letter_from_the_page(page: Page, admin: httpx.Client,
     attempts = page.locator("#attempts tbody tr td:first-child")
     expect(attempts).to_have_text(["1", "2", "3"])
     shot(page, tmp_path, "redriven")
+
+
+def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
+                                              tmp_path: Path) -> None:  # fmt: skip
+    body = {"job_type": "data.process", "owner": "acme", "run_at": "2030-01-01T00:00:00Z"}
+    job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
+    wait_for(lambda: state_of(admin, job_id) == "SCHEDULED", timeout_s=60, what="SCHEDULED")
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields")).to_contain_text("at 2030-01-01 00:00:00.000")
+    expect(page.locator("[data-command=pause]")).to_have_count(0)  # a one-off job
+    page.click("[data-command=cancel]")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=30_000)
+    expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    shot(page, tmp_path, "cancelled")
