@@ -5,6 +5,7 @@ import urllib.error
 import urllib.request
 
 from pipeline import metrics
+from pipeline.config import Settings
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -52,3 +53,12 @@ def test_a_health_check_that_reports_a_problem_makes_the_process_unhealthy() -> 
     finally:
         metrics.remove_health_check("test-runner")
         server.shutdown()
+
+
+def test_the_port_binds_the_loopback_interface_by_default() -> None:
+    server = metrics.serve(0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()
+    assert Settings().metrics_host == "127.0.0.1"
