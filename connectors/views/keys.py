@@ -18,6 +18,7 @@ millisecond also come newest first.
 | ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
 | ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
 | ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
+| ``\\x02`` | nothing | the layout's version (:data:`LAYOUT_VERSION`) |
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
 COUNT = b"c\x00"
 OFFSETS = b"\x01"
+LAYOUT = b"\x02"
+LAYOUT_VERSION = b"2"
+"""Raised when the keys change meaning (2: the counters); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:

@@ -52,6 +52,19 @@ class ViewStore:
     def wipe(self) -> None:
         """Drop every view: a replay from offset zero rebuilds them."""
         self.db.wipe()
+        self.db.write({keys.LAYOUT: keys.LAYOUT_VERSION}, None)
+
+    def ensure_layout(self) -> bool:
+        """Wipe views written in an older layout (they lack what this one keeps, such as
+        the counters), so that they are read again from the topics; whether it wiped."""
+        if self.db.get(keys.LAYOUT) == keys.LAYOUT_VERSION:
+            return False
+        stale = bool(self.offsets())
+        if stale:
+            log.warning("views in an older layout: rebuilding them from the topics",
+                        extra={"path": str(self.path)})  # fmt: skip
+        self.wipe()
+        return stale
 
     def close(self) -> None:
         self.db.close()

@@ -80,7 +80,9 @@ class ViewUpdater:
     # -- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Assign every input partition from the offset the store holds."""
+        """Assign every input partition from the offset the store holds (from the start
+        when its files are in an older layout)."""
+        self.store.ensure_layout()
         group = f"{self.settings.topic_prefix}jobstream.views.unused"
         consumer = clients.consumer(self.settings, group, **clients.BATCHED_FETCH)
         metadata = consumer.list_topics(timeout=self.timeout_s).topics

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.views import SUBMITTED, ViewStore, counts
+from connectors.views import SUBMITTED, ViewStore, counts, keys
 from tests.connectors.views.records import status, submitted
 from tests.connectors.views.test_store import T0, fold
 
@@ -54,3 +54,21 @@ def test_a_batch_names_the_documents_it_changed(store: ViewStore) -> None:
     again = store.batch()
     again.status(status(job, "QUEUED", at_ms=T0 + 5))
     assert again.updated == {}
+
+
+def test_views_of_an_older_layout_are_wiped_to_be_read_again(tmp_path: Path) -> None:
+    old = ViewStore(tmp_path / "views")
+    batch = old.batch()
+    batch.submitted(submitted("acme", at_ms=T0))
+    batch.offset("jobs.intake", 0, 1)
+    old.db.write(batch.changes, None)  # as a version without counters wrote them
+    old.db.write({keys.LAYOUT: None, keys.count_key({"owner": "acme", "job_type": "data.process",
+                                                     "state": SUBMITTED}): None}, None)  # fmt: skip
+    assert old.ensure_layout() is True
+    assert old.offsets() == {} and counts(old).total == 0
+    assert old.ensure_layout() is False
+    batch = old.batch()
+    batch.submitted(submitted("acme", at_ms=T0))
+    batch.commit()
+    assert old.ensure_layout() is False and counts(old).total == 1
+    old.close()
