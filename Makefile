@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test lint down clean
+.PHONY: setup browser run test lint down clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) browser
 	$(BIN)/jobstream kafka jars
+
+# The dashboard tests drive Debian's chromium (Playwright never downloads a browser).
+browser:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "the dashboard tests need chromium: sudo apt-get install chromium"; fi; }
 
 run: setup
 	$(BIN)/jobstream kafka up

@@ -37,5 +37,5 @@ def run_processor(build: Callable[[Settings], Runner[Any]], metrics_port: int) -
     settings = load_settings()
     stop = stop_on_signals()
     if metrics_port:
-        metrics.serve(metrics_port)
+        metrics.serve(metrics_port, settings.metrics_host)
     build(settings).run(stop)

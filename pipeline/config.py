@@ -51,6 +51,10 @@ class Settings(BaseSettings):
         '{"max_attempts": 5}}; the key "*" changes the default of every type.',
     )
 
+    metrics_host: str = Field(
+        "127.0.0.1", description="Interface the /metrics and /healthz port binds (0.0.0.0: all)."
+    )
+
     schema_registry_url: str | None = Field(
         None, description="Confluent Schema Registry; unset means Avro single-object encoding."
     )

@@ -4,8 +4,9 @@
 ``/healthz``: 200, or 503 naming the problem when the process's loop has not turned
 within the last ``STALE_AFTER_S`` seconds or one of its health checks
 (:func:`add_health_check`: a processor without partitions, commits failing) reports one.
-Metrics are updated once per batch, not per record, except the lateness histogram whose
-distribution is the point.
+Metrics are updated once per batch, not per record, except the lateness histograms whose
+distribution is the point. The port binds 127.0.0.1 unless ``JOBSTREAM_METRICS_HOST`` says
+otherwise. Every name is listed in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ log = logging.getLogger(__name__)
 
 STALE_AFTER_S = 30.0
 
+LATENESS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30, 300)
+"""Seconds; 2 is the firing promise, so a rule reads the share over it from a bucket."""
+
+# -- every processor and worker (the runtime sets them: pipeline/runtime/) ---------------
 LOOP_HEARTBEAT = Gauge("jobstream_loop_heartbeat_seconds",
                        "Unix time the process's main loop last turned", ["component"])  # fmt: skip
 CONSUMED = Counter("jobstream_consumed_total", "Input records committed", ["component"])
@@ -32,13 +37,40 @@ COMMIT_SECONDS = Histogram(
     "jobstream_commit_seconds", "Time to flush and commit one transaction", ["component"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
 )  # fmt: skip
-TIMER_FIRED = Counter("jobstream_timer_fired_total", "Executions fired by the timers")
+CONSUMER_LAG = Gauge("jobstream_consumer_lag",
+                     "Records between the group's position and the end of its input partitions",
+                     ["group", "topic"])  # fmt: skip
+STORE_KEYS = Gauge("jobstream_store_keys",
+                   "Keys in the processor's RocksDB stores (RocksDB's estimate); for the "
+                   "timers, two per pending timer (the entry and its index by job id)",
+                   ["component"])  # fmt: skip
+
+# -- what the jobs went through, from the lifecycle events each process commits ---------
+FIRED = Counter("jobstream_fired_total", "Executions fired by the timers", ["job_type"])
+FIRE_LATENESS = Histogram("jobstream_fire_lateness_seconds",
+                          "Fire time minus scheduled time", ["job_type"],
+                          buckets=LATENESS_BUCKETS)  # fmt: skip
+START_LATENESS = Histogram("jobstream_start_lateness_seconds",
+                           "Start of a run minus its scheduled time", ["job_type"],
+                           buckets=LATENESS_BUCKETS)  # fmt: skip
+EXECUTIONS = Counter("jobstream_executions_total",
+                     "Runs that ended: SUCCEEDED, FAILED, TIMED_OUT (workers), LOST (status)",
+                     ["job_type", "outcome"])  # fmt: skip
+RETRIES = Counter("jobstream_retries_total", "Retries scheduled by the retry router",
+                  ["job_type"])  # fmt: skip
+DEAD_LETTERS = Counter("jobstream_dead_letters_total", "Jobs sent to jobs.dlq.<type>",
+                       ["job_type"])  # fmt: skip
+DUPLICATES = Counter("jobstream_duplicates_total",
+                     "Second runs of an execution detected by the status processor",
+                     ["job_type"])  # fmt: skip
+LEASES_EXPIRED = Counter("jobstream_leases_expired_total",
+                         "Running jobs declared LOST after their lease passed without a heartbeat",
+                         ["job_type"])  # fmt: skip
+WORKER_HEARTBEAT = Gauge("jobstream_worker_heartbeat_seconds",
+                         "Unix time a worker serving the type last sent its heartbeat",
+                         ["job_type"])  # fmt: skip
 TIMER_DEAD_LETTERED = Counter("jobstream_timer_dead_lettered_total",
                               "Intake records sent to the intake dead-letter topic")  # fmt: skip
-FIRE_LATENESS = Histogram(
-    "jobstream_fire_lateness_seconds", "Fire time minus scheduled time",
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 30, 300),
-)  # fmt: skip
 
 
 HealthCheck = Callable[[], str | None]
@@ -92,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # scrapes are not worth a log line each
 
 
-def serve(port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
+def serve(port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
     """Serve /metrics and /healthz on ``port`` from a daemon thread."""
     server = ThreadingHTTPServer((host, port), _Handler)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()

@@ -1,7 +1,8 @@
 """The HTTP API: a FastAPI app over the views and jobs.intake (docs/api.md).
 
-``/healthz``, ``/openapi.json`` and ``/docs`` need no token; everything under ``/api/v1``
-needs a bearer token (connectors/api/auth.py).
+``/healthz``, ``/openapi.json``, ``/docs`` and the dashboard's page and assets (``/``,
+``/static``) need no token; everything under ``/api/v1`` needs a bearer token
+(connectors/api/auth.py), the dashboard's calls included.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import errors, jobs, operations
+from connectors.api import errors, jobs, live, operations
 from connectors.api.services import Services
+from connectors.dashboard import mount as mount_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,8 @@ def create_app(svc: Services) -> FastAPI:
     errors.install(app)
     app.include_router(jobs.router)
     app.include_router(operations.router)
+    app.include_router(live.router)
+    mount_dashboard(app)
     app.add_middleware(
         errors.BodyLimit,
         default=svc.api.api_max_body_bytes,

@@ -201,3 +201,33 @@ class Problem(BaseModel):
 
     detail: str
     field: str | None = Field(None, description="The field at fault, for a 4xx about input.")
+
+
+class ActivityOut(BaseModel):
+    """One bucket of recent activity (rates per second; lateness in ms, null: no sample)."""
+
+    at_ms: int
+    fired_per_s: float
+    started_per_s: float
+    ended_per_s: float
+    fire_lateness_p50_ms: int | None = None
+    fire_lateness_p99_ms: int | None = None
+    start_lateness_p50_ms: int | None = None
+    start_lateness_p99_ms: int | None = None
+
+
+class Overview(BaseModel):
+    """What the dashboard's overview shows, as the token may see it."""
+
+    total: int = Field(description="Jobs in the views.")
+    by_state: dict[str, int]
+    by_type: dict[str, dict[str, int]] = Field(description="Job type -> state -> jobs.")
+    dead_letters: int = Field(description="Jobs in the DEAD_LETTERED state.")
+    workers: int = Field(description="Workers that are not stale.")
+    activity: list[ActivityOut] = Field(description="Oldest bucket first.")
+    promise_ms: int = Field(description="The firing promise: a job fires within this of its time.")
+
+
+class Me(BaseModel):
+    owner: str | None = Field(description="The owner the token acts for; null for an admin.")
+    admin: bool

@@ -39,6 +39,7 @@ class ApiServer:
                         "under /api/v1 is refused")  # fmt: skip
         self.services = Services(settings, api, self.store, AsyncIntake(settings), tokens,
                                  self.updater)  # fmt: skip
+        self.updater.listeners.append(self.services.feed.publish)
         self.app = create_app(self.services)
         self._stop = threading.Event()
         self._views = threading.Thread(target=self._follow, name="views", daemon=True)
@@ -83,6 +84,7 @@ class ApiServer:
                 raise JobstreamError("the HTTP server stopped")
 
     def stop(self) -> None:
+        self.services.feed.close()  # else uvicorn waits for the open streams to end
         if self._server is not None:
             self._server.should_exit = True
         if self._http is not None:

@@ -13,6 +13,7 @@ from fastapi import Depends, Request
 
 from connectors.api.auth import Principal, TokenTable
 from connectors.api.errors import ApiError
+from connectors.api.feed import Feed
 from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake
 from connectors.api.settings import ApiSettings
@@ -31,6 +32,7 @@ class Services:
     tokens: TokenTable
     updater: ViewUpdater | None = None
     pending: Pending = field(default_factory=Pending)
+    feed: Feed = field(default_factory=Feed)
 
     def job(self, job_id: str, principal: Principal) -> dict[str, Any]:
         """The job as the views (or, just accepted, this API) hold it; 404 when it is not

@@ -2,8 +2,11 @@
 files, indexed for the queries of the HTTP API and the CLI (docs/api.md)."""
 
 from connectors.views.fold import SUBMITTED
-from connectors.views.query import Page, executions, list_jobs, workers
+from connectors.views.query import Counts, Page, counts, executions, list_jobs, workers
 from connectors.views.store import ViewStore
 from connectors.views.updater import ViewUpdater
 
-__all__ = ["SUBMITTED", "Page", "ViewStore", "ViewUpdater", "executions", "list_jobs", "workers"]
+__all__ = [
+    "SUBMITTED", "Counts", "Page", "ViewStore", "ViewUpdater", "counts", "executions", "list_jobs",
+    "workers",
+]

@@ -36,6 +36,8 @@ _STATUS_FIELDS = (
     "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
     "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates",
 )  # fmt: skip
+_NEXT_ATTEMPT = frozenset({LifecycleKind.RETRY_SCHEDULED})
+"""Events that name the failed execution but carry the attempt that comes next."""
 _OUTCOMES = {
     LifecycleKind.SUCCEEDED: "SUCCEEDED",
     LifecycleKind.FAILED: "FAILED",
@@ -127,7 +129,7 @@ def apply_event(
         "last_heartbeat_ms": None, "ended_at_ms": None, "outcome": "QUEUED", "error": None,
         "result": None, "result_uri": None, "detail": None, "starts": 0, "duplicates": 0,
     })  # fmt: skip
-    if event.get("attempt"):
+    if event.get("attempt") and kind not in _NEXT_ATTEMPT:
         run["attempt"] = int(event["attempt"])
     if kind == LifecycleKind.FIRED:
         run.update(fired_at_ms=at, scheduled_at_ms=event.get("scheduled_at_ms"),

@@ -15,8 +15,10 @@ millisecond also come newest first.
 | ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
+| ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
 | ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
 | ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
+| ``\\x02`` | nothing | the layout's version (:data:`LAYOUT_VERSION`) |
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ JOB_ID_LENGTH = 26
 SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
+COUNT = b"c\x00"
 OFFSETS = b"\x01"
+LAYOUT = b"\x02"
+LAYOUT_VERSION = b"2"
+"""Raised when the keys change meaning (2: the counters); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -142,6 +148,21 @@ def retention_key(ended_ms: int, job_id: str) -> bytes:
 
 def retention_upper(before_ms: int) -> bytes:
     return RETENTION + _Q.pack(max(before_ms, 0))
+
+
+def count_key(doc: Mapping[str, Any]) -> bytes:
+    """The counter a job document adds one to: its owner, type and state."""
+    return COUNT + text(doc["owner"]) + text(doc["job_type"]) + text(doc["state"])
+
+
+def count_prefix(owner: str | None) -> bytes:
+    return COUNT if owner is None else COUNT + text(owner)
+
+
+def count_parts(key: bytes) -> tuple[str, str, str]:
+    """(owner, job type, state) of a counter's key."""
+    owner, job_type, state, _ = key[len(COUNT):].split(b"\x00")
+    return owner.decode(), job_type.decode(), state.decode()
 
 
 def offset_key(topic: str, partition: int) -> bytes:

@@ -100,3 +100,30 @@ def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
         worker["stale"] = age > stale_after_ms or worker.get("state") == "STOPPED"
         found.append(worker)
     return found
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many jobs the views hold, by state and by type and state."""
+
+    by_state: dict[str, int]
+    by_type: dict[str, dict[str, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+
+def counts(store: ViewStore, owner: str | None = None) -> Counts:
+    """The jobs of ``owner`` (every owner's when None), counted: a scan of the counters
+    (one per owner, type and state), never of the jobs."""
+    prefix = keys.count_prefix(owner)
+    by_state: dict[str, int] = {}
+    by_type: dict[str, dict[str, int]] = {}
+    for key, value in store.scan(prefix, keys.upper_bound(prefix)):
+        _, job_type, state = keys.count_parts(key)
+        count = keys.decode_offset(value)
+        by_state[state] = by_state.get(state, 0) + count
+        of_type = by_type.setdefault(job_type, {})
+        of_type[state] = of_type.get(state, 0) + count
+    return Counts(by_state, by_type)

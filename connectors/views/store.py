@@ -52,6 +52,19 @@ class ViewStore:
     def wipe(self) -> None:
         """Drop every view: a replay from offset zero rebuilds them."""
         self.db.wipe()
+        self.db.write({keys.LAYOUT: keys.LAYOUT_VERSION}, None)
+
+    def ensure_layout(self) -> bool:
+        """Wipe views written in an older layout (they lack what this one keeps, such as
+        the counters), so that they are read again from the topics; whether it wiped."""
+        if self.db.get(keys.LAYOUT) == keys.LAYOUT_VERSION:
+            return False
+        stale = bool(self.offsets())
+        if stale:
+            log.warning("views in an older layout: rebuilding them from the topics",
+                        extra={"path": str(self.path)})  # fmt: skip
+        self.wipe()
+        return stale
 
     def close(self) -> None:
         self.db.close()
@@ -64,6 +77,8 @@ class ViewBatch:
         self.store = store
         self.changes: dict[bytes, bytes | None] = {}
         self.records = 0
+        self.updated: dict[str, dict[str, Any]] = {}
+        """The documents this batch changed, by job id (the live stream's events)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.changes:
@@ -83,6 +98,20 @@ class ViewBatch:
         for key in added:
             self.changes[key] = b""
         self.changes[keys.doc_key(new["job_id"])] = fold.dumps(new)
+        self.updated[new["job_id"]] = new
+        self._move_count(old, new)
+
+    def _move_count(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """Keep the counters by owner, type and state in step with the documents."""
+        gone = None if old is None else keys.count_key(old)
+        added = None if new is None else keys.count_key(new)
+        if gone == added:
+            return
+        for key, step in ((gone, -1), (added, 1)):
+            if key is not None:
+                raw = self.get(key)
+                count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q, as offsets
+                self.changes[key] = keys.encode_offset(count) if count > 0 else None
 
     def submitted(self, record: Mapping[str, Any]) -> None:
         job_id = record["job_id"]
@@ -131,6 +160,7 @@ class ViewBatch:
             if doc is not None:
                 for index_key in keys.index_keys(doc):
                     self.changes[index_key] = None
+                self._move_count(doc, None)
             self.changes[keys.doc_key(job_id)] = None
             self.changes[keys.params_key(job_id)] = None
             prefix = keys.execution_prefix(job_id)
@@ -144,3 +174,4 @@ class ViewBatch:
             self.store.db.write(self.changes, None)
         self.changes = {}
         self.records = 0
+        self.updated = {}

@@ -7,7 +7,9 @@ or from the beginning. A batch of records and the offsets after them are written
 RocksDB batch, so a restart resumes where the files end and a crash neither loses nor
 repeats a record's effect (folding one twice changes nothing anyway). ``rebuild`` wipes
 the store and reads everything again from offset zero. Ended jobs leave the views after
-the retention (:meth:`ViewBatch.purge`, once a minute).
+the retention (:meth:`ViewBatch.purge`, once a minute). After each batch is written, the
+documents it changed go to the ``listeners`` (the API's live stream), and every lifecycle
+event is counted in :attr:`activity` (the dashboard's throughput and lateness).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
+from connectors.views.activity import Activity
 from connectors.views.store import ViewBatch, ViewStore
+from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError, ValidationError
 from pipeline.jobs.model import validate_submitted
@@ -33,6 +38,9 @@ log = logging.getLogger(__name__)
 
 PURGE_INTERVAL_S = 60.0
 STALE_AFTER_S = 30.0
+
+Listener = Callable[[list[dict[str, Any]]], None]
+"""Called on the updater's thread with the documents one batch changed, once written."""
 
 
 @dataclass
@@ -63,6 +71,8 @@ class ViewUpdater:
         }
         _, self._deserialize = make_serde(settings.schema_registry_url)
         self.stats = UpdaterStats()
+        self.activity = Activity()
+        self.listeners: list[Listener] = []
         self._consumer: Consumer | None = None
         self._next_purge = 0.0
         self._ends: dict[tuple[str, int], int] = {}
@@ -70,7 +80,9 @@ class ViewUpdater:
     # -- lifecycle ------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Assign every input partition from the offset the store holds."""
+        """Assign every input partition from the offset the store holds (from the start
+        when its files are in an older layout)."""
+        self.store.ensure_layout()
         group = f"{self.settings.topic_prefix}jobstream.views.unused"
         consumer = clients.consumer(self.settings, group, **clients.BATCHED_FETCH)
         metadata = consumer.list_topics(timeout=self.timeout_s).topics
@@ -135,7 +147,11 @@ class ViewUpdater:
             self._handlers[topic](batch, message)
             batch.offset(topic, partition, int(message.offset() or 0) + 1)
             folded += 1
+        updated = list(batch.updated.values())
         batch.commit()
+        if updated:
+            for listener in self.listeners:
+                listener(updated)
         self.stats.folded += folded
         self.stats.batches += 1 if folded else 0
         self._purge_if_due()
@@ -214,6 +230,7 @@ class ViewUpdater:
         record = self._decode(message, "JobLifecycle")
         if record is not None:
             batch.event(record)
+            self.activity.record(record, now_ms())
 
     def _worker(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()

@@ -47,6 +47,8 @@ from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.kafka.transaction import KAFKA_FAILURES, is_fatal, kafka_error_of, send, transact
 from pipeline.runtime.health import LoopHealth
+from pipeline.runtime.lag import ConsumerLag
+from pipeline.runtime.observed import observe_all
 from pipeline.runtime.options import RunnerOptions
 from pipeline.runtime.processor import Output, Processor
 from pipeline.runtime.schedule import CommitSchedule
@@ -102,6 +104,9 @@ class Runner(Generic[S]):
             last_commit=time.monotonic(),
         )
         self.health = LoopHealth(processor.name, self.options.stats_interval_s, self.counters)
+        self.health.refresh(ConsumerLag(lambda: self.consumer, group))
+        if self.partitions is not None:
+            self.health.refresh(self._store_size)
         self._known_topics: set[str] = set()
         self.recoveries = 0
         self._store_retry_s = STORE_RETRY_FIRST_S
@@ -270,6 +275,7 @@ class Runner(Generic[S]):
             metrics.ABORTED.labels(**self._metric_labels).inc()
             return
         self._failing_since = None
+        observe_all(output.value for output in tx.emits())
         if self.partitions is not None:
             self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})  # type: ignore[attr-defined]
         self.task.committed(tx)
@@ -278,6 +284,11 @@ class Runner(Generic[S]):
         metrics.COMMIT_SECONDS.labels(**self._metric_labels).observe(done - started)
         metrics.TRANSACTIONS.labels(**self._metric_labels).inc()
         metrics.CONSUMED.labels(**self._metric_labels).inc(tx.consumed)
+
+    def _store_size(self) -> None:
+        assert self.partitions is not None
+        keys = sum(store.estimated_keys() for store in list(self.partitions.stores.values()))
+        metrics.STORE_KEYS.labels(**self._metric_labels).set(keys)
 
     def _produce(self, tx: OpenTransaction[S]) -> None:
         serialize = self.serialize

@@ -98,3 +98,13 @@ def parse_execution_id(value: str) -> tuple[str, int, int]:
         return job_id, int(fire_at), int(attempt)
     except ValueError:
         raise ValidationError("execution_id", f"not an execution id: {value!r}") from None
+
+
+def scheduled_ms_of(execution_id: str | None) -> int | None:
+    """The scheduled fire time an execution id carries; None when it is not one."""
+    if not execution_id:
+        return None
+    try:
+        return parse_execution_id(execution_id)[1]
+    except ValidationError:
+        return None

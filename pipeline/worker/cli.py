@@ -78,7 +78,7 @@ def worker(
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)
     if metrics_port:
-        metrics.serve(metrics_port)
+        metrics.serve(metrics_port, settings.metrics_host)
     stop, abandon = threading.Event(), threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

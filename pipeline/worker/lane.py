@@ -30,6 +30,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
+from pipeline import metrics
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
@@ -96,7 +97,7 @@ class Lane:
         prefix = settings.topic_prefix
         group = f"{prefix}jobstream.workers.{job_type}"
         self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
-        self._settings, self._group = settings, group
+        self._settings, self.group = settings, group
         # A crashed worker's partitions move to the others after 6 s, not 45. The range
         # assignor splits each tier's partitions among the workers; cooperative-sticky
         # balances counts over the three tiers, and could leave a worker none of the one
@@ -133,7 +134,7 @@ class Lane:
         )  # fmt: skip
 
     def _new_consumer(self) -> Consumer:
-        return clients.consumer(self._settings, self._group, **self._membership)
+        return clients.consumer(self._settings, self.group, **self._membership)
 
     def start(self) -> None:
         self.producer.init_transactions(TIMEOUT_S)
@@ -299,6 +300,8 @@ class Lane:
         self.pending.clear()
         self.schedule.committed(now)
         self.transactions += 1
+        metrics.COMMIT_SECONDS.labels("worker").observe(time.monotonic() - now)
+        metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_delay = 0.1
         return True
 
@@ -309,6 +312,7 @@ class Lane:
         log.warning("worker transaction aborted, its outcomes will be produced again: %s", exc,
                     extra={"job_type": self.job_type})  # fmt: skip
         self.aborted += 1
+        metrics.ABORTED.labels("worker").inc()
         self._retry_at = time.monotonic() + self._retry_delay
         self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)
         if not _is_fatal(exc):

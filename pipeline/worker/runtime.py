@@ -35,15 +35,21 @@ import queue
 import threading
 import time
 from collections import Counter
+from functools import partial
 from itertools import count
 from typing import Any
 
+from confluent_kafka import Consumer
+
+from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.runtime.health import LoopHealth
+from pipeline.runtime.lag import ConsumerLag
+from pipeline.runtime.observed import observe
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
@@ -103,6 +109,8 @@ class WorkerRuntime:
         self.stats = WorkerStats()
         self._next_health = 0.0
         self.health = LoopHealth("worker", self.options.stats_interval_s, self._counters)
+        for lane in self.lanes:
+            self.health.refresh(ConsumerLag(partial(_consumer_of, lane), lane.group))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -234,6 +242,7 @@ class WorkerRuntime:
     def _report(self, job: RunningJob, event: Event) -> None:
         """Queue a run's final outcome for its lane's next transaction."""
         self.stats.count(event.data["kind"])
+        observe(event.data)
         self.inflight.reported(job)
         self._settle(job.lane, job.refs, event, job.execution)
 
@@ -320,6 +329,7 @@ class WorkerRuntime:
         self.inflight.add(job)
         self.stats.started += 1
         started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
+        observe(started.data)
         self.events.produce(self.topics.events, self.encode_started(started, record.raw),
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
         return job, ctx
@@ -343,6 +353,8 @@ class WorkerRuntime:
         record = self.identity.record(self.state, self.inflight.active, now_ms())
         self.events.produce(self.topics.workers, self.serialize(record),
                             self.options.worker_id.encode(), on_delivery=_on_delivery)  # fmt: skip
+        for job_type in self.job_types:
+            metrics.WORKER_HEARTBEAT.labels(job_type).set(time.time())
 
     def _counters(self) -> dict[str, object]:
         """The stats line: the runs, and the lanes' transactions summed over the job types."""
@@ -362,3 +374,7 @@ class WorkerRuntime:
 def _on_delivery(err: object, message: object) -> None:
     if err is not None:
         log.warning("worker event not delivered: %s", err)
+
+
+def _consumer_of(lane: Lane) -> Consumer:
+    return lane.consumer

@@ -5,6 +5,7 @@ import urllib.error
 import urllib.request
 
 from pipeline import metrics
+from pipeline.config import Settings
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -27,10 +28,10 @@ def test_health_follows_the_loop_heartbeat_and_metrics_are_served() -> None:
         beat.set(time.time() - metrics.STALE_AFTER_S - 1)
         assert get(port, "/healthz") == (503, "stale: test-loop\n")
 
-        metrics.TIMER_FIRED.inc(3)
+        metrics.FIRED.labels("data.process").inc(3)
         status, body = get(port, "/metrics")
         assert status == 200
-        assert "jobstream_timer_fired_total" in body
+        assert 'jobstream_fired_total{job_type="data.process"}' in body
         assert get(port, "/nothing")[0] == 404
     finally:
         metrics.LOOP_HEARTBEAT.remove("test-loop")
@@ -52,3 +53,12 @@ def test_a_health_check_that_reports_a_problem_makes_the_process_unhealthy() -> 
     finally:
         metrics.remove_health_check("test-runner")
         server.shutdown()
+
+
+def test_the_port_binds_the_loopback_interface_by_default() -> None:
+    server = metrics.serve(0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()
+    assert Settings().metrics_host == "127.0.0.1"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from ops.kafka.ports import free_base_port
+import pytest
+
+from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.kafka.admin import ensure_topics
@@ -33,9 +36,32 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
     env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
                 "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
     running = Stack(home, env)
-    running.start(components(free_base_port(1), app=APP, job_types=("data.process",),
+    parts = 4  # timers, status processor, retry router, one worker: a port each
+    running.start(components(free_ports(parts), app=APP, job_types=("data.process",),
                              lease_s=lease_s, heartbeat_s=0.5))  # fmt: skip
     try:
         yield running
     finally:
         running.stop()
+
+
+Fixture = Callable[..., Any]
+
+
+def pipeline_fixtures(name: str, *, lease_s: float) -> tuple[Fixture, Fixture]:
+    """Module-scoped ``pipeline_topics`` and ``stack`` fixtures: a module's own topics
+    (prefixed ``name``) and the pipeline running on them. In a test module:
+    ``pipeline_topics, stack = pipeline_fixtures("metrics", lease_s=5)``."""
+
+    @pytest.fixture(scope="module")
+    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+
+    @pytest.fixture(scope="module")
+    def stack(pipeline_topics: Topics,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
+        with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
+                              lease_s=lease_s) as running:  # fmt: skip
+            yield running
+
+    return pipeline_topics, stack

@@ -129,6 +129,9 @@ def test_executions_are_the_history_of_every_attempt(store: ViewStore) -> None:
          event(job, "STARTED", at_ms=T0 + 20, worker_id="w1"),
          event(job, "HEARTBEAT", at_ms=T0 + 25, worker_id="w1"),
          event(job, "FAILED", at_ms=T0 + 30, worker_id="w1", error=error),
+         # the retry router names the failed execution and the attempt to come
+         event(job, "RETRY_SCHEDULED", at_ms=T0 + 31, attempt=2,
+               execution_id=f"{job['job_id']}:{T0}:1"),
          event(job, "FIRED", at_ms=T0 + 110, attempt=2, fire_ms=T0 + 100),
          event(job, "STARTED", at_ms=T0 + 120, attempt=2, fire_ms=T0 + 100, worker_id="w2"),
          event(job, "SUCCEEDED", at_ms=T0 + 130, attempt=2, fire_ms=T0 + 100, worker_id="w2",

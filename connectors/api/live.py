@@ -1,0 +1,81 @@
+"""/api/v1/stream, /api/v1/overview and /api/v1/me: what the dashboard watches.
+
+The stream is server-sent events: ``ready`` once subscribed, then one ``status`` event per
+changed job document (the body of ``GET /api/v1/jobs/{id}``, its parameters aside), with a
+comment line every ``KEEPALIVE_S`` so proxies keep the connection open. An owner token
+hears of its own jobs only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from connectors.api.auth import Principal
+from connectors.api.feed import CLOSED, Feed
+from connectors.api.models import ActivityOut, JobOut, Me, Overview, Problem
+from connectors.api.services import Auth, Svc
+from connectors.views import counts, workers
+from pipeline.clock import now_ms
+from pipeline.lifecycle import JobState
+
+router = APIRouter(prefix="/api/v1", tags=["live"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}}
+KEEPALIVE_S = 15.0
+PROMISE_MS = 2000
+"""The design's promise: a job fires within 2 s of its time."""
+
+
+def sse(event: str, data: str) -> bytes:
+    return f"event: {event}\ndata: {data}\n\n".encode()
+
+
+async def _events(feed: Feed, who: Principal, request: Request) -> AsyncIterator[bytes]:
+    subscription = feed.subscribe(who.sees)
+    try:
+        yield sse("ready", "{}")
+        while True:
+            doc = await subscription.next(KEEPALIVE_S)
+            if doc is CLOSED:
+                return
+            if doc is None:
+                if await request.is_disconnected():
+                    return
+                yield b": keepalive\n\n"
+                continue
+            yield sse("status", JobOut(**doc).model_dump_json())
+    finally:
+        feed.unsubscribe(subscription)
+
+
+@router.get("/stream", responses={200: {"content": {"text/event-stream": {}}}, **ERRORS})
+async def stream(request: Request, who: Auth, svc: Svc) -> StreamingResponse:
+    """Server-sent events of status changes (``event: status``, data: the job as JSON)."""
+    return StreamingResponse(_events(svc.feed, who, request), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache",
+                                      "X-Accel-Buffering": "no"})  # fmt: skip
+
+
+@router.get("/overview", response_model=Overview, responses=ERRORS)
+def overview(who: Auth, svc: Svc) -> Overview:
+    """Counts by state and type, recent throughput and lateness, dead letters, workers."""
+    owner = None if who.admin else who.owner
+    found = counts(svc.store, owner)
+    live = [w for w in workers(svc.store, stale_after_ms=svc.api.worker_stale_after)
+            if not w["stale"]]  # fmt: skip
+    activity = [] if svc.updater is None else svc.updater.activity.series(owner, now_ms())
+    return Overview(
+        total=found.total, by_state=found.by_state, by_type=found.by_type,
+        dead_letters=found.by_state.get(JobState.DEAD_LETTERED, 0), workers=len(live),
+        activity=[ActivityOut(**row) for row in activity], promise_ms=PROMISE_MS,
+    )  # fmt: skip
+
+
+@router.get("/me", response_model=Me, responses=ERRORS)
+def me(who: Auth) -> Me:
+    """Who the token acts for: an owner, or every owner (an admin)."""
+    return Me(owner=who.owner, admin=who.admin)

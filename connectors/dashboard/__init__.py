@@ -1,0 +1,27 @@
+"""The web dashboard: one page and its static assets, served by the API process.
+
+Plain HTML, CSS and JavaScript modules written for jobstream, with no third-party asset
+and no build step: nothing to vendor, pin or fetch at run time. The page holds no data of
+its own; it calls ``/api/v1`` with the token the user logs in with (kept in the tab's
+``sessionStorage``) and follows ``/api/v1/stream`` for live updates (docs/dashboard.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+STATIC = Path(__file__).parent / "static"
+
+
+def mount(app: FastAPI) -> None:
+    """Serve the page at ``/`` and its assets under ``/static``."""
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")

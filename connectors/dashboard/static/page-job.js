@@ -1,0 +1,82 @@
+// One job: its fields and schedule, every attempt, and the commands it takes (none once
+// it has ended; pause and resume for a recurring job only).
+
+import { get, post } from "./api.js";
+import { duration, h, state, table, time } from "./dom.js";
+
+const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
+
+function schedule(job) {
+  const s = job.schedule;
+  if (!s) return "now";
+  if (s.cron) return `cron ${s.cron.expression ?? JSON.stringify(s.cron)}${s.cron.timezone ? ` (${s.cron.timezone})` : ""}`;
+  return s.run_at_ms ? `at ${time(s.run_at_ms)}` : "now";
+}
+
+function fields(job) {
+  const rows = [
+    ["id", h("span", { class: "mono" }, job.job_id)], ["type", job.job_type], ["owner", job.owner],
+    ["state", state(job.state)], ["priority", job.priority], ["created", time(job.created_at_ms)],
+    ["schedule", schedule(job)], ["scheduled for", time(job.scheduled_at_ms)],
+    ["next fire", time(job.next_fire_at_ms)], ["attempt", job.attempt], ["runs", job.runs],
+    ["labels", Object.entries(job.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ")],
+    ["parameters", job.params ? h("pre", {}, JSON.stringify(job.params, null, 2)) : `${job.params_bytes ?? 0} bytes`],
+    ["result", job.result_uri ? h("a", { href: job.result_uri }, job.result_uri) : (job.result ?? "")],
+    ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
+  ];
+  if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)]);
+  return h("dl", { class: "fields", id: "job-fields" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+function attempt(run) {
+  const took = run.started_at_ms && run.ended_at_ms ? duration(run.ended_at_ms - run.started_at_ms) : "";
+  const error = run.error ? h("div", {},
+    h("span", { class: "error" }, `${run.error.error_type}: ${run.error.message ?? ""}`),
+    run.error.traceback ? h("details", {}, h("summary", {}, "traceback"), h("pre", {}, run.error.traceback)) : null) : "";
+  const result = run.result_uri ? h("a", { href: run.result_uri }, "result") : (run.result ?? "");
+  return h("tr", { "data-attempt": run.attempt },
+    h("td", { class: "num" }, run.attempt), h("td", { class: "mono" }, run.worker_id ?? ""),
+    h("td", {}, time(run.fired_at_ms)), h("td", {}, time(run.started_at_ms)),
+    h("td", {}, time(run.ended_at_ms)), h("td", { class: "num" }, took),
+    h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result));
+}
+
+export function render(root, { id }) {
+  const message = h("span", { class: "message", id: "command-message" });
+  const command = (name) => h("button", { type: "button", class: name === "cancel" ? "danger" : "secondary",
+    "data-command": name, onclick: async (event) => {
+      event.target.disabled = true;
+      try {
+        await post(`/api/v1/jobs/${encodeURIComponent(id)}/${name}`);
+        message.textContent = `${name} sent`;
+      } catch (error) {
+        message.textContent = error.message;
+      } finally {
+        event.target.disabled = false;
+      }
+    } }, name[0].toUpperCase() + name.slice(1));
+
+  const load = async () => {
+    let job;
+    try {
+      job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`);
+    } catch (error) {
+      root.replaceChildren(h("h1", {}, "Job"), h("p", { class: "error" }, error.message));
+      return;
+    }
+    const runs = (await get(`/api/v1/jobs/${encodeURIComponent(id)}/executions`)).executions;
+    const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
+      ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
+    root.replaceChildren(
+      h("h1", {}, `Job ${job.job_type}`), fields(job),
+      h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
+        command("cancel"), job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
+      h("h2", {}, `Attempts (${runs.length})`),
+      runs.length ? history : h("p", { class: "message" }, "No attempt yet."));
+  };
+  load();
+  return {
+    onStatus(job) { if (job.job_id === id) load(); },
+    stop() {},
+  };
+}

@@ -1,0 +1,114 @@
+"""What the pipeline did lately, from the jobs.events records the view updater folds:
+firings, starts and ends per second, and fire and start lateness percentiles, in buckets
+of a few seconds over the last minutes, per owner (the dashboard's overview).
+
+Kept in memory only: a restarted API shows activity from its restart on (records older
+than the window, read again while the views catch up, are not counted). Fire lateness is
+the ``lateness_ms`` the timers put on FIRED; start lateness is a STARTED event's time
+minus the scheduled time its execution id carries.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.lifecycle import LifecycleKind
+from pipeline.scheduling.ids import scheduled_ms_of
+
+ENDED = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,
+                   LifecycleKind.LOST})  # fmt: skip
+
+
+@dataclass
+class _Bucket:
+    fired: int = 0
+    started: int = 0
+    ended: int = 0
+    fire_lateness_ms: list[int] = field(default_factory=list)
+    start_lateness_ms: list[int] = field(default_factory=list)
+
+
+def percentile(values: list[int], q: float) -> int | None:
+    """The nearest-rank ``q`` quantile (0..1) of ``values``; None when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+class Activity:
+    """Per-owner buckets of ``bucket_ms`` over the last ``window_ms``; thread-safe."""
+
+    def __init__(self, *, bucket_ms: int = 5000, window_ms: int = 600_000,
+                 samples: int = 1000) -> None:  # fmt: skip
+        self.bucket_ms = bucket_ms
+        self.window_ms = window_ms
+        self.samples = samples
+        """Lateness samples kept per bucket (the first ones: enough for a p99 of a view)."""
+        self._buckets: dict[tuple[str, int], _Bucket] = {}
+        self._lock = threading.Lock()
+
+    def record(self, event: Mapping[str, Any], now_ms: int) -> None:
+        """Count one lifecycle event, if it happened within the window."""
+        at = int(event.get("at_ms") or 0)
+        if at < now_ms - self.window_ms:
+            return
+        kind = event.get("kind")
+        if kind not in (LifecycleKind.FIRED, LifecycleKind.STARTED) and kind not in ENDED:
+            return
+        with self._lock:
+            bucket = self._buckets.setdefault((event["owner"], at - at % self.bucket_ms),
+                                              _Bucket())  # fmt: skip
+            if kind == LifecycleKind.FIRED:
+                bucket.fired += 1
+                lateness = event.get("lateness_ms")
+                if lateness is not None and len(bucket.fire_lateness_ms) < self.samples:
+                    bucket.fire_lateness_ms.append(max(0, int(lateness)))
+            elif kind == LifecycleKind.STARTED:
+                bucket.started += 1
+                scheduled = scheduled_ms_of(event.get("execution_id"))
+                if scheduled is not None and len(bucket.start_lateness_ms) < self.samples:
+                    bucket.start_lateness_ms.append(max(0, at - scheduled))
+            else:
+                bucket.ended += 1
+            self._expire(now_ms)
+
+    def _expire(self, now_ms: int) -> None:
+        oldest = now_ms - self.window_ms
+        for key in [key for key in self._buckets if key[1] + self.bucket_ms < oldest]:
+            del self._buckets[key]
+
+    def series(self, owner: str | None, now_ms: int) -> list[dict[str, Any]]:
+        """Every bucket of the window, oldest first: its start, the per-second rates and
+        the lateness p50 and p99 (ms; None without a sample). ``owner`` None: all."""
+        first = now_ms - self.window_ms
+        first -= first % self.bucket_ms
+        merged: dict[int, _Bucket] = {}
+        with self._lock:
+            for (who, start), bucket in self._buckets.items():
+                if start < first or (owner is not None and who != owner):
+                    continue
+                into = merged.setdefault(start, _Bucket())
+                into.fired += bucket.fired
+                into.started += bucket.started
+                into.ended += bucket.ended
+                into.fire_lateness_ms += bucket.fire_lateness_ms
+                into.start_lateness_ms += bucket.start_lateness_ms
+        seconds = self.bucket_ms / 1000
+        rows = []
+        for start in range(first, now_ms + 1, self.bucket_ms):
+            bucket = merged.get(start, _Bucket())
+            rows.append({
+                "at_ms": start,
+                "fired_per_s": bucket.fired / seconds,
+                "started_per_s": bucket.started / seconds,
+                "ended_per_s": bucket.ended / seconds,
+                "fire_lateness_p50_ms": percentile(bucket.fire_lateness_ms, 0.5),
+                "fire_lateness_p99_ms": percentile(bucket.fire_lateness_ms, 0.99),
+                "start_lateness_p50_ms": percentile(bucket.start_lateness_ms, 0.5),
+                "start_lateness_p99_ms": percentile(bucket.start_lateness_ms, 0.99),
+            })  # fmt: skip
+        return rows

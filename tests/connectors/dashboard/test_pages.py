@@ -1,0 +1,162 @@
+"""The dashboard in a real headless Chromium, over the real API, pipeline and broker:
+the overview's counts against the API while jobs run, a job's attempts, a redrive from
+the dead-letter page, and a refused token. Screenshots go to each test's tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.connectors.api.conftest import ADMIN, TOKENS
+from tests.connectors.dashboard.conftest import log_in, shot
+from tests.support.waiting import wait_for
+
+FAST = {"initial_backoff_ms": 200, "jitter": 0}
+
+
+def submit(admin: httpx.Client, **params: Any) -> str:
+    retry = params.pop("retry", None)
+    body = {"job_type": "data.process", "owner": "acme", "params": params, "retry": retry}
+    response = admin.post("/api/v1/jobs", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["job_id"])
+
+
+def state_of(admin: httpx.Client, job_id: str) -> str:
+    return str(admin.get(f"/api/v1/jobs/{job_id}").json()["state"])
+
+
+def shown_counts(page: Page) -> dict[str, int]:
+    cells = page.locator("[data-state-count]")
+    found = {}
+    for i in range(cells.count()):
+        cell = cells.nth(i)
+        count = int(cell.inner_text())
+        if count:
+            found[str(cell.get_attribute("data-state-count"))] = count
+    return found
+
+
+def test_a_wrong_token_is_refused(page: Page, tmp_path: Path) -> None:
+    log_in(page, "not-a-token")
+    expect(page.locator("#login-error")).to_contain_text("refused")
+    expect(page.locator("#nav")).to_be_hidden()
+    assert page.evaluate("sessionStorage.getItem('jobstream-token')") is None
+    shot(page, tmp_path, "refused")
+    log_in(page, TOKENS["acme"])
+    expect(page.locator("#who")).to_have_text("owner acme")
+    expect(page.locator("#login")).to_be_hidden()
+
+
+def test_overview_counts_match_the_api_while_jobs_run(
+    page: Page, admin: httpx.Client, tmp_path: Path
+) -> None:
+    log_in(page, ADMIN)
+    expect(page.locator("#live")).to_have_text("live")
+    ids = [submit(admin, sleep_s=1.5, batch="overview") for _ in range(12)]
+
+    def matches_while_running() -> dict[str, int] | None:
+        api = admin.get("/api/v1/overview").json()["by_state"]
+        return api if shown_counts(page) == api and api.get("RUNNING") else None
+
+    during = wait_for(matches_while_running, timeout_s=90, interval_s=0.2,
+                      what="the page's counts to equal the API's while jobs run")  # fmt: skip
+    shot(page, tmp_path, "overview-running")
+    assert sum(during.values()) == int(page.locator("[data-count=total]").inner_text())
+    wait_for(lambda: all(state_of(admin, i) == "SUCCEEDED" for i in ids), timeout_s=120,
+             interval_s=0.5, what="every job to succeed")  # fmt: skip
+    expect(page.locator("[data-state-count=SUCCEEDED]")).to_have_text(
+        str(admin.get("/api/v1/overview").json()["by_state"]["SUCCEEDED"]), timeout=15_000)
+    assert shown_counts(page) == admin.get("/api/v1/overview").json()["by_state"]
+    expect(page.locator("[data-count=workers]")).to_have_text("1")
+    expect(page.locator("#lateness .threshold")).to_have_count(1)
+    expect(page.locator("#throughput polyline")).not_to_have_count(0)
+    shot(page, tmp_path, "overview-done")
+    page.click("#nav a[data-page=workers]")
+    worker = page.locator("#workers tr[data-worker='data.process-0']")
+    expect(worker).to_contain_text("data.process")
+    expect(worker.locator("td").nth(2)).to_have_text("4")  # its capacity
+    expect(worker.locator("td").last).to_have_text("")  # not stale
+    shot(page, tmp_path, "workers")
+
+
+def test_a_job_page_shows_every_attempt(page: Page, admin: httpx.Client, tmp_path: Path) -> None:
+    job_id = submit(admin, fail_until_attempt=2, retry=FAST)
+    wait_for(lambda: state_of(admin, job_id) == "SUCCEEDED", timeout_s=90, interval_s=0.5,
+             what="the job to succeed on its second attempt")  # fmt: skip
+    log_in(page, ADMIN)
+    page.goto(f"/#/jobs/{job_id}")
+    attempts = page.locator("#attempts tbody tr")
+    expect(attempts).to_have_count(2)
+    runs = admin.get(f"/api/v1/jobs/{job_id}/executions").json()["executions"]
+    first, second = attempts.nth(0), attempts.nth(1)
+    expect(first.locator("td").first).to_have_text("1")
+    expect(second.locator("td").first).to_have_text("2")
+    expect(first.locator("[data-state]")).to_have_text("FAILED")
+    expect(first).to_contain_text("Transient: attempt 1 fails")
+    expect(first).to_contain_text(runs[0]["worker_id"])
+    expect(second.locator("[data-state]")).to_have_text("SUCCEEDED")
+    expect(second).to_contain_text('{"attempt":2}')
+    expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED")
+    first.locator("summary").click()
+    expect(first.locator("pre")).to_contain_text("Traceback")
+    shot(page, tmp_path, "job")
+
+
+def test_search_finds_a_job_by_id_and_by_label(page: Page, admin: httpx.Client) -> None:
+    body = {"job_type": "data.process", "owner": "acme", "labels": {"team": "dash"}}
+    job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
+    log_in(page, TOKENS["acme"])
+    page.goto("/#/jobs?label=team%3Ddash")
+    expect(page.locator(f"#jobs tr[data-job='{job_id}']")).to_have_count(1)
+    expect(page.locator("#jobs tbody tr")).to_have_count(1)
+    page.goto("/#/jobs")
+    page.fill("#job-search input[name=id]", job_id)
+    page.click("#job-search button[type=submit]")
+    expect(page.locator("#job-fields")).to_contain_text(job_id)
+    log_in(page, TOKENS["bolt"])
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#view .error")).to_contain_text("not found")
+
+
+def test_redrive_a_dead_letter_from_the_page(page: Page, admin: httpx.Client,
+                                            tmp_path: Path) -> None:  # fmt: skip
+    job_id = submit(admin, fail_until_attempt=3, retry={**FAST, "max_attempts": 2})
+    wait_for(lambda: state_of(admin, job_id) == "DEAD_LETTERED", timeout_s=90, interval_s=0.5,
+             what="the job to be dead-lettered")  # fmt: skip
+    log_in(page, TOKENS["acme"])
+    page.goto("/#/dlq")
+    expect(page.locator(f"#dead-letters tr[data-job='{job_id}']")).to_have_count(1)
+    expect(page.locator("[data-redrive]")).to_have_count(0)  # an owner may not redrive
+    log_in(page, ADMIN)
+    page.goto("/#/dlq?owner=acme")
+    row = page.locator(f"#dead-letters tr[data-job='{job_id}']")
+    expect(row).to_contain_text("exhausted")
+    expect(page.locator("#view")).not_to_contain_text("null")
+    shot(page, tmp_path, "dead-letters")
+    row.locator(f"[data-redrive='{job_id}']").click()
+    expect(page.locator("#dlq-message")).to_contain_text(f"redriven: 1 job(s) {job_id}",
+                                                         timeout=30_000)  # fmt: skip
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED", timeout=60_000)
+    attempts = page.locator("#attempts tbody tr td:first-child")
+    expect(attempts).to_have_text(["1", "2", "3"])
+    shot(page, tmp_path, "redriven")
+
+
+def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
+                                              tmp_path: Path) -> None:  # fmt: skip
+    body = {"job_type": "data.process", "owner": "acme", "run_at": "2030-01-01T00:00:00Z"}
+    job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
+    wait_for(lambda: state_of(admin, job_id) == "SCHEDULED", timeout_s=60, what="SCHEDULED")
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields")).to_contain_text("at 2030-01-01 00:00:00.000")
+    expect(page.locator("[data-command=pause]")).to_have_count(0)  # a one-off job
+    page.click("[data-command=cancel]")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=30_000)
+    expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    shot(page, tmp_path, "cancelled")

@@ -1,0 +1,39 @@
+"""Recent activity from lifecycle events: rates and lateness percentiles per bucket."""
+
+from __future__ import annotations
+
+from connectors.views.activity import Activity, percentile
+from tests.connectors.views.records import event, submitted
+
+T0 = 1_767_225_600_000
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    assert percentile([], 0.5) is None
+    assert percentile([5, 1, 3], 0.5) == 3
+    assert percentile(list(range(1, 101)), 0.99) == 99
+
+
+def test_rates_and_lateness_per_bucket_and_owner() -> None:
+    activity = Activity(bucket_ms=1000, window_ms=10_000)
+    job, other = submitted("acme", at_ms=T0), submitted("bolt", at_ms=T0)
+    now = T0 + 5000
+    activity.record(event(job, "FIRED", at_ms=T0 + 1100, fire_ms=T0 + 1000, lateness_ms=100), now)
+    activity.record(event(job, "STARTED", at_ms=T0 + 1400, fire_ms=T0 + 1000), now)
+    activity.record(event(job, "SUCCEEDED", at_ms=T0 + 2100, fire_ms=T0 + 1000), now)
+    activity.record(event(other, "FIRED", at_ms=T0 + 1200, fire_ms=T0, lateness_ms=1200), now)
+    activity.record(event(other, "HEARTBEAT", at_ms=T0 + 1300, fire_ms=T0), now)
+    activity.record(event(other, "FIRED", at_ms=T0 - 60_000, lateness_ms=5), now)  # too old
+
+    rows = {row["at_ms"]: row for row in activity.series(None, now)}
+    second = rows[T0 + 1000]
+    assert (second["fired_per_s"], second["started_per_s"], second["ended_per_s"]) == (2, 1, 0)
+    assert (second["fire_lateness_p50_ms"], second["fire_lateness_p99_ms"]) == (100, 1200)
+    assert second["start_lateness_p99_ms"] == 400
+    assert rows[T0 + 2000]["ended_per_s"] == 1
+    assert sum(row["fired_per_s"] for row in rows.values()) == 2
+    mine = {row["at_ms"]: row for row in activity.series("acme", now)}
+    assert mine[T0 + 1000]["fire_lateness_p99_ms"] == 100
+    # buckets older than the window are dropped as time goes on
+    activity.record(event(job, "FIRED", at_ms=T0 + 30_000, lateness_ms=1), T0 + 30_000)
+    assert sum(row["fired_per_s"] for row in activity.series(None, T0 + 30_000)) == 1
