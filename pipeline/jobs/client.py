@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -131,8 +131,12 @@ class JobClient:
         """
         event = workflow_event(owner, steps, now_ms=now_ms(), workflow_id=workflow_id,
                                idempotency_key=idempotency_key)  # fmt: skip
-        self._send([event])
-        return WorkflowSubmission(event.data["workflow_id"], step_ids(event))
+        return self.submit_workflows([event])[0]
+
+    def submit_workflows(self, events: Sequence[Event]) -> list[WorkflowSubmission]:
+        """Submit WorkflowSubmitted records built by :func:`workflow_event` in one batch."""
+        self._send(list(events))
+        return [WorkflowSubmission(e.data["workflow_id"], step_ids(e)) for e in events]
 
     def cancel_workflow(self, workflow_id: str, *, reason: str | None = None) -> None:
         """Cancel every job of a workflow that has not ended (running ones finish)."""
