@@ -30,3 +30,13 @@ def test_a_store_held_open_is_refused_not_dropped(tmp_path: Path) -> None:
         PartitionStore(tmp_path / "p0")
     assert held.get(b"k") == b"v"
     held.close()
+
+
+def test_a_scan_stops_at_its_upper_bound_past_deleted_keys(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "p0")
+    store.write({b"b1": b"x", b"b1z": b"y", **{b"j%05d" % i: b"v" for i in range(100)}}, 1)
+    store.write({b"j%05d" % i: None for i in range(100)}, 2)
+    assert list(store.scan(b"b1", b"b1z")) == [(b"b1", b"x")]
+    assert list(store.scan(b"b2", b"b2\xff")) == []
+    assert list(store.scan(b"a", b"z")) == [(b"b1", b"x"), (b"b1z", b"y")]
+    store.close()
