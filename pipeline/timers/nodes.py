@@ -79,6 +79,14 @@ class WorkflowNodes:
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
 
+    def delete(self, node: StepNode) -> None:
+        """Forget a node (an ended workflow's, a recurring workflow's ended run)."""
+        key = node_key(node.workflow_id, node.job_id)
+        self._move_waiting(self.get(node.workflow_id, node.job_id), None)
+        self._nodes[key] = None
+        self.tx.delete(key)
+        self.changelog.append((key, None))
+
     def of_workflow(self, workflow_id: str) -> Iterator[StepNode]:
         """Every node of the workflow, by job id."""
         prefix = NODE_PREFIX + _workflow(workflow_id)

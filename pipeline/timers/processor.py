@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.workflow import STEP_LABEL, expand_workflow
+from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
@@ -51,7 +51,7 @@ class TimerProcessor:
         self.topics = topics
         self.policy = policy or TimerPolicy()
         self.duplicates = 0
-        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled)
+        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake)
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -107,9 +107,14 @@ class TimerProcessor:
         if state.nodes.workflow(workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
+        schedule = check_schedule(data)
+        if schedule is not None:
+            self.workflows.schedule(state, data, schedule, now_ms)
+            return []
         state.nodes.put_workflow(WorkflowRecord(
             workflow_id=workflow_id, owner=data["owner"], steps=len(steps),
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
+            schedule_id=data.get("schedule_id"),
         ))  # fmt: skip
         emits: list[Output] = []
         for name, job in steps:
@@ -213,7 +218,8 @@ class TimerProcessor:
                               job_id=entry.job_id, runs_so_far=entry.runs,
                               grace_ms=self.policy.grace_ms)  # fmt: skip
             fires, following = missed.run_now, missed.next_fire_ms
-        emits = [emit for fire in fires for emit in self._fire(state, entry, fire, now_ms)]
+        fire_one = self.workflows.start_run if entry.kind == "workflow" else self._fire
+        emits = [emit for fire in fires for emit in fire_one(state, entry, fire, now_ms)]
         if following is None:
             self._finish(state, entry, now_ms)
         else:
