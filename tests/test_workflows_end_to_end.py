@@ -17,11 +17,12 @@ import pytest
 
 from ops.stack import Stack
 from pipeline.errors import ValidationError
-from pipeline.jobs.client import JobClient
+from pipeline.jobs.client import JobClient, WorkflowSubmission
 from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
 from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
+from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
 from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
 from tests.support.stack import module_topics, running_pipeline
@@ -182,3 +183,33 @@ def _reasons(reader: TopicReader) -> list[str]:
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
+
+
+def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("extract", sleep_s=0.5), step("load", "extract")]
+    with JobClient(settings) as client:
+        submitted_at = _now()
+        schedule = client.submit_workflow(steps, owner=OWNER, schedule="* * * * *")
+    assert schedule.steps == {}, "a template's steps are no jobs"
+    # Its first time is the minute after the timers read it, this minute's end or the next.
+    minute = (submitted_at // 60_000 + 1) * 60_000
+    runs = {run_workflow_id(schedule.workflow_id, at): at for at in (minute, minute + 60_000)}
+
+    def started() -> str | None:
+        found = read_statuses(settings, owner=OWNER)
+        return next((s.workflow_id for s in found.values() if s.workflow_id in runs), None)
+
+    run_id = wait_for(started, timeout_s=150, interval_s=1, what="the first run")
+    run = WorkflowSubmission(run_id, {s["name"]: step_job_id(run_id, s["name"]) for s in steps})
+    settle(settings, run, {"extract": {"SUCCEEDED"}, "load": {"SUCCEEDED"}})
+    events = history(settings, run)
+    [start] = [e for e in events["load"] if e["kind"] == "STARTED"]
+    assert start["execution"]["spec"]["labels"][RUN_LABEL] == schedule.workflow_id
+    assert_ran_in_order(events, {"load": ["extract"]}, {"extract", "load"})
+    [fired] = [e for e in events["extract"] if e["kind"] == "FIRED"]
+    assert fired["at_ms"] >= runs[run_id], "not before its time"
+    with JobClient(settings) as client:
+        client.cancel_workflow(schedule.workflow_id)  # no more runs in this module's pipeline
