@@ -19,7 +19,7 @@ from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id
-from tests.support.workflows import diamond, step, step_ended
+from tests.support.workflows import diamond, rebuilt, step, step_ended
 
 SETTINGS = Settings()
 TOPICS = Topics(SETTINGS)
@@ -132,7 +132,7 @@ def test_a_schedule_is_checked_before_anything_is_kept() -> None:
 
 
 def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
-    timers: ProcessorDriver[TimerState],
+    timers: ProcessorDriver[TimerState], tmp_path: Path,
 ) -> None:
     submitted = diamond(T0)
     timers.pipe(TOPICS.intake, submitted)
@@ -143,3 +143,28 @@ def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
     assert timers.pipe(TOPICS.intake, submitted) == [], "resubmitted: still a no-op"
     tombstones = [key for key, value in timers.changelog[0] if value is None]
     assert sum(key.startswith(NODE_PREFIX) for key in tombstones) == 4, "purged on the changelog"
+
+    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    try:
+        assert node_keys(replica) == [], "a restore does not bring them back"
+        assert replica.pipe(TOPICS.intake, submitted) == []
+    finally:
+        replica.close()
+
+
+def test_a_restored_schedule_starts_the_same_runs(
+    timers: ProcessorDriver[TimerState], tmp_path: Path,
+) -> None:
+    timers.pipe(TOPICS.intake, recurring())
+    [run] = runs(timers.advance(FIRST - T0))
+    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    try:
+        for driver in (timers, replica):  # the original and the rebuilt one decide alike
+            assert runs(driver.advance(MINUTE)) == [], "the first run still runs"
+            for output in run_to_end(driver, run):
+                if output.topic == TOPICS.intake:
+                    driver.pipe(TOPICS.intake, output.value, key=output.key)
+            [second] = runs(driver.advance(MINUTE))
+            assert second["workflow_id"] == run_workflow_id(SCHEDULE, FIRST + 2 * MINUTE)
+    finally:
+        replica.close()
