@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -25,7 +24,7 @@ from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
 from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
-from tests.support.stack import module_topics, running_pipeline
+from tests.support.stack import pipeline_fixtures
 from tests.support.waiting import wait_for
 from tests.support.workflow_runs import assert_ran_in_order, history
 from tests.support.workflow_runs import settle as settle_as
@@ -34,16 +33,7 @@ OWNER = "wf-e2e"
 settle = partial(settle_as, owner=OWNER)
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"wf-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
-                          lease_s=3) as running:  # fmt: skip
-        yield running
+pipeline_topics, stack = pipeline_fixtures("wf-", lease_s=3)
 
 
 def step(name: str, *parents: str, **params: Any) -> dict[str, Any]:

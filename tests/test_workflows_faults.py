@@ -9,17 +9,14 @@ steps the worker's death did not touch ran exactly once, and all of them succeed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
-
-import pytest
 
 from ops.stack import Stack
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import RetryPolicy
 from pipeline.topics import Topics
-from tests.support.stack import module_topics, running_pipeline
+from tests.support.stack import pipeline_fixtures
 from tests.support.workflow_runs import assert_released_after_parents, history
 from tests.support.workflow_runs import settle as settle_as
 
@@ -27,16 +24,7 @@ OWNER = "wf-faults"
 settle = partial(settle_as, owner=OWNER)
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"wff-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
-                          lease_s=3) as running:  # fmt: skip
-        yield running
+pipeline_topics, stack = pipeline_fixtures("wff-", lease_s=3)
 
 
 def step(name: str, *parents: str, sleep_s: float = 0) -> dict[str, Any]:

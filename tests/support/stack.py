@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ops.kafka.ports import free_base_port
 from ops.stack import Stack, components
@@ -39,3 +42,22 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
         yield running
     finally:
         running.stop()
+
+
+def pipeline_fixtures(prefix: str, *, lease_s: float) -> tuple[Any, Any]:
+    """Module-scoped ``pipeline_topics`` and ``stack`` fixtures: topics under ``prefix``
+    and a name of the module's own, and the pipeline running on them. A module binds them
+    by those names: ``pipeline_topics, stack = pipeline_fixtures("wf-", lease_s=3)``."""
+
+    @pytest.fixture(scope="module")
+    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+        return module_topics(kafka_bootstrap, f"{prefix}{tmp_path_factory.mktemp('x').name}.")
+
+    @pytest.fixture(scope="module")
+    def stack(pipeline_topics: Topics,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
+        with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
+                              lease_s=lease_s) as running:  # fmt: skip
+            yield running
+
+    return pipeline_topics, stack
