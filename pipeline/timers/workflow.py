@@ -105,6 +105,9 @@ class WorkflowTimers:
                                       f"{parent} is not a job of workflow {workflow_id}")
             outcomes[parent] = node.outcome
         gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
+        if step is None and record is not None and record.steps and not record.schedule:
+            # A job added to a workflow submitted as one unit: one more step to end.
+            state.nodes.put_workflow(record.evolve(steps=record.steps + 1))
         state.nodes.put(StepNode(workflow_id=workflow_id, job_id=job["job_id"], parents=parents,
                                  waiting=list(gate.waiting), step=step))  # fmt: skip
         return gate

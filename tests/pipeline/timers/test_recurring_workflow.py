@@ -19,6 +19,7 @@ from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id
+from tests.support.jobs import submitted as submitted_job
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 
 SETTINGS = Settings()
@@ -150,6 +151,24 @@ def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
         assert replica.pipe(TOPICS.intake, submitted) == []
     finally:
         replica.close()
+
+
+def test_a_job_added_to_a_workflow_keeps_its_nodes_until_it_ends_too(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submitted = diamond(T0)
+    timers.pipe(TOPICS.intake, submitted)
+    ids = step_ids(submitted)
+    late = submitted_job(now_ms=T0)
+    late.data["workflow_id"] = "wf-diamond"
+    late.data["spec"]["depends_on"] = [ids["d"]]
+    timers.pipe(TOPICS.intake, late)
+    for job_id in ids.values():
+        timers.pipe(TOPICS.intake, step_ended(job_id, "wf-diamond", "SUCCEEDED", T0))
+    assert len(node_keys(timers)) == 5, "the added job has not ended"
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(late.data["job_id"], "wf-diamond", "SUCCEEDED", T0))
+    assert node_keys(timers) == []
 
 
 def test_a_restored_schedule_starts_the_same_runs(
