@@ -22,12 +22,18 @@ def retry_timer_id(job_id: str) -> str:
 
 
 SCHEDULE_PREFIX = "S:"
+ENDED_PREFIX = "E:"
 
 
 def schedule_timer_id(workflow_id: str) -> str:
     """The timer of a recurring workflow. Prefixed: a workflow id may start with a lower-case
     letter, which in the changelog would read as a step node's or a workflow record's key."""
     return SCHEDULE_PREFIX + workflow_id
+
+
+def ended_timer_id(workflow_id: str) -> str:
+    """The marker that forgets an ended workflow's record once it expires."""
+    return ENDED_PREFIX + workflow_id
 
 
 @dataclass(frozen=True, slots=True)

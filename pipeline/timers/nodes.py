@@ -109,6 +109,11 @@ class WorkflowNodes:
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
 
+    def delete_workflow(self, workflow_id: str) -> None:
+        key = workflow_key(workflow_id)
+        self.tx.delete(key)
+        self.changelog.append((key, None))
+
     def restore(self, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record of a node or a workflow record."""
         if key.startswith(NODE_PREFIX):

@@ -41,7 +41,8 @@ class TimerPolicy:
     grace_ms: int = 60_000
     """A cron run at most this late is on time; later ones follow the misfire policy."""
     marker_ttl_ms: int = 7 * 24 * 3600 * 1000
-    """How long a fired job's idempotency key keeps resubmissions a no-op."""
+    """How long a fired job's idempotency key (an ended workflow's record) keeps
+    resubmissions a no-op."""
     retry_marker_ttl_ms: int = 24 * 3600 * 1000
     """How long a fired retry (or a cancel) keeps late duplicate retry requests a no-op."""
 
@@ -51,7 +52,8 @@ class TimerProcessor:
         self.topics = topics
         self.policy = policy or TimerPolicy()
         self.duplicates = 0
-        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake)
+        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
+                                        self.policy.marker_ttl_ms)  # fmt: skip
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -198,6 +200,7 @@ class TimerProcessor:
         for entry in state.due(now_ms, limit):
             if entry.kind == "marker":
                 state.remove(entry.timer_id)
+                self.workflows.expired(state, entry)
                 continue
             if entry.kind == "retry" or not entry.spec.get("cron"):
                 emits.extend(self._fire(state, entry, entry.due_ms, now_ms))

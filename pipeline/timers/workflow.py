@@ -15,9 +15,9 @@ keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py)
 - at a firing, gives the execution its parents' results;
 - on a WorkflowCancelled, cancels every job of the workflow that has not ended;
 - counts the steps of a workflow submitted as one unit that have ended: once all have,
-  it forgets their nodes (the workflow record stays, so a resubmission is still a no-op)
-  and, for a run of a recurring workflow, tells the schedule's partition with a StepEnded
-  of the run;
+  it forgets their nodes (the workflow record stays as long as a job's idempotency
+  marker, so a resubmission is still a no-op) and, for a run of a recurring workflow,
+  tells the schedule's partition with a StepEnded of the run;
 - keeps a recurring workflow's schedule as a timer entry of kind ``workflow`` whose firing
   submits a new run (pipeline/workflows/runs.py) to jobs.intake, unless its overlap policy
   says the previous run must end first.
@@ -38,7 +38,7 @@ from pipeline.lifecycle import LifecycleKind
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, next_fire_ms
 from pipeline.serde import Event
-from pipeline.timers.entry import TimerEntry, schedule_timer_id
+from pipeline.timers.entry import ENDED_PREFIX, TimerEntry, ended_timer_id, schedule_timer_id
 from pipeline.timers.state import TimerState
 from pipeline.workflows import (
     Gate,
@@ -71,11 +71,14 @@ Cancel = Callable[[TimerState, dict[str, Any], int], list[Output]]
 
 
 class WorkflowTimers:
-    def __init__(self, lifecycle: Lifecycle, cancel: Cancel, intake: str) -> None:
+    def __init__(self, lifecycle: Lifecycle, cancel: Cancel, intake: str,
+                 record_ttl_ms: int) -> None:  # fmt: skip
         self.lifecycle = lifecycle
         self.cancel = cancel
         self.intake = intake
         """jobs.intake: where runs of recurring workflows and their ends are sent."""
+        self.record_ttl_ms = record_ttl_ms
+        """How long an ended workflow's record keeps a resubmission of it a no-op."""
         self.unknown_ends = 0
         """StepEnded of jobs this partition keeps no node for (purged, or never seen)."""
         self.runs_skipped = 0
@@ -154,6 +157,9 @@ class WorkflowTimers:
             return []
         for node in list(state.nodes.of_workflow(workflow_id)):
             state.nodes.delete(node)
+        state.put(TimerEntry(timer_id=ended_timer_id(workflow_id), kind="marker",
+                             job={"job_id": workflow_id, "idempotency_key": None},
+                             due_ms=now_ms + self.record_ttl_ms))  # fmt: skip
         if record.schedule_id is None:
             return []
         ended = {"job_id": workflow_id, "workflow_id": record.schedule_id,
@@ -199,6 +205,12 @@ class WorkflowTimers:
             node = state.nodes.get(workflow_id, job["job_id"])
             if node is not None and node.waiting:
                 state.nodes.put(node.evolve(waiting=[]))
+
+    @staticmethod
+    def expired(state: TimerState, marker: TimerEntry) -> None:
+        """A marker expired: if it is an ended workflow's, forget the workflow's record."""
+        if marker.timer_id.startswith(ENDED_PREFIX):
+            state.nodes.delete_workflow(marker.job_id)
 
     # -- recurring workflows -------------------------------------------------------------
 

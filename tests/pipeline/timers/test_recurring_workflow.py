@@ -14,7 +14,8 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
-from pipeline.timers.nodes import NODE_PREFIX
+from pipeline.timers.nodes import NODE_PREFIX, workflow_key
+from pipeline.timers.processor import TimerPolicy
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -151,6 +152,12 @@ def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
         assert replica.pipe(TOPICS.intake, submitted) == []
     finally:
         replica.close()
+
+    timers.advance(TimerPolicy().marker_ttl_ms - 1)
+    assert timers.store().get(workflow_key("wf-diamond")) is not None
+    timers.advance(1)
+    assert timers.store().get(workflow_key("wf-diamond")) is None, "forgotten after a week"
+    assert timers.pipe(TOPICS.intake, submitted) != [], "and a new submission of it runs"
 
 
 def test_a_job_added_to_a_workflow_keeps_its_nodes_until_it_ends_too(
