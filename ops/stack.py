@@ -32,6 +32,8 @@ class Component:
     name: str
     args: tuple[str, ...]
     metrics_port: int
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables this process has beyond the stack's."""
 
 
 def components(
@@ -57,11 +59,12 @@ def components(
 
 
 def worker(job_type: str, worker_id: str, port: int, *, app: str = DEMO_APP,
-           concurrency: int = 4, extra: tuple[str, ...] = ()) -> Component:  # fmt: skip
+           concurrency: int = 4, extra: tuple[str, ...] = (),
+           env: tuple[tuple[str, str], ...] = ()) -> Component:  # fmt: skip
     return Component(f"worker-{worker_id}", (
         "worker", "--app", app, "--type", job_type, "--concurrency", str(concurrency),
         "--worker-id", worker_id, *extra,
-    ), port)  # fmt: skip
+    ), port, env)  # fmt: skip
 
 
 @dataclass
@@ -104,7 +107,8 @@ class Stack:
                    "--metrics-port", str(part.metrics_port)]  # fmt: skip
         with open(self.logs / f"{part.name}.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=self.env)  # fmt: skip
+                                       stdin=subprocess.DEVNULL,
+                                       env={**self.env, **dict(part.env)})  # fmt: skip
         self.processes[part.name] = (part, process)
         log.info("started %s pid=%d", part.name, process.pid)
 

@@ -43,6 +43,11 @@ class TopicMismatchError(JobstreamError):
     retryable = False
 
 
+class StoreError(JobstreamError):
+    """A partition store's files could not be written or opened (a full disk, an I/O
+    error); the changelog still holds the state, so the processor restores it again."""
+
+
 class BrokerError(JobstreamError):
     """The local Kafka broker could not be provisioned, started or reached."""
 

@@ -78,6 +78,14 @@ PySpyOption = duration_option(
 )  # fmt: skip
 
 
+def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
+    """What the scenario offers, and only that: jobs per second (steady), jobs due at one
+    instant (burst), jobs pending (backlog), children of one parent (fanout) or diamonds."""
+    key = {Scenario.steady: "rate", Scenario.burst: "burst", Scenario.backlog: "count",
+           Scenario.fanout: "fanout", Scenario.diamonds: "diamonds"}[scenario]  # fmt: skip
+    return {key: sizes[key]}
+
+
 def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
@@ -120,9 +128,11 @@ def bench(
     with_peer = peer is Peer.celery and scenario in (Scenario.steady, Scenario.burst)
     shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
     report: dict[str, Any] = {
-        "command": " ".join(["jobstream bench", *sys.argv[1:]]) if sys.argv else "",
+        "command": " ".join(["jobstream", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
-        "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
+        "load_average_start": load_average(),
+        **_offered(scenario, rate=rate, burst=burst, count=count, fanout=children,
+                   diamonds=diamonds),
     }  # fmt: skip
     if with_peer:
         from ops.bench.peer import ensure_installed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)
+"""Wide enough for the tables when the output is a file or a pipe (rich assumes 80 then,
+and wraps every cell)."""
 
 
 @dataclass

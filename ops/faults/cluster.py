@@ -3,7 +3,8 @@
 One node for the process scenarios; three (replication 3, min.insync.replicas 2, as
 ``jobstream kafka up --nodes 3`` sets them) for the broker scenarios. The cluster is
 ops/kafka/cluster.py's; this module adds what a fault needs: a node's pid, SIGKILL and
-a restart, SIGSTOP and SIGCONT, and which node to hit.
+a restart, SIGSTOP and SIGCONT, a cut off the network and its healing, and which node
+to hit.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from ops.faults.host import NetworkCut
 from ops.kafka.cluster import Layout, LocalCluster
 from ops.kafka.ports import free_base_port
 from pipeline.errors import BrokerError
@@ -31,8 +33,12 @@ START_TIMEOUT_S = 120.0
 class FaultCluster:
     """A :class:`LocalCluster` in ``home`` that the run starts, hurts and removes."""
 
-    def __init__(self, home: Path, nodes: int) -> None:
-        self.local = LocalCluster(home)
+    def __init__(self, home: Path, nodes: int, network: NetworkCut | None = None) -> None:
+        """With ``network``, each node runs in a cgroup of its own that can be cut off."""
+        self.network = network
+        self.local = LocalCluster(
+            home, None if network is None else lambda node: network.launcher(_member(node.node_id))
+        )
         self.nodes = nodes
         self.paused: set[int] = set()
         self._layout: Layout | None = None
@@ -75,6 +81,16 @@ class FaultCluster:
         os.kill(self.pid(node_id), signal.SIGCONT)
         self.paused.discard(node_id)
 
+    def cut_off(self, node_id: int) -> None:
+        """Drop every packet the node sends, to clients and to the other nodes alike."""
+        if self.network is None:
+            raise BrokerError("this cluster's nodes were not started to be cut off")
+        self.network.cut(_member(node_id))
+
+    def heal(self, node_id: int) -> None:
+        if self.network is not None:
+            self.network.heal(_member(node_id))
+
     def busiest_node(self) -> int:
         """The node leading the most partitions (the internal topics' included, so the
         group and transaction coordinators count): the one whose loss moves most."""
@@ -97,7 +113,15 @@ class FaultCluster:
                 self.resume(node_id)
             except BrokerError:
                 self.paused.discard(node_id)
+        if self.network is not None:
+            self.network.heal_all()
         self.local.down()
+        if self.network is not None:
+            self.network.close()
         if self._layout is not None:
             for node in self._layout.nodes:
                 shutil.rmtree(self.local.node_dir(node) / "data", ignore_errors=True)
+
+
+def _member(node_id: int) -> str:
+    return f"node{node_id}"

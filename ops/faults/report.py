@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
-from rich.console import Console
 from rich.table import Table
 
-# Wide enough for the table when the output is a file or a pipe (rich assumes 80).
-console = Console(width=None if sys.stdout.isatty() else 132)
+from ops.bench.report import console
 
 COLUMNS = (
     ("scenario", "scenario"), ("jobs", "submitted"), ("ended", "ended"), ("lost", "lost"),

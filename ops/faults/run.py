@@ -29,6 +29,7 @@ from typing import Any
 
 from ops.bench.harness import CommittedWatch
 from ops.faults import app as fault_app
+from ops.faults import host
 from ops.faults.cluster import FaultCluster
 from ops.faults.groups import pipeline_groups, wait_assigned
 from ops.faults.journal import RUNS_DIR_ENV, read_runs
@@ -84,8 +85,11 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
     home = workdir / f"{scenario.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
     home = home.resolve()
     home.mkdir(parents=True)
-    cluster = FaultCluster(home / "kafka", nodes)
+    network = host.NetworkCut(f"jobstream-faults-{home.name}") if scenario.cuts_network else None
+    cluster = FaultCluster(home / "kafka", nodes, network)
     started = time.monotonic()
+    if scenario.state_disk_mb:
+        host.mount_small_disk(home / "state", scenario.state_disk_mb)
     say(f"{scenario.name}: starting a {nodes}-node Kafka cluster in {home / 'kafka'}")
     try:
         layout = cluster.start()
@@ -99,6 +103,8 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
         result = _run(scenario, options, settings, cluster, home, say)
     finally:
         cluster.stop()
+        if scenario.state_disk_mb:
+            host.unmount(home / "state")
     return {"scenario": scenario.name, "summary": scenario.summary, "nodes": nodes,
             "jobs": options.jobs, "window_s": options.window_s, "lease_s": scenario.lease_s,
             **result, "seconds": round(time.monotonic() - started, 1),
@@ -114,8 +120,10 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     if scenario.heartbeat_s:
         beat = ("--heartbeat", format_duration(round(scenario.heartbeat_s * 1000)))
     parts = components(base, app=APP, job_types=(), lease_s=scenario.lease_s)
+    clocks = dict(zip(WORKERS, scenario.worker_clocks, strict=False))
     parts += [worker(fault_app.JOB_TYPE, worker_id, base + 3 + i, app=APP,
-                     concurrency=CONCURRENCY, extra=beat)
+                     concurrency=CONCURRENCY, extra=beat,
+                     env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     supervisor = Supervisor(stack)
     target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",

@@ -14,12 +14,14 @@ worker that is busy (the group may leave one with no partition of the jobs' tier
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ops.faults import host
 from ops.faults.cluster import FaultCluster
 from ops.faults.supervisor import Supervisor
 from pipeline.clock import now_ms
@@ -33,6 +35,12 @@ PAUSE_HEARTBEAT_S = 2.0
 PAUSE_S = PAUSE_LEASE_S + 5.0
 """How long a paused worker stays stopped: past its lease, and past its group session."""
 REPLACEMENT_WORKER = "faults-9"
+DISK_FULL_S = 20.0
+"""How long the state folder's disk stays full."""
+STATE_DISK_MB = 256
+"""The size of the state folder's own disk in the full-disk scenario."""
+CLOCK_SKEWS_MS = (30_000, -30_000)
+"""The workers' clock offsets in the clock-skew scenario, in the order of the run's workers."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,12 @@ class Scenario:
     heartbeat_s: float | None = None
     fail_share: float = 0.0
     """Share of jobs whose first attempt fails on purpose, to give retries in flight."""
+    worker_clocks: tuple[int, ...] = ()
+    """Each worker's clock offset in ms from the start, in worker order."""
+    state_disk_mb: int | None = None
+    """The state folder on a disk of its own, this small (a tmpfs)."""
+    cuts_network: bool = False
+    """Broker nodes start in cgroups of their own, so that one can be cut off the network."""
 
 
 RUN_WAIT_S = 5.0
@@ -163,6 +177,34 @@ def corrupt_timer_state(target: Target) -> None:
     target.note(f"timers healthy (pid {target.stack.restart('timers')})")
 
 
+def delete_timer_state(target: Target) -> None:
+    """SIGKILL the timers, delete their state folders, start them again 2 s later."""
+    target.note(f"SIGKILL timers (pid {target.stack.kill('timers')})")
+    folders = [path for path in target.state_dir.glob("*jobstream.timers.*") if path.is_dir()]
+    for folder in folders:
+        shutil.rmtree(folder)
+    target.note(f"deleted {len(folders)} state folders of the timers")
+    time.sleep(RESTART_AFTER_S)
+    target.note("starting timers again")
+    target.note(f"timers healthy (pid {target.stack.restart('timers')})")
+
+
+def fill_state_disk(target: Target) -> None:
+    """Fill the disk of the processors' state folders for DISK_FULL_S, then free it."""
+    target.note("filling the state folders' disk")
+    written = host.fill(target.state_dir)
+    target.note(f"state disk full ({written >> 20} MB written)")
+    time.sleep(DISK_FULL_S)
+    host.empty(target.state_dir)
+    target.note("state disk freed")
+
+
+def skewed_worker_clocks(target: Target) -> None:
+    """Nothing to do now: the workers have run with skewed clocks from the start."""
+    skews = ", ".join(f"{skew / 1000:+g} s" for skew in CLOCK_SKEWS_MS)
+    target.note(f"the workers' clocks have been off by {skews} since the start")
+
+
 def kill_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.note(f"SIGKILL kafka node {node} (pid {target.cluster.kill(node)})")
@@ -170,6 +212,15 @@ def kill_broker(target: Target) -> None:
     target.note(f"starting kafka node {node} again")
     target.cluster.restart(node)
     target.note(f"kafka node {node} back in the metadata")
+
+
+def cut_off_broker(target: Target) -> None:
+    node = target.cluster.busiest_node()
+    target.cluster.cut_off(node)
+    target.note(f"kafka node {node} cut off the network (every packet it sends dropped)")
+    time.sleep(BROKER_DOWN_S)
+    target.cluster.heal(node)
+    target.note(f"kafka node {node} back on the network")
 
 
 def pause_broker(target: Target) -> None:
@@ -198,6 +249,13 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              kill_worker_for_good),
     Scenario("corrupt-timer-state", "SIGKILL the timers, scribble over their RocksDB files, "
              "start them again 2 s later.", corrupt_timer_state),
+    Scenario("delete-timer-state", "SIGKILL the timers, delete their state folders, start "
+             "them again 2 s later.", delete_timer_state),
+    Scenario("full-state-disk", f"Fill the state folders' disk (a {STATE_DISK_MB} MB tmpfs) "
+             f"for {DISK_FULL_S:.0f} s, then free it.", fill_state_disk,
+             state_disk_mb=STATE_DISK_MB),
+    Scenario("skew-worker-clocks", "Run one worker with its clock 30 s ahead, the other "
+             "30 s behind.", skewed_worker_clocks, worker_clocks=CLOCK_SKEWS_MS),
     *(Scenario(f"pause-{name}", f"SIGSTOP the {name.replace('-', ' ')} for {PAUSE_S:.0f} s "
                "(past its group session and transaction timeout), then SIGCONT.",
                pause_and_resume(name))
@@ -209,5 +267,8 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              f"it again {BROKER_DOWN_S:.0f} s later.", kill_broker, nodes=3),
     Scenario("pause-broker", "SIGSTOP the Kafka node leading most partitions (of 3) for "
              f"{BROKER_DOWN_S:.0f} s, then SIGCONT.", pause_broker, nodes=3),
+    Scenario("cut-off-broker", "Cut the Kafka node leading most partitions (of 3) off the "
+             f"network, from clients and the other nodes alike, for {BROKER_DOWN_S:.0f} s.",
+             cut_off_broker, nodes=3, cuts_network=True),
 )}  # fmt: skip
 """Scenario name -> scenario, in the order ``--scenario all`` runs them."""

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,12 @@ def server_properties(layout: Layout, node: Node, node_dir: Path) -> str:
 class LocalCluster:
     """Start, stop and inspect a local cluster kept in ``home``."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, launcher: Callable[[Node], Sequence[str]] | None = None) -> None:
+        """``launcher`` gives what a node's command starts with (fault runs start each
+        node in a cgroup of its own)."""
         self.home = Path(home).resolve()
         self.layout_file = self.home / "cluster.json"
+        self.launcher = launcher
 
     def node_dir(self, node: Node) -> Path:
         return self.home / f"node-{node.node_id}"
@@ -180,7 +184,8 @@ class LocalCluster:
                     f"formatting node {node.node_id} failed:\n{result.stdout}{result.stderr}"
                 )
         heap = f"-Xmx{layout.heap_mb}m"
-        command = [java, heap, f"-Xms{layout.heap_mb}m", *JVM_FLAGS, *logs_flags,
+        prefix = self.launcher(node) if self.launcher else ()
+        command = [*prefix, java, heap, f"-Xms{layout.heap_mb}m", *JVM_FLAGS, *logs_flags,
                    "-cp", classpath, "kafka.Kafka", str(properties)]  # fmt: skip
         with open(node_dir / "logs" / "stdout.log", "ab") as out:
             process = subprocess.Popen(

@@ -24,6 +24,9 @@ the process: :meth:`Runner.recover` drops the open transaction and the stores, b
 new clients (the new producer fences whatever its predecessor left open), and joins the
 group again, so the partitions come back restored. Only when that keeps failing for
 ``recover_timeout_s`` does the error end the process, for its supervisor to restart it.
+A store that cannot be written or restored (a full disk) is mended the same way, after a
+wait that doubles while it fails again (up to 30 s); meanwhile /healthz reports commits
+failing.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.errors import TopicMismatchError
+from pipeline.errors import StoreError, TopicMismatchError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.kafka.transaction import KAFKA_FAILURES, is_fatal, kafka_error_of, send, transact
@@ -56,6 +59,10 @@ from pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 S = TypeVar("S")
+
+STORE_RETRY_FIRST_S = 1.0
+STORE_RETRY_MAX_S = 30.0
+"""The wait before restoring after a store failure: doubles while it fails again."""
 
 
 class Runner(Generic[S]):
@@ -97,6 +104,7 @@ class Runner(Generic[S]):
         self.health = LoopHealth(processor.name, self.options.stats_interval_s, self.counters)
         self._known_topics: set[str] = set()
         self.recoveries = 0
+        self._store_retry_s = STORE_RETRY_FIRST_S
         self._unowned_since: float | None = time.monotonic()
         """Since when the runner has held no partition (None: it holds some)."""
         self._failing_since: float | None = None
@@ -132,6 +140,8 @@ class Runner(Generic[S]):
                     if error is None:
                         raise
                     self.recover(error, stop)
+                except StoreError as exc:
+                    self._store_failed(exc, stop)
                 self.health.beat()
             self.commit()
         finally:
@@ -144,10 +154,21 @@ class Runner(Generic[S]):
         if self.partitions is not None:
             self.partitions.close()
 
-    def recover(self, error: KafkaException, stop: threading.Event) -> None:
+    def _store_failed(self, error: StoreError, stop: threading.Event) -> None:
+        """A store could not be written or restored (a full disk, an I/O error). What the
+        last transaction committed is in the changelog: wait, doubling the wait while it
+        fails again, then recover, which restores every partition from its checkpoint."""
+        self._failing_since = self._failing_since or time.monotonic()
+        log.error("%s: %s; restoring from the changelog in %.0f s", self.name, error,
+                  self._store_retry_s)  # fmt: skip
+        stop.wait(self._store_retry_s)
+        self._store_retry_s = min(self._store_retry_s * 2, STORE_RETRY_MAX_S)
+        self.recover(error, stop)
+
+    def recover(self, error: Exception, stop: threading.Event) -> None:
         """Start afresh after ``error``: new clients, a new transaction epoch, partitions
         restored again. Raises the last error once ``recover_timeout_s`` has passed."""
-        log.warning("%s recovering from a Kafka error: %s", self.name, error,
+        log.warning("%s recovering from: %s", self.name, error,
                     extra={"instance": self.options.instance_id})  # fmt: skip
         self.recoveries += 1
         tx = self.task.take()
@@ -297,6 +318,7 @@ class Runner(Generic[S]):
         assigned = {tp.partition for tp in partitions}
         if self.partitions is not None:
             self.partitions.assign(assigned)
+            self._store_retry_s = STORE_RETRY_FIRST_S
         self.task.assign(assigned)
         self._partitions_changed("assigned", assigned)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
+from pipeline.errors import StoreError
 from pipeline.kafka.transaction import send
 from pipeline.state.recovery import Apply, restore
 from pipeline.state.store import PartitionStore
@@ -47,8 +48,12 @@ class PartitionStores:
     def revoke(self, partitions: Iterable[int]) -> None:
         for p in set(partitions):
             store = self.stores.pop(p, None)
-            if store is not None:
+            if store is None:
+                continue
+            try:
                 store.close()
+            except StoreError as exc:  # a failed disk: the next owner restores anyway
+                log.warning("closing a failed store: %s", exc)
 
     def close(self) -> None:
         self.revoke(list(self.stores))

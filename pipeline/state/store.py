@@ -11,9 +11,12 @@ import logging
 import shutil
 import struct
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch
+
+from pipeline.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +45,11 @@ class PartitionStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = _open(self.path)
-        except Exception as exc:  # rocksdict raises Exception with RocksDB's status text
-            if not str(exc).startswith("Corruption"):
+        except StoreError as exc:
+            if not str(exc.__cause__).startswith("Corruption"):
                 raise
             log.error("state in %s is corrupt (%s): dropped, to be rebuilt from the "
-                      "changelog", self.path, exc)  # fmt: skip
+                      "changelog", self.path, exc.__cause__)  # fmt: skip
             shutil.rmtree(self.path, ignore_errors=True)
             self._db = _open(self.path)
 
@@ -78,7 +81,8 @@ class PartitionStore:
                 batch.put(key, value)
         if changelog_offset is not None:
             batch.put(_CHANGELOG_OFFSET_KEY, _OFFSET.pack(changelog_offset))
-        self._db.write(batch)
+        with _io(self.path):
+            self._db.write(batch)
 
     @property
     def changelog_offset(self) -> int | None:
@@ -92,20 +96,33 @@ class PartitionStore:
         return None if raw is None else bytes(raw).decode()
 
     def bind_changelog(self, topic: str) -> None:
-        self._db.put(_CHANGELOG_TOPIC_KEY, topic.encode())
+        with _io(self.path):
+            self._db.put(_CHANGELOG_TOPIC_KEY, topic.encode())
 
     def count(self, lower: bytes, upper: bytes) -> int:
         return sum(1 for _ in self.scan(lower, upper))
 
     def close(self) -> None:
-        self._db.close()
+        with _io(self.path):
+            self._db.close()
 
     def wipe(self) -> None:
         """Drop the files: the changelog is the source of truth and rebuilds them."""
-        self._db.close()
+        self.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = _open(self.path)
 
 
 def _open(path: Path) -> Rdict:
-    return Rdict(str(path), _options(), access_type=AccessType.read_write())
+    with _io(path):
+        return Rdict(str(path), _options(), access_type=AccessType.read_write())
+
+
+@contextmanager
+def _io(path: Path) -> Iterator[None]:
+    """RocksDB's failures (rocksdict raises Exception with RocksDB's status text, such as
+    "IO error: No space left on device") as a StoreError naming the store."""
+    try:
+        yield
+    except Exception as exc:
+        raise StoreError(f"state in {path}: {exc}") from exc

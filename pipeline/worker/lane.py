@@ -97,8 +97,14 @@ class Lane:
         group = f"{prefix}jobstream.workers.{job_type}"
         self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
         self._settings, self._group = settings, group
-        # A crashed worker's partitions move to the others after 6 s, not 45.
-        self._membership: dict[str, object] = {"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
+        # A crashed worker's partitions move to the others after 6 s, not 45. The range
+        # assignor splits each tier's partitions among the workers; cooperative-sticky
+        # balances counts over the three tiers, and could leave a worker none of the one
+        # that holds the jobs.
+        self._membership: dict[str, object] = {
+            "session.timeout.ms": clients.SESSION_TIMEOUT_MS,
+            "partition.assignment.strategy": "range",
+        }
         if static_member:
             self._membership["group.instance.id"] = self._transactional_id
         self.consumer: Consumer = self._new_consumer()

@@ -27,6 +27,7 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
     assert set(REQUIRED) <= report.keys()
     assert (report["submitted"], report["completed"], report["lost"]) == (300, 300, 0)
     assert report["duplicates"] == 0
+    assert report["rate"] == 100 and "burst" not in report and "count" not in report
     for key in ("fire_lateness_ms", "start_lateness_ms"):
         assert set(report[key]) >= {"p50", "p90", "p99", "max"}
         assert 0 <= report[key]["p50"] <= report[key]["max"]
@@ -47,6 +48,7 @@ def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
     report = orjson.loads(out.read_bytes())
     assert (report["submitted"], report["completed"], report["lost"]) == (80, 80, 0)
     assert (report["children"], report["children_started"]) == (60, 60)
+    assert report["diamonds"] == 20 and "count" not in report, "what the scenario offered"
     release = report["release_lateness_ms"]
     assert 0 <= release["p50"] <= release["max"], "a child never starts before its parents end"
     assert "release lateness" in result.output

@@ -1,4 +1,5 @@
-"""The partition store on real RocksDB files: corrupt files are dropped, a lock is not."""
+"""The partition store on real RocksDB files: corrupt files are dropped, a lock is not,
+and RocksDB's failures are StoreErrors naming the store (the runner restores on them)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.errors import StoreError
 from pipeline.state.store import PartitionStore
 
 
@@ -26,10 +28,16 @@ def test_corrupt_files_are_dropped_and_the_store_opens_empty(tmp_path: Path) -> 
 def test_a_store_held_open_is_refused_not_dropped(tmp_path: Path) -> None:
     held = PartitionStore(tmp_path / "p0")
     held.write({b"k": b"v"}, changelog_offset=3)
-    with pytest.raises(Exception, match="lock"):
+    with pytest.raises(StoreError, match=f"state in {tmp_path / 'p0'}: .*lock"):
         PartitionStore(tmp_path / "p0")
     assert held.get(b"k") == b"v"
     held.close()
+
+
+def test_a_store_that_cannot_be_opened_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "p0").write_bytes(b"a file where the store's folder should be")
+    with pytest.raises(StoreError, match=f"state in {tmp_path / 'p0'}: File exists"):
+        PartitionStore(tmp_path / "p0")
 
 
 def test_a_scan_stops_at_its_upper_bound_past_deleted_keys(tmp_path: Path) -> None:
