@@ -1,99 +1,45 @@
 """Workflows through the whole pipeline as processes, against the real broker.
 
-Every assertion on order is made from jobs.events: each step starts once, and never
-before every parent's SUCCEEDED (a worker's STARTED carries the instant the handler began,
-a SUCCEEDED the instant the handler's outcome was decided).
+Every assertion on order is made from jobs.events (tests/support/workflow_runs.py): each
+step starts once, and never before every parent's SUCCEEDED.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections import defaultdict
-from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import orjson
 import pytest
 
 from ops.stack import Stack
-from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.jobs.client import JobClient, WorkflowSubmission
 from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
-from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
+from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
 from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
-from tests.support.stack import module_topics, running_pipeline
+from tests.support.stack import pipeline_fixtures
 from tests.support.waiting import wait_for
+from tests.support.workflow_runs import assert_ran_in_order, history
+from tests.support.workflow_runs import settle as settle_as
 
 OWNER = "wf-e2e"
+settle = partial(settle_as, owner=OWNER)
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"wf-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
-                          lease_s=3) as running:  # fmt: skip
-        yield running
+pipeline_topics, stack = pipeline_fixtures("wf", lease_s=3)
 
 
 def step(name: str, *parents: str, **params: Any) -> dict[str, Any]:
     policy = params.pop("on_parent_failure", "CANCEL")
     return {"name": name, "depends_on": list(parents), "job_type": "data.process",
             "params": {"echo_parents": True, **params}, "on_parent_failure": policy}  # fmt: skip
-
-
-def settle(settings: Settings, submitted: WorkflowSubmission, states: dict[str, set[str]],
-           timeout_s: float = 120) -> dict[str, JobStatus]:  # fmt: skip
-    """Wait until each named step is in one of its states; the statuses by step name."""
-    ids = submitted.steps
-
-    def reached() -> dict[str, JobStatus]:
-        found = read_statuses(settings, owner=OWNER)
-        done = all(ids[name] in found and found[ids[name]].state in expected
-                   for name, expected in states.items())  # fmt: skip
-        return {name: found[ids[name]] for name in ids if ids[name] in found} if done else {}
-
-    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"steps in {states}")
-
-
-def history(settings: Settings, submitted: WorkflowSubmission) -> dict[str, list[dict[str, Any]]]:
-    """Every JobLifecycle of the workflow's steps, by step name."""
-    names = {job_id: name for name, job_id in submitted.steps.items()}
-    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
-    try:
-        found: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for record in reader.catch_up():
-            if record.get("job_id") in names:
-                found[names[record["job_id"]]].append(record)
-        return found
-    finally:
-        reader.close()
-
-
-def assert_ran_in_order(events: dict[str, list[dict[str, Any]]],
-                        parents: dict[str, list[str]], ran: set[str]) -> None:  # fmt: skip
-    """Each step of ``ran`` started exactly once, after every parent succeeded; the others
-    never started."""
-    starts = {name: [e["at_ms"] for e in evs if e["kind"] == "STARTED"]
-              for name, evs in events.items()}  # fmt: skip
-    succeeded = {name: [e["at_ms"] for e in evs if e["kind"] == "SUCCEEDED"]
-                 for name, evs in events.items()}  # fmt: skip
-    for name in ran:
-        assert len(starts.get(name, [])) == 1, f"{name} started {starts.get(name)}"
-        assert not any(e["kind"] == "DUPLICATE" for e in events[name]), name
-        for parent in parents.get(name, []):
-            if parent in ran:
-                assert starts[name][0] >= max(succeeded[parent]), f"{name} before {parent}"
-    for name in set(events) - ran:
-        assert starts.get(name, []) == [], f"{name} should never have run"
 
 
 def test_a_diamond_passes_results_along_in_dependency_order(
@@ -128,19 +74,36 @@ def test_a_diamond_passes_results_along_in_dependency_order(
                for e in evs) == 4  # fmt: skip
 
 
-def test_a_fan_out_of_200_and_a_fan_in_back_to_one(stack: Stack, pipeline_topics: Topics) -> None:
+def test_a_fan_out_of_1000_and_a_fan_in_back_to_one(stack: Stack,
+                                                    pipeline_topics: Topics) -> None:  # fmt: skip
     settings = pipeline_topics.settings
-    leaves = [f"leaf-{i:03}" for i in range(200)]
+    leaves = [f"leaf-{i:04}" for i in range(1000)]
     steps = [step("root"), *(step(leaf, "root", echo_parents=False) for leaf in leaves),
              step("sink", *leaves, echo_parents=False)]  # fmt: skip
     with JobClient(settings) as client:
-        submitted = client.submit_workflow(steps, owner=OWNER, idempotency_key="fan-200")
-    settle(settings, submitted, {"sink": {"SUCCEEDED"}}, timeout_s=240)
+        submitted = client.submit_workflow(steps, owner=OWNER, idempotency_key="fan-1000")
+    settle(settings, submitted, {"sink": {"SUCCEEDED"}}, timeout_s=300)
     events = history(settings, submitted)
     assert_ran_in_order(events, {**{leaf: ["root"] for leaf in leaves}, "sink": leaves},
                         {"root", "sink", *leaves})  # fmt: skip
     fired = [e for e in events["sink"] if e["kind"] == "FIRED"]
     assert len(fired) == 1 and fired[0]["lateness_ms"] < 2000, "punctual once runnable"
+
+
+def test_a_chain_of_50_runs_one_step_after_the_other(stack: Stack,
+                                                     pipeline_topics: Topics) -> None:  # fmt: skip
+    settings = pipeline_topics.settings
+    names = [f"link-{i:02}" for i in range(50)]
+    links = list(itertools.pairwise(names))
+    steps = [step(names[0], echo_parents=False),
+             *(step(name, parent, echo_parents=False) for parent, name in links)]
+    with JobClient(settings) as client:
+        submitted = client.submit_workflow(steps, owner=OWNER)
+    settle(settings, submitted, {names[-1]: {"SUCCEEDED"}}, timeout_s=240)
+    events = history(settings, submitted)
+    assert_ran_in_order(events, {name: [parent] for parent, name in links}, set(names))
+    starts = [next(e["at_ms"] for e in events[name] if e["kind"] == "STARTED") for name in names]
+    assert starts == sorted(starts), "each link starts after the one before it"
 
 
 def test_a_failing_parent_cancels_or_runs_its_children_by_policy(
@@ -210,3 +173,33 @@ def _reasons(reader: TopicReader) -> list[str]:
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
+
+
+def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
+    stack: Stack, pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("extract", sleep_s=0.5), step("load", "extract")]
+    with JobClient(settings) as client:
+        submitted_at = _now()
+        schedule = client.submit_workflow(steps, owner=OWNER, schedule="* * * * *")
+    assert schedule.steps == {}, "a template's steps are no jobs"
+    # Its first time is the minute after the timers read it, this minute's end or the next.
+    minute = (submitted_at // 60_000 + 1) * 60_000
+    runs = {run_workflow_id(schedule.workflow_id, at): at for at in (minute, minute + 60_000)}
+
+    def started() -> str | None:
+        found = read_statuses(settings, owner=OWNER)
+        return next((s.workflow_id for s in found.values() if s.workflow_id in runs), None)
+
+    run_id = wait_for(started, timeout_s=150, interval_s=1, what="the first run")
+    run = WorkflowSubmission(run_id, {s["name"]: step_job_id(run_id, s["name"]) for s in steps})
+    settle(settings, run, {"extract": {"SUCCEEDED"}, "load": {"SUCCEEDED"}})
+    events = history(settings, run)
+    [start] = [e for e in events["load"] if e["kind"] == "STARTED"]
+    assert start["execution"]["spec"]["labels"][RUN_LABEL] == schedule.workflow_id
+    assert_ran_in_order(events, {"load": ["extract"]}, {"extract", "load"})
+    [fired] = [e for e in events["extract"] if e["kind"] == "FIRED"]
+    assert fired["at_ms"] >= runs[run_id], "not before its time"
+    with JobClient(settings) as client:
+        client.cancel_workflow(schedule.workflow_id)  # no more runs in this module's pipeline

@@ -2,10 +2,13 @@
 
 Scenarios (ops/bench/pipeline_run.py): ``steady`` (``--rate`` jobs due per second for
 ``--duration``, each submitted ``--lead`` ahead), ``burst`` (``--burst`` jobs due at one
-instant), ``backlog`` (``--count`` jobs pending, then due within ``--window``); times are
-durations such as ``60s`` or ``2m``. Handlers: ``noop`` and ``sleep10``. With ``--peer
-celery`` the steady and burst scenarios run again on Celery with a Redis broker
-(ops/bench/peer/), in the same command, and the table gives jobstream/Celery ratios.
+instant), ``backlog`` (``--count`` jobs pending, then due within ``--window``), and two
+workflow scenarios (ops/bench/workflow_load.py): ``fanout`` (``--children`` jobs that
+depend on one parent) and ``diamonds`` (``--diamonds`` workflows A -> B, C -> D), which
+report the release lateness of the children; times are durations such as ``60s`` or
+``2m``. Handlers: ``noop`` and ``sleep10``. With ``--peer celery`` the steady and burst
+scenarios run again on Celery with a Redis broker (ops/bench/peer/), in the same command,
+and the table gives jobstream/Celery ratios.
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
 docs/benchmarks.md explains every number and records the runs.
@@ -37,7 +40,9 @@ from ops.bench.options import (
 )
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.report import console, load_average, progress_bar, write_results
+from ops.bench.submitter import Submitter
 from ops.bench.targets import verdicts
+from ops.bench.workflow_load import WorkflowSubmitter, diamonds_load, fanout_load
 from pipeline.durations import duration_option
 
 
@@ -45,6 +50,8 @@ class Scenario(enum.StrEnum):
     steady = "steady"
     burst = "burst"
     backlog = "backlog"
+    fanout = "fanout"
+    diamonds = "diamonds"
 
 
 class Handler(enum.StrEnum):
@@ -71,12 +78,12 @@ PySpyOption = duration_option(
 )  # fmt: skip
 
 
-def _offered(scenario: Scenario, rate: int, burst: int, count: int) -> dict[str, int]:
+def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
     """What the scenario offers, and only that: jobs per second (steady), jobs due at one
-    instant (burst), or jobs pending (backlog)."""
-    if scenario is Scenario.steady:
-        return {"rate": rate}
-    return {"burst": burst} if scenario is Scenario.burst else {"count": count}
+    instant (burst), jobs pending (backlog), children of one parent (fanout) or diamonds."""
+    key = {Scenario.steady: "rate", Scenario.burst: "burst", Scenario.backlog: "count",
+           Scenario.fanout: "fanout", Scenario.diamonds: "diamonds"}[scenario]  # fmt: skip
+    return {key: sizes[key]}
 
 
 def bench(
@@ -86,6 +93,8 @@ def bench(
     burst: int = typer.Option(20_000, "--burst", min=1, help="burst: jobs due at one instant."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
     window_ms: int = WindowOption,
+    children: int = typer.Option(10_000, "--children", min=1, help="fanout: children."),
+    diamonds: int = typer.Option(1_000, "--diamonds", min=1, help="diamonds: workflows."),
     lead_ms: int | None = LeadOption,
     handler: Handler = typer.Option(Handler.noop, "--handler", help="What a job does."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
@@ -109,15 +118,23 @@ def bench(
         load = Load.steady(rate, duration_s, 5.0 if lead_s is None else lead_s)
     elif scenario is Scenario.burst:
         load = Load.burst(burst, lead_s)
-    else:
+    elif scenario is Scenario.backlog:
         load = Load.backlog(count, window_s, lead_s)
+    elif scenario is Scenario.fanout:
+        load = fanout_load(children, lead_s)
+    else:
+        load = diamonds_load(diamonds, lead_s)
+    source = Submitter if scenario in SINGLE_JOBS else WorkflowSubmitter
+    with_peer = peer is Peer.celery and scenario in (Scenario.steady, Scenario.burst)
     shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
     report: dict[str, Any] = {
         "command": " ".join(["jobstream", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
-        "load_average_start": load_average(), **_offered(scenario, rate, burst, count),
+        "load_average_start": load_average(),
+        **_offered(scenario, rate=rate, burst=burst, count=count, fanout=children,
+                   diamonds=diamonds),
     }  # fmt: skip
-    if peer is Peer.celery and scenario is not Scenario.backlog:
+    if with_peer:
         from ops.bench.peer import ensure_installed
 
         ensure_installed(console.print)
@@ -128,8 +145,8 @@ def bench(
         settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
                                 exec_partitions=exec_partitions,
                                 job_types=(HANDLERS[handler.value],))  # fmt: skip
-        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar))
-        if peer is Peer.celery and scenario is not Scenario.backlog:
+        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source))
+        if with_peer:
             from ops.bench.peer import run_peer
 
             # Celery submits a burst ten times slower: its jobs get the time it needs.
@@ -146,6 +163,9 @@ def bench(
         for frame, share in profile.get("self", [])[:5]:
             console.print(f"py-spy {name:18} {share:5.1f}%  {frame}")
     write_results(out, report)
+
+
+SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog)
 
 
 def _machine() -> dict[str, Any]:
@@ -186,6 +206,12 @@ ROWS = (
     ("CPU µs per job (pipeline + broker)", "cpu_us_per_job"),
     ("status processor caught up, s after the last end", "status_caught_up_after_s"),
 )  # fmt: skip
+WORKFLOW_ROWS = (
+    ("children started / children", "children_started"),
+    ("release lateness ms p50 / p90 / p99 / max", "release_lateness_ms"),
+    ("  of it to SCHEDULED (released) p50 / p90 / p99 / max", "release_scheduled_lateness_ms"),
+    ("  of it to FIRED p50 / p90 / p99 / max", "release_fire_lateness_ms"),
+)  # fmt: skip
 
 
 def _table(report: dict[str, Any]) -> Table:
@@ -194,8 +220,11 @@ def _table(report: dict[str, Any]) -> Table:
     peer_columns = ["celery", "ratio (lateness: p99)"] if peer else []
     table = Table("metric", "jobstream", *peer_columns, title=title)
     ratios = report.get("ratios") or {}
-    for label, key in ROWS:
+    workflow_rows = WORKFLOW_ROWS if "children" in report else ()
+    for label, key in (*ROWS, *workflow_rows):
         value = _fmt(report.get(key))
+        if key == "children_started":
+            value += f" / {report['children']:,}"
         if key == "duplicates":
             value += f" ({report['duplicates_unreported']})"
         cells = [label, value]

@@ -48,8 +48,10 @@ class PipelineShape:
 
 
 def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
-                 extra_pids: dict[str, int], progress: Progress) -> dict[str, Any]:  # fmt: skip
-    """Run one scenario and return its numbers (see ops/bench/tally.py)."""
+                 extra_pids: dict[str, int], progress: Progress,
+                 source: type[Submitter] = Submitter) -> dict[str, Any]:  # fmt: skip
+    """Run one scenario and return its numbers (see ops/bench/tally.py); ``source``
+    submits its jobs and adds numbers of its own (the workflow scenarios')."""
     job_type = bench_app.HANDLERS[shape.handler]
     folder = workdir_for(root, settings)
     create_topics(settings)
@@ -71,7 +73,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
     reader = EventsReader(settings)
     t0 = now_ms() + int(load.lead_s * 1000)
-    submitter = Submitter(settings, job_type, load, t0)
+    submitter = source(settings, job_type, load, t0)
     profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
     try:
         submitter.start()
@@ -88,7 +90,8 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         reader.close()
     profiles = profiler.summaries()
     decoding = progress.add_task("decoding events", total=None, info="")
-    result = tally(submitter.ids, reader.decoded())
+    events = reader.decoded()
+    result = tally(submitter.ids, events) | submitter.extra(events)
     progress.update(decoding, total=1, completed=1)
     pipeline_cpu = sum(v for name, v in cpu.items() if not name.startswith("bench"))
     return {

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ops.bench.load import Load
 from pipeline.config import Settings
@@ -47,3 +48,7 @@ class Submitter(threading.Thread):
         except BaseException as exc:  # reported by the run, which stops on it
             self.error = exc
         self.seconds = time.perf_counter() - started
+
+    def extra(self, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """Numbers of the run beyond the common tally (none for one-off jobs)."""
+        return {}

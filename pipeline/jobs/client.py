@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -120,19 +120,29 @@ class JobClient:
         return [event.data["job_id"] for event in events]
 
     def submit_workflow(self, steps: Iterable[Mapping[str, Any]], *, owner: str,
-                        workflow_id: str | None = None,
-                        idempotency_key: str | None = None) -> WorkflowSubmission:  # fmt: skip
+                        workflow_id: str | None = None, idempotency_key: str | None = None,
+                        schedule: CronSpec | Mapping[str, Any] | str | None = None,
+                        ) -> WorkflowSubmission:  # fmt: skip
         """Submit a workflow as one record: all its steps run, or (one rule broken) none.
 
         A step is a mapping of ``name``, ``depends_on`` (names of other steps),
         ``on_parent_failure`` and the other fields of :class:`JobRequest` but the owner.
         Raises ValidationError naming ``steps.<i>.<field>`` (a cycle: ``steps``) before
         anything is sent. With an idempotency key, a resubmission is the same workflow.
+        With a ``schedule`` (a CronSpec, its fields, or an expression read in UTC) the
+        workflow is recurring: each time of it starts a new run of the steps, and no run
+        starts while the previous one runs unless the schedule says ``overlap: ALLOW``;
+        the submission then has no step ids (each run's are its own).
         """
         event = workflow_event(owner, steps, now_ms=now_ms(), workflow_id=workflow_id,
-                               idempotency_key=idempotency_key)  # fmt: skip
-        self._send([event])
-        return WorkflowSubmission(event.data["workflow_id"], step_ids(event))
+                               idempotency_key=idempotency_key, schedule=schedule)  # fmt: skip
+        return self.submit_workflows([event])[0]
+
+    def submit_workflows(self, events: Sequence[Event]) -> list[WorkflowSubmission]:
+        """Submit WorkflowSubmitted records built by :func:`workflow_event` in one batch."""
+        self._send(list(events))
+        return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
+                                   step_ids(e)) for e in events]  # fmt: skip
 
     def cancel_workflow(self, workflow_id: str, *, reason: str | None = None) -> None:
         """Cancel every job of a workflow that has not ended (running ones finish)."""

@@ -20,7 +20,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs import rules
 from pipeline.jobs.model import JobRequest, validate_submitted
-from pipeline.scheduling import new_job_id
+from pipeline.scheduling import CronSpec, new_job_id
 from pipeline.serde import Event
 from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
@@ -50,13 +50,17 @@ def step_name(value: object) -> str:
 
 
 def workflow_event(owner: str, steps: Iterable[Mapping[str, Any]], *, now_ms: int,
-                   workflow_id: str | None = None,
-                   idempotency_key: str | None = None) -> Event:  # fmt: skip
+                   workflow_id: str | None = None, idempotency_key: str | None = None,
+                   schedule: CronSpec | Mapping[str, Any] | str | None = None,
+                   ) -> Event:  # fmt: skip
     """The WorkflowSubmitted of ``steps``; ValidationError naming the field at fault.
 
     A step is a mapping: ``name``, ``depends_on`` (names of other steps) and any field of
     :class:`JobRequest` but ``owner``, ``workflow_id`` and ``idempotency_key``. Without a
-    ``workflow_id`` it is derived from the idempotency key, else a new ULID.
+    ``workflow_id`` it is derived from the idempotency key, else a new ULID. With a
+    ``schedule`` (a CronSpec, its fields or a bare expression read in UTC) the workflow is
+    recurring: each time of the schedule starts a new run of the steps; unless the
+    schedule says ``overlap: ALLOW``, no run starts while the previous one runs.
     """
     rules.field_check("owner", rules.owner, owner)
     if idempotency_key is not None:
@@ -70,10 +74,42 @@ def workflow_event(owner: str, steps: Iterable[Mapping[str, Any]], *, now_ms: in
             records.append(_step_record(step, owner, workflow_id, now_ms))
     event = Event("WorkflowSubmitted", {
         "workflow_id": workflow_id, "idempotency_key": idempotency_key, "owner": owner,
-        "submitted_at_ms": now_ms, "steps": records,
+        "submitted_at_ms": now_ms, "steps": records, "schedule_id": None,
+        "schedule": None if schedule is None else _schedule_record(schedule),
     })  # fmt: skip
     expand_workflow(event.data, now_ms=now_ms)
     return event
+
+
+def _schedule_record(schedule: CronSpec | Mapping[str, Any] | str) -> dict[str, Any]:
+    """The CronSchedule of a recurring workflow; its runs do not overlap unless told."""
+    if isinstance(schedule, CronSpec):
+        return schedule.to_avro()
+    fields = {"expression": schedule} if isinstance(schedule, str) else dict(schedule)
+    with _renamed("spec.cron.", "schedule."):
+        return CronSpec.from_avro({"overlap": "SKIP", **fields}).to_avro()
+
+
+@contextmanager
+def _renamed(prefix: str, replacement: str) -> Iterator[None]:
+    """Errors naming a field under ``prefix`` name it under ``replacement`` instead."""
+    try:
+        yield
+    except ValidationError as exc:
+        if not exc.field.startswith(prefix):
+            raise
+        raise ValidationError(replacement + exc.field[len(prefix):], exc.message) from None
+
+
+def check_schedule(record: Mapping[str, Any]) -> CronSpec | None:
+    """A WorkflowSubmitted's schedule, checked; None for a workflow that runs once."""
+    schedule = record.get("schedule")
+    if schedule is None:
+        return None
+    if record.get("schedule_id") is not None:
+        raise ValidationError("schedule", "a run of a recurring workflow has no schedule")
+    with _renamed("spec.cron.", "schedule."):
+        return CronSpec.from_avro(schedule)
 
 
 def _step_record(step: Mapping[str, Any], owner: str, workflow_id: str,
@@ -108,6 +144,7 @@ def expand_workflow(record: Mapping[str, Any], *, now_ms: int) -> list[tuple[str
         if workflow_id != expected:
             raise ValidationError("workflow_id", f"must be {expected}, the id of this owner and "
                                   "idempotency key (pipeline.workflows.idempotent_workflow_id)")
+    check_schedule(record)
     steps = record.get("steps")
     if not isinstance(steps, Sequence):
         raise ValidationError("steps", "must be a list of WorkflowStep records")
@@ -137,8 +174,8 @@ def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
         raise ValidationError("spec.depends_on", "must be empty: a step names its parents "
                                                  "in depends_on, beside its spec")  # fmt: skip
     if spec.get("cron") is not None:
-        raise ValidationError("spec.cron", "a workflow step runs once: recurring workflows "
-                                           "are not supported yet")  # fmt: skip
+        raise ValidationError("spec.cron", "a workflow step runs once: a recurring workflow "
+                                           "has a schedule of its own")  # fmt: skip
     parents = [step_job_id(workflow_id, parent) for parent in step.get("depends_on") or []]
     return {
         "job_id": step_job_id(workflow_id, step["name"]), "idempotency_key": None,

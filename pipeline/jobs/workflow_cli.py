@@ -17,11 +17,17 @@ A workflow file is YAML or JSON (YAML reads both)::
         on_parent_failure: run          # cancel (default) or run
     edges:                              # optional: [parent, child] pairs, beside depends_on
       - [chart, report]
+    schedule:                           # optional: a recurring workflow, a run each time
+      expression: "0 3 * * *"           # (or just the expression, read in UTC)
+      timezone: Europe/Paris
+      misfire: RUN_ONCE                 # SKIP, RUN_ONCE (default) or RUN_ALL
+      overlap: SKIP                     # SKIP (default): no run while the last one runs
 
 Every step takes the fields of ``jobstream submit`` by their Python names (``priority``,
 ``run_at``, ``timeout_ms``, ``retry``, ``labels``, ...). ``submit`` checks the whole
 workflow before connecting (exit 2 naming the field: ``steps.2.depends_on.0``, or the
-cycle) and prints the workflow id, then one ``<step>\\t<job id>`` line per step.
+cycle) and prints the workflow id, then one ``<step>\\t<job id>`` line per step (a
+recurring workflow: its id only; ``--cron`` and ``--tz`` give it a schedule from the shell).
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ from pipeline.jobs.workflow import workflow_event
 workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs).",
                            no_args_is_help=True)  # fmt: skip
 
-_FILE_KEYS = frozenset({"owner", "workflow_id", "idempotency_key", "steps", "edges"})
+_FILE_KEYS = frozenset({"owner", "workflow_id", "idempotency_key", "steps", "edges",
+                        "schedule"})  # fmt: skip
 
 
 def read_workflow_file(source: str) -> dict[str, Any]:
@@ -63,7 +70,7 @@ def read_workflow_file(source: str) -> dict[str, Any]:
     unknown = sorted(set(document) - _FILE_KEYS)
     if unknown:
         raise ValidationError(unknown[0], "is not a workflow field (owner, workflow_id, "
-                                          "idempotency_key, steps, edges)")  # fmt: skip
+                                          "idempotency_key, steps, edges, schedule)")
     steps = document.get("steps")
     if not isinstance(steps, list):
         raise ValidationError("steps", "must be a list of steps")
@@ -101,6 +108,9 @@ def submit(
     workflow_id: str | None = typer.Option(None, "--workflow-id", help="Overrides the file's."),
     idempotency_key: str | None = typer.Option(None, "--idempotency-key",
                                                help="Overrides the file's."),
+    cron: str | None = typer.Option(None, "--cron", help="Recurring: a run on this 5-field "
+                                    "cron expression (overrides the file's schedule)."),
+    tz: str | None = typer.Option(None, "--tz", help="IANA zone --cron is read in (UTC)."),
 ) -> None:  # fmt: skip
     """Submit a workflow as one unit; print its id, then each step's job id."""
     with refusals():
@@ -108,13 +118,18 @@ def submit(
         owner = owner or document.get("owner")
         if owner is None:
             raise ValidationError("owner", "is required (in the file or --owner)")
+        if tz is not None and cron is None:
+            raise ValidationError("schedule.timezone", "--tz needs --cron")
+        schedule = document.get("schedule")
+        if cron is not None:
+            schedule = {"expression": cron, "timezone": tz or "UTC"}
         event = workflow_event(owner, document["steps"], now_ms=now_ms(),
                                workflow_id=workflow_id or document.get("workflow_id"),
                                idempotency_key=idempotency_key
-                               or document.get("idempotency_key"))  # fmt: skip
+                               or document.get("idempotency_key"), schedule=schedule)  # fmt: skip
     with JobClient(load_settings()) as client:
         submitted = client.submit_workflow(
-            [dict(s) for s in document["steps"]], owner=owner,
+            [dict(s) for s in document["steps"]], owner=owner, schedule=event.data["schedule"],
             workflow_id=event.data["workflow_id"], idempotency_key=event.data["idempotency_key"],
         )  # fmt: skip
     typer.echo(submitted.workflow_id)

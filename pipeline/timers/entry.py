@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import orjson
 
-Kind = Literal["job", "retry", "marker"]
+Kind = Literal["job", "retry", "marker", "workflow"]
 
 RETRY_SUFFIX = "/retry"
 
@@ -21,13 +21,29 @@ def retry_timer_id(job_id: str) -> str:
     return job_id + RETRY_SUFFIX
 
 
+SCHEDULE_PREFIX = "S:"
+ENDED_PREFIX = "E:"
+
+
+def schedule_timer_id(workflow_id: str) -> str:
+    """The timer of a recurring workflow. Prefixed: a workflow id may start with a lower-case
+    letter, which in the changelog would read as a step node's or a workflow record's key."""
+    return SCHEDULE_PREFIX + workflow_id
+
+
+def ended_timer_id(workflow_id: str) -> str:
+    """The marker that forgets an ended workflow's record once it expires."""
+    return ENDED_PREFIX + workflow_id
+
+
 @dataclass(frozen=True, slots=True)
 class TimerEntry:
     timer_id: str
     """The job id; the job id + '/retry' for a pending retry."""
     kind: Kind
     """job: a submission's schedule; retry: one more attempt; marker: an idempotency
-    record kept after a one-off job fired, so a resubmission stays a no-op."""
+    record kept after a one-off job fired, so a resubmission stays a no-op; workflow: a
+    recurring workflow's schedule (its job holds the template, see schedule_timer_id)."""
     job: dict[str, Any]
     """The JobSubmitted record (job_id, idempotency_key, workflow_id, spec, ...)."""
     due_ms: int

@@ -79,6 +79,14 @@ class WorkflowNodes:
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
 
+    def delete(self, node: StepNode) -> None:
+        """Forget a node (an ended workflow's, a recurring workflow's ended run)."""
+        key = node_key(node.workflow_id, node.job_id)
+        self._move_waiting(self.get(node.workflow_id, node.job_id), None)
+        self._nodes[key] = None
+        self.tx.delete(key)
+        self.changelog.append((key, None))
+
     def of_workflow(self, workflow_id: str) -> Iterator[StepNode]:
         """Every node of the workflow, by job id."""
         prefix = NODE_PREFIX + _workflow(workflow_id)
@@ -100,6 +108,11 @@ class WorkflowNodes:
         key, raw = workflow_key(record.workflow_id), record.encode()
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
+
+    def delete_workflow(self, workflow_id: str) -> None:
+        key = workflow_key(workflow_id)
+        self.tx.delete(key)
+        self.changelog.append((key, None))
 
     def restore(self, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record of a node or a workflow record."""

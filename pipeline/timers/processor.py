@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.workflow import STEP_LABEL, expand_workflow
+from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
@@ -41,7 +41,8 @@ class TimerPolicy:
     grace_ms: int = 60_000
     """A cron run at most this late is on time; later ones follow the misfire policy."""
     marker_ttl_ms: int = 7 * 24 * 3600 * 1000
-    """How long a fired job's idempotency key keeps resubmissions a no-op."""
+    """How long a fired job's idempotency key (an ended workflow's record) keeps
+    resubmissions a no-op."""
     retry_marker_ttl_ms: int = 24 * 3600 * 1000
     """How long a fired retry (or a cancel) keeps late duplicate retry requests a no-op."""
 
@@ -51,7 +52,8 @@ class TimerProcessor:
         self.topics = topics
         self.policy = policy or TimerPolicy()
         self.duplicates = 0
-        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled)
+        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
+                                        self.policy.marker_ttl_ms)  # fmt: skip
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -107,9 +109,14 @@ class TimerProcessor:
         if state.nodes.workflow(workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
+        schedule = check_schedule(data)
+        if schedule is not None:
+            self.workflows.schedule(state, data, schedule, now_ms)
+            return []
         state.nodes.put_workflow(WorkflowRecord(
             workflow_id=workflow_id, owner=data["owner"], steps=len(steps),
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
+            schedule_id=data.get("schedule_id"),
         ))  # fmt: skip
         emits: list[Output] = []
         for name, job in steps:
@@ -193,6 +200,7 @@ class TimerProcessor:
         for entry in state.due(now_ms, limit):
             if entry.kind == "marker":
                 state.remove(entry.timer_id)
+                self.workflows.expired(state, entry)
                 continue
             if entry.kind == "retry" or not entry.spec.get("cron"):
                 emits.extend(self._fire(state, entry, entry.due_ms, now_ms))
@@ -213,7 +221,8 @@ class TimerProcessor:
                               job_id=entry.job_id, runs_so_far=entry.runs,
                               grace_ms=self.policy.grace_ms)  # fmt: skip
             fires, following = missed.run_now, missed.next_fire_ms
-        emits = [emit for fire in fires for emit in self._fire(state, entry, fire, now_ms)]
+        fire_one = self.workflows.start_run if entry.kind == "workflow" else self._fire
+        emits = [emit for fire in fires for emit in fire_one(state, entry, fire, now_ms)]
         if following is None:
             self._finish(state, entry, now_ms)
         else:

@@ -13,7 +13,14 @@ keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py)
   it in the schedule at the later of its own time and now, CANCEL cancels it naming the
   parent, WAIT emits BLOCKED again with the parents left;
 - at a firing, gives the execution its parents' results;
-- on a WorkflowCancelled, cancels every job of the workflow that has not ended.
+- on a WorkflowCancelled, cancels every job of the workflow that has not ended;
+- counts the steps of a workflow submitted as one unit that have ended: once all have,
+  it forgets their nodes (the workflow record stays as long as a job's idempotency
+  marker, so a resubmission is still a no-op) and, for a run of a recurring workflow,
+  tells the schedule's partition with a StepEnded of the run;
+- keeps a recurring workflow's schedule as a timer entry of kind ``workflow`` whose firing
+  submits a new run (pipeline/workflows/runs.py) to jobs.intake, unless its overlap policy
+  says the previous run must end first.
 
 Everything happens in the processor's transaction: the release, the changelog of the
 nodes and the firing it allows commit together with the input offset.
@@ -29,6 +36,9 @@ from pipeline.errors import ValidationError
 from pipeline.jobs import rules
 from pipeline.lifecycle import LifecycleKind
 from pipeline.runtime.processor import Output
+from pipeline.scheduling import CronSpec, next_fire_ms
+from pipeline.serde import Event
+from pipeline.timers.entry import ENDED_PREFIX, TimerEntry, ended_timer_id, schedule_timer_id
 from pipeline.timers.state import TimerState
 from pipeline.workflows import (
     Gate,
@@ -38,6 +48,10 @@ from pipeline.workflows import (
     WorkflowRecord,
     admit,
     after_parent_ended,
+    may_start,
+    run_outcome,
+    run_record,
+    run_workflow_id,
 )
 
 log = logging.getLogger(__name__)
@@ -57,11 +71,18 @@ Cancel = Callable[[TimerState, dict[str, Any], int], list[Output]]
 
 
 class WorkflowTimers:
-    def __init__(self, lifecycle: Lifecycle, cancel: Cancel) -> None:
+    def __init__(self, lifecycle: Lifecycle, cancel: Cancel, intake: str,
+                 record_ttl_ms: int) -> None:  # fmt: skip
         self.lifecycle = lifecycle
         self.cancel = cancel
+        self.intake = intake
+        """jobs.intake: where runs of recurring workflows and their ends are sent."""
+        self.record_ttl_ms = record_ttl_ms
+        """How long an ended workflow's record keeps a resubmission of it a no-op."""
         self.unknown_ends = 0
         """StepEnded of jobs this partition keeps no node for (purged, or never seen)."""
+        self.runs_skipped = 0
+        """Times of recurring workflows that started no run: the previous one still ran."""
 
     # -- submissions ---------------------------------------------------------------------
 
@@ -87,6 +108,9 @@ class WorkflowTimers:
                                       f"{parent} is not a job of workflow {workflow_id}")
             outcomes[parent] = node.outcome
         gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
+        if step is None and record is not None and record.steps and not record.schedule:
+            # A job added to a workflow submitted as one unit: one more step to end.
+            state.nodes.put_workflow(record.evolve(steps=record.steps + 1))
         state.nodes.put(StepNode(workflow_id=workflow_id, job_id=job["job_id"], parents=parents,
                                  waiting=list(gate.waiting), step=step))  # fmt: skip
         return gate
@@ -103,6 +127,7 @@ class WorkflowTimers:
             return []
         if node.outcome == outcome:
             return []  # the same end read again (a replayed jobs.events): done already
+        first_end = node.outcome is None
         state.nodes.put(node.evolve(outcome=outcome, result=data.get("result"),
                                     result_uri=data.get("result_uri"),
                                     ended_at_ms=data["ended_at_ms"]))  # fmt: skip
@@ -111,7 +136,42 @@ class WorkflowTimers:
             child = state.nodes.get(workflow_id, child_id)
             if child is not None:
                 emits.extend(self._follow(state, child, parent, outcome, now_ms))
+        if first_end:
+            emits.extend(self._count_end(state, workflow_id, outcome, now_ms))
         return emits
+
+    def _count_end(self, state: TimerState, workflow_id: str, outcome: str,
+                   now_ms: int) -> list[Output]:  # fmt: skip
+        """One more step of the workflow ended; once all have, forget its nodes and tell a
+        recurring workflow that its run ended."""
+        record = state.nodes.workflow(workflow_id)
+        if record is None or not record.steps:
+            return []  # submitted job by job: how many steps it has is never known
+        if record.schedule:  # a run ended: keep the latest run's node only
+            self._forget_ended_runs(state, record)
+            return []
+        record = record.evolve(ended=record.ended + 1, outcome=run_outcome(record.outcome,
+                                                                           outcome))
+        state.nodes.put_workflow(record)
+        if record.ended < record.steps:
+            return []
+        for node in list(state.nodes.of_workflow(workflow_id)):
+            state.nodes.delete(node)
+        state.put(TimerEntry(timer_id=ended_timer_id(workflow_id), kind="marker",
+                             job={"job_id": workflow_id, "idempotency_key": None},
+                             due_ms=now_ms + self.record_ttl_ms))  # fmt: skip
+        if record.schedule_id is None:
+            return []
+        ended = {"job_id": workflow_id, "workflow_id": record.schedule_id,
+                 "outcome": record.outcome, "ended_at_ms": now_ms, "result": None,
+                 "result_uri": None, "detail": f"run of {record.steps} steps ended"}  # fmt: skip
+        return [Output(self.intake, record.schedule_id.encode(), Event("StepEnded", ended))]
+
+    @staticmethod
+    def _forget_ended_runs(state: TimerState, record: WorkflowRecord) -> None:
+        for node in list(state.nodes.of_workflow(record.workflow_id)):
+            if node.outcome is not None and node.job_id != record.last_run:
+                state.nodes.delete(node)
 
     def _follow(self, state: TimerState, child: StepNode, parent: str, outcome: str,
                 now_ms: int) -> list[Output]:  # fmt: skip
@@ -146,6 +206,52 @@ class WorkflowTimers:
             if node is not None and node.waiting:
                 state.nodes.put(node.evolve(waiting=[]))
 
+    @staticmethod
+    def expired(state: TimerState, marker: TimerEntry) -> None:
+        """A marker expired: if it is an ended workflow's, forget the workflow's record."""
+        if marker.timer_id.startswith(ENDED_PREFIX):
+            state.nodes.delete_workflow(marker.job_id)
+
+    # -- recurring workflows -------------------------------------------------------------
+
+    def schedule(self, state: TimerState, data: Mapping[str, Any], cron: CronSpec,
+                 now_ms: int) -> None:  # fmt: skip
+        """Keep a recurring workflow: its record, and a timer at its first time."""
+        workflow_id = data["workflow_id"]
+        first = next_fire_ms(cron, now_ms, job_id=workflow_id, runs_so_far=0)
+        if first is None:
+            raise ValidationError("schedule", "has no future run")
+        state.nodes.put_workflow(WorkflowRecord(
+            workflow_id=workflow_id, owner=data["owner"], steps=len(data["steps"]),
+            idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
+            schedule=True,
+        ))  # fmt: skip
+        job = {"job_id": workflow_id, "workflow_id": None, "template": dict(data),
+               "idempotency_key": data.get("idempotency_key"),
+               "spec": {"cron": data["schedule"], "owner": data["owner"], "job_type": ""}}
+        state.put(TimerEntry(timer_id=schedule_timer_id(workflow_id), kind="workflow", job=job,
+                             due_ms=first))  # fmt: skip
+        log.info("recurring workflow %s: first run at %d", workflow_id, first)
+
+    def start_run(self, state: TimerState, entry: TimerEntry, fire_ms: int,
+                  now_ms: int) -> list[Output]:  # fmt: skip
+        """The run of a recurring workflow due at ``fire_ms``, sent to its own partition."""
+        schedule_id = entry.job_id
+        record = state.nodes.workflow(schedule_id) or WorkflowRecord(schedule_id, schedule=True)
+        previous = state.nodes.get(schedule_id, record.last_run) if record.last_run else None
+        ended = None if previous is None else previous.outcome is not None
+        if not may_start(entry.spec["cron"].get("overlap", "ALLOW"), ended):
+            self.runs_skipped += 1
+            log.info("recurring workflow %s: no run at %d, run %s has not ended",
+                     schedule_id, fire_ms, record.last_run)  # fmt: skip
+            return []
+        run_id = run_workflow_id(schedule_id, fire_ms)
+        state.nodes.put(StepNode(workflow_id=schedule_id, job_id=run_id, step=str(fire_ms)))
+        state.nodes.put_workflow(record.evolve(last_run=run_id))
+        self._forget_ended_runs(state, record.evolve(last_run=run_id))
+        run = run_record(entry.job["template"], run_id, now_ms=now_ms)
+        return [Output(self.intake, run_id.encode(), Event("WorkflowSubmitted", run))]
+
     # -- cancelling a workflow -----------------------------------------------------------
 
     def cancel_workflow(self, state: TimerState, data: Mapping[str, Any],
@@ -158,6 +264,9 @@ class WorkflowTimers:
         reason = data.get("reason") or f"workflow {workflow_id} cancelled"
         record = state.nodes.workflow(workflow_id) or WorkflowRecord(workflow_id=workflow_id)
         state.nodes.put_workflow(record.evolve(cancelled=True))
+        if record.schedule:  # no more runs; the runs started go on (each can be cancelled)
+            state.remove(schedule_timer_id(workflow_id))
+            return []
         emits: list[Output] = []
         for node in list(state.nodes.of_workflow(workflow_id)):
             if node.outcome is None:

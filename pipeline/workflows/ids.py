@@ -6,7 +6,8 @@ finds a step from its name, and a plain Kafka client needs no id generator. ``W`
 starts a ULID (``0``-``7``) nor an idempotent job id (``K``).
 
 With an idempotency key, the workflow id itself is derived the same way from the owner
-and the key (prefix ``F``), as a job's id is from its key.
+and the key (prefix ``F``), as a job's id is from its key; a run of a recurring workflow
+gets one from the schedule's id and the run's time (prefix ``R``).
 """
 
 from __future__ import annotations
@@ -37,3 +38,11 @@ def step_job_id(workflow_id: str, step: str) -> str:
 def idempotent_workflow_id(owner: str, idempotency_key: str) -> str:
     """The workflow id of a submission with an idempotency key."""
     return _hashed(WORKFLOW_PREFIX, owner, idempotency_key)
+
+
+RUN_PREFIX = "R"
+
+
+def run_workflow_id(schedule_id: str, fire_ms: int) -> str:
+    """The workflow id of the run of recurring workflow ``schedule_id`` due at ``fire_ms``."""
+    return _hashed(RUN_PREFIX, schedule_id, str(fire_ms))

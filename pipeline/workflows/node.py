@@ -3,7 +3,8 @@
 A :class:`StepNode` lives as long as the workflow's state: its parents, the ones it still
 waits for (the blocked index is derived from them), and, once it ended, its outcome and
 result for its children's executions. A :class:`WorkflowRecord` marks a workflow
-submitted as one unit (a resubmission is a no-op) or cancelled. Both are JSON, so the
+submitted as one unit (a resubmission is a no-op) or cancelled, counts its steps that
+ended, and holds a recurring workflow's latest run. Both are JSON, so the
 timers' changelog stays readable with a console consumer.
 """
 
@@ -52,6 +53,16 @@ class WorkflowRecord:
     submitted_at_ms: int | None = None
     cancelled: bool = False
     """Cancelled: later submissions into it are refused."""
+    schedule: bool = False
+    """A recurring workflow: its steps are a template, its nodes are its runs."""
+    schedule_id: str | None = None
+    """A run of a recurring workflow: the schedule told when the run ends."""
+    ended: int = 0
+    """Steps that have ended (each counted once, at its first end)."""
+    outcome: str | None = None
+    """The worst end of its steps so far (pipeline.workflows.run_outcome)."""
+    last_run: str | None = None
+    """A recurring workflow: its latest run's workflow id."""
 
     def evolve(self, **changes: Any) -> WorkflowRecord:
         return replace(self, **changes)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pipeline.jobs.workflow import workflow_event
+from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.store import PartitionStore
+from pipeline.state.transaction import PartitionTransaction
+from pipeline.timers.runner import Timers
+from pipeline.timers.state import TimerState
 
 
 def step(name: str, *parents: str, **fields: Any) -> dict[str, Any]:
@@ -25,3 +31,16 @@ def step_ended(job_id: str, workflow_id: str, outcome: str, at_ms: int,
         "job_id": job_id, "workflow_id": workflow_id, "outcome": outcome, "ended_at_ms": at_ms,
         "result": result, "result_uri": None, "detail": None,
     })  # fmt: skip
+
+
+def rebuilt(driver: ProcessorDriver[TimerState], timers: Timers,
+            folder: Path) -> ProcessorDriver[TimerState]:  # fmt: skip
+    """A second timer driver in ``folder`` whose partition 0 is restored from the changelog
+    ``driver`` wrote, as a process with no local state would restore it; close it after."""
+    store = PartitionStore(folder / "0")
+    tx = PartitionTransaction(store)
+    for key, value in driver.changelog[0]:
+        driver.processor.restore(tx, key, value)
+    tx.commit(len(driver.changelog[0]) - 1)
+    store.close()
+    return ProcessorDriver(timers, folder, now_ms=driver.now_ms)

@@ -34,3 +34,21 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
     assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
     assert report["status_caught_up_after_s"] is not None
     assert "end-to-end jobs/s" in result.output
+
+
+def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
+                                                       tmp_path: Path) -> None:  # fmt: skip
+    out = tmp_path / "diamonds.json"
+    result = CliRunner().invoke(app, [
+        "bench", "--scenario", "diamonds", "--diamonds", "20", "--lead", "4s",
+        "--peer", "none", "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
+        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(out.read_bytes())
+    assert (report["submitted"], report["completed"], report["lost"]) == (80, 80, 0)
+    assert (report["children"], report["children_started"]) == (60, 60)
+    assert report["diamonds"] == 20 and "count" not in report, "what the scenario offered"
+    release = report["release_lateness_ms"]
+    assert 0 <= release["p50"] <= release["max"], "a child never starts before its parents end"
+    assert "release lateness" in result.output

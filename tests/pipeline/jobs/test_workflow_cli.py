@@ -61,6 +61,11 @@ def unreachable() -> dict[str, str]:
     ("steps: []\nowner: acme\n", "error: steps: a workflow needs at least one step"),
     ("owner: acme\nstep: []\n", "error: step: is not a workflow field"),
     ("[1, 2", "error: file: "),
+    (DIAMOND + "schedule: {expression: '0 3 * * *', timezone: Mars/Olympus}\n",
+     "error: schedule.timezone: "),
+    (DIAMOND.replace("{name: table, type: data.process}",
+                     "{name: table, type: data.process, cron: '* * * * *'}"),
+     "error: steps.2.spec.cron: a workflow step runs once: a recurring workflow has a schedule"),
 ])  # fmt: skip
 def test_a_bad_workflow_exits_2_naming_what_is_wrong(
     tmp_path: Path, unreachable: dict[str, str], text: str, message: str,
@@ -86,3 +91,16 @@ def test_a_workflow_file_lands_as_one_record(
     assert steps["report"]["depends_on"] == ["chart", "table"]
     assert steps["report"]["spec"]["on_parent_failure"] == "RUN"
     assert steps["aggregate"]["spec"]["params"] == '{"input":"sales.csv"}'
+
+
+def test_a_recurring_workflow_from_the_shell_lands_with_its_schedule(
+    tmp_path: Path, topics: Topics, unique_name: str,
+) -> None:
+    code, stdout, stderr = run(tmp_path, DIAMOND, broker_env(topics), "--cron", "30 2 * * *",
+                               "--tz", "Europe/Paris")  # fmt: skip
+    assert code == 0, stderr
+    assert stdout.splitlines() == ["sales-2026-11"], "a template has no step ids of its own"
+    [record] = read_intake(topics, unique_name, 1)
+    schedule = record.event.data["schedule"]
+    assert (schedule["expression"], schedule["timezone"]) == ("30 2 * * *", "Europe/Paris")
+    assert (schedule["overlap"], schedule["misfire"]) == ("SKIP", "RUN_ONCE")

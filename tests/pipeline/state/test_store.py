@@ -38,3 +38,13 @@ def test_a_store_that_cannot_be_opened_is_a_store_error_naming_it(tmp_path: Path
     (tmp_path / "p0").write_bytes(b"a file where the store's folder should be")
     with pytest.raises(StoreError, match=f"state in {tmp_path / 'p0'}: File exists"):
         PartitionStore(tmp_path / "p0")
+
+
+def test_a_scan_stops_at_its_upper_bound_past_deleted_keys(tmp_path: Path) -> None:
+    store = PartitionStore(tmp_path / "p0")
+    store.write({b"b1": b"x", b"b1z": b"y", **{b"j%05d" % i: b"v" for i in range(100)}}, 1)
+    store.write({b"j%05d" % i: None for i in range(100)}, 2)
+    assert list(store.scan(b"b1", b"b1z")) == [(b"b1", b"x")]
+    assert list(store.scan(b"b2", b"b2\xff")) == []
+    assert list(store.scan(b"a", b"z")) == [(b"b1", b"x"), (b"b1z", b"y")]
+    store.close()

@@ -14,14 +14,12 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
-from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
 from tests.support.jobs import submitted
-from tests.support.workflows import diamond, step, step_ended
+from tests.support.workflows import diamond, rebuilt, step, step_ended
 
 SETTINGS = Settings()
 TOPICS = Topics(SETTINGS)
@@ -197,13 +195,7 @@ def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
     timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 1))
     timers.advance(0)  # b and c fire
 
-    rebuilt = PartitionStore(tmp_path / "b" / "0")
-    tx = PartitionTransaction(rebuilt)
-    for key, value in timers.changelog[0]:
-        timers.processor.restore(tx, key, value)
-    tx.commit(len(timers.changelog[0]) - 1)
-    rebuilt.close()
-    replica = ProcessorDriver(Timers(SETTINGS), tmp_path / "b", now_ms=timers.now_ms)
+    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
     try:
         for driver in (timers, replica):  # the original and the rebuilt one decide alike
             driver.pipe(TOPICS.intake, step_ended(ids("b"), WF, "SUCCEEDED", T0 + 2))
