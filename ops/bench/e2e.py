@@ -6,6 +6,8 @@ instant), ``backlog`` (``--count`` jobs pending, then due within ``--window``); 
 durations such as ``60s`` or ``2m``. Handlers: ``noop`` and ``sleep10``. With ``--peer
 celery`` the steady and burst scenarios run again on Celery with a Redis broker
 (ops/bench/peer/), in the same command, and the table gives jobstream/Celery ratios.
+``fairness`` offers ``--burst`` jobs of one owner and ``--small`` of another, all due at
+one instant, and reports each owner's start lateness (docs/fairness.md).
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
 docs/benchmarks.md explains every number and records the runs.
@@ -45,6 +47,7 @@ class Scenario(enum.StrEnum):
     steady = "steady"
     burst = "burst"
     backlog = "backlog"
+    fairness = "fairness"
 
 
 class Handler(enum.StrEnum):
@@ -75,7 +78,9 @@ def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
     duration_ms: int = DurationOption,
-    burst: int = typer.Option(20_000, "--burst", min=1, help="burst: jobs due at one instant."),
+    burst: int = typer.Option(20_000, "--burst", min=1,
+                              help="burst: jobs due at one instant; fairness: owner-a's."),
+    small: int = typer.Option(100, "--small", min=1, help="fairness: owner-b's jobs."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
     window_ms: int = WindowOption,
     lead_ms: int | None = LeadOption,
@@ -101,6 +106,8 @@ def bench(
         load = Load.steady(rate, duration_s, 5.0 if lead_s is None else lead_s)
     elif scenario is Scenario.burst:
         load = Load.burst(burst, lead_s)
+    elif scenario is Scenario.fairness:
+        load = Load.two_owners(burst, small, lead_s)
     else:
         load = Load.backlog(count, window_s, lead_s)
     shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
@@ -109,7 +116,8 @@ def bench(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
         "load_average_start": load_average(), "rate": rate if scenario == "steady" else None,
     }  # fmt: skip
-    if peer is Peer.celery and scenario is not Scenario.backlog:
+    with_peer = peer is Peer.celery and scenario in (Scenario.steady, Scenario.burst)
+    if with_peer:
         from ops.bench.peer import ensure_installed
 
         ensure_installed(console.print)
@@ -121,7 +129,7 @@ def bench(
                                 exec_partitions=exec_partitions,
                                 job_types=(HANDLERS[handler.value],))  # fmt: skip
         report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar))
-        if peer is Peer.celery and scenario is not Scenario.backlog:
+        if with_peer:
             from ops.bench.peer import run_peer
 
             # Celery submits a burst ten times slower: its jobs get the time it needs.
@@ -194,6 +202,10 @@ def _table(report: dict[str, Any]) -> Table:
         if peer:
             cells += [_fmt(peer.get(key)), _fmt(ratios.get(key))]
         table.add_row(*cells)
+    by_owner = report.get("start_lateness_by_owner_ms") or {}
+    if len(by_owner) > 1:
+        for owner, summary in by_owner.items():
+            table.add_row(f"start lateness ms, {owner}", _fmt(summary))
     for name, mb in report["rss_mb"].items():
         cpu = report["cpu_s"].get(name, 0)
         table.add_row(f"{name}: peak RSS MB, CPU s", f"{mb:,.0f}, {cpu:,.1f}")
