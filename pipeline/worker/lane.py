@@ -256,8 +256,9 @@ class Lane:
         return counts
 
     def _share(self, partitions: int) -> int:
-        """One partition's share of a tier buffer of ``prefetch`` records."""
-        return max(1, self.prefetch // max(1, partitions))
+        """One partition's share of a tier buffer of ``prefetch`` records, rounded up so
+        that the shares together fill it."""
+        return max(1, -(-self.prefetch // max(1, partitions)))
 
     def _unreadable(self, ref: OffsetRef, reason: str) -> None:
         """No job can be named, so no outcome: skip the record, keep the reason in the log."""
