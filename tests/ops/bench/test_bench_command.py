@@ -33,3 +33,21 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
     assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
     assert report["status_caught_up_after_s"] is not None
     assert "end-to-end jobs/s" in result.output
+
+
+def test_the_two_owner_scenario_reports_each_owners_start_lateness(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "fairness.json"
+    result = CliRunner().invoke(app, [
+        "bench", "--scenario", "fairness", "--burst", "300", "--small", "10", "--lead", "5s",
+        "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
+        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(out.read_bytes())
+    assert (report["submitted"], report["completed"], report["lost"]) == (310, 310, 0)
+    assert "peer" not in report  # Celery has no owners to share between
+    by_owner = report["start_lateness_by_owner_ms"]
+    assert (by_owner["owner-a"]["count"], by_owner["owner-b"]["count"]) == (300, 10)
+    assert "start lateness ms, owner-b" in result.output
