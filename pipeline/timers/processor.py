@@ -261,7 +261,8 @@ class TimerProcessor:
             "parent_results": self.workflows.parent_results(state, entry.job),
         }
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
-        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))
+        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
+                                      spec.get("pool"))  # fmt: skip
         fired = self._lifecycle(
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],

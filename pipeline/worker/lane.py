@@ -1,10 +1,11 @@
 """One job type's side of a worker: its consumer, buffers, offsets and transactions.
 
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
-to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a
-buffer per tier until the runtime has a free slot (its partitions served in turn,
-pipeline/worker/buffer.py); the :class:`PriorityPolicy` decides which tier goes next. A
-tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is full: its
+to the type's three tiers ``jobs.exec.<type>.<high|normal|low>`` (in a worker started with
+``--pool gpu``: ``...workers.<type>.pool-gpu`` and ``jobs.exec.<type>.pool-gpu.<tier>``).
+Records wait in a buffer per tier until the runtime has a free slot (its partitions served
+in turn, pipeline/worker/buffer.py); the :class:`PriorityPolicy` decides which tier goes
+next. A tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is full: its
 partitions are paused (the consumer stays in its group, it just fetches nothing more; a
 fetch already under way may add one more batch) until half of its buffer has started
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
@@ -43,7 +44,7 @@ from pipeline.kafka.transaction import (
 )
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
-from pipeline.topics import PRIORITIES, Topics
+from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
@@ -84,20 +85,21 @@ def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
 
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
-                 static_member: bool = False,
+                 static_member: bool = False, pool: str | None = None,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
         self.events_topic = topics.events
-        self.tier_of = {topics.execution(job_type, tier): tier for tier in PRIORITIES}
+        self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
         self.prefetch = prefetch
         self._deserialize = deserialize
         self._before_commit = before_commit
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
         prefix = settings.topic_prefix
-        group = f"{prefix}jobstream.workers.{job_type}"
-        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
+        route = routed(job_type, pool)  # a pool's workers are a group of their own
+        group = f"{prefix}jobstream.workers.{route}"
+        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{route}"
         self._settings, self._group = settings, group
         # A crashed worker's partitions move to the others after 6 s, not 45.
         self._membership: dict[str, object] = {"session.timeout.ms": clients.SESSION_TIMEOUT_MS}
