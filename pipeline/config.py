@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         "127.0.0.1", description="Interface the /metrics and /healthz port binds (0.0.0.0: all)."
     )
 
+    owner_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description='Each owner\'s weight when more jobs are due than one firing batch holds, '
+        'as JSON, e.g. {"tenant-a": 3}; "*" sets the default of owners not named (else 1).',
+    )
+
     schema_registry_url: str | None = Field(
         None, description="Confluent Schema Registry; unset means Avro single-object encoding."
     )
@@ -79,6 +85,14 @@ class Settings(BaseSettings):
             if value.lstrip().startswith("["):
                 return orjson.loads(value)
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("owner_weights")
+    @classmethod
+    def _check_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {owner: weight for owner, weight in value.items() if not weight > 0}
+        if bad:
+            raise ValueError(f"weights must be positive numbers, got {bad}")
         return value
 
     @field_validator("bootstrap_servers")

@@ -40,6 +40,11 @@ class TopicSpec:
         return config
 
 
+def routed(job_type: str, pool: str | None) -> str:
+    """The part of the execution topics' names that routes a job: its type, and its pool."""
+    return job_type if pool is None else f"{job_type}.pool-{pool}"
+
+
 class Topics:
     """Names of every jobstream topic, with the configured prefix."""
 
@@ -55,18 +60,22 @@ class Topics:
         self.status_changelog = f"{p}jobs.status.changelog"
         self.workers = f"{p}jobs.workers"
 
-    def execution(self, job_type: str, priority: str) -> str:
-        """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier."""
-        return f"{self.settings.topic_prefix}jobs.exec.{job_type}.{priority.lower()}"
+    def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
+        """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
+        pool's jobs of the type have their own, ``jobs.exec.<type>.pool-<pool>.<priority>``
+        (no type has a ``-`` in its name, so no type's topics are a pool's)."""
+        prefix = self.settings.topic_prefix
+        return f"{prefix}jobs.exec.{routed(job_type, pool)}.{priority.lower()}"
 
     def dead_letter(self, job_type: str) -> str:
         return f"{self.settings.topic_prefix}jobs.dlq.{job_type}"
 
-    def job_type_specs(self, job_type: str) -> Iterator[TopicSpec]:
-        """The topics a job type needs: its execution tiers and its dead-letter topic."""
+    def job_type_specs(self, job_type: str, pool: str | None = None) -> Iterator[TopicSpec]:
+        """The topics a job type (in a pool) needs: its execution tiers and its dead-letter
+        topic (one per type, whatever the pool)."""
         s = self.settings
         for priority in PRIORITIES:
-            yield TopicSpec(self.execution(job_type, priority), s.exec_partitions)
+            yield TopicSpec(self.execution(job_type, priority, pool), s.exec_partitions)
         yield TopicSpec(self.dead_letter(job_type), s.dlq_partitions, retention_ms=_YEAR_MS)
 
     def specs(self) -> list[TopicSpec]:

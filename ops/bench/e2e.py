@@ -9,6 +9,8 @@ report the release lateness of the children; times are durations such as ``60s``
 ``2m``. Handlers: ``noop`` and ``sleep10``. With ``--peer celery`` the steady and burst
 scenarios run again on Celery with a Redis broker (ops/bench/peer/), in the same command,
 and the table gives jobstream/Celery ratios.
+``fairness`` offers ``--burst`` jobs of one owner and ``--small`` of another, all due at
+one instant, and reports each owner's start lateness (docs/fairness.md).
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
 docs/benchmarks.md explains every number and records the runs.
@@ -52,6 +54,7 @@ class Scenario(enum.StrEnum):
     backlog = "backlog"
     fanout = "fanout"
     diamonds = "diamonds"
+    fairness = "fairness"
 
 
 class Handler(enum.StrEnum):
@@ -80,7 +83,10 @@ PySpyOption = duration_option(
 
 def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
     """What the scenario offers, and only that: jobs per second (steady), jobs due at one
-    instant (burst), jobs pending (backlog), children of one parent (fanout) or diamonds."""
+    instant (burst), jobs pending (backlog), children of one parent (fanout), diamonds, or
+    the two owners' jobs (fairness)."""
+    if scenario is Scenario.fairness:
+        return {"burst": sizes["burst"], "small": sizes["small"]}
     key = {Scenario.steady: "rate", Scenario.burst: "burst", Scenario.backlog: "count",
            Scenario.fanout: "fanout", Scenario.diamonds: "diamonds"}[scenario]  # fmt: skip
     return {key: sizes[key]}
@@ -90,7 +96,9 @@ def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
     duration_ms: int = DurationOption,
-    burst: int = typer.Option(20_000, "--burst", min=1, help="burst: jobs due at one instant."),
+    burst: int = typer.Option(20_000, "--burst", min=1,
+                              help="burst: jobs due at one instant; fairness: owner-a's."),
+    small: int = typer.Option(100, "--small", min=1, help="fairness: owner-b's jobs."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
     window_ms: int = WindowOption,
     children: int = typer.Option(10_000, "--children", min=1, help="fanout: children."),
@@ -118,6 +126,8 @@ def bench(
         load = Load.steady(rate, duration_s, 5.0 if lead_s is None else lead_s)
     elif scenario is Scenario.burst:
         load = Load.burst(burst, lead_s)
+    elif scenario is Scenario.fairness:
+        load = Load.two_owners(burst, small, lead_s)
     elif scenario is Scenario.backlog:
         load = Load.backlog(count, window_s, lead_s)
     elif scenario is Scenario.fanout:
@@ -132,7 +142,7 @@ def bench(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
         "load_average_start": load_average(),
         **_offered(scenario, rate=rate, burst=burst, count=count, fanout=children,
-                   diamonds=diamonds),
+                   diamonds=diamonds, small=small),
     }  # fmt: skip
     if with_peer:
         from ops.bench.peer import ensure_installed
@@ -165,7 +175,7 @@ def bench(
     write_results(out, report)
 
 
-SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog)
+SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog, Scenario.fairness)
 
 
 def _machine() -> dict[str, Any]:
@@ -231,6 +241,10 @@ def _table(report: dict[str, Any]) -> Table:
         if peer:
             cells += [_fmt(peer.get(key)), _fmt(ratios.get(key))]
         table.add_row(*cells)
+    by_owner = report.get("start_lateness_by_owner_ms") or {}
+    if len(by_owner) > 1:
+        for owner, summary in by_owner.items():
+            table.add_row(f"start lateness ms, {owner}", _fmt(summary))
     for name, mb in report["rss_mb"].items():
         cpu = report["cpu_s"].get(name, 0)
         table.add_row(f"{name}: peak RSS MB, CPU s", f"{mb:,.0f}, {cpu:,.1f}")

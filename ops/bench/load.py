@@ -31,6 +31,8 @@ class Load:
     """Paced: each job is submitted this long before it is due. Otherwise: the first job
     falls due this long after submission starts, and all are submitted at once."""
     paced: bool
+    owners: tuple[str, ...] = ()
+    """Each job's owner, by index; empty: every job is the benchmark's one owner."""
 
     @classmethod
     def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
@@ -50,6 +52,15 @@ class Load:
     def backlog(cls, count: int, window_s: float, lead_s: float | None) -> Load:
         offsets = [int(i * window_s * 1000 / count) for i in range(count)]
         return cls("backlog", offsets, lead_s or 30 + count / 4500, paced=False)
+
+    @classmethod
+    def two_owners(cls, flood: int, small: int, lead_s: float | None) -> Load:
+        """``flood`` jobs of owner-a, then ``small`` of owner-b, all due at one instant."""
+        _check(flood > 0 and small > 0, "both owners need at least one job")
+        _check(lead_s is None or lead_s > 0, "the lead must be above 0")
+        owners = ("owner-a",) * flood + ("owner-b",) * small
+        return cls("fairness", [0] * len(owners), lead_s or 10 + len(owners) / 5000,
+                   paced=False, owners=owners)  # fmt: skip
 
     def chunks(self, t0_ms: int, halt: threading.Event,
                size: int = CHUNK) -> Iterator[tuple[int, int]]:  # fmt: skip

@@ -39,10 +39,12 @@ class Submitter(threading.Thread):
         try:
             with JobClient(self.settings) as client:
                 for first, upto in self.load.chunks(self.t0_ms, self.halt):
+                    owners = self.load.owners or (OWNER,) * len(self.load.offsets_ms)
                     self.ids.extend(client.submit_many(
-                        JobRequest(job_type=self.job_type, owner=OWNER,
+                        JobRequest(job_type=self.job_type, owner=owner,
                                    run_at=_EPOCH + timedelta(milliseconds=self.t0_ms + offset))
-                        for offset in self.load.offsets_ms[first:upto]
+                        for offset, owner in zip(self.load.offsets_ms[first:upto],
+                                                 owners[first:upto], strict=True)
                     ))  # fmt: skip
                     self.on_progress(upto - first)
         except BaseException as exc:  # reported by the run, which stops on it

@@ -11,6 +11,7 @@ Pure: the run's submitted job ids and its decoded JobLifecycle events in, number
   ``at_ms`` (the worker's clock when it started the handler) minus the execution's
   ``scheduled_at_ms``; *end lateness*: the ending event's ``at_ms`` minus the job's
   first scheduled time.
+- *start lateness by owner*: the same, per owner (the fairness scenario's two owners).
 - *jobs/s*: completed jobs over the span from the first job's due time to the last end,
   so a pipeline that keeps up shows the offered rate, and one that falls behind less.
 """
@@ -31,6 +32,7 @@ def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict
     scheduled: dict[str, int] = {}
     ended: dict[str, int] = {}
     fire, start = [], []
+    start_by_owner: dict[str, list[int]] = {}
     reported = 0
     for event in events:
         job_id, kind, at = str(event["job_id"]), event["kind"], int(event["at_ms"])
@@ -42,6 +44,7 @@ def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict
         elif kind == "STARTED":
             starts[(job_id, int(event["attempt"]))] += 1
             start.append(at - int(event["execution"]["scheduled_at_ms"]))
+            start_by_owner.setdefault(str(event.get("owner", "")), []).append(start[-1])
         elif kind == "DUPLICATE":
             reported += 1
         elif kind in ENDED:
@@ -54,6 +57,7 @@ def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict
         "duplicates_unreported": max(0, duplicates - reported),
         "fire_lateness_ms": summarize(fire),
         "start_lateness_ms": summarize(start),
+        "start_lateness_by_owner_ms": {o: summarize(v) for o, v in sorted(start_by_owner.items())},
     }
 
 

@@ -96,6 +96,8 @@ def submit(
     depends_on: list[str] = DependsOnOption,
     workflow: str | None = typer.Option(None, "--workflow", help="Workflow (DAG) id."),
     label: list[str] = LabelOption,
+    pool: str | None = typer.Option(None, "--pool", help="Run only in this worker pool, "
+                                    "e.g. gpu (workers started with --pool gpu)."),
 ) -> None:
     """Submit a job and print its id."""
     with refusals():
@@ -118,6 +120,7 @@ def submit(
             "idempotency_key": idempotency_key,
             "workflow_id": workflow,
             "labels": _labels(label),
+            "pool": pool,
         }
         request = JobRequest(**fields)
         request.to_event(now_ms())  # the rules that need the clock, still before the broker

@@ -162,6 +162,7 @@ class JobRequest(_Model):
         "timeout_ms": "spec.timeout_ms",
         "labels": "spec.labels",
         "on_parent_failure": "spec.on_parent_failure",
+        "pool": "spec.pool",
     }
 
     job_type: Annotated[str, AfterValidator(rules.job_type)]
@@ -194,6 +195,8 @@ class JobRequest(_Model):
     """The DAG this job belongs to; the partition key when set."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Free-form labels."""
+    pool: Annotated[str, AfterValidator(rules.pool)] | None = None
+    """The worker pool the job must run in (e.g. ``gpu``); None: any worker of the type."""
 
     @field_validator("cron")
     @classmethod
@@ -239,6 +242,7 @@ class JobRequest(_Model):
                 "timeout_ms": self.timeout_ms,
                 "labels": dict(self.labels),
                 "on_parent_failure": self.on_parent_failure,
+                "pool": self.pool,
             },
         }
         _check_envelope(record, now_ms=now_ms)
@@ -262,7 +266,7 @@ def validate_submitted(record: Mapping[str, Any], *, now_ms: int) -> None:
 
 _SAME_IN_SPEC = (
     "job_type", "owner", "params", "priority", "depends_on", "retry", "timeout_ms", "labels",
-    "on_parent_failure",
+    "on_parent_failure", "pool",
 )  # fmt: skip
 """JobRequest fields that have the same name and form in the record's spec."""
 _SAME_AT_TOP = ("idempotency_key", "workflow_id")

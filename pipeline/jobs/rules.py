@@ -25,6 +25,8 @@ T = TypeVar("T")
 MAX_JOB_TYPE_CHARS = 100
 """A job type becomes part of topic names (jobs.exec.<type>.<priority>, at most 249 chars)."""
 MAX_OWNER_CHARS = 200
+MAX_POOL_CHARS = 50
+"""A pool becomes part of topic names too (jobs.exec.<type>.pool-<pool>.<priority>)."""
 MAX_PARAMS_BYTES = 1_000_000
 """Parameters as compact UTF-8 JSON; the topics accept 2 MiB records, envelope included."""
 MAX_IDEMPOTENCY_KEY_CHARS = 200
@@ -41,6 +43,7 @@ PARENT_FAILURE_POLICIES = ("CANCEL", "RUN")
 """The symbols of io.jobstream.ParentFailurePolicy."""
 
 _JOB_TYPE = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
+_POOL = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
@@ -53,14 +56,23 @@ def field_check(field: str, rule: Callable[[Any], T], value: object) -> T:
 
 
 def job_type(value: str) -> str:
+    return _name(value, MAX_JOB_TYPE_CHARS, _JOB_TYPE,
+                 "words of a-z, 0-9 and _ joined by dots, e.g. 'report.generate'")  # fmt: skip
+
+
+def pool(value: str) -> str:
+    return _name(value, MAX_POOL_CHARS, _POOL,
+                 "a-z, 0-9, _ and -, from a letter or digit, e.g. 'gpu' or 'eu-west'")  # fmt: skip
+
+
+def _name(value: object, max_chars: int, pattern: re.Pattern[str], expected: str) -> str:
+    """A name that becomes part of topic names: a string of ``pattern``, at most ``max_chars``."""
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    if len(value) > MAX_JOB_TYPE_CHARS:
-        raise ValueError(f"is {len(value)} characters, more than {MAX_JOB_TYPE_CHARS}")
-    if not _JOB_TYPE.fullmatch(value):
-        raise ValueError(
-            f"must be words of a-z, 0-9 and _ joined by dots, e.g. 'report.generate'; got {value!r}"
-        )
+    if len(value) > max_chars:
+        raise ValueError(f"is {len(value)} characters, more than {max_chars}")
+    if not pattern.fullmatch(value):
+        raise ValueError(f"must be {expected}; got {value!r}")
     return value
 
 

@@ -292,9 +292,9 @@ class Runner(Generic[S]):
 
     def _produce(self, tx: OpenTransaction[S]) -> None:
         serialize = self.serialize
-        for output in tx.emits():
-            if output.topic not in self._known_topics:
-                self._ensure_topic(output.topic)
+        outputs = list(tx.emits())
+        self._ensure_topics({output.topic for output in outputs} - self._known_topics)
+        for output in outputs:
             value = output.value
             data = serialize(value) if isinstance(value, Event) else bytes(value)
             send(self.producer, output.topic, data, output.key, **_placement(output))
@@ -305,13 +305,16 @@ class Runner(Generic[S]):
 
     # -- topics and partitions -----------------------------------------------------------
 
-    def _ensure_topic(self, name: str) -> None:
-        """A topic seen for the first time (a new job type's) is created with its settings."""
-        spec = self.topics.spec_of(name)
-        if spec is not None:
-            ensure_topics(self.settings.kafka_config, [spec],
+    def _ensure_topics(self, names: set[str]) -> None:
+        """Topics seen for the first time (new job types') are created with their settings,
+        all of one transaction's in one request."""
+        if not names:
+            return
+        specs = [spec for name in sorted(names) if (spec := self.topics.spec_of(name))]
+        if specs:
+            ensure_topics(self.settings.kafka_config, specs,
                           replication_factor=self.settings.replication_factor)  # fmt: skip
-        self._known_topics.add(name)
+        self._known_topics |= names
 
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
         """Partition p of every input and of the changelog make one store: counts must match."""

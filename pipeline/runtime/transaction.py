@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from more_itertools import interleave_longest
+
 from pipeline.runtime.processor import Output
 
 S = TypeVar("S")
@@ -102,8 +104,12 @@ class OpenTransaction(Generic[S]):
         )
 
     def emits(self) -> Iterator[Output]:
-        """Every record to produce: the ordered outputs, then the last compact ones."""
-        for work in self.partitions.values():
-            yield from work.outputs
+        """Every record to produce: the ordered outputs, then the last compact ones.
+
+        The partitions' outputs are interleaved, each partition's kept in its own order (one
+        key's outputs all come from one partition): a partition's firings then never wait
+        in an execution topic behind a whole batch of another's.
+        """
+        yield from interleave_longest(*(work.outputs for work in self.partitions.values()))
         for work in self.partitions.values():
             yield from work.latest.values()

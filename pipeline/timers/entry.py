@@ -65,6 +65,11 @@ class TimerEntry:
     def spec(self) -> dict[str, Any]:
         return self.job["spec"]
 
+    @property
+    def owner(self) -> str:
+        """The job's owner; "" for a marker, which keeps no spec."""
+        return str((self.job.get("spec") or {}).get("owner", ""))
+
     def evolve(self, **changes: Any) -> TimerEntry:
         return replace(self, **changes)
 

@@ -8,6 +8,10 @@ Two key spaces, told apart by their first byte (the store keeps its own metadata
   from the ms, so byte order is (fire_ms, job_id) order (UTF-8 preserves code point order).
   The leading minute lets a scan seek to a minute bucket without knowing exact instants.
 - index ``b"j" | job id``: from a job to its pending schedule key, for cancel and update.
+- owner schedule ``b"o" | owner length (u16 BE) | owner (UTF-8) | fire ms (u64 BE) | job id``:
+  the same firings again, one range per owner, so that fair firing (pipeline/timers/fair.py)
+  can take each owner's due timers in turn. The length prefix makes one owner's keys one
+  range whatever characters the owner holds.
 
 A due scan iterates from ``SCHEDULE_LOWER_BOUND`` to ``due_upper_bound(now_ms)`` (exclusive).
 The store must compare raw bytes (rocksdict ``Options(raw_mode=True)``): in its default mode
@@ -29,6 +33,14 @@ MINUTE_MS = 60_000
 _FIRE = struct.Struct(">QQ")
 _HEADER = len(SCHEDULE_PREFIX) + _FIRE.size
 _MAX_U64 = (1 << 64) - 1
+
+OWNER_PREFIX = b"o"
+OWNER_UPPER_BOUND = b"p"
+"""Exclusive upper bound of every owner schedule key."""
+_OWNER_LENGTH = struct.Struct(">H")
+_MS = struct.Struct(">Q")
+_AFTER_OWNER = b"\xff" * (_MS.size + 1)
+"""Sorts after every (fire ms, job id) of one owner: a job id never starts with 0xff."""
 
 
 def encode_schedule_key(fire_ms: int, job_id: str) -> bytes:
@@ -71,3 +83,40 @@ def encode_index_key(job_id: str) -> bytes:
         raise ValueError("job_id must not be empty")
     return INDEX_PREFIX + job_id.encode()
 
+
+def owner_range_start(owner: str) -> bytes:
+    """The first possible owner schedule key of ``owner``."""
+    raw = owner.encode()
+    return OWNER_PREFIX + _OWNER_LENGTH.pack(len(raw)) + raw
+
+
+def owner_range_end(owner: str) -> bytes:
+    """Exclusive upper bound of every owner schedule key of ``owner``."""
+    return owner_range_start(owner) + _AFTER_OWNER
+
+
+def owner_due_bound(owner: str, now_ms: int) -> bytes:
+    """Exclusive upper bound of the keys of ``owner`` firing at or before ``now_ms``."""
+    return owner_range_start(owner) + _MS.pack(min(now_ms + 1, _MAX_U64))
+
+
+def encode_owner_schedule_key(owner: str, fire_ms: int, job_id: str) -> bytes:
+    """The owner schedule key of ``job_id`` of ``owner`` firing at ``fire_ms``."""
+    if not job_id:
+        raise ValueError("job_id must not be empty")
+    if not 0 <= fire_ms <= _MAX_U64:
+        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    return owner_range_start(owner) + _MS.pack(fire_ms) + job_id.encode()
+
+
+def decode_owner_schedule_key(key: bytes) -> tuple[str, int, str]:
+    """(owner, fire_ms, job_id) of an owner schedule key; ValueError if it is not one."""
+    if not key.startswith(OWNER_PREFIX) or len(key) < 1 + _OWNER_LENGTH.size:
+        raise ValueError(f"not an owner schedule key: {key!r}")
+    (length,) = _OWNER_LENGTH.unpack_from(key, 1)
+    start = 1 + _OWNER_LENGTH.size
+    fire_at = start + length
+    if len(key) <= fire_at + _MS.size:
+        raise ValueError(f"not an owner schedule key: {key!r}")
+    (fire_ms,) = _MS.unpack_from(key, fire_at)
+    return key[start:fire_at].decode(), fire_ms, key[fire_at + _MS.size :].decode()

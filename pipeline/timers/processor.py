@@ -9,7 +9,8 @@ of their own.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.errors import ValidationError
@@ -20,6 +21,7 @@ from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
+from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
 from pipeline.serde import Event
 from pipeline.timers.entry import TimerEntry, retry_timer_id
 from pipeline.timers.state import TimerState
@@ -45,6 +47,9 @@ class TimerPolicy:
     resubmissions a no-op."""
     retry_marker_ttl_ms: int = 24 * 3600 * 1000
     """How long a fired retry (or a cancel) keeps late duplicate retry requests a no-op."""
+    owner_weights: Mapping[str, float] = field(default_factory=dict)
+    """Each owner's weight in fair firing (pipeline/scheduling/fair_share.py); "*" sets the
+    default of the owners not named, otherwise 1."""
 
 
 class TimerProcessor:
@@ -54,6 +59,7 @@ class TimerProcessor:
         self.duplicates = 0
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip
+        self.owner_weight = weight_of(self.policy.owner_weights)
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -195,9 +201,10 @@ class TimerProcessor:
     # -- firing ------------------------------------------------------------------------
 
     def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Output]:
-        """Fire every entry due at ``now_ms`` (at most ``limit``) and move schedules on."""
+        """Fire the entries due at ``now_ms`` (at most ``limit``), owners interleaved, and
+        move schedules on."""
         emits: list[Output] = []
-        for entry in state.due(now_ms, limit):
+        for entry in self.due_batch(state, now_ms, limit):
             if entry.kind == "marker":
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
@@ -208,6 +215,20 @@ class TimerProcessor:
                 continue
             emits.extend(self._fire_recurring(state, entry, now_ms))
         return emits
+
+    def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
+        """The entries to fire now, in weighted fair order across owners.
+
+        When every due entry fits the batch, the one scan in fire-time order already holds
+        them all and they are only reordered. When more are due, each owner's own schedule
+        gives its share: one owner's flood neither fills the batch nor goes first.
+        """
+        due = state.due(now_ms, limit + 1)
+        if len(due) <= limit:
+            return fair_batch(group_by(due, lambda e: e.owner), self.owner_weight, limit)
+        owners = state.due_owners(now_ms)
+        queues = {owner: state.due_of(owner, now_ms) for owner in owners}
+        return fair_batch(queues, self.owner_weight, limit)
 
     def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
         cron = CronSpec.from_avro(entry.spec["cron"])
@@ -249,7 +270,8 @@ class TimerProcessor:
             "parent_results": self.workflows.parent_results(state, entry.job),
         }
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
-        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"))
+        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
+                                      spec.get("pool"))  # fmt: skip
         fired = self._lifecycle(
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],

@@ -52,7 +52,9 @@ class Timers(Processor[TimerState]):
         self.topics = Topics(settings)
         self.inputs = (self.topics.intake, self.topics.retry)
         self.changelog = self.topics.timers_changelog
-        self.logic = TimerProcessor(self.topics, policy)
+        self.logic = TimerProcessor(
+            self.topics, policy or TimerPolicy(owner_weights=settings.owner_weights)
+        )
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.counts = TimerCounters()
 

@@ -3,22 +3,32 @@
 Workflows add step nodes and a blocked index (pipeline/timers/nodes.py); a blocked entry,
 like a paused one, has no schedule key until it is released.
 
-Two key spaces (pipeline/timers/keys.py): ``j<timer id>`` holds the entry, and
+Three key spaces (pipeline/timers/keys.py): ``j<timer id>`` holds the entry,
 ``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
-range scan. Only entries go to the changelog; the schedule is derived from them, so
-restoring replays entries and rebuilds the schedule.
+range scan, and ``o<owner><fire ms><timer id>`` orders them again by owner, for fair
+firing. Only entries go to the changelog; both schedules are derived from them, so
+restoring replays entries and rebuilds the schedules.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.entry import TimerEntry
 from pipeline.timers.keys import (
+    OWNER_PREFIX,
+    OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,
+    decode_owner_schedule_key,
     decode_schedule_key,
     due_upper_bound,
     encode_index_key,
+    encode_owner_schedule_key,
     encode_schedule_key,
+    owner_due_bound,
+    owner_range_end,
+    owner_range_start,
 )
 from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
@@ -81,6 +91,30 @@ class TimerState:
                 break
         return entries
 
+    def due_owners(self, now_ms: int) -> list[str]:
+        """Owners with at least one entry due at ``now_ms``.
+
+        A skip scan: one seek per owner with pending timers, due or not, so it is kept for
+        the punctuations that find more due than one batch holds.
+        """
+        owners: list[str] = []
+        lower = OWNER_PREFIX
+        while True:
+            first = next(self.tx.scan(lower, OWNER_UPPER_BOUND), None)
+            if first is None:
+                return owners
+            owner, fire_ms, _ = decode_owner_schedule_key(first[0])
+            if fire_ms <= now_ms:
+                owners.append(owner)
+            lower = owner_range_end(owner)
+
+    def due_of(self, owner: str, now_ms: int) -> Iterator[TimerEntry]:
+        """The entries of ``owner`` due at ``now_ms``, earliest first, read as consumed."""
+        for key, _ in self.tx.scan(owner_range_start(owner), owner_due_bound(owner, now_ms)):
+            entry = self.get(decode_owner_schedule_key(key)[2])
+            if entry is not None:
+                yield entry
+
     def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
         """Write or delete the entry and move its schedule key; False if nothing existed."""
         index_key = encode_index_key(timer_id)
@@ -88,6 +122,7 @@ class TimerState:
         self._entries[timer_id] = entry
         if previous is not None:
             self.tx.delete(encode_schedule_key(previous.due_ms, timer_id))
+            self.tx.delete(encode_owner_schedule_key(previous.owner, previous.due_ms, timer_id))
         if entry is None or raw is None:
             if previous is None:
                 return False
@@ -96,4 +131,5 @@ class TimerState:
         self.tx.put(index_key, raw)
         if not entry.paused and not entry.blocked:
             self.tx.put(encode_schedule_key(entry.due_ms, timer_id), b"")
+            self.tx.put(encode_owner_schedule_key(entry.owner, entry.due_ms, timer_id), b"")
         return True

@@ -45,6 +45,9 @@ def worker(
     job_types: list[str] | None = typer.Option(None, "--type", metavar="TYPE",
                                                help="Job type to serve; repeat for several "
                                                "(default: every type of the app)."),
+    pool: str | None = typer.Option(None, "--pool", help="Serve only the jobs that "
+                                    "require this pool, e.g. gpu (default: only those that "
+                                    "require none)."),
     concurrency: int = typer.Option(8, "--concurrency", min=1,
                                     help="Jobs running at once in this process."),
     worker_id: str | None = typer.Option(None, "--worker-id", envvar="JOBSTREAM_WORKER_ID",
@@ -70,7 +73,7 @@ def worker(
         sys.path.insert(0, os.getcwd())
     options = WorkerOptions(
         worker_id=worker_id or default_worker_id(), static_member=worker_id is not None,
-        job_types=tuple(job_types or ()),
+        job_types=tuple(job_types or ()), pool=pool,
         concurrency=concurrency, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000,

@@ -1,12 +1,15 @@
 """One job type's side of a worker: its consumer, buffers, offsets and transactions.
 
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
-to the type's three tiers ``jobs.exec.<type>.<high|normal|low>``. Records wait in a
-buffer per tier until the runtime has a free slot; the :class:`PriorityPolicy` decides
-which tier goes next. A tier whose buffer holds ``prefetch`` records or
-:data:`BUFFER_BYTES` is full: its partitions are paused (the consumer stays in its group,
-it just fetches nothing more; a fetch already under way may add one more batch) until
-half of its buffer has started (:func:`full_tiers`). Every tier is paused while draining.
+to the type's three tiers ``jobs.exec.<type>.<high|normal|low>`` (in a worker started with
+``--pool gpu``: ``...workers.<type>.pool-gpu`` and ``jobs.exec.<type>.pool-gpu.<tier>``).
+Records wait in a buffer per tier until the runtime has a free slot (its partitions served
+in turn, pipeline/worker/buffer.py); the :class:`PriorityPolicy` decides which tier goes
+next. A tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is full: its
+partitions are paused (the consumer stays in its group, it just fetches nothing more; a
+fetch already under way may add one more batch) until half of its buffer has started
+(:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
+tier is paused while draining.
 
 Final outcomes of the type's executions and the group's offsets commit together in one
 transaction (transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +45,8 @@ from pipeline.kafka.transaction import (
 )
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
-from pipeline.topics import PRIORITIES, Topics
+from pipeline.topics import PRIORITIES, Topics, routed
+from pipeline.worker.buffer import TierBuffer
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
 
@@ -83,20 +86,21 @@ def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
 
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
-                 static_member: bool = False,
+                 static_member: bool = False, pool: str | None = None,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
         self.events_topic = topics.events
-        self.tier_of = {topics.execution(job_type, tier): tier for tier in PRIORITIES}
+        self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
         self.prefetch = prefetch
         self._deserialize = deserialize
         self._before_commit = before_commit
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
         prefix = settings.topic_prefix
-        group = f"{prefix}jobstream.workers.{job_type}"
-        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{job_type}"
+        route = routed(job_type, pool)  # a pool's workers are a group of their own
+        group = f"{prefix}jobstream.workers.{route}"
+        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{route}"
         self._settings, self.group = settings, group
         # A crashed worker's partitions move to the others after 6 s, not 45. The range
         # assignor splits each tier's partitions among the workers; cooperative-sticky
@@ -113,8 +117,7 @@ class Lane:
         self.tracker = OffsetTracker()
         self.policy = PriorityPolicy()
         self.schedule = schedule or CommitSchedule()
-        self.buffers: dict[str, deque[Record]] = {tier: deque() for tier in PRIORITIES}
-        self._buffered_bytes = dict.fromkeys(PRIORITIES, 0)
+        self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
         self.transactions = self.aborted = self.unreadable = self.renewed = 0
@@ -181,17 +184,16 @@ class Lane:
         for key in gone:
             self.tracker.revoke(*key)
         self._paused -= gone
-        for tier, buffer in self.buffers.items():
-            self.buffers[tier] = deque(
-                r for r in buffer if (r.ref.topic, r.ref.partition) not in gone
-            )
-            self._buffered_bytes[tier] = sum(len(r.raw or b"") for r in self.buffers[tier])
+        for buffer in self.buffers.values():
+            buffer.forget(gone)
 
     # -- records ------------------------------------------------------------------------
 
     def fetch(self, timeout_s: float) -> None:
-        """Consume what has arrived into the tier buffers."""
-        for message in self.consumer.consume(max(1, self.prefetch), timeout=timeout_s):
+        """Consume what has arrived into the tier buffers: at most one partition's share
+        at a time, so that a partition holding its share is paused before it takes more."""
+        share = self._share(max(self._partitions_of().values(), default=1))
+        for message in self.consumer.consume(share, timeout=timeout_s):
             if message.error() is not None:
                 self._consume_error(message)
                 continue
@@ -211,16 +213,14 @@ class Lane:
                 self._unreadable(ref, f"{event.name} does not belong on an execution topic")
                 continue
             tier = self.tier_of[topic]
-            self.buffers[tier].append(Record(ref, tier, event.data, raw))
-            self._buffered_bytes[tier] += len(raw or b"")
+            self.buffers[tier].append((topic, partition), Record(ref, tier, event.data, raw),
+                                      len(raw or b""))  # fmt: skip
 
     def pick(self) -> Record | None:
         tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
         if tier is None:
             return None
-        record = self.buffers[tier].popleft()
-        self._buffered_bytes[tier] -= len(record.raw or b"")
-        return record
+        return self.buffers[tier].popleft(_size)
 
     @property
     def has_buffered(self) -> bool:
@@ -239,17 +239,35 @@ class Lane:
                 "renewed": self.renewed, "unreadable": self.unreadable}  # fmt: skip
 
     def update_pauses(self, fetching: bool) -> None:
-        """Pause the partitions of full tiers (all of them unless ``fetching``)."""
-        fill = {tier: max(len(buffer) / self.prefetch, self._buffered_bytes[tier] / BUFFER_BYTES)
+        """Pause the partitions of full tiers and those holding more than their share of
+        their tier's buffer (all of them unless ``fetching``)."""
+        fill = {tier: max(len(buffer) / self.prefetch, buffer.bytes / BUFFER_BYTES)
                 for tier, buffer in self.buffers.items()}  # fmt: skip
         self._full = full_tiers(self._full, fill)
-        wanted = {key for key in self.tracker.assigned()
-                  if not fetching or self.tier_of[key[0]] in self._full}  # fmt: skip
+        hoarding: set[Partition] = set()
+        for topic, count in self._partitions_of().items():
+            if count > 1:
+                buffer = self.buffers[self.tier_of[topic]]
+                hoarding |= buffer.hoarding(self._share(count), frozenset(self._paused))
+        wanted = {key for key in self.tracker.assigned() if not fetching or key in hoarding
+                  or self.tier_of[key[0]] in self._full}  # fmt: skip
         if wanted - self._paused:
             self.consumer.pause([TopicPartition(t, p) for t, p in wanted - self._paused])
         if self._paused - wanted:
             self.consumer.resume([TopicPartition(t, p) for t, p in self._paused - wanted])
         self._paused = wanted
+
+    def _partitions_of(self) -> dict[str, int]:
+        """Assigned partitions of each tier's topic."""
+        counts = dict.fromkeys(self.tier_of, 0)
+        for topic, _ in self.tracker.assigned():
+            counts[topic] = counts.get(topic, 0) + 1
+        return counts
+
+    def _share(self, partitions: int) -> int:
+        """One partition's share of a tier buffer of ``prefetch`` records, rounded up so
+        that the shares together fill it."""
+        return max(1, -(-self.prefetch // max(1, partitions)))
 
     def _unreadable(self, ref: OffsetRef, reason: str) -> None:
         """No job can be named, so no outcome: skip the record, keep the reason in the log."""
@@ -330,6 +348,10 @@ class Lane:
         # Its init_transactions (which fences the old one) runs before its first
         # transaction, retried with the commit's backoff while the coordinator is away.
         self._uninitialised = True
+
+
+def _size(record: Record) -> int:
+    return len(record.raw or b"")
 
 
 def _is_fatal(exc: KafkaException) -> bool:

@@ -28,6 +28,9 @@ class WorkerOptions:
     partitions go to the others after that session rather than at once."""
     job_types: tuple[str, ...] = ()
     """Types to serve; empty serves every type the app registers."""
+    pool: str | None = None
+    """Serve only the jobs that require this pool (``--pool gpu``); None: only those that
+    require none."""
     concurrency: int = 8
     """Runs holding a slot at once, across the types served."""
     prefetch: int | None = None

@@ -93,7 +93,7 @@ class WorkerRuntime:
             settings, **{"delivery.report.only.error": True, "linger.ms": 50}
         )
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
-                           static_member=options.static_member,
+                           static_member=options.static_member, pool=options.pool,
                            deserialize=deserialize, before_commit=self._flush_events,
                            schedule=CommitSchedule(options.commit_interval_s,
                                                    options.commit_max_outcomes))
@@ -138,7 +138,8 @@ class WorkerRuntime:
         sees them at once instead of after the next metadata refresh. Existing topics are
         left alone: their partition count is no business of a worker."""
         present = self.lanes[0].consumer.list_topics(timeout=30).topics
-        missing = [spec for t in self.job_types for spec in self.topics.job_type_specs(t)
+        missing = [spec for t in self.job_types
+                   for spec in self.topics.job_type_specs(t, self.options.pool)
                    if spec.name not in present]  # fmt: skip
         if missing:
             ensure_topics(self.settings.kafka_config, missing,

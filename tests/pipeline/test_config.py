@@ -71,3 +71,13 @@ def test_a_bad_setting_stops_the_process_at_start() -> None:
     )
     assert result.returncode == 3
     assert "JOBSTREAM_TIMER_PARTITIONS" in result.stderr
+
+
+def test_owner_weights_from_json_and_a_weight_that_is_not_positive_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JOBSTREAM_OWNER_WEIGHTS", '{"acme": 3, "*": 0.5}')
+    assert load_settings().owner_weights == {"acme": 3.0, "*": 0.5}
+    monkeypatch.setenv("JOBSTREAM_OWNER_WEIGHTS", '{"acme": 0}')
+    with pytest.raises(ConfigurationError, match=r"JOBSTREAM_OWNER_WEIGHTS.*acme"):
+        load_settings()

@@ -65,6 +65,7 @@ def submitted(
                 "timeout_ms": None,
                 "labels": {},
                 "on_parent_failure": "CANCEL",
+                "pool": None,
             },
         },
     )

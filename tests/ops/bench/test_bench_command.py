@@ -52,3 +52,21 @@ def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
     release = report["release_lateness_ms"]
     assert 0 <= release["p50"] <= release["max"], "a child never starts before its parents end"
     assert "release lateness" in result.output
+
+
+def test_the_two_owner_scenario_reports_each_owners_start_lateness(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "fairness.json"
+    result = CliRunner().invoke(app, [
+        "bench", "--scenario", "fairness", "--burst", "300", "--small", "10", "--lead", "5s",
+        "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
+        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(out.read_bytes())
+    assert (report["submitted"], report["completed"], report["lost"]) == (310, 310, 0)
+    assert "peer" not in report  # Celery has no owners to share between
+    by_owner = report["start_lateness_by_owner_ms"]
+    assert (by_owner["owner-a"]["count"], by_owner["owner-b"]["count"]) == (300, 10)
+    assert "start lateness ms, owner-b" in result.output

@@ -25,6 +25,12 @@ def test_unpaced_jobs_come_at_once_in_chunks() -> None:
     ]
 
 
+def test_two_owners_are_due_together_the_flood_submitted_first() -> None:
+    load = Load.two_owners(5, 2, lead_s=30)
+    assert load.offsets_ms == [0] * 7 and not load.paced
+    assert load.owners == ("owner-a",) * 5 + ("owner-b",) * 2
+
+
 def test_paced_jobs_come_only_when_within_the_lead_of_their_due_time() -> None:
     load = Load("steady", [0, 100, 60_000], lead_s=1, paced=True)
     halt = threading.Event()
@@ -40,6 +46,8 @@ def test_paced_jobs_come_only_when_within_the_lead_of_their_due_time() -> None:
     lambda: Load.steady(rate=1, duration_s=1, lead_s=0),
     lambda: Load.burst(0, lead_s=None),
     lambda: Load.burst(10, lead_s=-1),
+    lambda: Load.two_owners(0, 10, lead_s=None),
+    lambda: Load.two_owners(10, 0, lead_s=None),
 ])  # fmt: skip
 def test_a_load_that_cannot_run_is_refused(make: Callable[[], Load]) -> None:
     with pytest.raises(ValueError):

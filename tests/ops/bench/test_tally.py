@@ -55,3 +55,10 @@ def test_jobs_per_second_runs_from_the_first_due_time_to_the_last_end() -> None:
 
 def test_events_of_other_jobs_are_ignored() -> None:
     assert tally(["a"], [fired("x", 0, 1), ended("x", 2)])["completed"] == 0
+
+
+def test_start_lateness_is_also_given_per_owner() -> None:
+    events = [{**started("a", 1000, 1100), "owner": "flood"},
+              {**started("b", 1000, 1020), "owner": "small"}]  # fmt: skip
+    by_owner = tally(["a", "b"], events)["start_lateness_by_owner_ms"]
+    assert by_owner["flood"]["max"] == 100 and by_owner["small"]["max"] == 20

@@ -63,3 +63,11 @@ def test_a_revoked_partition_drops_its_share(open_tx: OpenTransaction) -> None:
     assert [e.key for e in open_tx.emits()] == [b"b"] and open_tx.consumed == 1
     open_tx.rollback()
     assert not open_tx.pending and list(open_tx.emits()) == []
+
+
+def test_partitions_outputs_are_interleaved_each_in_its_own_order(
+    open_tx: OpenTransaction,
+) -> None:
+    open_tx.fold(0, [lost(job, 0) for job in ("a1", "a2", "a3", "a4")])
+    open_tx.fold(1, [lost(job, 1) for job in ("b1", "b2")])
+    assert [e.key for e in open_tx.emits()] == [b"a1", b"b1", b"a2", b"b2", b"a3", b"a4"]

@@ -32,7 +32,7 @@ def execution_requested(
         "priority": priority, "run_at_ms": None,
         "cron": cron_schedule("* * * * *", overlap=overlap) if overlap else None,
         "depends_on": [], "retry": None, "timeout_ms": timeout_ms, "labels": {},
-        "on_parent_failure": "CANCEL",
+        "on_parent_failure": "CANCEL", "pool": None,
     }  # fmt: skip
     return Event("ExecutionRequested", {
         "job_id": job_id, "workflow_id": None,
