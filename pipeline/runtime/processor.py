@@ -78,6 +78,10 @@ class Processor(Generic[S]):
     inputs: tuple[str, ...] = ()
     changelog: str | None = None
     """The compacted topic the stores are logged to; None for a stateless processor."""
+    state_layout: ClassVar[int] = 1
+    """The version of how the stores lay the state out, raised when :meth:`restore` starts
+    deriving keys the files do not have (an index): files of an older layout are rebuilt
+    from the changelog's start when their partition is assigned."""
     punctuate_when_caught_up: bool = False
     """Punctuate a partition only once it has been read to its end (the status processor's
     leases: heartbeats still in a backlog must not expire them)."""

@@ -91,6 +91,7 @@ class Runner(Generic[S]):
                 processor.changelog,
                 lambda: clients.consumer(settings, f"{group}.restore"),
                 processor.restore,
+                processor.state_layout,
             )
         self.task: Task[S] = Task(
             processor,

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 class PartitionStores:
     def __init__(self, root: Path, changelog: str, restorer: Callable[[], Consumer],
-                 apply: Apply) -> None:  # fmt: skip
+                 apply: Apply, layout: int = 1) -> None:  # fmt: skip
         """``restorer`` makes the consumer that reads the changelog (committed data only,
         in no group that commits); :meth:`renew_restorer` replaces it after a fault."""
         self.root = root
@@ -32,6 +32,7 @@ class PartitionStores:
         self._new_restorer = restorer
         self.restorer = restorer()
         self.apply = apply
+        self.layout = layout
         self.stores: dict[int, PartitionStore] = {}
         self._delivered: dict[int, int] = {}
 
@@ -39,7 +40,7 @@ class PartitionStores:
         for p in sorted(set(partitions) - set(self.stores)):
             store = PartitionStore(self.root / str(p))
             try:
-                restore(store, self.restorer, self.changelog, p, self.apply)
+                restore(store, self.restorer, self.changelog, p, self.apply, layout=self.layout)
             except BaseException:  # its files stay locked until closed
                 store.close()
                 raise

@@ -28,6 +28,7 @@ def restore(
     partition: int,
     apply: Apply,
     *,
+    layout: int = 1,
     chunk: int = 10_000,
     idle_s: float = 15.0,
     poll_s: float = 0.05,
@@ -39,25 +40,24 @@ def restore(
     ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
     The end of a transactional changelog is a commit marker, which no ``consume()``
     returns: polls are short (``poll_s``) so that reaching it costs milliseconds, not
-    a long poll per partition.
+    a long poll per partition. Files of another ``layout`` (the processor keeps its state
+    another way than when it wrote them) are rebuilt from the changelog's start.
     """
     tp = TopicPartition(topic, partition)
     checkpoint = store.changelog_offset
-    if store.changelog_topic == topic and checkpoint is not None:
+    bound = store.changelog_topic == topic and store.layout == layout
+    if bound and checkpoint is not None:
         low, high = _end_past(consumer, tp, checkpoint, idle_s)
     else:
         low, high = watermarks(consumer, tp)
-    valid = (
-        store.changelog_topic == topic
-        and checkpoint is not None
-        and low - 1 <= checkpoint < high
-    )
+    valid = bound and checkpoint is not None and low - 1 <= checkpoint < high
     if not valid:
         if checkpoint is not None or store.changelog_topic not in (None, topic):
-            log.info("local state of %s[%d] is not valid (checkpoint %s, changelog %d..%d): "
-                     "full restore", topic, partition, checkpoint, low, high)  # fmt: skip
+            log.info("local state of %s[%d] is not valid (checkpoint %s, changelog %d..%d, "
+                     "layout %d, now %d): full restore", topic, partition, checkpoint, low,
+                     high, store.layout, layout)  # fmt: skip
         store.wipe()
-        store.bind_changelog(topic)
+        store.bind_changelog(topic, layout)
         checkpoint = low - 1
     start = low if checkpoint is None else checkpoint + 1
     if start >= high or (valid and start == high - 1):

@@ -24,6 +24,7 @@ _OFFSET = struct.Struct(">q")
 # Metadata keys start with 0x00 so that they sort before every data key.
 _CHANGELOG_OFFSET_KEY = b"\x00changelog-offset"
 _CHANGELOG_TOPIC_KEY = b"\x00changelog-topic"
+_LAYOUT_KEY = b"\x00layout"
 
 
 def _options() -> Options:
@@ -95,9 +96,17 @@ class PartitionStore:
         raw = self._db.get(_CHANGELOG_TOPIC_KEY)
         return None if raw is None else bytes(raw).decode()
 
-    def bind_changelog(self, topic: str) -> None:
+    @property
+    def layout(self) -> int:
+        """The version of the way the processor lays its state out in these files (1 for
+        files written before versions were recorded)."""
+        raw = self._db.get(_LAYOUT_KEY)
+        return 1 if raw is None else int(_OFFSET.unpack(raw)[0])
+
+    def bind_changelog(self, topic: str, layout: int = 1) -> None:
         with _io(self.path):
             self._db.put(_CHANGELOG_TOPIC_KEY, topic.encode())
+            self._db.put(_LAYOUT_KEY, _OFFSET.pack(layout))
 
     def estimated_keys(self) -> int:
         """RocksDB's estimate of the keys held (cheap: no scan)."""

@@ -44,6 +44,8 @@ class TimerCounters:
 
 class Timers(Processor[TimerState]):
     name = "timers"
+    state_layout = 2
+    """2: an owner schedule beside the one by fire time (fair firing)."""
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
         "partition.assignment.strategy": "range", **clients.TICK_FETCH
     }

@@ -96,3 +96,21 @@ def test_a_restore_that_fails_releases_the_store_for_the_next_attempt(
     stores.assign([PARTITION])  # would fail on the RocksDB lock of an unclosed store
     assert stores.stores[PARTITION].get(b"a") == b"1"
     stores.revoke([PARTITION])
+
+
+def test_files_of_another_layout_are_rebuilt_from_the_changelog_start(
+    topics: Topics, tmp_path: Path, restorer: Consumer
+) -> None:
+    last = write_changelog(topics, [(b"a", b"1"), (b"b", b"2")])
+    store = PartitionStore(tmp_path / "p")
+    store.bind_changelog(topics.timers_changelog)  # written before layouts were recorded
+    store.write({b"a": b"1", b"b": b"2"}, changelog_offset=last)
+
+    def derive(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+        put(tx, key, value)
+        put(tx, b"index-" + key, b"")  # what layout 2 keeps beside each record
+
+    assert restore(store, restorer, topics.timers_changelog, PARTITION, derive, layout=2) == 2
+    assert (store.get(b"index-a"), store.get(b"index-b"), store.layout) == (b"", b"", 2)
+    assert restore(store, restorer, topics.timers_changelog, PARTITION, derive, layout=2) == 0
+    store.close()
