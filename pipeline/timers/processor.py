@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
+from pipeline.jobs.params import submission_fields, summarize_params
 from pipeline.jobs.workflow import STEP_LABEL, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
@@ -88,16 +89,19 @@ class TimerProcessor:
             return []
         due = self._first_fire(job, now_ms)
         gate = self.workflows.admit(state, job, step) if in_workflow else None
+        # The first event of a job tells the status processor what only the submission holds.
+        first = submission_fields(job)
         if due is None:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run")]
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run",
+                                    **first)]  # fmt: skip
         if gate is not None and gate.action is GateAction.CANCEL:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason)]
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason, **first)]
         blocked = gate is not None and gate.action is GateAction.WAIT
         state.put(TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due,
                              blocked=blocked))  # fmt: skip
         if gate is not None and blocked:
-            return [self.workflows.blocked(job, now_ms, due, gate.waiting)]
-        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due)]
+            return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
+        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]
 
     def _workflow_submitted(self, state: TimerState, data: dict[str, Any],
                             now_ms: int) -> list[Output]:  # fmt: skip
@@ -155,8 +159,10 @@ class TimerProcessor:
                 self._finish(state, entry, now_ms)
                 return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
             state.put(entry.evolve(job=job, due_ms=updated))
+            changed = {**summarize_params(spec.get("params"))._asdict(),
+                       "labels": dict(spec.get("labels") or {})}  # fmt: skip
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
-                                    detail="schedule updated")]  # fmt: skip
+                                    detail="schedule updated", **changed)]  # fmt: skip
         return []
 
     def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
