@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import errors, jobs, operations
+from connectors.api import commands, errors, jobs, operations, workflows
 from connectors.api.services import Services
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,8 @@ def create_app(svc: Services) -> FastAPI:
     app.state.services = svc
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(commands.router)
+    app.include_router(workflows.router)
     app.include_router(operations.router)
     app.add_middleware(
         errors.BodyLimit,

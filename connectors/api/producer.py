@@ -56,7 +56,9 @@ class AsyncIntake:
             future: asyncio.Future[None] = loop.create_future()
             futures.append(future)
             value = self._serialize(event, None)
-            key = partition_key(event.data["job_id"], event.data.get("workflow_id"))
+            # A workflow's records have no job id: they are keyed by the workflow.
+            key = partition_key(event.data.get("job_id") or event.data["workflow_id"],
+                                event.data.get("workflow_id"))  # fmt: skip
             callback = _resolver(loop, future)
             while True:
                 try:

@@ -67,6 +67,9 @@ class TimerProcessor:
         if event.name == "ScheduleChanged":
             validate_command(event, now_ms=now_ms)
             return self._schedule_changed(state, data, now_ms)
+        if event.name == "JobTriggered":
+            validate_command(event, now_ms=now_ms)
+            return self._triggered(state, data, now_ms)
         if event.name == "RetryScheduled":
             return self._retry(state, data, now_ms)
         if event.name == "StepEnded":
@@ -159,11 +162,34 @@ class TimerProcessor:
                 self._finish(state, entry, now_ms)
                 return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
             state.put(entry.evolve(job=job, due_ms=updated))
+            if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
+                return []
             changed = {**summarize_params(spec.get("params"))._asdict(),
                        "labels": dict(spec.get("labels") or {})}  # fmt: skip
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
                                     detail="schedule updated", **changed)]  # fmt: skip
         return []
+
+    def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
+        """Run a pending job now: a one-off job fires now instead of at its time; a
+        recurring one fires once more now, keeps its next occurrence, and counts the run
+        towards its max_runs. A job that fired already, ended, waits for its parents or is
+        paused (resume it first) has nothing to run now: the command changes nothing."""
+        entry = state.get(data["job_id"])
+        if entry is None or entry.kind != "job" or entry.blocked or entry.paused:
+            return []
+        if not entry.spec.get("cron"):
+            # Due now: this iteration's punctuation fires it, as any other due timer.
+            state.put(entry.evolve(due_ms=min(entry.due_ms, now_ms)))
+            return []
+        emits = self._fire(state, entry, now_ms, now_ms)
+        runs = entry.runs + 1
+        max_runs = CronSpec.from_avro(entry.spec["cron"]).max_runs
+        if max_runs is not None and runs >= max_runs:
+            self._finish(state, entry, now_ms)
+        else:
+            state.put(entry.evolve(runs=runs))
+        return emits
 
     def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         """Schedule another attempt, unless this attempt is already pending or has fired.
