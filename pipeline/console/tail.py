@@ -9,7 +9,6 @@ Ctrl-C. Each line is :func:`pipeline.console.decode.record_line`.
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import Callable
 from typing import IO
 
@@ -18,8 +17,8 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, 
 
 from pipeline.config import Settings, load_settings
 from pipeline.console.decode import record_line
-from pipeline.errors import ConfigurationError
-from pipeline.kafka import clients
+from pipeline.errors import BrokerError
+from pipeline.kafka.scan import partitions_of, scan_consumer
 from pipeline.kafka.watermarks import watermarks
 from pipeline.serde import make_serde
 from pipeline.signals import stop_on_signals
@@ -40,23 +39,15 @@ def topic_name(settings: Settings, name: str) -> str:
     return name if not prefix or name.startswith(prefix) else prefix + name
 
 
-def partitions(consumer: Consumer, topic: str) -> list[int]:
-    metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
-    if metadata is None or metadata.error is not None or not metadata.partitions:
-        raise ConfigurationError(f"no topic {topic} on the broker")
-    return sorted(metadata.partitions)
-
-
 def tail_topic(settings: Settings, topic: str, out: IO[bytes], *, from_beginning: bool = False,
                limit: int | None = None, to_end: bool = False,
                stop: Callable[[], bool] = lambda: False) -> int:  # fmt: skip
     """Write the records of ``topic`` to ``out``, one JSON line each; return how many."""
     _, deserialize = make_serde(settings.schema_registry_url)
-    consumer = clients.consumer(settings, f"jobstream.tail.{uuid.uuid4().hex}",
-                                **{"enable.partition.eof": True})  # fmt: skip
+    consumer = scan_consumer(settings)
     written = 0
     try:
-        owned = partitions(consumer, topic)
+        owned = partitions_of(consumer, topic)
         start = OFFSET_BEGINNING if from_beginning else OFFSET_END
         consumer.assign([TopicPartition(topic, p, start) for p in owned])
         # Partitions with nothing left to read before the end: with --to-end, the rest.
@@ -70,7 +61,7 @@ def tail_topic(settings: Settings, topic: str, out: IO[bytes], *, from_beginning
                     if error.code() == KafkaError._PARTITION_EOF:
                         pending.discard(message.partition())
                         continue
-                    raise ConfigurationError(f"reading {topic}: {error.str()}")
+                    raise BrokerError(f"reading {topic}: {error.str()}")
                 out.write(record_line(message, deserialize) + b"\n")
                 written += 1
                 if limit is not None and written >= limit:

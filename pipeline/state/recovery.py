@@ -31,6 +31,7 @@ def restore(
     chunk: int = 10_000,
     idle_s: float = 15.0,
     poll_s: float = 0.05,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
     """Replay the changelog into ``store``; return the number of records applied.
 
@@ -39,7 +40,7 @@ def restore(
     ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
     The end of a transactional changelog is a commit marker, which no ``consume()``
     returns: polls are short (``poll_s``) so that reaching it costs milliseconds, not
-    a long poll per partition.
+    a long poll per partition. ``progress`` hears the records applied after each chunk.
     """
     tp = TopicPartition(topic, partition)
     checkpoint = store.changelog_offset
@@ -84,6 +85,8 @@ def restore(
             if messages:
                 last_progress = time.monotonic()
                 tx.commit(last_offset)
+                if progress is not None:
+                    progress(len(messages))
             position = consumer.position([tp])[0].offset
             if position >= high:
                 break
