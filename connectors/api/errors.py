@@ -84,6 +84,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's "error parsing the body": not JSON at all
+            return problem(422, "body: not a JSON document", "body")
         return problem(exc.status_code, str(exc.detail), None, exc.headers)
 
 

@@ -55,7 +55,9 @@ def _request(job: JobIn, who: Principal, header_key: str | None, path: str = "")
         raise ValidationError(path + exc.field, exc.message) from None
 
 
-@router.post("", status_code=201, response_model=Accepted, responses=ERRORS)
+@router.post("", status_code=201, response_model=Accepted,
+             responses={**ERRORS, 200: {"model": Accepted,
+                                        "description": "The idempotency key's job exists."}})
 async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
                  idempotency_key: Annotated[str | None, Header()] = None) -> Accepted:  # fmt: skip
     """Submit one job: 201 with its id and Location. With an idempotency key naming a job

@@ -24,7 +24,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("", status_code=201, response_model=WorkflowAccepted, responses=ERRORS)
+@router.post("", status_code=201, response_model=WorkflowAccepted,
+             responses={**ERRORS, 200: {"model": WorkflowAccepted,
+                                        "description": "The idempotency key's workflow exists."}})
 async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: Svc,
                           idempotency_key: Annotated[str | None, Header()] = None,
                           ) -> WorkflowAccepted:  # fmt: skip
