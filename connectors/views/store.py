@@ -49,6 +49,10 @@ class ViewStore:
     def batch(self) -> ViewBatch:
         return ViewBatch(self)
 
+    def compact(self) -> None:
+        """Compact the whole store (after a bulk load: later reads touch fewer files)."""
+        self.db.compact()
+
     def wipe(self) -> None:
         """Drop every view: a replay from offset zero rebuilds them."""
         self.db.wipe()
