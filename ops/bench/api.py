@@ -147,13 +147,13 @@ def bench_api(
     bootstrap: str | None = BootstrapOption,
     port: int = PortOption,
     workdir: Path = WorkdirOption,
-    kafka_home: Path = KafkaHomeOption,
+    kafka_home: Path | None = KafkaHomeOption,
     out: Path | None = OutOption,
 ) -> None:
     """Measure the HTTP API: accepted jobs/s (batch and single) and owner listing p99."""
     views = workdir / "api-views"
     shutil.rmtree(views, ignore_errors=True)
-    with broker(bootstrap, kafka_home, port) as running:
+    with broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as running:
         settings = run_settings(running.bootstrap, timer_partitions=6, exec_partitions=2)
         create_topics(settings)
         server = _server(settings, views, owners)
