@@ -3,7 +3,9 @@
 1. Submissions: ``POST /api/v1/jobs/batch`` of ``--batch-size`` jobs from
    ``--batch-clients`` client processes (each one request after another), and single
    ``POST /api/v1/jobs`` from ``--concurrency`` clients at once, against a real server
-   and broker; a job counts once the API answered 201 (the broker acknowledged it).
+   and broker; a job counts once the API answered 201 (the broker acknowledged it). The
+   server's CPU time per accepted batch job (its process: handlers, view updater,
+   producer) says what one core could take on a machine not shared with other work.
 2. Listing: a view store filled with ``--view-jobs`` jobs of ``--owners`` owners and
    compacted (the steady state of a view, not the minutes after a bulk load), then
    ``GET /api/v1/jobs?limit=50`` by owner tokens of random owners from a client process
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import statistics
@@ -58,6 +61,13 @@ def _batches(url: str, count: int, size: int, start_at: float) -> tuple[float, f
             reply = client.post("/api/v1/jobs/batch", content=body)
             reply.raise_for_status()
         return started, time.time()
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process, every thread: the API server, its view updater and its
+    producer (the clients run in processes of their own)."""
+    times = os.times()
+    return times.user + times.system
 
 
 def _batch_rate(url: str, count: int, size: int, clients: int) -> float:
@@ -158,7 +168,9 @@ def bench_api(
         create_topics(settings)
         server = _server(settings, views, owners)
         try:
+            cpu = _cpu_s()
             batch_rate = _batch_rate(server.url, batches, batch_size, batch_clients)
+            batch_cpu_us = (_cpu_s() - cpu) * 1e6 / (batches * batch_size)
             single_rate = asyncio.run(_singles(server.url, singles, concurrency))
         finally:
             server.stop()
@@ -172,7 +184,8 @@ def bench_api(
             server.stop()
     report = {
         "batch_clients": batch_clients,
-        "batch_jobs_per_s": round(batch_rate), "single_jobs_per_s": round(single_rate),
+        "batch_jobs_per_s": round(batch_rate), "batch_cpu_us_per_job": round(batch_cpu_us, 1),
+        "single_jobs_per_s": round(single_rate),
         "view_jobs": view_jobs, "view_fill_s": round(fill_s, 1),
         "list_p50_ms": round(statistics.median(latencies), 2),
         "list_p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 2),
