@@ -1,4 +1,4 @@
-"""The connectors' commands: ``jobstream api``, the queries on it, and ``replay views``.
+"""The connectors' commands: ``jobstream api``, the queries on it, and ``replay``.
 
 ``jobs list``, ``history`` and ``workers`` call the HTTP API (``JOBSTREAM_API_URL``,
 ``JOBSTREAM_API_TOKEN``), so they see what the token's owner may see and nothing more;
@@ -15,7 +15,6 @@ import httpx
 import typer
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from connectors.api.auth import hash_token
@@ -23,6 +22,7 @@ from connectors.api.server import ApiServer
 from connectors.api.settings import ApiSettings, load_api_settings
 from connectors.views import ViewStore, ViewUpdater
 from pipeline.config import load_settings
+from pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from pipeline.signals import stop_on_signals
 
 log = logging.getLogger(__name__)
@@ -164,12 +164,9 @@ def replay_views(
     api_settings = load_api_settings(**({"view_dir": view_dir} if view_dir else {}))
     store = ViewStore(api_settings.view_dir)
     updater = ViewUpdater(load_settings(), store, retention_ms=api_settings.view_retention)
-    columns = (TextColumn("views"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
-        with Progress(*columns, console=Console(stderr=True)) as progress:
-            task = progress.add_task("views", total=None)
-            folded = updater.rebuild(lambda done, total: progress.update(
-                task, completed=done, total=total))  # fmt: skip
+        with progress_bar("views") as step:
+            folded = updater.rebuild(step)
     finally:
         updater.close()
         store.close()
@@ -183,4 +180,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(jobs_app, name="jobs")
     app.command("history")(history)
     app.command("workers")(workers)
+    replay_app.command("status")(replay_status)
+    replay_app.command("timers")(replay_timers)
     app.add_typer(replay_app, name="replay")

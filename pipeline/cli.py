@@ -14,6 +14,8 @@ import sys
 
 import typer
 
+from pipeline.console.tail import EPILOG as TAIL_EPILOG
+from pipeline.console.tail import tail
 from pipeline.dlq.cli import dlq_app
 from pipeline.errors import (
     BrokerError,
@@ -73,6 +75,7 @@ def register(app: typer.Typer) -> None:
     app.command("timers")(timers)
     app.command("status-processor")(status_processor)
     app.command("status")(status)
+    app.command("tail", epilog=TAIL_EPILOG)(tail)
     app.command("retry-router")(retry_router)
     app.add_typer(dlq_app, name="dlq")
     app.command("worker")(worker)

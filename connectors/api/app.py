@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import errors, jobs, live, operations
+from connectors.api import commands, errors, jobs, live, operations, workflows
 from connectors.api.services import Services
 from connectors.dashboard import mount as mount_dashboard
 
@@ -23,7 +24,13 @@ log = logging.getLogger(__name__)
 Next = Callable[[Request], Awaitable[Response]]
 
 
-def create_app(svc: Services) -> FastAPI:
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document the API serves, without starting it (tests fuzz from it)."""
+    return create_app(None).openapi()
+
+
+def create_app(svc: Services | None) -> FastAPI:
+    """The API over ``svc``; None builds it for its document only (it serves nothing)."""
     app = FastAPI(
         title="jobstream",
         version="1",
@@ -32,9 +39,29 @@ def create_app(svc: Services) -> FastAPI:
     app.state.services = svc
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(commands.router)
+    app.include_router(workflows.router)
     app.include_router(operations.router)
     app.include_router(live.router)
     mount_dashboard(app)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz(request: Request) -> JSONResponse:
+        """200 while the view updater turns; 503 naming what is wrong otherwise."""
+        updater = request.app.state.services.updater
+        problem = updater.health() if updater is not None else None
+        body = {
+            "status": "ok" if problem is None else "unhealthy",
+            "problem": problem,
+            "views": None if updater is None else {
+                "caught_up": updater.caught_up(), "folded": updater.stats.folded,
+                "skipped": updater.stats.skipped, "purged": updater.stats.purged,
+            },
+        }  # fmt: skip
+        return JSONResponse(body, status_code=200 if problem is None else 503)
+
+    if svc is None:
+        return app
     app.add_middleware(
         errors.BodyLimit,
         default=svc.api.api_max_body_bytes,
@@ -50,20 +77,5 @@ def create_app(svc: Services) -> FastAPI:
             "ms": round((time.perf_counter() - started) * 1000, 2),
         })  # fmt: skip
         return response
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> JSONResponse:
-        """200 while the view updater turns; 503 naming what is wrong otherwise."""
-        updater = svc.updater
-        problem = updater.health() if updater is not None else None
-        body = {
-            "status": "ok" if problem is None else "unhealthy",
-            "problem": problem,
-            "views": None if updater is None else {
-                "caught_up": updater.caught_up(), "folded": updater.stats.folded,
-                "skipped": updater.stats.skipped, "purged": updater.stats.purged,
-            },
-        }  # fmt: skip
-        return JSONResponse(body, status_code=200 if problem is None else 503)
 
     return app

@@ -42,8 +42,13 @@ def problem(status: int, detail: str, field: str | None = None,
                         headers=dict(headers or {}))  # fmt: skip
 
 
-def field_path(loc: Sequence[str | int]) -> str:
-    """``("body", "jobs", 3, "params")`` -> ``jobs[3].spec.params``; query names stay."""
+JOB_BODIES = frozenset({"/api/v1/jobs", "/api/v1/jobs/batch"})
+"""The paths whose bodies are jobs: their fields are named by the record path."""
+
+
+def field_path(loc: Sequence[str | int], *, job_body: bool = True) -> str:
+    """``("body", "jobs", 3, "params")`` -> ``jobs[3].spec.params``; query names stay, and
+    so do the fields of a body that is not a job (``job_body`` false)."""
     parts = list(loc)
     if parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
@@ -55,7 +60,7 @@ def field_path(loc: Sequence[str | int]) -> str:
             out += f"[{part}]"
         else:
             previous = parts[index - 1] if index else None
-            in_job = index == 0 or isinstance(previous, int)
+            in_job = job_body and (index == 0 or isinstance(previous, int))
             name = _SPEC_PATHS.get(part, part) if in_job else part
             out += ("." if out else "") + name
         index += 1
@@ -72,13 +77,15 @@ def install(app: FastAPI) -> None:
         return problem(422, str(exc), exc.field)
 
     @app.exception_handler(RequestValidationError)
-    async def _unparsed(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _unparsed(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
-        field = field_path(first.get("loc", ()))
+        field = field_path(first.get("loc", ()), job_body=request.url.path in JOB_BODIES)
         return problem(422, f"{field}: {first.get('msg', 'invalid')}", field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's "error parsing the body": not JSON at all
+            return problem(422, "body: not a JSON document", "body")
         return problem(exc.status_code, str(exc.detail), None, exc.headers)
 
 

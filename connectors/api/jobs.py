@@ -1,4 +1,4 @@
-"""/api/v1/jobs: submit (one or a batch), list, read, history, and the job commands."""
+"""/api/v1/jobs: submit (one or a batch), list, read and history (commands: commands.py)."""
 
 from __future__ import annotations
 
@@ -13,25 +13,19 @@ from connectors.api.models import (
     Accepted,
     BatchAccepted,
     BatchIn,
-    CancelIn,
-    CommandOut,
     Executions,
     JobIn,
     JobOut,
     JobPage,
     Problem,
 )
-from connectors.api.producer import NotAcknowledged
-from connectors.api.services import Auth, Services, Svc
+from connectors.api.services import Auth, Svc
 from connectors.views import SUBMITTED, executions, list_jobs
-from connectors.views.fold import apply_submitted
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
-from pipeline.jobs import commands
 from pipeline.jobs.model import JobRequest
-from pipeline.lifecycle import TERMINAL_STATES, JobState
-from pipeline.serde import Event
+from pipeline.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -61,20 +55,9 @@ def _request(job: JobIn, who: Principal, header_key: str | None, path: str = "")
         raise ValidationError(path + exc.field, exc.message) from None
 
 
-async def _send(svc: Services, events: list[Event]) -> None:
-    try:
-        await svc.intake.send(events)
-    except NotAcknowledged as exc:
-        raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
-
-
-def _accept(svc: Services, event: Event) -> dict[str, Any]:
-    doc = apply_submitted(None, event.data)
-    svc.pending.add(doc)
-    return doc
-
-
-@router.post("", status_code=201, response_model=Accepted, responses=ERRORS)
+@router.post("", status_code=201, response_model=Accepted,
+             responses={**ERRORS, 200: {"model": Accepted,
+                                        "description": "The idempotency key's job exists."}})
 async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
                  idempotency_key: Annotated[str | None, Header()] = None) -> Accepted:  # fmt: skip
     """Submit one job: 201 with its id and Location. With an idempotency key naming a job
@@ -88,8 +71,8 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
         if known is not None:
             response.status_code = 200
             return Accepted(job_id=job_id, state=known["state"], created=False)
-    await _send(svc, [event])
-    _accept(svc, event)
+    await svc.send([event])
+    svc.accept(event.data)
     return Accepted(job_id=job_id, state=SUBMITTED, created=True)
 
 
@@ -109,9 +92,9 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
             events.append(request.to_event(now))
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
-    await _send(svc, events)
+    await svc.send(events)
     for event in events:
-        _accept(svc, event)
+        svc.accept(event.data)
     return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
 
 
@@ -153,37 +136,3 @@ def history(job_id: str, who: Auth, svc: Svc) -> Executions:
     svc.job(job_id, who)
     return Executions.model_validate({"job_id": job_id,
                                       "executions": executions(svc.store, job_id)})
-
-
-async def _command(svc: Services, who: Principal, job_id: str, name: str,
-                   build: Any) -> CommandOut:  # fmt: skip
-    doc = svc.job(job_id, who)
-    if doc["state"] in TERMINAL_STATES:
-        raise ApiError(409, f"job {job_id} has ended ({doc['state']})", "job_id")
-    if name in ("pause", "resume") and (doc.get("schedule") or {}).get("cron") is None \
-            and doc.get("submitted"):  # fmt: skip
-        raise ApiError(409, f"job {job_id} is not recurring: only a schedule pauses", "job_id")
-    await _send(svc, [build(job_id, doc.get("workflow_id"))])
-    return CommandOut(job_id=job_id, command=name)
-
-
-@router.post("/{job_id}/cancel", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def cancel(job_id: str, who: Auth, svc: Svc, body: CancelIn | None = None) -> CommandOut:
-    """Cancel a job (and every later run of a schedule)."""
-    reason = body.reason if body else None
-    return await _command(svc, who, job_id, "cancel", lambda j, w: commands.cancel_event(
-        j, w, reason, now_ms=now_ms()))  # fmt: skip
-
-
-@router.post("/{job_id}/pause", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def pause(job_id: str, who: Auth, svc: Svc) -> CommandOut:
-    """Stop a recurring job from firing until resumed."""
-    return await _command(svc, who, job_id, "pause",
-                          lambda j, w: commands.pause_event(j, w, now_ms=now_ms()))
-
-
-@router.post("/{job_id}/resume", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def resume(job_id: str, who: Auth, svc: Svc) -> CommandOut:
-    """Let a paused recurring job fire again."""
-    return await _command(svc, who, job_id, "resume",
-                          lambda j, w: commands.resume_event(j, w, now_ms=now_ms()))

@@ -140,6 +140,42 @@ class CancelIn(BaseModel):
     reason: str | None = None
 
 
+class ScheduleIn(BaseModel):
+    """A recurring job's new schedule, new parameters, or both (PATCH /api/v1/jobs/{id})."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cron: str | dict[str, Any] | None = Field(
+        None, description="A cron expression (UTC) or a CronSchedule object."
+    )
+    params: dict[str, Any] | None = Field(None, description="New parameters, a JSON object.")
+
+
+class WorkflowIn(BaseModel):
+    """A workflow: steps that run when the steps they depend on have succeeded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[dict[str, Any]] = Field(
+        description="Each: name, depends_on (step names), on_parent_failure, and the fields "
+        "of a job but owner, workflow_id and idempotency_key."
+    )
+    owner: str | None = Field(
+        None, description="Owner; defaults to the token's. Only an admin token names another."
+    )
+    workflow_id: str | None = Field(None, description="Derived from the key, or new, if left out.")
+    idempotency_key: str | None = Field(
+        None,
+        description="Same owner and key, same workflow; the Idempotency-Key header also sets it.",
+    )
+
+
+class WorkflowAccepted(BaseModel):
+    workflow_id: str
+    job_ids: dict[str, str] = Field(description="Step name -> its job's id.")
+    created: bool = Field(description="False when the idempotency key named a known workflow.")
+
+
 class WorkerOut(BaseModel):
     worker_id: str
     host: str

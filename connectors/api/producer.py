@@ -1,11 +1,12 @@
 """Producing to jobs.intake from the event loop without blocking it.
 
 ``produce`` on confluent-kafka only queues a record; the acknowledgement comes through a
-delivery callback served by ``poll``. A daemon thread polls, and each callback resolves
-an asyncio future on the loop (``call_soon_threadsafe``), so a request awaits its
-acknowledgement while the loop serves others, and a batch of a thousand jobs costs one
-wait. Records are keyed and partitioned as the Python client does (murmur2 on the
-partition key), so a job submitted here and a cancel from any client meet.
+delivery callback served by ``poll``. A daemon thread polls, and the callbacks of one send
+count its acknowledgements and resolve one asyncio future on the loop
+(``call_soon_threadsafe``), so a request awaits its acknowledgement while the loop serves
+others, and a batch of a thousand jobs costs one wait and one wake-up. Records are keyed
+and partitioned as the Python client does (murmur2 on the partition key), so a job
+submitted here and a cancel from any client meet.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
@@ -49,25 +49,30 @@ class AsyncIntake:
             self._producer.poll(0.05)
 
     async def send(self, events: list[Event]) -> None:
-        """Produce every event and return once the broker has acknowledged them all."""
+        """Produce every event and return once the broker has acknowledged them all.
+
+        One future for the whole send, settled by the last acknowledgement (or the first
+        failure): a batch of a thousand jobs wakes the loop once, not a thousand times.
+        """
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[None]] = []
+        acks = _Acks(loop, loop.create_future(), len(events))
         for event in events:
-            future: asyncio.Future[None] = loop.create_future()
-            futures.append(future)
             value = self._serialize(event, None)
-            key = partition_key(event.data["job_id"], event.data.get("workflow_id"))
-            callback = _resolver(loop, future)
+            # A workflow's records have no job id: they are keyed by the workflow.
+            key = partition_key(event.data.get("job_id") or event.data["workflow_id"],
+                                event.data.get("workflow_id"))  # fmt: skip
             while True:
                 try:
-                    self._producer.produce(self.topic, value, key, on_delivery=callback)
+                    self._producer.produce(self.topic, value, key, on_delivery=acks)
                     break
                 except BufferError:  # local queue full: let the poller drain it
                     await asyncio.sleep(0.01)
                 except KafkaException as exc:
-                    future.set_exception(NotAcknowledged(f"{self.topic}: {exc.args[0].str()}"))
+                    acks.failed(NotAcknowledged(f"{self.topic}: {exc.args[0].str()}"))
                     break
-        await asyncio.gather(*futures)
+            if acks.future.done():  # refused already: send no more of it
+                break
+        await acks.future
 
     def close(self) -> None:
         self._producer.flush(10)
@@ -75,18 +80,35 @@ class AsyncIntake:
         self._poller.join(5)
 
 
-def _resolver(loop: asyncio.AbstractEventLoop,
-              future: asyncio.Future[None]) -> Callable[[KafkaError | None, Message], None]:
-    def on_delivery(err: KafkaError | None, _msg: Message) -> None:
-        loop.call_soon_threadsafe(_settle, future, err)
+class _Acks:
+    """The delivery callback of one send: counts acknowledgements on the poll thread and
+    settles the send's future on the loop once, at the last one or the first failure."""
 
-    return on_delivery
+    __slots__ = ("future", "left", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],
+                 count: int) -> None:  # fmt: skip
+        self.loop, self.future, self.left = loop, future, count
+        if count == 0:
+            future.set_result(None)
+
+    def __call__(self, err: KafkaError | None, _msg: Message) -> None:
+        self.left -= 1
+        if err is not None:
+            error = NotAcknowledged(f"record not acknowledged: {err.str()}")
+            self.loop.call_soon_threadsafe(_settle, self.future, error)
+        elif self.left == 0:
+            self.loop.call_soon_threadsafe(_settle, self.future, None)
+
+    def failed(self, error: NotAcknowledged) -> None:
+        """A record the producer refused at once (on the loop's own thread)."""
+        _settle(self.future, error)
 
 
-def _settle(future: asyncio.Future[None], err: KafkaError | None) -> None:
+def _settle(future: asyncio.Future[None], error: NotAcknowledged | None) -> None:
     if future.done():
         return
-    if err is None:
+    if error is None:
         future.set_result(None)
     else:
-        future.set_exception(NotAcknowledged(f"record not acknowledged: {err.str()}"))
+        future.set_exception(error)

@@ -6,6 +6,7 @@ request and :func:`services` the one that hands the routes their parts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -15,10 +16,12 @@ from connectors.api.auth import Principal, TokenTable
 from connectors.api.errors import ApiError
 from connectors.api.feed import Feed
 from connectors.api.pending import Pending
-from connectors.api.producer import AsyncIntake
+from connectors.api.producer import AsyncIntake, NotAcknowledged
 from connectors.api.settings import ApiSettings
 from connectors.views import ViewStore, ViewUpdater
+from connectors.views.fold import apply_submitted
 from pipeline.config import Settings
+from pipeline.serde import Event
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
@@ -44,6 +47,21 @@ class Services:
             doc = self.pending.get(job_id)
         if doc is None or not principal.sees(doc["owner"]):
             raise ApiError(404, f"job {job_id} not found", "job_id")
+        return doc
+
+
+    async def send(self, events: list[Event]) -> None:
+        """Produce ``events`` to jobs.intake and await their acknowledgement; 503 if none."""
+        try:
+            await self.intake.send(events)
+        except NotAcknowledged as exc:
+            raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
+
+    def accept(self, submitted: Mapping[str, Any]) -> dict[str, Any]:
+        """Hold a JobSubmitted record just sent as a SUBMITTED document until the views
+        read it."""
+        doc = apply_submitted(None, submitted)
+        self.pending.add(doc)
         return doc
 
 

@@ -16,13 +16,13 @@ topics' partitions in another interleaving, folds into the same documents.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from pipeline.errors import ValidationError
+from pipeline.jobs.params import params_digest
 from pipeline.lifecycle import TERMINAL_STATES, LifecycleKind
 from pipeline.scheduling.ids import job_id_time_ms
 from pipeline.serde import JobStatus
@@ -38,6 +38,7 @@ _STATUS_FIELDS = (
 )  # fmt: skip
 _NEXT_ATTEMPT = frozenset({LifecycleKind.RETRY_SCHEDULED})
 """Events that name the failed execution but carry the attempt that comes next."""
+_SUBMISSION_FIELDS = ("created_at_ms", "labels", "params_bytes", "params_sha256")
 _OUTCOMES = {
     LifecycleKind.SUCCEEDED: "SUCCEEDED",
     LifecycleKind.FAILED: "FAILED",
@@ -83,7 +84,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> di
         "priority": doc["priority"] if doc["updated_at_ms"] else spec.get("priority", "NORMAL"),
         "idempotency_key": record.get("idempotency_key"),
         "schedule": {"run_at_ms": spec.get("run_at_ms"), "cron": cron},
-        "params_bytes": len(params), "params_sha256": hashlib.sha256(params).hexdigest(),
+        "params_bytes": len(params), "params_sha256": params_digest(params),
         "submitted": True,
     }  # fmt: skip
 
@@ -107,9 +108,24 @@ def apply_status(doc: dict[str, Any] | None, status: JobStatus) -> dict[str, Any
     return {
         **doc,
         **{name: values[name] for name in _STATUS_FIELDS},
+        **({} if doc["submitted"] else _submission_of(status)),
         "workflow_id": status.workflow_id or doc["workflow_id"],
         "ended_at_ms": (doc["ended_at_ms"] or status.updated_at_ms) if ended else None,
     }
+
+
+def _submission_of(status: JobStatus) -> dict[str, Any]:
+    """What a status tells of the submission, for a job whose JobSubmitted the view has
+    not read (jobs.intake's retention is shorter than jobs.status's)."""
+    return {name: getattr(status, name) for name in _SUBMISSION_FIELDS
+            if getattr(status, name) is not None}  # fmt: skip
+
+
+def status_params(doc: Mapping[str, Any], status: JobStatus) -> bytes | None:
+    """The parameters a status carries, to keep beside a document no submission filled."""
+    if doc["submitted"] or status.params is None:
+        return None
+    return status.params.encode()
 
 
 def apply_event(

@@ -49,6 +49,10 @@ class ViewStore:
     def batch(self) -> ViewBatch:
         return ViewBatch(self)
 
+    def compact(self) -> None:
+        """Compact the whole store (after a bulk load: later reads touch fewer files)."""
+        self.db.compact()
+
     def wipe(self) -> None:
         """Drop every view: a replay from offset zero rebuilds them."""
         self.db.wipe()
@@ -125,7 +129,11 @@ class ViewBatch:
 
     def status(self, status: JobStatus) -> None:
         old = self._doc(status.job_id)
-        self._put_doc(old, fold.apply_status(old, status))
+        new = fold.apply_status(old, status)
+        params = fold.status_params(new, status)
+        if params is not None:
+            self.changes[keys.params_key(status.job_id)] = params
+        self._put_doc(old, new)
 
     def event(self, record: Mapping[str, Any]) -> None:
         """An execution's step; events of a job the view does not hold yet are kept too

@@ -29,9 +29,10 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError, ValidationError
 from pipeline.jobs.model import validate_submitted
+from pipeline.jobs.workflow import expand_workflow
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
-from pipeline.serde import decode_status, make_serde
+from pipeline.serde import Event, decode_status, make_serde
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ class ViewUpdater:
             "offset": message.offset(), "reason": reason,
         })  # fmt: skip
 
-    def _decode(self, message: Message, name: str) -> dict | None:
+    def _decode(self, message: Message, *names: str) -> Event | None:
         value = message.value()
         if not value:
             return None
@@ -213,33 +214,39 @@ class ViewUpdater:
         except DeserializationError as exc:
             self._skip(message, exc.reason)
             return None
-        return event.data if event.name == name else None
+        return event if event.name in names else None
 
     def _intake(self, batch: ViewBatch, message: Message) -> None:
-        record = self._decode(message, "JobSubmitted")
-        if record is None:
+        event = self._decode(message, "JobSubmitted", "WorkflowSubmitted")
+        if event is None:
             return
+        now = int(time.time() * 1000)
         try:  # the timers refuse what breaks a rule (to jobs.intake.dlq): so does the view
-            validate_submitted(record, now_ms=int(time.time() * 1000))
+            if event.name == "JobSubmitted":
+                validate_submitted(event.data, now_ms=now)
+                jobs = [event.data]
+            else:
+                jobs = [job for _, job in expand_workflow(event.data, now_ms=now)]
         except ValidationError as exc:
             self._skip(message, str(exc))
             return
-        batch.submitted(record)
+        for job in jobs:
+            batch.submitted(job)
 
     def _event(self, batch: ViewBatch, message: Message) -> None:
-        record = self._decode(message, "JobLifecycle")
-        if record is not None:
-            batch.event(record)
-            self.activity.record(record, now_ms())
+        event = self._decode(message, "JobLifecycle")
+        if event is not None:
+            batch.event(event.data)
+            self.activity.record(event.data, now_ms())
 
     def _worker(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()
         if not value:
             batch.worker((message.key() or b"").decode(), None)
             return
-        record = self._decode(message, "WorkerHeartbeat")
-        if record is not None:
-            batch.worker(record["worker_id"], record)
+        event = self._decode(message, "WorkerHeartbeat")
+        if event is not None:
+            batch.worker(event.data["worker_id"], event.data)
 
     def _status(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()

@@ -11,6 +11,7 @@ from pipeline.jobs.commands import (
     cancel_event,
     pause_event,
     resume_event,
+    trigger_event,
     update_schedule_event,
     validate_command,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "is_job_id",
     "pause_event",
     "resume_event",
+    "trigger_event",
     "update_schedule_event",
     "validate_command",
     "validate_submitted",

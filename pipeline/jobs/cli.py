@@ -1,4 +1,4 @@
-"""``jobstream submit | cancel | pause | resume | reschedule``: jobs from the shell.
+"""``jobstream submit | cancel | trigger | pause | resume | reschedule``: jobs from the shell.
 
 ``submit`` prints the job id and nothing else on stdout, so scripts can capture it. Every
 argument is checked, with the rules of the Python client, before a connection to the
@@ -145,6 +145,14 @@ def cancel(
         client.cancel(job_id, workflow_id=workflow, reason=reason)
 
 
+def trigger(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+    """Run a scheduled job now (a recurring one keeps its schedule)."""
+    with refusals():
+        commands.trigger_event(job_id, workflow, now_ms=now_ms())
+    with JobClient(load_settings()) as client:
+        client.trigger(job_id, workflow_id=workflow)
+
+
 def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
     """Stop a recurring job from firing until it is resumed."""
     with refusals():
@@ -180,10 +188,11 @@ def reschedule(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``submit``, ``cancel``, ``pause``, ``resume`` and ``reschedule`` to ``app``."""
+    """Add ``submit``, ``cancel``, ``trigger``, ``pause``, ``resume`` and ``reschedule``."""
 
     app.command("submit", epilog=SUBMIT_EPILOG)(submit)
     app.command("cancel")(cancel)
+    app.command("trigger")(trigger)
     app.command("pause")(pause)
     app.command("resume")(resume)
     app.command("reschedule")(reschedule)

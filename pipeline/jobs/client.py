@@ -154,6 +154,10 @@ class JobClient:
         """Cancel a job; pass its workflow id if it has one (it is the partition key)."""
         self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=now_ms())])
 
+    def trigger(self, job_id: str, *, workflow_id: str | None = None) -> None:
+        """Run a scheduled job now; a recurring one keeps its schedule."""
+        self._send([commands.trigger_event(job_id, workflow_id, now_ms=now_ms())])
+
     def pause(self, job_id: str, *, workflow_id: str | None = None) -> None:
         """Stop a recurring job from firing until :meth:`resume`."""
         self._send([commands.pause_event(job_id, workflow_id, now_ms=now_ms())])

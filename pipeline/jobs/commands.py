@@ -1,4 +1,4 @@
-"""Commands on jobs.intake: cancel a job, pause, resume or update a schedule.
+"""Commands on jobs.intake: cancel a job, trigger it, pause, resume or update a schedule.
 
 A command is keyed like the submission it acts on (:func:`pipeline.partitioning.partition_key`),
 so it must carry the job's workflow id when the job has one: otherwise it lands on another
@@ -30,6 +30,11 @@ def cancel_event(
 ) -> Event:
     """JobCancelled: drop the job's pending fire (and, for a schedule, every later one)."""
     return _command("JobCancelled", job_id, workflow_id, now_ms, reason=reason)
+
+
+def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
+    """JobTriggered: run a scheduled job now (a recurring one keeps its schedule)."""
+    return _command("JobTriggered", job_id, workflow_id, now_ms)
 
 
 def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
@@ -111,8 +116,8 @@ def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms
 
 
 def validate_command(event: Event, *, now_ms: int) -> None:
-    """Check a JobCancelled, ScheduleChanged or WorkflowCancelled; ValidationError naming
-    the field at fault.
+    """Check a JobCancelled, JobTriggered, ScheduleChanged or WorkflowCancelled;
+    ValidationError naming the field at fault.
 
     Paths are those of the command's own record (``cron.timezone``, not ``spec.cron...``).
     """
@@ -130,6 +135,8 @@ def validate_command(event: Event, *, now_ms: int) -> None:
     if event.name == "JobCancelled":
         if record.get("reason") is not None:
             rules.field_check("reason", rules.reason, record["reason"])
+    elif event.name == "JobTriggered":
+        return
     elif event.name == "ScheduleChanged":
         _check_schedule_change(record)
     else:

@@ -135,6 +135,8 @@ def cron_spec(value: object) -> object:
         unknown = sorted(set(value) - set(CronSpec.__dataclass_fields__))
         if unknown:
             raise ValidationError(f"spec.cron.{unknown[0]}", "is not a field of CronSchedule")
+        if "expression" not in value:
+            raise ValidationError("spec.cron.expression", "is required")
         return CronSpec(**value)
     return value
 

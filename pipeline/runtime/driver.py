@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pipeline.runtime.processor import ChangelogRecord, Output, Processor
+from pipeline.runtime.processor import ChangelogRecord, Output, Processor, Record
 from pipeline.runtime.task import Task
 from pipeline.serde import Event, make_serde
 from pipeline.state.store import PartitionStore
@@ -51,8 +51,11 @@ class DriverRecord:
 class ProcessorDriver(Generic[S]):
     def __init__(self, processor: Processor[S], state_dir: Path, *,
                  partitions: Iterable[int] = (0,), now_ms: int = 0,
-                 punctuate_limit: int = 10_000) -> None:  # fmt: skip
+                 punctuate_limit: int = 10_000, keep: bool = True) -> None:  # fmt: skip
         self.processor = processor
+        self.keep = keep
+        """Keep every output and changelog record (:attr:`outputs`, :attr:`changelog`) for
+        a test to read; a replay of a whole topic keeps none."""
         self.state_dir = state_dir
         self.now_ms = now_ms
         """The clock: :meth:`advance` moves it on, and a test may set it to any time."""
@@ -69,6 +72,8 @@ class ProcessorDriver(Generic[S]):
         """Every output committed so far, in the order the runner would produce them."""
         self.changelog: dict[int, list[ChangelogRecord]] = {p: [] for p in owned}
         self._offsets: dict[tuple[str, int], int] = {}
+        self._logged: dict[int, int] = {}
+        """Changelog records written per partition: the offset its store records."""
 
     def pipe(self, topic: str, value: Event | bytes | None, *, key: bytes | None = None,
              partition: int = 0) -> list[Output]:  # fmt: skip
@@ -78,6 +83,12 @@ class ProcessorDriver(Generic[S]):
         self._offsets[(topic, partition)] = offset + 1
         self.task.process([DriverRecord(topic, partition, offset, key, raw)], self.now_ms)
         self.task.reached_end(partition)  # nothing else is waiting on it
+        return self._commit()
+
+    def feed(self, records: Iterable[Record]) -> list[Output]:
+        """Process records read from a topic (their own offsets) in one transaction, at
+        :attr:`now_ms`, and commit; return their outputs."""
+        self.task.process(records, self.now_ms)
         return self._commit()
 
     def advance(self, ms: int = 0) -> list[Output]:
@@ -112,8 +123,13 @@ class ProcessorDriver(Generic[S]):
         for p, work in tx.partitions.items():
             if self.stores is not None:
                 log = self.changelog[p]
-                log.extend(work.state.flush())  # type: ignore[attr-defined]
-                work.state.tx.commit(len(log) - 1 if log else None)  # type: ignore[attr-defined]
+                flushed = work.state.flush()  # type: ignore[attr-defined]
+                self._logged[p] = self._logged.get(p, 0) + len(flushed)
+                if self.keep:
+                    log.extend(flushed)
+                logged = self._logged[p]
+                work.state.tx.commit(logged - 1 if logged else None)  # type: ignore[attr-defined]
         self.task.committed(tx)
-        self.outputs.extend(produced)
+        if self.keep:
+            self.outputs.extend(produced)
         return produced

@@ -9,6 +9,11 @@ from typing import Any
 from pipeline.errors import ConfigurationError
 
 
+def processor_group(settings_prefix: str, name: str) -> str:
+    """The consumer group of processor ``name`` under a topic prefix."""
+    return f"{settings_prefix}jobstream.{name}"
+
+
 @dataclass(frozen=True)
 class RunnerOptions:
     instance_id: str = "0"
@@ -56,6 +61,10 @@ class RunnerOptions:
             raise ConfigurationError(
                 f"stats_interval_s must be positive, got {self.stats_interval_s}"
             )
+
+    def store_root(self, group: str) -> Path:
+        """Where this instance of a processor in consumer group ``group`` keeps its stores."""
+        return self.state_dir / f"{group}.{self.instance_id}"
 
     def evolve(self, **changes: Any) -> RunnerOptions:
         """A copy with ``changes`` (validated again)."""

@@ -49,7 +49,7 @@ from pipeline.kafka.transaction import KAFKA_FAILURES, is_fatal, kafka_error_of,
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe_all
-from pipeline.runtime.options import RunnerOptions
+from pipeline.runtime.options import RunnerOptions, processor_group
 from pipeline.runtime.processor import Output, Processor
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.runtime.task import Task
@@ -76,7 +76,7 @@ class Runner(Generic[S]):
         self.topics = Topics(settings)
         self.serialize, _ = make_serde(settings.schema_registry_url)
         self.name = processor.name
-        group = f"{settings.topic_prefix}jobstream.{processor.name}"
+        group = processor_group(settings.topic_prefix, processor.name)
         tuning = dict(processor.consumer_tuning)
         if processor.punctuate_when_caught_up:
             tuning["enable.partition.eof"] = True
@@ -87,7 +87,7 @@ class Runner(Generic[S]):
         self.partitions: PartitionStores | None = None
         if processor.changelog is not None:
             self.partitions = PartitionStores(
-                self.options.state_dir / f"{group}.{self.options.instance_id}",
+                self.options.store_root(group),
                 processor.changelog,
                 lambda: clients.consumer(settings, f"{group}.restore"),
                 processor.restore,

@@ -14,6 +14,7 @@ id and the worker's idempotency check recognises the duplicate.
 
 from __future__ import annotations
 
+import base64
 import secrets
 import threading
 import time
@@ -59,10 +60,18 @@ class _Monotonic:
 _STATE = _Monotonic()
 
 
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", ALPHABET.encode())
+"""RFC 4648 base32's alphabet to Crockford's, value for value."""
+
+
 def new_job_id(now_ms: int | None = None) -> str:
     """A new unique, time-sortable job id for ``now_ms`` (default: the wall clock)."""
+    # The 26 characters are the 130-bit value in 5-bit groups: shifted to the top of 160
+    # bits, they are the first 26 characters of its RFC 4648 base32 (C, not a Python loop
+    # per character: the API makes a thousand ids per batch request).
     value = _STATE.next(now_ms)
-    return "".join(ALPHABET[(value >> shift) & 31] for shift in range(125, -1, -5))
+    encoded = base64.b32encode((value << 30).to_bytes(20, "big"))
+    return encoded[:ID_LENGTH].translate(_TO_CROCKFORD).decode()
 
 
 def job_id_time_ms(job_id: str) -> int:

@@ -45,6 +45,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "WorkflowSubmitted",
     "WorkflowCancelled",
     "StepEnded",
+    "JobTriggered",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

@@ -62,6 +62,22 @@ class JobStatus(BaseModel):
     waiting_for: list[str] = Field(
         default_factory=list, description="BLOCKED: the parents (job ids) it still waits for."
     )
+    created_at_ms: int | None = Field(
+        default=None, description="When the job was submitted (epoch ms); null if not known."
+    )
+    labels: dict[str, str] | None = Field(
+        default=None, description="The job's labels; null if not known."
+    )
+    params: str | None = Field(
+        default=None,
+        description="The parameters as JSON object text, when at most 4 KB; else null.",
+    )
+    params_bytes: int | None = Field(
+        default=None, ge=0, description="The size of the parameters' JSON text."
+    )
+    params_sha256: str | None = Field(
+        default=None, description="The SHA-256 (hex) of the parameters' JSON text."
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

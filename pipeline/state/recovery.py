@@ -32,6 +32,7 @@ def restore(
     chunk: int = 10_000,
     idle_s: float = 15.0,
     poll_s: float = 0.05,
+    progress: Callable[[int], None] | None = None,
 ) -> int:
     """Replay the changelog into ``store``; return the number of records applied.
 
@@ -40,8 +41,9 @@ def restore(
     ``idle_s`` (longer than any transaction may stay open) restoring goes on without it.
     The end of a transactional changelog is a commit marker, which no ``consume()``
     returns: polls are short (``poll_s``) so that reaching it costs milliseconds, not
-    a long poll per partition. Files of another ``layout`` (the processor keeps its state
-    another way than when it wrote them) are rebuilt from the changelog's start.
+    a long poll per partition. ``progress`` hears the records applied after each chunk.
+    Files of another ``layout`` (the processor keeps its state another way than when it
+    wrote them) are rebuilt from the changelog's start.
     """
     tp = TopicPartition(topic, partition)
     checkpoint = store.changelog_offset
@@ -84,6 +86,8 @@ def restore(
             if messages:
                 last_progress = time.monotonic()
                 tx.commit(last_offset)
+                if progress is not None:
+                    progress(len(messages))
             position = consumer.position([tp])[0].offset
             if position >= high:
                 break

@@ -35,6 +35,7 @@ from enum import StrEnum
 from typing import Any
 
 from pipeline.errors import JobstreamError
+from pipeline.jobs.params import summarize_params
 from pipeline.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
@@ -69,6 +70,7 @@ _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
+_PARAMS = ("params", "params_bytes", "params_sha256")
 
 
 def _failed(target: JobState) -> dict[str, JobState]:
@@ -249,9 +251,22 @@ def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
         found.update({name: spec[name] for name in ("job_type", "owner", "priority")
                       if spec.get(name)})  # fmt: skip
         found.update(cron=spec.get("cron"), recurring=spec.get("cron") is not None)
+        if record.params_sha256 is None:  # first seen here: a processor that started late
+            found.update(_submission(spec))
     if execution.get("workflow_id"):
         found["workflow_id"] = execution["workflow_id"]
+    if event.get("created_at_ms") is not None:
+        found["created_at_ms"] = event["created_at_ms"]
+    if event.get("params_sha256") is not None:  # labels travel with the parameters' summary
+        found.update({name: event.get(name) for name in _PARAMS},
+                     labels=dict(event.get("labels") or {}))  # fmt: skip
     return {name: value for name, value in found.items() if getattr(record, name) != value}
+
+
+def _submission(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Labels and the parameters' summary, from an execution's spec."""
+    return {"labels": dict(spec.get("labels") or {}),
+            **summarize_params(spec.get("params"))._asdict()}  # fmt: skip
 
 
 def _after_success(record: JobRecord, changes: dict[str, Any],

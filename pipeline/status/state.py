@@ -96,6 +96,13 @@ class JobRecord(NamedTuple):
     """BLOCKED: the parents (job ids) it still waits for."""
     step: str | None = None
     """Its step name, for a job submitted in a workflow."""
+    created_at_ms: int | None = None
+    """When the job was submitted; None until its first event (or a spec) told it."""
+    labels: dict[str, str] | None = None
+    params: str | None = None
+    """The parameters' JSON text, when small (pipeline/jobs/params.py)."""
+    params_bytes: int | None = None
+    params_sha256: str | None = None
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -147,11 +154,11 @@ class JobRecord(NamedTuple):
     def encode(self) -> bytes:
         """JSON: an object of every field, in field order (tuples as lists).
 
-        An empty ``waiting_for`` and a null ``step`` are left out: a reader from before
-        workflows (a rolling upgrade) then decodes every record but those of their steps.
+        Fields added after the first release are left out while empty: a reader from
+        before them (a rolling upgrade) then decodes every record that does not use them.
         """
         fields = self._asdict()
-        for name in ("waiting_for", "step"):  # added with workflows
+        for name in _ADDED:
             if not fields[name]:
                 del fields[name]
         return orjson.dumps(fields)
@@ -162,9 +169,14 @@ class JobRecord(NamedTuple):
         data["state"] = JobState(data["state"])
         data["finished"] = tuple(data["finished"])
         data["waiting_for"] = tuple(data.get("waiting_for", ()))
+        if "params_sha256" in data:  # labels, set with the summary, are left out when empty
+            data.setdefault("labels", {})
         return cls(**data)
 
 
+_ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
+          "params_sha256")  # fmt: skip
+"""Fields added after the first release: workflows, then the submission's summary."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))

@@ -16,6 +16,7 @@ from typing import Any
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
+from pipeline.jobs.params import submission_fields, summarize_params
 from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
 from pipeline.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
@@ -74,6 +75,9 @@ class TimerProcessor:
         if event.name == "ScheduleChanged":
             validate_command(event, now_ms=now_ms)
             return self._schedule_changed(state, data, now_ms)
+        if event.name == "JobTriggered":
+            validate_command(event, now_ms=now_ms)
+            return self._triggered(state, data, now_ms)
         if event.name == "RetryScheduled":
             return self._retry(state, data, now_ms)
         if event.name == "StepEnded":
@@ -96,16 +100,19 @@ class TimerProcessor:
             return []
         due = self._first_fire(job, now_ms)
         gate = self.workflows.admit(state, job, step) if in_workflow else None
+        # The first event of a job tells the status processor what only the submission holds.
+        first = submission_fields(job)
         if due is None:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run")]
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run",
+                                    **first)]  # fmt: skip
         if gate is not None and gate.action is GateAction.CANCEL:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason)]
+            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason, **first)]
         blocked = gate is not None and gate.action is GateAction.WAIT
         state.put(TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due,
                              blocked=blocked))  # fmt: skip
         if gate is not None and blocked:
-            return [self.workflows.blocked(job, now_ms, due, gate.waiting)]
-        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due)]
+            return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
+        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]
 
     def _workflow_submitted(self, state: TimerState, data: dict[str, Any],
                             now_ms: int) -> list[Output]:  # fmt: skip
@@ -168,9 +175,34 @@ class TimerProcessor:
                 self._finish(state, entry, now_ms)
                 return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
             state.put(entry.evolve(job=job, due_ms=updated))
+            if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
+                return []
+            changed = {**summarize_params(spec.get("params"))._asdict(),
+                       "labels": dict(spec.get("labels") or {})}  # fmt: skip
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
-                                    detail="schedule updated")]  # fmt: skip
+                                    detail="schedule updated", **changed)]  # fmt: skip
         return []
+
+    def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
+        """Run a pending job now: a one-off job fires now instead of at its time; a
+        recurring one fires once more now, keeps its next occurrence, and counts the run
+        towards its max_runs. A job that fired already, ended, waits for its parents or is
+        paused (resume it first) has nothing to run now: the command changes nothing."""
+        entry = state.get(data["job_id"])
+        if entry is None or entry.kind != "job" or entry.blocked or entry.paused:
+            return []
+        if not entry.spec.get("cron"):
+            # Due now: this iteration's punctuation fires it, as any other due timer.
+            state.put(entry.evolve(due_ms=min(entry.due_ms, now_ms)))
+            return []
+        emits = self._fire(state, entry, now_ms, now_ms)
+        runs = entry.runs + 1
+        max_runs = CronSpec.from_avro(entry.spec["cron"]).max_runs
+        if max_runs is not None and runs >= max_runs:
+            self._finish(state, entry, now_ms)
+        else:
+            state.put(entry.evolve(runs=runs))
+        return emits
 
     def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         """Schedule another attempt, unless this attempt is already pending or has fired.

@@ -192,11 +192,12 @@ class WorkflowTimers:
                                detail=f"released: parent {parent} ended {outcome}")]  # fmt: skip
 
     def blocked(self, job: Mapping[str, Any], now_ms: int, due_ms: int,
-                waiting: tuple[str, ...]) -> Output:  # fmt: skip
+                waiting: tuple[str, ...], **fields: Any) -> Output:  # fmt: skip
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
         shown = ", ".join(waiting[:5]) + more
         return self.lifecycle(K.BLOCKED, job, now_ms, scheduled_at_ms=due_ms,
-                              waiting_for=list(waiting), detail=f"waiting for {shown}")  # fmt: skip
+                              waiting_for=list(waiting), detail=f"waiting for {shown}",
+                              **fields)  # fmt: skip
 
     def forget_waiting(self, state: TimerState, job: Mapping[str, Any]) -> None:
         """A job cancelled while it waited: it waits for nothing any more."""

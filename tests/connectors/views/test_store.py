@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
 from connectors.views import SUBMITTED, ViewStore, executions, keys, list_jobs, workers
+from connectors.views.query import params
 from pipeline.errors import ValidationError
+from pipeline.jobs.params import params_digest
 from tests.connectors.views.records import event, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
@@ -193,3 +196,29 @@ def test_offsets_are_kept_with_the_data_and_survive_a_reopen(tmp_path: Path) -> 
     assert reopened.offsets() == {("p.jobs.intake", 2): 41}
     assert reopened.doc(job["job_id"]) is not None
     reopened.close()
+
+
+def test_a_status_alone_gives_the_job_its_creation_time_labels_and_parameters(
+    tmp_path: Path,
+) -> None:
+    """jobs.intake's retention passed: a view rebuilt from jobs.status still shows them,
+    and folding the submission too, in either order, makes the same view."""
+    job = submitted("acme", at_ms=T0, labels={"team": "red"}, params={"n": 1})
+    text = job["spec"]["params"]
+    done = status(job, "SUCCEEDED", at_ms=T0 + 50, created_at_ms=T0 + 1,
+                  labels={"team": "red"}, params=text, params_bytes=len(text),
+                  params_sha256=params_digest(text.encode()))  # fmt: skip
+    alone = ViewStore(tmp_path / "alone")
+    fold(alone, done)
+    doc = alone.doc(job["job_id"])
+    assert doc is not None
+    assert (doc["created_at_ms"], doc["labels"], doc["params_bytes"]) == (
+        T0 + 1, {"team": "red"}, len(text))  # fmt: skip
+    assert params(alone, job["job_id"]) == text.encode()
+    assert ids(list_jobs(alone, {"label": "team=red"})) == [job["job_id"]]
+    both = ViewStore(tmp_path / "both")
+    fold(both, done, job)
+    assert both.doc(job["job_id"]) == {**doc, "submitted": True, "created_at_ms": T0,
+                                       "idempotency_key": None, "schedule": ANY}  # fmt: skip
+    alone.close()
+    both.close()

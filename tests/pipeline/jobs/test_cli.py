@@ -24,9 +24,9 @@ def make_app() -> typer.Typer:
     return app
 
 
-def test_register_adds_the_five_commands() -> None:
+def test_register_adds_the_six_commands() -> None:
     names = {command.name for command in make_app().registered_commands}
-    assert names == {"submit", "cancel", "pause", "resume", "reschedule"}
+    assert names == {"submit", "cancel", "trigger", "pause", "resume", "reschedule"}
 
 
 @pytest.fixture

@@ -120,6 +120,10 @@ def test_cron_refusal_message_is_cronspec_s() -> None:
     assert str(refused) == "spec.cron.timezone: unknown time zone: 'Mars/Base'"
 
 
+def test_a_cron_mapping_without_its_expression_is_refused_naming_it() -> None:
+    assert refusal(cron={"timezone": "UTC"}).field == "spec.cron.expression"
+
+
 def test_priority_is_case_insensitive() -> None:
     assert JobRequest(**BASE, priority="High").priority == "HIGH"
     assert JobRequest(**BASE, priority="low").to_event(NOW_MS).data["spec"]["priority"] == "LOW"

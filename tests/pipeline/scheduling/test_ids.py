@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipeline.errors import ValidationError
 from pipeline.scheduling.ids import (
+    ALPHABET,
     execution_id,
     job_id_time_ms,
     new_job_id,
@@ -104,3 +105,17 @@ def test_execution_id_is_deterministic_and_distinct() -> None:
         execution_id(job, 0, 42)
     with pytest.raises(ValidationError):
         parse_execution_id("no-separators")
+
+
+@pytest.mark.parametrize("ms", [0, 1, 1_798_000_000_000, (1 << 48) - 1])
+def test_an_id_is_its_value_in_crockford_base32(ms: int) -> None:
+    first, second = new_job_id(ms), new_job_id(ms)
+    assert len(first) == 26 and set(first) <= set(ALPHABET)
+    value = [0]  # then the 130-bit value of each, 5 bits per character
+    for job_id in (first, second):
+        decoded = 0
+        for char in job_id:
+            decoded = (decoded << 5) | ALPHABET.index(char)
+        value.append(decoded)
+    assert value[1] >> 80 == ms and value[2] == value[1] + 1
+    assert job_id_time_ms(first) == ms

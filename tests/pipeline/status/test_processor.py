@@ -11,12 +11,13 @@ import pytest
 from pipeline.config import Settings
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, JobState, JobStatus, encode_status
+from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.processor import StatusPolicy
 from pipeline.status.runner import Status
 from pipeline.status.state import JobRecord, StatusState
+from pipeline.timers.runner import Timers
 from pipeline.topics import Topics
 from tests.pipeline.status.events import (
     T0,
@@ -28,6 +29,7 @@ from tests.pipeline.status.events import (
     retry_scheduled,
     scheduled,
 )
+from tests.support.jobs import submitted
 
 S = JobState
 JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
@@ -281,3 +283,48 @@ def test_a_job_without_a_workflow_announces_nothing(driver: StatusDriver) -> Non
     assert steps_ended(driver.step(E1 + 9, outcome("SUCCEEDED", run))) == []
     cancelled = driver.step(T0, lifecycle("CANCELLED", OTHER, workflow_id="wf-1", detail="x"))
     assert [e.value.data["outcome"] for e in steps_ended(cancelled)] == ["CANCELLED"]
+
+
+def test_the_status_carries_the_submissions_creation_time_labels_and_parameters(
+    driver: StatusDriver, tmp_path: Path
+) -> None:
+    """The timers' SCHEDULED (written as Avro by the real writer) into the real processor."""
+
+    timers = ProcessorDriver(Timers(Settings()), tmp_path / "timers", now_ms=T0)
+    try:
+        job = submitted(now_ms=T0, job_id=JOB, params={"month": "2024-10"})
+        job.data["spec"]["labels"] = {"team": "billing"}
+        emits = timers.pipe(Topics(Settings()).intake, job)
+    finally:
+        timers.close()
+    serialize, deserialize = make_serde(None)
+    (first,) = [e.value for e in emits if isinstance(e.value, Event)]
+    event = deserialize(serialize(first))
+    status = statuses(driver.step(T0, event.data))[-1]
+    assert status.created_at_ms == job.data["submitted_at_ms"]
+    assert status.labels == {"team": "billing"}
+    assert status.params == '{"month":"2024-10"}'
+    assert status.params_bytes == len(status.params)
+    assert status.params_sha256 is not None
+    run = execution(JOB, epoch=E1)
+    later = statuses(driver.step(E1, fired(run), outcome("STARTED", run)))[-1]
+    assert (later.created_at_ms, later.labels) == (status.created_at_ms, status.labels)
+
+
+def test_a_job_first_met_at_its_execution_takes_labels_and_parameters_from_its_spec(
+    driver: StatusDriver,
+) -> None:
+    run = execution(JOB, epoch=E1)
+    status = statuses(driver.step(E1, outcome("STARTED", run)))[-1]
+    assert status.params == run["spec"]["params"]
+    assert status.labels == run["spec"]["labels"]
+    assert status.created_at_ms is None
+
+
+def test_a_record_written_before_the_summary_fields_still_decodes() -> None:
+    old = JobRecord(job_id=JOB, state=S.SCHEDULED, job_type="t", owner="o").encode()
+    assert b"labels" not in old and b"params" not in old
+    record = JobRecord.decode(old)
+    assert (record.labels, record.params, record.created_at_ms) == (None, None, None)
+    status = record.to_status()
+    assert (status.labels, status.params_sha256) == (None, None)

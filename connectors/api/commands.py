@@ -1,0 +1,110 @@
+"""/api/v1/jobs/{id}/cancel|trigger|pause|resume and PATCH /api/v1/jobs/{id}: commands.
+
+A command goes to jobs.intake, keyed like the job, and the timers of its partition apply
+it in their transaction; the answer is 202 once the broker has it. What the views already
+show to be pointless (a job that ended, a pause of a one-off job) is refused with 409;
+what only the timers know (a one-off job that fired a moment ago) they ignore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter
+
+from connectors.api.auth import Principal
+from connectors.api.errors import ApiError
+from connectors.api.models import CancelIn, CommandOut, Problem, ScheduleIn
+from connectors.api.services import Auth, Services, Svc
+from connectors.views import SUBMITTED
+from pipeline.clock import now_ms
+from pipeline.jobs import commands
+from pipeline.lifecycle import TERMINAL_STATES, JobState
+from pipeline.serde import Event
+
+router = APIRouter(prefix="/api/v1/jobs", tags=["commands"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
+}
+PENDING = frozenset({JobState.SCHEDULED.value, SUBMITTED})
+"""A one-off job's states before it fires: the only ones it can be triggered or changed in."""
+
+Build = Callable[[str, str | None], Event]
+
+
+def recurring(doc: dict[str, Any]) -> bool | None:
+    """Whether the job has a cron schedule; None when the view has not read its submission."""
+    if not doc.get("submitted"):
+        return None
+    return (doc.get("schedule") or {}).get("cron") is not None
+
+
+def refusal(name: str, doc: dict[str, Any]) -> str | None:
+    """Why command ``name`` cannot apply to the job ``doc`` (409), or None."""
+    state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
+    if state in TERMINAL_STATES:
+        return f"job {job_id} has ended ({state})"
+    if name in ("pause", "resume", "update") and cron is False:
+        return f"job {job_id} is not recurring: only a schedule is paused, resumed or changed"
+    if name == "trigger":
+        if state == JobState.BLOCKED:
+            return f"job {job_id} waits for its parents"
+        if state == JobState.PAUSED:
+            return f"job {job_id} is paused: resume it first"
+        if cron is False and state not in PENDING:
+            return f"job {job_id} has fired already ({state})"
+    return None
+
+
+async def _command(svc: Services, who: Principal, job_id: str, name: str,
+                   build: Build) -> CommandOut:  # fmt: skip
+    doc = svc.job(job_id, who)
+    reason = refusal(name, doc)
+    if reason is not None:
+        raise ApiError(409, reason, "job_id")
+    await svc.send([build(job_id, doc.get("workflow_id"))])
+    return CommandOut(job_id=job_id, command=name)
+
+
+@router.post("/{job_id}/cancel", status_code=202, response_model=CommandOut, responses=ERRORS)
+async def cancel(job_id: str, who: Auth, svc: Svc, body: CancelIn | None = None) -> CommandOut:
+    """Cancel a job (and every later run of a schedule)."""
+    reason = body.reason if body else None
+    return await _command(svc, who, job_id, "cancel", lambda j, w: commands.cancel_event(
+        j, w, reason, now_ms=now_ms()))  # fmt: skip
+
+
+@router.post("/{job_id}/trigger", status_code=202, response_model=CommandOut, responses=ERRORS)
+async def trigger(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+    """Run a scheduled job now: a one-off job fires now instead of at its time; a recurring
+    job runs once more and keeps its schedule (the run counts towards max_runs)."""
+    return await _command(svc, who, job_id, "trigger",
+                          lambda j, w: commands.trigger_event(j, w, now_ms=now_ms()))
+
+
+@router.post("/{job_id}/pause", status_code=202, response_model=CommandOut, responses=ERRORS)
+async def pause(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+    """Stop a recurring job from firing until resumed."""
+    return await _command(svc, who, job_id, "pause",
+                          lambda j, w: commands.pause_event(j, w, now_ms=now_ms()))
+
+
+@router.post("/{job_id}/resume", status_code=202, response_model=CommandOut, responses=ERRORS)
+async def resume(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+    """Let a paused recurring job fire again."""
+    return await _command(svc, who, job_id, "resume",
+                          lambda j, w: commands.resume_event(j, w, now_ms=now_ms()))
+
+
+@router.patch("/{job_id}", status_code=202, response_model=CommandOut, responses=ERRORS)
+async def update(job_id: str, body: ScheduleIn, who: Auth, svc: Svc) -> CommandOut:
+    """Give a recurring job a new schedule, new parameters, or both; the run count stays.
+    A paused job stays paused and follows the new schedule once resumed."""
+    if body.cron is None and body.params is None:
+        raise ApiError(422, "cron: give a new schedule (cron), new params, or both", "cron")
+    # Checked before the job is looked up: a bad schedule is 422 naming its field.
+    commands.update_schedule_event(job_id, body.cron, body.params, now_ms=now_ms())
+    return await _command(svc, who, job_id, "update", lambda j, w: commands.update_schedule_event(
+        j, body.cron, body.params, w, now_ms=now_ms()))  # fmt: skip

@@ -1,0 +1,56 @@
+"""POST /api/v1/workflows: submit a workflow (docs/workflows.md) as one record.
+
+The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
+(:func:`pipeline.jobs.workflow.workflow_event`), whose errors name ``steps.<i>.<field>``
+(``steps`` for a cycle), so nothing of a workflow with one bad step is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Response
+
+from connectors.api.models import Problem, WorkflowAccepted, WorkflowIn
+from connectors.api.services import Auth, Svc
+from pipeline.clock import now_ms
+from pipeline.errors import ValidationError
+from pipeline.jobs.workflow import expand_workflow, step_ids, workflow_event
+
+router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (401, 413, 422, 503)
+}
+
+
+@router.post("", status_code=201, response_model=WorkflowAccepted,
+             responses={**ERRORS, 200: {"model": WorkflowAccepted,
+                                        "description": "The idempotency key's workflow exists."}})
+async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: Svc,
+                          idempotency_key: Annotated[str | None, Header()] = None,
+                          ) -> WorkflowAccepted:  # fmt: skip
+    """Submit a workflow: 201 with its id and its steps' job ids. With an idempotency key
+    naming a workflow that exists, 200 with the same ids (nothing is sent again)."""
+    if who.admin and body.owner is None:
+        raise ValidationError("owner", "is required with an admin token")
+    if not who.admin and body.owner not in (None, who.owner):
+        raise ValidationError("owner", "must be the token's own owner (or left out)")
+    key = body.idempotency_key
+    if idempotency_key is not None:
+        if key not in (None, idempotency_key):
+            raise ValidationError("idempotency_key", "differs from the Idempotency-Key header")
+        key = idempotency_key
+    now = now_ms()
+    event = workflow_event(body.owner or who.owner or "", body.steps, now_ms=now,
+                           workflow_id=body.workflow_id, idempotency_key=key)  # fmt: skip
+    ids = step_ids(event)
+    workflow_id = event.data["workflow_id"]
+    if key is not None and any(svc.store.doc(job_id) or svc.pending.get(job_id)
+                               for job_id in ids.values()):  # fmt: skip
+        response.status_code = 200
+        return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=False)
+    await svc.send([event])
+    for _, job in expand_workflow(event.data, now_ms=now):
+        svc.accept(job)
+    return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=True)

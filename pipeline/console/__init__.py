@@ -1,0 +1,1 @@
+"""Reading jobstream's topics at a console: ``jobstream tail``."""

@@ -1,0 +1,48 @@
+"""A job's parameters as the status records carry them: inline when small, else by digest.
+
+Parameters may reach 1 MB, and jobs.status is written several times in a job's life and
+read by console consumers: there they travel inline only up to
+:data:`STATUS_PARAMS_INLINE_BYTES`, and always with their size and SHA-256 digest, so a
+reader can tell two jobs' parameters apart and check a copy it holds. The parameters
+themselves stay in the JobSubmitted record (jobs.intake) and in every ExecutionRequested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, NamedTuple
+
+STATUS_PARAMS_INLINE_BYTES = 4 * 1024
+"""Largest parameters (bytes of JSON text) written inline in a jobs.status record."""
+
+
+class ParamsSummary(NamedTuple):
+    params: str | None
+    """The JSON text when at most the inline limit; None when larger."""
+    params_bytes: int
+    params_sha256: str
+
+
+def params_digest(params: bytes) -> str:
+    return hashlib.sha256(params).hexdigest()
+
+
+def summarize_params(text: str | None, *, inline_bytes: int = STATUS_PARAMS_INLINE_BYTES
+                     ) -> ParamsSummary:  # fmt: skip
+    """Size, digest and (small ones only) the text of a spec's ``params``."""
+    raw = (text or "{}").encode()
+    inline = raw.decode() if len(raw) <= inline_bytes else None
+    return ParamsSummary(inline, len(raw), params_digest(raw))
+
+
+def submission_fields(job: dict[str, Any]) -> dict[str, Any]:
+    """What the first lifecycle event of a JobSubmitted tells the status processor:
+    creation time, labels and the parameters' summary (JobLifecycle's optional fields;
+    labels always travel with the summary)."""
+    spec = job.get("spec") or {}
+    summary = summarize_params(spec.get("params"))
+    return {
+        "created_at_ms": job.get("submitted_at_ms"),
+        "labels": dict(spec.get("labels") or {}),
+        **summary._asdict(),
+    }

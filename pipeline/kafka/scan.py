@@ -1,0 +1,78 @@
+"""Read a topic from offset zero to its end, as it is when the reading starts.
+
+Every partition is assigned (no consumer group, nothing committed) and read with
+read_committed; a partition is done at its end-of-partition event, which a transactional
+topic raises at its last stable offset. Partitions empty at the start are done at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from pipeline.config import Settings
+from pipeline.errors import BrokerError, ConfigurationError
+from pipeline.kafka import clients
+from pipeline.kafka.watermarks import watermarks
+
+
+def partitions_of(consumer: Consumer, topic: str) -> list[int]:
+    """The topic's partitions; ConfigurationError when the broker has no such topic."""
+    metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None or not metadata.partitions:
+        raise ConfigurationError(f"no topic {topic} on the broker")
+    return sorted(metadata.partitions)
+
+
+def scan_consumer(settings: Settings) -> Consumer:
+    return clients.consumer(settings, f"jobstream.scan.{uuid.uuid4().hex}",
+                            **{"enable.partition.eof": True})  # fmt: skip
+
+
+@dataclass
+class TopicScan:
+    """Batches of the records of ``topic`` from offset zero to its end; ``total`` is the
+    offsets to read (an upper bound: compaction and transaction markers take some)."""
+
+    settings: Settings
+    topic: str
+    chunk: int = 10_000
+
+    def __post_init__(self) -> None:
+        self.consumer = scan_consumer(self.settings)
+        self.partitions = partitions_of(self.consumer, self.topic)
+        self.total = 0
+        self.pending: set[int] = set()
+        for p in self.partitions:
+            low, high = watermarks(self.consumer, TopicPartition(self.topic, p))
+            self.total += high - low
+            if high > low:
+                self.pending.add(p)
+
+    def __iter__(self) -> Iterator[list[Message]]:
+        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING)
+                              for p in self.partitions])  # fmt: skip
+        while self.pending:
+            batch = []
+            for message in self.consumer.consume(self.chunk, timeout=0.2):
+                error = message.error()
+                if error is None:
+                    batch.append(message)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    self.pending.discard(message.partition() or 0)
+                else:
+                    raise BrokerError(f"reading {self.topic}: {error.str()}")
+            if batch:
+                yield batch
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def __enter__(self) -> TopicScan:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

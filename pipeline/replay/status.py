@@ -1,0 +1,131 @@
+"""Rebuild jobs.status by folding jobs.events again from offset zero.
+
+Every record of jobs.events goes through the live status processor's own code (its
+:class:`~pipeline.status.runner.Status` on the runtime's Task, over scratch RocksDB
+stores), one batch per transaction, with no punctuation: a lease the live processor saw
+expire is in jobs.events as the LOST it wrote, so none needs to expire again, and the
+fold gives each job the status the live processor wrote last. Only ``updated_at_ms``
+(when a status was written) differs: a rebuilt status carries the time of the replay, so
+that a reader keeping the newest status (the API's views) takes it.
+
+:func:`compare` sets the rebuilt statuses against the live topic; :func:`write` puts the
+ones that differ, or that the topic lacks, back on jobs.status.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.errors import BrokerError
+from pipeline.kafka import clients
+from pipeline.kafka.scan import TopicScan
+from pipeline.runtime.driver import ProcessorDriver
+from pipeline.serde import Event, decode_status
+from pipeline.status.runner import Status
+from pipeline.topics import Topics
+
+Progress = Callable[[int, int], None]
+"""Called with (records read, records to read) after each batch."""
+
+
+def rebuild_statuses(settings: Settings, *, progress: Progress | None = None,
+                     scratch: Path | None = None) -> dict[bytes, bytes]:  # fmt: skip
+    """Job id -> the jobs.status value folding jobs.events from offset zero gives."""
+    topics = Topics(settings)
+    latest: dict[bytes, bytes] = {}
+    with tempfile.TemporaryDirectory(dir=scratch, prefix="replay-status-") as work, \
+            TopicScan(settings, topics.events) as scan:  # fmt: skip
+        driver = ProcessorDriver(Status(settings), Path(work), partitions=scan.partitions,
+                                 keep=False)  # fmt: skip
+        read = 0
+        try:
+            for batch in scan:
+                driver.now_ms = now_ms()
+                for output in driver.feed(batch):
+                    value = output.value
+                    if output.topic == topics.status and output.key and \
+                            not isinstance(value, Event):  # fmt: skip
+                        latest[output.key] = bytes(value)
+                read += len(batch)
+                if progress is not None:
+                    progress(read, scan.total)
+        finally:
+            driver.close()
+    return latest
+
+
+def live_statuses(settings: Settings, progress: Progress | None = None) -> dict[bytes, bytes]:
+    """Job id -> its latest value on jobs.status (tombstones drop a job)."""
+    latest: dict[bytes, bytes] = {}
+    with TopicScan(settings, Topics(settings).status) as scan:
+        read = 0
+        for batch in scan:
+            for message in batch:
+                key, value = message.key() or b"", message.value()
+                if value:
+                    latest[key] = value
+                else:
+                    latest.pop(key, None)
+            read += len(batch)
+            if progress is not None:
+                progress(read, scan.total)
+    return latest
+
+
+def comparable(raw: bytes) -> dict[str, Any]:
+    """A status's fields but the time it was written."""
+    return decode_status(raw).model_dump(mode="json", exclude={"updated_at_ms"})
+
+
+@dataclass
+class Comparison:
+    equal: int = 0
+    differ: list[bytes] = field(default_factory=list)
+    """Job ids whose live status is not the rebuilt one."""
+    missing: list[bytes] = field(default_factory=list)
+    """Job ids jobs.status lacks (or holds as a tombstone)."""
+    extra: list[bytes] = field(default_factory=list)
+    """Job ids on jobs.status that jobs.events no longer explains (its retention passed)."""
+
+    @property
+    def to_write(self) -> list[bytes]:
+        return [*self.differ, *self.missing]
+
+
+def compare(rebuilt: Mapping[bytes, bytes], live: Mapping[bytes, bytes]) -> Comparison:
+    found = Comparison()
+    for key, value in rebuilt.items():
+        held = live.get(key)
+        if held is None:
+            found.missing.append(key)
+        elif comparable(held) == comparable(value):
+            found.equal += 1
+        else:
+            found.differ.append(key)
+    found.extra = [key for key in live if key not in rebuilt]
+    return found
+
+
+def write(settings: Settings, rebuilt: Mapping[bytes, bytes], keys: list[bytes]) -> int:
+    """Produce the rebuilt status of each of ``keys`` to jobs.status; return how many."""
+    topic = Topics(settings).status
+    producer = clients.producer(settings)
+    for i, key in enumerate(keys, 1):
+        while True:
+            try:
+                producer.produce(topic, rebuilt[key], key)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    if left:
+        raise BrokerError(f"{left} statuses not acknowledged by the broker")
+    return len(keys)

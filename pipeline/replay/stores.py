@@ -1,0 +1,61 @@
+"""Rebuild a stateful processor's stores (the timers') from its changelog, from offset zero.
+
+The stores of one processor instance (its state directory and instance id, as
+``jobstream timers`` takes them) are wiped and restored partition by partition with the
+runtime's own restore, from the first offset of the changelog, whatever checkpoint the
+files held. Stop the instance first: RocksDB locks its files while it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from pipeline.config import Settings
+from pipeline.kafka import clients
+from pipeline.kafka.scan import partitions_of
+from pipeline.kafka.watermarks import watermarks
+from pipeline.runtime.options import RunnerOptions, processor_group
+from pipeline.runtime.processor import Processor
+from pipeline.state.recovery import restore
+from pipeline.state.store import PartitionStore
+
+Progress = Callable[[int, int], None]
+"""Called with (changelog records applied, records in the changelog)."""
+
+
+def rebuild_stores(settings: Settings, processor: Processor[Any], options: RunnerOptions,
+                   progress: Progress | None = None) -> int:  # fmt: skip
+    """Wipe and restore every partition store of ``processor``; return the records applied."""
+    changelog = processor.changelog
+    if changelog is None:
+        raise ValueError(f"{processor.name} keeps no state")
+    group = processor_group(settings.topic_prefix, processor.name)
+    root = options.store_root(group)
+    consumer = clients.consumer(settings, f"{group}.restore")
+    applied = 0
+    try:
+        owned = partitions_of(consumer, changelog)
+        ends = [watermarks(consumer, TopicPartition(changelog, p)) for p in owned]
+        total = sum(high - low for low, high in ends)
+
+        def step(count: int) -> None:
+            nonlocal applied
+            applied += count
+            if progress is not None:
+                progress(applied, total)
+
+        for p in owned:
+            store = PartitionStore(root / str(p))
+            try:
+                store.wipe()
+                restore(store, consumer, changelog, p, processor.restore, progress=step)
+            finally:
+                store.close()
+    finally:
+        consumer.close()
+    if progress is not None:
+        progress(applied, total)
+    return applied

@@ -1,0 +1,113 @@
+"""Contract tests of the job commands (trigger, PATCH) and POST /api/v1/workflows against
+the real service and broker, with the real timers where a command must take effect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from pipeline.config import Settings
+from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.topics import Topics
+from tests.connectors.api.test_jobs import read_intake, submit, visible
+from tests.support.pipeline import Executions, in_thread
+from tests.support.waiting import wait_for
+
+
+def test_trigger_runs_a_scheduled_job_now_through_the_timers(
+    acme: httpx.Client, bolt: httpx.Client, settings: Settings, topics: Topics, tmp_path: Path
+) -> None:
+    options = TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "timers")
+    runs = Executions(settings)
+    try:
+        with in_thread(timer_runner(settings, options)):
+            later = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
+            wait_for(lambda: visible(acme, later), what="job in the views")
+            assert bolt.post(f"/api/v1/jobs/{later}/trigger").status_code == 404
+            reply = acme.post(f"/api/v1/jobs/{later}/trigger")
+            assert reply.status_code == 202, reply.text
+            assert reply.json() == {"job_id": later, "command": "trigger"}
+            wait_for(lambda: runs.poll() >= 1, what="the triggered execution")
+            (run,) = runs.records.values()
+            assert run["job_id"] == later and run["scheduled_at_ms"] < 1_893_456_000_000
+    finally:
+        runs.close()
+
+
+def test_trigger_refuses_what_cannot_run_now(acme: httpx.Client) -> None:
+    assert acme.post("/api/v1/jobs/01ARZ3NDEKTSV4RRFFQ69G5FAV/trigger").status_code == 404
+    nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
+    wait_for(lambda: visible(acme, nightly), what="schedule in the views")
+    assert acme.post(f"/api/v1/jobs/{nightly}/trigger").status_code == 202
+
+
+def test_patch_changes_a_schedule_and_names_the_field_at_fault(
+    acme: httpx.Client, bolt: httpx.Client, settings: Settings, topics: Topics
+) -> None:
+    nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
+    once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
+    wait_for(lambda: visible(acme, nightly) and visible(acme, once), what="jobs in the views")
+    reply = acme.patch(f"/api/v1/jobs/{nightly}",
+                       json={"cron": {"expression": "30 3 * * *", "timezone": "Europe/Paris"},
+                             "params": {"region": "eu"}})  # fmt: skip
+    assert reply.status_code == 202, reply.text
+    assert reply.json() == {"job_id": nightly, "command": "update"}
+    cases = [
+        ({"cron": {"expression": "30 3 * * *", "timezone": "Mars/Base"}}, "cron.timezone"),
+        ({"cron": "61 * * * *"}, "cron.expression"),
+        ({"params": [1]}, "params"),
+        ({"nonsense": 1}, "nonsense"),
+        ({}, "cron"),
+    ]
+    for body, field in cases:
+        bad = acme.patch(f"/api/v1/jobs/{nightly}", json=body)
+        assert bad.status_code == 422, (body, bad.text)
+        assert bad.json()["field"] == field, (body, bad.json())
+    assert bolt.patch(f"/api/v1/jobs/{nightly}", json={"cron": "0 4 * * *"}).status_code == 404
+    one_off = acme.patch(f"/api/v1/jobs/{once}", json={"cron": "0 4 * * *"})
+    assert one_off.status_code == 409 and one_off.json()["field"] == "job_id"
+    intake = read_intake(settings, topics, 3)
+    update = intake[-1]
+    assert (update.name, update.data["job_id"], update.data["action"]) == (
+        "ScheduleChanged", nightly, "UPDATE")  # fmt: skip
+    assert update.data["cron"]["timezone"] == "Europe/Paris"
+    assert update.data["params"] == '{"region":"eu"}'
+
+
+def test_a_workflow_is_submitted_whole_or_not_at_all(
+    acme: httpx.Client, bolt: httpx.Client, admin: httpx.Client, settings: Settings,
+    topics: Topics,
+) -> None:
+    steps = [
+        {"name": "extract", "job_type": "data.process", "params": {"n": 1}},
+        {"name": "report", "job_type": "report.generate", "depends_on": ["extract"]},
+    ]
+    reply = acme.post("/api/v1/workflows", json={"steps": steps},
+                      headers={"Idempotency-Key": "wf-1"})  # fmt: skip
+    assert reply.status_code == 201, reply.text
+    body = reply.json()
+    assert set(body["job_ids"]) == {"extract", "report"} and body["created"]
+    report = body["job_ids"]["report"]
+    shown = acme.get(f"/api/v1/jobs/{report}")  # before the views could have read it
+    assert shown.status_code == 200 and shown.json()["workflow_id"] == body["workflow_id"]
+    assert bolt.get(f"/api/v1/jobs/{report}").status_code == 404
+    (event,) = read_intake(settings, topics, 1)
+    assert event.name == "WorkflowSubmitted" and event.data["owner"] == "acme"
+    wait_for(lambda: visible(acme, report), what="the workflow's jobs in the views")
+    again = acme.post("/api/v1/workflows", json={"steps": steps},
+                      headers={"Idempotency-Key": "wf-1"})  # fmt: skip
+    assert again.status_code == 200 and again.json() == {**body, "created": False}
+    cases = [
+        ({"steps": [steps[0], {**steps[1], "job_type": "Bad Type"}]}, "steps.1.spec.job_type"),
+        ({"steps": [{**steps[0], "depends_on": ["report"]}, steps[1]]}, "steps"),
+        ({"steps": steps, "owner": "bolt"}, "owner"),
+        ({"steps": steps, "color": "red"}, "color"),
+    ]
+    for payload, field in cases:
+        bad = acme.post("/api/v1/workflows", json=payload)
+        assert bad.status_code == 422, (payload, bad.text)
+        assert bad.json()["field"] == field, (payload, bad.json())
+    assert admin.post("/api/v1/workflows", json={"steps": steps}).json()["field"] == "owner"
+    assert admin.post("/api/v1/workflows",
+                      json={"steps": steps, "owner": "bolt"}).status_code == 201  # fmt: skip
