@@ -18,7 +18,7 @@ import typer
 from confluent_kafka import Message
 
 from ops.bench.harness import broker, run_settings
-from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, WorkdirOption
+from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption
 from ops.bench.report import console
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
@@ -28,13 +28,12 @@ from pipeline.topics import TopicSpec
 def main(
     records: int = typer.Option(30_000, "--records", min=1, help="Records per transaction."),
     rounds: int = typer.Option(6, "--rounds", min=1, help="Transactions of each kind."),
+    kafka_home: Path | None = KafkaHomeOption,
     bootstrap: str | None = BootstrapOption,
     port: int = PortOption,
-    workdir: Path = WorkdirOption,
-    kafka_home: Path | None = KafkaHomeOption,
 ) -> None:
     """CPU per record of a transaction, a delivery report per record against one per batch."""
-    with broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka:
+    with broker(bootstrap, kafka_home or Path(".jobstream/bench-kafka"), port) as kafka:
         settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
         topic = f"{settings.topic_prefix}delivery"
         ensure_topics(settings.kafka_config, [TopicSpec(topic, 1, compacted=True)],
