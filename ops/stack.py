@@ -43,18 +43,26 @@ def components(
     job_types: tuple[str, ...] = ("data.process", "image.render", "report.generate"),
     lease_s: float | None = None,
     heartbeat_s: float | None = None,
+    instance: int = 0,
 ) -> list[Component]:
-    """The pipeline's processes: timers, status processor, retry router, a worker per type."""
+    """The pipeline's processes: timers, status processor, retry router, a worker per type.
+
+    ``instance`` numbers one copy of them: a second copy (``instance=1``, on other ports)
+    joins the same consumer groups and takes half of the partitions. The first copy keeps
+    the bare names (``timers``), later ones are suffixed (``timers-1``)."""
     lease = ("--lease", format_duration(round(lease_s * 1000))) if lease_s else ()
     beat = ("--heartbeat", format_duration(round(heartbeat_s * 1000))) if heartbeat_s else ()
+    suffix = f"-{instance}" if instance else ""
+    ident = ("--instance-id", str(instance))
     listed = [
-        Component("timers", ("timers", "--instance-id", "0"), base_port),
-        Component("status-processor", ("status-processor", "--instance-id", "0", *lease),
+        Component(f"timers{suffix}", ("timers", *ident), base_port),
+        Component(f"status-processor{suffix}", ("status-processor", *ident, *lease),
                   base_port + 1),
-        Component("retry-router", ("retry-router", "--instance-id", "0"), base_port + 2),
+        Component(f"retry-router{suffix}", ("retry-router", *ident), base_port + 2),
     ]  # fmt: skip
     for i, job_type in enumerate(job_types):
-        listed.append(worker(job_type, f"{job_type}-0", base_port + 3 + i, app=app, extra=beat))
+        listed.append(worker(job_type, f"{job_type}-{instance}", base_port + 3 + i, app=app,
+                             extra=beat))  # fmt: skip
     return listed
 
 

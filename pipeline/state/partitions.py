@@ -70,8 +70,20 @@ class PartitionStores:
 
     def log(self, producer: Producer, partition: int,
             records: Iterable[tuple[bytes, bytes | None]]) -> None:  # fmt: skip
-        for key, value in records:
-            send(producer, self.changelog, value, key, partition=partition,
+        """Produce one partition's changelog records of a transaction.
+
+        Only the last record asks for its delivery report: an idempotent producer
+        delivers one partition's records in order, so the last one's offset is the
+        highest, the one the store records; a report per record cost a Python callback
+        each (about 0.3-2 µs of CPU, two to four records a job).
+        """
+        last: tuple[bytes, bytes | None] | None = None
+        for record in records:
+            if last is not None:
+                send(producer, self.changelog, last[1], last[0], partition=partition)
+            last = record
+        if last is not None:
+            send(producer, self.changelog, last[1], last[0], partition=partition,
                  on_delivery=self._on_delivery)  # fmt: skip
 
     def commit(self, transactions: dict[int, PartitionTransaction]) -> None:

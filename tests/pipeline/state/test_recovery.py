@@ -114,3 +114,25 @@ def test_files_of_another_layout_are_rebuilt_from_the_changelog_start(
     assert (store.get(b"index-a"), store.get(b"index-b"), store.layout) == (b"", b"", 2)
     assert restore(store, restorer, topics.timers_changelog, PARTITION, derive, layout=2) == 0
     store.close()
+
+
+def test_a_committed_batch_records_the_offset_of_its_last_changelog_record(
+    topics: Topics, restorer: Consumer, tmp_path: Path
+) -> None:
+    stores = PartitionStores(tmp_path / "state", topics.timers_changelog, lambda: restorer, put)
+    stores.assign([PARTITION])
+    producer = clients.producer(topics.settings, transactional_id=f"{topics.timers_changelog}-log")
+    producer.init_transactions(30)
+    batches = [[(b"a", b"1"), (b"b", None), (b"c", b"3")], [(b"d", b"4"), (b"a", None)]]
+    # a fresh partition: records 0-2 and the commit marker at 3, then records 4-5
+    for batch, last_offset in zip(batches, (2, 5), strict=True):
+        producer.begin_transaction()
+        stores.log(producer, PARTITION, batch)
+        producer.flush(30)  # serves the delivery reports, as the commit order does
+        producer.commit_transaction(30)
+        tx = PartitionTransaction(stores.stores[PARTITION])
+        for key, value in batch:
+            put(tx, key, value)
+        stores.commit({PARTITION: tx})
+        assert stores.stores[PARTITION].changelog_offset == last_offset
+    stores.close()

@@ -1,0 +1,193 @@
+"""What one job costs the broker: records and bytes per topic, per job.
+
+``python -m ops.bench.traffic --jobs 2000`` runs that many one-off no-op jobs through the
+pipeline as ``jobstream bench`` does (ops/bench/pipeline_run.py, paced at ``--rate``),
+then counts, for every topic of the run's prefix:
+
+- **records**: the data records a read_committed consumer gets from the start;
+- **offsets**: how far the partitions' end offsets moved; the difference from records is
+  the transactions' commit markers (and aborted records, if any);
+- **payload bytes**: key, value and headers of the records, as a client sees them;
+- **log bytes**: the size of the partitions' log files on the local broker's disk
+  (record batches with their headers, compressed as produced, markers included): what
+  the broker wrote, and what a consumer of the topic fetches.
+
+jobs.events is broken down by lifecycle kind, and the changelogs into writes and deletes
+(the status processor's by key space: ``j`` job records, ``e`` running executions). Each
+figure is divided by the jobs that completed. docs/benchmarks.md, "Records and bytes per
+job", records a run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+from rich.table import Table
+
+from ops.bench.harness import broker, run_settings
+from ops.bench.load import Load
+from ops.bench.options import BootstrapOption, KafkaHomeOption, OutOption, PortOption, WorkdirOption
+from ops.bench.pipeline_run import PipelineShape, run_pipeline
+from ops.bench.report import console, load_average, progress_bar, write_results
+from ops.kafka.ports import free_ports
+from pipeline.config import Settings
+from pipeline.kafka import clients
+from pipeline.serde.peek import lifecycle_kind
+
+WRITERS = {
+    "jobs.intake": "client",
+    "jobs.retry": "retry router",
+    "jobs.timers.changelog": "timers",
+    "jobs.exec.": "timers",
+    "jobs.events": "timers, workers, status processor, retry router",
+    "jobs.status": "status processor",
+    "jobs.status.changelog": "status processor",
+    "jobs.workers": "workers",
+    "jobs.dlq.": "retry router",
+}
+"""Who writes each topic (the first key a topic name starts with)."""
+
+READERS = {
+    "jobs.intake": "timers",
+    "jobs.retry": "timers",
+    "jobs.timers.changelog": "timers, on restore only",
+    "jobs.exec.": "workers",
+    "jobs.events": "status processor, retry router",
+    "jobs.status": "views (API), console consumers",
+    "jobs.status.changelog": "status processor, on restore only",
+    "jobs.workers": "views (API)",
+}
+"""Who reads each topic in production (the first key a topic name starts with)."""
+
+
+@dataclass
+class Traffic:
+    records: int = 0
+    offsets: int = 0
+    payload_bytes: int = 0
+    log_bytes: int | None = None
+    kinds: dict[str, tuple[int, int]] | None = None
+    """Per kind of record (see :func:`kind_of`), its records and their payload bytes."""
+
+
+def count_topic(settings: Settings, topic: str, partitions: int) -> Traffic:
+    """Every committed record of ``topic`` from its start, counted (not decoded)."""
+    consumer = clients.consumer(settings, f"traffic-{uuid.uuid4().hex[:8]}")
+    owned = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10) for tp in owned}
+    traffic = Traffic(offsets=sum(high - low for low, high in ends.values()))
+    kinds: Counter[str] = Counter()
+    kind_bytes: Counter[str] = Counter()
+    consumer.assign(owned)
+    try:
+        while any(p.offset < ends[p.partition][1] for p in consumer.position(owned)
+                  if ends[p.partition][1] > 0):  # fmt: skip
+            for message in consumer.consume(10_000, timeout=0.5):
+                if message.error() is not None:
+                    continue
+                value, key = message.value() or b"", message.key() or b""
+                headers: list[Any] = list(message.headers() or [])
+                traffic.records += 1
+                size = len(key) + len(value) + sum(len(k) + len(v or b"") for k, v in headers)
+                traffic.payload_bytes += size
+                kind = kind_of(topic, key, value)
+                kinds[kind] += 1
+                kind_bytes[kind] += size
+    finally:
+        consumer.close()
+    if len(kinds) > 1 or "" not in kinds:
+        traffic.kinds = {str(kind): (n, kind_bytes[kind]) for kind, n in kinds.items()}
+    return traffic
+
+
+def kind_of(topic: str, key: bytes, value: bytes) -> str:
+    """A lifecycle event's kind; a changelog record's key space and whether it deletes."""
+    if topic.endswith("jobs.events"):
+        return lifecycle_kind(value) or "other"
+    if topic.endswith(".changelog"):
+        space = f" {key[:1].decode(errors='replace')}" if topic.endswith("status.changelog") else ""
+        return f"{'delete' if not value else 'write'}{space}"
+    return ""
+
+
+def log_bytes(data_dirs: list[Path], topic: str) -> int | None:
+    """Bytes of the topic's log segments on the local broker (None: no broker here)."""
+    folders = [
+        f for d in data_dirs for f in d.glob(f"{topic}-*") if f.name.rpartition("-")[0] == topic
+    ]
+    if not folders:
+        return None
+    return sum(s.stat().st_size for f in folders for s in f.glob("*.log"))
+
+
+def count_all(settings: Settings, data_dirs: list[Path]) -> dict[str, Traffic]:
+    config: dict[str, Any] = {**settings.kafka_config}
+    admin = AdminClient(config)
+    found = admin.list_topics(timeout=10).topics
+    counted = {}
+    for name in sorted(n for n in found if n.startswith(settings.topic_prefix)):
+        traffic = count_topic(settings, name, len(found[name].partitions))
+        traffic.log_bytes = log_bytes(data_dirs, name)
+        counted[name.removeprefix(settings.topic_prefix)] = traffic
+    return counted
+
+
+def who(table: dict[str, str], topic: str) -> str:
+    """The entry of ``table`` for ``topic``: the longest key the name starts with."""
+    return next((who for start, who in sorted(table.items(), key=lambda kv: -len(kv[0]))
+                 if topic.startswith(start)), "nobody in the pipeline")  # fmt: skip
+
+
+def table(counted: dict[str, Traffic], jobs: int) -> Table:
+    out = Table(title=f"per job ({jobs:,} one-off no-op jobs that succeeded)")
+    for column in ("topic", "records", "markers", "payload B", "log B", "written by", "read by"):
+        numeric = column in ("records", "markers", "payload B", "log B")
+        out.add_column(column, justify="right" if numeric else "left")
+    for topic, t in counted.items():
+        if not t.offsets:
+            continue
+        log = "-" if t.log_bytes is None else f"{t.log_bytes / jobs:,.0f}"
+        out.add_row(topic, f"{t.records / jobs:.2f}", f"{(t.offsets - t.records) / jobs:.2f}",
+                    f"{t.payload_bytes / jobs:,.0f}", log, who(WRITERS, topic),
+                    who(READERS, topic))  # fmt: skip
+        for kind, (n, size) in sorted((t.kinds or {}).items()):
+            out.add_row(f"  {kind}", f"{n / jobs:.2f}", "", f"{size / jobs:,.0f}", "", "", "")
+    return out
+
+
+def main(
+    jobs: int = typer.Option(2000, "--jobs", min=1, help="One-off no-op jobs to run."),
+    rate: int = typer.Option(200, "--rate", min=1, help="Jobs due per second."),
+    partitions: int = typer.Option(6, "--partitions", min=1, help="Timer and exec partitions."),
+    bootstrap: str | None = BootstrapOption,
+    port: int = PortOption,
+    workdir: Path = WorkdirOption,
+    kafka_home: Path | None = KafkaHomeOption,
+    out: Path | None = OutOption,
+) -> None:  # fmt: skip
+    """Count the records and bytes per job on every topic, for one-off no-op jobs."""
+    home = kafka_home or workdir.parent / "bench-kafka"
+    report: dict[str, Any] = {"jobs": jobs, "rate": rate, "load_average_start": load_average()}
+    with broker(bootstrap, home, port) as kafka, progress_bar() as bar:
+        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
+                                exec_partitions=partitions, job_types=("bench.noop",))  # fmt: skip
+        load = Load.steady(rate, jobs / rate, 5.0)
+        shape = PipelineShape(metrics_port=free_ports(4))  # beside other runs' processes
+        run = run_pipeline(settings, load, shape, workdir, kafka.pids, bar)
+        counted = count_all(settings, sorted(home.glob("node-*/data")))
+    completed = run["completed"]
+    report.update(completed=completed, lost=run["lost"], load_average_end=load_average(),
+                  topics={name: asdict(t) for name, t in counted.items()})  # fmt: skip
+    console.print(table(counted, max(completed, 1)))
+    write_results(out, report)
+
+
+if __name__ == "__main__":
+    typer.run(main)

@@ -1,0 +1,42 @@
+"""The traffic count's pure parts: who writes and reads a topic, the kinds of its records,
+the log bytes of a topic on a broker's disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ops.bench.codecs import hot_events
+from ops.bench.traffic import READERS, WRITERS, kind_of, log_bytes, who
+from pipeline.serde import make_serde
+
+SERIALIZE, _ = make_serde()
+
+
+def test_each_topic_finds_its_writer_and_readers_by_the_longest_prefix() -> None:
+    assert who(WRITERS, "jobs.status.changelog") == "status processor"
+    assert who(READERS, "jobs.status.changelog") == "status processor, on restore only"
+    assert who(READERS, "jobs.status") == "views (API), console consumers"
+    assert who(READERS, "jobs.exec.image.render.high") == "workers"
+    assert who(READERS, "jobs.intake.dlq") == "timers"  # a prefix of jobs.intake: say so
+    assert who(READERS, "elsewhere") == "nobody in the pipeline"
+
+
+def test_records_are_sorted_by_lifecycle_kind_and_changelog_write_or_delete() -> None:
+    started = SERIALIZE(hot_events()["STARTED"])
+    assert kind_of("p.jobs.events", b"k", started) == "STARTED"
+    assert kind_of("p.jobs.status.changelog", b"j123", b"{}") == "write j"
+    assert kind_of("p.jobs.status.changelog", b"e123", b"") == "delete e"
+    assert kind_of("p.jobs.timers.changelog", b"\x00\x01", b"") == "delete"
+    assert kind_of("p.jobs.intake", b"k", b"v") == ""
+
+
+def test_log_bytes_sum_the_topics_own_segments_only(tmp_path: Path) -> None:
+    data = tmp_path / "node-1" / "data"
+    for folder, size in (("p.jobs.status-0", 10), ("p.jobs.status-1", 5),
+                         ("p.jobs.status.changelog-0", 100)):  # fmt: skip
+        (data / folder).mkdir(parents=True)
+        (data / folder / "00000000000000000000.log").write_bytes(b"x" * size)
+        (data / folder / "00000000000000000000.index").write_bytes(b"x" * 1000)
+    assert log_bytes([data], "p.jobs.status") == 15
+    assert log_bytes([data], "p.jobs.status.changelog") == 100
+    assert log_bytes([data], "p.jobs.events") is None
