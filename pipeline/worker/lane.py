@@ -168,6 +168,10 @@ class Lane:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.tracker.assign(tp.topic, tp.partition)
+        # librdkafka keeps a partition paused through its revocation and a new assignment
+        # to this consumer (an eager rebalance hands most back), while the lane forgot the
+        # pause with the revocation: resumed here, or it would never fetch again.
+        consumer.resume(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         try:
