@@ -66,6 +66,8 @@ class JobOut(BaseModel):
 
     job_id: str
     workflow_id: str | None = None
+    step: str | None = Field(None, description="Its step name in a workflow submitted whole.")
+    depends_on: list[str] = Field(default_factory=list, description="Its parents' job ids.")
     job_type: str
     owner: str
     state: str = Field(description="A jobs.status state, or SUBMITTED before the first.")
@@ -174,6 +176,25 @@ class WorkflowAccepted(BaseModel):
     workflow_id: str
     job_ids: dict[str, str] = Field(description="Step name -> its job's id.")
     created: bool = Field(description="False when the idempotency key named a known workflow.")
+
+
+class StepOut(BaseModel):
+    """One job of a workflow, as its graph needs it."""
+
+    job_id: str
+    step: str | None = None
+    job_type: str
+    state: str
+    depends_on: list[str] = Field(default_factory=list, description="Its parents' job ids.")
+    attempt: int = 0
+    updated_at_ms: int | None = None
+
+
+class WorkflowOut(BaseModel):
+    workflow_id: str
+    owner: str
+    steps: list[StepOut] = Field(description="Every job of the workflow the views hold, "
+                                 "parents before children.")
 
 
 class WorkerOut(BaseModel):

@@ -1,4 +1,5 @@
-"""POST /api/v1/workflows: submit a workflow (docs/workflows.md) as one record.
+"""POST /api/v1/workflows: submit a workflow (docs/workflows.md) as one record;
+GET /api/v1/workflows/{id}: its jobs, their states and parents (the job page's graph).
 
 The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
 (:func:`pipeline.jobs.workflow.workflow_event`), whose errors name ``steps.<i>.<field>``
@@ -11,17 +12,21 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Response
 
-from connectors.api.models import Problem, WorkflowAccepted, WorkflowIn
+from connectors.api.errors import ApiError
+from connectors.api.models import Problem, StepOut, WorkflowAccepted, WorkflowIn, WorkflowOut
 from connectors.api.services import Auth, Svc
+from connectors.views.query import workflow_jobs
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.jobs.workflow import expand_workflow, step_ids, workflow_event
+from pipeline.workflows import topological_order
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 413, 422, 503)
 }
+READ_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404)}
 
 
 @router.post("", status_code=201, response_model=WorkflowAccepted,
@@ -54,3 +59,18 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     for _, job in expand_workflow(event.data, now_ms=now):
         svc.accept(job)
     return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=True)
+
+
+@router.get("/{workflow_id}", response_model=WorkflowOut, responses=READ_ERRORS)
+def get_workflow(workflow_id: str, who: Auth, svc: Svc) -> WorkflowOut:
+    """A workflow's jobs as the views hold them, parents first: step name, type, state and
+    parents (job ids). 404 when the views hold none of it, or it is another owner's."""
+    docs = [doc for doc in workflow_jobs(svc.store, workflow_id) if who.sees(doc["owner"])]
+    if not docs:
+        raise ApiError(404, f"workflow {workflow_id} not found", "workflow_id")
+    docs.sort(key=lambda doc: (doc["created_at_ms"], doc["job_id"]))
+    held = {doc["job_id"]: doc for doc in docs}
+    order = topological_order([(job_id, [p for p in doc.get("depends_on") or [] if p in held])
+                               for job_id, doc in held.items()])  # fmt: skip
+    return WorkflowOut(workflow_id=workflow_id, owner=docs[0]["owner"],
+                       steps=[StepOut(**held[job_id]) for job_id in order])

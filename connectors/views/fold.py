@@ -3,7 +3,8 @@
 A job's document merges three sources that reach the view in no fixed order:
 
 * its **submission** (JobSubmitted on jobs.intake): owner, type, labels, parameters'
-  size and digest, the schedule and ``created_at_ms``; the first submission wins (a
+  size and digest, the schedule, ``created_at_ms`` and, in a workflow, its parents
+  (``depends_on``) and step name (``step``); the first submission wins (a
   resubmission with the same idempotency key is the same job);
 * its **status** (jobs.status): the state and the fields of docs/status.md; a status
   older than the one held (``updated_at_ms``) changes nothing;
@@ -23,6 +24,7 @@ import orjson
 
 from pipeline.errors import ValidationError
 from pipeline.jobs.params import params_digest
+from pipeline.jobs.workflow import STEP_LABEL
 from pipeline.lifecycle import TERMINAL_STATES, LifecycleKind
 from pipeline.scheduling.ids import job_id_time_ms
 from pipeline.serde import JobStatus
@@ -55,7 +57,7 @@ def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[
         "next_fire_at_ms": None, "updated_at_ms": None, "last_error": None, "result": None,
         "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
         "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
-        "submitted": False,
+        "submitted": False, "depends_on": [], "step": None,
     }  # fmt: skip
 
 
@@ -85,7 +87,8 @@ def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> di
         "idempotency_key": record.get("idempotency_key"),
         "schedule": {"run_at_ms": spec.get("run_at_ms"), "cron": cron},
         "params_bytes": len(params), "params_sha256": params_digest(params),
-        "submitted": True,
+        "submitted": True, "depends_on": list(spec.get("depends_on") or []),
+        "step": (spec.get("labels") or {}).get(STEP_LABEL),
     }  # fmt: skip
 
 

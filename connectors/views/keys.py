@@ -16,6 +16,7 @@ millisecond also come newest first.
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
 | ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
+| ``f`` | workflow id, job id | nothing: the jobs of a workflow |
 | ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
 | ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
 | ``\\x02`` | nothing | the layout's version (:data:`LAYOUT_VERSION`) |
@@ -41,10 +42,12 @@ SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
 COUNT = b"c\x00"
+WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"2"
-"""Raised when the keys change meaning (2: the counters); older files are rebuilt."""
+LAYOUT_VERSION = b"3"
+"""Raised when the keys change meaning (2: the counters; 3: the workflow index and a
+job's parents); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -114,7 +117,14 @@ def index_keys(doc: Mapping[str, Any]) -> set[bytes]:
             keys.add(index.prefix(base) + tail)
     if doc.get("ended_at_ms") is not None:
         keys.add(retention_key(doc["ended_at_ms"], doc["job_id"]))
+    if doc.get("workflow_id"):
+        keys.add(workflow_prefix(doc["workflow_id"]) + doc["job_id"].encode())
     return keys
+
+
+def workflow_prefix(workflow_id: str) -> bytes:
+    """The entries of a workflow's jobs: the prefix, then each job's id."""
+    return WORKFLOW + text(workflow_id)
 
 
 def doc_key(job_id: str) -> bytes:

@@ -83,6 +83,14 @@ def executions(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
     return [fold.loads(value) for _, value in store.scan(prefix, keys.upper_bound(prefix))]
 
 
+def workflow_jobs(store: ViewStore, workflow_id: str) -> list[dict[str, Any]]:
+    """The documents of every job of a workflow the views hold, by job id."""
+    prefix = keys.workflow_prefix(workflow_id)
+    found = (store.doc(key[len(prefix):].decode())
+             for key, _ in store.scan(prefix, keys.upper_bound(prefix)))  # fmt: skip
+    return [doc for doc in found if doc is not None]
+
+
 def params(store: ViewStore, job_id: str) -> bytes | None:
     return store.get(keys.params_key(job_id))
 
