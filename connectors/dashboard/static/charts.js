@@ -4,7 +4,8 @@
 const NS = "http://www.w3.org/2000/svg";
 const W = 560, H = 180, LEFT = 44, RIGHT = 8, TOP = 8, BOTTOM = 20;
 
-function svg(tag, attrs, text) {
+// An SVG element with its attributes and, optionally, its text (the workflow graph too).
+export function svg(tag, attrs, text) {
   const el = document.createElementNS(NS, tag);
   for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, value);
   if (text !== undefined) el.textContent = text;

@@ -1,10 +1,30 @@
-// One job: its fields and schedule, every attempt, and the commands it takes (none once
-// it has ended; pause and resume for a recurring job only).
+// One job: its fields and schedule, its workflow as a graph, every attempt, and the
+// commands it takes (none once it has ended; pause and resume for a recurring job only;
+// trigger while it can run now, as POST .../trigger allows).
 
 import { get, post } from "./api.js";
 import { duration, h, state, table, time } from "./dom.js";
+import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
+const NOT_FIRED = new Set(["SCHEDULED", "SUBMITTED"]);
+
+// Whether "run now" applies: a recurring job neither paused nor blocked, a one-off job
+// that has not fired yet (connectors/api/commands.py refuses the rest with 409).
+function triggerable(job) {
+  if (ENDED.has(job.state) || job.state === "BLOCKED" || job.state === "PAUSED") return false;
+  return Boolean(job.schedule?.cron) || NOT_FIRED.has(job.state);
+}
+
+async function workflow(job) {
+  if (!job.workflow_id) return null;
+  try {
+    const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}`);
+    return [h("h2", {}, `Workflow (${found.steps.length} steps)`), workflowGraph(found.steps, job.job_id)];
+  } catch (error) {
+    return [h("h2", {}, "Workflow"), h("p", { class: "message" }, error.message)];
+  }
+}
 
 function schedule(job) {
   const s = job.schedule;
@@ -24,7 +44,8 @@ function fields(job) {
     ["result", job.result_uri ? h("a", { href: job.result_uri }, job.result_uri) : (job.result ?? "")],
     ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
   ];
-  if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)]);
+  if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
+    ["step", job.step ?? ""]);
   return h("dl", { class: "fields", id: "job-fields" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
@@ -56,10 +77,13 @@ export function render(root, { id }) {
       }
     } }, name[0].toUpperCase() + name.slice(1));
 
+  let workflowId = null, loads = 0;
   const load = async () => {
+    const turn = ++loads;  // a slower, older load must not overwrite a newer one
     let job;
     try {
       job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`);
+      workflowId = job.workflow_id;
     } catch (error) {
       root.replaceChildren(h("h1", {}, "Job"), h("p", { class: "error" }, error.message));
       return;
@@ -67,16 +91,20 @@ export function render(root, { id }) {
     const runs = (await get(`/api/v1/jobs/${encodeURIComponent(id)}/executions`)).executions;
     const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
       ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
+    const graph = await workflow(job);
+    if (turn !== loads) return;
     root.replaceChildren(
       h("h1", {}, `Job ${job.job_type}`), fields(job),
       h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
-        command("cancel"), job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
+        command("cancel"), triggerable(job) ? command("trigger") : null,
+        job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
+      ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),
       runs.length ? history : h("p", { class: "message" }, "No attempt yet."));
   };
   load();
   return {
-    onStatus(job) { if (job.job_id === id) load(); },
+    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId)) load(); },
     stop() {},
   };
 }

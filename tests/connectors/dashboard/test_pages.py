@@ -160,3 +160,55 @@ def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
     expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=30_000)
     expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
     shot(page, tmp_path, "cancelled")
+
+
+def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
+                                                   tmp_path: Path) -> None:  # fmt: skip
+    body = {"job_type": "data.process", "owner": "acme", "run_at": "2030-01-01T00:00:00Z"}
+    job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
+    wait_for(lambda: state_of(admin, job_id) == "SCHEDULED", timeout_s=60, what="SCHEDULED")
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("SCHEDULED")
+    expect(page.locator("#attempts")).to_have_count(0)
+    shot(page, tmp_path, "before-trigger")
+    page.click("[data-command=trigger]")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED", timeout=60_000)
+    expect(page.locator("#attempts tbody tr")).to_have_count(1)
+    expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    assert state_of(admin, job_id) == "SUCCEEDED"
+    shot(page, tmp_path, "triggered")
+
+
+def test_a_job_page_draws_its_workflow(page: Page, admin: httpx.Client, tmp_path: Path) -> None:
+    steps = [
+        {"name": "a", "job_type": "data.process"},
+        {"name": "b", "job_type": "data.process", "depends_on": ["a"]},
+        {"name": "c", "job_type": "data.process", "depends_on": ["a"]},
+        {"name": "d", "job_type": "data.process", "depends_on": ["b", "c"]},
+    ]
+    reply = admin.post("/api/v1/workflows", json={"steps": steps, "owner": "acme"})
+    assert reply.status_code == 201, reply.text
+    ids = reply.json()["job_ids"]
+    wait_for(lambda: all(state_of(admin, i) == "SUCCEEDED" for i in ids.values()),
+             timeout_s=120, interval_s=0.5, what="the diamond to succeed")  # fmt: skip
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{ids['d']}")
+    graph = page.locator("#workflow-graph")
+    expect(graph.locator("[data-node]")).to_have_count(4)
+    expect(graph.locator("path.edge")).to_have_count(4)
+    edges = {str(graph.locator("path.edge").nth(i).get_attribute("data-edge")) for i in range(4)}
+    assert edges == {f"{ids[p]}>{ids[c]}" for p, c in ("ab", "ac", "bd", "cd")}
+    for name, job_id in ids.items():
+        node = graph.locator(f"[data-node='{job_id}']")
+        expect(node).to_have_attribute("data-state", "SUCCEEDED")
+        expect(node).to_contain_text(f"{name} · data.process")
+    expect(graph.locator(".current")).to_have_attribute("data-node", ids["d"])
+    # Layers from the topological order: a, then b and c side by side, then d.
+    xs = {name: graph.locator(f"[data-node='{i}'] rect").get_attribute("x")
+          for name, i in ids.items()}  # fmt: skip
+    assert float(xs["a"]) < float(xs["b"]) == float(xs["c"]) < float(xs["d"])  # type: ignore[arg-type]
+    shot(page, tmp_path, "workflow")
+    graph.locator(f"[data-node='{ids['a']}']").click()
+    expect(page.locator("#job-fields")).to_contain_text(ids["a"])
+    expect(page.locator("#workflow-graph .current")).to_have_attribute("data-node", ids["a"])
