@@ -171,6 +171,8 @@ def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Clie
     page.goto(f"/#/jobs/{job_id}")
     expect(page.locator("#job-fields [data-state]")).to_have_text("SCHEDULED")
     expect(page.locator("#attempts")).to_have_count(0)
+    expect(page.locator("#workflow-graph")).to_have_count(0)  # no workflow: no graph
+    expect(page.locator("#view")).not_to_contain_text("null")
     shot(page, tmp_path, "before-trigger")
     page.click("[data-command=trigger]")
     expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED", timeout=60_000)
