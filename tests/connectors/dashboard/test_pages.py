@@ -147,13 +147,19 @@ def test_redrive_a_dead_letter_from_the_page(page: Page, admin: httpx.Client,
     shot(page, tmp_path, "redriven")
 
 
-def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
-                                              tmp_path: Path) -> None:  # fmt: skip
+def open_job_for_2030(page: Page, admin: httpx.Client) -> str:
+    """Submit a job scheduled for 2030 and open its page as its owner; its id."""
     body = {"job_type": "data.process", "owner": "acme", "run_at": "2030-01-01T00:00:00Z"}
     job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
     wait_for(lambda: state_of(admin, job_id) == "SCHEDULED", timeout_s=60, what="SCHEDULED")
     log_in(page, TOKENS["acme"])
     page.goto(f"/#/jobs/{job_id}")
+    return job_id
+
+
+def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
+                                              tmp_path: Path) -> None:  # fmt: skip
+    open_job_for_2030(page, admin)
     expect(page.locator("#job-fields")).to_contain_text("at 2030-01-01 00:00:00.000")
     expect(page.locator("[data-command=pause]")).to_have_count(0)  # a one-off job
     page.click("[data-command=cancel]")
@@ -164,11 +170,7 @@ def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
 
 def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
                                                    tmp_path: Path) -> None:  # fmt: skip
-    body = {"job_type": "data.process", "owner": "acme", "run_at": "2030-01-01T00:00:00Z"}
-    job_id = admin.post("/api/v1/jobs", json=body).json()["job_id"]
-    wait_for(lambda: state_of(admin, job_id) == "SCHEDULED", timeout_s=60, what="SCHEDULED")
-    log_in(page, TOKENS["acme"])
-    page.goto(f"/#/jobs/{job_id}")
+    job_id = open_job_for_2030(page, admin)
     expect(page.locator("#job-fields [data-state]")).to_have_text("SCHEDULED")
     expect(page.locator("#attempts")).to_have_count(0)
     expect(page.locator("#workflow-graph")).to_have_count(0)  # no workflow: no graph
