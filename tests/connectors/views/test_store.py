@@ -8,9 +8,10 @@ from unittest.mock import ANY
 import pytest
 
 from connectors.views import SUBMITTED, ViewStore, executions, keys, list_jobs, workers
-from connectors.views.query import params
+from connectors.views.query import params, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.jobs.params import params_digest
+from pipeline.jobs.workflow import expand_workflow, workflow_event
 from tests.connectors.views.records import event, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
@@ -161,6 +162,32 @@ def test_ended_jobs_leave_after_the_retention_with_all_they_hold(store: ViewStor
     assert ids(list_jobs(store, {"owner": "acme"})) == [running["job_id"], fresh["job_id"]]
     everything = [k for k, _ in store.scan(b"", b"\xff")]
     assert not any(old["job_id"].encode() in k for k in everything)
+
+
+def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leave(
+    store: ViewStore,
+) -> None:
+    steps = [{"name": "a", "job_type": "data.process"},
+             {"name": "b", "job_type": "data.process", "depends_on": ["a"]}]  # fmt: skip
+    wf = workflow_event("acme", steps, now_ms=T0)
+    (_, a), (_, b) = expand_workflow(wf.data, now_ms=T0)
+    other = workflow_event("acme", steps, now_ms=T0)  # another workflow, same step names
+    fold(store, a, b, submitted("acme", at_ms=T0),
+         *(job for _, job in expand_workflow(other.data, now_ms=T0)))  # fmt: skip
+    found = workflow_jobs(store, wf.data["workflow_id"])
+    assert [(doc["job_id"], doc["step"], doc["depends_on"]) for doc in sorted(
+        found, key=lambda doc: doc["step"])] == [(a["job_id"], "a", []),
+                                                 (b["job_id"], "b", [a["job_id"]])]  # fmt: skip
+    fold(store, status(a, "SUCCEEDED", at_ms=T0 + 10, workflow_id=wf.data["workflow_id"]))
+    assert store.doc(a["job_id"])["depends_on"] == [] and store.doc(b["job_id"])["step"] == "b"
+    batch = store.batch()
+    assert batch.purge(before_ms=T0 + 100) == 1
+    batch.commit()
+    assert [doc["job_id"] for doc in workflow_jobs(store, wf.data["workflow_id"])] == [b["job_id"]]
+    prefix = keys.workflow_prefix(wf.data["workflow_id"])
+    assert [k for k, _ in store.scan(prefix, keys.upper_bound(prefix))] == [
+        prefix + b["job_id"].encode()]  # the purged job's entry went with it
+    assert len(workflow_jobs(store, other.data["workflow_id"])) == 2
 
 
 def test_a_job_back_from_an_end_leaves_the_retention_index(store: ViewStore) -> None:
