@@ -186,7 +186,7 @@ def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Clie
 
 def test_a_job_page_draws_its_workflow(page: Page, admin: httpx.Client, tmp_path: Path) -> None:
     steps = [
-        {"name": "a", "job_type": "data.process"},
+        {"name": "a", "job_type": "data.process", "params": {"sleep_s": 4}},
         {"name": "b", "job_type": "data.process", "depends_on": ["a"]},
         {"name": "c", "job_type": "data.process", "depends_on": ["a"]},
         {"name": "d", "job_type": "data.process", "depends_on": ["b", "c"]},
@@ -194,11 +194,18 @@ def test_a_job_page_draws_its_workflow(page: Page, admin: httpx.Client, tmp_path
     reply = admin.post("/api/v1/workflows", json={"steps": steps, "owner": "acme"})
     assert reply.status_code == 201, reply.text
     ids = reply.json()["job_ids"]
-    wait_for(lambda: all(state_of(admin, i) == "SUCCEEDED" for i in ids.values()),
-             timeout_s=120, interval_s=0.5, what="the diamond to succeed")  # fmt: skip
     log_in(page, TOKENS["acme"])
     page.goto(f"/#/jobs/{ids['d']}")
     graph = page.locator("#workflow-graph")
+    # While a sleeps, d waits for b and c; then the live stream redraws the graph.
+    expect(graph.locator(f"[data-node='{ids['d']}']")).to_have_attribute("data-state", "BLOCKED",
+                                                                          timeout=15_000)
+    expect(page.locator("[data-command=cancel]")).to_have_count(1)
+    expect(page.locator("[data-command=trigger]")).to_have_count(0)  # it waits for its parents
+    shot(page, tmp_path, "workflow-running")
+    for job_id in ids.values():
+        expect(graph.locator(f"[data-node='{job_id}']")).to_have_attribute(
+            "data-state", "SUCCEEDED", timeout=60_000)
     expect(graph.locator("[data-node]")).to_have_count(4)
     expect(graph.locator("path.edge")).to_have_count(4)
     edges = {str(graph.locator("path.edge").nth(i).get_attribute("data-edge")) for i in range(4)}
