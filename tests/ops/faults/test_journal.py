@@ -53,9 +53,10 @@ def test_without_a_folder_the_journal_refuses_to_record(monkeypatch: pytest.Monk
 def test_the_registry_holds_every_scenario_and_the_broker_ones_need_3_nodes() -> None:
     assert set(SCENARIOS) == {
         "kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
-        "kill-worker-replaced", "kill-worker-for-good", "corrupt-timer-state", "pause-timers",
+        "kill-worker-replaced", "kill-worker-for-good", "corrupt-timer-state",
+        "delete-timer-state", "full-state-disk", "skew-worker-clocks", "pause-timers",
         "pause-status-processor", "pause-retry-router", "pause-worker", "kill-broker",
-        "pause-broker",
+        "pause-broker", "cut-off-broker",
     }  # fmt: skip
     broker = {name for name, scenario in SCENARIOS.items() if scenario.nodes == 3}
-    assert broker == {"kill-broker", "pause-broker"}
+    assert broker == {"kill-broker", "pause-broker", "cut-off-broker"}
