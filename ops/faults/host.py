@@ -1,5 +1,6 @@
-"""What some faults need of the machine: a process whose clock is skewed, and a small
-filesystem of the run's own that can be filled up."""
+"""What some faults need of the machine: a process whose clock is skewed, a small
+filesystem of the run's own that can be filled up, and processes that can be cut off
+the network."""
 
 from __future__ import annotations
 

@@ -121,8 +121,12 @@ def kill_and_restart(name: str) -> Inject:
     return partial(_kill_and_restart, name=name)
 
 
-def _kill_and_restart(target: Target, name: str) -> None:
+def _kill_and_restart(target: Target, name: str,
+                      while_down: Callable[[], str] | None = None) -> None:  # fmt: skip
+    """SIGKILL ``name``; do ``while_down`` (its note is what it did); start it again."""
     target.note(f"SIGKILL {name} (pid {target.stack.kill(name)})")
+    if while_down is not None:
+        target.note(while_down())
     time.sleep(RESTART_AFTER_S)
     target.note(f"starting {name} again")
     target.note(f"{name} healthy (pid {target.stack.restart(name)})")
@@ -163,30 +167,34 @@ def pause_worker(target: Target) -> None:
     _pause_and_resume(target, busy_worker(target))
 
 
+TIMER_STATE = "*jobstream.timers.*"
+"""The timers' state folders under the run's state folder, one per instance."""
+
+
 def corrupt_timer_state(target: Target) -> None:
     """SIGKILL the timers, scribble over every file of their partition stores (as a bad
     disk would), start them again 2 s later."""
-    target.note(f"SIGKILL timers (pid {target.stack.kill('timers')})")
-    files = [path for path in target.state_dir.glob("*jobstream.timers.*/*/*")
-             if path.is_file() and path.name != "LOCK"]  # fmt: skip
-    for path in files:
-        path.write_bytes(b"\xff" * max(1, path.stat().st_size))
-    target.note(f"scribbled over {len(files)} files of the timers' state")
-    time.sleep(RESTART_AFTER_S)
-    target.note("starting timers again")
-    target.note(f"timers healthy (pid {target.stack.restart('timers')})")
+
+    def scribble() -> str:
+        files = [path for path in target.state_dir.glob(f"{TIMER_STATE}/*/*")
+                 if path.is_file() and path.name != "LOCK"]  # fmt: skip
+        for path in files:
+            path.write_bytes(b"\xff" * max(1, path.stat().st_size))
+        return f"scribbled over {len(files)} files of the timers' state"
+
+    _kill_and_restart(target, "timers", scribble)
 
 
 def delete_timer_state(target: Target) -> None:
     """SIGKILL the timers, delete their state folders, start them again 2 s later."""
-    target.note(f"SIGKILL timers (pid {target.stack.kill('timers')})")
-    folders = [path for path in target.state_dir.glob("*jobstream.timers.*") if path.is_dir()]
-    for folder in folders:
-        shutil.rmtree(folder)
-    target.note(f"deleted {len(folders)} state folders of the timers")
-    time.sleep(RESTART_AFTER_S)
-    target.note("starting timers again")
-    target.note(f"timers healthy (pid {target.stack.restart('timers')})")
+
+    def delete() -> str:
+        folders = [path for path in target.state_dir.glob(TIMER_STATE) if path.is_dir()]
+        for folder in folders:
+            shutil.rmtree(folder)
+        return f"deleted {len(folders)} state folders of the timers"
+
+    _kill_and_restart(target, "timers", delete)
 
 
 def fill_state_disk(target: Target) -> None:

@@ -264,8 +264,10 @@ class Runner(Generic[S]):
         if tx is None:
             return
         started = time.monotonic()
+        outputs = list(tx.emits())
         try:
-            committed = transact(self.producer, self.consumer, lambda: self._produce(tx))
+            committed = transact(self.producer, self.consumer,
+                                 lambda: self._produce(tx, outputs))  # fmt: skip
         except KAFKA_FAILURES:
             self._failing_since = self._failing_since or time.monotonic()
             self.task.aborted(tx)
@@ -276,7 +278,7 @@ class Runner(Generic[S]):
             metrics.ABORTED.labels(**self._metric_labels).inc()
             return
         self._failing_since = None
-        observe_all(output.value for output in tx.emits())
+        observe_all(output.value for output in outputs)
         if self.partitions is not None:
             self.partitions.commit({p: work.state.tx for p, work in tx.partitions.items()})  # type: ignore[attr-defined]
         self.task.committed(tx)
@@ -291,9 +293,8 @@ class Runner(Generic[S]):
         keys = sum(store.estimated_keys() for store in list(self.partitions.stores.values()))
         metrics.STORE_KEYS.labels(**self._metric_labels).set(keys)
 
-    def _produce(self, tx: OpenTransaction[S]) -> None:
+    def _produce(self, tx: OpenTransaction[S], outputs: list[Output]) -> None:
         serialize = self.serialize
-        outputs = list(tx.emits())
         self._ensure_topics({output.topic for output in outputs} - self._known_topics)
         for output in outputs:
             value = output.value
