@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ops.kafka.cluster import LocalCluster
+from ops.kafka.warmup import WARM_UP_S, warm_up
 from pipeline.config import load_settings
 from pipeline.durations import duration_option
 from pipeline.kafka.admin import ensure_topics
@@ -34,13 +35,29 @@ def kafka_up(
     port: int = typer.Option(9092, "--port", help="First broker port; controllers at port+100."),
     heap_mb: int = typer.Option(512, "--heap-mb", help="JVM heap of each node."),
     timeout_ms: int = ReadyTimeoutOption,
+    warm_up_ms: int = duration_option(
+        f"{WARM_UP_S:g}s", "--warm-up",
+        help="Transactional traffic through a node just started, so its JIT has compiled "
+        "the request paths before the pipeline needs them (0s: none)."),
     home: Path = HomeOption,
 ) -> None:
-    """Start the broker (idempotent) and wait until it answers a metadata request."""
+    """Start the broker (idempotent), wait until it answers a metadata request, and warm
+    up a broker it started."""
     cluster = LocalCluster(home)
+    layout = cluster.layout()
+    was_running = layout is not None and bool(cluster.running_nodes(layout))
     with console.status(f"starting {nodes}-node Kafka in {cluster.home} ..."):
         layout = cluster.up(nodes=nodes, port=port, heap_mb=heap_mb,
                              timeout_s=timeout_ms / 1000)  # fmt: skip
+    if not was_running and warm_up_ms:
+        with console.status("warming up the broker ...") as status:
+            done = warm_up(layout.bootstrap, seconds=warm_up_ms / 1000,
+                           replication=layout.replication,
+                           on_progress=lambda f: status.update(
+                               f"warming up the broker ... {f:.0%}"))  # fmt: skip
+        console.print(f"warmed up: {done.records:,} records in {done.transactions:,} "
+                      f"transactions, {done.seconds:.1f} s"
+                      + (f" (stopped early: {done.error})" if done.error else ""))  # fmt: skip
     console.print(f"bootstrap: [bold]{layout.bootstrap}[/bold]")
     for node in layout.nodes:
         console.print(f"log (node {node.node_id}): {cluster.log_path(node)}")

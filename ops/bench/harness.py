@@ -23,6 +23,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from ops.kafka.cluster import Layout, LocalCluster
+from ops.kafka.warmup import WARM_UP_S, warm_up
 from pipeline.clock import now_ms
 from pipeline.config import Settings, load_settings
 from pipeline.kafka import clients
@@ -48,7 +49,8 @@ def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[Broker]:
 
     With ``bootstrap``, the processes of a local cluster in ``home`` (one started by
     ``jobstream kafka up --home``), if there is one, are measured: a warm broker, not
-    one the run has just started, whose first minute is the JVM compiling its code.
+    one the run has just started, whose first minute is the JVM compiling its code. A
+    broker the run starts is warmed up first (ops/kafka/warmup.py).
     """
     cluster = LocalCluster(home)
     if bootstrap:
@@ -57,6 +59,7 @@ def broker(bootstrap: str | None, home: Path, port: int) -> Iterator[Broker]:
         return
     layout = cluster.up(port=port)
     try:
+        warm_up(layout.bootstrap, seconds=WARM_UP_S)
         yield Broker(layout.bootstrap, _pids(cluster, layout))
     finally:
         cluster.down()

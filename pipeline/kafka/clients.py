@@ -67,20 +67,32 @@ def _librdkafka_logger(config: dict[str, Any], name: str) -> dict[str, Any]:
     return {**config, "logger": logging.getLogger(f"librdkafka.{name}")}
 
 
-def producer(settings: Settings, **overrides: Any) -> Producer:
-    """An idempotent producer; pass ``transactional_id`` for a transactional one."""
+def producer_config(settings: Settings, **overrides: Any) -> dict[str, Any]:
+    """An idempotent producer's settings; ``transactional_id`` makes it transactional.
+
+    The user's own librdkafka settings (``JOBSTREAM_LIBRDKAFKA``) come last: they win over
+    the tuning here and the caller's overrides, for producers and consumers alike."""
     config = {**settings.kafka_config, **PRODUCER_TUNING}
     if "transactional_id" in overrides:
         config["transactional.id"] = overrides.pop("transactional_id")
-    config.update(overrides)
-    return Producer(_librdkafka_logger(config, "producer"))
+    return {**config, **overrides, **settings.librdkafka}
+
+
+def consumer_config(settings: Settings, group_id: str, **overrides: Any) -> dict[str, Any]:
+    """A consumer's settings in ``group_id``; it commits nothing by itself."""
+    config = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
+    return {**config, **overrides, **settings.librdkafka}
+
+
+def producer(settings: Settings, **overrides: Any) -> Producer:
+    """An idempotent producer (:func:`producer_config`)."""
+    return Producer(_librdkafka_logger(producer_config(settings, **overrides), "producer"))
 
 
 def consumer(settings: Settings, group_id: str, **overrides: Any) -> Consumer:
-    """A consumer in ``group_id`` that commits nothing by itself."""
-    config = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
-    config.update(overrides)
-    return Consumer(_librdkafka_logger(config, "consumer"))
+    """A consumer in ``group_id`` (:func:`consumer_config`)."""
+    return Consumer(_librdkafka_logger(consumer_config(settings, group_id, **overrides),
+                                       "consumer"))  # fmt: skip
 
 
 def processor_clients(
@@ -94,10 +106,9 @@ def processor_clients(
     that leaves for good hands its partitions over after ``session.timeout.ms``.
     """
     member = f"{group}.{instance_id}"
-    consumer_config = {"group.instance.id": member, "session.timeout.ms": SESSION_TIMEOUT_MS}
-    consumer_config.update(consumer_overrides)
+    membership = {"group.instance.id": member, "session.timeout.ms": SESSION_TIMEOUT_MS}
     return (
-        consumer(settings, group, **consumer_config),
+        consumer(settings, group, **{**membership, **consumer_overrides}),
         producer(settings, transactional_id=member,
                  **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}),
     )
