@@ -116,7 +116,7 @@ def run_peer(*, load: Load, handler: str, workdir: Path, port: int, progress: Pr
     completed = max(result["completed"], 1)
     return {
         "system": "celery", "scenario": load.scenario, "handler": handler,
-        "pool": shape.pool, "concurrency": shape.concurrency,
+        "pool": shape.pool, "concurrency": shape.concurrency, "nodes": shape.nodes,
         "submit_per_s": submitter.submitted / max(submitter.seconds, 1e-3),
         "submitted_after_due": submitter.after_due,
         **result,

@@ -9,13 +9,14 @@ where jobstream measures it, when the handler starts, on the worker's clock.
   synchronous), like a job that waits on another service. Run it with a pool of
   threads to overlap the waits, as jobstream's worker overlaps its async handler's.
 
-When the worker is ready to consume, it writes ``ready`` in the journal folder: the
+When a worker node is ready to consume, it writes ``ready-<pid>`` in the journal folder: the
 runner starts submitting only then, so start-up is not counted as lateness.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -52,6 +53,6 @@ def sleep10(job_id: int, scheduled_ms: int) -> None:
 @worker_ready.connect
 def _announce_ready(**_: Any) -> None:
     settings.journal_dir.mkdir(parents=True, exist_ok=True)
-    (settings.journal_dir / "ready").write_text(str(_now_ms()))
+    (settings.journal_dir / f"ready-{os.getpid()}").write_text(str(_now_ms()))
     log.warning("peer worker ready: redis %s, journal %s", settings.redis_url,
                 settings.journal_dir)  # fmt: skip

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -53,12 +54,15 @@ class WorkerShape:
     prefetch_multiplier: int = 4
     """Celery's default. Eta tasks do not count against it: the worker raises its
     prefetch limit for each one it holds, so it takes every eta task in as it arrives."""
+    nodes: int = 1
+    """Worker processes (Celery "nodes") on the queue, each with its own consumer and
+    pool: the main process that takes, holds and hands out the tasks is the bottleneck."""
 
     def __post_init__(self) -> None:
         if self.pool not in POOLS:
             raise ValueError(f"pool must be one of {POOLS}, not {self.pool!r}")
-        if self.concurrency < 1 or self.prefetch_multiplier < 1:
-            raise ValueError("concurrency and prefetch_multiplier must be at least 1")
+        if min(self.concurrency, self.prefetch_multiplier, self.nodes) < 1:
+            raise ValueError("concurrency, prefetch_multiplier and nodes must be at least 1")
 
     @classmethod
     def for_handler(cls, handler: str) -> WorkerShape:
@@ -77,18 +81,26 @@ class CeleryWorker(ChildProcess):
         self.shape = shape
 
     def command(self) -> list[str]:
+        """One ``celery worker``, or a shell that runs ``nodes`` of them and waits."""
+        nodes = [self._node_command(i) for i in range(self.shape.nodes)]
+        if len(nodes) == 1:
+            return nodes[0]
+        return ["sh", "-c", " & ".join(shlex.join(node) for node in nodes) + " & wait"]
+
+    def _node_command(self, index: int) -> list[str]:
         shape = self.shape
         return [sys.executable, "-m", "celery", "-A", "ops.bench.peer.tasks", "worker",
                 "--pool", shape.pool, "--concurrency", str(shape.concurrency),
                 "--prefetch-multiplier", str(shape.prefetch_multiplier),
-                "--queues", QUEUE, "--hostname", f"peer-{os.getpid()}@%h",
+                "--queues", QUEUE, "--hostname", f"peer-{os.getpid()}-{index}@%h",
                 "--loglevel", "WARNING",
                 "--without-heartbeat", "--without-gossip", "--without-mingle"]  # fmt: skip
 
     def start(self, timeout_s: float = 60.0) -> CeleryWorker:
-        """Start the worker; return once it consumes from the queue."""
-        ready = self.settings.journal_dir / "ready"
-        ready.unlink(missing_ok=True)
+        """Start the worker; return once every node consumes from the queue."""
+        folder = self.settings.journal_dir
+        for stale in folder.glob("ready-*"):
+            stale.unlink()
         root = str(Path(ops.__file__).resolve().parent.parent)  # where `ops` imports from
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, **self.settings.env(), "PYTHONPATH": path}
@@ -101,7 +113,8 @@ class CeleryWorker(ChildProcess):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.wait_ready(ready.exists, timeout_s=timeout_s, poll_s=0.1)
+        self.wait_ready(lambda: len(list(folder.glob("ready-*"))) >= self.shape.nodes,
+                        timeout_s=timeout_s, poll_s=0.1)  # fmt: skip
         return self
 
     def check_alive(self) -> None:
@@ -115,7 +128,7 @@ class CeleryWorker(ChildProcess):
         process = self.process
         if process is None or process.poll() is not None:
             return
-        process.send_signal(signal.SIGTERM)
+        os.killpg(process.pid, signal.SIGTERM)  # every node, not only a shell over them
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:

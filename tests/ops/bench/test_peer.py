@@ -177,11 +177,12 @@ def installed() -> None:
         pytest.skip(f"the Celery peer could not be installed: {exc}")
 
 
-def _run(tmp_path: Path, load: Load, handler: str) -> dict[str, Any]:
+def _run(tmp_path: Path, load: Load, handler: str,
+         shape: WorkerShape | None = None) -> dict[str, Any]:  # fmt: skip
     from ops.bench.peer.run import run_peer
 
     return run_peer(load=load, handler=handler, workdir=tmp_path, port=free_base_port(1),
-                    progress=None)  # fmt: skip
+                    progress=None, shape=shape)  # fmt: skip
 
 
 def _assert_complete(result: dict[str, Any], jobs: int) -> None:
@@ -214,6 +215,18 @@ def test_burst_run_on_celery_loses_nothing(tmp_path: Path) -> None:
     _assert_complete(result, 500)
     assert (result["scenario"], result["pool"]) == ("burst", "threads")
     assert _peer_children() == []  # Redis and the worker were stopped (and reaped)
+
+
+@pytest.mark.usefixtures("installed")
+def test_two_worker_nodes_share_the_queue(tmp_path: Path) -> None:
+    shape = WorkerShape(pool="threads", concurrency=2, nodes=2)
+    result = _run(tmp_path, Load.burst(400, lead_s=4), "noop", shape)
+    _assert_complete(result, 400)
+    assert result["nodes"] == 2
+    journal_dir = Path(result["work_dir"]) / "journal"
+    writers = [p for p in journal_dir.glob("start-*.bin") if p.stat().st_size]
+    assert len(writers) == 2  # each node ran some of the tasks, in a process of its own
+    assert _peer_children() == []  # both nodes were stopped
 
 
 def _peer_children() -> list[str]:
