@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
+from pipeline.errors import ConfigurationError
+
 log = logging.getLogger(__name__)
 
 STALE_AFTER_S = 30.0
@@ -125,8 +127,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    """Serve /metrics and /healthz on ``port`` from a daemon thread."""
-    server = ThreadingHTTPServer((host, port), _Handler)
+    """Serve /metrics and /healthz on ``port`` from a daemon thread; a port that cannot be
+    bound (taken by another process) stops the process at start, naming it."""
+    try:
+        server = ThreadingHTTPServer((host, port), _Handler)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot serve metrics on {host}:{port} ({exc.strerror}): choose another port "
+            "with --metrics-port or JOBSTREAM_METRICS_PORT") from exc  # fmt: skip
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     log.info("metrics and health on http://%s:%d/", host, server.server_address[1])
     return server

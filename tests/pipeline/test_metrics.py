@@ -4,8 +4,11 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
+
 from pipeline import metrics
 from pipeline.config import Settings
+from pipeline.errors import ConfigurationError
 
 
 def get(port: int, path: str) -> tuple[int, str]:
@@ -62,3 +65,13 @@ def test_the_port_binds_the_loopback_interface_by_default() -> None:
     finally:
         server.shutdown()
     assert Settings().metrics_host == "127.0.0.1"
+
+
+def test_a_port_already_taken_stops_the_process_naming_the_port() -> None:
+    taken = metrics.serve(0)
+    port = taken.server_address[1]
+    try:
+        with pytest.raises(ConfigurationError, match=rf"127\.0\.0\.1:{port}.*--metrics-port"):
+            metrics.serve(port)
+    finally:
+        taken.shutdown()
