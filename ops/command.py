@@ -7,6 +7,8 @@ demo, pipeline and benchmark commands of ops/. ``python -m ops`` runs the same c
 
 from __future__ import annotations
 
+import signal
+
 from connectors.cli import register as register_connectors
 from ops.bench.api import bench_api
 from ops.bench.e2e import bench
@@ -44,5 +46,10 @@ register_connectors(app)
 
 
 def main() -> None:
-    """The ``jobstream`` console script."""
+    """The ``jobstream`` console script.
+
+    SIGTERM stops a command as Ctrl-C does, so that a benchmark or a fault run stopped
+    by a supervisor or ``kill`` still stops the processes it started (their ``finally``
+    blocks run); the engine's processes put their own graceful handler in its place."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     run(app)

@@ -30,6 +30,13 @@ from pipeline.errors import BrokerError
 log = logging.getLogger(__name__)
 
 JVM_FLAGS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
+EXTRA_JVM_FLAGS_ENV = "JOBSTREAM_KAFKA_JVM_FLAGS"
+"""More flags for every node's JVM, after :data:`JVM_FLAGS` (a later flag wins), split on
+spaces: how docs/kafka-tuning.md measured the alternatives."""
+
+
+def jvm_flags() -> list[str]:
+    return [*JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()]
 
 
 @dataclass(frozen=True)
@@ -185,7 +192,7 @@ class LocalCluster:
                 )
         heap = f"-Xmx{layout.heap_mb}m"
         prefix = self.launcher(node) if self.launcher else ()
-        command = [*prefix, java, heap, f"-Xms{layout.heap_mb}m", *JVM_FLAGS, *logs_flags,
+        command = [*prefix, java, heap, f"-Xms{layout.heap_mb}m", *jvm_flags(), *logs_flags,
                    "-cp", classpath, "kafka.Kafka", str(properties)]  # fmt: skip
         with open(node_dir / "logs" / "stdout.log", "ab") as out:
             process = subprocess.Popen(

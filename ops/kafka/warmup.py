@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from pipeline.kafka.clients import CONSUMER_TUNING, PRODUCER_TUNING
@@ -110,8 +110,11 @@ def _loop(bootstrap: str, index: int, deadline: float, result: WarmUp) -> None:
                          "transactional.id": f"jobstream-warmup-{index}"})  # fmt: skip
     consumer = Consumer({**base, **CONSUMER_TUNING, "group.id": "jobstream-warmup"})
     try:
-        producer.init_transactions(_CALL_TIMEOUT_S)
-        consumer.subscribe([TOPIC])
+        _init_transactions(producer, deadline)
+        # Assigned, not subscribed: four members joining one group would rebalance it
+        # again and again while the warm-up is short; offsets still go to the group.
+        consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING)
+                         for p in range(index, PARTITIONS, LOOPS)])  # fmt: skip
         n = 0
         while time.monotonic() < deadline:
             read = consumer.consume(BATCH, 0.01)
@@ -119,17 +122,36 @@ def _loop(bootstrap: str, index: int, deadline: float, result: WarmUp) -> None:
             for _ in range(BATCH):
                 producer.produce(TOPIC, _VALUE, f"{index}-{n}".encode())
                 n += 1
-            if read:
-                producer.send_offsets_to_transaction(
-                    consumer.position(consumer.assignment()),
-                    consumer.consumer_group_metadata(), _CALL_TIMEOUT_S)  # fmt: skip
-            producer.commit_transaction(_CALL_TIMEOUT_S)
+            try:
+                if read:
+                    producer.send_offsets_to_transaction(
+                        consumer.position(consumer.assignment()),
+                        consumer.consumer_group_metadata(), _CALL_TIMEOUT_S)  # fmt: skip
+                producer.commit_transaction(_CALL_TIMEOUT_S)
+            except KafkaException as exc:  # abortable (a broker hiccup): abort, go on
+                if not exc.args[0].txn_requires_abort():
+                    raise
+                producer.abort_transaction(_CALL_TIMEOUT_S)
+                continue
             with _COUNT_LOCK:
                 result.records += BATCH
                 result.transactions += 1
     finally:
         consumer.close()
         producer.flush(_CALL_TIMEOUT_S)
+
+
+def _init_transactions(producer: Producer, deadline: float) -> None:
+    """A broker just started has no transaction coordinator for a moment (its state topic
+    is created on first use): retry what the broker calls retriable until ``deadline``."""
+    while True:
+        try:
+            producer.init_transactions(_CALL_TIMEOUT_S)
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _create_topic(admin: AdminClient, replication: int) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
+from ops.bench.peer.procs import family
 from ops.command import app
 from ops.kafka.ports import free_base_port
+from tests.support.waiting import wait_for
 
 REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_per_s",
             "fire_lateness_ms", "start_lateness_ms", "rss_mb")  # fmt: skip
@@ -70,3 +76,33 @@ def test_the_two_owner_scenario_reports_each_owners_start_lateness(
     by_owner = report["start_lateness_by_owner_ms"]
     assert (by_owner["owner-a"]["count"], by_owner["owner-b"]["count"]) == (300, 10)
     assert "start lateness ms, owner-b" in result.output
+
+
+@pytest.mark.timeout(420)
+def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-m", "ops", "bench", "--scenario", "steady", "--rate", "20",
+               "--duration", "120s", "--peer", "none", "--bootstrap", kafka_bootstrap,
+               "--workdir", str(tmp_path / "bench"), "--metrics-port", str(free_base_port(4))]
+    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = wait_for(lambda: len(family(bench.pid)) >= 5, timeout_s=240,
+                           what="the benchmark's pipeline processes")  # fmt: skip
+        pipeline = family(bench.pid)[1:]
+        assert started
+
+        bench.send_signal(signal.SIGTERM)
+        bench.wait(90)
+        assert wait_for(lambda: not any(_alive(pid) for pid in pipeline), timeout_s=60,
+                        what="the pipeline processes to stop"), pipeline  # fmt: skip
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
