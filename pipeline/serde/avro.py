@@ -10,14 +10,18 @@ Two wire formats:
 
       00 | schema id, 4 bytes big-endian | body
 
-The body is Avro binary (``fastavro.schemaless_writer``) in both. The deserializer
+The body is Avro binary in both. The deserializer
 recognises either from the first byte, so records written before a registry was
 configured stay readable after. The reader schema is always the current schema of
 the event, so records from every released writer version resolve into today's shape.
 
-Hot path: one dictionary lookup, one precomputed header, one fastavro call. Schemas
-are parsed when the serde is built; the registry is asked once per event (writing)
-or once per schema id (reading), and the answer is cached.
+Hot path: one dictionary lookup, one precomputed header, one call of cavro's compiled
+(Cython) codec for the current schema, which writes fastavro's bytes at about a third
+of its CPU (docs/benchmarks.md, "Codecs"). fastavro does the rest: reading records of an
+older writer into today's shape, ``validate=True``, and every record cavro refuses, so
+that an error names the field at fault as it always has. Schemas are parsed when the
+serde is built; the registry is asked once per event (writing) or once per schema id
+(reading), and the answer is cached.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, cast
 
+import cavro
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import Deserializer, SerializationContext, Serializer
@@ -58,6 +63,23 @@ class Event:
     """Field values; enums are symbol strings, optional records are dicts or None."""
 
 
+CAVRO_OPTIONS = cavro.DEFAULT_OPTIONS.replace(
+    record_decodes_to_dict=True,
+    record_can_encode_dict=True,
+    record_encode_use_defaults=True,
+    # fastavro's rules: a field the schema lacks, or a value of another type, is refused.
+    record_allow_extra_fields=False,
+    coerce_values_to_str=False,
+    coerce_values_to_int=False,
+    coerce_values_to_boolean=False,
+)
+
+
+def compiled(schema_json: str) -> Any:
+    """cavro's codec for one schema (cavro is untyped)."""
+    return cavro.Schema(schema_json, options=CAVRO_OPTIONS)
+
+
 @dataclass(frozen=True, slots=True)
 class _Decoder:
     name: str
@@ -66,6 +88,8 @@ class _Decoder:
     writer: dict[str, Any]
     reader: dict[str, Any] | None
     """None when the writer is the current schema: fastavro then skips resolution."""
+    fast: Any = None
+    """cavro's codec when the writer is the current schema (no resolution to do)."""
 
 
 def _problems(exc: AvroValidationError, limit: int = 300) -> str:
@@ -105,18 +129,24 @@ class AvroSerializer(Serializer):
         self._schemas = schemas if schemas is not None else event_schemas()
         self._registry = registry
         self._validate = validate
-        self._writers: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        self._writers: dict[str, tuple[bytes, dict[str, Any], Any]] = {}
         if registry is None:
             for name in self._schemas.names:
                 current = self._schemas.current(name)
-                self._writers[name] = (SINGLE_OBJECT_MAGIC + current.fingerprint, current.parsed)
+                self._writers[name] = (SINGLE_OBJECT_MAGIC + current.fingerprint,
+                                       current.parsed, compiled(current.to_json()))  # fmt: skip
 
     def __call__(self, obj: Event, ctx: SerializationContext | None = None) -> bytes:
         if not isinstance(obj, Event):
             raise SerializationError(f"expected an Event, got {type(obj).__name__}")
-        header, parsed = self._writers.get(obj.name) or self._register(obj.name)
+        header, parsed, fast = self._writers.get(obj.name) or self._register(obj.name)
         if self._validate:
             self._check(obj, parsed)
+        else:
+            try:
+                return header + fast.binary_encode(obj.data)
+            except Exception:  # fastavro below says what is wrong, or writes it after all
+                pass
         buf = io.BytesIO()
         buf.write(header)
         try:
@@ -148,7 +178,7 @@ class AvroSerializer(Serializer):
                 logger.debug("validator failed explaining %s", obj.name, exc_info=True)
         return f"cannot encode {obj.name}: {detail}"
 
-    def _register(self, name: str) -> tuple[bytes, dict[str, Any]]:
+    def _register(self, name: str) -> tuple[bytes, dict[str, Any], Any]:
         """First use of an event with a registry (or an unknown event name)."""
         try:
             current = self._schemas.current(name)
@@ -168,7 +198,8 @@ class AvroSerializer(Serializer):
         # whichever is installed), so anything else here means the registry is unreachable.
         except Exception as exc:
             raise _registry_failure(f"registering {subject}", exc) from exc
-        writer = (bytes([CONFLUENT_MAGIC]) + schema_id.to_bytes(4, "big"), current.parsed)
+        writer = (bytes([CONFLUENT_MAGIC]) + schema_id.to_bytes(4, "big"), current.parsed,
+                  compiled(current.to_json()))  # fmt: skip
         self._writers[name] = writer
         return writer
 
@@ -201,8 +232,9 @@ class AvroDeserializer(Deserializer):
 
     def _decoder(self, name: str, label: str, writer: dict[str, Any], fp: bytes) -> _Decoder:
         current = self._schemas.current(name)
-        reader = None if fp == current.fingerprint else current.parsed
-        return _Decoder(name, label, writer, reader)
+        if fp == current.fingerprint:
+            return _Decoder(name, label, writer, None, compiled(current.to_json()))
+        return _Decoder(name, label, writer, current.parsed)
 
     def __call__(self, value: bytes | None, ctx: SerializationContext | None = None) -> Event:
         if not value:
@@ -225,6 +257,14 @@ class AvroDeserializer(Deserializer):
 
         buf = io.BytesIO(value)
         buf.seek(offset)
+        if decoder.fast is not None:
+            try:
+                data = decoder.fast.binary_read(cavro.FileReader(buf))
+                if buf.tell() == len(value):
+                    return Event(decoder.name, data)
+            except Exception:  # fastavro below reads it again and names what is wrong
+                pass
+            buf.seek(offset)
         try:
             data = schemaless_reader(buf, decoder.writer, decoder.reader)
         except SchemaResolutionError as exc:  # the schemas broke an evolution rule
