@@ -10,9 +10,7 @@ to hit.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from ops.faults.host import NetworkCut
+from ops.faults.pauses import Pauses
 from ops.kafka.cluster import Layout, LocalCluster
 from ops.kafka.ports import free_base_port
 from pipeline.errors import BrokerError
@@ -40,7 +39,7 @@ class FaultCluster:
             home, None if network is None else lambda node: network.launcher(_member(node.node_id))
         )
         self.nodes = nodes
-        self.paused: set[int] = set()
+        self.paused: Pauses[int] = Pauses(self.pid)
         self._layout: Layout | None = None
 
     @property
@@ -72,14 +71,10 @@ class FaultCluster:
         self.local.start_node(node_id, timeout_s=START_TIMEOUT_S)
 
     def pause(self, node_id: int) -> int:
-        pid = self.pid(node_id)
-        os.kill(pid, signal.SIGSTOP)
-        self.paused.add(node_id)
-        return pid
+        return self.paused.pause(node_id)
 
     def resume(self, node_id: int) -> None:
-        os.kill(self.pid(node_id), signal.SIGCONT)
-        self.paused.discard(node_id)
+        self.paused.resume(node_id)
 
     def cut_off(self, node_id: int) -> None:
         """Drop every packet the node sends, to clients and to the other nodes alike."""
@@ -108,11 +103,7 @@ class FaultCluster:
     def stop(self) -> None:
         """Stop every node (a paused one is resumed first, or it could not stop) and
         remove their data; the logs stay."""
-        for node_id in sorted(self.paused):
-            try:
-                self.resume(node_id)
-            except BrokerError:
-                self.paused.discard(node_id)
+        self.paused.resume_all(gone=BrokerError)
         if self.network is not None:
             self.network.heal_all()
         self.local.down()

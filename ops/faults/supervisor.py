@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ops.bench.profile import py_spy
+from ops.faults.pauses import Pauses
 from ops.stack import Component, Stack
 from pipeline.clock import now_ms
 
@@ -40,7 +39,7 @@ class Supervisor:
         self.stack = stack
         self.stopped: dict[str, Component] = {}
         """Components killed by the run, by name, until they are started again."""
-        self.paused: set[str] = set()
+        self.paused: Pauses[str] = Pauses(self.pid)
         self.exits: list[Exit] = []
 
     def start(self, parts: list[Component]) -> None:
@@ -82,14 +81,10 @@ class Supervisor:
         return new.name, self.pid(new.name)
 
     def pause(self, name: str) -> int:
-        pid = self.pid(name)
-        os.kill(pid, signal.SIGSTOP)
-        self.paused.add(name)
-        return pid
+        return self.paused.pause(name)
 
     def resume(self, name: str) -> None:
-        os.kill(self.pid(name), signal.SIGCONT)
-        self.paused.discard(name)
+        self.paused.resume(name)
 
     def check_exits(self) -> list[Exit]:
         """Processes that have ended since the last call, without being killed by the run.
@@ -131,8 +126,7 @@ class Supervisor:
 
     def stop(self) -> None:
         """Resume what is paused (a stopped process cannot drain), then stop everything."""
-        for name in sorted(self.paused):
-            self.resume(name)
+        self.paused.resume_all()
         self.stack.stop()
 
     def _process(self, name: str) -> subprocess.Popen[bytes]:
