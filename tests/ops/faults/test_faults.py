@@ -3,7 +3,7 @@ each asserting that no job is lost, that no job runs twice unflagged (without a 
 event on jobs.events) and that no process exits on its own.
 
 Each run starts its own Kafka cluster on free ports (one node, or three for the broker
-scenarios), the pipeline as processes and 600 jobs due over 20 s, injects its fault
+scenarios), the pipeline as processes and 2,000 jobs due over 20 s, injects its fault
 (ops/faults/scenarios.py), and takes about 50 s on the 2-core machine (90 s with three
 nodes). With ``CI=true`` a broker that cannot start fails the test; elsewhere it is
 skipped with the reason. The long form is one command for people to run:
@@ -26,7 +26,7 @@ from ops.kafka import runtime
 from pipeline.errors import BrokerError
 from tests.conftest import IN_CI
 
-JOBS = 600
+JOBS = 2_000
 WINDOW_S = 20.0
 
 
