@@ -17,9 +17,7 @@ job's duration before (the handler sleeps 300 ms), so none had ended unreported.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,6 +30,7 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.kafka.admin import ensure_topics
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
+from tests.support.overlap import Runs, most_at_once
 from tests.support.pipeline import process_env
 from tests.support.reader import TopicReader
 from tests.support.stack import APP
@@ -42,7 +41,6 @@ LIMIT = 3
 WORKERS = 3
 JOBS = 60
 SLEEP_S = 0.3
-ENDS = {"SUCCEEDED", "FAILED", "TIMED_OUT"}
 
 
 @pytest.fixture(scope="module")
@@ -75,43 +73,10 @@ def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Itera
         running.stop()
 
 
-def most_at_once(intervals: Iterable[tuple[int, int]]) -> int:
-    """The most half-open intervals [start, end) covering one instant: a run that ends at
-    the millisecond another starts does not overlap it."""
-    edges = sorted(edge for start, end in intervals for edge in ((start, 1), (end, -1)))
-    running = peak = 0
-    for _, step in edges:  # -1 sorts before +1 at the same instant
-        running += step
-        peak = max(peak, running)
-    return peak
-
-
 def test_most_at_once_counts_half_open_intervals() -> None:
     assert most_at_once([]) == 0
     assert most_at_once([(0, 10), (10, 20), (20, 30)]) == 1
     assert most_at_once([(0, 10), (5, 15), (9, 30), (14, 16)]) == 3
-
-
-class Runs:
-    """The runs on jobs.events so far: per worker, the open ones and the ended ones."""
-
-    def __init__(self) -> None:
-        self.open: dict[str, dict[str, int]] = defaultdict(dict)
-        """worker -> execution id -> start (ms)"""
-        self.ended: list[tuple[str, int, int]] = []
-        """(worker, start, end)"""
-
-    def add(self, events: Iterable[dict[str, Any]]) -> None:
-        for event in events:
-            worker_id, kind = event.get("worker_id"), event["kind"]
-            if worker_id is None:
-                continue
-            if kind == "STARTED":
-                self.open[worker_id][event["execution_id"]] = event["at_ms"]
-            elif kind in ENDS:
-                start = self.open[worker_id].pop(event["execution_id"], None)
-                assert start is not None, f"an end with no STARTED before it: {event}"
-                self.ended.append((worker_id, start, event["at_ms"]))
 
 
 def kill_mid_run(stack: Stack, reader: TopicReader, runs: Runs) -> tuple[str, int]:
@@ -161,13 +126,11 @@ def test_no_more_than_the_limit_run_at_once_through_a_worker_kill(
     finally:
         reader.close()
 
-    runs = Runs()
-    runs.add(r for r in records if r["job_id"] in ids)
+    runs = Runs(r for r in records if r["job_id"] in ids)
     cut = runs.open.pop(victim)
     assert cut, "the killed worker was running nothing"
     assert not any(runs.open.values()), f"runs of live workers never ended: {dict(runs.open)}"
-    intervals = [(start, end) for _, start, end in runs.ended]
-    intervals += [(start, killed_ms) for start in cut.values()]
+    intervals = runs.intervals + [(start, killed_ms) for start in cut.values()]
     assert most_at_once(intervals) == LIMIT, sorted(intervals)
     workers = {worker_id for worker_id, _, _ in runs.ended}
     assert victim in workers and len(workers) >= 2, workers
