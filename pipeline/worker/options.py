@@ -65,8 +65,9 @@ class WorkerOptions:
     """A type with a concurrency limit: how long its runs may take to end before its
     partitions are revoked (the whole group's rebalance waits for them). Runs still
     going then are given up uncommitted, and the limit may be exceeded while they run
-    on. Stays well below librdkafka's ``max.poll.interval.ms`` (300 s), past which the
-    group goes on without this worker (docs/adr/0003-concurrency-limits.md)."""
+    on. Stays below librdkafka's ``max.poll.interval.ms`` (300 s; ``--revoke-timeout`` takes
+    at most 4 minutes), past which the group goes on without this worker
+    (docs/adr/0003-concurrency-limits.md)."""
 
 
 @dataclass

@@ -181,14 +181,17 @@ class WorkerRuntime:
         """Before a limited lane's partitions are revoked: let its runs end and report
         them (the lane commits their outcomes with their offsets next), at most
         ``revoke_timeout_s``. No record is fetched or started meanwhile; the other
-        lanes' runs are collected too, and every run keeps its heartbeats."""
+        lanes' runs are collected too, every run keeps its heartbeats and the worker its
+        own."""
         deadline = time.monotonic() + self.options.revoke_timeout_s
         while lane.slots.in_use and time.monotonic() < deadline:
             self._collect(wait_s=self.options.poll_timeout_s)
             now = time.monotonic()
             self._time_out(now)
             self._beat_jobs(now)
+            self._beat_worker()
             self.events.poll(0)
+            self.health.beat()  # the loop is waiting on purpose: /healthz stays up
         if lane.slots.in_use:
             log.warning("runs still going when their partitions were revoked: given up, "
                         "their next owner may run beside them", extra={
