@@ -253,6 +253,11 @@ class Lane:
         return self.slots.free(partition[1])
 
     @property
+    def waits_for_slot(self) -> bool:
+        """Whether records are buffered that only a free slot would let start."""
+        return self.slots.limited and not self.has_buffered and any(self.buffers.values())
+
+    @property
     def has_buffered(self) -> bool:
         """Whether a buffered record could start now (with a limit: on a free slot)."""
         if not self.slots.limited:

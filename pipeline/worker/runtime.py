@@ -231,14 +231,18 @@ class WorkerRuntime:
         """Fetch, waiting (at most ``poll_timeout_s``) for whatever can happen next.
 
         With every slot taken (or while draining) no record could start, so the wait is
-        for a run to end; with a free slot and nothing buffered, for records to arrive;
-        with both, there is no wait at all.
+        for a run to end; so it is when the only records buffered wait for a slot of
+        their type's concurrency limit (a record of another type arriving meanwhile waits
+        for the next iteration, at most ``poll_timeout_s``); with a free slot and nothing
+        buffered, the wait is for records to arrive; with both, there is no wait at all.
         """
         wait = self.options.poll_timeout_s
-        if not fetching or len(self.inflight.slots) >= self.options.concurrency:
+        ready = any(lane.has_buffered for lane in self.lanes)
+        for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
+        if not fetching or for_slot or len(self.inflight.slots) >= self.options.concurrency:
             self._collect(wait_s=wait)
             wait = 0
-        elif not self._finished.empty() or any(lane.has_buffered for lane in self.lanes):
+        elif not self._finished.empty() or ready:
             wait = 0
         for lane in self.lanes:
             lane.fetch(wait / len(self.lanes))
