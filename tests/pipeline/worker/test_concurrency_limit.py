@@ -1,4 +1,5 @@
-"""A worker of a limited type lets its runs end before its partitions are revoked.
+"""A worker of a limited type lets its runs end before its partitions are revoked, and
+refuses to start on topics whose partition count its slots are not split over.
 
 ``data.process`` is limited to 2 on 2 partitions (one slot each). Worker A holds both and
 runs two jobs, one per partition; worker B joins. The group's rebalance revokes A's
@@ -8,15 +9,20 @@ one of the partitions, starts neither of those records again nor anything beside
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from pipeline.config import Settings
+from pipeline.errors import ConfigurationError
 from pipeline.kafka import clients
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker.options import WorkerOptions
 from pipeline.worker.outcomes import event_key
+from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.overlap import Runs, most_at_once
@@ -74,3 +80,19 @@ def test_a_revoked_worker_ends_its_runs_before_the_next_owner_starts(
     assert sorted(started) == sorted(ids), "a record ran twice: its run was not waited for"
     assert {worker for worker, _, _ in runs.ended} == {"a", "b"}
     assert most_at_once(runs.intervals) == LIMIT, sorted(runs.intervals)
+
+
+def test_a_limited_type_on_topics_of_another_partition_count_stops_the_worker(
+    topics: Topics, tmp_path: Path
+) -> None:
+    other = topics.settings.model_copy(update={"exec_partitions": 3})
+    options = WorkerOptions(worker_id="c", result_store=LocalResultStore(tmp_path))
+    runtime = WorkerRuntime(other, sleeper(), options)
+    with pytest.raises(ConfigurationError) as error:
+        runtime.run(threading.Event())
+    topic = topics.execution(TYPE, "HIGH")
+    assert str(error.value) == (
+        f"{topic} has 2 partitions, but {TYPE} has a concurrency limit split over "
+        "JOBSTREAM_EXEC_PARTITIONS=3: give the setting the topic's count (timers and "
+        "workers alike)"
+    )
