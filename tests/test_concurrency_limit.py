@@ -7,7 +7,8 @@ due together, and one worker is killed with SIGKILL while it runs a job. From jo
 every run is an interval from its STARTED to its end (SUCCEEDED, FAILED, TIMED_OUT); a
 run of the killed worker with no end ends at the kill: a killed process runs nothing
 more, whatever the status processor later records (LOST, after the lease). The number of
-runs overlapping at any instant never exceeds 3, and every job ends SUCCEEDED.
+runs overlapping at any instant never exceeds 3, and every job ends SUCCEEDED, those cut
+by the kill after running again on another worker.
 
 The kill is timed so that each run left open by it was running at the kill: the worker's
 earlier runs all have their end on jobs.events, and its open ones started less than a
@@ -134,5 +135,10 @@ def test_no_more_than_the_limit_run_at_once_through_a_worker_kill(
     assert most_at_once(intervals) == LIMIT, sorted(intervals)
     workers = {worker_id for worker_id, _, _ in runs.ended}
     assert victim in workers and len(workers) >= 2, workers
-    lost = [r for r in records if r["job_id"] in ids and r["kind"] == "LOST"]
-    assert lost, "the killed worker's run came back without a LOST"
+    # Each job cut by the kill ran again elsewhere: retried after its lease expired
+    # (LOST), or its uncommitted record run by its partition's next owner, whichever
+    # came first.
+    job_of = {r["execution_id"]: r["job_id"] for r in records if r["kind"] == "STARTED"}
+    again = {r["job_id"] for r in records if r["kind"] == "STARTED"
+             and r["worker_id"] != victim and r["at_ms"] > killed_ms}  # fmt: skip
+    assert {job_of[execution] for execution in cut} <= again
