@@ -61,6 +61,37 @@ class Settings(BaseSettings):
         'as JSON, e.g. {"tenant-a": 3}; "*" sets the default of owners not named (else 1).',
     )
 
+    # -- fleet-wide concurrency limits (pipeline/concurrency.py) -------------------------
+    concurrency_limits: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Most runs at once of a job type across every worker, e.g. "
+        "'report.generate=4,image.render=2' (or a JSON object); read at start by the timers "
+        "and the workers, which must agree. Types not named have no limit.",
+    )
+
+    @field_validator("concurrency_limits", mode="before")
+    @classmethod
+    def _parse_limits(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("{"):
+            return orjson.loads(value)
+        limits: dict[str, int] = {}
+        for part in (p.strip() for p in value.split(",")):
+            if not part:
+                continue
+            job_type, sep, number = (s.strip() for s in part.partition("="))
+            if not sep or not job_type:
+                raise ValueError(f"expected type=limit[,type=limit...], got {part!r}")
+            if not number.isdigit():
+                raise ValueError(f"the limit of {job_type} must be a whole number, got {number!r}")
+            if job_type in limits:
+                raise ValueError(f"{job_type} is limited twice")
+            limits[job_type] = int(number)
+        return limits
+
+    # ------------------------------------------------------------------------------------
+
     schema_registry_url: str | None = Field(
         None, description="Confluent Schema Registry; unset means Avro single-object encoding."
     )

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.concurrency import ConcurrencyLimits
 from pipeline.errors import ValidationError
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
@@ -51,6 +52,9 @@ class TimerPolicy:
     owner_weights: Mapping[str, float] = field(default_factory=dict)
     """Each owner's weight in fair firing (pipeline/scheduling/fair_share.py); "*" sets the
     default of the owners not named, otherwise 1."""
+    concurrency: ConcurrencyLimits = field(default_factory=ConcurrencyLimits)
+    """Types with a fleet-wide limit fire only to the partitions that carry its slots
+    (pipeline/concurrency.py)."""
 
 
 class TimerProcessor:
@@ -308,7 +312,8 @@ class TimerProcessor:
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
         )  # fmt: skip
-        return [Output(topic, key, Event("ExecutionRequested", execution)), fired]
+        partition = self.policy.concurrency.partition_for(spec["job_type"], key)
+        return [Output(topic, key, Event("ExecutionRequested", execution), partition), fired]
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pipeline import metrics
+from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
@@ -55,7 +56,8 @@ class Timers(Processor[TimerState]):
         self.inputs = (self.topics.intake, self.topics.retry)
         self.changelog = self.topics.timers_changelog
         self.logic = TimerProcessor(
-            self.topics, policy or TimerPolicy(owner_weights=settings.owner_weights)
+            self.topics, policy or TimerPolicy(owner_weights=settings.owner_weights,
+                                               concurrency=ConcurrencyLimits.of(settings))
         )
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.counts = TimerCounters()

@@ -32,9 +32,11 @@ class TierBuffer(Generic[T]):
         self._sizes[partition] = self._sizes.get(partition, 0) + size
         self.bytes += size
 
-    def popleft(self, size_of: Callable[[T], int]) -> T:
-        """The next record of the partition whose turn it is; IndexError when empty."""
-        partition = next(iter(self._queues))
+    def popleft(self, size_of: Callable[[T], int], partition: Partition | None = None) -> T:
+        """The next record of ``partition``, by default of the partition whose turn it is;
+        IndexError when empty. The partition served goes to the back of the turn."""
+        if partition is None:
+            partition = next(iter(self._queues))
         queue = self._queues.pop(partition)
         item = queue.popleft()
         if queue:
@@ -43,6 +45,10 @@ class TierBuffer(Generic[T]):
         self._sizes[partition] -= size
         self.bytes -= size
         return item
+
+    def first(self, ready: Callable[[Partition], bool]) -> Partition | None:
+        """The first partition in turn that holds records and is ``ready``."""
+        return next((partition for partition in self._queues if ready(partition)), None)
 
     def forget(self, partitions: Iterable[Partition]) -> None:
         """Drop the records of revoked partitions."""

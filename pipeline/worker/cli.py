@@ -33,6 +33,12 @@ HeartbeatOption = duration_option(
 DrainTimeoutOption = duration_option(
     "30s", "--drain-timeout", help="On SIGTERM, how long running jobs may finish.",
 )  # fmt: skip
+RevokeTimeoutOption = duration_option(
+    "60s", "--revoke-timeout", maximum="4m",
+    help="A type with a concurrency limit: how long its runs may take to end when a "
+    "rebalance takes its partitions (the group waits for them; under librdkafka's "
+    "max.poll.interval.ms, 5m).",
+)  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
     help="Least time between two transactions of outcomes: larger batches, later outcomes.",
@@ -65,6 +71,7 @@ def worker(
                                         help="Records buffered per priority tier (default: "
                                         f"the concurrency, at least {MIN_PREFETCH})."),
     commit_interval_ms: int = CommitIntervalOption,
+    revoke_timeout_ms: int = RevokeTimeoutOption,
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
@@ -76,7 +83,7 @@ def worker(
         job_types=tuple(job_types or ()), pool=pool,
         concurrency=concurrency, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
-        commit_interval_s=commit_interval_ms / 1000,
+        commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         result_store=LocalResultStore(result_dir),
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)

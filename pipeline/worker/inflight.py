@@ -6,6 +6,10 @@ runs whose outcome is still to come (the ones that get heartbeats, that drain wa
 and that redeliveries join). Finished execution ids are remembered (bounded, oldest
 forgotten first) so that a record redelivered after its outcome was produced is not run
 again.
+
+A run in ``slots`` also holds a slot of its partition index in its lane's
+:class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
+when it is added, given back when its handler returns.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ class RunningJob:
     def execution_id(self) -> str:
         return str(self.execution["execution_id"])
 
+    @property
+    def partition(self) -> int:
+        """The partition index of the record that started it: the one whose slot it holds."""
+        return self.refs[0].partition
+
 
 class InFlight:
     def __init__(self, recent_limit: int = RECENT_EXECUTIONS) -> None:
@@ -56,13 +65,17 @@ class InFlight:
 
     def add(self, job: RunningJob) -> None:
         self.slots[job.token] = job
+        job.lane.slots.take(job.partition)
         self.active[job.execution_id] = job
         job_id = job.execution["job_id"]
         self._job_ids[job_id] = self._job_ids.get(job_id, 0) + 1
 
     def release(self, token: int) -> RunningJob | None:
         """The run behind ``token`` has returned: free its slot."""
-        return self.slots.pop(token, None)
+        job = self.slots.pop(token, None)
+        if job is not None:
+            job.lane.slots.give(job.partition)
+        return job
 
     def reported(self, job: RunningJob) -> None:
         """Its outcome is decided; it may still hold a slot."""

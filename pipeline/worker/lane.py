@@ -20,6 +20,11 @@ failed transaction is aborted and its outcomes are kept for the next one; nothin
 rewound, because no record needs consuming again. Before a partition is revoked, and at
 the end of a drain, the lane commits what it has whatever the schedule says, so the next
 owner starts after everything finished here.
+
+A type with a fleet-wide concurrency limit (pipeline/concurrency.py) starts a record only
+while its partition index has a free slot (:class:`PartitionSlots`), and before its
+partitions are revoked it lets its runs end and reports them (``before_revoke``, at most
+the worker's revoke timeout), so that their next owner starts nothing while they run.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from pipeline import metrics
+from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
@@ -49,6 +55,7 @@ from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
+from pipeline.worker.slots import PartitionSlots
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +95,8 @@ class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
                  static_member: bool = False, pool: str | None = None,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
-                 before_commit: Callable[[], object] = lambda: None) -> None:  # fmt: skip
+                 before_commit: Callable[[], object] = lambda: None,
+                 before_revoke: Callable[[Lane], object] = lambda lane: None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
         self.events_topic = topics.events
@@ -97,6 +105,11 @@ class Lane:
         self._deserialize = deserialize
         self._before_commit = before_commit
         """Runs before outcomes are produced: the runtime flushes STARTED records there."""
+        self.slots = PartitionSlots(job_type, ConcurrencyLimits.of(settings))
+        self._before_revoke = before_revoke
+        """Runs before a limited lane's partitions are revoked: the runtime waits there for
+        the lane's runs to end."""
+        self.closing = False
         prefix = settings.topic_prefix
         route = routed(job_type, pool)  # a pool's workers are a group of their own
         group = f"{prefix}jobstream.workers.{route}"
@@ -161,7 +174,10 @@ class Lane:
         self._subscribe()
 
     def close(self) -> None:
-        """Leave the group (the revoke callback commits first), then flush the producer."""
+        """Leave the group (the revoke callback commits first), then flush the producer.
+        The runs still going were handed back after the drain: the revocation does not
+        wait for them."""
+        self.closing = True
         self.consumer.close()
         self.producer.flush(10)
 
@@ -174,6 +190,8 @@ class Lane:
         consumer.resume(partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if self.slots.limited and not self.closing:
+            self._before_revoke(self)
         try:
             self.commit(force=True)
         except KafkaException as exc:
@@ -217,18 +235,34 @@ class Lane:
                 self._unreadable(ref, f"{event.name} does not belong on an execution topic")
                 continue
             tier = self.tier_of[topic]
+            self.slots.check_fetched(partition)
             self.buffers[tier].append((topic, partition), Record(ref, tier, event.data, raw),
                                       len(raw or b""))  # fmt: skip
 
     def pick(self) -> Record | None:
-        tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
-        if tier is None:
-            return None
-        return self.buffers[tier].popleft(_size)
+        """The next record to start, by the priority policy; with a concurrency limit,
+        only from a partition index with a free slot."""
+        if not self.slots.limited:
+            tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
+            return None if tier is None else self.buffers[tier].popleft(_size)
+        heads = {tier: buffer.first(self._slot_free) for tier, buffer in self.buffers.items()}
+        tier = self.policy.pick([tier for tier, head in heads.items() if head is not None])
+        return None if tier is None else self.buffers[tier].popleft(_size, heads[tier])
+
+    def _slot_free(self, partition: Partition) -> bool:
+        return self.slots.free(partition[1])
+
+    @property
+    def waits_for_slot(self) -> bool:
+        """Whether records are buffered that only a free slot would let start."""
+        return self.slots.limited and not self.has_buffered and any(self.buffers.values())
 
     @property
     def has_buffered(self) -> bool:
-        return any(self.buffers.values())
+        """Whether a buffered record could start now (with a limit: on a free slot)."""
+        if not self.slots.limited:
+            return any(self.buffers.values())
+        return any(buffer.first(self._slot_free) is not None for buffer in self.buffers.values())
 
     @property
     def paused(self) -> frozenset[Partition]:

@@ -61,6 +61,13 @@ class WorkerOptions:
     """Longest wait for the STARTED records of the runs about to start to be on the broker
     (with every replica); past it the runs start anyway, and the wait is logged."""
     stats_interval_s: float = 30.0
+    revoke_timeout_s: float = 60.0
+    """A type with a concurrency limit: how long its runs may take to end before its
+    partitions are revoked (the whole group's rebalance waits for them). Runs still
+    going then are given up uncommitted, and the limit may be exceeded while they run
+    on. Stays below librdkafka's ``max.poll.interval.ms`` (300 s; ``--revoke-timeout`` takes
+    at most 4 minutes), past which the group goes on without this worker
+    (docs/adr/0003-concurrency-limits.md)."""
 
 
 @dataclass

@@ -22,6 +22,10 @@ is taken, records to arrive when a slot is free and nothing is buffered.
   not started but reported SUCCEEDED, result null, detail "skipped: previous run still
   running", so it is not retried. Runs of a job share a partition key, hence a worker;
   only across a rebalance may two workers overlap.
+- Concurrency limits: a type with a fleet-wide limit starts a run only on a free slot of
+  its record's partition index, and before its partitions are revoked the loop lets its
+  runs end and reports them with their offsets (:meth:`_await_runs`), so the next owner of
+  an index starts nothing while a run of it goes on here (docs/adr/0003).
 - Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
   ``drain_timeout_s`` for running jobs and commit their outcomes without waiting for the
   commit interval. Jobs still running then are handed back: their offsets stay
@@ -95,6 +99,7 @@ class WorkerRuntime:
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
                            static_member=options.static_member, pool=options.pool,
                            deserialize=deserialize, before_commit=self._flush_events,
+                           before_revoke=self._await_runs,
                            schedule=CommitSchedule(options.commit_interval_s,
                                                    options.commit_max_outcomes))
                       for t in self.job_types]  # fmt: skip
@@ -144,6 +149,23 @@ class WorkerRuntime:
         if missing:
             ensure_topics(self.settings.kafka_config, missing,
                           replication_factor=self.settings.replication_factor)  # fmt: skip
+        self._check_limited_partitions(present)
+
+    def _check_limited_partitions(self, present: dict[str, Any]) -> None:
+        """A limited type's slots are split over ``JOBSTREAM_EXEC_PARTITIONS`` indices, by
+        the timers as by the workers: its topics must have that many partitions."""
+        wanted = self.settings.exec_partitions
+        for lane in self.lanes:
+            if not lane.slots.limited:
+                continue
+            for topic in lane.tier_of:
+                found = len(present[topic].partitions) if topic in present else wanted
+                if found != wanted:
+                    raise ConfigurationError(
+                        f"{topic} has {found} partitions, but {lane.job_type} has a "
+                        f"concurrency limit split over JOBSTREAM_EXEC_PARTITIONS={wanted}: "
+                        "give the setting the topic's count (timers and workers alike)"
+                    )
 
     def _drain(self, abandon: threading.Event) -> None:
         self.state = DRAINING
@@ -154,6 +176,26 @@ class WorkerRuntime:
         self.step(fetching=False)
         for lane in self.lanes:
             lane.commit(force=True)
+
+    def _await_runs(self, lane: Lane) -> None:
+        """Before a limited lane's partitions are revoked: let its runs end and report
+        them (the lane commits their outcomes with their offsets next), at most
+        ``revoke_timeout_s``. No record is fetched or started meanwhile; the other
+        lanes' runs are collected too, every run keeps its heartbeats and the worker its
+        own."""
+        deadline = time.monotonic() + self.options.revoke_timeout_s
+        while lane.slots.in_use and time.monotonic() < deadline:
+            self._collect(wait_s=self.options.poll_timeout_s)
+            now = time.monotonic()
+            self._time_out(now)
+            self._beat_jobs(now)
+            self._beat_worker()
+            self.events.poll(0)
+            self.health.beat()  # the loop is waiting on purpose: /healthz stays up
+        if lane.slots.in_use:
+            log.warning("runs still going when their partitions were revoked: given up, "
+                        "their next owner may run beside them", extra={
+                            "job_type": lane.job_type, "runs": lane.slots.in_use})  # fmt: skip
 
     def _close(self) -> None:
         handed = self.inflight.hand_back()
@@ -189,14 +231,18 @@ class WorkerRuntime:
         """Fetch, waiting (at most ``poll_timeout_s``) for whatever can happen next.
 
         With every slot taken (or while draining) no record could start, so the wait is
-        for a run to end; with a free slot and nothing buffered, for records to arrive;
-        with both, there is no wait at all.
+        for a run to end; so it is when the only records buffered wait for a slot of
+        their type's concurrency limit (a record of another type arriving meanwhile waits
+        for the next iteration, at most ``poll_timeout_s``); with a free slot and nothing
+        buffered, the wait is for records to arrive; with both, there is no wait at all.
         """
         wait = self.options.poll_timeout_s
-        if not fetching or len(self.inflight.slots) >= self.options.concurrency:
+        ready = any(lane.has_buffered for lane in self.lanes)
+        for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
+        if not fetching or for_slot or len(self.inflight.slots) >= self.options.concurrency:
             self._collect(wait_s=wait)
             wait = 0
-        elif not self._finished.empty() or any(lane.has_buffered for lane in self.lanes):
+        elif not self._finished.empty() or ready:
             wait = 0
         for lane in self.lanes:
             lane.fetch(wait / len(self.lanes))

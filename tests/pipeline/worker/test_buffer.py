@@ -55,3 +55,14 @@ def test_hoarding_pauses_at_the_share_and_resumes_at_half_of_it() -> None:
     assert buffer.hoarding(10, frozenset()) == set()  # not paused: not yet at its share
     buffer.popleft(size_of)
     assert buffer.hoarding(10, paused) == set()  # 5 is half: resumed
+
+
+def test_a_partition_may_be_skipped_without_losing_its_turn() -> None:
+    buffer: TierBuffer[str] = TierBuffer()
+    for partition, item in ((P0, "a1"), (P1, "b1"), (P2, "c1"), (P0, "a2")):
+        buffer.append(partition, item, len(item))
+    assert buffer.first(lambda partition: partition != P0) == P1
+    assert buffer.popleft(size_of, P1) == "b1"
+    assert buffer.first(lambda partition: partition == P1) is None
+    assert [buffer.popleft(size_of) for _ in range(len(buffer))] == ["a1", "c1", "a2"]
+    assert buffer.bytes == 0
