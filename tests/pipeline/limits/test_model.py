@@ -37,9 +37,9 @@ def test_a_key_names_a_type_an_owner_or_both_and_each_must_be_valid() -> None:
 
 def test_a_limit_round_trips_through_its_record() -> None:
     limit = Limit.of(LimitKey(owner="acme", job_type="image.render"), 50.0)
-    assert limit.burst == default_burst(50.0) == 5
+    assert limit.burst == default_burst(50.0) == 25
     assert Limit.decode(limit.encode()) == limit
-    assert default_burst(2.0) == 1
+    assert default_burst(1.0) == 1
 
 
 @pytest.mark.parametrize("raw", [b"not json", b"{}", b'{"job_type": "a", "rate": 1}',
