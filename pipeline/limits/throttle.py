@@ -25,6 +25,10 @@ class LimitBoard:
     def __init__(self, limits: Iterable[Limit] = ()) -> None:
         self._limits: Mapping[LimitKey, Limit] = {limit.key: limit for limit in limits}
         self._lock = threading.Lock()
+        self.ready = threading.Event()
+        """Set once the limits are known (at once for a board with no follower): the
+        timers fire nothing before."""
+        self.ready.set()
 
     @property
     def limits(self) -> Mapping[LimitKey, Limit]:

@@ -2,8 +2,9 @@
 
 jobs.limits is compacted, one partition, keyed by :attr:`LimitKey.id`: its latest record
 per key is the limit in force, a tombstone clears it. Every timer process reads it whole
-at start, before it joins its group (so nothing fires before the limits are known), then
-follows it on a thread of its own: a change applies within a poll (0.5 s) in every process.
+on a thread of its own while it joins its group, and fires nothing before it has (the
+board's ``ready``), then follows it: a change applies within a poll (0.5 s) in every
+process.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from pipeline.config import Settings
-from pipeline.errors import ConfigurationError, ValidationError
+from pipeline.errors import ConfigurationError, JobstreamError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.scan import TopicScan
 from pipeline.limits.model import Limit, LimitKey
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 FLUSH_TIMEOUT_S = 30.0
 POLL_S = 0.5
-MISSING_TOPIC_RETRY_S = 5.0
+RETRY_S = 5.0
+"""The wait before reading jobs.limits again when it is missing or could not be read."""
 
 
 def set_limit(settings: Settings, limit: Limit) -> None:
@@ -77,11 +79,11 @@ class LimitsFollower:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Read jobs.limits to its end here, then follow it on a thread. A missing topic
-        (created by ``jobstream topics create``) counts as no limits while it is missing."""
-        scan = self._load()
-        self._thread = threading.Thread(target=self._follow, args=(scan,), name="limits",
-                                        daemon=True)  # fmt: skip
+        """Read jobs.limits to its end, then follow it, on a thread; the board is ready once
+        the first reading is done. A missing topic (``jobstream topics create`` makes it)
+        counts as no limits while it is missing."""
+        self.board.ready.clear()
+        self._thread = threading.Thread(target=self._follow, name="limits", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -89,21 +91,33 @@ class LimitsFollower:
         if self._thread is not None:
             self._thread.join(10)
 
+    def _try_load(self) -> TopicScan | None:
+        """:meth:`_load`, or None after logging why it failed (the board stays not ready
+        unless the topic is missing: the timers wait rather than fire unlimited)."""
+        try:
+            return self._load()
+        except (JobstreamError, KafkaException) as exc:
+            log.warning("jobs.limits not read: %s; trying again in %.0f s", exc, RETRY_S)
+            return None
+
     def _load(self) -> TopicScan | None:
         try:
             scan = TopicScan(self.settings, Topics(self.settings).limits)
         except ConfigurationError as exc:
             log.warning("no rate limits apply: %s", exc)
+            self.board.ready.set()
             return None
         for batch in scan:
             for message in batch:
                 apply(self.board, message)
         log.info("rate limits loaded", extra={"limits": [str(k) for k in self.board.limits]})
+        self.board.ready.set()
         return scan
 
-    def _follow(self, scan: TopicScan | None) -> None:
-        while scan is None and not self._stop.wait(MISSING_TOPIC_RETRY_S):
-            scan = self._load()
+    def _follow(self) -> None:
+        scan = self._try_load()
+        while scan is None and not self._stop.wait(RETRY_S):
+            scan = self._try_load()
         if scan is None:
             return
         try:

@@ -259,11 +259,10 @@ class TimerProcessor:
         return emits
 
     def _fire_entry(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
-        if entry.kind in FIRES_JOB and self._refusal(entry) is not None:
-            emits = self._fire(state, entry, entry.due_ms, now_ms)  # the refusal
-            self._finish(state, entry, now_ms)
-            return emits
-        if entry.kind == "retry" or not entry.spec.get("cron"):
+        """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
+        refused (a cron job too: it would be refused at every run) then ends."""
+        refused = entry.kind in FIRES_JOB and self._refusal(entry) is not None
+        if refused or entry.kind == "retry" or not entry.spec.get("cron"):
             emits = self._fire(state, entry, entry.due_ms, now_ms)
             self._finish(state, entry, now_ms)
             return emits
@@ -338,6 +337,11 @@ class TimerProcessor:
 
     def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int,
               now_ms: int) -> list[Output]:  # fmt: skip
+        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
+        topic = self._execution_topic(entry)
+        refusal = self.refused_topics.get(topic)
+        if refusal is not None:
+            return self._refuse(entry, key, refusal, now_ms)
         spec = entry.spec
         timeout = spec.get("timeout_ms")
         execution = {
@@ -355,11 +359,6 @@ class TimerProcessor:
             "errors": entry.errors,
             "parent_results": self.workflows.parent_results(state, entry.job),
         }
-        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
-        topic = self._execution_topic(entry)
-        refusal = self.refused_topics.get(topic)
-        if refusal is not None:
-            return self._refuse(entry, key, refusal, now_ms)
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = self._lifecycle(
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,

@@ -102,6 +102,8 @@ class Timers(Processor[TimerState]):
             return [self._dead_letter(record, str(exc))]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
+        if not self.logic.throttle.board.ready.is_set():
+            return ()  # the rate limits are still being read: nothing fires before them
         return self.logic.fire_due(state, now_ms, limit)
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
