@@ -128,6 +128,8 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
     runs = _get(settings, f"/api/v1/jobs/{job_id}/executions")["executions"]
     console = _console()
     console.print(f"{job['job_id']}  {job['job_type']}  {job['owner']}  {job['state']}")
+    if job.get("waiting_for_pool"):
+        console.print(f"waiting: no live worker serves pool {job['pool']}")
     table = _table("try", "worker", "started", "ended", "outcome", "error")
     for run in runs:
         error = run.get("error") or {}
@@ -139,11 +141,12 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
 
 
 def workers() -> None:
-    """Workers: types, state, running of capacity, age of the last heartbeat."""
+    """Workers: types (and pool), state, running of capacity, age of the last heartbeat."""
     found = _get(load_api_settings(), "/api/v1/workers")["workers"]
     table = _table("worker", "types", "state", "busy", "age", "stale")
     for w in found:
-        table.add_row(w["worker_id"], ",".join(w["job_types"]), w["state"],
+        pool = f" pool={w['pool']}" if w.get("pool") else ""
+        table.add_row(w["worker_id"], ",".join(w["job_types"]) + pool, w["state"],
                       f"{w['running']}/{w['capacity']}", f"{w['age_ms'] / 1000:.0f}s",
                       "STALE" if w["stale"] else "")  # fmt: skip
     _console().print(table)

@@ -27,6 +27,7 @@ from pipeline.errors import (
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.cli import register as register_job_commands
 from pipeline.jobs.workflow_cli import workflow_app
+from pipeline.limits.cli import limits_app
 from pipeline.logs import configure_logging
 from pipeline.retry.cli import retry_router
 from pipeline.status.cli import status_processor
@@ -78,6 +79,7 @@ def register(app: typer.Typer) -> None:
     app.command("tail", epilog=TAIL_EPILOG)(tail)
     app.command("retry-router")(retry_router)
     app.add_typer(dlq_app, name="dlq")
+    app.add_typer(limits_app, name="limits")
     app.command("worker")(worker)
     register_job_commands(app)
     app.add_typer(workflow_app, name="workflow")

@@ -43,6 +43,16 @@ class TopicMismatchError(JobstreamError):
     retryable = False
 
 
+class TopicRefusedError(JobstreamError):
+    """The broker refused to create topics (a name that collides with an existing one)."""
+
+    def __init__(self, refused: dict[str, str]) -> None:
+        super().__init__("topics refused: " + "; ".join(f"{name}: {why}"
+                                                         for name, why in refused.items()))
+        self.refused = refused
+        """Each refused topic and why."""
+
+
 class StoreError(JobstreamError):
     """A partition store's files could not be written or opened (a full disk, an I/O
     error); the changelog still holds the state, so the processor restores it again."""

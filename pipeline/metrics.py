@@ -52,6 +52,12 @@ FIRED = Counter("jobstream_fired_total", "Executions fired by the timers", ["job
 FIRE_LATENESS = Histogram("jobstream_fire_lateness_seconds",
                           "Fire time minus scheduled time", ["job_type"],
                           buckets=LATENESS_BUCKETS)  # fmt: skip
+THROTTLED = Counter("jobstream_throttled_total",
+                    "Jobs a rate limit held back when they fell due", ["job_type"])  # fmt: skip
+THROTTLED_SECONDS = Histogram("jobstream_throttled_seconds",
+                              "How long rate limits held a fired job back (apart from its "
+                              "fire lateness)", ["job_type"],
+                              buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600))  # fmt: skip
 START_LATENESS = Histogram("jobstream_start_lateness_seconds",
                            "Start of a run minus its scheduled time", ["job_type"],
                            buckets=LATENESS_BUCKETS)  # fmt: skip

@@ -59,6 +59,7 @@ class Topics:
         self.status = f"{p}jobs.status"
         self.status_changelog = f"{p}jobs.status.changelog"
         self.workers = f"{p}jobs.workers"
+        self.limits = f"{p}jobs.limits"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -92,6 +93,8 @@ class Topics:
             # The status processor's own state, co-partitioned with jobs.events.
             TopicSpec(self.status_changelog, s.events_partitions, compacted=True),
             TopicSpec(self.workers, s.workers_partitions, compacted=True),
+            # Rate limits, keyed by whom they limit; every timer process reads it whole.
+            TopicSpec(self.limits, 1, compacted=True),
         ]
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
@@ -102,11 +105,17 @@ class Topics:
         for spec in self.specs():
             if spec.name == name:
                 return spec
-        p = self.settings.topic_prefix
-        if name.startswith(f"{p}jobs.exec."):
-            job_type = name.removeprefix(f"{p}jobs.exec.").rpartition(".")[0]
-        elif name.startswith(f"{p}jobs.dlq."):
-            job_type = name.removeprefix(f"{p}jobs.dlq.")
-        else:
+        job_type = self.job_type_of(name)
+        if job_type is None:
             return None
         return next((s for s in self.job_type_specs(job_type) if s.name == name), None)
+
+    def job_type_of(self, name: str) -> str | None:
+        """The job type (with its pool, ``<type>.pool-<pool>``) of an execution or
+        dead-letter topic; None for any other topic."""
+        p = self.settings.topic_prefix
+        if name.startswith(f"{p}jobs.exec."):
+            return name.removeprefix(f"{p}jobs.exec.").rpartition(".")[0]
+        if name.startswith(f"{p}jobs.dlq."):
+            return name.removeprefix(f"{p}jobs.dlq.")
+        return None

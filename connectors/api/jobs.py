@@ -20,7 +20,8 @@ from connectors.api.models import (
     Problem,
 )
 from connectors.api.services import Auth, Svc
-from connectors.views import SUBMITTED, executions, list_jobs
+from connectors.views import SUBMITTED, executions, list_jobs, workers
+from connectors.views.pools import waiting_for_pool
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
@@ -127,7 +128,10 @@ def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
     """One job; a job this API has just accepted is SUBMITTED, never 404."""
     doc = svc.job(job_id, who)
     raw = stored_params(svc.store, job_id)
-    return JobOut(**doc, params=None if raw is None else orjson.loads(raw))
+    live = [] if doc.get("pool") is None else workers(
+        svc.store, stale_after_ms=svc.api.worker_stale_after)  # fmt: skip
+    return JobOut(**doc, params=None if raw is None else orjson.loads(raw),
+                  waiting_for_pool=waiting_for_pool(doc, live))  # fmt: skip
 
 
 @router.get("/{job_id}/executions", response_model=Executions, responses=ERRORS)

@@ -89,6 +89,10 @@ class JobOut(BaseModel):
     schedule: Schedule | None = None
     params_bytes: int | None = None
     params_sha256: str | None = None
+    pool: str | None = Field(None, description="The worker pool it requires, if any.")
+    waiting_for_pool: bool = Field(
+        False, description="QUEUED for a pool that no live worker serves (jobs.workers)."
+    )
     params: dict[str, Any] | None = Field(
         None, description="Only on GET of one job, and only when at most 64 KB."
     )
@@ -209,6 +213,7 @@ class WorkerOut(BaseModel):
     at_ms: int = Field(description="Its last heartbeat.")
     age_ms: int
     stale: bool
+    pool: str | None = Field(None, description="The pool it serves; null: jobs of no pool.")
 
 
 class Workers(BaseModel):

@@ -57,7 +57,7 @@ def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[
         "next_fire_at_ms": None, "updated_at_ms": None, "last_error": None, "result": None,
         "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
         "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
-        "submitted": False, "depends_on": [], "step": None,
+        "submitted": False, "depends_on": [], "step": None, "pool": None,
     }  # fmt: skip
 
 
@@ -88,7 +88,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> di
         "schedule": {"run_at_ms": spec.get("run_at_ms"), "cron": cron},
         "params_bytes": len(params), "params_sha256": params_digest(params),
         "submitted": True, "depends_on": list(spec.get("depends_on") or []),
-        "step": (spec.get("labels") or {}).get(STEP_LABEL),
+        "step": (spec.get("labels") or {}).get(STEP_LABEL), "pool": spec.get("pool"),
     }  # fmt: skip
 
 

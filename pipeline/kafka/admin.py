@@ -2,7 +2,10 @@
 
 Idempotent: a topic that exists with the right partition count and cleanup policy is
 left alone; one that differs is reported, never altered (changing either would break
-co-partitioning or lose data), and the command fails naming every difference.
+co-partitioning or lose data), and the command fails naming every difference. A name the
+broker refuses because it collides with an existing topic (Kafka treats ``.`` and ``_``
+alike in names) is reported with the topic it collides with (TopicRefusedError), after
+the other topics have been created and checked.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from pipeline.errors import TopicMismatchError
+from pipeline.errors import TopicMismatchError, TopicRefusedError
 from pipeline.topics import TopicSpec
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ def ensure_topics(
     report = TopicReport()
 
     missing = [spec for spec in specs if spec.name not in present]
+    refused: dict[str, str] = {}
     if missing:
         futures = admin.create_topics(
             [
@@ -56,8 +60,11 @@ def ensure_topics(
                 future.result()
                 report.created.append(name)
             except KafkaException as exc:
-                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":  # lost a race: verify below
+                if exc.args[0].code() == KafkaError.TOPIC_EXCEPTION:
+                    refused[name] = _refusal(name, present, exc.args[0].str())
+                elif exc.args[0].name() != "TOPIC_ALREADY_EXISTS":  # lost a race: verify below
                     raise
+        specs = [spec for spec in specs if spec.name not in refused]
         present = _wait_visible(admin, [spec.name for spec in specs], timeout_s)
 
     existing = [spec for spec in specs if spec.name not in report.created]
@@ -68,7 +75,23 @@ def ensure_topics(
         )
     report.existing = [spec.name for spec in existing]
     log.info("topics ready created=%d existing=%d", len(report.created), len(report.existing))
+    if refused:
+        raise TopicRefusedError(refused)
     return report
+
+
+def colliding(name: str, present: Iterable[str]) -> list[str]:
+    """The topics Kafka holds to collide with ``name``: the same once ``.`` reads ``_``."""
+    folded = name.replace(".", "_")
+    return sorted(other for other in present if other != name
+                  and other.replace(".", "_") == folded)  # fmt: skip
+
+
+def _refusal(name: str, present: Mapping[str, Any], broker_says: str) -> str:
+    others = colliding(name, present)
+    if others:
+        return f"collides with existing topic {', '.join(others)}"
+    return broker_says
 
 
 def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, Any]:

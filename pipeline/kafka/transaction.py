@@ -50,6 +50,11 @@ def abort_batch(
 ) -> None:
     """Abort the open transaction and rewind the consumer to its committed offsets."""
     producer.abort_transaction(timeout_s)
+    rewind(consumer, timeout_s)
+
+
+def rewind(consumer: Consumer, timeout_s: float = COMMIT_TIMEOUT_S) -> None:
+    """Seek every assigned partition back to its committed offset (the batch is redone)."""
     assignment = consumer.assignment()
     if not assignment:
         return

@@ -30,8 +30,11 @@ def observe(event: Mapping[str, Any], labelled: Labelled = _labels) -> None:
     kind, job_type = event.get("kind"), event.get("job_type") or ""
     if kind == K.FIRED:
         labelled(metrics.FIRED, job_type).inc()
-        if event.get("lateness_ms") is not None:
-            lateness_s = max(0, event["lateness_ms"]) / 1000
+        throttled = event.get("throttled_ms") or 0
+        if throttled:
+            labelled(metrics.THROTTLED_SECONDS, job_type).observe(throttled / 1000)
+        if event.get("lateness_ms") is not None:  # the timers' own part: without the limits'
+            lateness_s = max(0, event["lateness_ms"] - throttled) / 1000
             labelled(metrics.FIRE_LATENESS, job_type).observe(lateness_s)
     elif kind == K.STARTED:
         scheduled = scheduled_ms_of(event.get("execution_id"))

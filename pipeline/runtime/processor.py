@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
+from pipeline.errors import TopicRefusedError
 from pipeline.serde import Event
 from pipeline.state.transaction import PartitionTransaction
 
@@ -86,6 +87,19 @@ class Processor(Generic[S]):
     """Punctuate a partition only once it has been read to its end (the status processor's
     leases: heartbeats still in a backlog must not expire them)."""
     consumer_tuning: ClassVar[Mapping[str, Any]] = {}
+
+    def start(self) -> None:
+        """Before the runner joins its group: open what the processor reads beside its
+        inputs (the timers' rate limits)."""
+
+    def close(self) -> None:
+        """The runner has stopped: close what :meth:`start` opened."""
+
+    def topics_refused(self, refused: Mapping[str, str]) -> None:
+        """The broker refused to create these output topics (name: why). The open
+        transaction is dropped and its input read again: the processor must route
+        elsewhere what it sent to them, or the error ends the process."""
+        raise TopicRefusedError(dict(refused))
 
     def open(self, tx: PartitionTransaction | None, partition: int) -> S:
         """The state view of ``partition`` over a new transaction (None: stateless)."""

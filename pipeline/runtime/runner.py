@@ -7,8 +7,10 @@ the wall clock (pipeline/runtime/task.py), and commits the open transaction when
 commit schedule says so (pipeline/runtime/schedule.py). A commit follows one order
 (:meth:`Runner.commit`, over pipeline/kafka/transaction.py):
 
-1. every output is produced (a topic seen for the first time is created first), then each
-   partition's changelog records, whose delivery reports give the changelog offsets;
+1. a topic seen for the first time is created (one the broker refuses is reported to the
+   processor and the batch redone without the transaction begun); every output is
+   produced, then each partition's changelog records, whose delivery reports give the
+   changelog offsets;
 2. the transaction commits with the consumer's positions (flush, send offsets with the
    group metadata, commit): outputs, changelog and input offsets become visible at once;
 3. only then are the stores written, each with the changelog offset it reached, and the
@@ -42,10 +44,17 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.errors import StoreError, TopicMismatchError
+from pipeline.errors import StoreError, TopicMismatchError, TopicRefusedError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.transaction import KAFKA_FAILURES, is_fatal, kafka_error_of, send, transact
+from pipeline.kafka.transaction import (
+    KAFKA_FAILURES,
+    is_fatal,
+    kafka_error_of,
+    rewind,
+    send,
+    transact,
+)
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe_all
@@ -124,6 +133,7 @@ class Runner(Generic[S]):
         found = self.consumer.list_topics(timeout=30).topics
         self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
         self._known_topics = set(found)
+        self.processor.start()
         self._join()
         metrics.add_health_check(self.name, self.health_problem)
         log.info("%s started", self.name, extra={"instance": self.options.instance_id})
@@ -156,6 +166,7 @@ class Runner(Generic[S]):
 
     def close(self) -> None:
         metrics.remove_health_check(self.name)
+        self.processor.close()
         self.consumer.close()
         if self.partitions is not None:
             self.partitions.close()
@@ -266,6 +277,17 @@ class Runner(Generic[S]):
         started = time.monotonic()
         outputs = list(tx.emits())
         try:
+            self._ensure_topics({output.topic for output in outputs} - self._known_topics)
+        except TopicRefusedError as exc:
+            self.task.aborted(tx)
+            rewind(self.consumer)
+            log.warning("%s: %s; the batch is redone", self.name, exc)
+            self.processor.topics_refused(exc.refused)
+            return
+        except KAFKA_FAILURES:
+            self.task.aborted(tx)
+            raise
+        try:
             committed = transact(self.producer, self.consumer,
                                  lambda: self._produce(tx, outputs))  # fmt: skip
         except KAFKA_FAILURES:
@@ -295,7 +317,6 @@ class Runner(Generic[S]):
 
     def _produce(self, tx: OpenTransaction[S], outputs: list[Output]) -> None:
         serialize = self.serialize
-        self._ensure_topics({output.topic for output in outputs} - self._known_topics)
         for output in outputs:
             value = output.value
             data = serialize(value) if isinstance(value, Event) else bytes(value)
@@ -309,13 +330,18 @@ class Runner(Generic[S]):
 
     def _ensure_topics(self, names: set[str]) -> None:
         """Topics seen for the first time (new job types') are created with their settings,
-        all of one transaction's in one request."""
+        all of one transaction's in one request; TopicRefusedError names those the broker
+        refused (the others are created)."""
         if not names:
             return
         specs = [spec for name in sorted(names) if (spec := self.topics.spec_of(name))]
-        if specs:
-            ensure_topics(self.settings.kafka_config, specs,
-                          replication_factor=self.settings.replication_factor)  # fmt: skip
+        try:
+            if specs:
+                ensure_topics(self.settings.kafka_config, specs,
+                              replication_factor=self.settings.replication_factor)  # fmt: skip
+        except TopicRefusedError as exc:
+            self._known_topics |= names - exc.refused.keys()
+            raise
         self._known_topics |= names
 
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:

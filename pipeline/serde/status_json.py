@@ -78,6 +78,11 @@ class JobStatus(BaseModel):
     params_sha256: str | None = Field(
         default=None, description="The SHA-256 (hex) of the parameters' JSON text."
     )
+    throttled_ms: int | None = Field(
+        default=None, ge=0,
+        description="How long rate limits held the current execution back after it was due "
+        "(part of its lateness); null when none did.",
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

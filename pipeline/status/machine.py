@@ -219,7 +219,8 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
             changes["next_fire_at_ms"] = event.get("scheduled_at_ms")
     elif kind == _FIRED:
         changes.update(scheduled_at_ms=event.get("scheduled_at_ms"), execution_id=execution,
-                       fires=record.fires + (1 if attempt <= 1 else 0))  # fmt: skip
+                       fires=record.fires + (1 if attempt <= 1 else 0),
+                       throttled_ms=event.get("throttled_ms"))  # fmt: skip
     elif kind == _STARTED:
         changes.update(execution_id=execution, worker_id=event.get("worker_id"))
     elif kind == _RETRY_SCHEDULED:

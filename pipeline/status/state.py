@@ -103,6 +103,8 @@ class JobRecord(NamedTuple):
     """The parameters' JSON text, when small (pipeline/jobs/params.py)."""
     params_bytes: int | None = None
     params_sha256: str | None = None
+    throttled_ms: int | None = None
+    """How long rate limits held the current execution back (its FIRED tells)."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -175,8 +177,8 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256")  # fmt: skip
-"""Fields added after the first release: workflows, then the submission's summary."""
+          "params_sha256", "throttled_ms")  # fmt: skip
+"""Fields added after the first release: workflows, the submission's summary, rate limits."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))

@@ -56,6 +56,12 @@ class TimerEntry:
     """Waiting for parents (its step node says which): out of the schedule until released."""
     errors: list[dict[str, Any]] = field(default_factory=list)
     """A retry's earlier attempts' errors."""
+    held_by: str | None = None
+    """The id of the rate limit holding the job back (pipeline/limits/model.py), while it
+    waits in that limit's queue instead of the schedule."""
+    held_at_ms: int | None = None
+    """When a rate limit first held it back: its firing reports the time since as
+    throttled, apart from the timers' own lateness."""
 
     @property
     def job_id(self) -> str:

@@ -12,6 +12,9 @@ Two key spaces, told apart by their first byte (the store keeps its own metadata
   the same firings again, one range per owner, so that fair firing (pipeline/timers/fair.py)
   can take each owner's due timers in turn. The length prefix makes one owner's keys one
   range whatever characters the owner holds.
+- held ``b"q" | limit id length (u16 BE) | limit id (UTF-8) | fire ms (u64 BE) | job id``: jobs
+  a rate limit holds back, one queue per limit in fire-time order (pipeline/limits/). A held
+  job has no schedule key: it leaves its queue when the limit's tokens allow.
 
 A due scan iterates from ``SCHEDULE_LOWER_BOUND`` to ``due_upper_bound(now_ms)`` (exclusive).
 The store must compare raw bytes (rocksdict ``Options(raw_mode=True)``): in its default mode
@@ -120,3 +123,35 @@ def decode_owner_schedule_key(key: bytes) -> tuple[str, int, str]:
         raise ValueError(f"not an owner schedule key: {key!r}")
     (fire_ms,) = _MS.unpack_from(key, fire_at)
     return key[start:fire_at].decode(), fire_ms, key[fire_at + _MS.size :].decode()
+
+
+HELD_PREFIX = b"q"
+HELD_UPPER_BOUND = b"r"
+"""Exclusive upper bound of every held key."""
+
+
+def held_range_start(limit_id: str) -> bytes:
+    """The first possible held key of the queue of ``limit_id``."""
+    raw = limit_id.encode()
+    return HELD_PREFIX + _OWNER_LENGTH.pack(len(raw)) + raw
+
+
+def held_range_end(limit_id: str) -> bytes:
+    """Exclusive upper bound of the held keys of ``limit_id``."""
+    return held_range_start(limit_id) + _AFTER_OWNER
+
+
+def encode_held_key(limit_id: str, fire_ms: int, job_id: str) -> bytes:
+    """The held key of ``job_id``, due at ``fire_ms``, in the queue of ``limit_id``."""
+    if not job_id:
+        raise ValueError("job_id must not be empty")
+    if not 0 <= fire_ms <= _MAX_U64:
+        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    return held_range_start(limit_id) + _MS.pack(fire_ms) + job_id.encode()
+
+
+def decode_held_key(key: bytes) -> tuple[str, int, str]:
+    """(limit id, fire_ms, job_id) of a held key; ValueError if it is not one."""
+    if not key.startswith(HELD_PREFIX):
+        raise ValueError(f"not a held key: {key!r}")
+    return decode_owner_schedule_key(OWNER_PREFIX + key[len(HELD_PREFIX):])

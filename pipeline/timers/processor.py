@@ -20,6 +20,7 @@ from pipeline.jobs.model import validate_submitted
 from pipeline.jobs.params import submission_fields, summarize_params
 from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
 from pipeline.lifecycle import LifecycleKind
+from pipeline.limits.throttle import Throttle
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 
 K = LifecycleKind
 
+
+FIRES_JOB = frozenset({"job", "retry"})
+"""The entries whose firing runs a job: rate limits and topic refusals apply to them."""
 
 CANCELLED_ATTEMPT = 2**31 - 1
 """The attempt a cancel's retry marker records: no retry request is above it."""
@@ -58,9 +62,15 @@ class TimerPolicy:
 
 
 class TimerProcessor:
-    def __init__(self, topics: Topics, policy: TimerPolicy | None = None) -> None:
+    def __init__(self, topics: Topics, policy: TimerPolicy | None = None,
+                 throttle: Throttle | None = None) -> None:  # fmt: skip
         self.topics = topics
         self.policy = policy or TimerPolicy()
+        self.throttle = throttle or Throttle()
+        """The rate limits in force and their buckets (pipeline/limits/)."""
+        self.refused_topics: dict[str, str] = {}
+        """Execution topics the broker refused to create, with the reason: a job routed to
+        one is dead-lettered at firing (pipeline/timers/runner.py fills it)."""
         self.duplicates = 0
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip
@@ -164,7 +174,7 @@ class TimerProcessor:
             return [self._lifecycle(K.PAUSED, entry.job, now_ms)]
         if action == "RESUME" and entry.paused:
             due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
-            state.put(entry.evolve(paused=False, due_ms=due))
+            state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
             return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due)]
         if action == "UPDATE":
             spec = dict(entry.spec)
@@ -178,7 +188,7 @@ class TimerProcessor:
             if updated is None:
                 self._finish(state, entry, now_ms)
                 return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
-            state.put(entry.evolve(job=job, due_ms=updated))
+            state.put(entry.evolve(job=job, due_ms=updated, held_by=None, held_at_ms=None))
             if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
                 return []
             changed = {**summarize_params(spec.get("params"))._asdict(),
@@ -238,19 +248,60 @@ class TimerProcessor:
 
     def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Output]:
         """Fire the entries due at ``now_ms`` (at most ``limit``), owners interleaved, and
-        move schedules on."""
-        emits: list[Output] = []
-        for entry in self.due_batch(state, now_ms, limit):
+        move schedules on. Jobs that rate limits held back go first, as their tokens allow;
+        a due job whose limit has no token left joins that limit's queue instead."""
+        released = self._release_held(state, now_ms, limit)
+        emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
+        for entry in self.due_batch(state, now_ms, limit - len(released)):
             if entry.kind == "marker":
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
                 continue
-            if entry.kind == "retry" or not entry.spec.get("cron"):
-                emits.extend(self._fire(state, entry, entry.due_ms, now_ms))
-                self._finish(state, entry, now_ms)
+            if self._hold(state, entry, now_ms):
                 continue
-            emits.extend(self._fire_recurring(state, entry, now_ms))
+            emits.extend(self._fire_entry(state, entry, now_ms))
         return emits
+
+    def _fire_entry(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
+        """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
+        refused (a cron job too: it would be refused at every run) then ends."""
+        refused = entry.kind in FIRES_JOB and self._refusal(entry) is not None
+        if refused or entry.kind == "retry" or not entry.spec.get("cron"):
+            emits = self._fire(state, entry, entry.due_ms, now_ms)
+            self._finish(state, entry, now_ms)
+            return emits
+        return self._fire_recurring(state, entry, now_ms)
+
+    # -- rate limits -------------------------------------------------------------------
+
+    def _hold(self, state: TimerState, entry: TimerEntry, now_ms: int) -> bool:
+        """Put a due job in the queue of the limit that has no token for it; False when
+        every limit that applies gave one (and the job is to fire now)."""
+        if entry.kind not in FIRES_JOB:
+            return False
+        key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
+        if key is None:
+            return False
+        state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
+        state.held.append(entry.spec["job_type"])
+        return True
+
+    def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
+        """The held jobs that may fire now: each limit's queue in order, while its tokens
+        last. A job another limit still holds moves to that limit's queue."""
+        ready: list[TimerEntry] = []
+        for limit_id in state.held_limits():
+            for entry in state.held_by(limit_id):
+                if len(ready) >= limit:
+                    return ready
+                key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
+                if key is None:
+                    ready.append(entry)
+                elif key.id != limit_id:
+                    state.put(entry.evolve(held_by=key.id))
+                else:
+                    break
+        return ready
 
     def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
         """The entries to fire now, in weighted fair order across owners.
@@ -268,7 +319,8 @@ class TimerProcessor:
 
     def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
         cron = CronSpec.from_avro(entry.spec["cron"])
-        if now_ms - entry.due_ms <= self.policy.grace_ms:
+        # A run a limit held back was due in time: the wait was the limit's, not a misfire.
+        if now_ms - entry.due_ms <= self.policy.grace_ms or entry.held_at_ms is not None:
             fires: tuple[int, ...] = (entry.due_ms,)
             following = next_fire_ms(
                 cron, max(entry.due_ms, now_ms), job_id=entry.job_id, runs_so_far=entry.runs + 1
@@ -283,11 +335,17 @@ class TimerProcessor:
         if following is None:
             self._finish(state, entry, now_ms)
         else:
-            state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires)))
+            state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires),
+                                   held_by=None, held_at_ms=None))  # fmt: skip
         return emits
 
     def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int,
               now_ms: int) -> list[Output]:  # fmt: skip
+        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
+        topic = self._execution_topic(entry)
+        refusal = self.refused_topics.get(topic)
+        if refusal is not None:
+            return self._refuse(entry, key, refusal, now_ms)
         spec = entry.spec
         timeout = spec.get("timeout_ms")
         execution = {
@@ -305,15 +363,31 @@ class TimerProcessor:
             "errors": entry.errors,
             "parent_results": self.workflows.parent_results(state, entry.job),
         }
-        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
-        topic = self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
-                                      spec.get("pool"))  # fmt: skip
+        throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = self._lifecycle(
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
+            throttled_ms=throttled,
         )  # fmt: skip
         partition = self.policy.concurrency.partition_for(spec["job_type"], key)
         return [Output(topic, key, Event("ExecutionRequested", execution), partition), fired]
+
+    def _execution_topic(self, entry: TimerEntry) -> str:
+        spec = entry.spec
+        return self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
+                                     spec.get("pool"))  # fmt: skip
+
+    def _refusal(self, entry: TimerEntry) -> str | None:
+        """Why the job cannot fire: the broker refused its execution topic; else None."""
+        return self.refused_topics.get(self._execution_topic(entry))
+
+    def _refuse(self, entry: TimerEntry, key: bytes, reason: str, now_ms: int) -> list[Output]:
+        """The job goes to jobs.intake.dlq as its submission, with the reason, and ends."""
+        log.warning("job refused at firing", extra={"job_id": entry.job_id, "reason": reason})
+        dead = Output(self.topics.intake_dlq, key, Event("JobSubmitted", entry.job),
+                      headers=(("jobstream.error", reason.encode()),
+                               ("jobstream.source", b"timers: firing")))  # fmt: skip
+        return [dead, self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=reason)]
 
     # -- helpers -----------------------------------------------------------------------
 

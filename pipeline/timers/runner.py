@@ -12,6 +12,7 @@ jobs.intake.dlq with the reason; the processor goes on.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -21,6 +22,7 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
+from pipeline.limits.topic import LimitsFollower
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
@@ -40,6 +42,7 @@ transaction per iteration, and at most 5,000 firings per transaction."""
 class TimerCounters:
     fired: int = 0
     dead_lettered: int = 0
+    throttled: int = 0
     max_lateness_ms: int = 0
 
 
@@ -55,16 +58,41 @@ class Timers(Processor[TimerState]):
         self.topics = Topics(settings)
         self.inputs = (self.topics.intake, self.topics.retry)
         self.changelog = self.topics.timers_changelog
+        self.settings = settings
         self.logic = TimerProcessor(
             self.topics, policy or TimerPolicy(owner_weights=settings.owner_weights,
                                                concurrency=ConcurrencyLimits.of(settings))
         )
+        self.limits = LimitsFollower(settings, self.logic.throttle.board)
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.counts = TimerCounters()
+        self.owned: set[int] = set()
+
+    def start(self) -> None:
+        self.limits.start()
+
+    def close(self) -> None:
+        self.limits.stop()
 
     def open(self, tx: PartitionTransaction | None, partition: int) -> TimerState:
         assert tx is not None
+        if partition not in self.owned:
+            self.owned.add(partition)
+            self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
         return TimerState(tx)
+
+    def revoked(self, partition: int) -> None:
+        self.owned.discard(partition)
+        self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+
+    def topics_refused(self, refused: Mapping[str, str]) -> None:
+        """A job routed to a refused execution topic is dead-lettered at firing, with the
+        reason naming the job type its topic collides with."""
+        for name, why in refused.items():
+            job_type = self.topics.job_type_of(name)
+            if job_type is None:  # not a job type's topic: nothing to route elsewhere
+                return super().topics_refused({name: why})
+            self.logic.refused_topics[name] = refusal_reason(self.topics, job_type, name, why)
 
     def restore(self, tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
         TimerState(tx).restore(key, value)
@@ -76,6 +104,8 @@ class Timers(Processor[TimerState]):
             return [self._dead_letter(record, str(exc))]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
+        if not self.logic.throttle.board.ready.is_set():
+            return ()  # the rate limits are still being read: nothing fires before them
         return self.logic.fire_due(state, now_ms, limit)
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
@@ -92,7 +122,10 @@ class Timers(Processor[TimerState]):
                 self.counts.max_lateness_ms = max(self.counts.max_lateness_ms, lateness)
         self.counts.fired += fired
         self.counts.dead_lettered += dead
+        self.counts.throttled += len(state.held)
         metrics.TIMER_DEAD_LETTERED.inc(dead)  # firings: the runtime counts their FIRED
+        for job_type, count in Counter(state.held).items():
+            metrics.THROTTLED.labels(job_type).inc(count)
 
     def counters(self) -> Mapping[str, object]:
         return {**vars(self.counts), "duplicates": self.logic.duplicates}
@@ -104,6 +137,17 @@ class Timers(Processor[TimerState]):
         return Output(self.topics.intake_dlq, record.key(), record.value() or b"",
                       headers=(("jobstream.error", reason.encode()),
                                ("jobstream.source", source.encode())))  # fmt: skip
+
+
+def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
+    """What a refused job's dead letter says: its type, its topic, and the type it collides
+    with when the topic names one."""
+    others = [other for word in why.replace(",", " ").split()
+              if (other := topics.job_type_of(word)) is not None]  # fmt: skip
+    names = ", ".join(f"'{other}'" for other in others)
+    clash = f" (job type {names}: Kafka treats '.' and '_' in topic names alike)" if others else ""
+    return (f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused by "
+            f"the broker: {why}{clash}")
 
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,

@@ -6,8 +6,9 @@ like a paused one, has no schedule key until it is released.
 Three key spaces (pipeline/timers/keys.py): ``j<timer id>`` holds the entry,
 ``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
 range scan, and ``o<owner><fire ms><timer id>`` orders them again by owner, for fair
-firing. Only entries go to the changelog; both schedules are derived from them, so
-restoring replays entries and rebuilds the schedules.
+firing. A job a rate limit holds back leaves both schedules for ``q<limit id><fire ms>
+<timer id>``, its limit's queue. Only entries go to the changelog; the schedules and the
+queues are derived from them, so restoring replays entries and rebuilds them.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ from collections.abc import Iterator
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.entry import TimerEntry
 from pipeline.timers.keys import (
+    HELD_PREFIX,
+    HELD_UPPER_BOUND,
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,
+    decode_held_key,
     decode_owner_schedule_key,
     decode_schedule_key,
     due_upper_bound,
+    encode_held_key,
     encode_index_key,
     encode_owner_schedule_key,
     encode_schedule_key,
+    held_range_end,
+    held_range_start,
     owner_due_bound,
     owner_range_end,
     owner_range_start,
@@ -41,6 +48,8 @@ class TimerState:
     def __init__(self, tx: PartitionTransaction) -> None:
         self.tx = tx
         self.changelog: list[ChangelogRecord] = []
+        self.held: list[str] = []
+        """The job type of each job a rate limit held back in this transaction (metrics)."""
         # Entries decoded in this transaction: firing reads an entry, then replaces or
         # removes it, and each of those needs the entry's current schedule key.
         self._entries: dict[str, TimerEntry | None] = {}
@@ -115,21 +124,51 @@ class TimerState:
             if entry is not None:
                 yield entry
 
+    def held_limits(self) -> list[str]:
+        """The ids of the limits holding at least one job back (one seek per limit)."""
+        found: list[str] = []
+        lower = HELD_PREFIX
+        while True:
+            first = next(self.tx.scan(lower, HELD_UPPER_BOUND), None)
+            if first is None:
+                return found
+            limit_id = decode_held_key(first[0])[0]
+            found.append(limit_id)
+            lower = held_range_end(limit_id)
+
+    def held_by(self, limit_id: str) -> Iterator[TimerEntry]:
+        """The jobs ``limit_id`` holds back, earliest due first, read as consumed."""
+        for key, _ in self.tx.scan(held_range_start(limit_id), held_range_end(limit_id)):
+            entry = self.get(decode_held_key(key)[2])
+            if entry is not None:
+                yield entry
+
     def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
         """Write or delete the entry and move its schedule key; False if nothing existed."""
         index_key = encode_index_key(timer_id)
         previous = self.get(timer_id)
         self._entries[timer_id] = entry
         if previous is not None:
-            self.tx.delete(encode_schedule_key(previous.due_ms, timer_id))
-            self.tx.delete(encode_owner_schedule_key(previous.owner, previous.due_ms, timer_id))
+            self._unschedule(previous)
         if entry is None or raw is None:
             if previous is None:
                 return False
             self.tx.delete(index_key)
             return True
         self.tx.put(index_key, raw)
-        if not entry.paused and not entry.blocked:
+        if entry.paused or entry.blocked:
+            return True
+        if entry.held_by is not None:
+            self.tx.put(encode_held_key(entry.held_by, entry.due_ms, timer_id), b"")
+        else:
             self.tx.put(encode_schedule_key(entry.due_ms, timer_id), b"")
             self.tx.put(encode_owner_schedule_key(entry.owner, entry.due_ms, timer_id), b"")
         return True
+
+    def _unschedule(self, entry: TimerEntry) -> None:
+        """Delete every key that places ``entry`` (deleting an absent key costs nothing)."""
+        timer_id = entry.timer_id
+        self.tx.delete(encode_schedule_key(entry.due_ms, timer_id))
+        self.tx.delete(encode_owner_schedule_key(entry.owner, entry.due_ms, timer_id))
+        if entry.held_by is not None:
+            self.tx.delete(encode_held_key(entry.held_by, entry.due_ms, timer_id))

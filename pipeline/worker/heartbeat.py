@@ -32,6 +32,8 @@ class WorkerIdentity:
     started_at_ms: int
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
+    pool: str | None = None
+    """The pool it serves; None: the jobs that require no pool."""
 
     def record(self, state: str, running: Iterable[str], now_ms: int) -> Event:
         """The WorkerHeartbeat for this instant."""
@@ -39,5 +41,5 @@ class WorkerIdentity:
             "worker_id": self.worker_id, "host": self.host, "pid": self.pid,
             "job_types": list(self.job_types), "capacity": self.capacity,
             "running": sorted(running), "state": state,
-            "started_at_ms": self.started_at_ms, "at_ms": now_ms,
+            "started_at_ms": self.started_at_ms, "at_ms": now_ms, "pool": self.pool,
         })  # fmt: skip

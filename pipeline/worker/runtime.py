@@ -109,7 +109,7 @@ class WorkerRuntime:
         self._tokens = count(1)
         self._rotation = 0
         self.identity = WorkerIdentity(options.worker_id, self.job_types, options.concurrency,
-                                       now_ms())  # fmt: skip
+                                       now_ms(), pool=options.pool)  # fmt: skip
         self.state = STARTING
         self.stats = WorkerStats()
         self._next_health = 0.0

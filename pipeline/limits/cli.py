@@ -1,0 +1,70 @@
+"""``jobstream limits set|clear|list``: the rate limits on jobs.limits."""
+
+from __future__ import annotations
+
+import orjson
+import typer
+
+from pipeline.config import load_settings
+from pipeline.limits.model import Limit, LimitKey, parse_rate
+from pipeline.limits.topic import clear_limit, read_limits, set_limit
+
+EPILOG = """Examples:
+
+  jobstream limits set --type image.render --rate 50/s
+
+  jobstream limits set --owner acme --rate 600/m --burst 20
+
+  jobstream limits set --owner acme --type report.generate --rate 2/s
+
+  jobstream limits clear --type image.render
+
+  jobstream limits list --json
+"""
+
+limits_app = typer.Typer(
+    help="Rate limits on firing, per job type, per owner, or per owner and type; a change "
+    "applies in every timer process within a second, with no restart.",
+    epilog=EPILOG,
+    no_args_is_help=True,
+)
+
+TypeOption = typer.Option(None, "--type", help="Job type the limit applies to.")
+OwnerOption = typer.Option(None, "--owner", help="Owner the limit applies to.")
+
+
+@limits_app.command("set")
+def set_command(
+    job_type: str | None = TypeOption,
+    owner: str | None = OwnerOption,
+    rate: str = typer.Option(..., "--rate", help="Firings per s, m or h: 50/s, 600/m."),
+    burst: int | None = typer.Option(
+        None, "--burst", help="Firings that may go out at once (default: 0.5 s of the rate, "
+        "at least 1).",
+    ),
+) -> None:  # fmt: skip
+    """Set (or replace) the limit of a type, an owner, or an owner's jobs of a type."""
+    limit = Limit.of(LimitKey(owner=owner, job_type=job_type), parse_rate(rate), burst)
+    set_limit(load_settings(), limit)
+    typer.echo(f"{limit.key}: {limit.rate:g}/s, burst {limit.burst}")
+
+
+@limits_app.command("clear")
+def clear_command(job_type: str | None = TypeOption, owner: str | None = OwnerOption) -> None:
+    """Remove a limit: the jobs it holds back fire at once (as the batch size allows)."""
+    key = LimitKey(owner=owner, job_type=job_type)
+    clear_limit(load_settings(), key)
+    typer.echo(f"{key}: cleared")
+
+
+@limits_app.command("list")
+def list_command(
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+) -> None:  # fmt: skip
+    """The limits in force."""
+    for limit in read_limits(load_settings()):
+        if as_json:
+            typer.echo(orjson.dumps({"owner": limit.key.owner, "job_type": limit.key.job_type,
+                                     "rate_per_s": limit.rate, "burst": limit.burst}))  # fmt: skip
+        else:
+            typer.echo(f"{limit.key}: {limit.rate:g}/s, burst {limit.burst}")

@@ -1,0 +1,43 @@
+"""``jobstream limits`` on the real broker: set, list, replace and clear, and a bad rate
+refused naming it before anything is written."""
+
+from __future__ import annotations
+
+import orjson
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.limits.model import Limit, LimitKey
+from pipeline.limits.topic import read_limits
+from pipeline.topics import Topics
+from tests.pipeline.jobs.test_cli import broker_env
+
+
+def test_set_list_replace_and_clear(topics: Topics) -> None:
+    env, runner = broker_env(topics), CliRunner()
+
+    def limits(*args: str) -> str:
+        result = runner.invoke(app, ["limits", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "type=image.render: 50/s, burst 25\n" in limits("set", "--type", "image.render",
+                                                           "--rate", "50/s")  # fmt: skip
+    limits("set", "--owner", "acme", "--type", "image.render", "--rate", "120/m", "--burst", "3")
+    lines = limits("list", "--json").splitlines()  # librdkafka's log lines go there too
+    listed = [orjson.loads(line) for line in lines if '"rate_per_s"' in line]
+    assert listed == [
+        {"owner": "acme", "job_type": "image.render", "rate_per_s": 2.0, "burst": 3},
+        {"owner": None, "job_type": "image.render", "rate_per_s": 50.0, "burst": 25},
+    ]
+    limits("set", "--type", "image.render", "--rate", "10/s")
+    limits("clear", "--owner", "acme", "--type", "image.render")
+    assert read_limits(topics.settings) == [Limit(LimitKey(job_type="image.render"), 10.0, 5)]
+
+
+def test_a_bad_rate_is_refused_naming_it(topics: Topics) -> None:
+    result = CliRunner().invoke(app, ["limits", "set", "--type", "a.b", "--rate", "fast"],
+                                env=broker_env(topics))  # fmt: skip
+    assert result.exit_code != 0
+    assert "rate: must be a number per s, m or h" in str(result.exception or result.output)
+    assert read_limits(topics.settings) == []
