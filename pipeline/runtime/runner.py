@@ -4,7 +4,8 @@ One consumer (static group member ``jobstream.<processor>.<instance id>``) reads
 processor's inputs; one transactional producer, named the same, writes its outputs and
 its changelog. Each loop iteration consumes a batch, lets the processor fold it and act on
 the wall clock (pipeline/runtime/task.py), and commits the open transaction when the
-commit schedule says so (pipeline/runtime/schedule.py). A commit follows one order
+commit schedule says so (pipeline/runtime/schedule.py), at once when it holds an urgent
+output. A commit follows one order
 (:meth:`Runner.commit`, over pipeline/kafka/transaction.py):
 
 1. every output is produced (a topic seen for the first time is created first), then each
@@ -255,6 +256,8 @@ class Runner(Generic[S]):
         if not self.task.pending:
             self.task.release()  # nothing yet: the next iteration reads the stores afresh
             return
+        if self.task.urgent:
+            self.schedule.hurry()
         if self.schedule.due(time.monotonic(), self.task.size):
             self.commit()
 
