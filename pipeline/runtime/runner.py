@@ -243,15 +243,24 @@ class Runner(Generic[S]):
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.poll_ms / 1000)  # fmt: skip
         records = []
+        # A partition's end often comes in the same batch as its last records: it counts
+        # once they are processed (processing a record clears it), not before.
+        ended: set[int] = set()
         for message in messages:
-            if message.error() is None:
+            error = message.error()
+            if error is None:
                 records.append(message)
+                ended.discard(message.partition() or 0)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ended.add(message.partition() or 0)
             else:
                 self._consume_error(message)
         if not self.task.owned:
             return
         now = now_ms()
         self.task.process(records, now)
+        for p in ended:
+            self.task.reached_end(p)
         self.task.punctuate(now)
         if not self.task.pending:
             self.task.release()  # nothing yet: the next iteration reads the stores afresh
@@ -359,12 +368,10 @@ class Runner(Generic[S]):
                  extra={"changed": sorted(partitions), "partitions": owned})  # fmt: skip
 
     def _consume_error(self, message: Message) -> None:
-        """The end of a partition, or an error: a fatal one (this static member fenced by
-        another with its id) is raised for :meth:`recover`, the rest librdkafka retries."""
+        """An error: a fatal one (this static member fenced by another with its id) is
+        raised for :meth:`recover`, the rest librdkafka retries."""
         error = message.error()
-        if error is not None and error.code() == KafkaError._PARTITION_EOF:
-            self.task.reached_end(message.partition() or 0)
-        elif is_fatal(error):
+        if is_fatal(error):
             raise KafkaException(error)
         else:
             log.warning("consume error: %s", error)
