@@ -41,6 +41,7 @@ from ops.bench.options import (
     WorkdirOption,
 )
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
+from ops.bench.release_hops import HOPS, hop_key
 from ops.bench.report import console, load_average, progress_bar, write_results
 from ops.bench.submitter import Submitter
 from ops.bench.targets import verdicts
@@ -221,6 +222,8 @@ WORKFLOW_ROWS = (
     ("release lateness ms p50 / p90 / p99 / max", "release_lateness_ms"),
     ("  of it to SCHEDULED (released) p50 / p90 / p99 / max", "release_scheduled_lateness_ms"),
     ("  of it to FIRED p50 / p90 / p99 / max", "release_fire_lateness_ms"),
+    *((f"  hop {hop} p50 / p90 / p99 / max", hop_key(hop)) for hop in HOPS),
+    ("children started per second", "children_start_per_s"),
 )  # fmt: skip
 
 

@@ -21,6 +21,10 @@ from pipeline.topics import Topics
 ENDED = ("SUCCEEDED", "DEAD_LETTERED", "CANCELLED")
 """Kinds after which a one-off job has nothing more to do."""
 
+LOGGED_AT = "logged_at_ms"
+"""Added to each decoded event: its record's Kafka timestamp, the producer's clock as it
+produced the record (for a transactional producer, as its commit began)."""
+
 
 def ends_a_job(raw: bytes) -> bool:
     """Whether a jobs.events record is a JobLifecycle of a kind in :data:`ENDED`."""
@@ -33,6 +37,8 @@ class EventsReader:
 
     settings: Settings
     raw: list[bytes] = field(default_factory=list)
+    logged_ms: list[int] = field(default_factory=list)
+    """Each raw record's Kafka timestamp."""
     ended: int = 0
     """Records that end a job (a redelivered one's second end counts twice)."""
 
@@ -52,14 +58,17 @@ class EventsReader:
             value = message.value()
             if message.error() is None and value:
                 self.raw.append(value)
+                self.logged_ms.append(message.timestamp()[1])
                 self.ended += ends_a_job(value)
         return len(messages)
 
     def decoded(self) -> list[dict[str, object]]:
-        """Every JobLifecycle read, as its fields."""
+        """Every JobLifecycle read, as its fields and :data:`LOGGED_AT`."""
         _, deserialize = make_serde()
-        events = (deserialize(raw) for raw in self.raw)
-        return [event.data for event in events if event.name == "JobLifecycle"]
+        events = ((deserialize(raw), logged) for raw, logged in zip(self.raw, self.logged_ms,
+                                                                    strict=True))  # fmt: skip
+        return [{**event.data, LOGGED_AT: logged} for event, logged in events
+                if event.name == "JobLifecycle"]  # fmt: skip
 
     def close(self) -> None:
         self.consumer.close()

@@ -12,7 +12,8 @@ of its parents (the worker's clock when that parent's outcome was decided), from
 jobs.events. Its parts: up to the child's SCHEDULED at the timers (*released*: the
 parent's outcome committed by the worker, folded by the status processor, its StepEnded
 committed and read by the timers), then to its FIRED (the timers' tick), then to STARTED
-(the timers' commit, the worker's fetch).
+(the timers' commit, the worker's fetch). ops/bench/release_hops.py splits it further, at
+each record's commit.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from ops.bench.load import Load
 from ops.bench.measure import summarize
+from ops.bench.release_hops import release_hops, step_ended_logged
 from ops.bench.submitter import OWNER, Submitter
 from pipeline.clock import now_ms
 from pipeline.jobs.client import JobClient
@@ -104,7 +106,9 @@ class WorkflowSubmitter(Submitter):
             self.on_progress(4 * (upto - first))
 
     def extra(self, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        return release_lateness(self.parents, events)
+        events = list(events)
+        return (release_lateness(self.parents, events)
+                | release_hops(self.parents, events, step_ended_logged(self.settings)))
 
 
 def diamond(job_type: str, root_due_ms: int) -> list[dict[str, Any]]:

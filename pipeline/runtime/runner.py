@@ -4,7 +4,8 @@ One consumer (static group member ``jobstream.<processor>.<instance id>``) reads
 processor's inputs; one transactional producer, named the same, writes its outputs and
 its changelog. Each loop iteration consumes a batch, lets the processor fold it and act on
 the wall clock (pipeline/runtime/task.py), and commits the open transaction when the
-commit schedule says so (pipeline/runtime/schedule.py). A commit follows one order
+commit schedule says so (pipeline/runtime/schedule.py), at once when it holds an urgent
+output. A commit follows one order
 (:meth:`Runner.commit`, over pipeline/kafka/transaction.py):
 
 1. a topic seen for the first time is created (one the broker refuses is reported to the
@@ -253,19 +254,30 @@ class Runner(Generic[S]):
         messages = self.consumer.consume(self.options.batch_size,
                                          timeout=self.options.poll_ms / 1000)  # fmt: skip
         records = []
+        # A partition's end often comes in the same batch as its last records: it counts
+        # once they are processed (processing a record clears it), not before.
+        ended: set[int] = set()
         for message in messages:
-            if message.error() is None:
+            error = message.error()
+            if error is None:
                 records.append(message)
+                ended.discard(message.partition() or 0)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ended.add(message.partition() or 0)
             else:
                 self._consume_error(message)
         if not self.task.owned:
             return
         now = now_ms()
         self.task.process(records, now)
+        for p in ended:
+            self.task.reached_end(p)
         self.task.punctuate(now)
         if not self.task.pending:
             self.task.release()  # nothing yet: the next iteration reads the stores afresh
             return
+        if self.task.urgent:
+            self.schedule.hurry()
         if self.schedule.due(time.monotonic(), self.task.size):
             self.commit()
 
@@ -382,12 +394,10 @@ class Runner(Generic[S]):
                  extra={"changed": sorted(partitions), "partitions": owned})  # fmt: skip
 
     def _consume_error(self, message: Message) -> None:
-        """The end of a partition, or an error: a fatal one (this static member fenced by
-        another with its id) is raised for :meth:`recover`, the rest librdkafka retries."""
+        """An error: a fatal one (this static member fenced by another with its id) is
+        raised for :meth:`recover`, the rest librdkafka retries."""
         error = message.error()
-        if error is not None and error.code() == KafkaError._PARTITION_EOF:
-            self.task.reached_end(message.partition() or 0)
-        elif is_fatal(error):
+        if is_fatal(error):
             raise KafkaException(error)
         else:
             log.warning("consume error: %s", error)

@@ -11,6 +11,11 @@ batches instead (the processor runner and every worker lane use it):
   the previous commit, not from the first record waiting), so a lone job is not delayed;
   under load, results reach their topics at most ``interval_s`` after they are decided.
 
+- a transaction holding a record that other components wait on (a StepEnded, which
+  children of a workflow wait on; a workflow job's outcome, which that StepEnded waits
+  on) is *hurried*: it commits at once rather than after the interval, so a release is
+  not delayed by an interval at each hop. The next commit clears it.
+
 Forced commits (before a partition is revoked, at the end of a drain) do not ask.
 
 Pure: the caller passes the monotonic time, so the policy is unit-tested without a clock.
@@ -32,6 +37,8 @@ class CommitSchedule:
     """Records that make a commit due before the interval has passed."""
     last_commit: float = float("-inf")
     """Monotonic instant of the previous commit."""
+    hurried: bool = False
+    """A record waiting should not wait for the interval (see :meth:`hurry`)."""
 
     def __post_init__(self) -> None:
         if self.interval_s < 0:
@@ -41,7 +48,14 @@ class CommitSchedule:
 
     def due(self, now: float, pending: int) -> bool:
         """Whether ``pending`` records (or moved offsets, counted as 0) should commit now."""
-        return pending >= self.max_pending or now >= self.last_commit + self.interval_s
+        return (self.hurried or pending >= self.max_pending
+                or now >= self.last_commit + self.interval_s)  # fmt: skip
+
+    def hurry(self) -> None:
+        """Make the next commit due at once: a record waiting holds up work elsewhere.
+        It stays so until a commit succeeds (an aborted one is retried as promptly)."""
+        self.hurried = True
 
     def committed(self, now: float) -> None:
         self.last_commit = now
+        self.hurried = False

@@ -108,6 +108,11 @@ class Task(Generic[S]):
     def size(self) -> int:
         return 0 if self._open is None else self._open.size
 
+    @property
+    def urgent(self) -> bool:
+        """Whether the open transaction holds an output another component waits on."""
+        return self._open is not None and self._open.urgent
+
     # -- committing ----------------------------------------------------------------------
 
     def take(self) -> OpenTransaction[S] | None:

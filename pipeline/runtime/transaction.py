@@ -30,10 +30,13 @@ class PartitionWork(Generic[S]):
     latest: dict[tuple[str, bytes | None], Output] = field(default_factory=dict)
     """Compact outputs: the last one of each topic and key, the only one worth writing."""
     consumed: int = 0
+    urgent: bool = False
+    """Whether an output is one another component waits on (:attr:`Output.urgent`)."""
 
     def add(self, outputs: Iterable[Output]) -> int:
         added = 0
         for output in outputs:
+            self.urgent = self.urgent or output.urgent
             if output.compact:
                 self.latest[(output.topic, output.key)] = output
             else:
@@ -94,6 +97,11 @@ class OpenTransaction(Generic[S]):
     @property
     def consumed(self) -> int:
         return sum(work.consumed for work in self.partitions.values())
+
+    @property
+    def urgent(self) -> bool:
+        """Whether the transaction holds an urgent output: it should commit at once."""
+        return any(work.urgent for work in self.partitions.values())
 
     @property
     def pending(self) -> bool:

@@ -179,7 +179,9 @@ class StatusProcessor:
     def _step_ended(self, record: JobRecord, event: Mapping[str, Any]) -> Output:
         """StepEnded to the workflow's partition of jobs.intake: the timers there hold its
         children. In the same transaction as the status that ends the job, so it is sent
-        once; a replay of jobs.events may send it again, which the timers ignore."""
+        once; a replay of jobs.events may send it again, which the timers ignore. Urgent:
+        the children wait for it, so its transaction commits without waiting for the
+        interval."""
         assert record.workflow_id is not None
         succeeded = record.state is JobState.SUCCEEDED
         data = {
@@ -191,7 +193,7 @@ class StatusProcessor:
         }  # fmt: skip
         self.counters.steps_ended += 1
         return Output(self.topics.intake, partition_key(record.job_id, record.workflow_id),
-                      Event("StepEnded", data))  # fmt: skip
+                      Event("StepEnded", data), urgent=True)  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
               now_ms: int) -> Output:  # fmt: skip

@@ -10,7 +10,9 @@ commit together, and the stores are written only after the commit (ADR 0001).
 Each transaction costs the broker a marker on every partition it wrote, and every job's
 status is written once per transaction however many of its events it holds (a compact
 output): fewer, larger transactions are what let the broker keep up, for statuses later
-by up to the interval.
+by up to the interval. A transaction holding a StepEnded is the exception: the children
+of a workflow wait for it, so it commits at the end of the loop iteration that made it
+(an urgent output, pipeline/runtime/schedule.py).
 
 Leases expire only on a partition read to its end (librdkafka's partition EOF): while a
 backlog is being read (after a restart, under load) the heartbeats in it have not been
@@ -37,10 +39,12 @@ from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
-STATUS_OPTIONS = RunnerOptions(poll_ms=50, commit_interval_ms=100, commit_max_records=10_000,
+STATUS_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=100, commit_max_records=10_000,
                                punctuate_limit=6000)  # fmt: skip
-"""Transactions of up to 100 ms (or 10,000 records); leases expire within a 50 ms poll;
-up to 6,000 leases expired (and as many records purged) per iteration."""
+"""Transactions of up to 100 ms (or 10,000 records), but at once for one that holds a
+StepEnded; a 20 ms poll (``consume()`` waits that long unless a batch fills), so that a
+workflow's release is not held longer here than at the timers; up to 6,000 leases
+expired (and as many records purged) per iteration."""
 
 CACHED_RECORDS = 10_000
 """Committed job records kept decoded per partition between transactions (a job's events
@@ -61,7 +65,7 @@ class Status(Processor[StatusState]):
     name = "status"
     punctuate_when_caught_up = True
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
-        "partition.assignment.strategy": "range", **clients.BATCHED_FETCH
+        "partition.assignment.strategy": "range", **clients.PROMPT_FETCH
     }
 
     def __init__(self, settings: Settings, policy: StatusPolicy | None = None,

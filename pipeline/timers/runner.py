@@ -51,7 +51,7 @@ class Timers(Processor[TimerState]):
     state_layout = 2
     """2: an owner schedule beside the one by fire time (fair firing)."""
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
-        "partition.assignment.strategy": "range", **clients.TICK_FETCH
+        "partition.assignment.strategy": "range", **clients.PROMPT_FETCH
     }
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:

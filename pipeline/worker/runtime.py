@@ -4,11 +4,12 @@ One thread owns every Kafka client (confluent-kafka's consumer is not thread-saf
 loops: fetch into the tier buffers of each job type's :class:`Lane`; collect the runs
 that ended; time out the late ones; heartbeat the running ones; start buffered
 executions while there is capacity; commit each lane's outcomes with its offsets in one
-transaction once its commit is due (every ``commit_interval_s`` under load, see
-commits.py); pause what is full. Handlers run on :class:`JobExecutor`'s threads and event
-loop and hand their ends back through a queue. Each iteration waits (at most
-``poll_timeout_s``) only for what could let it do something: a run to end when every slot
-is taken, records to arrive when a slot is free and nothing is buffered.
+transaction once its commit is due (every ``commit_interval_s`` under load, at once for
+an outcome of a workflow's job: see pipeline/runtime/schedule.py); pause what is full.
+Handlers run on :class:`JobExecutor`'s threads and event loop and hand their ends back
+through a queue. Each iteration waits (at most ``poll_timeout_s``) only for what could let
+it do something: a run to end when every slot is taken, records to arrive when a slot is
+free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
   whose thread has not returned yet (it cannot be killed; see executor.py).
@@ -299,6 +300,8 @@ class WorkerRuntime:
         if event is not None:
             lane.pending.append((outcomes.event_key(execution), self.serialize(event)))
             self.inflight.remember(execution["execution_id"])
+            if execution.get("workflow_id"):
+                lane.schedule.hurry()  # the workflow's next steps may wait on this outcome
         for ref in refs:
             lane.tracker.done(ref)
 

@@ -35,6 +35,16 @@ def test_a_zero_interval_commits_on_every_iteration() -> None:
     assert schedule.due(5.0, pending=1)
 
 
+def test_a_hurried_commit_is_due_at_once_until_it_has_committed() -> None:
+    schedule = CommitSchedule(interval_s=0.1)
+    schedule.committed(5.0)
+    schedule.hurry()
+    assert schedule.due(5.01, pending=1), "a record others wait on does not wait"
+    assert schedule.due(5.02, pending=1), "still due: the commit it asked for has not happened"
+    schedule.committed(5.02)
+    assert not schedule.due(5.03, pending=1), "the next records wait for the interval again"
+
+
 @pytest.mark.parametrize(("interval_s", "max_pending"), [(-0.1, 10), (0.1, 0)])
 def test_nonsense_settings_are_refused(interval_s: float, max_pending: int) -> None:
     with pytest.raises(ValueError):

@@ -71,3 +71,15 @@ def test_partitions_outputs_are_interleaved_each_in_its_own_order(
     open_tx.fold(0, [lost(job, 0) for job in ("a1", "a2", "a3", "a4")])
     open_tx.fold(1, [lost(job, 1) for job in ("b1", "b2")])
     assert [e.key for e in open_tx.emits()] == [b"a1", b"b1", b"a2", b"b2", b"a3", b"a4"]
+
+
+def test_an_urgent_output_makes_its_transaction_urgent_until_its_partition_goes(
+    open_tx: OpenTransaction,
+) -> None:
+    open_tx.fold(0, [status("a", S.SUCCEEDED), lost("b", 0)], consumed=1)
+    assert not open_tx.urgent, "statuses and lifecycle events wait for the interval"
+    ended = Output("jobs.intake", b"wf", Event("StepEnded", {"job_id": "a"}), urgent=True)
+    open_tx.fold(1, [ended], consumed=1)
+    assert open_tx.urgent
+    open_tx.drop([1])
+    assert not open_tx.urgent, "a revoked partition takes its urgent output away"

@@ -38,6 +38,7 @@ from tests.pipeline.status.events import (
     scheduled,
 )
 from tests.support.pipeline import DESERIALIZE, in_thread, process_env, produce
+from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
 S = JobState
@@ -73,8 +74,9 @@ def event_log(topics: Topics) -> Iterator[EventLog]:
 def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., None]]:
     with ExitStack() as running:
 
-        def start(instance: str = "a", lease_ms: int = 30_000) -> None:
-            options = STATUS_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state")
+        def start(instance: str = "a", lease_ms: int = 30_000, **options_: Any) -> None:
+            options = STATUS_OPTIONS.evolve(instance_id=instance, state_dir=tmp_path / "state",
+                                            **options_)  # fmt: skip
             runner = status_runner(topics.settings, options, StatusPolicy(lease_ms=lease_ms))
             running.enter_context(in_thread(runner))
 
@@ -145,6 +147,30 @@ def test_events_fold_into_jobs_status(
     assert orjson.loads(one.output) == found[done].model_dump(mode="json")
     missing = CliRunner().invoke(app, [new_job_id()], env=process_env(settings))
     assert missing.exit_code == 1
+
+
+def test_a_workflow_jobs_end_is_announced_without_waiting_for_the_commit_interval(
+    topics: Topics, status_in_thread: Callable[..., None]
+) -> None:
+    settings, t = topics.settings, now_ms()
+    job = new_job_id()
+    run = {**execution(job, epoch=t), "workflow_id": "wf-1"}
+    in_workflow = [{**event, "workflow_id": "wf-1"} for event in (
+        scheduled(job, at_ms=t), fired(run), outcome("STARTED", run),
+        outcome("SUCCEEDED", run, result='"done"'))]  # fmt: skip
+    # An interval far longer than the wait below: only an urgent commit can meet it.
+    status_in_thread("a", commit_interval_ms=120_000)
+    intake = TopicReader(settings, topics.intake, settings.timer_partitions)
+    try:
+        produce_events(settings, *in_workflow)
+        [ended] = wait_for(lambda: intake.of_job(job, name="StepEnded"), timeout_s=30,
+                           interval_s=0.1, what="the StepEnded of the workflow's job")  # fmt: skip
+    finally:
+        intake.close()
+    assert (ended["workflow_id"], ended["outcome"], ended["result"]) == ("wf-1", "SUCCEEDED",
+                                                                          '"done"')  # fmt: skip
+    assert read_statuses(settings, job_id=job)[job].state is S.SUCCEEDED, (
+        "the status that ends the job commits with its StepEnded")
 
 
 def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_duplicate(

@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 
 from pipeline.errors import NonRetryableError
+from pipeline.serde import Event
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, LocalResultStore, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
@@ -215,3 +216,26 @@ def test_one_transaction_carries_the_outcomes_of_many_jobs(
     assert all(events.kinds(execution_id) == ["STARTED", "SUCCEEDED"] for execution_id in ids)
     transactions = worker.runtime.lanes[0].transactions
     assert transactions <= 8, f"{transactions} transactions for 40 jobs run two at a time"
+
+
+def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def quick(ctx: JobContext) -> str:
+        return ctx.job_id
+
+    worker = start_worker(app, concurrency=2, commit_interval_s=120.0)
+    [lone] = submit(topics, execution_requested())
+    events.wait(lone, "STARTED")
+    lane = worker.runtime.lanes[0]
+    wait_for(lambda: lane.transactions >= 1, timeout_s=60, what="a first transaction")
+    # From here on a plain outcome waits 120 s for the next transaction.
+    step = execution_requested()
+    [in_workflow] = submit(topics, Event("ExecutionRequested", {**step.data,
+                                                                "workflow_id": "wf-1"}))
+    [succeeded] = events.wait(in_workflow, "SUCCEEDED", timeout_s=30)
+    assert succeeded["workflow_id"] == "wf-1"
+    assert events.kinds(lone) == ["STARTED", "SUCCEEDED"], "it went in the same transaction"
