@@ -100,6 +100,7 @@ async def _singles(url: str, count: int, concurrency: int) -> float:
 def _fill(views: Path, jobs: int, owners: int) -> float:
     """``jobs`` submissions folded into a fresh store, as the updater would fold them."""
     store = ViewStore(views)
+    store.ensure_layout()  # else the server, finding no layout mark, wipes the fill
     started = time.perf_counter()
     now = int(time.time() * 1000) - jobs
     batch = store.batch()
