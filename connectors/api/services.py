@@ -18,8 +18,9 @@ from connectors.api.feed import Feed
 from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake, NotAcknowledged
 from connectors.api.settings import ApiSettings
-from connectors.views import ViewStore, ViewUpdater
+from connectors.views import ViewStore
 from connectors.views.fold import apply_submitted
+from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
 from pipeline.serde import Event
 
@@ -33,7 +34,7 @@ class Services:
     store: ViewStore
     intake: AsyncIntake
     tokens: TokenTable
-    updater: ViewUpdater | None = None
+    updater: UpdaterProcess | None = None
     pending: Pending = field(default_factory=Pending)
     feed: Feed = field(default_factory=Feed)
 

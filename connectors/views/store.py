@@ -4,7 +4,8 @@ One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every na
 :mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
 writes and is applied as one RocksDB write batch together with the offsets of the records
 it folded, so after a crash the files hold a prefix of each input partition and the
-updater resumes right after it. Readers (the API's threads) see whole batches only.
+updater resumes right after it. Readers see whole batches only: the API's threads, and the
+API process itself when the updater runs in a process of its own (:meth:`ViewStore.reader`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ log = logging.getLogger(__name__)
 class ViewStore:
     """The RocksDB files of the views at ``path``; reads are safe from any thread."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, db: PartitionStore | None = None) -> None:
         self.path = Path(path)
-        self.db = PartitionStore(self.path)
+        self.db = PartitionStore(self.path) if db is None else db
+
+    @classmethod
+    def reader(cls, path: Path, own_dir: Path) -> ViewStore:
+        """The views another process writes (the updater's), read only, up to date as of
+        the last :meth:`catch_up`."""
+        return cls(path, PartitionStore.secondary(Path(path), own_dir))
+
+    def catch_up(self) -> None:
+        """A reader: see every batch the writer has committed so far."""
+        self.db.catch_up()
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)

@@ -1,0 +1,192 @@
+"""The view updater in a process of its own, and what the API's process sees of it.
+
+Folding jobs.intake back into the views cost the API more CPU than accepting the jobs did
+(docs/benchmarks.md, "The HTTP API"); in a child process the updater has a core of its own
+and the API's interpreter serves requests. The child owns the RocksDB files (it writes
+them); the API reads them as a RocksDB secondary instance (:meth:`ViewStore.reader`).
+
+After each turn of its loop the child sends one report down a pipe: its counts, whether it
+has caught up, the documents the turn changed and the lifecycle events it read. The API's
+receiving thread first catches its reader up, then counts the events in its
+:class:`Activity` and hands the documents to the listeners (the live stream), so a client
+that hears of a change and then reads the job sees that change. The child sends a report
+every turn, even an idle one (at most 0.2 s apart), so a silent pipe means a stalled
+updater, and a closed one an updater that exited: :meth:`UpdaterProcess.health` says which.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event as ProcessEvent
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from connectors.views.activity import Activity
+from connectors.views.store import ViewStore
+from connectors.views.updater import STALE_AFTER_S, Listener, UpdaterStats, ViewUpdater
+from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.errors import JobstreamError
+from pipeline.logs import configure_logging
+
+log = logging.getLogger(__name__)
+
+_ACTIVITY_FIELDS = ("at_ms", "kind", "owner", "lateness_ms", "execution_id")
+"""What :meth:`Activity.record` reads of an event: all the child sends of one."""
+
+
+class _Forwarded(Activity):
+    """The child's activity: the events it would count, kept for the next report."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[dict[str, Any]] = []
+
+    def record(self, event: Mapping[str, Any], now_ms: int) -> None:
+        self.events.append({name: event.get(name) for name in _ACTIVITY_FIELDS})
+
+
+def _follow(settings: Settings, path: Path, retention_ms: int, log_level: str,
+            reports: Connection, stop: ProcessEvent) -> None:  # fmt: skip
+    """The child: open the views (or report why not), then fold and report until stopped
+    or until the API's end of the pipe is gone."""
+    configure_logging(log_level)
+    store = ViewStore(path)
+    updater = ViewUpdater(settings, store, retention_ms=retention_ms)
+    activity = _Forwarded()
+    updater.activity = activity
+    changed: list[dict[str, Any]] = []
+    updater.listeners.append(changed.extend)
+    try:
+        updater.open()
+    except JobstreamError as exc:
+        reports.send_bytes(orjson.dumps({"error": str(exc)}))
+        store.close()
+        return
+    try:
+        reports.send_bytes(orjson.dumps({"open": True}))
+        while not stop.is_set():
+            updater.step()
+            stats = updater.stats
+            reports.send_bytes(orjson.dumps({
+                "folded": stats.folded, "skipped": stats.skipped, "purged": stats.purged,
+                "caught_up": updater.caught_up(), "docs": changed, "events": activity.events,
+            }))  # fmt: skip
+            changed.clear()
+            activity.events.clear()
+    except (BrokenPipeError, EOFError):
+        log.warning("the API process is gone: the view updater stops")
+    finally:
+        updater.close()
+        store.close()
+
+
+class UpdaterProcess:
+    """The view updater run by a child process; in this one, the views read only and the
+    updater's health, counts, activity and changed documents (``listeners``)."""
+
+    def __init__(self, settings: Settings, path: Path, *, retention_ms: int,
+                 start_timeout_s: float = 60.0) -> None:  # fmt: skip
+        self.path = Path(path)
+        self.start_timeout_s = start_timeout_s
+        self.stats = UpdaterStats()
+        self.activity = Activity()
+        self.listeners: list[Listener] = []
+        self.store: ViewStore | None = None
+        self._caught_up = False
+        context = multiprocessing.get_context("forkserver")
+        # The child imports what folding needs once, in the fork server: each API started
+        # by this process (the tests start many) then forks a child that is ready at once.
+        context.set_forkserver_preload([__name__])
+        self._reports, self._child_end = context.Pipe(duplex=False)
+        self._stop = context.Event()
+        level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+        self._process = context.Process(
+            target=_follow, name="jobstream-views", daemon=True,
+            args=(settings, self.path, retention_ms, level, self._child_end, self._stop),
+        )  # fmt: skip
+        self._reader_dir = tempfile.TemporaryDirectory(prefix="jobstream-views-reader-")
+        self._thread = threading.Thread(target=self._receive, name="views", daemon=True)
+
+    def open(self) -> ViewStore:
+        """Start the child and wait until it has opened the views, then open them here for
+        reading; JobstreamError naming why not (a missing topic, a child that exited)."""
+        self._process.start()
+        self._child_end.close()  # the child's copy alone: its exit closes the pipe
+        try:
+            if not self._reports.poll(self.start_timeout_s):
+                raise JobstreamError(f"the view updater did not start in "
+                                     f"{self.start_timeout_s:.0f} s")  # fmt: skip
+            first = orjson.loads(self._reports.recv_bytes())
+        except EOFError:
+            self._process.join(5)
+            raise JobstreamError(f"the view updater exited at start (code "
+                                 f"{self._process.exitcode})") from None  # fmt: skip
+        if "error" in first:
+            raise JobstreamError(first["error"])
+        self.store = ViewStore.reader(self.path, Path(self._reader_dir.name))
+        self.stats.last_loop = time.monotonic()
+        self._thread.start()
+        return self.store
+
+    def _receive(self) -> None:
+        assert self.store is not None
+        while True:
+            try:
+                report = orjson.loads(self._reports.recv_bytes())
+            except (EOFError, OSError):
+                return  # the child exited: health() reports it
+            if report["folded"] != self.stats.folded or report["purged"] != self.stats.purged:
+                self.store.catch_up()
+            self.stats.folded, self.stats.skipped = report["folded"], report["skipped"]
+            self.stats.purged = report["purged"]
+            self.stats.last_loop = time.monotonic()
+            self._caught_up = report["caught_up"]
+            now = now_ms()
+            for event in report["events"]:
+                self.activity.record(event, now)
+            if report["docs"]:
+                for listener in self.listeners:
+                    listener(report["docs"])
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id once started (benchmarks measure its CPU)."""
+        return self._process.pid
+
+    def caught_up(self) -> bool:
+        """The updater has read every partition up to the end it had when it opened."""
+        return self._caught_up
+
+    def health(self) -> str | None:
+        """None while the child folds; what is wrong otherwise."""
+        if not self._process.is_alive():
+            return f"the view updater process exited (code {self._process.exitcode})"
+        idle = time.monotonic() - self.stats.last_loop
+        if idle > STALE_AFTER_S:
+            return f"view updater loop stalled for {idle:.0f} s"
+        return None
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._process.pid is not None:
+            self._process.join(15)
+            if self._process.is_alive():
+                log.warning("the view updater did not stop in 15 s: terminated")
+                self._process.terminate()
+                self._process.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self._reports.close()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self._reader_dir.cleanup()
