@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 import orjson
@@ -21,10 +22,12 @@ from connectors.api.models import (
 )
 from connectors.api.services import Auth, Svc
 from connectors.views import SUBMITTED, executions, list_jobs
+from connectors.views.large_params import read_large_params
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.jobs.model import JobRequest
+from pipeline.jobs.params import PARAMS_URI
 from pipeline.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -127,7 +130,25 @@ def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
     """One job; a job this API has just accepted is SUBMITTED, never 404."""
     doc = svc.job(job_id, who)
     raw = stored_params(svc.store, job_id)
-    return JobOut(**doc, params=None if raw is None else orjson.loads(raw))
+    if raw is not None:
+        return JobOut(**doc, params=orjson.loads(raw))
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id))
+
+
+@router.get("/{job_id}/params", responses={
+    **ERRORS, 200: {"content": {"application/json": {"schema": {"type": "object"}}},
+                    "description": "The parameters, as submitted."}})  # fmt: skip
+async def parameters(job_id: str, who: Auth, svc: Svc) -> Response:
+    """The job's parameters whole: the ``params_uri`` of a jobs.status record whose
+    parameters are too large to be inline. 404 once jobs.intake no longer holds them."""
+    doc = svc.job(job_id, who)
+    raw = stored_params(svc.store, job_id)
+    if raw is None:
+        raw = await asyncio.to_thread(read_large_params, svc.settings, svc.store, doc)
+    if raw is None:
+        raise ApiError(404, f"the parameters of job {job_id} are not held: the views have not "
+                            "read its submission yet, or jobs.intake no longer has it", "job_id")
+    return Response(raw, media_type="application/json")
 
 
 @router.get("/{job_id}/executions", response_model=Executions, responses=ERRORS)

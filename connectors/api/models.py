@@ -92,6 +92,10 @@ class JobOut(BaseModel):
     params: dict[str, Any] | None = Field(
         None, description="Only on GET of one job, and only when at most 64 KB."
     )
+    params_uri: str | None = Field(
+        None, description="On GET of one job whose parameters are not inline: where they are "
+        "served whole (GET /api/v1/jobs/{id}/params).",
+    )
 
 
 class JobPage(BaseModel):

@@ -128,7 +128,10 @@ class ViewBatch:
                 count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q, as offsets
                 self.changes[key] = keys.encode_offset(count) if count > 0 else None
 
-    def submitted(self, record: Mapping[str, Any]) -> None:
+    def submitted(self, record: Mapping[str, Any],
+                  location: tuple[int, int] | None = None) -> None:  # fmt: skip
+        """A job's submission; ``location``, the (partition, offset) of its record on
+        jobs.intake, is kept for parameters too large to keep here."""
         job_id = record["job_id"]
         old = self._doc(job_id)
         new = fold.apply_submitted(old, record)
@@ -136,6 +139,8 @@ class ViewBatch:
             params = fold.params_value(record)
             if params is not None:
                 self.changes[keys.params_key(job_id)] = params
+            elif location is not None:
+                self.changes[keys.params_at_key(job_id)] = keys.encode_location(*location)
         self._put_doc(old, new)
 
     def status(self, status: JobStatus) -> None:
@@ -182,6 +187,7 @@ class ViewBatch:
                 self._move_count(doc, None)
             self.changes[keys.doc_key(job_id)] = None
             self.changes[keys.params_key(job_id)] = None
+            self.changes[keys.params_at_key(job_id)] = None
             prefix = keys.execution_prefix(job_id)
             for execution, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
                 self.changes[execution] = None

@@ -78,6 +78,11 @@ class JobStatus(BaseModel):
     params_sha256: str | None = Field(
         default=None, description="The SHA-256 (hex) of the parameters' JSON text."
     )
+    params_uri: str | None = Field(
+        default=None,
+        description="Parameters over 4 KB: where the HTTP API serves them whole (a path on "
+        "its address); null when they are inline.",
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

@@ -103,6 +103,8 @@ class JobRecord(NamedTuple):
     """The parameters' JSON text, when small (pipeline/jobs/params.py)."""
     params_bytes: int | None = None
     params_sha256: str | None = None
+    params_uri: str | None = None
+    """Where the HTTP API serves parameters too large to be inline."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -175,7 +177,7 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256")  # fmt: skip
+          "params_sha256", "params_uri")  # fmt: skip
 """Fields added after the first release: workflows, then the submission's summary."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
