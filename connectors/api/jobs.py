@@ -36,11 +36,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
+JOB_FIELDS = frozenset(JobIn.model_fields)
+_SPEC_PATHS = JobRequest._paths
 
 
-def _request(job: JobIn, who: Principal, header_key: str | None, path: str = "") -> JobRequest:
-    """The JobRequest of a body, owned as the token allows; ValidationError otherwise."""
-    fields = job.model_dump(exclude_unset=True)
+def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
+             path: str = "") -> JobRequest:  # fmt: skip
+    """The JobRequest of a body's fields (those of JobIn), owned as the token allows;
+    ValidationError naming the field otherwise."""
+    unknown = next((name for name in fields if name not in JOB_FIELDS), None)
+    if unknown is not None:
+        raise ValidationError(path + _SPEC_PATHS.get(unknown, unknown), "is not a known field")
     owner = fields.pop("owner", None)
     if who.admin:
         if owner is None:
@@ -65,7 +71,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
                  idempotency_key: Annotated[str | None, Header()] = None) -> Accepted:  # fmt: skip
     """Submit one job: 201 with its id and Location. With an idempotency key naming a job
     that exists, 200 with that job (nothing is sent again)."""
-    request = _request(job, who, idempotency_key)
+    request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
     event = request.to_event(now_ms())
     job_id = event.data["job_id"]
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
@@ -90,7 +96,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
     now = now_ms()
     events = []
     for i, job in enumerate(batch.jobs):
-        request = _request(job, who, None, f"jobs[{i}].")
+        request = _request(dict(job), who, None, f"jobs[{i}].")
         try:
             events.append(request.to_event(now))
         except ValidationError as exc:

@@ -8,9 +8,9 @@ dead-letter reader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from pipeline.serde import LastError
 
@@ -43,7 +43,13 @@ class JobIn(BaseModel):
 class BatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    jobs: list[JobIn] = Field(description="Every job is checked before any is sent.")
+    # Documented as JobIn objects but parsed as plain objects: the handler checks each one
+    # once, with JobRequest's rules (pydantic validating a thousand JobIns first, then the
+    # JobRequests again, cost the API a quarter of its CPU per batch).
+    jobs: Annotated[list[dict[str, Any]], WithJsonSchema({
+        "type": "array", "items": {"$ref": "#/components/schemas/JobIn"},
+        "description": "Every job is checked before any is sent.",
+    })]  # fmt: skip
 
 
 class Accepted(BaseModel):
