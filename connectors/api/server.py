@@ -81,6 +81,7 @@ class ApiServer:
                 raise JobstreamError("the HTTP server stopped")
 
     def stop(self) -> None:
+        self.updater.stop_soon()  # it closes its files while the HTTP server stops
         if self.services is not None:
             self.services.feed.close()  # else uvicorn waits for the open streams to end
         if self._server is not None:

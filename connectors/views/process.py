@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import tempfile
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from multiprocessing.connection import Connection
-from multiprocessing.synchronize import Event as ProcessEvent
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,9 @@ class _Forwarded(Activity):
 
 
 def _follow(settings: Settings, path: Path, retention_ms: int, log_level: str,
-            reports: Connection, stop: ProcessEvent) -> None:  # fmt: skip
-    """The child: open the views (or report why not), then fold and report until stopped
-    or until the API's end of the pipe is gone."""
+            reports: Connection) -> None:  # fmt: skip
+    """The child: open the views (or report why not), then fold and report until the API
+    sends anything down the pipe (it asks the child to stop) or its end is gone."""
     configure_logging(log_level)
     store = ViewStore(path)
     updater = ViewUpdater(settings, store, retention_ms=retention_ms)
@@ -73,7 +75,7 @@ def _follow(settings: Settings, path: Path, retention_ms: int, log_level: str,
         return
     try:
         reports.send_bytes(orjson.dumps({"open": True}))
-        while not stop.is_set():
+        while not reports.poll():
             updater.step()
             stats = updater.stats
             reports.send_bytes(orjson.dumps({
@@ -89,6 +91,14 @@ def _follow(settings: Settings, path: Path, retention_ms: int, log_level: str,
         store.close()
 
 
+def _single_threaded() -> bool:
+    """No other thread in this process, native ones (librdkafka's) included."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 class UpdaterProcess:
     """The view updater run by a child process; in this one, the views read only and the
     updater's health, counts, activity and changed documents (``listeners``)."""
@@ -102,16 +112,23 @@ class UpdaterProcess:
         self.listeners: list[Listener] = []
         self.store: ViewStore | None = None
         self._caught_up = False
-        context = multiprocessing.get_context("forkserver")
-        # The child imports what folding needs once, in the fork server: each API started
-        # by this process (the tests start many) then forks a child that is ready at once.
-        context.set_forkserver_preload([__name__])
-        self._reports, self._child_end = context.Pipe(duplex=False)
-        self._stop = context.Event()
+        # A process with one thread (``jobstream api`` starting) forks the child directly,
+        # which then needs no imports of its own. Forking a process with other threads
+        # copies locks they may hold (librdkafka's native threads: a child forked beside a
+        # live client hung in its own client), so one with threads (the tests) starts the
+        # child through a fork server, which imports what folding needs once and then forks
+        # a ready child for each API started.
+        context: BaseContext
+        if _single_threaded():
+            context = multiprocessing.get_context("fork")
+        else:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload([__name__])
+        self._reports, self._child_end = context.Pipe()
         level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
         self._process = context.Process(
             target=_follow, name="jobstream-views", daemon=True,
-            args=(settings, self.path, retention_ms, level, self._child_end, self._stop),
+            args=(settings, self.path, retention_ms, level, self._child_end),
         )  # fmt: skip
         self._reader_dir = tempfile.TemporaryDirectory(prefix="jobstream-views-reader-")
         self._thread = threading.Thread(target=self._receive, name="views", daemon=True)
@@ -175,8 +192,14 @@ class UpdaterProcess:
             return f"view updater loop stalled for {idle:.0f} s"
         return None
 
+    def stop_soon(self) -> None:
+        """Ask the child to stop after its current turn (:meth:`close` waits for it)."""
+        if self._process.pid is not None and not self._reports.closed:
+            with suppress(OSError):  # the child has gone already
+                self._reports.send_bytes(b"stop")
+
     def close(self) -> None:
-        self._stop.set()
+        self.stop_soon()
         if self._process.pid is not None:
             self._process.join(15)
             if self._process.is_alive():
