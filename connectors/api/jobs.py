@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 import orjson
@@ -21,11 +22,13 @@ from connectors.api.models import (
 )
 from connectors.api.services import Auth, Svc
 from connectors.views import SUBMITTED, executions, list_jobs, workers
+from connectors.views.large_params import read_large_params
 from connectors.views.pools import waiting_for_pool
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.jobs.model import JobRequest
+from pipeline.jobs.params import PARAMS_URI
 from pipeline.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -34,11 +37,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
+JOB_FIELDS = frozenset(JobIn.model_fields)
+_SPEC_PATHS = JobRequest._paths
 
 
-def _request(job: JobIn, who: Principal, header_key: str | None, path: str = "") -> JobRequest:
-    """The JobRequest of a body, owned as the token allows; ValidationError otherwise."""
-    fields = job.model_dump(exclude_unset=True)
+def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
+             path: str = "") -> JobRequest:  # fmt: skip
+    """The JobRequest of a body's fields (those of JobIn), owned as the token allows;
+    ValidationError naming the field otherwise."""
+    unknown = next((name for name in fields if name not in JOB_FIELDS), None)
+    if unknown is not None:
+        raise ValidationError(path + _SPEC_PATHS.get(unknown, unknown), "is not a known field")
     owner = fields.pop("owner", None)
     if who.admin:
         if owner is None:
@@ -63,7 +72,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
                  idempotency_key: Annotated[str | None, Header()] = None) -> Accepted:  # fmt: skip
     """Submit one job: 201 with its id and Location. With an idempotency key naming a job
     that exists, 200 with that job (nothing is sent again)."""
-    request = _request(job, who, idempotency_key)
+    request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
     event = request.to_event(now_ms())
     job_id = event.data["job_id"]
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
@@ -88,7 +97,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
     now = now_ms()
     events = []
     for i, job in enumerate(batch.jobs):
-        request = _request(job, who, None, f"jobs[{i}].")
+        request = _request(dict(job), who, None, f"jobs[{i}].")
         try:
             events.append(request.to_event(now))
         except ValidationError as exc:
@@ -130,8 +139,26 @@ def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
     raw = stored_params(svc.store, job_id)
     live = [] if doc.get("pool") is None else workers(
         svc.store, stale_after_ms=svc.api.worker_stale_after)  # fmt: skip
-    return JobOut(**doc, params=None if raw is None else orjson.loads(raw),
-                  waiting_for_pool=waiting_for_pool(doc, live))  # fmt: skip
+    waiting = waiting_for_pool(doc, live)
+    if raw is not None:
+        return JobOut(**doc, params=orjson.loads(raw), waiting_for_pool=waiting)
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id), waiting_for_pool=waiting)
+
+
+@router.get("/{job_id}/params", responses={
+    **ERRORS, 200: {"content": {"application/json": {"schema": {"type": "object"}}},
+                    "description": "The parameters, as submitted."}})  # fmt: skip
+async def parameters(job_id: str, who: Auth, svc: Svc) -> Response:
+    """The job's parameters whole: the ``params_uri`` of a jobs.status record whose
+    parameters are too large to be inline. 404 once jobs.intake no longer holds them."""
+    doc = svc.job(job_id, who)
+    raw = stored_params(svc.store, job_id)
+    if raw is None:
+        raw = await asyncio.to_thread(read_large_params, svc.settings, svc.store, doc)
+    if raw is None:
+        raise ApiError(404, f"the parameters of job {job_id} are not held: the views have not "
+                            "read its submission yet, or jobs.intake no longer has it", "job_id")
+    return Response(raw, media_type="application/json")
 
 
 @router.get("/{job_id}/executions", response_model=Executions, responses=ERRORS)

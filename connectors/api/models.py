@@ -8,9 +8,9 @@ dead-letter reader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from pipeline.serde import LastError
 
@@ -43,7 +43,13 @@ class JobIn(BaseModel):
 class BatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    jobs: list[JobIn] = Field(description="Every job is checked before any is sent.")
+    # Documented as JobIn objects but parsed as plain objects: the handler checks each one
+    # once, with JobRequest's rules (pydantic validating a thousand JobIns first, then the
+    # JobRequests again, cost the API a quarter of its CPU per batch).
+    jobs: Annotated[list[dict[str, Any]], WithJsonSchema({
+        "type": "array", "items": {"$ref": "#/components/schemas/JobIn"},
+        "description": "Every job is checked before any is sent.",
+    })]  # fmt: skip
 
 
 class Accepted(BaseModel):
@@ -95,6 +101,10 @@ class JobOut(BaseModel):
     )
     params: dict[str, Any] | None = Field(
         None, description="Only on GET of one job, and only when at most 64 KB."
+    )
+    params_uri: str | None = Field(
+        None, description="On GET of one job whose parameters are not inline: where they are "
+        "served whole (GET /api/v1/jobs/{id}/params).",
     )
 
 

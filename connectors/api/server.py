@@ -1,7 +1,8 @@
-"""The API process: the views kept up to date on a thread, the app served by uvicorn.
+"""The API process: the app served by uvicorn, the views kept up to date by a child.
 
-:class:`ApiServer` starts both and stops both; ``jobstream api`` runs one until a signal,
-and the tests run one on a free loopback port.
+The view updater runs in a process of its own (connectors/views/process.py) and the API
+reads the views it writes. :class:`ApiServer` starts both and stops both; ``jobstream
+api`` runs one until a signal, and the tests run one on a free loopback port.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from connectors.api.auth import TokenTable
 from connectors.api.producer import AsyncIntake
 from connectors.api.services import Services
 from connectors.api.settings import ApiSettings
-from connectors.views import ViewStore, ViewUpdater
+from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 
@@ -26,38 +27,34 @@ log = logging.getLogger(__name__)
 
 
 class ApiServer:
-    """The views, their updater thread and the HTTP server, started and stopped together."""
+    """The view updater's process, the views and the HTTP server, started and stopped
+    together."""
 
     def __init__(self, settings: Settings, api: ApiSettings) -> None:
         self.settings = settings
         self.api = api
-        self.store = ViewStore(api.view_dir)
-        self.updater = ViewUpdater(settings, self.store, retention_ms=api.view_retention)
-        tokens = TokenTable(api.api_tokens, api.api_admin_tokens)
-        if not len(tokens):
+        self.updater = UpdaterProcess(settings, api.view_dir, retention_ms=api.view_retention)
+        self.tokens = TokenTable(api.api_tokens, api.api_admin_tokens)
+        if not len(self.tokens):
             log.warning("no API tokens configured (JOBSTREAM_API_TOKENS): every request "
                         "under /api/v1 is refused")  # fmt: skip
-        self.services = Services(settings, api, self.store, AsyncIntake(settings), tokens,
-                                 self.updater)  # fmt: skip
-        self.updater.listeners.append(self.services.feed.publish)
-        self.app = create_app(self.services)
-        self._stop = threading.Event()
-        self._views = threading.Thread(target=self._follow, name="views", daemon=True)
+        self.services: Services | None = None
         self._server: uvicorn.Server | None = None
         self._http: threading.Thread | None = None
         self.port = 0
 
-    def _follow(self) -> None:
-        try:
-            self.updater.run(self._stop)
-        except Exception:  # the health check reports a stalled updater; say why here
-            log.exception("view updater stopped")
-            raise
-
     def start(self, *, timeout_s: float = 30.0) -> ApiServer:
-        """Open the views (raises JobstreamError when a topic is missing), then serve."""
-        self.updater.open()
-        self._views.start()
+        """Start the view updater and open its views (JobstreamError when a topic is
+        missing), then serve."""
+        try:
+            store = self.updater.open()
+        except JobstreamError:
+            self.updater.close()
+            raise
+        self.services = Services(self.settings, self.api, store, AsyncIntake(self.settings),
+                                 self.tokens, self.updater)  # fmt: skip
+        self.updater.listeners.append(self.services.feed.publish)
+        self.app = create_app(self.services)
         config = uvicorn.Config(self.app, host=self.api.api_host, port=self.api.api_port,
                                 log_config=None, access_log=False, lifespan="off")  # fmt: skip
         self._server = uvicorn.Server(config)
@@ -84,17 +81,16 @@ class ApiServer:
                 raise JobstreamError("the HTTP server stopped")
 
     def stop(self) -> None:
-        self.services.feed.close()  # else uvicorn waits for the open streams to end
+        self.updater.stop_soon()  # it closes its files while the HTTP server stops
+        if self.services is not None:
+            self.services.feed.close()  # else uvicorn waits for the open streams to end
         if self._server is not None:
             self._server.should_exit = True
         if self._http is not None:
             self._http.join(10)
-        self._stop.set()
-        if self._views.is_alive():
-            self._views.join(10)
         self.updater.close()
-        self.services.intake.close()
-        self.store.close()
+        if self.services is not None:
+            self.services.intake.close()
 
     def __enter__(self) -> ApiServer:
         return self.start()

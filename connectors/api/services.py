@@ -18,8 +18,8 @@ from connectors.api.feed import Feed
 from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake, NotAcknowledged
 from connectors.api.settings import ApiSettings
-from connectors.views import ViewStore, ViewUpdater
-from connectors.views.fold import apply_submitted
+from connectors.views import ViewStore
+from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
 from pipeline.serde import Event
 
@@ -33,7 +33,7 @@ class Services:
     store: ViewStore
     intake: AsyncIntake
     tokens: TokenTable
-    updater: ViewUpdater | None = None
+    updater: UpdaterProcess | None = None
     pending: Pending = field(default_factory=Pending)
     feed: Feed = field(default_factory=Feed)
 
@@ -57,12 +57,9 @@ class Services:
         except NotAcknowledged as exc:
             raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
 
-    def accept(self, submitted: Mapping[str, Any]) -> dict[str, Any]:
-        """Hold a JobSubmitted record just sent as a SUBMITTED document until the views
-        read it."""
-        doc = apply_submitted(None, submitted)
-        self.pending.add(doc)
-        return doc
+    def accept(self, submitted: Mapping[str, Any]) -> None:
+        """Hold a JobSubmitted record just sent, shown SUBMITTED until the views read it."""
+        self.pending.add(submitted)
 
 
 def services(request: Request) -> Services:

@@ -12,6 +12,7 @@ millisecond also come newest first.
 |---|---|---|
 | ``j`` | job id | the job's document (JSON) |
 | ``p`` | job id | its parameters (JSON text, when small) |
+| ``i`` | job id | where larger parameters are: jobs.intake partition ``>I``, offset ``>q`` |
 | ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
@@ -41,6 +42,7 @@ JOB_ID_LENGTH = 26
 SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
+PARAMS_AT = b"i\x00"
 COUNT = b"c\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
@@ -133,6 +135,19 @@ def doc_key(job_id: str) -> bytes:
 
 def params_key(job_id: str) -> bytes:
     return PARAMS + job_id.encode()
+
+
+def params_at_key(job_id: str) -> bytes:
+    return PARAMS_AT + job_id.encode()
+
+
+def encode_location(partition: int, offset: int) -> bytes:
+    return _I.pack(partition) + _OFFSET.pack(offset)
+
+
+def decode_location(raw: bytes) -> tuple[int, int]:
+    """(partition, offset) of :func:`encode_location`."""
+    return int(_I.unpack(raw[:4])[0]), int(_OFFSET.unpack(raw[4:])[0])
 
 
 def execution_prefix(job_id: str) -> bytes:

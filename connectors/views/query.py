@@ -95,6 +95,13 @@ def params(store: ViewStore, job_id: str) -> bytes | None:
     return store.get(keys.params_key(job_id))
 
 
+def params_location(store: ViewStore, job_id: str) -> tuple[int, int] | None:
+    """(partition, offset) on jobs.intake of the submission of parameters too large for
+    the views; None when the views keep them or never read the submission."""
+    raw = store.get(keys.params_at_key(job_id))
+    return None if raw is None else keys.decode_location(raw)
+
+
 def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
             ) -> list[dict[str, Any]]:  # fmt: skip
     """Every worker's latest heartbeat, with its age and whether it is stale (no heartbeat

@@ -4,7 +4,8 @@ One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every na
 :mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
 writes and is applied as one RocksDB write batch together with the offsets of the records
 it folded, so after a crash the files hold a prefix of each input partition and the
-updater resumes right after it. Readers (the API's threads) see whole batches only.
+updater resumes right after it. Readers see whole batches only: the API's threads, and the
+API process itself when the updater runs in a process of its own (:meth:`ViewStore.reader`).
 """
 
 from __future__ import annotations
@@ -24,9 +25,19 @@ log = logging.getLogger(__name__)
 class ViewStore:
     """The RocksDB files of the views at ``path``; reads are safe from any thread."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, db: PartitionStore | None = None) -> None:
         self.path = Path(path)
-        self.db = PartitionStore(self.path)
+        self.db = PartitionStore(self.path) if db is None else db
+
+    @classmethod
+    def reader(cls, path: Path, own_dir: Path) -> ViewStore:
+        """The views another process writes (the updater's), read only, up to date as of
+        the last :meth:`catch_up`."""
+        return cls(path, PartitionStore.secondary(Path(path), own_dir))
+
+    def catch_up(self) -> None:
+        """A reader: see every batch the writer has committed so far."""
+        self.db.catch_up()
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
@@ -117,7 +128,10 @@ class ViewBatch:
                 count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q, as offsets
                 self.changes[key] = keys.encode_offset(count) if count > 0 else None
 
-    def submitted(self, record: Mapping[str, Any]) -> None:
+    def submitted(self, record: Mapping[str, Any],
+                  location: tuple[int, int] | None = None) -> None:  # fmt: skip
+        """A job's submission; ``location``, the (partition, offset) of its record on
+        jobs.intake, is kept for parameters too large to keep here."""
         job_id = record["job_id"]
         old = self._doc(job_id)
         new = fold.apply_submitted(old, record)
@@ -125,6 +139,8 @@ class ViewBatch:
             params = fold.params_value(record)
             if params is not None:
                 self.changes[keys.params_key(job_id)] = params
+            elif location is not None:
+                self.changes[keys.params_at_key(job_id)] = keys.encode_location(*location)
         self._put_doc(old, new)
 
     def status(self, status: JobStatus) -> None:
@@ -171,6 +187,7 @@ class ViewBatch:
                 self._move_count(doc, None)
             self.changes[keys.doc_key(job_id)] = None
             self.changes[keys.params_key(job_id)] = None
+            self.changes[keys.params_at_key(job_id)] = None
             prefix = keys.execution_prefix(job_id)
             for execution, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
                 self.changes[execution] = None

@@ -230,8 +230,9 @@ class ViewUpdater:
         except ValidationError as exc:
             self._skip(message, str(exc))
             return
+        location = (int(message.partition() or 0), int(message.offset() or 0))
         for job in jobs:
-            batch.submitted(job)
+            batch.submitted(job, location)
 
     def _event(self, batch: ViewBatch, message: Message) -> None:
         event = self._decode(message, "JobLifecycle")

@@ -4,8 +4,9 @@
    ``--batch-clients`` client processes (each one request after another), and single
    ``POST /api/v1/jobs`` from ``--concurrency`` clients at once, against a real server
    and broker; a job counts once the API answered 201 (the broker acknowledged it). The
-   server's CPU time per accepted batch job (its process: handlers, view updater,
-   producer) says what one core could take on a machine not shared with other work.
+   CPU time per accepted batch job of the API's process (handlers, producer), of its view
+   updater's process and of the broker say what each takes on a machine not shared with
+   other work.
 2. Listing: a view store filled with ``--view-jobs`` jobs of ``--owners`` owners and
    compacted (the steady state of a view, not the minutes after a bulk load), then
    ``GET /api/v1/jobs?limit=50`` by owner tokens of random owners from a client process
@@ -36,6 +37,7 @@ from connectors.api.server import ApiServer
 from connectors.api.settings import load_api_settings
 from connectors.views import ViewStore
 from ops.bench.harness import broker, create_topics, run_settings
+from ops.bench.measure import cpu_seconds
 from ops.bench.options import BootstrapOption, KafkaHomeOption, OutOption, PortOption, WorkdirOption
 from ops.bench.report import console, write_results
 from pipeline.scheduling import new_job_id
@@ -63,11 +65,12 @@ def _batches(url: str, count: int, size: int, start_at: float) -> tuple[float, f
         return started, time.time()
 
 
-def _cpu_s() -> float:
-    """CPU seconds of this process, every thread: the API server, its view updater and its
-    producer (the clients run in processes of their own)."""
+def _cpu_s(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds of this process, every thread (the API server and its producer; the
+    clients run in processes of their own), and of each process of ``pids``."""
     times = os.times()
-    return times.user + times.system
+    return {"api": times.user + times.system,
+            **{name: cpu_seconds(pid) for name, pid in pids.items()}}  # fmt: skip
 
 
 def _batch_rate(url: str, count: int, size: int, clients: int) -> float:
@@ -100,6 +103,7 @@ async def _singles(url: str, count: int, concurrency: int) -> float:
 def _fill(views: Path, jobs: int, owners: int) -> float:
     """``jobs`` submissions folded into a fresh store, as the updater would fold them."""
     store = ViewStore(views)
+    store.ensure_layout()  # else the server, finding no layout mark, wipes the fill
     started = time.perf_counter()
     now = int(time.time() * 1000) - jobs
     batch = store.batch()
@@ -168,9 +172,13 @@ def bench_api(
         create_topics(settings)
         server = _server(settings, views, owners)
         try:
-            cpu = _cpu_s()
+            pids = {name: pid for name, pid in
+                    {"views": server.updater.pid, **running.pids}.items() if pid}  # fmt: skip
+            load = os.getloadavg()[0]
+            cpu = _cpu_s(pids)
             batch_rate = _batch_rate(server.url, batches, batch_size, batch_clients)
-            batch_cpu_us = (_cpu_s() - cpu) * 1e6 / (batches * batch_size)
+            batch_cpu_us = {name: (spent - cpu[name]) * 1e6 / (batches * batch_size)
+                            for name, spent in _cpu_s(pids).items()}  # fmt: skip
             single_rate = asyncio.run(_singles(server.url, singles, concurrency))
         finally:
             server.stop()
@@ -184,7 +192,9 @@ def bench_api(
             server.stop()
     report = {
         "batch_clients": batch_clients,
-        "batch_jobs_per_s": round(batch_rate), "batch_cpu_us_per_job": round(batch_cpu_us, 1),
+        "batch_jobs_per_s": round(batch_rate),
+        **{f"batch_cpu_us_per_job_{name}": round(us, 1) for name, us in batch_cpu_us.items()},
+        "load_1m": round(load, 1),
         "single_jobs_per_s": round(single_rate),
         "view_jobs": view_jobs, "view_fill_s": round(fill_s, 1),
         "list_p50_ms": round(statistics.median(latencies), 2),

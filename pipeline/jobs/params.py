@@ -3,8 +3,10 @@
 Parameters may reach 1 MB, and jobs.status is written several times in a job's life and
 read by console consumers: there they travel inline only up to
 :data:`STATUS_PARAMS_INLINE_BYTES`, and always with their size and SHA-256 digest, so a
-reader can tell two jobs' parameters apart and check a copy it holds. The parameters
-themselves stay in the JobSubmitted record (jobs.intake) and in every ExecutionRequested.
+reader can tell two jobs' parameters apart and check a copy it holds. Larger ones travel
+with a URI instead, :data:`PARAMS_URI`: the HTTP API serves them whole from there (it reads
+them from the job's JobSubmitted on jobs.intake, where they stay, as in every
+ExecutionRequested).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any, NamedTuple
 
 STATUS_PARAMS_INLINE_BYTES = 4 * 1024
 """Largest parameters (bytes of JSON text) written inline in a jobs.status record."""
+PARAMS_URI = "/api/v1/jobs/{job_id}/params"
+"""Where the HTTP API serves a job's parameters whole (a path on the API's address)."""
 
 
 class ParamsSummary(NamedTuple):
@@ -33,6 +37,11 @@ def summarize_params(text: str | None, *, inline_bytes: int = STATUS_PARAMS_INLI
     raw = (text or "{}").encode()
     inline = raw.decode() if len(raw) <= inline_bytes else None
     return ParamsSummary(inline, len(raw), params_digest(raw))
+
+
+def params_uri(job_id: str, inline: str | None) -> str | None:
+    """The URI of parameters a status record does not carry inline; None when it does."""
+    return None if inline is not None else PARAMS_URI.format(job_id=job_id)
 
 
 def submission_fields(job: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ topic raises at its last stable offset. Partitions empty at the start are done a
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,31 @@ def partitions_of(consumer: Consumer, topic: str) -> list[int]:
 def scan_consumer(settings: Settings) -> Consumer:
     return clients.consumer(settings, f"jobstream.scan.{uuid.uuid4().hex}",
                             **{"enable.partition.eof": True})  # fmt: skip
+
+
+def read_at(settings: Settings, topic: str, partition: int, offset: int, *,
+            timeout_s: float = 10.0) -> Message | None:  # fmt: skip
+    """The record at ``offset`` of a partition; None when the topic no longer holds it (its
+    retention) or the broker did not answer within ``timeout_s``."""
+    consumer = scan_consumer(settings)
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            message = consumer.poll(min(left, 0.5))
+            if message is None:
+                continue
+            error = message.error()
+            if error is None:
+                return message if message.offset() == offset else None
+            if error.code() == KafkaError._PARTITION_EOF:
+                return None
+            if error.code() != KafkaError.OFFSET_OUT_OF_RANGE:
+                raise BrokerError(f"reading {topic}[{partition}]@{offset}: {error.str()}")
+            return None
+        return None
+    finally:
+        consumer.close()
 
 
 @dataclass

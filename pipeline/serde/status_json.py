@@ -83,6 +83,11 @@ class JobStatus(BaseModel):
         description="How long rate limits held the current execution back after it was due "
         "(part of its lateness); null when none did.",
     )
+    params_uri: str | None = Field(
+        default=None,
+        description="Parameters over 4 KB: where the HTTP API serves them whole (a path on "
+        "its address); null when they are inline.",
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

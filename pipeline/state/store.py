@@ -54,6 +54,25 @@ class PartitionStore:
             shutil.rmtree(self.path, ignore_errors=True)
             self._db = _open(self.path)
 
+    @classmethod
+    def secondary(cls, path: Path, own_dir: Path) -> PartitionStore:
+        """The files at ``path``, which another process writes, opened for reading only as
+        a RocksDB secondary instance (its own info files in ``own_dir``): it sees what the
+        writer had when it opened and, after each :meth:`catch_up`, what it has since."""
+        store = cls.__new__(cls)
+        store.path = Path(path)
+        own_dir.mkdir(parents=True, exist_ok=True)
+        with _io(store.path):
+            store._db = Rdict(str(path), _options(),
+                              access_type=AccessType.secondary(str(own_dir)))  # fmt: skip
+        return store
+
+    def catch_up(self) -> None:
+        """A secondary instance: read what the writer has written since (its WAL and new
+        files); a store opened for writing is always up to date."""
+        with _io(self.path):
+            self._db.try_catch_up_with_primary()
+
     def get(self, key: bytes) -> bytes | None:
         value = self._db.get(key)
         return None if value is None else bytes(value)

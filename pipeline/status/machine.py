@@ -35,7 +35,7 @@ from enum import StrEnum
 from typing import Any
 
 from pipeline.errors import JobstreamError
-from pipeline.jobs.params import summarize_params
+from pipeline.jobs.params import params_uri, summarize_params
 from pipeline.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
@@ -261,6 +261,8 @@ def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
     if event.get("params_sha256") is not None:  # labels travel with the parameters' summary
         found.update({name: event.get(name) for name in _PARAMS},
                      labels=dict(event.get("labels") or {}))  # fmt: skip
+    if "params_sha256" in found:
+        found["params_uri"] = params_uri(record.job_id, found["params"])
     return {name: value for name, value in found.items() if getattr(record, name) != value}
 
 

@@ -105,6 +105,8 @@ class JobRecord(NamedTuple):
     params_sha256: str | None = None
     throttled_ms: int | None = None
     """How long rate limits held the current execution back (its FIRED tells)."""
+    params_uri: str | None = None
+    """Where the HTTP API serves parameters too large to be inline."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -177,8 +179,9 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256", "throttled_ms")  # fmt: skip
-"""Fields added after the first release: workflows, the submission's summary, rate limits."""
+          "params_sha256", "throttled_ms", "params_uri")  # fmt: skip
+"""Fields added after the first release: workflows, the submission's summary, rate limits,
+large parameters' URI."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))

@@ -48,3 +48,21 @@ def test_a_scan_stops_at_its_upper_bound_past_deleted_keys(tmp_path: Path) -> No
     assert list(store.scan(b"b2", b"b2\xff")) == []
     assert list(store.scan(b"a", b"z")) == [(b"b1", b"x"), (b"b1z", b"y")]
     store.close()
+
+
+def test_a_secondary_reads_what_the_writer_committed_once_it_catches_up(tmp_path: Path) -> None:
+    writer = PartitionStore(tmp_path / "p0")
+    writer.write({b"a": b"1", b"gone": b"x"}, changelog_offset=None)
+    reader = PartitionStore.secondary(tmp_path / "p0", tmp_path / "reader")
+    assert reader.get(b"a") == b"1"
+    writer.write({b"b": b"2", b"gone": None}, changelog_offset=None)
+    assert reader.get(b"b") is None, "a secondary sees nothing new before it catches up"
+    reader.catch_up()
+    assert list(reader.scan(b"", b"\xff")) == [(b"a", b"1"), (b"b", b"2")]
+    # flushed and compacted files too, not only the writer's log
+    writer.write({b"k%06d" % n: b"v" * 100 for n in range(50_000)}, changelog_offset=None)
+    writer.compact()
+    reader.catch_up()
+    assert reader.count(b"k", b"l") == 50_000
+    reader.close()
+    writer.close()

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from pipeline.config import Settings
+from pipeline.jobs.params import STATUS_PARAMS_INLINE_BYTES, params_digest
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
@@ -308,9 +310,29 @@ def test_the_status_carries_the_submissions_creation_time_labels_and_parameters(
     assert status.params == '{"month":"2024-10"}'
     assert status.params_bytes == len(status.params)
     assert status.params_sha256 is not None
+    assert status.params_uri is None, "inline parameters need no URI"
     run = execution(JOB, epoch=E1)
     later = statuses(driver.step(E1, fired(run), outcome("STARTED", run)))[-1]
     assert (later.created_at_ms, later.labels) == (status.created_at_ms, status.labels)
+
+
+def test_parameters_over_the_inline_limit_travel_as_digest_size_and_uri(
+    driver: StatusDriver, tmp_path: Path
+) -> None:
+    timers = ProcessorDriver(Timers(Settings()), tmp_path / "timers", now_ms=T0)
+    try:
+        big = {"rows": "x" * STATUS_PARAMS_INLINE_BYTES}
+        emits = timers.pipe(Topics(Settings()).intake, submitted(now_ms=T0, job_id=JOB,
+                                                                 params=big))  # fmt: skip
+    finally:
+        timers.close()
+    (first,) = [e.value for e in emits if isinstance(e.value, Event)]
+    status = statuses(driver.step(T0, first.data))[-1]
+    text = orjson.dumps(big)
+    assert status.params is None
+    assert (status.params_bytes, status.params_sha256) == (len(text), params_digest(text))
+    assert status.params_uri == f"/api/v1/jobs/{JOB}/params"
+    assert orjson.loads(encode_status(status))["params_uri"] == status.params_uri
 
 
 def test_a_job_first_met_at_its_execution_takes_labels_and_parameters_from_its_spec(
