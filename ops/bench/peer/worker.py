@@ -8,13 +8,19 @@ Options every run uses, and why:
 - ``--loglevel WARNING``: no log line per task (see ops/bench/peer/app.py).
 
 The pool is a choice (:class:`WorkerShape`); its defaults per handler suit a 2-core
-machine: ``noop`` on Celery's default prefork pool with one child per core (a task does
-no I/O, so more children only contend for the cores; the main process, which holds the
-eta tasks and hands them out, takes CPU as well); ``sleep10`` on a pool of 64 threads,
-as many as jobstream's worker runs handlers at once, because a 10 ms sleep on two
+machine: ``noop`` on two worker nodes of one thread each (below); ``sleep10`` on a pool
+of 64 threads, as many as jobstream's worker runs handlers at once, because a 10 ms sleep on two
 prefork children would cap the run at 200 jobs/s, whatever the scheduler can do.
 
-Measured on the 2-core machine (5,000 noop eta tasks due at once, shared and loaded):
+The ``noop`` default is two worker nodes of one thread each, the best of what was tried
+on a quiet 2-core machine (1,200 eta tasks/s for 20 s, 5 s ahead, 2026-11-24): one node
+of prefork x2, Celery's default, drained 853 tasks/s with p99 start lateness 7.9 s; one
+node of threads x2, 821/s and 9.1 s; two nodes of threads x1 kept up, 1,200/s with p99
+376 ms, at 1,244 µs of worker and Redis CPU per task against 1,488. Each node is a main
+process that takes, holds and hands out the eta tasks, the part that bounds Celery here,
+so two of them use both cores; the task itself is nothing.
+
+Measured earlier (5,000 noop eta tasks due at once, shared and loaded):
 the worker's main process is the bottleneck on every pool (each message costs it Redis
 round trips to take, track and acknowledge it), so prefork's children sit mostly idle;
 ``threads`` with 2 threads used about a fifth less CPU per task than prefork and was no
@@ -67,7 +73,9 @@ class WorkerShape:
     @classmethod
     def for_handler(cls, handler: str) -> WorkerShape:
         """The default shape for a handler (see the module docstring)."""
-        return cls(pool="threads", concurrency=64) if handler == "sleep10" else cls()
+        if handler == "sleep10":
+            return cls(pool="threads", concurrency=64)
+        return cls(pool="threads", concurrency=1, nodes=2)
 
 
 class CeleryWorker(ChildProcess):

@@ -89,7 +89,7 @@ def test_journal_opens_new_files_in_a_forked_child(tmp_path: Path) -> None:
 
 
 def test_worker_shape_defaults_per_handler_and_validation() -> None:
-    assert WorkerShape.for_handler("noop") == WorkerShape(pool="prefork", concurrency=2)
+    assert WorkerShape.for_handler("noop") == WorkerShape(pool="threads", concurrency=1, nodes=2)
     assert WorkerShape.for_handler("sleep10") == WorkerShape(pool="threads", concurrency=64)
     with pytest.raises(ValueError):
         WorkerShape(pool="gevent")
@@ -206,7 +206,7 @@ def _assert_complete(result: dict[str, Any], jobs: int) -> None:
 def test_steady_run_on_celery_loses_nothing(tmp_path: Path) -> None:
     result = _run(tmp_path, Load.steady(rate=100, duration_s=2, lead_s=1), "noop")
     _assert_complete(result, 200)
-    assert (result["scenario"], result["pool"]) == ("steady", "prefork")
+    assert (result["scenario"], result["pool"], result["nodes"]) == ("steady", "threads", 2)
 
 
 @pytest.mark.usefixtures("installed")
