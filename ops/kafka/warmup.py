@@ -44,6 +44,8 @@ _COUNT_LOCK = threading.Lock()
 
 @dataclass
 class WarmUp:
+    """What a warm-up did: its records and transactions, and why it stopped early if it did."""
+
     records: int = 0
     transactions: int = 0
     seconds: float = 0.0
