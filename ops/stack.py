@@ -7,6 +7,7 @@ it is up. Stopping sends SIGTERM (components drain and commit), then SIGKILL.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import subprocess
@@ -192,5 +193,6 @@ def _healthy(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
             return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
+    # HTTPException: not a metrics server's answer (e.g. a probe connected to itself).
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
         return False
