@@ -261,7 +261,8 @@ class Runner(Generic[S]):
             error = message.error()
             if error is None:
                 records.append(message)
-                ended.discard(message.partition() or 0)
+                if ended:  # an end seen earlier in this batch, before more records came
+                    ended.discard(message.partition() or 0)
             elif error.code() == KafkaError._PARTITION_EOF:
                 ended.add(message.partition() or 0)
             else:

@@ -265,7 +265,8 @@ class TimerProcessor:
     def _fire_entry(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
         """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
         refused (a cron job too: it would be refused at every run) then ends."""
-        refused = entry.kind in FIRES_JOB and self._refusal(entry) is not None
+        refused = (bool(self.refused_topics) and entry.kind in FIRES_JOB
+                   and self._refusal(entry) is not None)  # fmt: skip
         if refused or entry.kind == "retry" or not entry.spec.get("cron"):
             emits = self._fire(state, entry, entry.due_ms, now_ms)
             self._finish(state, entry, now_ms)
