@@ -184,6 +184,8 @@ _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_by
 large parameters' URI."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
+_UNREAD = object()
+"""Not read in this transaction yet (None is a job known to be absent)."""
 _public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))
 _STATUS = tuple(JobStatus.model_fields)
 _status = itemgetter(*(JobRecord._fields.index(name) for name in _STATUS))
@@ -288,10 +290,9 @@ class StatusState:
     # -- records -------------------------------------------------------------------------
 
     def get(self, job_id: str) -> JobRecord | None:
-        try:
-            return self._records[job_id]
-        except KeyError:
-            pass
+        record = self._records.get(job_id, _UNREAD)
+        if record is not _UNREAD:  # a job seen twice in one transaction is the rarer case
+            return record  # type: ignore[return-value]
         if self.cache is not None and job_id in self.cache:
             record = self.cache[job_id]
         else:

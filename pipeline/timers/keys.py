@@ -76,8 +76,13 @@ def due_upper_bound(now_ms: int) -> bytes:
         raise ValueError(f"now_ms must be >= 0: {now_ms}")
     if now_ms >= _MAX_U64:
         return SCHEDULE_UPPER_BOUND
-    bound = now_ms + 1
-    return SCHEDULE_PREFIX + _FIRE.pack(bound // MINUTE_MS, bound)
+    return schedule_floor(now_ms + 1)
+
+
+def schedule_floor(fire_ms: int) -> bytes:
+    """Inclusive lower bound: schedule keys at or above it are those with fire_ms >= ``fire_ms``
+    (the header of ``fire_ms`` with no job id)."""
+    return SCHEDULE_PREFIX + _FIRE.pack(fire_ms // MINUTE_MS, fire_ms)
 
 
 def encode_index_key(job_id: str) -> bytes:

@@ -67,6 +67,8 @@ class Timers(Processor[TimerState]):
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.counts = TimerCounters()
         self.owned: set[int] = set()
+        self.floors: dict[int, int] = {}
+        """Each owned partition's due-scan floor as of its last commit (TimerState.floor_ms)."""
 
     def start(self) -> None:
         self.limits.start()
@@ -78,11 +80,13 @@ class Timers(Processor[TimerState]):
         assert tx is not None
         if partition not in self.owned:
             self.owned.add(partition)
+            self.floors[partition] = 0  # restored or not, its schedule is read from the start
             self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
-        return TimerState(tx)
+        return TimerState(tx, self.floors[partition], partition)
 
     def revoked(self, partition: int) -> None:
         self.owned.discard(partition)
+        self.floors.pop(partition, None)
         self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
 
     def topics_refused(self, refused: Mapping[str, str]) -> None:
@@ -106,9 +110,14 @@ class Timers(Processor[TimerState]):
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
         if not self.logic.throttle.board.ready.is_set():
             return ()  # the rate limits are still being read: nothing fires before them
-        return self.logic.fire_due(state, now_ms, limit)
+        emits = self.logic.fire_due(state, now_ms, limit)
+        if not state.changed and state.partition in self.floors:
+            self.floors[state.partition] = state.floor_ms  # read only: holds once dropped
+        return emits
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
+        if state.partition in self.floors:  # an aborted transaction's floor is not kept
+            self.floors[state.partition] = state.floor_ms
         fired = dead = 0
         for output in outputs:
             if output.topic == self.topics.intake_dlq:

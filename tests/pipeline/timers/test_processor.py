@@ -319,3 +319,30 @@ def test_updating_a_paused_schedule_leaves_it_paused(driver: TimersDriver) -> No
                                                                now_ms=start + 4 * MINUTE))
     assert kinds(resumed) == ["RESUMED"]
     assert resumed[0].value.data["scheduled_at_ms"] % 3_600_000 == 0
+
+
+def test_a_job_due_before_the_last_scan_still_fires(driver: TimersDriver) -> None:
+    """Due scans start at the partition's floor, which rises as timers fire: a job then
+    submitted late (due already) or due earlier than every pending one lowers it again."""
+    later = submitted(now_ms=T0, run_at_ms=T0 + 60_000)
+    driver.step(T0, submitted(now_ms=T0, run_at_ms=T0 + 5000), later)
+    assert len(executions(driver.step(T0 + 5000))) == 1
+    assert driver.processor.floors[0] == T0 + 5000  # the key that fired: the first found
+    driver.step(T0 + 5500)
+    assert driver.processor.floors[0] == T0 + 5501  # none due up to now
+    late = submitted(now_ms=T0 + 6000, run_at_ms=T0 + 1000)
+    assert [r["scheduled_at_ms"] for r in executions(driver.step(T0 + 6000, late))] == [T0 + 1000]
+    soon = submitted(now_ms=T0 + 7000, run_at_ms=T0 + 8000)
+    driver.step(T0 + 7000, soon)
+    assert driver.processor.floors[0] == T0 + 7001
+    assert [r["job_id"] for r in executions(driver.step(T0 + 8000))] == [soon.data["job_id"]]
+
+
+def test_the_floor_starts_over_when_a_partition_is_taken_again(driver: TimersDriver) -> None:
+    driver.step(T0, submitted(now_ms=T0, run_at_ms=T0 + 5000))
+    driver.step(T0 + 1000)
+    assert driver.processor.floors[0] == T0 + 1001
+    driver.task.revoke([0])
+    assert 0 not in driver.processor.floors
+    driver.task.assign([0])
+    assert len(executions(driver.step(T0 + 5000))) == 1
