@@ -17,6 +17,7 @@ from pipeline.timers.keys import (
     due_upper_bound,
     encode_index_key,
     encode_schedule_key,
+    schedule_floor,
 )
 
 fire_times = st.integers(0, 2**64 - 1)
@@ -93,3 +94,10 @@ def test_a_rocksdb_range_scan_returns_exactly_the_due_timers(tmp_path: Path) -> 
         assert due == [(59_999, "b"), (60_000, "a"), (60_000, "z")]
     finally:
         db.close()
+
+
+@given(fire_times, job_ids, fire_times)
+def test_the_floor_bounds_keys_by_fire_time(fire_ms: int, job_id: str, floor_ms: int) -> None:
+    """A scan from ``schedule_floor(f)`` sees exactly the keys firing at or after f."""
+    key = encode_schedule_key(fire_ms, job_id)
+    assert (key >= schedule_floor(floor_ms)) == (fire_ms >= floor_ms)
