@@ -239,7 +239,7 @@ class Runner(Generic[S]):
         return None
 
     def counters(self) -> Mapping[str, object]:
-        return {**vars(self.stats), **self.processor.counters(), "recoveries": self.recoveries,
+        return {**self.stats.snapshot(), **self.processor.counters(), "recoveries": self.recoveries,
                 "partitions": sorted(self.task.owned)}  # fmt: skip
 
     @property

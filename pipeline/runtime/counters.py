@@ -1,0 +1,34 @@
+"""What a component counts since start, for its stats line (pipeline/runtime/health.py).
+
+Every component (the task, each processor, the worker, the view updater) keeps its counts
+in one :class:`Counters`, and its stats line logs :meth:`Counters.snapshot`, so they all
+count and report the same way.
+"""
+
+from __future__ import annotations
+
+
+class Counters:
+    """Counts by name, each from zero: ``counts.fired += n`` counts, ``counts.fired`` reads.
+
+    The names are declared once, at construction. Reading a name that was not declared is
+    an AttributeError, so a misspelt ``+=`` fails rather than counting on its own. A
+    subclass keeps what is not a count (a gauge, a breakdown) as more attributes, which
+    the snapshot includes.
+    """
+
+    def __init__(self, *names: str) -> None:
+        for name in names:
+            setattr(self, name, 0)
+
+    def __getattr__(self, name: str) -> int:
+        # Called only for an attribute never set: every declared count is set in __init__.
+        raise AttributeError(f"{type(self).__name__} has no count {name!r}")
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the count ``name``, when the name is known at run time only."""
+        setattr(self, name, getattr(self, name) + n)
+
+    def snapshot(self) -> dict[str, object]:
+        """Every count (and attribute a subclass adds) by name, as the stats line logs them."""
+        return dict(vars(self))
