@@ -93,17 +93,10 @@ class Task(Generic[S]):
         return 0 if self._open is None else self._open.consumed
 
     @property
-    def pending(self) -> bool:
-        return self._open is not None and self._open.pending
-
-    @property
-    def size(self) -> int:
-        return 0 if self._open is None else self._open.size
-
-    @property
-    def urgent(self) -> bool:
-        """Whether the open transaction holds an output another component waits on."""
-        return self._open is not None and self._open.urgent
+    def open_transaction(self) -> OpenTransaction[S] | None:
+        """The transaction records and the clock fold into until the next commit; None
+        before the first record or tick since the last one."""
+        return self._open
 
     # -- committing ----------------------------------------------------------------------
 
@@ -125,7 +118,7 @@ class Task(Generic[S]):
 
     def release(self) -> None:
         """Drop an open transaction that holds nothing to commit."""
-        if not self.pending:
+        if self._open is not None and not self._open.pending:
             self._open = None
 
     def _begin(self) -> OpenTransaction[S]:
