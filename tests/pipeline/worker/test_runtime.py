@@ -179,17 +179,11 @@ def test_an_async_handler_that_ignores_its_cancellation_times_out_after_the_grac
 
 
 def test_a_running_job_heartbeats(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
-) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def long_running(ctx: JobContext) -> str:
-        gate.wait(120)
-        return "done"
-
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event,
+    gated_app: WorkerApp,
+) -> None:  # fmt: skip
     (execution_id,) = submit(topics, execution_requested())
-    start_worker(app, heartbeat_s=0.5)
+    start_worker(gated_app, heartbeat_s=0.5)
     beats = events.wait(execution_id, "HEARTBEAT", count=2)
     assert {b["worker_id"] for b in beats} == {"test-worker-0"}
     assert beats[1]["at_ms"] - beats[0]["at_ms"] >= 400
