@@ -25,6 +25,18 @@ def gate() -> Iterator[threading.Event]:
 
 
 @pytest.fixture
+def quick_app() -> WorkerApp:
+    """An app whose data.process runs succeed at once."""
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def quick(ctx: JobContext) -> int:
+        return ctx.attempt
+
+    return app
+
+
+@pytest.fixture
 def gated_app(gate: threading.Event) -> WorkerApp:
     """An app whose data.process runs wait for the gate (120 s at most), then succeed."""
     app = WorkerApp()

@@ -194,16 +194,10 @@ def test_a_running_job_heartbeats(
 
 
 def test_one_transaction_carries_the_outcomes_of_many_jobs(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def quick(ctx: JobContext) -> int:
-        return ctx.attempt
-
     ids = submit(topics, *(execution_requested() for _ in range(40)))
-    worker = start_worker(app, concurrency=2, commit_interval_s=1.0)
+    worker = start_worker(quick_app, concurrency=2, commit_interval_s=1.0)
     wait_for(lambda: committed_offsets(topics.settings, "data.process") == 40, timeout_s=60,
              what="every offset committed")  # fmt: skip
     events.catch_up()
@@ -213,15 +207,9 @@ def test_one_transaction_carries_the_outcomes_of_many_jobs(
 
 
 def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def quick(ctx: JobContext) -> str:
-        return ctx.job_id
-
-    worker = start_worker(app, concurrency=2, commit_interval_s=120.0)
+    worker = start_worker(quick_app, concurrency=2, commit_interval_s=120.0)
     [lone] = submit(topics, execution_requested())
     events.wait(lone, "STARTED")
     lane = worker.runtime.lanes[0]
