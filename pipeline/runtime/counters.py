@@ -1,11 +1,13 @@
 """What a component counts since start, for its stats line (pipeline/runtime/health.py).
 
-Every component (the task, each processor, the worker, the view updater) keeps its counts
-in one :class:`Counters`, and its stats line logs :meth:`Counters.snapshot`, so they all
-count and report the same way.
+The task, the timer and status processors, the retry router, the worker and the view
+updater each keep their counts in a :class:`Counters`, and a stats line logs
+:meth:`Counters.snapshot`, so they all count and report the same way.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 
 class Counters:
@@ -24,6 +26,11 @@ class Counters:
     def __getattr__(self, name: str) -> int:
         # Called only for an attribute never set: every declared count is set in __init__.
         raise AttributeError(f"{type(self).__name__} has no count {name!r}")
+
+    if TYPE_CHECKING:
+        # The counts are attributes made at run time: this lets type checkers accept
+        # ``counts.fired += n`` (reading them is __getattr__'s int), at no cost per count.
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def count(self, name: str, n: int = 1) -> None:
         """Add ``n`` to the count ``name``, when the name is known at run time only."""
