@@ -23,6 +23,15 @@ ENV_PREFIX = "JOBSTREAM_"
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 
 
+def split_list(value: object) -> object:
+    """A list setting given as text: a JSON array, or items separated by commas."""
+    if isinstance(value, str):
+        if value.lstrip().startswith("["):
+            return orjson.loads(value)
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
 class Settings(BaseSettings):
     """Everything a jobstream process reads from its environment."""
 
@@ -112,11 +121,7 @@ class Settings(BaseSettings):
     @field_validator("job_types", mode="before")
     @classmethod
     def _split_job_types(cls, value: object) -> object:
-        if isinstance(value, str):
-            if value.lstrip().startswith("["):
-                return orjson.loads(value)
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
+        return split_list(value)
 
     @field_validator("owner_weights")
     @classmethod

@@ -32,9 +32,8 @@ from pipeline.kafka.admin import ensure_topics
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.overlap import Runs, most_at_once
-from tests.support.pipeline import process_env
 from tests.support.reader import TopicReader
-from tests.support.stack import APP
+from tests.support.stack import APP, running_stack
 from tests.support.waiting import wait_for
 
 TYPE = "data.process"
@@ -57,21 +56,13 @@ def settings(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("stack")
-    env = process_env(settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
-                "JOBSTREAM_RESULT_DIR": str(home / "results"),
-                "JOBSTREAM_CONCURRENCY_LIMITS": f"{TYPE}={LIMIT}"})  # fmt: skip
-    running = Stack(home, env)
     port = free_ports(3 + WORKERS)
     parts = components(port, app=APP, job_types=(), lease_s=3)
     parts += [worker(TYPE, f"w{i}", port + 3 + i, app=APP, concurrency=4,
                      extra=("--heartbeat", "500ms")) for i in range(WORKERS)]  # fmt: skip
-    running.start(parts)
-    try:
+    with running_stack(settings, tmp_path_factory.mktemp("stack"), parts,
+                       JOBSTREAM_CONCURRENCY_LIMITS=f"{TYPE}={LIMIT}") as running:  # fmt: skip
         yield running
-    finally:
-        running.stop()
 
 
 def test_most_at_once_counts_half_open_intervals() -> None:

@@ -21,10 +21,9 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.kafka.admin import ensure_topics
 from pipeline.status.query import read_statuses
 from pipeline.topics import PRIORITIES, Topics
-from tests.support.pipeline import process_env
 from tests.support.reader import TopicReader
 from tests.support.scrape import scrape, value
-from tests.support.stack import APP
+from tests.support.stack import APP, running_stack
 from tests.support.waiting import wait_for
 
 TYPE = "data.process"
@@ -46,20 +45,12 @@ def settings(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = tmp_path_factory.mktemp("stack")
-    env = process_env(settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
-                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
-    running = Stack(home, env)
     ports = free_ports(8)  # two copies of: timers, status, retry, one worker
     parts = [part for instance in (0, 1)
              for part in components(ports + 4 * instance, app=APP, job_types=(TYPE,),
                                     heartbeat_s=0.5, instance=instance)]  # fmt: skip
-    running.start(parts)
-    try:
+    with running_stack(settings, tmp_path_factory.mktemp("stack"), parts) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def groups(settings: Settings) -> dict[str, list[str]]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from pipeline.dlq.reader import DlqFilter
 from pipeline.serde import LastError
 
 
@@ -245,19 +247,11 @@ class DeadLetters(BaseModel):
     items: list[DeadLetterOut]
 
 
-class RedriveIn(BaseModel):
-    """Which dead letters to put back, as ``jobstream dlq redrive`` selects them."""
+@pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class RedriveIn(DlqFilter):
+    """Which dead letters to put back: the filter ``jobstream dlq redrive`` selects them by,
+    and how many, how fast."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    job_type: str | None = None
-    error_type: str | None = None
-    any_attempt: bool = False
-    owner: str | None = None
-    reason: str | None = None
-    since_ms: int | None = None
-    until_ms: int | None = None
-    job_id: str | None = None
     limit: int = Field(100, ge=1, le=10_000)
     rate: float = Field(100.0, gt=0, le=10_000)
     dry_run: bool = False

@@ -7,6 +7,7 @@ an owner token reads and redrives its own owner's only, whatever the filter asks
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Query
@@ -69,10 +70,7 @@ async def redrive(body: RedriveIn, who: Auth, svc: Svc) -> RedriveOut:
     """Put dead-lettered jobs back through jobs.retry, at most ``rate`` a second."""
     if not who.admin and body.owner is not None and body.owner != who.owner:
         return RedriveOut(job_ids=[], dry_run=body.dry_run)
-    selection = DlqFilter(job_type=body.job_type, error_type=body.error_type,
-                          any_attempt=body.any_attempt, owner=_owner(who, body.owner),
-                          reason=body.reason, since_ms=body.since_ms, until_ms=body.until_ms,
-                          job_id=body.job_id)  # fmt: skip
+    selection = replace(body, owner=_owner(who, body.owner))
 
     def run() -> list[str]:
         chosen = select(_read(svc, selection), body.limit)

@@ -13,11 +13,10 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings
+from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings, split_list
 from pipeline.durations import parse_duration
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -66,10 +65,7 @@ class ApiSettings(BaseSettings):
     @field_validator("api_admin_tokens", mode="before")
     @classmethod
     def _split_admins(cls, value: object) -> object:
-        if isinstance(value, str):
-            if value.lstrip().startswith("["):
-                return orjson.loads(value)
-            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        value = split_list(value)
         for digest in value:  # type: ignore[attr-defined]
             if not _SHA256_HEX.fullmatch(str(digest)):
                 raise ValueError("entries are SHA-256 hex digests of tokens")

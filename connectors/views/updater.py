@@ -18,7 +18,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
@@ -32,6 +31,7 @@ from pipeline.jobs.model import validate_submitted
 from pipeline.jobs.workflow import expand_workflow
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
+from pipeline.runtime.counters import Counters
 from pipeline.serde import Event, decode_status, make_serde
 from pipeline.topics import Topics
 
@@ -44,14 +44,14 @@ Listener = Callable[[list[dict[str, Any]]], None]
 """Called on the updater's thread with the documents one batch changed, once written."""
 
 
-@dataclass
-class UpdaterStats:
-    folded: int = 0
-    skipped: int = 0
-    """Records no decoder reads (logged once each, counted here)."""
-    purged: int = 0
-    batches: int = 0
-    last_loop: float = field(default_factory=time.monotonic)
+class UpdaterStats(Counters):
+    """Records ``folded``, records ``skipped`` (no decoder reads them: logged once each,
+    counted here), ended jobs ``purged`` and ``batches`` written, since start."""
+
+    def __init__(self) -> None:
+        super().__init__("folded", "skipped", "purged", "batches")
+        self.last_loop = time.monotonic()
+        """When the loop last turned (:meth:`ViewUpdater.health`)."""
 
 
 class ViewUpdater:

@@ -1,7 +1,8 @@
 """Submit a workflow (a DAG of jobs) with plain confluent-kafka, fastavro and the .avsc files.
 
 No jobstream code is imported: one WorkflowSubmitted record on jobs.intake, keyed by the
-workflow id (docs/submitting.md, docs/workflows.md). Prints the workflow id, then each
+workflow id (docs/submitting.md, docs/workflows.md), encoded as the single-job example
+beside this one encodes a job. Prints the workflow id, then each
 step's job id (derived from the workflow id and the step name, as jobstream derives it).
 
     python docs/examples/submit_workflow_with_confluent_kafka.py
@@ -13,20 +14,15 @@ Environment: JOBSTREAM_BOOTSTRAP_SERVERS (default 127.0.0.1:9092), JOBSTREAM_TOP
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import secrets
 import sys
 import time
-from pathlib import Path
 
 from confluent_kafka import Producer
-from fastavro import schemaless_writer
-from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
-
-CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-SCHEMAS = Path(os.environ.get("JOBSTREAM_SCHEMAS_DIR", Path(__file__).parents[2] / "schemas"))
+from fastavro.schema import load_schema
+from submit_with_confluent_kafka import CROCKFORD, SCHEMAS, single_object
 
 
 def step_job_id(workflow_id: str, step: str) -> str:
@@ -34,13 +30,6 @@ def step_job_id(workflow_id: str, step: str) -> str:
     digest = hashlib.blake2b(f"{workflow_id}\x00{step}".encode(), digest_size=16).digest()
     value = int.from_bytes(digest, "big") >> 3
     return "W" + "".join(CROCKFORD[(value >> s) & 31] for s in range(120, -1, -5))
-
-
-def single_object(schema: dict, record: dict) -> bytes:
-    fp = bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
-    body = io.BytesIO()
-    schemaless_writer(body, schema, record)
-    return b"\xc3\x01" + fp + body.getvalue()
 
 
 def spec(job_type: str, **params: object) -> dict:

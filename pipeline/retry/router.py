@@ -21,28 +21,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import ValidationError
 from pipeline.lifecycle import FAILURE_KINDS, LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.retry.policy import DeadLetter, Retry, RetryDefaults, decide
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
 from pipeline.serde import Event
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RouterStats:
-    retried: int = 0
-    dead_lettered: int = 0
-    unroutable: int = 0
-    """Failures without an ``execution`` (or with one no policy can use)."""
-    bad_policies: int = 0
-    """Jobs whose own retry policy was invalid: the type's default was used instead."""
 
 
 def lifecycle_event(
@@ -64,7 +54,10 @@ class RetryRouter:
     def __init__(self, topics: Topics, defaults: RetryDefaults | None = None) -> None:
         self.topics = topics
         self.defaults = defaults or RetryDefaults()
-        self.stats = RouterStats()
+        self.stats = Counters("retried", "dead_lettered", "unroutable", "bad_policies")
+        """``unroutable``: failures without an ``execution`` (or with one no policy can use);
+        ``bad_policies``: jobs whose own retry policy was invalid, so the type's default was
+        used instead."""
 
     def route(self, event: Event, now_ms: int) -> list[Output]:
         """The records that route ``event``; none for anything but a routable failure.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
@@ -66,7 +65,7 @@ class Retries(Processor[None]):
         return outputs
 
     def counters(self) -> Mapping[str, object]:
-        return {"undecodable": self.undecodable, **asdict(self.router.stats)}
+        return {"undecodable": self.undecodable, **self.router.stats.snapshot()}
 
 
 def router_runner(settings: Settings, options: RunnerOptions = ROUTER_OPTIONS,

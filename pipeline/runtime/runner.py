@@ -239,7 +239,7 @@ class Runner(Generic[S]):
         return None
 
     def counters(self) -> Mapping[str, object]:
-        return {**vars(self.stats), **self.processor.counters(), "recoveries": self.recoveries,
+        return {**self.stats.snapshot(), **self.processor.counters(), "recoveries": self.recoveries,
                 "partitions": sorted(self.task.owned)}  # fmt: skip
 
     @property
@@ -274,12 +274,13 @@ class Runner(Generic[S]):
         for p in ended:
             self.task.reached_end(p)
         self.task.punctuate(now)
-        if not self.task.pending:
+        tx = self.task.open_transaction
+        if tx is None or not tx.pending:
             self.task.release()  # nothing yet: the next iteration reads the stores afresh
             return
-        if self.task.urgent:
+        if tx.urgent:
             self.schedule.hurry()
-        if self.schedule.due(time.monotonic(), self.task.size):
+        if self.schedule.due(time.monotonic(), tx.size):
             self.commit()
 
     def commit(self) -> None:

@@ -10,26 +10,15 @@ processing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Processor, Record
 from pipeline.runtime.transaction import OpenTransaction
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 
 S = TypeVar("S")
-
-
-@dataclass
-class TaskStats:
-    consumed: int = 0
-    """Input records committed."""
-    transactions: int = 0
-    aborted: int = 0
-    dropped: int = 0
-    """Records folded into an open transaction, then dropped with their revoked partition
-    (its next owner reads them again)."""
 
 
 class Task(Generic[S]):
@@ -42,7 +31,10 @@ class Task(Generic[S]):
         self.owned: set[int] = set()
         self.caught_up: set[int] = set()
         """Partitions read to their end since their last record (librdkafka's EOF)."""
-        self.stats = TaskStats()
+        self.stats = Counters("consumed", "transactions", "aborted", "dropped")
+        """``consumed``: input records committed; ``dropped``: records folded into an open
+        transaction, then dropped with their revoked partition (its next owner reads them
+        again)."""
         self._open: OpenTransaction[S] | None = None
 
     # -- partitions ----------------------------------------------------------------------
@@ -101,17 +93,10 @@ class Task(Generic[S]):
         return 0 if self._open is None else self._open.consumed
 
     @property
-    def pending(self) -> bool:
-        return self._open is not None and self._open.pending
-
-    @property
-    def size(self) -> int:
-        return 0 if self._open is None else self._open.size
-
-    @property
-    def urgent(self) -> bool:
-        """Whether the open transaction holds an output another component waits on."""
-        return self._open is not None and self._open.urgent
+    def open_transaction(self) -> OpenTransaction[S] | None:
+        """The transaction records and the clock fold into until the next commit; None
+        before the first record or tick since the last one."""
+        return self._open
 
     # -- committing ----------------------------------------------------------------------
 
@@ -133,7 +118,7 @@ class Task(Generic[S]):
 
     def release(self) -> None:
         """Drop an open transaction that holds nothing to commit."""
-        if not self.pending:
+        if self._open is not None and not self._open.pending:
             self._open = None
 
     def _begin(self) -> OpenTransaction[S]:

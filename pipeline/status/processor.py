@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pipeline.lifecycle import TERMINAL_STATES, JobState, LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
 from pipeline.serde import Event
 from pipeline.status.machine import Verdict, execution_id_of, transition
@@ -53,20 +54,15 @@ class StatusPolicy:
             raise ValueError("lease_ms and retention_ms must be positive")
 
 
-@dataclass
-class StatusCounters:
-    """What the processor decided, for the periodic stats line."""
+class StatusCounters(Counters):
+    """What the processor decided, for the periodic stats line; ``steps_ended`` counts the
+    StepEnded commands sent to the timers (jobs of workflows that ended)."""
 
-    applied: int = 0
-    illegal: int = 0
-    duplicates: int = 0
-    lost: int = 0
-    ignored: int = 0
-    purged: int = 0
-    steps_ended: int = 0
-    """StepEnded commands sent to the timers: jobs of workflows that ended."""
-    illegal_by_transition: Counter[str] = field(default_factory=Counter)
-    """Rejections by "STATE + KIND": which component breaks the contract, and how."""
+    def __init__(self) -> None:
+        super().__init__("applied", "illegal", "duplicates", "lost", "ignored", "purged",
+                         "steps_ended")  # fmt: skip
+        self.illegal_by_transition: Counter[str] = Counter()
+        """Rejections by "STATE + KIND": which component breaks the contract, and how."""
 
 
 class StatusProcessor:

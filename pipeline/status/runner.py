@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.transaction import PartitionTransaction
@@ -51,16 +51,6 @@ CACHED_RECORDS = 10_000
 usually span a few): about 1 KB each."""
 
 
-@dataclass
-class RecordCounts:
-    malformed: int = 0
-    """Records on jobs.events that are not Avro events: skipped (and logged)."""
-    foreign: int = 0
-    """Valid events that are not JobLifecycle: not the status processor's business."""
-    statuses: int = 0
-    """jobs.status records committed."""
-
-
 class Status(Processor[StatusState]):
     name = "status"
     punctuate_when_caught_up = True
@@ -76,7 +66,10 @@ class Status(Processor[StatusState]):
         self.logic = StatusProcessor(topics, policy)
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.cached_records = cached_records
-        self.counts = RecordCounts()
+        self.counts = Counters("malformed", "foreign", "statuses")
+        """``malformed``: records on jobs.events that are not Avro events, skipped (and
+        logged); ``foreign``: valid events that are not JobLifecycle, not the status
+        processor's business; ``statuses``: jobs.status records committed."""
         self._caches: dict[int, RecordCache] = {}
 
     def open(self, tx: PartitionTransaction | None, partition: int) -> StatusState:
@@ -115,7 +108,7 @@ class Status(Processor[StatusState]):
         self._caches.pop(partition, None)  # its next owner changes its records
 
     def counters(self) -> Mapping[str, object]:
-        return {**vars(self.counts), **vars(self.logic.counters)}
+        return {**self.counts.snapshot(), **self.logic.counters.snapshot()}
 
 
 def status_runner(settings: Settings, options: RunnerOptions = STATUS_OPTIONS,

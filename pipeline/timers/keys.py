@@ -47,12 +47,17 @@ _AFTER_OWNER = b"\xff" * (_MS.size + 1)
 """Sorts after every (fire ms, job id) of one owner: a job id never starts with 0xff."""
 
 
-def encode_schedule_key(fire_ms: int, job_id: str) -> bytes:
-    """The schedule key of ``job_id`` firing at ``fire_ms`` (epoch ms, >= 0)."""
+def _check(fire_ms: int, job_id: str) -> None:
+    """ValueError unless ``job_id`` is not empty and ``fire_ms`` fits in a u64."""
     if not job_id:
         raise ValueError("job_id must not be empty")
     if not 0 <= fire_ms <= _MAX_U64:
         raise ValueError(f"fire_ms out of range: {fire_ms}")
+
+
+def encode_schedule_key(fire_ms: int, job_id: str) -> bytes:
+    """The schedule key of ``job_id`` firing at ``fire_ms`` (epoch ms, >= 0)."""
+    _check(fire_ms, job_id)
     return SCHEDULE_PREFIX + _FIRE.pack(fire_ms // MINUTE_MS, fire_ms) + job_id.encode()
 
 
@@ -111,10 +116,7 @@ def owner_due_bound(owner: str, now_ms: int) -> bytes:
 
 def encode_owner_schedule_key(owner: str, fire_ms: int, job_id: str) -> bytes:
     """The owner schedule key of ``job_id`` of ``owner`` firing at ``fire_ms``."""
-    if not job_id:
-        raise ValueError("job_id must not be empty")
-    if not 0 <= fire_ms <= _MAX_U64:
-        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    _check(fire_ms, job_id)
     return owner_range_start(owner) + _MS.pack(fire_ms) + job_id.encode()
 
 
@@ -149,10 +151,7 @@ def held_range_end(limit_id: str) -> bytes:
 
 def encode_held_key(limit_id: str, fire_ms: int, job_id: str) -> bytes:
     """The held key of ``job_id``, due at ``fire_ms``, in the queue of ``limit_id``."""
-    if not job_id:
-        raise ValueError("job_id must not be empty")
-    if not 0 <= fire_ms <= _MAX_U64:
-        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    _check(fire_ms, job_id)
     return held_range_start(limit_id) + _MS.pack(fire_ms) + job_id.encode()
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pipeline import metrics
@@ -24,6 +23,7 @@ from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.limits.topic import LimitsFollower
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.transaction import PartitionTransaction
@@ -36,14 +36,6 @@ log = logging.getLogger(__name__)
 TIMER_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=0, punctuate_limit=5000)
 """A 20 ms wall-clock ticker (the longest a due job waits for the next scan), one
 transaction per iteration, and at most 5,000 firings per transaction."""
-
-
-@dataclass
-class TimerCounters:
-    fired: int = 0
-    dead_lettered: int = 0
-    throttled: int = 0
-    max_lateness_ms: int = 0
 
 
 class Timers(Processor[TimerState]):
@@ -65,7 +57,7 @@ class Timers(Processor[TimerState]):
         )
         self.limits = LimitsFollower(settings, self.logic.throttle.board)
         _, self.deserialize = make_serde(settings.schema_registry_url)
-        self.counts = TimerCounters()
+        self.counts = Counters("fired", "dead_lettered", "throttled", "max_lateness_ms")
         self.owned: set[int] = set()
         self.floors: dict[int, int] = {}
         """Each owned partition's due-scan floor as of its last commit (TimerState.floor_ms)."""
@@ -137,7 +129,7 @@ class Timers(Processor[TimerState]):
             metrics.THROTTLED.labels(job_type).inc(count)
 
     def counters(self) -> Mapping[str, object]:
-        return {**vars(self.counts), "duplicates": self.logic.duplicates}
+        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates}
 
     def _dead_letter(self, record: Record, reason: str) -> Output:
         source = f"{record.topic()}/{record.partition()}/{record.offset()}"

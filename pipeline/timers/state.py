@@ -13,7 +13,7 @@ queues are derived from them, so restoring replays entries and rebuilds them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.entry import TimerEntry
@@ -116,16 +116,9 @@ class TimerState:
         A skip scan: one seek per owner with pending timers, due or not, so it is kept for
         the punctuations that find more due than one batch holds.
         """
-        owners: list[str] = []
-        lower = OWNER_PREFIX
-        while True:
-            first = next(self.tx.scan(lower, OWNER_UPPER_BOUND), None)
-            if first is None:
-                return owners
-            owner, fire_ms, _ = decode_owner_schedule_key(first[0])
-            if fire_ms <= now_ms:
-                owners.append(owner)
-            lower = owner_range_end(owner)
+        firsts = self._first_of_each(OWNER_PREFIX, OWNER_UPPER_BOUND,
+                                     decode_owner_schedule_key, owner_range_end)  # fmt: skip
+        return [owner for owner, fire_ms in firsts if fire_ms <= now_ms]
 
     def due_of(self, owner: str, now_ms: int) -> Iterator[TimerEntry]:
         """The entries of ``owner`` due at ``now_ms``, earliest first, read as consumed."""
@@ -136,15 +129,8 @@ class TimerState:
 
     def held_limits(self) -> list[str]:
         """The ids of the limits holding at least one job back (one seek per limit)."""
-        found: list[str] = []
-        lower = HELD_PREFIX
-        while True:
-            first = next(self.tx.scan(lower, HELD_UPPER_BOUND), None)
-            if first is None:
-                return found
-            limit_id = decode_held_key(first[0])[0]
-            found.append(limit_id)
-            lower = held_range_end(limit_id)
+        firsts = self._first_of_each(HELD_PREFIX, HELD_UPPER_BOUND, decode_held_key, held_range_end)
+        return [limit_id for limit_id, _ in firsts]
 
     def held_by(self, limit_id: str) -> Iterator[TimerEntry]:
         """The jobs ``limit_id`` holds back, earliest due first, read as consumed."""
@@ -152,6 +138,19 @@ class TimerState:
             entry = self.get(decode_held_key(key)[2])
             if entry is not None:
                 yield entry
+
+    def _first_of_each(self, lower: bytes, upper: bytes,
+                       decode: Callable[[bytes], tuple[str, int, str]],
+                       range_end: Callable[[str], bytes]) -> Iterator[tuple[str, int]]:  # fmt: skip
+        """(name, fire_ms) of the first key of each owner's (or limit's) range between
+        ``lower`` and ``upper``: a skip scan, one seek per range."""
+        while True:
+            first = next(self.tx.scan(lower, upper), None)
+            if first is None:
+                return
+            name, fire_ms, _ = decode(first[0])
+            yield name, fire_ms
+            lower = range_end(name)
 
     def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
         """Write or delete the entry and move its schedule key; False if nothing existed."""

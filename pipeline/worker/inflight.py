@@ -22,6 +22,7 @@ from pipeline.worker.app import Handler
 from pipeline.worker.executor import AsyncRun
 from pipeline.worker.lane import Lane
 from pipeline.worker.offsets import OffsetRef
+from pipeline.worker.slots import count_down
 
 RECENT_EXECUTIONS = 10_000
 """Finished execution ids remembered to recognise redeliveries (about a megabyte)."""
@@ -81,12 +82,7 @@ class InFlight:
         """Its outcome is decided; it may still hold a slot."""
         job.reported = True
         self.active.pop(job.execution_id, None)
-        job_id = job.execution["job_id"]
-        left = self._job_ids.get(job_id, 0) - 1
-        if left > 0:
-            self._job_ids[job_id] = left
-        else:
-            self._job_ids.pop(job_id, None)
+        count_down(self._job_ids, job.execution["job_id"])
 
     def remember(self, execution_id: str) -> None:
         self._recent[execution_id] = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.runtime.counters import Counters
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.results import ResultStore
@@ -70,23 +71,15 @@ class WorkerOptions:
     (docs/adr/0003-concurrency-limits.md)."""
 
 
-@dataclass
-class WorkerStats:
-    """Counters since start; read by tests and logged every ``stats_interval_s``."""
+class WorkerStats(Counters):
+    """Counters since start; read by tests and logged every ``stats_interval_s``. Runs
+    ``started``; runs ended ``succeeded``, ``failed`` or ``timed_out`` (:meth:`count` by
+    the outcome's kind); runs ``skipped`` because of the overlap policy; records
+    ``redelivered`` (of an execution already running or answered here: not run again);
+    runs ``handed_back`` at the stop; and, as of the last loop, runs ``running`` and
+    records ``buffered`` by job type."""
 
-    started: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    timed_out: int = 0
-    skipped: int = 0
-    """Runs not started because of the overlap policy."""
-    redelivered: int = 0
-    """Records of an execution already running or answered here: not run again."""
-    handed_back: int = 0
-    running: int = 0
-    buffered: dict[str, int] = field(default_factory=dict)
-
-    def count(self, kind: str) -> None:
-        """One more run ended with the outcome ``kind`` (SUCCEEDED, FAILED, TIMED_OUT)."""
-        name = kind.lower()
-        setattr(self, name, getattr(self, name) + 1)
+    def __init__(self) -> None:
+        super().__init__("started", "succeeded", "failed", "timed_out", "skipped",
+                         "redelivered", "handed_back", "running")  # fmt: skip
+        self.buffered: dict[str, int] = {}

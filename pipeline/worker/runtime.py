@@ -289,7 +289,7 @@ class WorkerRuntime:
 
     def _report(self, job: RunningJob, event: Event) -> None:
         """Queue a run's final outcome for its lane's next transaction."""
-        self.stats.count(event.data["kind"])
+        self.stats.count(event.data["kind"].lower())
         observe(event.data)
         self.inflight.reported(job)
         self._settle(job.lane, job.refs, event, job.execution)
@@ -411,7 +411,7 @@ class WorkerRuntime:
         lanes: Counter[str] = Counter()
         for lane in self.lanes:
             lanes.update(lane.counters())
-        return {**vars(self.stats), **lanes}
+        return {**self.stats.snapshot(), **lanes}
 
     def _update_stats(self) -> None:
         self.stats.running = len(self.inflight.slots)

@@ -14,10 +14,22 @@ For a type with no limit every index is always free.
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 from pipeline.concurrency import ConcurrencyLimits
 
 log = logging.getLogger(__name__)
+
+K = TypeVar("K")
+
+
+def count_down(counts: dict[K, int], key: K) -> None:
+    """One fewer ``key`` in ``counts``; a key with none left goes, so ``in`` tells if any are."""
+    left = counts.get(key, 0) - 1
+    if left > 0:
+        counts[key] = left
+    else:
+        counts.pop(key, None)
 
 
 class PartitionSlots:
@@ -54,13 +66,8 @@ class PartitionSlots:
             self._running[partition] = self._running.get(partition, 0) + 1
 
     def give(self, partition: int) -> None:
-        if self.limit is None:
-            return
-        left = self._running.get(partition, 0) - 1
-        if left > 0:
-            self._running[partition] = left
-        else:
-            self._running.pop(partition, None)
+        if self.limit is not None:
+            count_down(self._running, partition)
 
     def check_fetched(self, partition: int) -> None:
         """Warn (once per index) about records on an index that carries no slot: they

@@ -11,13 +11,30 @@ timers' changelog stays readable with a console consumer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import orjson
 
 
+class _JsonRecord:
+    """What both records below do: change a copy, and go to and from JSON."""
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # for type checkers: both are dataclasses
+
+    def evolve(self, **changes: Any) -> Self:
+        return replace(self, **changes)
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Self:
+        return cls(**orjson.loads(raw))
+
+
 @dataclass(frozen=True, slots=True)
-class StepNode:
+class StepNode(_JsonRecord):
     workflow_id: str
     job_id: str
     parents: list[str] = field(default_factory=list)
@@ -32,19 +49,9 @@ class StepNode:
     result_uri: str | None = None
     ended_at_ms: int | None = None
 
-    def evolve(self, **changes: Any) -> StepNode:
-        return replace(self, **changes)
-
-    def encode(self) -> bytes:
-        return orjson.dumps(self)
-
-    @classmethod
-    def decode(cls, raw: bytes) -> StepNode:
-        return cls(**orjson.loads(raw))
-
 
 @dataclass(frozen=True, slots=True)
-class WorkflowRecord:
+class WorkflowRecord(_JsonRecord):
     workflow_id: str
     owner: str | None = None
     idempotency_key: str | None = None
@@ -63,13 +70,3 @@ class WorkflowRecord:
     """The worst end of its steps so far (pipeline.workflows.run_outcome)."""
     last_run: str | None = None
     """A recurring workflow: its latest run's workflow id."""
-
-    def evolve(self, **changes: Any) -> WorkflowRecord:
-        return replace(self, **changes)
-
-    def encode(self) -> bytes:
-        return orjson.dumps(self)
-
-    @classmethod
-    def decode(cls, raw: bytes) -> WorkflowRecord:
-        return cls(**orjson.loads(raw))

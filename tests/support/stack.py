@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ops.kafka.ports import free_ports
-from ops.stack import Stack, components
+from ops.stack import Component, Stack, components
 from pipeline.config import Settings
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
@@ -30,19 +30,27 @@ def module_topics(bootstrap: str, prefix: str) -> Topics:
 
 
 @contextmanager
-def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[Stack]:
-    """Timers, status processor, retry router and a data.process worker of the test app."""
-    env = process_env(topics.settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(home / "state"),
-                "JOBSTREAM_RESULT_DIR": str(home / "results")})  # fmt: skip
-    running = Stack(home, env)
-    parts = 4  # timers, status processor, retry router, one worker: a port each
-    running.start(components(free_ports(parts), app=APP, job_types=("data.process",),
-                             lease_s=lease_s, heartbeat_s=0.5))  # fmt: skip
+def running_stack(settings: Settings, home: Path, parts: list[Component],
+                  **env: str) -> Iterator[Stack]:  # fmt: skip
+    """``parts`` running as processes on the topics of ``settings``, their state and results
+    under ``home``; ``env`` adds to their environment. Stopped at the end."""
+    running = Stack(home, {**process_env(settings), "JOBSTREAM_STATE_DIR": str(home / "state"),
+                           "JOBSTREAM_RESULT_DIR": str(home / "results"), **env})  # fmt: skip
+    running.start(parts)
     try:
         yield running
     finally:
         running.stop()
+
+
+@contextmanager
+def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[Stack]:
+    """Timers, status processor, retry router and a data.process worker of the test app."""
+    parts = 4  # timers, status processor, retry router, one worker: a port each
+    with running_stack(topics.settings, home,
+                       components(free_ports(parts), app=APP, job_types=("data.process",),
+                                  lease_s=lease_s, heartbeat_s=0.5)) as running:  # fmt: skip
+        yield running
 
 
 Fixture = Callable[..., Any]

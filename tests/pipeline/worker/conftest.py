@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pipeline.topics import Topics
-from pipeline.worker import LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, LocalResultStore, WorkerApp
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, Worker
@@ -22,6 +22,31 @@ def gate() -> Iterator[threading.Event]:
     event = threading.Event()
     yield event
     event.set()
+
+
+@pytest.fixture
+def quick_app() -> WorkerApp:
+    """An app whose data.process runs succeed at once."""
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def quick(ctx: JobContext) -> int:
+        return ctx.attempt
+
+    return app
+
+
+@pytest.fixture
+def gated_app(gate: threading.Event) -> WorkerApp:
+    """An app whose data.process runs wait for the gate (120 s at most), then succeed."""
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def gated(ctx: JobContext) -> str:
+        gate.wait(120)
+        return "done"
+
+    return app
 
 
 @pytest.fixture

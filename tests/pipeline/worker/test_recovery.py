@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from pipeline.kafka import clients
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker import WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, StartWorker
 
 
 def test_a_fenced_worker_replaces_its_producer_and_reports_every_outcome(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def echo(ctx: JobContext) -> int:
-        return int(ctx.params["n"])
-
     first = submit(topics, *(execution_requested(params={"n": n}) for n in range(10)))
-    worker = start_worker(app, worker_id="fenced-worker")
+    worker = start_worker(quick_app, worker_id="fenced-worker")
     for execution_id in first:
         events.wait(execution_id, "SUCCEEDED")
 

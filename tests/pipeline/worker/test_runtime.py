@@ -179,17 +179,11 @@ def test_an_async_handler_that_ignores_its_cancellation_times_out_after_the_grac
 
 
 def test_a_running_job_heartbeats(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
-) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def long_running(ctx: JobContext) -> str:
-        gate.wait(120)
-        return "done"
-
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event,
+    gated_app: WorkerApp,
+) -> None:  # fmt: skip
     (execution_id,) = submit(topics, execution_requested())
-    start_worker(app, heartbeat_s=0.5)
+    start_worker(gated_app, heartbeat_s=0.5)
     beats = events.wait(execution_id, "HEARTBEAT", count=2)
     assert {b["worker_id"] for b in beats} == {"test-worker-0"}
     assert beats[1]["at_ms"] - beats[0]["at_ms"] >= 400
@@ -200,16 +194,10 @@ def test_a_running_job_heartbeats(
 
 
 def test_one_transaction_carries_the_outcomes_of_many_jobs(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def quick(ctx: JobContext) -> int:
-        return ctx.attempt
-
     ids = submit(topics, *(execution_requested() for _ in range(40)))
-    worker = start_worker(app, concurrency=2, commit_interval_s=1.0)
+    worker = start_worker(quick_app, concurrency=2, commit_interval_s=1.0)
     wait_for(lambda: committed_offsets(topics.settings, "data.process") == 40, timeout_s=60,
              what="every offset committed")  # fmt: skip
     events.catch_up()
@@ -219,15 +207,9 @@ def test_one_transaction_carries_the_outcomes_of_many_jobs(
 
 
 def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def quick(ctx: JobContext) -> str:
-        return ctx.job_id
-
-    worker = start_worker(app, concurrency=2, commit_interval_s=120.0)
+    worker = start_worker(quick_app, concurrency=2, commit_interval_s=120.0)
     [lone] = submit(topics, execution_requested())
     events.wait(lone, "STARTED")
     lane = worker.runtime.lanes[0]

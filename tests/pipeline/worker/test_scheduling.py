@@ -87,21 +87,15 @@ def test_high_goes_first_and_low_is_not_starved(
 
 
 def test_overlap_skip_reports_a_skipped_run_while_the_previous_one_runs(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
-) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def cron_run(ctx: JobContext) -> str:
-        gate.wait(120)
-        return "ran"
-
+    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event,
+    gated_app: WorkerApp,
+) -> None:  # fmt: skip
     first = execution_requested(overlap="SKIP", fire_ms=1_700_000_000_000)
     job_id = first.data["job_id"]
     second = execution_requested(overlap="SKIP", job_id=job_id, fire_ms=1_700_000_060_000)
     allowed = execution_requested(overlap="ALLOW", job_id=job_id, fire_ms=1_700_000_120_000)
     (first_id,) = submit(topics, first)
-    start_worker(app)
+    start_worker(gated_app)
     events.wait(first_id, "STARTED")
     second_id, allowed_id = submit(topics, second, allowed)
 
