@@ -2,8 +2,9 @@
 
 A command goes to jobs.intake, keyed like the job, and the timers of its partition apply
 it in their transaction; the answer is 202 once the broker has it. What the views already
-show to be pointless (a job that ended, a pause of a one-off job) is refused with 409;
-what only the timers know (a one-off job that fired a moment ago) they ignore.
+show to be pointless (a job that ended, a pause of a one-off job, a move of one that
+fired) is refused with 409; what only the timers know (a one-off job that fired a moment
+ago) they ignore.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def refusal(name: str, doc: dict[str, Any]) -> str | None:
     state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    if name in ("pause", "resume", "update") and cron is False:
-        return f"job {job_id} is not recurring: only a schedule is paused, resumed or changed"
+    if name in ("pause", "resume") and cron is False:
+        return f"job {job_id} is not recurring: only a schedule is paused or resumed"
     if name == "trigger":
         if state == JobState.BLOCKED:
             return f"job {job_id} waits for its parents"
@@ -58,10 +59,30 @@ def refusal(name: str, doc: dict[str, Any]) -> str | None:
     return None
 
 
-async def _command(svc: Services, who: Principal, job_id: str, name: str,
-                   build: Build) -> CommandOut:  # fmt: skip
+def update_refusal(doc: dict[str, Any], body: ScheduleIn) -> str | None:
+    """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: a recurring job
+    takes a cron, a one-off job a run time until it fires (while the views have not read
+    the submission, the timers decide)."""
+    state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
+    if state in TERMINAL_STATES:
+        return f"job {job_id} has ended ({state})"
+    if cron is True and body.run_at_ms is not None:
+        return f"job {job_id} is recurring: give it a new cron, not run_at_ms"
+    if cron is False:
+        if body.cron is not None:
+            return f"job {job_id} is not recurring: give it a new run_at_ms, not cron"
+        if state == JobState.BLOCKED:
+            return f"job {job_id} waits for its parents: it can be changed once it is SCHEDULED"
+        if state not in PENDING:
+            return f"job {job_id} has fired already ({state})"
+    return None
+
+
+async def _command(svc: Services, who: Principal, job_id: str, name: str, build: Build,
+                   refuse: Callable[[dict[str, Any]], str | None] | None = None,
+                   ) -> CommandOut:  # fmt: skip
     doc = svc.job(job_id, who)
-    reason = refusal(name, doc)
+    reason = refusal(name, doc) if refuse is None else refuse(doc)
     if reason is not None:
         raise ApiError(409, reason, "job_id")
     await svc.send([build(job_id, doc.get("workflow_id"))])
@@ -100,11 +121,15 @@ async def resume(job_id: str, who: Auth, svc: Svc) -> CommandOut:
 
 @router.patch("/{job_id}", status_code=202, response_model=CommandOut, responses=ERRORS)
 async def update(job_id: str, body: ScheduleIn, who: Auth, svc: Svc) -> CommandOut:
-    """Give a recurring job a new schedule, new parameters, or both; the run count stays.
-    A paused job stays paused and follows the new schedule once resumed."""
-    if body.cron is None and body.params is None:
-        raise ApiError(422, "cron: give a new schedule (cron), new params, or both", "cron")
-    # Checked before the job is looked up: a bad schedule is 422 naming its field.
-    commands.update_schedule_event(job_id, body.cron, body.params, now_ms=now_ms())
+    """Give a recurring job a new schedule (the run count stays; a paused job stays paused
+    and follows it once resumed), or move a one-off job that has not fired to a new run
+    time; new parameters with either, or alone."""
+    if body.cron is None and body.params is None and body.run_at_ms is None:
+        raise ApiError(422, "cron: give a new schedule (cron) or run time (run_at_ms), "
+                       "new params, or params with either", "cron")  # fmt: skip
+    # Checked before the job is looked up: a bad schedule or run time is 422 naming its field.
+    commands.update_schedule_event(job_id, body.cron, body.params, run_at=body.run_at_ms,
+                                   now_ms=now_ms())  # fmt: skip
     return await _command(svc, who, job_id, "update", lambda j, w: commands.update_schedule_event(
-        j, body.cron, body.params, w, now_ms=now_ms()))  # fmt: skip
+        j, body.cron, body.params, w, run_at=body.run_at_ms, now_ms=now_ms()),
+        lambda doc: update_refusal(doc, body))  # fmt: skip

@@ -159,14 +159,20 @@ class CancelIn(BaseModel):
 
 
 class ScheduleIn(BaseModel):
-    """A recurring job's new schedule, new parameters, or both (PATCH /api/v1/jobs/{id})."""
+    """A recurring job's new schedule or a pending one-off job's new run time, new
+    parameters, or parameters with either (PATCH /api/v1/jobs/{id})."""
 
     model_config = ConfigDict(extra="forbid")
 
     cron: str | dict[str, Any] | None = Field(
-        None, description="A cron expression (UTC) or a CronSchedule object."
+        None, description="A recurring job's new schedule: a cron expression (UTC) or a "
+        "CronSchedule object."
     )
     params: dict[str, Any] | None = Field(None, description="New parameters, a JSON object.")
+    run_at_ms: int | None = Field(
+        None, strict=True, description="A one-off job that has not fired: the instant it now "
+        "runs at (epoch ms), at most 60 s in the past (it then runs at once). Not with cron."
+    )
 
 
 class WorkflowIn(BaseModel):

@@ -173,18 +173,24 @@ def reschedule(
     job_id: str = JobIdArgument,
     cron: str | None = typer.Option(None, "--cron", help="New 5-field cron expression."),
     tz: str | None = typer.Option(None, "--tz", help="IANA zone --cron is read in (UTC)."),
+    at: str | None = typer.Option(
+        None, "--at", help="A pending one-off job's new run time: ISO 8601 with a zone."
+    ),
     params: str | None = typer.Option(None, "--params", help="New params: JSON, @file or @-."),
     workflow: str | None = WorkflowOption,
 ) -> None:
-    """Give a recurring job a new schedule, new params, or both."""
+    """Give a recurring job a new schedule (--cron) or a pending one-off job a new run
+    time (--at), new params, or params with either."""
     with refusals():
         if tz is not None and cron is None:
             raise ValidationError("cron.timezone", "--tz needs --cron")
         schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
         text = None if params is None else _params_text(params, "params")
-        commands.update_schedule_event(job_id, schedule, text, workflow, now_ms=now_ms())
+        commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
+                                       now_ms=now_ms())  # fmt: skip
     with JobClient(load_settings()) as client:
-        client.update_schedule(job_id, cron=schedule, params=text, workflow_id=workflow)
+        client.update_schedule(job_id, cron=schedule, params=text, workflow_id=workflow,
+                               run_at=at)  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

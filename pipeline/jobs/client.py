@@ -17,6 +17,7 @@ import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -173,12 +174,15 @@ class JobClient:
         cron: CronSpec | Mapping[str, Any] | str | None = None,
         params: Mapping[str, Any] | str | None = None,
         workflow_id: str | None = None,
+        run_at: datetime | str | int | None = None,
     ) -> None:
-        """Give a recurring job a new schedule, new parameters, or both.
+        """Give a recurring job a new schedule, a pending one-off job a new run time
+        (``run_at``), new parameters, or parameters with either.
 
-        ``cron`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
+        ``cron`` and ``run_at`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
         """
-        event = commands.update_schedule_event(job_id, cron, params, workflow_id, now_ms=now_ms())
+        event = commands.update_schedule_event(job_id, cron, params, workflow_id, run_at=run_at,
+                                               now_ms=now_ms())  # fmt: skip
         self._send([event])
 
     def _send(self, events: list[Event]) -> None:

@@ -12,17 +12,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pydantic
 
 from pipeline.errors import ValidationError
 from pipeline.jobs import rules
 from pipeline.jobs.model import EARLIEST_SUBMITTED_AT_MS, MAX_CLOCK_SKEW_MS, cron_spec
 from pipeline.scheduling import CronSpec
 from pipeline.scheduling.cron import FIELD_PREFIX as CRON_FIELD_PREFIX
+from pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS, normalize_fire_time
 from pipeline.serde import Event
 
 ACTIONS = ("PAUSE", "RESUME", "UPDATE")
 """The symbols of io.jobstream.ScheduleAction."""
+
+RUN_AT_GRACE_MS = 60_000
+"""How far before the command's ``requested_at_ms`` a one-off job's new run time may be.
+A client clock a little behind, or a request that took a moment, still moves the job (it
+then fires at once); further back is a mistake (a unit or a zone), refused naming
+``run_at_ms``. Measured from the record, so the timers reading it late agree."""
+
+_INSTANT = pydantic.TypeAdapter(pydantic.AwareDatetime)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
 
 
 def cancel_event(
@@ -39,12 +53,12 @@ def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -
 
 def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
     """ScheduleChanged PAUSE: a recurring job stops firing until resumed."""
-    return _schedule_changed(job_id, workflow_id, "PAUSE", None, None, now_ms)
+    return _schedule_changed(job_id, workflow_id, "PAUSE", None, None, None, now_ms)
 
 
 def resume_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
     """ScheduleChanged RESUME: a paused job fires again from its next occurrence."""
-    return _schedule_changed(job_id, workflow_id, "RESUME", None, None, now_ms)
+    return _schedule_changed(job_id, workflow_id, "RESUME", None, None, None, now_ms)
 
 
 def update_schedule_event(
@@ -53,12 +67,15 @@ def update_schedule_event(
     params: Mapping[str, Any] | str | None = None,
     workflow_id: str | None = None,
     *,
+    run_at: datetime | str | int | None = None,
     now_ms: int,
 ) -> Event:
-    """ScheduleChanged UPDATE: a new schedule, new parameters, or both (at least one).
+    """ScheduleChanged UPDATE: a recurring job's new schedule, a pending one-off job's new
+    run time, new parameters, or a schedule or run time with parameters (at least one).
 
     ``cron`` is a CronSpec, a bare expression (UTC) or a mapping of CronSchedule fields;
-    ``params`` a mapping or JSON object text.
+    ``params`` a mapping or JSON object text; ``run_at`` a timezone-aware datetime, ISO 8601
+    text with a zone, or epoch ms, at most :data:`RUN_AT_GRACE_MS` before ``now_ms``.
     """
     schedule = None
     if cron is not None:
@@ -73,7 +90,25 @@ def update_schedule_event(
     if params is not None:
         checked = rules.field_check("params", rules.params, params)
         text = rules.field_check("params", rules.encode_params, checked)
-    return _schedule_changed(job_id, workflow_id, "UPDATE", schedule, text, now_ms)
+    run_at_ms = None if run_at is None else instant_ms(run_at)
+    return _schedule_changed(job_id, workflow_id, "UPDATE", schedule, text, run_at_ms, now_ms)
+
+
+def instant_ms(value: datetime | str | int) -> int:
+    """Epoch ms of a run time given as an aware datetime, ISO 8601 text with a zone, or
+    epoch ms; ValidationError naming ``run_at_ms`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, datetime | str):
+        try:
+            instant = _INSTANT.validate_python(value)
+        except pydantic.ValidationError:
+            pass
+        else:
+            return (instant - _EPOCH) // _ONE_MS
+    raise ValidationError(
+        "run_at_ms", f"must be an instant with a zone (ISO 8601) or epoch ms: {value!r}"
+    )
 
 
 @contextmanager
@@ -92,10 +127,11 @@ def _schedule_changed(
     action: str,
     cron: dict[str, Any] | None,
     params: str | None,
+    run_at_ms: int | None,
     now_ms: int,
 ) -> Event:
     return _command("ScheduleChanged", job_id, workflow_id, now_ms, action=action, cron=cron,
-                    params=params)  # fmt: skip
+                    params=params, run_at_ms=run_at_ms)  # fmt: skip
 
 
 def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
@@ -152,15 +188,24 @@ def _check_requested_at(value: object, now_ms: int) -> None:
 
 def _check_schedule_change(record: Mapping[str, Any]) -> None:
     action, cron, params = record.get("action"), record.get("cron"), record.get("params")
+    run_at = record.get("run_at_ms")
     if action not in ACTIONS:
         raise ValidationError("action", f"must be one of {', '.join(ACTIONS)}; got {action!r}")
     if action != "UPDATE":
-        for name, value in (("cron", cron), ("params", params)):
+        for name, value in (("cron", cron), ("params", params), ("run_at_ms", run_at)):
             if value is not None:
                 raise ValidationError(name, f"only UPDATE carries {name}, not {action}")
         return
-    if cron is None and params is None:
-        raise ValidationError("cron", "UPDATE needs a new schedule, new params, or both")
+    if cron is None and params is None and run_at is None:
+        raise ValidationError(
+            "cron", "UPDATE needs a new schedule (cron) or run time (run_at_ms), or new params"
+        )
+    if run_at is not None:
+        if cron is not None:
+            raise ValidationError(
+                "run_at_ms", "cannot be set together with cron: a job is one-off or recurring"
+            )
+        _check_run_at(run_at, record["requested_at_ms"])
     if params is not None:
         rules.field_check("params", rules.params, params)
     if cron is not None:
@@ -168,3 +213,13 @@ def _check_schedule_change(record: Mapping[str, Any]) -> None:
             raise ValidationError("cron", "must be a CronSchedule record or null")
         with _command_cron_path():
             CronSpec.from_avro(cron)
+
+
+def _check_run_at(run_at_ms: Any, requested_at_ms: int) -> None:
+    """A new run time: from :data:`RUN_AT_GRACE_MS` before the request to the furthest a
+    submission may name (about 10 years after it)."""
+    try:
+        normalize_fire_time(run_at_ms, now_ms=requested_at_ms,
+                            max_past_ms=RUN_AT_GRACE_MS, max_future_ms=DEFAULT_MAX_FUTURE_MS)
+    except ValidationError as exc:
+        raise ValidationError("run_at_ms", exc.message) from None

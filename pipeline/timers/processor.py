@@ -167,6 +167,8 @@ class TimerProcessor:
                           now_ms: int) -> list[Output]:  # fmt: skip
         entry = state.get(data["job_id"])
         if entry is None or entry.kind != "job":
+            if data.get("run_at_ms") is not None:
+                _ignored(data, "no pending run: it has fired, ended, or is unknown here")
             return []
         action = data["action"]
         if action == "PAUSE" and not entry.paused:
@@ -177,6 +179,11 @@ class TimerProcessor:
             state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
             return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due)]
         if action == "UPDATE":
+            run_at = data.get("run_at_ms")
+            refusal = _update_refusal(entry, run_at)
+            if refusal is not None:
+                _ignored(data, refusal)
+                return []
             spec = dict(entry.spec)
             if data.get("cron") is not None:
                 spec["cron"] = data["cron"]
@@ -184,7 +191,11 @@ class TimerProcessor:
                 spec["params"] = data["params"]
             job = {**entry.job, "spec": spec}
             validate_submitted(job, now_ms=now_ms)
-            updated = self._next_fire(job, now_ms, entry.runs) if spec.get("cron") else entry.due_ms
+            if spec.get("cron"):
+                updated = self._next_fire(job, now_ms, entry.runs)
+            else:
+                # spec.run_at_ms stays as submitted: the entry's due time is when it runs.
+                updated = entry.due_ms if run_at is None else int(run_at)
             if updated is None:
                 self._finish(state, entry, now_ms)
                 return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
@@ -193,8 +204,9 @@ class TimerProcessor:
                 return []
             changed = {**summarize_params(spec.get("params"))._asdict(),
                        "labels": dict(spec.get("labels") or {})}  # fmt: skip
+            detail = "schedule updated" if run_at is None else "run time moved"
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
-                                    detail="schedule updated", **changed)]  # fmt: skip
+                                    detail=detail, **changed)]  # fmt: skip
         return []
 
     def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
@@ -442,3 +454,19 @@ class TimerProcessor:
         }  # fmt: skip
         key = partition_key(job["job_id"], job.get("workflow_id"))
         return Output(self.topics.events, key, Event("JobLifecycle", data))
+
+
+def _update_refusal(entry: TimerEntry, run_at_ms: int | None) -> str | None:
+    """Why an UPDATE leaves the pending ``entry`` as it is; None to apply it. The API
+    refuses these with 409 from its views; the timers decide on what they hold."""
+    if run_at_ms is None:
+        return None
+    if entry.spec.get("cron"):
+        return "the job is recurring: its runs follow its cron, not run_at_ms"
+    if entry.blocked:
+        return "the job waits for its parents: its run time can move once they have ended"
+    return None
+
+
+def _ignored(command: Mapping[str, Any], reason: str) -> None:
+    log.info("schedule change ignored", extra={"job_id": command["job_id"], "reason": reason})

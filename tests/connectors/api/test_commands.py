@@ -3,16 +3,24 @@ the real service and broker, with the real timers where a command must take effe
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from pipeline.clock import now_ms
 from pipeline.config import Settings
+from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.connectors.api.test_jobs import read_intake, submit, visible
 from tests.support.pipeline import Executions, in_thread
 from tests.support.waiting import wait_for
+
+HOUR_MS = 3_600_000
 
 
 def test_trigger_runs_a_scheduled_job_now_through_the_timers(
@@ -111,3 +119,94 @@ def test_a_workflow_is_submitted_whole_or_not_at_all(
     assert admin.post("/api/v1/workflows", json={"steps": steps}).json()["field"] == "owner"
     assert admin.post("/api/v1/workflows",
                       json={"steps": steps, "owner": "bolt"}).status_code == 201  # fmt: skip
+
+
+def iso(ms: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)).isoformat()
+
+
+def shown(c: httpx.Client, job_id: str) -> dict[str, Any]:
+    return c.get(f"/api/v1/jobs/{job_id}").json()
+
+
+def runs_of(runs: Executions, job_id: str) -> list[dict[str, Any]]:
+    runs.poll()
+    return [run for run in runs.records.values() if run["job_id"] == job_id]
+
+
+def test_patch_moves_a_one_off_job_later_or_earlier_through_the_timers(
+    acme: httpx.Client, settings: Settings, topics: Topics, tmp_path: Path
+) -> None:
+    runs = Executions(settings)
+    try:
+        with ExitStack() as running:
+            timers = TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "timers")
+            status = STATUS_OPTIONS.evolve(instance_id="s", state_dir=tmp_path / "status")
+            running.enter_context(in_thread(timer_runner(settings, timers)))
+            running.enter_context(in_thread(status_runner(settings, status)))
+            old = now_ms() + 15_000
+            later = submit(acme, run_at=iso(old)).json()["job_id"]
+            early = submit(acme, run_at=iso(old + HOUR_MS)).json()["job_id"]
+            wait_for(lambda: shown(acme, later).get("scheduled_at_ms") == old
+                     and shown(acme, early).get("state") == "SCHEDULED",
+                     what="both jobs SCHEDULED in jobs.status")  # fmt: skip
+            if now_ms() > old - 3000:
+                pytest.fail("the timers took over 12 s to schedule a job: a move would race it")
+            moves = {later: old + 5000, early: now_ms() + 2000}
+            for job_id, at in moves.items():
+                reply = acme.patch(f"/api/v1/jobs/{job_id}", json={"run_at_ms": at})
+                assert reply.status_code == 202, reply.text
+                assert reply.json() == {"job_id": job_id, "command": "update"}
+            wait_for(lambda: shown(acme, later).get("scheduled_at_ms") == moves[later],
+                     what="the new due time in jobs.status")  # fmt: skip
+
+            # moved earlier: it runs at its new time, an hour early
+            (run,) = wait_for(lambda: runs_of(runs, early), what="the job moved earlier runs")
+            assert run["scheduled_at_ms"] == moves[early]
+            assert moves[early] <= run["fired_at_ms"] < old + HOUR_MS
+
+            # moved later: it runs at the new time, and nothing ran at the old one (a firing
+            # then would sit before this one on the job's partition, read in order)
+            (run,) = wait_for(lambda: runs_of(runs, later), timeout_s=60,
+                              what="the job moved later runs")  # fmt: skip
+            assert run["scheduled_at_ms"] == moves[later] <= run["fired_at_ms"]
+            assert len(runs_of(runs, later)) == 1
+
+            # fired: it moves no more, and the 409 says why
+            wait_for(lambda: shown(acme, later)["state"] != "SCHEDULED", what="the job fired")
+            again = acme.patch(f"/api/v1/jobs/{later}", json={"run_at_ms": now_ms() + HOUR_MS})
+            assert again.status_code == 409, again.text
+            assert "fired already" in again.json()["detail"]
+            assert again.json()["field"] == "job_id"
+    finally:
+        runs.close()
+
+
+def test_patch_refuses_a_bad_run_time_naming_the_field(
+    acme: httpx.Client, bolt: httpx.Client, settings: Settings, topics: Topics
+) -> None:
+    once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
+    nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
+    wait_for(lambda: visible(acme, nightly) and visible(acme, once), what="jobs in the views")
+    soon = now_ms() + HOUR_MS
+    cases = [
+        ({"run_at_ms": now_ms() - 120_000}, "run_at_ms"),  # past, beyond the 60 s grace
+        ({"run_at_ms": now_ms() + 11 * 366 * 24 * HOUR_MS}, "run_at_ms"),
+        ({"run_at_ms": soon, "cron": "0 4 * * *"}, "run_at_ms"),
+        ({"run_at_ms": "tomorrow"}, "run_at_ms"),
+        ({"run_at_ms": True}, "run_at_ms"),
+        ({"run_at_ms": soon, "params": [1]}, "params"),
+    ]
+    for body, field in cases:
+        bad = acme.patch(f"/api/v1/jobs/{once}", json=body)
+        assert bad.status_code == 422, (body, bad.text)
+        assert bad.json()["field"] == field, (body, bad.json())
+    assert bolt.patch(f"/api/v1/jobs/{once}", json={"run_at_ms": soon}).status_code == 404
+    recurring = acme.patch(f"/api/v1/jobs/{nightly}", json={"run_at_ms": soon})
+    assert recurring.status_code == 409 and "recurring" in recurring.json()["detail"]
+    moved = acme.patch(f"/api/v1/jobs/{once}", json={"run_at_ms": soon, "params": {"v": 2}})
+    assert moved.status_code == 202, moved.text
+    intake = read_intake(settings, topics, 3)
+    assert (intake[-1].name, intake[-1].data["job_id"]) == ("ScheduleChanged", once)
+    assert (intake[-1].data["action"], intake[-1].data["run_at_ms"]) == ("UPDATE", soon)
+    assert (intake[-1].data["cron"], intake[-1].data["params"]) == (None, '{"v":2}')

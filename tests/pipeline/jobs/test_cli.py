@@ -63,6 +63,9 @@ SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
         (["reschedule", JOB_ID], "cron"),
         (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--tz", "Mars/Base"], "cron.timezone"),
         (["reschedule", JOB_ID, "--params", "3"], "params"),
+        (["reschedule", JOB_ID, "--at", "2026-12-01T09:00"], "run_at_ms"),
+        (["reschedule", JOB_ID, "--at", "2020-12-01T09:00Z"], "run_at_ms"),
+        (["reschedule", JOB_ID, "--at", "2030-12-01T09:00Z", "--cron", "0 9 * * *"], "run_at_ms"),
     ],
 )
 def test_a_bad_command_exits_2_naming_the_field(
@@ -150,3 +153,21 @@ def test_recurring_submit_with_a_key_then_commands(topics: Topics, unique_name: 
     assert (cron["expression"], cron["timezone"]) == ("0 9 * * MON-FRI", "Europe/Paris")
     assert received[3].event.data["cron"]["expression"] == "0 8 * * *"
     assert received[4].event.data["reason"] == "replaced"
+
+
+def test_reschedule_at_moves_a_one_off_job(topics: Topics, unique_name: str) -> None:
+    env = broker_env(topics)
+    runner = CliRunner()
+    at = (datetime.now(UTC) + timedelta(days=1)).replace(second=0, microsecond=0)
+    later = at + timedelta(hours=2)
+    submitted = runner.invoke(make_app(), [*SUBMIT, "--at", at.isoformat()], env=env)
+    assert submitted.exit_code == 0, submitted.output
+    job_id = submitted.stdout.strip()
+    moved = runner.invoke(make_app(), ["reschedule", job_id, "--at", later.isoformat()], env=env)
+    assert (moved.exit_code, moved.stdout) == (0, ""), moved.output
+
+    first, update = read_intake(topics, unique_name, 2)
+    assert (update.key, update.event.name, update.event.data["action"]) == (
+        job_id.encode(), "ScheduleChanged", "UPDATE")  # fmt: skip
+    assert update.event.data["run_at_ms"] == int(later.timestamp()) * 1000
+    assert first.event.data["spec"]["run_at_ms"] == int(at.timestamp()) * 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -63,6 +64,21 @@ def test_update_schedule_event() -> None:
     assert DESERIALIZE(SERIALIZE(event)) == event
     as_text = update_schedule_event(JOB_ID, "30 8 * * *", None, now_ms=NOW_MS)
     assert as_text.data["cron"] == CronSpec(expression="30 8 * * *").to_avro()
+    assert event.data["run_at_ms"] is None and as_text.data["run_at_ms"] is None
+
+
+def test_move_event_takes_an_instant_in_any_form() -> None:
+    later = NOW_MS + 3_600_000
+    instant = datetime.fromtimestamp(later / 1000, tz=UTC)
+    for run_at in (later, instant, instant.isoformat()):
+        event = update_schedule_event(JOB_ID, run_at=run_at, now_ms=NOW_MS)
+        assert (event.data["action"], event.data["run_at_ms"]) == ("UPDATE", later)
+        assert (event.data["cron"], event.data["params"]) == (None, None)
+        assert DESERIALIZE(SERIALIZE(event)) == event
+    with_params = update_schedule_event(JOB_ID, None, {"v": 2}, run_at=later, now_ms=NOW_MS)
+    assert (with_params.data["run_at_ms"], with_params.data["params"]) == (later, '{"v":2}')
+    # a moment in the past (a client's clock behind): accepted, the job fires at once
+    assert update_schedule_event(JOB_ID, run_at=NOW_MS - 60_000, now_ms=NOW_MS)
 
 
 @pytest.mark.parametrize(
@@ -84,6 +100,12 @@ def test_update_schedule_event() -> None:
         (update_schedule_event, (JOB_ID, 42), {}, "cron"),
         (update_schedule_event, (JOB_ID, None, "[1]"), {}, "params"),
         (update_schedule_event, (JOB_ID, None, {"x": "a" * 1_000_000}), {}, "params"),
+        (update_schedule_event, (JOB_ID,), {"run_at": NOW_MS - 60_001}, "run_at_ms"),
+        (update_schedule_event, (JOB_ID,), {"run_at": NOW_MS + 11 * 366 * 86_400_000},
+         "run_at_ms"),
+        (update_schedule_event, (JOB_ID,), {"run_at": "2026-12-01T09:00"}, "run_at_ms"),
+        (update_schedule_event, (JOB_ID,), {"run_at": True}, "run_at_ms"),
+        (update_schedule_event, (JOB_ID, "0 9 * * *"), {"run_at": NOW_MS}, "run_at_ms"),
     ],
 )
 def test_builders_refuse_naming_the_field(
@@ -103,6 +125,10 @@ def test_builders_refuse_naming_the_field(
         ({"params": "not json"}, "params"),
         ({"requested_at_ms": NOW_MS // 1000}, "requested_at_ms"),
         ({"requested_at_ms": NOW_MS + 3_600_000}, "requested_at_ms"),
+        ({"action": "PAUSE", "cron": None, "params": None, "run_at_ms": NOW_MS}, "run_at_ms"),
+        ({"run_at_ms": NOW_MS + 60_000}, "run_at_ms"),
+        ({"cron": None, "run_at_ms": NOW_MS - 3_600_000}, "run_at_ms"),
+        ({"cron": None, "run_at_ms": "soon"}, "run_at_ms"),
     ],
 )
 def test_validate_command_refuses_records_from_other_clients(
