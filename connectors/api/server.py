@@ -53,7 +53,7 @@ class ApiServer:
             raise
         self.services = Services(self.settings, self.api, store, AsyncIntake(self.settings),
                                  self.tokens, self.updater)  # fmt: skip
-        self.updater.listeners.append(self.services.feed.publish)
+        self.updater.listeners.append(self.services.publish)
         self.app = create_app(self.services)
         config = uvicorn.Config(self.app, host=self.api.api_host, port=self.api.api_port,
                                 log_config=None, access_log=False, lifespan="off")  # fmt: skip
