@@ -21,6 +21,8 @@ from connectors.api.auth import hash_token
 from connectors.api.server import ApiServer
 from connectors.api.settings import ApiSettings, load_api_settings
 from connectors.views import ViewStore, ViewUpdater
+from pipeline import metrics
+from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from pipeline.signals import stop_on_signals
@@ -40,12 +42,16 @@ def api(
     host: str | None = typer.Option(None, "--host", help="Default JOBSTREAM_API_HOST."),
     port: int | None = typer.Option(None, "--port", help="Default JOBSTREAM_API_PORT (8080)."),
     view_dir: str | None = typer.Option(None, "--view-dir", help="Default JOBSTREAM_VIEW_DIR."),
+    metrics_port: int = MetricsPortOption,
 ) -> None:
     """Serve the HTTP API (docs/api.md), with its views kept up to date."""
     overrides = {"api_host": host, "api_port": port, "view_dir": view_dir}
     settings = load_api_settings(**{k: v for k, v in overrides.items() if v is not None})
+    engine = load_settings()
     stop = stop_on_signals()
-    server = ApiServer(load_settings(), settings).start()
+    if metrics_port:  # first: a port taken stops the command before the API starts
+        metrics.serve(metrics_port, engine.metrics_host)
+    server = ApiServer(engine, settings).start()
     typer.echo(f"API on {server.url} (docs: {server.url}/docs)", err=True)
     try:
         server.wait(stop)
