@@ -102,6 +102,12 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def _pool(job: dict[str, Any]) -> str:
+    """The job's pool, and whether it waits for a worker of it (as ``history`` says)."""
+    pool = job.get("pool") or ""
+    return f"{pool}: no live worker" if job.get("waiting_for_pool") else pool
+
+
 jobs_app = typer.Typer(help="Query jobs through the HTTP API.", no_args_is_help=True)
 
 
@@ -118,10 +124,13 @@ def jobs_list(
     settings = load_api_settings()
     page = _get(settings, "/api/v1/jobs", {"owner": owner, "state": state, "type": job_type,
                                            "label": label, "limit": limit, "cursor": cursor})
-    table = _table("job id", "type", "owner", "state", "try", "created")
+    pools = any(job.get("pool") for job in page["items"])  # most pages have none: no column
+    table = _table("job id", "type", "owner", "state", "try", "created",
+                   *(["pool"] if pools else []))  # fmt: skip
     for job in page["items"]:
         table.add_row(job["job_id"], job["job_type"], job["owner"], job["state"],
-                      str(job["attempt"]), _when(job["created_at_ms"]))  # fmt: skip
+                      str(job["attempt"]), _when(job["created_at_ms"]),
+                      *([_pool(job)] if pools else []))  # fmt: skip
     _console().print(table)
     if page["next_cursor"]:
         typer.echo(f"next page: --cursor {page['next_cursor']}")
