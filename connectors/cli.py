@@ -21,6 +21,8 @@ from connectors.api.auth import hash_token
 from connectors.api.server import ApiServer
 from connectors.api.settings import ApiSettings, load_api_settings
 from connectors.views import ViewStore, ViewUpdater
+from pipeline import metrics
+from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
 from pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from pipeline.signals import stop_on_signals
@@ -40,12 +42,16 @@ def api(
     host: str | None = typer.Option(None, "--host", help="Default JOBSTREAM_API_HOST."),
     port: int | None = typer.Option(None, "--port", help="Default JOBSTREAM_API_PORT (8080)."),
     view_dir: str | None = typer.Option(None, "--view-dir", help="Default JOBSTREAM_VIEW_DIR."),
+    metrics_port: int = MetricsPortOption,
 ) -> None:
     """Serve the HTTP API (docs/api.md), with its views kept up to date."""
     overrides = {"api_host": host, "api_port": port, "view_dir": view_dir}
     settings = load_api_settings(**{k: v for k, v in overrides.items() if v is not None})
+    engine = load_settings()
     stop = stop_on_signals()
-    server = ApiServer(load_settings(), settings).start()
+    if metrics_port:  # first: a port taken stops the command before the API starts
+        metrics.serve(metrics_port, engine.metrics_host)
+    server = ApiServer(engine, settings).start()
     typer.echo(f"API on {server.url} (docs: {server.url}/docs)", err=True)
     try:
         server.wait(stop)
@@ -96,6 +102,12 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def _pool(job: dict[str, Any]) -> str:
+    """The job's pool, and whether it waits for a worker of it (as ``history`` says)."""
+    pool = job.get("pool") or ""
+    return f"{pool}: no live worker" if job.get("waiting_for_pool") else pool
+
+
 jobs_app = typer.Typer(help="Query jobs through the HTTP API.", no_args_is_help=True)
 
 
@@ -112,10 +124,13 @@ def jobs_list(
     settings = load_api_settings()
     page = _get(settings, "/api/v1/jobs", {"owner": owner, "state": state, "type": job_type,
                                            "label": label, "limit": limit, "cursor": cursor})
-    table = _table("job id", "type", "owner", "state", "try", "created")
+    pools = any(job.get("pool") for job in page["items"])  # most pages have none: no column
+    table = _table("job id", "type", "owner", "state", "try", "created",
+                   *(["pool"] if pools else []))  # fmt: skip
     for job in page["items"]:
         table.add_row(job["job_id"], job["job_type"], job["owner"], job["state"],
-                      str(job["attempt"]), _when(job["created_at_ms"]))  # fmt: skip
+                      str(job["attempt"]), _when(job["created_at_ms"]),
+                      *([_pool(job)] if pools else []))  # fmt: skip
     _console().print(table)
     if page["next_cursor"]:
         typer.echo(f"next page: --cursor {page['next_cursor']}")

@@ -80,9 +80,35 @@ WORKER_HEARTBEAT = Gauge("jobstream_worker_heartbeat_seconds",
 TIMER_DEAD_LETTERED = Counter("jobstream_timer_dead_lettered_total",
                               "Intake records sent to the intake dead-letter topic")  # fmt: skip
 
+# -- the API process, read off its views when scraped (connectors/api/metrics.py) -------
+JOBS_WAITING_FOR_POOL = Gauge("jobstream_jobs_waiting_for_pool",
+                              "Jobs QUEUED for a pool that no live worker of their type serves",
+                              ["pool", "job_type"])  # fmt: skip
+
 
 HealthCheck = Callable[[], str | None]
 _HEALTH_CHECKS: dict[str, HealthCheck] = {}
+Refresh = Callable[[], None]
+_REFRESHES: dict[str, Refresh] = {}
+
+
+def add_refresh(component: str, step: Refresh) -> None:
+    """``step()`` sets ``component``'s gauges before each scrape of /metrics: for values
+    read off a store, which no loop of the process sets as it goes."""
+    _REFRESHES[component] = step
+
+
+def remove_refresh(component: str) -> None:
+    _REFRESHES.pop(component, None)
+
+
+def refresh() -> None:
+    """Run every refresh; one that fails is logged, and the scrape answers the rest."""
+    for component, step in list(_REFRESHES.items()):
+        try:
+            step()
+        except Exception:  # its store may be closing: the other series still answer
+            log.exception("metrics of %s not refreshed", component)
 
 
 def add_health_check(component: str, check: HealthCheck) -> None:
@@ -113,6 +139,7 @@ def health_problems() -> list[str]:
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/metrics":
+            refresh()
             self._reply(200, generate_latest(), CONTENT_TYPE_LATEST)
         elif self.path == "/healthz":
             problems = health_problems()

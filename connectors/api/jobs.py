@@ -21,9 +21,8 @@ from connectors.api.models import (
     Problem,
 )
 from connectors.api.services import Auth, Svc
-from connectors.views import SUBMITTED, executions, list_jobs, workers
+from connectors.views import SUBMITTED, executions, list_jobs
 from connectors.views.large_params import read_large_params
-from connectors.views.pools import waiting_for_pool
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
@@ -129,20 +128,18 @@ def list_(who: Auth, svc: Svc,
                (("owner", owner), ("state", state), ("job_type", type), ("label", label))
                if value is not None}  # fmt: skip
     page = list_jobs(svc.store, filters, limit=limit, cursor=cursor)
-    return JobPage(items=[JobOut(**doc) for doc in page.items], next_cursor=page.next_cursor)
+    return JobPage(items=[JobOut(**doc) for doc in svc.shown(page.items)],
+                   next_cursor=page.next_cursor)  # fmt: skip
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=ERRORS)
 def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
     """One job; a job this API has just accepted is SUBMITTED, never 404."""
-    doc = svc.job(job_id, who)
+    (doc,) = svc.shown([svc.job(job_id, who)])
     raw = stored_params(svc.store, job_id)
-    live = [] if doc.get("pool") is None else workers(
-        svc.store, stale_after_ms=svc.api.worker_stale_after)  # fmt: skip
-    waiting = waiting_for_pool(doc, live)
     if raw is not None:
-        return JobOut(**doc, params=orjson.loads(raw), waiting_for_pool=waiting)
-    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id), waiting_for_pool=waiting)
+        return JobOut(**doc, params=orjson.loads(raw))
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id))
 
 
 @router.get("/{job_id}/params", responses={

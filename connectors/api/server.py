@@ -16,6 +16,7 @@ import uvicorn
 
 from connectors.api.app import create_app
 from connectors.api.auth import TokenTable
+from connectors.api.metrics import ViewGauges
 from connectors.api.producer import AsyncIntake
 from connectors.api.services import Services
 from connectors.api.settings import ApiSettings
@@ -39,6 +40,7 @@ class ApiServer:
             log.warning("no API tokens configured (JOBSTREAM_API_TOKENS): every request "
                         "under /api/v1 is refused")  # fmt: skip
         self.services: Services | None = None
+        self.gauges: ViewGauges | None = None
         self._server: uvicorn.Server | None = None
         self._http: threading.Thread | None = None
         self.port = 0
@@ -53,7 +55,9 @@ class ApiServer:
             raise
         self.services = Services(self.settings, self.api, store, AsyncIntake(self.settings),
                                  self.tokens, self.updater)  # fmt: skip
-        self.updater.listeners.append(self.services.feed.publish)
+        self.updater.listeners.append(self.services.publish)
+        self.gauges = ViewGauges(store, stale_after_ms=self.api.worker_stale_after)
+        self.gauges.install()
         self.app = create_app(self.services)
         config = uvicorn.Config(self.app, host=self.api.api_host, port=self.api.api_port,
                                 log_config=None, access_log=False, lifespan="off")  # fmt: skip
@@ -81,6 +85,8 @@ class ApiServer:
                 raise JobstreamError("the HTTP server stopped")
 
     def stop(self) -> None:
+        if self.gauges is not None:
+            self.gauges.uninstall()  # before the views close
         self.updater.stop_soon()  # it closes its files while the HTTP server stops
         if self.services is not None:
             self.services.feed.close()  # else uvicorn waits for the open streams to end

@@ -6,7 +6,7 @@ request and :func:`services` the one that hands the routes their parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -19,6 +19,7 @@ from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake, NotAcknowledged
 from connectors.api.settings import ApiSettings
 from connectors.views import ViewStore
+from connectors.views.pools import with_waiting
 from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
 from pipeline.serde import Event
@@ -48,6 +49,16 @@ class Services:
         if doc is None or not principal.sees(doc["owner"]):
             raise ApiError(404, f"job {job_id} not found", "job_id")
         return doc
+
+    def shown(self, docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """``docs`` as the API shows them: with ``waiting_for_pool`` (connectors/views/pools.py)."""
+        return with_waiting(docs, self.store, stale_after_ms=self.api.worker_stale_after)
+
+    def publish(self, docs: list[dict[str, Any]]) -> None:
+        """The view updater's listener: hand its changed documents, as shown, to the live
+        stream's subscribers (none: nothing to compute)."""
+        if len(self.feed):
+            self.feed.publish(self.shown(docs))
 
 
     async def send(self, events: list[Event]) -> None:

@@ -17,6 +17,7 @@ millisecond also come newest first.
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
 | ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
+| ``P`` | pool, job type, state | how many jobs of that pool are there ``>q`` (waiting for one) |
 | ``f`` | workflow id, job id | nothing: the jobs of a workflow |
 | ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
 | ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
@@ -44,12 +45,13 @@ SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
 PARAMS_AT = b"i\x00"
 COUNT = b"c\x00"
+POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"3"
+LAYOUT_VERSION = b"4"
 """Raised when the keys change meaning (2: the counters; 3: the workflow index and a
-job's parents); older files are rebuilt."""
+job's parents; 4: the counters by pool); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -188,6 +190,21 @@ def count_parts(key: bytes) -> tuple[str, str, str]:
     """(owner, job type, state) of a counter's key."""
     owner, job_type, state, _ = key[len(COUNT):].split(b"\x00")
     return owner.decode(), job_type.decode(), state.decode()
+
+
+def pool_count_key(doc: Mapping[str, Any]) -> bytes | None:
+    """The counter a job document of a pool adds one to: its pool, type and state; None
+    for a job that requires no pool."""
+    pool = doc.get("pool")
+    if pool is None:
+        return None
+    return POOL_COUNT + text(pool) + text(doc["job_type"]) + text(doc["state"])
+
+
+def pool_count_parts(key: bytes) -> tuple[str, str, str]:
+    """(pool, job type, state) of a pool counter's key."""
+    pool, job_type, state, _ = key[len(POOL_COUNT):].split(b"\x00")
+    return pool.decode(), job_type.decode(), state.decode()
 
 
 def offset_key(topic: str, partition: int) -> bytes:

@@ -142,3 +142,12 @@ def counts(store: ViewStore, owner: str | None = None) -> Counts:
         of_type = by_type.setdefault(job_type, {})
         of_type[state] = of_type.get(state, 0) + count
     return Counts(by_state, by_type)
+
+
+def pool_counts(store: ViewStore) -> dict[tuple[str, str, str], int]:
+    """The jobs of every pool, counted by (pool, job type, state): a scan of the pool
+    counters, never of the jobs."""
+    found: dict[tuple[str, str, str], int] = {}
+    for key, value in store.scan(keys.POOL_COUNT, keys.upper_bound(keys.POOL_COUNT)):
+        found[keys.pool_count_parts(key)] = keys.decode_offset(value)
+    return found

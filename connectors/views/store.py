@@ -117,16 +117,18 @@ class ViewBatch:
         self._move_count(old, new)
 
     def _move_count(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        """Keep the counters by owner, type and state in step with the documents."""
-        gone = None if old is None else keys.count_key(old)
-        added = None if new is None else keys.count_key(new)
-        if gone == added:
-            return
-        for key, step in ((gone, -1), (added, 1)):
-            if key is not None:
-                raw = self.get(key)
-                count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q, as offsets
-                self.changes[key] = keys.encode_offset(count) if count > 0 else None
+        """Keep the counters (by owner, type and state; by pool, type and state) in step
+        with the documents."""
+        for count_key in (keys.count_key, keys.pool_count_key):
+            gone = None if old is None else count_key(old)
+            added = None if new is None else count_key(new)
+            if gone == added:
+                continue
+            for key, step in ((gone, -1), (added, 1)):
+                if key is not None:
+                    raw = self.get(key)
+                    count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q
+                    self.changes[key] = keys.encode_offset(count) if count > 0 else None
 
     def submitted(self, record: Mapping[str, Any],
                   location: tuple[int, int] | None = None) -> None:  # fmt: skip

@@ -32,6 +32,15 @@ export function state(value) {
   return h("span", { class: `state ${value}`, "data-state": value, text: value });
 }
 
+// Beside a QUEUED job's state when no live worker serves its pool (the API's
+// waiting_for_pool): it runs once a worker of the pool starts.
+export function poolWait(job) {
+  if (!job.waiting_for_pool) return null;
+  return h("span", { class: "waiting", "data-waiting-pool": job.pool,
+    title: `No live worker serves pool ${job.pool}: the job runs once one starts.` },
+  `waiting for pool ${job.pool}`);
+}
+
 export function table(headers, rows, attrs = {}) {
   return h("table", attrs,
     h("thead", {}, h("tr", {}, headers.map(([label, cls]) => h("th", { class: cls }, label)))),

@@ -3,7 +3,7 @@
 // trigger while it can run now, as POST .../trigger allows).
 
 import { get, post } from "./api.js";
-import { duration, h, state, table, time } from "./dom.js";
+import { duration, h, poolWait, state, table, time } from "./dom.js";
 import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
@@ -36,7 +36,8 @@ function schedule(job) {
 function fields(job) {
   const rows = [
     ["id", h("span", { class: "mono" }, job.job_id)], ["type", job.job_type], ["owner", job.owner],
-    ["state", state(job.state)], ["priority", job.priority], ["created", time(job.created_at_ms)],
+    ["state", [state(job.state), poolWait(job)]], ["priority", job.priority],
+    ["created", time(job.created_at_ms)],
     ["schedule", schedule(job)], ["scheduled for", time(job.scheduled_at_ms)],
     ["next fire", time(job.next_fire_at_ms)], ["attempt", job.attempt], ["runs", job.runs],
     ["labels", Object.entries(job.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ")],
@@ -44,6 +45,7 @@ function fields(job) {
     ["result", job.result_uri ? h("a", { href: job.result_uri }, job.result_uri) : (job.result ?? "")],
     ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
   ];
+  if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);
   return h("dl", { class: "fields", id: "job-fields" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));

@@ -2,7 +2,7 @@
 // follow the live stream, and a new job that matches appears on the first page.
 
 import { get } from "./api.js";
-import { h, jobLink, state, table, time } from "./dom.js";
+import { h, jobLink, poolWait, state, table, time } from "./dom.js";
 
 const STATES = ["", "SUBMITTED", "SCHEDULED", "BLOCKED", "QUEUED", "RUNNING", "FAILED_RETRYING",
   "PAUSED", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED"];
@@ -11,7 +11,7 @@ const FILTERS = ["owner", "type", "state", "label"];
 function row(job) {
   return h("tr", { "data-job": job.job_id },
     h("td", {}, jobLink(job.job_id)), h("td", { class: "mono" }, job.job_type),
-    h("td", {}, job.owner), h("td", {}, state(job.state)), h("td", { class: "num" }, job.attempt),
+    h("td", {}, job.owner), h("td", {}, state(job.state), poolWait(job)), h("td", { class: "num" }, job.attempt),
     h("td", {}, time(job.created_at_ms)), h("td", {}, time(job.updated_at_ms)));
 }
 

@@ -4,12 +4,15 @@ the dead-letter page, and a refused token. Screenshots go to each test's tmp_pat
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 from playwright.sync_api import Page, expect
 
+from connectors.api.server import ApiServer
+from pipeline.jobs.client import JobClient
 from tests.connectors.api.conftest import ADMIN, TOKENS
 from tests.connectors.dashboard.conftest import log_in, shot
 from tests.support.waiting import wait_for
@@ -223,3 +226,42 @@ def test_a_job_page_draws_its_workflow(page: Page, admin: httpx.Client, tmp_path
     graph.locator(f"[data-node='{ids['a']}']").click()
     expect(page.locator("#job-fields")).to_contain_text(ids["a"])
     expect(page.locator("#workflow-graph .current")).to_have_attribute("data-node", ids["a"])
+
+
+def test_a_job_no_worker_of_its_pool_serves_shows_it_waits(
+        page: Page, api: ApiServer, admin: httpx.Client, tmp_path: Path) -> None:  # fmt: skip
+    # The pipeline runs a data.process worker of no pool: the gpu job waits, the other runs.
+
+    def seen(job_id: str) -> str | None:  # sent to jobs.intake: 404 until the views read it
+        return admin.get(f"/api/v1/jobs/{job_id}").json().get("state")
+
+    with JobClient(api.settings) as client:
+        plain = client.submit(job_type="data.process", owner="acme", labels={"team": "pools"})
+        wait_for(lambda: seen(plain) == "SUCCEEDED", timeout_s=90, interval_s=0.5,
+                 what="the job of no pool done")  # fmt: skip
+        gpu = client.submit(job_type="data.process", owner="acme", pool="gpu",
+                            labels={"team": "pools"},
+                            run_at=datetime.now(UTC) + timedelta(seconds=8))  # fmt: skip
+    wait_for(lambda: seen(gpu) == "SCHEDULED", timeout_s=30, interval_s=0.2,
+             what="the gpu job SCHEDULED")  # fmt: skip
+    log_in(page, TOKENS["acme"])
+    page.goto("/#/jobs?label=team%3Dpools")
+    waiting = page.locator(f"#jobs tr[data-job='{gpu}']")
+    done = page.locator(f"#jobs tr[data-job='{plain}']")
+    expect(waiting.locator("[data-state]")).to_have_text("SCHEDULED")
+    expect(waiting.locator(".waiting")).to_have_count(0)
+    # fired, the row is redrawn from the live stream's event, which carries the flag
+    expect(waiting.locator("[data-state]")).to_have_text("QUEUED", timeout=30_000)
+    expect(waiting.locator("[data-waiting-pool=gpu]")).to_have_text("waiting for pool gpu")
+    expect(done.locator("[data-state]")).to_have_text("SUCCEEDED")
+    expect(done.locator(".waiting")).to_have_count(0)
+    shot(page, tmp_path, "jobs-waiting-for-pool")
+    page.goto(f"/#/jobs/{gpu}")
+    fields = page.locator("#job-fields")
+    expect(fields.locator("[data-state]")).to_have_text("QUEUED")
+    expect(fields.locator("[data-waiting-pool=gpu]")).to_have_text("waiting for pool gpu")
+    expect(fields.locator("dt").get_by_text("pool", exact=True)).to_have_count(1)
+    shot(page, tmp_path, "job-waiting-for-pool")
+    page.goto(f"/#/jobs/{plain}")
+    expect(fields).to_contain_text(plain)
+    expect(fields.locator("dt").get_by_text("pool", exact=True)).to_have_count(0)
