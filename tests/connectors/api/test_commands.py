@@ -50,12 +50,18 @@ def test_trigger_refuses_what_cannot_run_now(acme: httpx.Client) -> None:
     assert acme.post(f"/api/v1/jobs/{nightly}/trigger").status_code == 202
 
 
+def nightly_and_once(client: httpx.Client) -> tuple[str, str]:
+    """A recurring job and a one-off job far ahead, both in the views."""
+    nightly = submit(client, cron="0 2 * * *").json()["job_id"]
+    once = submit(client, run_at="2030-01-01T00:00Z").json()["job_id"]
+    wait_for(lambda: visible(client, nightly) and visible(client, once), what="jobs in the views")
+    return nightly, once
+
+
 def test_patch_changes_a_schedule_and_names_the_field_at_fault(
     acme: httpx.Client, bolt: httpx.Client, settings: Settings, topics: Topics
 ) -> None:
-    nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
-    once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
-    wait_for(lambda: visible(acme, nightly) and visible(acme, once), what="jobs in the views")
+    nightly, once = nightly_and_once(acme)
     reply = acme.patch(f"/api/v1/jobs/{nightly}",
                        json={"cron": {"expression": "30 3 * * *", "timezone": "Europe/Paris"},
                              "params": {"region": "eu"}})  # fmt: skip
@@ -185,9 +191,7 @@ def test_patch_moves_a_one_off_job_later_or_earlier_through_the_timers(
 def test_patch_refuses_a_bad_run_time_naming_the_field(
     acme: httpx.Client, bolt: httpx.Client, settings: Settings, topics: Topics
 ) -> None:
-    once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
-    nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
-    wait_for(lambda: visible(acme, nightly) and visible(acme, once), what="jobs in the views")
+    nightly, once = nightly_and_once(acme)
     soon = now_ms() + HOUR_MS
     cases = [
         ({"run_at_ms": now_ms() - 120_000}, "run_at_ms"),  # past, beyond the 60 s grace
