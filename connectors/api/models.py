@@ -28,6 +28,11 @@ class JobIn(BaseModel):
     )
     params: dict[str, Any] = Field(default_factory=dict, description="A JSON object, <= 1 MB.")
     priority: str = Field("NORMAL", description="HIGH, NORMAL or LOW.")
+    pool: str | None = Field(
+        None, description="The worker pool it must run in, e.g. 'gpu' (workers started with "
+        "--pool gpu): a-z, 0-9, _ and -, from a letter or digit, at most 50 characters; "
+        "null: any worker of the type."
+    )
     run_at: str | None = Field(None, description="ISO 8601 instant with a zone; null: now.")
     cron: str | dict[str, Any] | None = Field(
         None, description="A cron expression (UTC) or a CronSchedule object."

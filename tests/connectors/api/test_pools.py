@@ -1,6 +1,7 @@
 """A job of a pool with no live worker shows as waiting for its pool, through the API and
 the views on the real broker: on the job, in the listing, in ``jobstream jobs list`` and
-in the API's metric, until a worker of that pool is alive."""
+in the API's metric, until a worker of that pool is alive. A job submitted over HTTP with
+a pool (one, a batch, a workflow's step) fires to that pool's topics; a bad pool is 422."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from tests.connectors.api.conftest import TOKENS
 from tests.connectors.views.records import status, submitted
 from tests.pipeline.worker.support import Worker
 from tests.support.pipeline import SERIALIZE, in_thread, produce
+from tests.support.reader import TopicReader
 from tests.support.scrape import has, scrape, value
 from tests.support.waiting import wait_for
 
@@ -129,6 +131,89 @@ def test_a_job_fired_to_a_pool_waits_in_the_listing_until_a_worker_of_the_pool_r
         assert worker.error is None
     assert done["waiting_for_pool"] is False
     assert not has(scrape(metrics_port), GAUGE)
+
+
+@pytest.mark.timeout(180)
+def test_a_job_submitted_over_http_with_a_pool_fires_to_the_pools_topic_and_waits(
+        topics: Topics, acme: httpx.Client, tmp_path: Path) -> None:  # fmt: skip
+    settings = topics.settings
+    timers = TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "timers")
+    statuses = STATUS_OPTIONS.evolve(instance_id="s", state_dir=tmp_path / "status")
+    with in_thread(timer_runner(settings, timers)), in_thread(status_runner(settings, statuses)):
+        reply = acme.post("/api/v1/jobs", json={"job_type": "image.render", "pool": "gpu",
+                                                "priority": "HIGH"})  # fmt: skip
+        assert reply.status_code == 201, reply.text
+        job_id = reply.json()["job_id"]
+        shown = acme.get(f"/api/v1/jobs/{job_id}").json()  # before the views could read it
+        assert shown["pool"] == "gpu", shown
+
+        def job() -> dict:
+            return acme.get(f"/api/v1/jobs/{job_id}").json()
+
+        waiting = wait_for(lambda: (j := job()).get("state") == "QUEUED" and j,
+                           timeout_s=60, what="the job fired and QUEUED")  # fmt: skip
+    assert waiting["pool"] == "gpu" and waiting["waiting_for_pool"] is True
+    items = acme.get("/api/v1/jobs", params={"type": "image.render"}).json()["items"]
+    assert [(i["job_id"], i["pool"], i["waiting_for_pool"]) for i in items] == [
+        (job_id, "gpu", True)]  # fmt: skip
+    reader = TopicReader(settings, topics.execution("image.render", "HIGH", "gpu"),
+                         settings.exec_partitions)  # fmt: skip
+    try:
+        fired = [r for r in reader.catch_up() if r["job_id"] == job_id]
+    finally:
+        reader.close()
+    assert len(fired) == 1 and fired[0]["spec"]["pool"] == "gpu", fired
+
+
+BAD_POOLS = ["GPU", "-gpu", "gpu.x", "eu west", "", "a" * 51, 5]
+"""Upper case, a leading dash, a dot (topic names), a space, empty, too long, a number."""
+
+
+def test_a_bad_pool_is_422_on_spec_pool_alone_or_in_a_batch(acme: httpx.Client) -> None:
+    for pool in BAD_POOLS:
+        reply = acme.post("/api/v1/jobs", json={"job_type": "image.render", "pool": pool})
+        assert reply.status_code == 422, (pool, reply.text)
+        assert reply.json()["field"] == "spec.pool", (pool, reply.json())
+        batch = acme.post("/api/v1/jobs/batch", json={"jobs": [
+            {"job_type": "image.render", "pool": "gpu"},
+            {"job_type": "image.render", "pool": pool}]})  # fmt: skip
+        assert batch.status_code == 422, (pool, batch.text)
+        assert batch.json()["field"] == "jobs[1].spec.pool", (pool, batch.json())
+    longest = "a" * 50
+    accepted = acme.post("/api/v1/jobs", json={"job_type": "image.render", "pool": longest,
+                                               "labels": {"t": "bad-pools"}})  # fmt: skip
+    assert accepted.status_code == 201, accepted.text
+    # Nothing of a refused batch was sent: the one job the views get is the accepted one.
+    listed = wait_for(lambda: acme.get("/api/v1/jobs", params={"label": "t=bad-pools"})
+                      .json()["items"], what="the accepted job in the views")  # fmt: skip
+    assert [item["pool"] for item in listed] == [longest]
+    assert [item["pool"] for item in acme.get("/api/v1/jobs").json()["items"]] == [longest]
+
+
+def test_a_batch_and_a_workflow_take_a_pool_per_job(acme: httpx.Client) -> None:
+    jobs = [{"job_type": "image.render", "pool": "gpu"}, {"job_type": "image.render"},
+            {"job_type": "image.render", "pool": "eu-west"}]  # fmt: skip
+    reply = acme.post("/api/v1/jobs/batch", json={"jobs": jobs})
+    assert reply.status_code == 201, reply.text
+    ids = reply.json()["job_ids"]
+    pools = {job_id: job.get("pool") for job_id, job in zip(ids, jobs, strict=True)}
+    assert {job_id: acme.get(f"/api/v1/jobs/{job_id}").json()["pool"] for job_id in ids} == pools
+
+    def listed() -> dict[str, str | None]:
+        items = acme.get("/api/v1/jobs", params={"type": "image.render"}).json()["items"]
+        return {item["job_id"]: item["pool"] for item in items}
+
+    wait_for(lambda: listed() == pools, what="the batch in the views, with its pools")
+
+    steps = [{"name": "train", "job_type": "image.render", "pool": "gpu"},
+             {"name": "report", "job_type": "image.render", "depends_on": ["train"]}]
+    flow = acme.post("/api/v1/workflows", json={"steps": steps})
+    assert flow.status_code == 201, flow.text
+    step_ids = flow.json()["job_ids"]
+    assert acme.get(f"/api/v1/jobs/{step_ids['train']}").json()["pool"] == "gpu"
+    assert acme.get(f"/api/v1/jobs/{step_ids['report']}").json()["pool"] is None
+    bad = acme.post("/api/v1/workflows", json={"steps": [{**steps[0], "pool": "GPU"}]})
+    assert bad.status_code == 422 and bad.json()["field"] == "steps.0.spec.pool", bad.text
 
 
 def _jobs_list(server: ApiServer, *, columns: int) -> str:
