@@ -2,9 +2,10 @@
 
 A command goes to jobs.intake, keyed like the job, and the timers of its partition apply
 it in their transaction; the answer is 202 once the broker has it. What the views already
-show to be pointless (a job that ended, a pause of a one-off job, a move of one that
-fired) is refused with 409; what only the timers know (a one-off job that fired a moment
-ago) they ignore.
+show to be pointless (a job that ended, a pause of a one-off job, a move or a cancel of
+one that fired) is refused with 409; what only the timers know (a one-off job that fired a
+moment ago) they ignore. A recurring job's cancel ends its schedule; a run of it already
+under way ends by itself.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 PENDING = frozenset({JobState.SCHEDULED.value, SUBMITTED})
 """A one-off job's states before it fires: the only ones it can be triggered or changed in."""
+UNDER_WAY = frozenset({JobState.QUEUED.value, JobState.RUNNING.value})
+"""A run handed to the workers: the timers no longer hold it, so a cancel could not stop it."""
 
 Build = Callable[[str, str | None], Event]
 
@@ -47,6 +50,8 @@ def refusal(name: str, doc: dict[str, Any]) -> str | None:
     state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
+    if name == "cancel" and cron is False and state in UNDER_WAY:
+        return f"job {job_id} has fired already ({state}): its run ends by itself"
     if name in ("pause", "resume") and cron is False:
         return f"job {job_id} is not recurring: only a schedule is paused or resumed"
     if name == "trigger":

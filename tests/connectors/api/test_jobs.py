@@ -182,6 +182,26 @@ def test_commands_reach_the_intake_and_ended_jobs_refuse_them(
     assert again.status_code == 409 and again.json()["field"] == "job_id"
 
 
+def test_a_one_off_job_that_fired_refuses_a_cancel_naming_why(
+    acme: httpx.Client, settings: Settings, topics: Topics
+) -> None:
+    """The timers no longer hold a fired run: a cancel would be accepted and do nothing."""
+    once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
+    wait_for(lambda: visible(acme, once), what="job in the views")
+    producer = clients.producer(settings)
+    for state in ("QUEUED", "RUNNING"):
+        status = JobStatus(job_id=once, job_type="data.process", owner="acme", state=state,
+                           updated_at_ms=now_ms())  # fmt: skip
+        producer.produce(topics.status, encode_status(status), once.encode())
+        assert producer.flush(30) == 0
+        wait_for(lambda s=state: acme.get(f"/api/v1/jobs/{once}").json()["state"] == s,
+                 what=f"{state} in the views")  # fmt: skip
+        refused = acme.post(f"/api/v1/jobs/{once}/cancel")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["field"] == "job_id"
+        assert f"has fired already ({state})" in refused.json()["detail"]
+
+
 def read_intake(settings: Settings, topics: Topics, count: int) -> list[Event]:
     """The first ``count`` records on jobs.intake, in the order of their timestamps."""
     consumer = clients.consumer(settings, "unused")
