@@ -43,11 +43,6 @@ def may_wait(doc: Mapping[str, Any]) -> bool:
     return doc.get("pool") is not None and doc.get("state") in WAITING_STATES
 
 
-def waiting_for_pool(doc: Mapping[str, Any], workers: Iterable[Mapping[str, Any]]) -> bool:
-    """A QUEUED job of a pool that no live worker (of ``workers``) serves."""
-    return Served(workers).waiting(doc)
-
-
 def served(store: ViewStore, *, stale_after_ms: int) -> Served:
     """What the workers the views hold serve now (a heartbeat within ``stale_after_ms``,
     not STOPPED)."""

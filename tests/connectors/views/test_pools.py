@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from connectors.views import ViewStore
-from connectors.views.pools import waiting_counts, waiting_for_pool, with_waiting
+from connectors.views.pools import Served, waiting_counts, with_waiting
 from pipeline.clock import now_ms
 from tests.connectors.views.records import status, submitted
 from tests.connectors.views.test_store import T0, fold
@@ -24,6 +24,11 @@ def worker(pool: str | None, *types: str, stale: bool = False) -> dict[str, Any]
 
 def job(state: str = "QUEUED", pool: str | None = "gpu") -> dict[str, Any]:
     return {"job_id": "J", "job_type": "image.render", "state": state, "pool": pool}
+
+
+def waiting_for_pool(doc: dict[str, Any], workers: list[dict[str, Any]]) -> bool:
+    """The flag of one job, given the workers the views hold."""
+    return Served(workers).waiting(doc)
 
 
 def test_a_queued_job_of_a_pool_no_live_worker_serves_is_waiting() -> None:
