@@ -30,6 +30,7 @@ from pipeline.jobs.workflow_cli import workflow_app
 from pipeline.limits.cli import limits_app
 from pipeline.logs import configure_logging
 from pipeline.retry.cli import retry_router
+from pipeline.runtime.collector import tune_collector
 from pipeline.status.cli import status_processor
 from pipeline.status.query import status
 from pipeline.timers.cli import timers
@@ -87,6 +88,7 @@ def register(app: typer.Typer) -> None:
 
 def run(app: typer.Typer) -> None:
     """Run *app*; a JobstreamError ends it with a message and a documented exit code."""
+    tune_collector()
     try:
         app()  # standalone: usage errors and typer.Exit end the process themselves
     except JobstreamError as exc:

@@ -31,6 +31,13 @@ PRODUCER_TUNING: dict[str, Any] = {
     "partitioner": "murmur2_random",
 }
 
+TRANSACTIONAL_LINGER_MS = 1000
+"""A transactional producer's linger. Every transaction ends in a flush, which sends what
+lingers at once (librdkafka ignores the linger while flushing), so its records go out
+at the commit in one request per broker rather than every 5 ms in small ones; only a
+transaction open longer than this sends some before. In a burst of 20,000 jobs the small
+requests were the broker's extra work (docs/benchmarks.md)."""
+
 CONSUMER_TUNING: dict[str, Any] = {
     "fetch.wait.max.ms": 10,
     "fetch.min.bytes": 1,
@@ -77,6 +84,7 @@ def producer_config(settings: Settings, **overrides: Any) -> dict[str, Any]:
     config = {**settings.kafka_config, **PRODUCER_TUNING}
     if "transactional_id" in overrides:
         config["transactional.id"] = overrides.pop("transactional_id")
+        config["linger.ms"] = TRANSACTIONAL_LINGER_MS
     return {**config, **overrides, **settings.librdkafka}
 
 

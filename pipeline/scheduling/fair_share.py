@@ -14,6 +14,7 @@ costs what the batch takes of it.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
@@ -41,6 +42,8 @@ def fair_batch(
         if w <= 0:
             raise ValueError(f"weight of {key!r} must be positive, got {w}")
         heap.append((0.0, order, key, iter(queue), 1.0 / w))
+    if len(heap) == 1:  # one queue: its own order, with no heap to keep
+        return list(itertools.islice(heap[0][3], limit))
     heapq.heapify(heap)
     batch: list[T] = []
     while heap and len(batch) < limit:

@@ -327,6 +327,8 @@ class TimerProcessor:
         if len(due) <= limit:
             return fair_batch(group_by(due, lambda e: e.owner), self.owner_weight, limit)
         owners = state.due_owners(now_ms)
+        if len(owners) == 1:  # one owner's flood: its share is the whole batch, in fire order
+            return due[:limit]
         queues = {owner: state.due_of(owner, now_ms) for owner in owners}
         return fair_batch(queues, self.owner_weight, limit)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import load_settings
-from pipeline.kafka.clients import consumer_config, producer_config
+from pipeline.kafka.clients import TRANSACTIONAL_LINGER_MS, consumer_config, producer_config
 
 
 def test_the_users_librdkafka_settings_win_over_the_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,3 +29,12 @@ def test_without_settings_of_their_own_clients_get_the_tuning(
 
     assert producer_config(settings)["compression.type"] == "lz4"
     assert consumer_config(settings, "g", **{"fetch.wait.max.ms": 100})["fetch.wait.max.ms"] == 100
+
+
+def test_a_transactional_producer_lingers_until_its_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JOBSTREAM_LIBRDKAFKA", raising=False)
+    settings = load_settings()
+
+    assert producer_config(settings)["linger.ms"] == 5
+    assert producer_config(settings, transactional_id="t-1")["linger.ms"] == TRANSACTIONAL_LINGER_MS
+    assert TRANSACTIONAL_LINGER_MS >= 1000

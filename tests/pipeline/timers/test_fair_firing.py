@@ -75,6 +75,19 @@ def test_nothing_fires_early_when_the_batch_is_full(tmp_path: Path) -> None:
     driver.close()
 
 
+def test_one_owners_flood_fires_earliest_first_in_full_batches(tmp_path: Path) -> None:
+    driver = make_driver(tmp_path)
+    for offset in range(250):  # submitted latest due first
+        driver.step(T0, submitted(now_ms=T0, run_at_ms=DUE - offset, owner="only"))
+    batches = []
+    while batch := executions(driver.step(DUE)):
+        batches.append([e["scheduled_at_ms"] for e in batch])
+    assert [len(b) for b in batches] == [BATCH, BATCH, 50]
+    fired = [due for batch in batches for due in batch]
+    assert fired == sorted(fired) and len(set(fired)) == 250
+    driver.close()
+
+
 def test_the_owner_schedule_is_rebuilt_from_the_changelog(tmp_path: Path) -> None:
     driver = make_driver(tmp_path / "a")
     load(driver, {"flood": 300, "small": 5})
