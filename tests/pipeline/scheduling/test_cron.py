@@ -58,60 +58,81 @@ def at(*moments: datetime) -> list[int]:
     return [ms(m) for m in moments]
 
 
-# --- weekday 09:00 Europe/Paris across both 2026 changes ---------------------------------
+# --- across the 2026 changes: the next fires, instant by instant -------------------------
+
+RUN_AFTER, SKIP = SkippedHourPolicy.RUN_AFTER, SkippedHourPolicy.SKIP
+FIRST, BOTH = RepeatedHourPolicy.FIRST, RepeatedHourPolicy.BOTH
 
 
-def test_weekday_morning_paris_across_spring_forward() -> None:
-    spec = CronSpec(expression="0 9 * * MON-FRI", timezone="Europe/Paris")
-    assert fires(spec, datetime(2026, 3, 26, 12, tzinfo=UTC), 3) == at(
-        datetime(2026, 3, 27, 9, tzinfo=CET),
-        datetime(2026, 3, 30, 9, tzinfo=CEST),
-        datetime(2026, 3, 31, 9, tzinfo=CEST),
-    )
+def fires_at(name: str, expression: str, zone: str, skipped: SkippedHourPolicy,
+             repeated: RepeatedHourPolicy, after: str, expected: str) -> Any:  # fmt: skip
+    """A case of test_fires_across_a_change: from ``after``, the spec fires at ``expected``
+    (instants in ISO 8601 with the offset the wall clock has then, ``expected`` spaced)."""
+    spec = CronSpec(expression=expression, timezone=zone, skipped_hour=skipped,
+                    repeated_hour=repeated)  # fmt: skip
+    instants = [datetime.fromisoformat(instant) for instant in expected.split()]
+    return pytest.param(spec, datetime.fromisoformat(after), instants, id=name)
 
 
-def test_weekday_morning_paris_across_fall_back() -> None:
-    spec = CronSpec(expression="0 9 * * MON-FRI", timezone="Europe/Paris")
-    assert fires(spec, datetime(2026, 10, 22, 12, tzinfo=UTC), 3) == at(
-        datetime(2026, 10, 23, 9, tzinfo=CEST),
-        datetime(2026, 10, 26, 9, tzinfo=CET),
-        datetime(2026, 10, 27, 9, tzinfo=CET),
-    )
+ACROSS_A_CHANGE = [
+    # A weekday morning keeps its wall time.
+    fires_at("weekday-morning-paris-across-spring-forward",
+             "0 9 * * MON-FRI", "Europe/Paris", RUN_AFTER, FIRST, "2026-03-26T12:00Z",
+             "2026-03-27T09:00+01:00 2026-03-30T09:00+02:00 2026-03-31T09:00+02:00"),
+    fires_at("weekday-morning-paris-across-fall-back",
+             "0 9 * * MON-FRI", "Europe/Paris", RUN_AFTER, FIRST, "2026-10-22T12:00Z",
+             "2026-10-23T09:00+02:00 2026-10-26T09:00+01:00 2026-10-27T09:00+01:00"),
+    # A wall time in the spring-forward gap runs when the clock jumps (RUN_AFTER), or not
+    # that day (SKIP): the jump is at 01:00Z in Paris, 07:00Z in New York.
+    fires_at("paris-gap-run-after-fires-when-the-clock-jumps",
+             "30 2 * * *", "Europe/Paris", RUN_AFTER, FIRST, "2026-03-28T02:30+01:00",
+             "2026-03-29T03:00+02:00 2026-03-30T02:30+02:00"),
+    fires_at("paris-gap-skip-drops-the-day",
+             "30 2 * * *", "Europe/Paris", SKIP, FIRST, "2026-03-28T02:30+01:00",
+             "2026-03-30T02:30+02:00 2026-03-31T02:30+02:00"),
+    fires_at("new-york-gap-run-after",
+             "30 2 * * *", "America/New_York", RUN_AFTER, FIRST, "2026-03-07T02:30-05:00",
+             "2026-03-08T03:00-04:00 2026-03-09T02:30-04:00"),
+    fires_at("new-york-gap-skip",
+             "30 2 * * *", "America/New_York", SKIP, FIRST, "2026-03-07T02:30-05:00",
+             "2026-03-09T02:30-04:00"),
+    # Australia/Lord_Howe springs from 02:00 +10:30 to 02:30 +11:00 on 2026-10-04.
+    fires_at("run-after-in-a-half-hour-gap",
+             "15 2 * * *", "Australia/Lord_Howe", RUN_AFTER, FIRST, "2026-10-03T02:15+10:30",
+             "2026-10-04T02:30+11:00 2026-10-05T02:15+11:00"),
+    # A wall time in the repeated hour runs once (FIRST) or on both passes (BOTH).
+    fires_at("paris-repeated-first-runs-once",
+             "30 2 * * *", "Europe/Paris", RUN_AFTER, FIRST, "2026-10-24T02:30+02:00",
+             "2026-10-25T02:30+02:00 2026-10-26T02:30+01:00"),
+    fires_at("paris-repeated-both-runs-twice",
+             "30 2 * * *", "Europe/Paris", RUN_AFTER, BOTH, "2026-10-24T02:30+02:00",
+             "2026-10-25T02:30+02:00 2026-10-25T02:30+01:00 2026-10-26T02:30+01:00"),
+    fires_at("new-york-repeated-first",
+             "30 1 * * *", "America/New_York", RUN_AFTER, FIRST, "2026-10-31T01:30-04:00",
+             "2026-11-01T01:30-04:00 2026-11-02T01:30-05:00"),
+    fires_at("new-york-repeated-both",
+             "30 1 * * *", "America/New_York", RUN_AFTER, BOTH, "2026-10-31T01:30-04:00",
+             "2026-11-01T01:30-04:00 2026-11-01T01:30-05:00 2026-11-02T01:30-05:00"),
+    # 02:30 is not in New York's repeated hour (01:00-02:00): it runs once under BOTH.
+    fires_at("new-york-after-the-repeated-hour-both-runs-once",
+             "30 2 * * *", "America/New_York", RUN_AFTER, BOTH, "2026-11-01T01:30-05:00",
+             "2026-11-01T02:30-05:00 2026-11-02T02:30-05:00"),
+    # 03:00 CET comes 75 minutes after 02:45 CEST.
+    fires_at("quarter-hours-through-fall-back-first-fire-each-wall-time-once",
+             "*/15 * * * *", "Europe/Paris", RUN_AFTER, FIRST, "2026-10-25T02:30+02:00",
+             "2026-10-25T02:45+02:00 2026-10-25T03:00+01:00 2026-10-25T03:15+01:00"),
+]  # fmt: skip
 
 
-# --- a wall time in the spring-forward gap -----------------------------------------------
+@pytest.mark.parametrize(("spec", "after", "expected"), ACROSS_A_CHANGE)
+def test_fires_across_a_change(spec: CronSpec, after: datetime, expected: list[datetime]) -> None:
+    assert fires(spec, after, len(expected)) == at(*expected)
 
 
-def test_paris_gap_run_after_fires_when_the_clock_jumps() -> None:
+def test_by_default_a_gap_runs_after_and_a_repeated_hour_runs_once() -> None:
     spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris")
     assert spec.skipped_hour == SkippedHourPolicy.RUN_AFTER
-    assert fires(spec, datetime(2026, 3, 28, 2, 30, tzinfo=CET), 2) == at(
-        datetime(2026, 3, 29, 3, 0, tzinfo=CEST),  # 01:00Z, the jump itself
-        datetime(2026, 3, 30, 2, 30, tzinfo=CEST),
-    )
-
-
-def test_paris_gap_skip_drops_the_day() -> None:
-    spec = CronSpec(
-        expression="30 2 * * *", timezone="Europe/Paris", skipped_hour=SkippedHourPolicy.SKIP
-    )
-    assert fires(spec, datetime(2026, 3, 28, 2, 30, tzinfo=CET), 2) == at(
-        datetime(2026, 3, 30, 2, 30, tzinfo=CEST),
-        datetime(2026, 3, 31, 2, 30, tzinfo=CEST),
-    )
-
-
-def test_new_york_gap_run_after_and_skip() -> None:
-    after = datetime(2026, 3, 7, 2, 30, tzinfo=EST)
-    run_after = CronSpec(expression="30 2 * * *", timezone="America/New_York")
-    assert fires(run_after, after, 2) == at(
-        datetime(2026, 3, 8, 3, 0, tzinfo=EDT),  # 07:00Z
-        datetime(2026, 3, 9, 2, 30, tzinfo=EDT),
-    )
-    skip = CronSpec(
-        expression="30 2 * * *", timezone="America/New_York", skipped_hour=SkippedHourPolicy.SKIP
-    )
-    assert fires(skip, after, 1) == at(datetime(2026, 3, 9, 2, 30, tzinfo=EDT))
+    assert spec.repeated_hour == RepeatedHourPolicy.FIRST
 
 
 def test_occurrences_through_the_gap_are_not_repeated() -> None:
@@ -136,64 +157,6 @@ def test_quarter_hours_through_the_gap_never_fire_twice_at_the_jump() -> None:
     )
 
 
-def test_run_after_in_a_half_hour_gap() -> None:
-    # Australia/Lord_Howe springs from 02:00 +10:30 to 02:30 +11:00 on 2026-10-04.
-    spec = CronSpec(expression="15 2 * * *", timezone="Australia/Lord_Howe")
-    plus_1030, plus_11 = timezone(timedelta(hours=10, minutes=30)), timezone(timedelta(hours=11))
-    assert fires(spec, datetime(2026, 10, 3, 2, 15, tzinfo=plus_1030), 2) == at(
-        datetime(2026, 10, 4, 2, 30, tzinfo=plus_11),
-        datetime(2026, 10, 5, 2, 15, tzinfo=plus_11),
-    )
-
-
-# --- a wall time in the repeated hour ----------------------------------------------------
-
-
-def test_paris_repeated_first_runs_once() -> None:
-    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris")
-    assert spec.repeated_hour == RepeatedHourPolicy.FIRST
-    assert fires(spec, datetime(2026, 10, 24, 2, 30, tzinfo=CEST), 2) == at(
-        datetime(2026, 10, 25, 2, 30, tzinfo=CEST),
-        datetime(2026, 10, 26, 2, 30, tzinfo=CET),
-    )
-
-
-def test_paris_repeated_both_runs_twice() -> None:
-    spec = CronSpec(
-        expression="30 2 * * *", timezone="Europe/Paris", repeated_hour=RepeatedHourPolicy.BOTH
-    )
-    assert fires(spec, datetime(2026, 10, 24, 2, 30, tzinfo=CEST), 3) == at(
-        datetime(2026, 10, 25, 2, 30, tzinfo=CEST),
-        datetime(2026, 10, 25, 2, 30, tzinfo=CET),
-        datetime(2026, 10, 26, 2, 30, tzinfo=CET),
-    )
-
-
-def test_new_york_repeated_first_and_both() -> None:
-    after = datetime(2026, 10, 31, 1, 30, tzinfo=EDT)
-    first = CronSpec(expression="30 1 * * *", timezone="America/New_York")
-    assert fires(first, after, 2) == at(
-        datetime(2026, 11, 1, 1, 30, tzinfo=EDT),
-        datetime(2026, 11, 2, 1, 30, tzinfo=EST),
-    )
-    both = CronSpec(
-        expression="30 1 * * *", timezone="America/New_York", repeated_hour=RepeatedHourPolicy.BOTH
-    )
-    assert fires(both, after, 3) == at(
-        datetime(2026, 11, 1, 1, 30, tzinfo=EDT),
-        datetime(2026, 11, 1, 1, 30, tzinfo=EST),
-        datetime(2026, 11, 2, 1, 30, tzinfo=EST),
-    )
-    # 02:30 is not in New York's repeated hour (01:00-02:00): it runs once under BOTH.
-    late = CronSpec(
-        expression="30 2 * * *", timezone="America/New_York", repeated_hour=RepeatedHourPolicy.BOTH
-    )
-    assert fires(late, datetime(2026, 11, 1, 1, 30, tzinfo=EST), 2) == at(
-        datetime(2026, 11, 1, 2, 30, tzinfo=EST),
-        datetime(2026, 11, 2, 2, 30, tzinfo=EST),
-    )
-
-
 def test_quarter_hours_through_fall_back_both_follow_elapsed_time() -> None:
     spec = CronSpec(
         expression="*/15 * * * *", timezone="Europe/Paris", repeated_hour=RepeatedHourPolicy.BOTH
@@ -202,15 +165,6 @@ def test_quarter_hours_through_fall_back_both_follow_elapsed_time() -> None:
     expected = [ms(datetime(2026, 10, 25, 0, 0, tzinfo=UTC)) + i * 15 * 60_000 for i in range(10)]
     assert got == expected  # 02:00..02:45 CEST, 02:00..02:45 CET, 03:00 CET, 03:15 CET
     assert got[4] == ms(datetime(2026, 10, 25, 2, 0, tzinfo=CET))
-
-
-def test_quarter_hours_through_fall_back_first_fire_each_wall_time_once() -> None:
-    spec = CronSpec(expression="*/15 * * * *", timezone="Europe/Paris")
-    assert fires(spec, datetime(2026, 10, 25, 2, 30, tzinfo=CEST), 3) == at(
-        datetime(2026, 10, 25, 2, 45, tzinfo=CEST),
-        datetime(2026, 10, 25, 3, 0, tzinfo=CET),  # 75 minutes later
-        datetime(2026, 10, 25, 3, 15, tzinfo=CET),
-    )
 
 
 @pytest.mark.parametrize("policy", list(RepeatedHourPolicy))
