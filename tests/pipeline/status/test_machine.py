@@ -9,16 +9,8 @@ import pytest
 from pipeline.serde import JobState
 from pipeline.status.machine import CRON_ONLY, KINDS, OUTCOMES, TABLE, Verdict, transition
 from pipeline.status.state import FINISHED_KEPT, JobRecord
-from tests.pipeline.status.events import (
-    T0,
-    every_minute,
-    execution,
-    fired,
-    lifecycle,
-    outcome,
-    retry_scheduled,
-    scheduled,
-)
+from tests.pipeline.status import events as ev
+from tests.pipeline.status.events import T0
 
 S = JobState
 JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
@@ -32,14 +24,14 @@ def record(state: JobState, **fields: Any) -> JobRecord:
 
 def event_of(kind: str, epoch: int = E1) -> dict[str, Any]:
     """An event of ``kind`` for the current execution (epoch ``epoch``)."""
-    run = execution(JOB, epoch=epoch)
+    run = ev.execution(JOB, epoch=epoch)
     if kind == "FIRED":
-        return fired(run)
+        return ev.fired(run)
     if kind in OUTCOMES:
-        return outcome(kind, run)
+        return ev.outcome(kind, run)
     if kind == "RETRY_SCHEDULED":
-        return retry_scheduled(run, retry_at_ms=epoch + 5000)
-    return lifecycle(kind, JOB, at_ms=epoch, epoch=epoch if kind == "LOST" else 0,
+        return ev.retry_scheduled(run, retry_at_ms=epoch + 5000)
+    return ev.lifecycle(kind, JOB, at_ms=epoch, epoch=epoch if kind == "LOST" else 0,
                      execution_id=run["execution_id"] if kind == "LOST" else None,
                      scheduled_at_ms=epoch + 1000)  # fmt: skip
 
@@ -143,8 +135,8 @@ def test_cron_only_transitions_are_illegal_for_a_known_one_off_job(state: JobSta
 
 
 def test_duplicate_records_are_ignored_and_unknown_kinds_illegal() -> None:
-    assert transition(record(S.RUNNING), lifecycle("DUPLICATE", JOB)).verdict is Verdict.IGNORED
-    assert transition(None, lifecycle("UNKNOWN", JOB)).verdict is Verdict.ILLEGAL
+    assert transition(record(S.RUNNING), ev.lifecycle("DUPLICATE", JOB)).verdict is Verdict.IGNORED
+    assert transition(None, ev.lifecycle("UNKNOWN", JOB)).verdict is Verdict.ILLEGAL
 
 
 # -- epoch fencing ----------------------------------------------------------------------------
@@ -160,8 +152,8 @@ def test_an_outcome_of_a_stale_epoch_is_a_duplicate(kind: str) -> None:
 
 
 def test_fired_with_a_newer_epoch_sets_the_current_epoch() -> None:
-    run = execution(JOB, epoch=E2, attempt=2)
-    after = fold(fired(run), start=record(S.FAILED_RETRYING, epoch=E1, attempt=1))
+    run = ev.execution(JOB, epoch=E2, attempt=2)
+    after = fold(ev.fired(run), start=record(S.FAILED_RETRYING, epoch=E1, attempt=1))
     assert after is not None
     assert (after.state, after.epoch, after.attempt) == (S.QUEUED, E2, 2)
     assert after.execution_id == run["execution_id"]
@@ -175,34 +167,34 @@ def test_fired_of_an_older_epoch_is_a_duplicate_and_a_superseded_lost_is_ignored
 
 
 def test_started_again_in_the_same_epoch_is_a_redelivery_to_another_worker() -> None:
-    run = execution(JOB, epoch=E1)
-    after = fold(outcome("STARTED", run, worker="w1"), outcome("STARTED", run, worker="w2"),
+    run = ev.execution(JOB, epoch=E1)
+    after = fold(ev.outcome("STARTED", run, worker="w1"), ev.outcome("STARTED", run, worker="w2"),
                  start=record(S.QUEUED, epoch=E1))  # fmt: skip
     assert after is not None
     assert (after.state, after.worker_id) == (S.RUNNING, "w2")
 
 
 def test_a_second_start_of_a_running_execution_names_the_first_worker() -> None:
-    run = execution(JOB, epoch=E1)
-    running = fold(outcome("STARTED", run, worker="w1"), start=record(S.QUEUED, epoch=E1))
-    again = transition(running, outcome("STARTED", run, worker="w1"))
+    run = ev.execution(JOB, epoch=E1)
+    running = fold(ev.outcome("STARTED", run, worker="w1"), start=record(S.QUEUED, epoch=E1))
+    again = transition(running, ev.outcome("STARTED", run, worker="w1"))
     assert (again.verdict, again.rerun_of) == (Verdict.APPLIED, "w1")
     assert run["execution_id"] in again.reason
-    first = transition(record(S.QUEUED, epoch=E1), outcome("STARTED", run, worker="w1"))
+    first = transition(record(S.QUEUED, epoch=E1), ev.outcome("STARTED", run, worker="w1"))
     assert first.rerun_of is None, "a first start is no second run"
 
 
 def test_a_zombie_outcome_after_the_retry_fired_is_a_duplicate() -> None:
-    first, second = execution(JOB, epoch=E1), execution(JOB, epoch=E2, attempt=2)
+    first, second = ev.execution(JOB, epoch=E1), ev.execution(JOB, epoch=E2, attempt=2)
     after = fold(
-        scheduled(JOB), fired(first), outcome("STARTED", first, worker="a"),
-        lifecycle("LOST", JOB, epoch=E1, execution_id=first["execution_id"], execution=first),
-        retry_scheduled(first, retry_at_ms=E2), fired(second), outcome("STARTED", second),
+        ev.scheduled(JOB), ev.fired(first), ev.outcome("STARTED", first, worker="a"),
+        ev.lifecycle("LOST", JOB, epoch=E1, execution_id=first["execution_id"], execution=first),
+        ev.retry_scheduled(first, retry_at_ms=E2), ev.fired(second), ev.outcome("STARTED", second),
     )  # fmt: skip
-    zombie = transition(after, outcome("SUCCEEDED", first, worker="a", result="1"))
+    zombie = transition(after, ev.outcome("SUCCEEDED", first, worker="a", result="1"))
     assert zombie.verdict is Verdict.DUPLICATE
     assert zombie.record == after
-    done = fold(outcome("SUCCEEDED", second, result="2"), start=after)
+    done = fold(ev.outcome("SUCCEEDED", second, result="2"), start=after)
     assert done is not None
     assert (done.state, done.result, done.attempt) == (S.SUCCEEDED, "2", 2)
 
@@ -212,32 +204,32 @@ def test_a_zombie_outcome_after_the_retry_fired_is_a_duplicate() -> None:
 
 @pytest.mark.parametrize("kind", ["SUCCEEDED", "FAILED", "TIMED_OUT"])
 def test_a_second_outcome_of_a_finished_execution_is_a_duplicate(kind: str) -> None:
-    run = execution(JOB, epoch=E1)
-    after = fold(fired(run), outcome("STARTED", run), outcome(kind, run),
+    run = ev.execution(JOB, epoch=E1)
+    after = fold(ev.fired(run), ev.outcome("STARTED", run), ev.outcome(kind, run),
                  start=record(S.SCHEDULED))  # fmt: skip
     for again in ("SUCCEEDED", "FAILED", "HEARTBEAT", "STARTED"):
-        decision = transition(after, outcome(again, run, worker="w2"))
+        decision = transition(after, ev.outcome(again, run, worker="w2"))
         assert decision.verdict is Verdict.DUPLICATE, again
         assert "already finished" in decision.reason
 
 
 def test_the_outcome_of_a_lost_execution_is_a_duplicate() -> None:
-    run = execution(JOB, epoch=E1)
-    lost = lifecycle("LOST", JOB, epoch=E1, execution_id=run["execution_id"], execution=run)
-    after = fold(fired(run), outcome("STARTED", run), lost, start=record(S.SCHEDULED))
+    run = ev.execution(JOB, epoch=E1)
+    lost = ev.lifecycle("LOST", JOB, epoch=E1, execution_id=run["execution_id"], execution=run)
+    after = fold(ev.fired(run), ev.outcome("STARTED", run), lost, start=record(S.SCHEDULED))
     assert after is not None
     assert after.state is S.FAILED_RETRYING
     assert after.last_error == {"error_type": "LeaseExpired",
                                 "message": "no heartbeat within the lease: the worker is "
                                            "presumed lost"}  # fmt: skip
-    assert transition(after, outcome("SUCCEEDED", run)).verdict is Verdict.DUPLICATE
+    assert transition(after, ev.outcome("SUCCEEDED", run)).verdict is Verdict.DUPLICATE
 
 
 def test_finished_execution_ids_are_bounded() -> None:
-    current: JobRecord | None = record(S.SCHEDULED, recurring=True, cron=every_minute())
+    current: JobRecord | None = record(S.SCHEDULED, recurring=True, cron=ev.every_minute())
     for n in range(FINISHED_KEPT + 5):
-        run = execution(JOB, epoch=E1 + n * MINUTE, cron=every_minute())
-        current = fold(fired(run), outcome("STARTED", run), outcome("SUCCEEDED", run),
+        run = ev.execution(JOB, epoch=E1 + n * MINUTE, cron=ev.every_minute())
+        current = fold(ev.fired(run), ev.outcome("STARTED", run), ev.outcome("SUCCEEDED", run),
                        start=current)  # fmt: skip
     assert current is not None
     assert len(current.finished) == FINISHED_KEPT
@@ -248,7 +240,7 @@ def test_finished_execution_ids_are_bounded() -> None:
 
 
 def test_a_new_job_takes_its_identity_from_the_first_event() -> None:
-    after = fold(lifecycle("SCHEDULED", JOB, owner="acme", job_type="report.generate",
+    after = fold(ev.lifecycle("SCHEDULED", JOB, owner="acme", job_type="report.generate",
                            scheduled_at_ms=T0 + 5000))  # fmt: skip
     assert after is not None
     status = after.to_status()
@@ -257,27 +249,28 @@ def test_a_new_job_takes_its_identity_from_the_first_event() -> None:
 
 
 def test_failure_retry_and_dead_letter_then_a_redrive() -> None:
-    run = execution(JOB, epoch=E1)
-    failed = fold(scheduled(JOB), fired(run), outcome("STARTED", run), outcome("FAILED", run))
+    run = ev.execution(JOB, epoch=E1)
+    failed = fold(ev.scheduled(JOB), ev.fired(run), ev.outcome("STARTED", run),
+                  ev.outcome("FAILED", run))  # fmt: skip
     assert failed is not None
     assert failed.last_error == {"error_type": "ValueError", "message": "boom"}
-    retrying = fold(retry_scheduled(run, retry_at_ms=E2), start=failed)
+    retrying = fold(ev.retry_scheduled(run, retry_at_ms=E2), start=failed)
     assert retrying is not None
     assert (retrying.state, retrying.attempt, retrying.scheduled_at_ms) == (
         S.FAILED_RETRYING, 2, E2)  # fmt: skip
-    dead = fold(lifecycle("DEAD_LETTERED", JOB, epoch=E1, error=outcome("FAILED", run)["error"]),
-                start=retrying)  # fmt: skip
+    error = ev.outcome("FAILED", run)["error"]
+    dead = fold(ev.lifecycle("DEAD_LETTERED", JOB, epoch=E1, error=error), start=retrying)
     assert dead is not None
     assert dead.state is S.DEAD_LETTERED
-    redriven = fold(fired(execution(JOB, epoch=E2 + 1, attempt=3)), start=dead)
+    redriven = fold(ev.fired(ev.execution(JOB, epoch=E2 + 1, attempt=3)), start=dead)
     assert redriven is not None
     assert (redriven.state, redriven.last_error) == (S.QUEUED, None)
 
 
 def test_succeeded_carries_the_result_and_clears_the_error() -> None:
-    run = execution(JOB, epoch=E1)
+    run = ev.execution(JOB, epoch=E1)
     failed_before = record(S.RUNNING, epoch=E1, last_error={"error_type": "X", "message": "m"})
-    after = fold(outcome("SUCCEEDED", run, result='{"rows": 3}'), start=failed_before)
+    after = fold(ev.outcome("SUCCEEDED", run, result='{"rows": 3}'), start=failed_before)
     assert after is not None
     assert (after.state, after.result, after.last_error) == (S.SUCCEEDED, '{"rows": 3}', None)
     assert after.runs == 0, "runs count recurring jobs only"
@@ -288,42 +281,42 @@ def test_succeeded_carries_the_result_and_clears_the_error() -> None:
 
 
 def test_a_recurring_job_goes_back_to_scheduled_after_success() -> None:
-    cron = every_minute()
-    first = execution(JOB, epoch=E1, cron=cron)
-    after = fold(scheduled(JOB, due_ms=E1), fired(first), outcome("STARTED", first),
-                 outcome("SUCCEEDED", first, at_ms=E1 + 1500))  # fmt: skip
+    cron = ev.every_minute()
+    first = ev.execution(JOB, epoch=E1, cron=cron)
+    after = fold(ev.scheduled(JOB, due_ms=E1), ev.fired(first), ev.outcome("STARTED", first),
+                 ev.outcome("SUCCEEDED", first, at_ms=E1 + 1500))  # fmt: skip
     assert after is not None
     assert (after.state, after.runs, after.recurring) == (S.SCHEDULED, 1, True)
     assert after.scheduled_at_ms == after.next_fire_at_ms == E1 + MINUTE - E1 % MINUTE
-    second = execution(JOB, epoch=E2, cron=cron)
-    again = fold(fired(second), outcome("STARTED", second), outcome("SUCCEEDED", second),
+    second = ev.execution(JOB, epoch=E2, cron=cron)
+    again = fold(ev.fired(second), ev.outcome("STARTED", second), ev.outcome("SUCCEEDED", second),
                  start=after)  # fmt: skip
     assert again is not None
     assert (again.state, again.runs, again.fires) == (S.SCHEDULED, 2, 2)
 
 
 def test_a_recurring_job_whose_runs_are_used_up_ends_succeeded() -> None:
-    cron = every_minute(max_runs=2)
+    cron = ev.every_minute(max_runs=2)
     current = None
     for epoch in (E1, E2):
-        run = execution(JOB, epoch=epoch, cron=cron)
-        current = fold(fired(run), outcome("STARTED", run), outcome("SUCCEEDED", run),
+        run = ev.execution(JOB, epoch=epoch, cron=cron)
+        current = fold(ev.fired(run), ev.outcome("STARTED", run), ev.outcome("SUCCEEDED", run),
                        start=current or record(S.SCHEDULED))  # fmt: skip
     assert current is not None
     assert (current.state, current.runs, current.next_fire_at_ms) == (S.SUCCEEDED, 2, None)
 
 
 def test_a_job_whose_spec_was_never_seen_ends_at_succeeded() -> None:
-    run = execution(JOB, epoch=E1, cron=every_minute())
-    after = fold(scheduled(JOB), fired(run), outcome("SUCCEEDED", run))
+    run = ev.execution(JOB, epoch=E1, cron=ev.every_minute())
+    after = fold(ev.scheduled(JOB), ev.fired(run), ev.outcome("SUCCEEDED", run))
     assert after is not None
     assert (after.state, after.recurring, after.runs) == (S.SUCCEEDED, None, 0)
 
 
 def test_the_next_run_may_fire_while_the_previous_one_is_queued_or_running() -> None:
-    cron = every_minute()
-    first, second = execution(JOB, epoch=E1, cron=cron), execution(JOB, epoch=E2, cron=cron)
-    running = fold(scheduled(JOB), fired(first), outcome("STARTED", first))
-    after = fold(fired(second), start=running)
+    cron = ev.every_minute()
+    first, second = ev.execution(JOB, epoch=E1, cron=cron), ev.execution(JOB, epoch=E2, cron=cron)
+    running = fold(ev.scheduled(JOB), ev.fired(first), ev.outcome("STARTED", first))
+    after = fold(ev.fired(second), start=running)
     assert after is not None
     assert (after.state, after.epoch, after.fires) == (S.QUEUED, E2, 2)

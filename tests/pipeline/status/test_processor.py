@@ -21,16 +21,8 @@ from pipeline.status.runner import Status
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.timers.runner import Timers
 from pipeline.topics import Topics
-from tests.pipeline.status.events import (
-    T0,
-    as_event,
-    execution,
-    fired,
-    lifecycle,
-    outcome,
-    retry_scheduled,
-    scheduled,
-)
+from tests.pipeline.status import events as ev
+from tests.pipeline.status.events import T0
 from tests.support.jobs import submitted
 
 S = JobState
@@ -50,8 +42,8 @@ class StatusDriver(ProcessorDriver[StatusState]):
 
     def step(self, now: int, *events: dict[str, Any]) -> list[Output]:
         self.now_ms = now
-        emits = [emit for event in events
-                 for emit in self.pipe(EVENTS, as_event(event), partition=PARTITION)]  # fmt: skip
+        emits = [emit for event in events for emit in
+                 self.pipe(EVENTS, ev.as_event(event), partition=PARTITION)]  # fmt: skip
         emits += self.advance()
         cache = self.processor.open(PartitionTransaction(self.store(PARTITION)), PARTITION).cache
         assert cache is not None
@@ -92,14 +84,14 @@ def driver(tmp_path: Path) -> Iterator[StatusDriver]:
 
 def start_run(driver: StatusDriver, epoch: int = E1, worker: str = "w1",
               attempt: int = 1) -> dict[str, Any]:  # fmt: skip
-    run = execution(JOB, epoch=epoch, attempt=attempt)
-    driver.step(epoch, fired(run), outcome("STARTED", run, worker=worker))
+    run = ev.execution(JOB, epoch=epoch, attempt=attempt)
+    driver.step(epoch, ev.fired(run), ev.outcome("STARTED", run, worker=worker))
     return run
 
 
 def test_each_step_writes_the_latest_status(driver: StatusDriver) -> None:
-    run = execution(JOB, epoch=E1)
-    emits = driver.step(T0, scheduled(JOB), fired(run), outcome("STARTED", run))
+    run = ev.execution(JOB, epoch=E1)
+    emits = driver.step(T0, ev.scheduled(JOB), ev.fired(run), ev.outcome("STARTED", run))
     assert [s.state for s in statuses(emits)] == [S.SCHEDULED, S.QUEUED, S.RUNNING]
     assert all(e.topic == "jobs.status" and e.key == JOB.encode() for e in emits)
     final = statuses(emits)[-1]
@@ -109,7 +101,7 @@ def test_each_step_writes_the_latest_status(driver: StatusDriver) -> None:
 
 def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: StatusDriver) -> None:
     run = start_run(driver)
-    assert driver.step(E1 + 20_000, outcome("HEARTBEAT", run)) == []
+    assert driver.step(E1 + 20_000, ev.outcome("HEARTBEAT", run)) == []
     assert driver.step(E1 + 20_000 + LEASE - 1) == []
     lost = lifecycles(driver.step(E1 + 20_000 + LEASE))
     assert [e["kind"] for e in lost] == ["LOST"]
@@ -133,7 +125,7 @@ def test_an_expired_lease_emits_lost_with_the_execution(driver: StatusDriver) ->
     # that cannot renew the lease of a run declared lost.
     assert driver.record().state is S.RUNNING  # type: ignore[union-attr]
     assert driver.execution() is None
-    late = lifecycles(driver.step(E1 + LEASE + 5, outcome("HEARTBEAT", run)))
+    late = lifecycles(driver.step(E1 + LEASE + 5, ev.outcome("HEARTBEAT", run)))
     assert [e["kind"] for e in late] == ["DUPLICATE"]
     read_back = statuses(driver.step(E1 + LEASE + 10, lost))
     assert [(s.state, s.last_error.error_type) for s in read_back] == [  # type: ignore[union-attr]
@@ -146,14 +138,14 @@ def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(
 ) -> None:
     first = start_run(driver, worker="a")
     lost = lifecycles(driver.step(E1 + LEASE))[0]
-    second = execution(JOB, epoch=E2, attempt=2)
-    driver.step(E2, lost, retry_scheduled(first, retry_at_ms=E2), fired(second),
-                outcome("STARTED", second, worker="b"))  # fmt: skip
+    second = ev.execution(JOB, epoch=E2, attempt=2)
+    driver.step(E2, lost, ev.retry_scheduled(first, retry_at_ms=E2), ev.fired(second),
+                ev.outcome("STARTED", second, worker="b"))  # fmt: skip
     before = driver.record()
     assert before is not None
     assert (before.state, before.epoch, before.worker_id) == (S.RUNNING, E2, "b")
 
-    emits = driver.step(E2 + 100, outcome("SUCCEEDED", first, worker="a", result='"zombie"'))
+    emits = driver.step(E2 + 100, ev.outcome("SUCCEEDED", first, worker="a", result='"zombie"'))
     assert statuses(emits) == []
     [duplicate] = lifecycles(emits)
     assert duplicate["kind"] == "DUPLICATE"
@@ -163,13 +155,13 @@ def test_a_stale_epoch_outcome_is_recorded_as_duplicate_and_not_applied(
     assert driver.record() == before
     assert driver.processor.logic.counters.duplicates == 1
 
-    done = statuses(driver.step(E2 + 200, outcome("SUCCEEDED", second, worker="b", result="1")))
+    done = statuses(driver.step(E2 + 200, ev.outcome("SUCCEEDED", second, worker="b", result="1")))
     assert [(s.state, s.result, s.attempt) for s in done] == [(S.SUCCEEDED, "1", 2)]
 
 
 def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: StatusDriver) -> None:
     run = start_run(driver, worker="w1")
-    emits = driver.step(E1 + 5_000, outcome("STARTED", run, worker="w2"))
+    emits = driver.step(E1 + 5_000, ev.outcome("STARTED", run, worker="w2"))
     [duplicate] = lifecycles(emits)
     assert (duplicate["kind"], duplicate["worker_id"]) == ("DUPLICATE", "w2")
     assert duplicate["execution_id"] == run["execution_id"]
@@ -181,10 +173,10 @@ def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: St
 
 
 def test_illegal_transitions_are_counted_and_change_nothing(driver: StatusDriver) -> None:
-    driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB))
+    driver.step(T0, ev.scheduled(JOB), ev.lifecycle("CANCELLED", JOB))
     before = driver.record()
-    run = execution(JOB, epoch=E1)
-    assert driver.step(E1, outcome("STARTED", run), outcome("SUCCEEDED", run)) == []
+    run = ev.execution(JOB, epoch=E1)
+    assert driver.step(E1, ev.outcome("STARTED", run), ev.outcome("SUCCEEDED", run)) == []
     assert driver.record() == before
     counters = driver.processor.logic.counters
     assert counters.illegal == 2
@@ -193,7 +185,7 @@ def test_illegal_transitions_are_counted_and_change_nothing(driver: StatusDriver
 
 def test_finished_jobs_are_purged_after_the_retention(tmp_path: Path) -> None:
     driver = status_driver(tmp_path, StatusPolicy(lease_ms=LEASE, retention_ms=1000))
-    driver.step(T0, scheduled(JOB), lifecycle("CANCELLED", JOB), scheduled(OTHER))
+    driver.step(T0, ev.scheduled(JOB), ev.lifecycle("CANCELLED", JOB), ev.scheduled(OTHER))
     assert driver.step(T0 + 999) == []
     assert driver.record() is not None
     assert driver.step(T0 + 1000) == [], "jobs.status keeps the job: no record is written"
@@ -225,10 +217,10 @@ def test_restore_from_the_changelog_rebuilds_the_same_state(
     driver: StatusDriver, tmp_path: Path
 ) -> None:
     run = start_run(driver, worker="w1")  # RUNNING, lease and execution stored
-    other = execution(OTHER, epoch=E1)
-    driver.step(E1 + 10, scheduled(OTHER), fired(other), outcome("STARTED", other),
-                outcome("FAILED", other), lifecycle("CANCELLED", OTHER))  # fmt: skip
-    driver.step(E1 + 20, outcome("HEARTBEAT", run))
+    other = ev.execution(OTHER, epoch=E1)
+    driver.step(E1 + 10, ev.scheduled(OTHER), ev.fired(other), ev.outcome("STARTED", other),
+                ev.outcome("FAILED", other), ev.lifecycle("CANCELLED", OTHER))  # fmt: skip
+    driver.step(E1 + 20, ev.outcome("HEARTBEAT", run))
     twin = restored(driver, tmp_path / "restored")
     copy = twin.store(PARTITION)
     assert everything(copy) == everything(driver.store(PARTITION))
@@ -252,25 +244,25 @@ def steps_ended(emits: list[Output]) -> list[Output]:
 
 
 def test_a_blocked_job_shows_the_parents_it_waits_for(driver: StatusDriver) -> None:
-    blocked = lifecycle("BLOCKED", JOB, waiting_for=[OTHER, "P2"], scheduled_at_ms=T0)
+    blocked = ev.lifecycle("BLOCKED", JOB, waiting_for=[OTHER, "P2"], scheduled_at_ms=T0)
     assert statuses(driver.step(T0, in_workflow(blocked)))[-1].waiting_for == [OTHER, "P2"]
-    narrowed = lifecycle("BLOCKED", JOB, waiting_for=["P2"], scheduled_at_ms=T0)
+    narrowed = ev.lifecycle("BLOCKED", JOB, waiting_for=["P2"], scheduled_at_ms=T0)
     assert statuses(driver.step(T0 + 1, in_workflow(narrowed)))[-1].waiting_for == ["P2"]
-    released = statuses(driver.step(T0 + 2, in_workflow(scheduled(JOB, at_ms=T0 + 2))))[-1]
+    released = statuses(driver.step(T0 + 2, in_workflow(ev.scheduled(JOB, at_ms=T0 + 2))))[-1]
     assert (released.state, released.waiting_for) == (S.SCHEDULED, [])
 
 
 def test_a_job_of_a_workflow_that_ends_is_announced_to_its_timers_once(
     driver: StatusDriver,
 ) -> None:
-    run = {**execution(JOB, epoch=E1), "workflow_id": "wf-1"}
-    driver.step(E1, in_workflow(fired(run)), in_workflow(outcome("STARTED", run)))
-    failed = driver.step(E1 + 5, in_workflow(outcome("FAILED", run)),
-                         in_workflow(retry_scheduled(run, retry_at_ms=E1 + 1000)))  # fmt: skip
+    run = {**ev.execution(JOB, epoch=E1), "workflow_id": "wf-1"}
+    driver.step(E1, in_workflow(ev.fired(run)), in_workflow(ev.outcome("STARTED", run)))
+    failed = driver.step(E1 + 5, in_workflow(ev.outcome("FAILED", run)),
+                         in_workflow(ev.retry_scheduled(run, retry_at_ms=E1 + 1000)))  # fmt: skip
     assert steps_ended(failed) == [], "a retried job has not ended"
-    again = {**execution(JOB, epoch=E2, attempt=2), "workflow_id": "wf-1"}
-    driver.step(E2, in_workflow(fired(again)), in_workflow(outcome("STARTED", again)))
-    emits = driver.step(E2 + 9, in_workflow(outcome("SUCCEEDED", again, result='{"n":1}')))
+    again = {**ev.execution(JOB, epoch=E2, attempt=2), "workflow_id": "wf-1"}
+    driver.step(E2, in_workflow(ev.fired(again)), in_workflow(ev.outcome("STARTED", again)))
+    emits = driver.step(E2 + 9, in_workflow(ev.outcome("SUCCEEDED", again, result='{"n":1}')))
     [ended] = steps_ended(emits)
     assert (ended.topic, ended.key, ended.partition) == ("jobs.intake", b"wf-1", None)
     assert ended.urgent, "the children wait for it: its transaction does not wait"
@@ -278,14 +270,14 @@ def test_a_job_of_a_workflow_that_ends_is_announced_to_its_timers_once(
     assert ended.value.data == {"job_id": JOB, "workflow_id": "wf-1", "outcome": "SUCCEEDED",
                                 "ended_at_ms": E2 + 1, "result": '{"n":1}', "result_uri": None,
                                 "detail": None}  # fmt: skip
-    duplicate = driver.step(E2 + 10, in_workflow(outcome("SUCCEEDED", again, result='{"n":1}')))
+    duplicate = driver.step(E2 + 10, in_workflow(ev.outcome("SUCCEEDED", again, result='{"n":1}')))
     assert steps_ended(duplicate) == []
 
 
 def test_a_job_without_a_workflow_announces_nothing(driver: StatusDriver) -> None:
     run = start_run(driver)
-    assert steps_ended(driver.step(E1 + 9, outcome("SUCCEEDED", run))) == []
-    cancelled = driver.step(T0, lifecycle("CANCELLED", OTHER, workflow_id="wf-1", detail="x"))
+    assert steps_ended(driver.step(E1 + 9, ev.outcome("SUCCEEDED", run))) == []
+    cancelled = driver.step(T0, ev.lifecycle("CANCELLED", OTHER, workflow_id="wf-1", detail="x"))
     assert [e.value.data["outcome"] for e in steps_ended(cancelled)] == ["CANCELLED"]
 
 
@@ -311,8 +303,8 @@ def test_the_status_carries_the_submissions_creation_time_labels_and_parameters(
     assert status.params_bytes == len(status.params)
     assert status.params_sha256 is not None
     assert status.params_uri is None, "inline parameters need no URI"
-    run = execution(JOB, epoch=E1)
-    later = statuses(driver.step(E1, fired(run), outcome("STARTED", run)))[-1]
+    run = ev.execution(JOB, epoch=E1)
+    later = statuses(driver.step(E1, ev.fired(run), ev.outcome("STARTED", run)))[-1]
     assert (later.created_at_ms, later.labels) == (status.created_at_ms, status.labels)
 
 
@@ -338,8 +330,8 @@ def test_parameters_over_the_inline_limit_travel_as_digest_size_and_uri(
 def test_a_job_first_met_at_its_execution_takes_labels_and_parameters_from_its_spec(
     driver: StatusDriver,
 ) -> None:
-    run = execution(JOB, epoch=E1)
-    status = statuses(driver.step(E1, outcome("STARTED", run)))[-1]
+    run = ev.execution(JOB, epoch=E1)
+    status = statuses(driver.step(E1, ev.outcome("STARTED", run)))[-1]
     assert status.params == run["spec"]["params"]
     assert status.labels == run["spec"]["labels"]
     assert status.created_at_ms is None

@@ -28,15 +28,7 @@ from pipeline.status.processor import StatusPolicy
 from pipeline.status.query import read_statuses, status
 from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.topics import Topics
-from tests.pipeline.status.events import (
-    as_event,
-    execution,
-    fired,
-    lifecycle,
-    outcome,
-    retry_scheduled,
-    scheduled,
-)
+from tests.pipeline.status import events as ev
 from tests.support.pipeline import DESERIALIZE, in_thread, process_env, produce
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
@@ -84,7 +76,7 @@ def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., N
 
 
 def produce_events(settings: Settings, *events: dict[str, Any]) -> None:
-    produce(settings, Topics(settings).events, [as_event(e) for e in events])
+    produce(settings, Topics(settings).events, [ev.as_event(e) for e in events])
 
 
 def states_reach(settings: Settings, expected: dict[str, JobState]) -> dict[str, JobStatus]:
@@ -104,19 +96,19 @@ def test_events_fold_into_jobs_status(
 ) -> None:
     settings, t = topics.settings, now_ms()
     done, cancelled, retried = new_job_id(), new_job_id(), new_job_id()
-    run = execution(done, epoch=t)
-    first, second = execution(retried, epoch=t), execution(retried, epoch=t + 5, attempt=2)
+    run = ev.execution(done, epoch=t)
+    first, second = ev.execution(retried, epoch=t), ev.execution(retried, epoch=t + 5, attempt=2)
     produce_events(
         settings,
-        scheduled(done, at_ms=t), fired(run), outcome("STARTED", run),
-        outcome("HEARTBEAT", run), outcome("SUCCEEDED", run, result='{"ok": true}'),
-        lifecycle("SCHEDULED", cancelled, owner="other", at_ms=t, scheduled_at_ms=t + 60_000),
-        lifecycle("CANCELLED", cancelled, owner="other", at_ms=t + 1),
-        outcome("STARTED", execution(cancelled, epoch=t + 2)),  # illegal: rejected
-        scheduled(retried, at_ms=t), fired(first), outcome("STARTED", first),
-        outcome("FAILED", first), retry_scheduled(first, retry_at_ms=t + 5), fired(second),
-        outcome("STARTED", second, worker="w2"), outcome("SUCCEEDED", second, result="2"),
-        outcome("SUCCEEDED", first, result="zombie"),  # stale epoch: a duplicate
+        ev.scheduled(done, at_ms=t), ev.fired(run), ev.outcome("STARTED", run),
+        ev.outcome("HEARTBEAT", run), ev.outcome("SUCCEEDED", run, result='{"ok": true}'),
+        ev.lifecycle("SCHEDULED", cancelled, owner="other", at_ms=t, scheduled_at_ms=t + 60_000),
+        ev.lifecycle("CANCELLED", cancelled, owner="other", at_ms=t + 1),
+        ev.outcome("STARTED", ev.execution(cancelled, epoch=t + 2)),  # illegal: rejected
+        ev.scheduled(retried, at_ms=t), ev.fired(first), ev.outcome("STARTED", first),
+        ev.outcome("FAILED", first), ev.retry_scheduled(first, retry_at_ms=t + 5), ev.fired(second),
+        ev.outcome("STARTED", second, worker="w2"), ev.outcome("SUCCEEDED", second, result="2"),
+        ev.outcome("SUCCEEDED", first, result="zombie"),  # stale epoch: a duplicate
     )  # fmt: skip
     status_in_thread("a")
 
@@ -154,10 +146,10 @@ def test_a_workflow_jobs_end_is_announced_without_waiting_for_the_commit_interva
 ) -> None:
     settings, t = topics.settings, now_ms()
     job = new_job_id()
-    run = {**execution(job, epoch=t), "workflow_id": "wf-1"}
+    run = {**ev.execution(job, epoch=t), "workflow_id": "wf-1"}
     in_workflow = [{**event, "workflow_id": "wf-1"} for event in (
-        scheduled(job, at_ms=t), fired(run), outcome("STARTED", run),
-        outcome("SUCCEEDED", run, result='"done"'))]  # fmt: skip
+        ev.scheduled(job, at_ms=t), ev.fired(run), ev.outcome("STARTED", run),
+        ev.outcome("SUCCEEDED", run, result='"done"'))]  # fmt: skip
     # An interval far longer than the wait below: only an urgent commit can meet it.
     status_in_thread("a", commit_interval_ms=120_000)
     intake = TopicReader(settings, topics.intake, settings.timer_partitions)
@@ -178,19 +170,19 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
 ) -> None:
     settings, t = topics.settings, now_ms()
     lost_job, alive_job = new_job_id(), new_job_id()
-    first, alive = execution(lost_job, epoch=t), execution(alive_job, epoch=t)
+    first, alive = ev.execution(lost_job, epoch=t), ev.execution(alive_job, epoch=t)
     # The live worker beats every 0.3 s: a 3 s lease leaves room for a loaded machine.
     status_in_thread("a", lease_ms=3000)
     started = now_ms()  # the lease cannot start before the STARTED event is sent
-    produce_events(settings, scheduled(lost_job, at_ms=t), fired(first),
-                   outcome("STARTED", first, worker="a"), scheduled(alive_job, at_ms=t),
-                   fired(alive), outcome("STARTED", alive, worker="b"))  # fmt: skip
+    produce_events(settings, ev.scheduled(lost_job, at_ms=t), ev.fired(first),
+                   ev.outcome("STARTED", first, worker="a"), ev.scheduled(alive_job, at_ms=t),
+                   ev.fired(alive), ev.outcome("STARTED", alive, worker="b"))  # fmt: skip
     finished = threading.Event()
 
     def live_worker() -> None:  # heartbeats every 0.3 s (a worker: 10 s), then succeeds
         while not finished.wait(0.3):
-            produce_events(settings, outcome("HEARTBEAT", alive, worker="b", at_ms=now_ms()))
-        produce_events(settings, outcome("SUCCEEDED", alive, worker="b", result='"alive"'))
+            produce_events(settings, ev.outcome("HEARTBEAT", alive, worker="b", at_ms=now_ms()))
+        produce_events(settings, ev.outcome("SUCCEEDED", alive, worker="b", result='"alive"'))
 
     beating = threading.Thread(target=live_worker, daemon=True)
     beating.start()
@@ -202,15 +194,15 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
         states_reach(settings, {lost_job: S.FAILED_RETRYING, alive_job: S.RUNNING})
 
         # The first worker was only slow: its outcome shows up late, and is not applied.
-        produce_events(settings, outcome("SUCCEEDED", first, worker="a", result='"late"'))
+        produce_events(settings, ev.outcome("SUCCEEDED", first, worker="a", result='"late"'))
         [duplicate] = wait_for(lambda: event_log.of(lost_job, "DUPLICATE"), timeout_s=60,
                                what="the DUPLICATE of the lost run's outcome")  # fmt: skip
         assert duplicate["execution_id"] == first["execution_id"]
         # The retry router retries the lost run; another worker runs it to the end.
-        second = execution(lost_job, epoch=now_ms(), attempt=2)
-        produce_events(settings, retry_scheduled(first, retry_at_ms=second["epoch"]),
-                       fired(second), outcome("STARTED", second, worker="c"),
-                       outcome("SUCCEEDED", second, worker="c", result='"retried"'))  # fmt: skip
+        second = ev.execution(lost_job, epoch=now_ms(), attempt=2)
+        produce_events(settings, ev.retry_scheduled(first, retry_at_ms=second["epoch"]),
+                       ev.fired(second), ev.outcome("STARTED", second, worker="c"),
+                       ev.outcome("SUCCEEDED", second, worker="c", result='"retried"'))  # fmt: skip
         found = states_reach(settings, {lost_job: S.SUCCEEDED})
         assert found[alive_job].state is S.RUNNING
     finally:
@@ -243,9 +235,10 @@ def test_kill_9_and_restart_keeps_state(
 ) -> None:
     settings, t, count = topics.settings, now_ms(), 30
     jobs = [new_job_id() for _ in range(count)]
-    runs = {job: execution(job, epoch=t + i) for i, job in enumerate(jobs)}
+    runs = {job: ev.execution(job, epoch=t + i) for i, job in enumerate(jobs)}
     produce_events(settings, *(e for job in jobs for e in (
-        scheduled(job, at_ms=t), fired(runs[job]), outcome("STARTED", runs[job]))))  # fmt: skip
+        ev.scheduled(job, at_ms=t), ev.fired(runs[job]),
+        ev.outcome("STARTED", runs[job]))))  # fmt: skip
     log = tmp_path / "status.log"
     processes = [start_processor(settings, tmp_path / "state", log)]
     try:
@@ -253,15 +246,15 @@ def test_kill_9_and_restart_keeps_state(
         kill_9(processes[-1])
         # While it is down the runs end; only the state it kept knows they were RUNNING
         # (SUCCEEDED of a job never seen is illegal) and in which epoch (the zombie).
-        produce_events(settings, *(outcome("SUCCEEDED", runs[job]) for job in jobs),
-                       outcome("FAILED", {**runs[jobs[0]], "epoch": t - 1}))  # fmt: skip
+        produce_events(settings, *(ev.outcome("SUCCEEDED", runs[job]) for job in jobs),
+                       ev.outcome("FAILED", {**runs[jobs[0]], "epoch": t - 1}))  # fmt: skip
         processes.append(start_processor(settings, tmp_path / "state", log))
         states_reach(settings, dict.fromkeys(jobs, S.SUCCEEDED))
         wait_for(lambda: event_log.of(jobs[0], "DUPLICATE"), timeout_s=60, what="DUPLICATE")
 
         # Once more, from empty local files: the changelog alone rebuilds the state.
         kill_9(processes[-1])
-        produce_events(settings, *(outcome("SUCCEEDED", runs[job]) for job in jobs[1:4]))
+        produce_events(settings, *(ev.outcome("SUCCEEDED", runs[job]) for job in jobs[1:4]))
         processes.append(start_processor(settings, tmp_path / "fresh", log))
         for job in jobs[1:4]:
             wait_for(lambda job=job: event_log.of(job, "DUPLICATE"), timeout_s=120,
@@ -308,9 +301,9 @@ def test_one_transaction_spans_several_consumes_and_the_stores_wait_for_its_comm
     runner = status_runner(settings, options)
     try:
         runner.start()
-        produce_events(settings, *(scheduled(job, at_ms=t) for job in first))
+        produce_events(settings, *(ev.scheduled(job, at_ms=t) for job in first))
         stepping(runner, until=lambda: runner.uncommitted == 4, what="the first events folded")
-        produce_events(settings, *(scheduled(job, at_ms=t) for job in later))
+        produce_events(settings, *(ev.scheduled(job, at_ms=t) for job in later))
         stepping(runner, until=lambda: runner.uncommitted == 8, what="the later events folded")
 
         assert runner.stats.transactions == 0
@@ -335,7 +328,7 @@ def test_a_transaction_commits_when_it_holds_max_events(topics: Topics, tmp_path
     runner = status_runner(settings, options)
     try:
         runner.start()
-        produce_events(settings, *(scheduled(job, at_ms=t) for job in jobs))
+        produce_events(settings, *(ev.scheduled(job, at_ms=t) for job in jobs))
         stepping(runner, until=lambda: runner.stats.consumed == 6, what="every event committed")
         assert (runner.stats.transactions, runner.uncommitted) == (3, 0)
     finally:
@@ -347,9 +340,9 @@ def test_a_partition_revoked_with_an_open_transaction_is_redone_by_its_next_owne
 ) -> None:
     settings, t = topics.settings, now_ms()
     jobs = [new_job_id() for _ in range(30)]  # on every one of the 3 partitions
-    runs = {job: execution(job, epoch=t) for job in jobs}
-    produce_events(settings, *(e for job in jobs for e in (scheduled(job, at_ms=t),
-                                                          fired(runs[job]))))  # fmt: skip
+    runs = {job: ev.execution(job, epoch=t) for job in jobs}
+    produce_events(settings, *(e for job in jobs for e in (ev.scheduled(job, at_ms=t),
+                                                          ev.fired(runs[job]))))  # fmt: skip
     options = STATUS_OPTIONS.evolve(poll_ms=20, commit_interval_ms=NEVER_MS)
     a = status_runner(settings, options.evolve(instance_id="a", state_dir=tmp_path / "a"))
     b = status_runner(settings, options.evolve(instance_id="b", state_dir=tmp_path / "b"))
