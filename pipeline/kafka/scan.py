@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
@@ -28,9 +29,9 @@ def partitions_of(consumer: Consumer, topic: str) -> list[int]:
     return sorted(metadata.partitions)
 
 
-def scan_consumer(settings: Settings) -> Consumer:
+def scan_consumer(settings: Settings, **tuning: Any) -> Consumer:
     return clients.consumer(settings, f"jobstream.scan.{uuid.uuid4().hex}",
-                            **{"enable.partition.eof": True})  # fmt: skip
+                            **{"enable.partition.eof": True, **tuning})  # fmt: skip
 
 
 def read_at(settings: Settings, topic: str, partition: int, offset: int, *,
@@ -66,9 +67,11 @@ class TopicScan:
     settings: Settings
     topic: str
     chunk: int = 10_000
+    tuning: Mapping[str, Any] = field(default_factory=dict)
+    """The consumer's own settings (a follower that keeps reading sets its fetch wait)."""
 
     def __post_init__(self) -> None:
-        self.consumer = scan_consumer(self.settings)
+        self.consumer = scan_consumer(self.settings, **self.tuning)
         self.partitions = partitions_of(self.consumer, self.topic)
         self.total = 0
         self.pending: set[int] = set()

@@ -28,6 +28,9 @@ FLUSH_TIMEOUT_S = 30.0
 POLL_S = 0.5
 RETRY_S = 5.0
 """The wait before reading jobs.limits again when it is missing or could not be read."""
+FOLLOW_FETCH = {"fetch.wait.max.ms": int(POLL_S * 1000)}
+"""The follower's fetches wait up to a poll for a change: two a second on a topic that
+changes a few times a day, not a hundred (the consumers' 10 ms wait)."""
 
 
 def set_limit(settings: Settings, limit: Limit) -> None:
@@ -102,7 +105,7 @@ class LimitsFollower:
 
     def _load(self) -> TopicScan | None:
         try:
-            scan = TopicScan(self.settings, Topics(self.settings).limits)
+            scan = TopicScan(self.settings, Topics(self.settings).limits, tuning=FOLLOW_FETCH)
         except ConfigurationError as exc:
             log.warning("no rate limits apply: %s", exc)
             self.board.ready.set()
