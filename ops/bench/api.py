@@ -38,7 +38,14 @@ from connectors.api.settings import load_api_settings
 from connectors.views import ViewStore
 from ops.bench.harness import broker, create_topics, run_settings
 from ops.bench.measure import cpu_seconds
-from ops.bench.options import BootstrapOption, KafkaHomeOption, OutOption, PortOption, WorkdirOption
+from ops.bench.options import (
+    BootstrapOption,
+    KafkaHomeOption,
+    OutOption,
+    PortOption,
+    WorkdirOption,
+    kafka_home_of,
+)
 from ops.bench.report import console, write_results
 from pipeline.scheduling import new_job_id
 
@@ -167,7 +174,7 @@ def bench_api(
     """Measure the HTTP API: accepted jobs/s (batch and single) and owner listing p99."""
     views = workdir / "api-views"
     shutil.rmtree(views, ignore_errors=True)
-    with broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as running:
+    with broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as running:
         settings = run_settings(running.bootstrap, timer_partitions=6, exec_partitions=2)
         create_topics(settings)
         server = _server(settings, views, owners)

@@ -18,7 +18,7 @@ import typer
 from confluent_kafka import Message
 
 from ops.bench.harness import broker, run_settings
-from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption
+from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
 from ops.bench.report import console
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
@@ -33,7 +33,7 @@ def main(
     port: int = PortOption,
 ) -> None:
     """CPU per record of a transaction, a delivery report per record against one per batch."""
-    with broker(bootstrap, kafka_home or Path(".jobstream/bench-kafka"), port) as kafka:
+    with broker(bootstrap, kafka_home_of(kafka_home), port) as kafka:
         settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
         topic = f"{settings.topic_prefix}delivery"
         ensure_topics(settings.kafka_config, [TopicSpec(topic, 1, compacted=True)],

@@ -39,6 +39,7 @@ from ops.bench.options import (
     OutOption,
     PortOption,
     WorkdirOption,
+    kafka_home_of,
 )
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.release_hops import HOPS, hop_key
@@ -150,7 +151,7 @@ def bench(
 
         ensure_installed(console.print)
     with (
-        broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka,
+        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
     ):
         settings = run_settings(kafka.bootstrap, timer_partitions=partitions,

@@ -12,9 +12,15 @@ BootstrapOption = typer.Option(
     help="Use this broker instead of starting one.",
 )  # fmt: skip
 PortOption = typer.Option(39092, "--port", help="Port of the local broker started otherwise.")
-WorkdirOption = typer.Option(Path(".jobstream/bench"), "--workdir")
+DEFAULT_WORKDIR = Path(".jobstream/bench")
+WorkdirOption = typer.Option(DEFAULT_WORKDIR, "--workdir")
 KafkaHomeOption = typer.Option(
     None, "--kafka-home", help="Where the local broker lives (default: beside --workdir); "
     "with --bootstrap, a broker there is measured too.",
 )  # fmt: skip
 OutOption = typer.Option(None, "--out", help="Write the results here as JSON.")
+
+
+def kafka_home_of(kafka_home: Path | None, workdir: Path = DEFAULT_WORKDIR) -> Path:
+    """``--kafka-home``, or the local broker's home beside ``--workdir``."""
+    return kafka_home or workdir.parent / "bench-kafka"

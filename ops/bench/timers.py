@@ -27,6 +27,7 @@ from ops.bench.options import (
     OutOption,
     PortOption,
     WorkdirOption,
+    kafka_home_of,
 )
 from ops.bench.report import Row, console, load_average, progress_bar, write_results
 from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
@@ -82,7 +83,7 @@ def bench_timers(
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_at_start = load_average()
     with (
-        broker(bootstrap, kafka_home or workdir.parent / "bench-kafka", port) as kafka,
+        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
     ):
         partitions = 1 if scenario is Scenario.restore else partitions

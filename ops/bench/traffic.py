@@ -33,7 +33,14 @@ from rich.table import Table
 
 from ops.bench.harness import broker, run_settings
 from ops.bench.load import Load
-from ops.bench.options import BootstrapOption, KafkaHomeOption, OutOption, PortOption, WorkdirOption
+from ops.bench.options import (
+    BootstrapOption,
+    KafkaHomeOption,
+    OutOption,
+    PortOption,
+    WorkdirOption,
+    kafka_home_of,
+)
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.report import console, load_average, progress_bar, write_results
 from ops.kafka.ports import free_ports
@@ -173,7 +180,7 @@ def main(
     out: Path | None = OutOption,
 ) -> None:  # fmt: skip
     """Count the records and bytes per job on every topic, for one-off no-op jobs."""
-    home = kafka_home or workdir.parent / "bench-kafka"
+    home = kafka_home_of(kafka_home, workdir)
     report: dict[str, Any] = {"jobs": jobs, "rate": rate, "load_average_start": load_average()}
     with broker(bootstrap, home, port) as kafka, progress_bar() as bar:
         settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
