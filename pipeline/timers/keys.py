@@ -16,8 +16,9 @@ Two key spaces, told apart by their first byte (the store keeps its own metadata
   a rate limit holds back, one queue per limit in fire-time order (pipeline/limits/). A held
   job has no schedule key: it leaves its queue when the limit's tokens allow.
 
-A due scan iterates from ``schedule_floor(floor_ms)`` (``SCHEDULE_LOWER_BOUND`` when no floor
-is known; pipeline/timers/state.py keeps it) to ``due_upper_bound(now_ms)`` (exclusive).
+A due scan iterates from the partition's floor, a schedule key below which none is live
+(``SCHEDULE_LOWER_BOUND`` when none is known; pipeline/timers/state.py keeps it), to
+``due_upper_bound(now_ms)`` (exclusive).
 The store must compare raw bytes (rocksdict ``Options(raw_mode=True)``): in its default mode
 rocksdict tags each key with its Python type and these bounds no longer apply.
 """

@@ -27,6 +27,7 @@ from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.transaction import PartitionTransaction
+from pipeline.timers.keys import SCHEDULE_LOWER_BOUND
 from pipeline.timers.processor import TimerPolicy, TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -59,8 +60,8 @@ class Timers(Processor[TimerState]):
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.counts = Counters("fired", "dead_lettered", "throttled", "max_lateness_ms")
         self.owned: set[int] = set()
-        self.floors: dict[int, int] = {}
-        """Each owned partition's due-scan floor as of its last commit (TimerState.floor_ms)."""
+        self.floors: dict[int, bytes] = {}
+        """Each owned partition's due-scan floor as of its last commit (TimerState.floor)."""
 
     def start(self) -> None:
         self.limits.start()
@@ -72,7 +73,8 @@ class Timers(Processor[TimerState]):
         assert tx is not None
         if partition not in self.owned:
             self.owned.add(partition)
-            self.floors[partition] = 0  # restored or not, its schedule is read from the start
+            # Restored or not, its schedule is read from the start.
+            self.floors[partition] = SCHEDULE_LOWER_BOUND
             self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
         return TimerState(tx, self.floors[partition], partition)
 
@@ -104,12 +106,12 @@ class Timers(Processor[TimerState]):
             return ()  # the rate limits are still being read: nothing fires before them
         emits = self.logic.fire_due(state, now_ms, limit)
         if not state.changed and state.partition in self.floors:
-            self.floors[state.partition] = state.floor_ms  # read only: holds once dropped
+            self.floors[state.partition] = state.floor  # read only: holds once dropped
         return emits
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
         if state.partition in self.floors:  # an aborted transaction's floor is not kept
-            self.floors[state.partition] = state.floor_ms
+            self.floors[state.partition] = state.floor
         fired = dead = 0
         for output in outputs:
             if output.topic == self.topics.intake_dlq:

@@ -22,6 +22,7 @@ from pipeline.timers.keys import (
     HELD_UPPER_BOUND,
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
+    SCHEDULE_LOWER_BOUND,
     decode_held_key,
     decode_owner_schedule_key,
     decode_schedule_key,
@@ -35,7 +36,6 @@ from pipeline.timers.keys import (
     owner_due_bound,
     owner_range_end,
     owner_range_start,
-    schedule_floor,
 )
 from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
@@ -45,15 +45,18 @@ ChangelogRecord = tuple[bytes, bytes | None]
 class TimerState:
     """Reads and writes of timer entries within one partition transaction."""
 
-    def __init__(self, tx: PartitionTransaction, floor_ms: int = 0, partition: int = 0) -> None:
-        """``floor_ms``: no schedule key of ``partition`` fires earlier (0: not known)."""
+    def __init__(self, tx: PartitionTransaction, floor: bytes = SCHEDULE_LOWER_BOUND,
+                 partition: int = 0) -> None:  # fmt: skip
+        """``floor``: no live schedule key of ``partition`` sorts below it."""
         self.tx = tx
         self.partition = partition
-        self.floor_ms = floor_ms
+        self.floor = floor
         """Where due scans start. Fired keys are deleted, and RocksDB skips their tombstones
         one by one until a compaction drops them: a scan from the schedule's first key
-        walks every timer fired since. It rises to the first key a scan finds and falls
-        with any key scheduled below it."""
+        walks every timer fired since. A key, not a fire time: a burst due in one
+        millisecond fires over many transactions, and a floor at that millisecond would
+        have each scan walk every timer the burst fired before. It rises to the first key a
+        scan finds and falls with any key scheduled below it."""
         self.changelog: list[ChangelogRecord] = []
         self.held: list[str] = []
         """The job type of each job a rate limit held back in this transaction (metrics)."""
@@ -98,16 +101,16 @@ class TimerState:
     def due(self, now_ms: int, limit: int) -> list[TimerEntry]:
         """Entries whose fire time is at or before ``now_ms``, earliest first."""
         entries = []
-        floor_ms = now_ms + 1  # where none is found, none fires at or before now_ms
-        for key, _ in self.tx.scan(schedule_floor(self.floor_ms), due_upper_bound(now_ms)):
-            fire_ms, timer_id = decode_schedule_key(key)
-            floor_ms = min(floor_ms, fire_ms)
-            entry = self.get(timer_id)
+        upper = due_upper_bound(now_ms)
+        first = upper  # where none is found, none fires at or before now_ms
+        for key, _ in self.tx.scan(self.floor, upper):
+            first = min(first, key)  # the scan's first key: the lowest live one
+            entry = self.get(decode_schedule_key(key)[1])
             if entry is not None:
                 entries.append(entry)
             if len(entries) >= limit:
                 break
-        self.floor_ms = max(self.floor_ms, floor_ms)
+        self.floor = max(self.floor, first)
         return entries
 
     def due_owners(self, now_ms: int) -> list[str]:
@@ -170,8 +173,9 @@ class TimerState:
         if entry.held_by is not None:
             self.tx.put(encode_held_key(entry.held_by, entry.due_ms, timer_id), b"")
         else:
-            self.tx.put(encode_schedule_key(entry.due_ms, timer_id), b"")
-            self.floor_ms = min(self.floor_ms, entry.due_ms)
+            key = encode_schedule_key(entry.due_ms, timer_id)
+            self.tx.put(key, b"")
+            self.floor = min(self.floor, key)
             self.tx.put(encode_owner_schedule_key(entry.owner, entry.due_ms, timer_id), b"")
         return True
 

@@ -15,6 +15,7 @@ from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
+from pipeline.timers.keys import due_upper_bound, encode_schedule_key
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -324,24 +325,48 @@ def test_updating_a_paused_schedule_leaves_it_paused(driver: TimersDriver) -> No
 def test_a_job_due_before_the_last_scan_still_fires(driver: TimersDriver) -> None:
     """Due scans start at the partition's floor, which rises as timers fire: a job then
     submitted late (due already) or due earlier than every pending one lowers it again."""
+    first = submitted(now_ms=T0, run_at_ms=T0 + 5000)
     later = submitted(now_ms=T0, run_at_ms=T0 + 60_000)
-    driver.step(T0, submitted(now_ms=T0, run_at_ms=T0 + 5000), later)
+    driver.step(T0, first, later)
     assert len(executions(driver.step(T0 + 5000))) == 1
-    assert driver.processor.floors[0] == T0 + 5000  # the key that fired: the first found
+    # the key that fired: the first found
+    assert driver.processor.floors[0] == encode_schedule_key(T0 + 5000, first.data["job_id"])
     driver.step(T0 + 5500)
-    assert driver.processor.floors[0] == T0 + 5501  # none due up to now
+    assert driver.processor.floors[0] == due_upper_bound(T0 + 5500)  # none due up to now
     late = submitted(now_ms=T0 + 6000, run_at_ms=T0 + 1000)
     assert [r["scheduled_at_ms"] for r in executions(driver.step(T0 + 6000, late))] == [T0 + 1000]
     soon = submitted(now_ms=T0 + 7000, run_at_ms=T0 + 8000)
     driver.step(T0 + 7000, soon)
-    assert driver.processor.floors[0] == T0 + 7001
+    assert driver.processor.floors[0] == due_upper_bound(T0 + 7000)
     assert [r["job_id"] for r in executions(driver.step(T0 + 8000))] == [soon.data["job_id"]]
+
+
+def test_a_burst_due_in_one_millisecond_moves_the_floor_key_by_key(tmp_path: Path) -> None:
+    """A burst larger than a batch fires over several transactions within one millisecond:
+    each scan starts at the first key the one before found, not at the millisecond (which
+    would walk every timer the burst fired before), and a job scheduled below the floor
+    meanwhile (the same instant, an id sorting first) lowers it and still fires."""
+    driver = TimersDriver(Timers(Settings()), tmp_path, now_ms=T0, punctuate_limit=10)
+    burst = [submitted(now_ms=T0, run_at_ms=T0 + 5000, job_id=f"{i + 1:026d}") for i in range(25)]
+    driver.step(T0, *burst)
+    ids = [job.data["job_id"] for job in burst]
+    fired = [r["job_id"] for r in executions(driver.step(T0 + 5000))]
+    assert fired == ids[:10]
+    assert driver.processor.floors[0] == encode_schedule_key(T0 + 5000, ids[0])
+    fired += [r["job_id"] for r in executions(driver.advance())]
+    assert driver.processor.floors[0] == encode_schedule_key(T0 + 5000, ids[10])
+    first = submitted(now_ms=T0 + 5000, run_at_ms=T0 + 5000, job_id="0" * 26)
+    fired += [r["job_id"] for r in executions(driver.step(T0 + 5000, first))]
+    fired += [r["job_id"] for r in executions(driver.advance())]
+    assert sorted(fired) == sorted([*ids, "0" * 26])  # every one, each once
+    assert executions(driver.advance()) == []
+    driver.close()
 
 
 def test_the_floor_starts_over_when_a_partition_is_taken_again(driver: TimersDriver) -> None:
     driver.step(T0, submitted(now_ms=T0, run_at_ms=T0 + 5000))
     driver.step(T0 + 1000)
-    assert driver.processor.floors[0] == T0 + 1001
+    assert driver.processor.floors[0] == due_upper_bound(T0 + 1000)
     driver.task.revoke([0])
     assert 0 not in driver.processor.floors
     driver.task.assign([0])
