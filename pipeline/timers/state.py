@@ -102,15 +102,17 @@ class TimerState:
         """Entries whose fire time is at or before ``now_ms``, earliest first."""
         entries = []
         upper = due_upper_bound(now_ms)
-        first = upper  # where none is found, none fires at or before now_ms
+        first: bytes | None = None  # the scan's first key: the lowest live one
         for key, _ in self.tx.scan(self.floor, upper):
-            first = min(first, key)  # the scan's first key: the lowest live one
+            if first is None:
+                first = key
             entry = self.get(decode_schedule_key(key)[1])
             if entry is not None:
                 entries.append(entry)
             if len(entries) >= limit:
                 break
-        self.floor = max(self.floor, first)
+        # Where none is found, none fires at or before now_ms.
+        self.floor = max(self.floor, upper if first is None else first)
         return entries
 
     def due_owners(self, now_ms: int) -> list[str]:
