@@ -24,10 +24,15 @@ browser:
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	  else echo "the dashboard tests need chromium: sudo apt-get install chromium"; fi; }
 
+# KAFKA_PORT and DEMO_ARGS (e.g. --home DIR --base-port N) let a test run this very
+# target beside other brokers; JOBSTREAM_KAFKA_HOME moves the broker's folder.
+KAFKA_PORT ?= 9092
+DEMO_ARGS ?=
+run: export JOBSTREAM_BOOTSTRAP_SERVERS ?= 127.0.0.1:$(KAFKA_PORT)
 run: setup
-	$(BIN)/jobstream kafka up
+	$(BIN)/jobstream kafka up --port $(KAFKA_PORT)
 	$(BIN)/jobstream topics create
-	$(BIN)/jobstream demo
+	$(BIN)/jobstream demo $(DEMO_ARGS)
 
 test: setup
 	$(BIN)/pytest

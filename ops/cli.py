@@ -128,38 +128,49 @@ def topics_list() -> None:
     console.print(table)
 
 
-def demo() -> None:
+def demo(
+    base_port: int = typer.Option(9400, "--base-port", help="First /healthz port."),
+    home: Path = typer.Option(Path(".jobstream"), "--home",
+                              help="Folder of the processes' logs and state."),
+    timeout_ms: int = duration_option(
+        "180s", "--timeout", help="How long the submitted jobs may take to settle."),
+) -> None:
     """Start the whole pipeline, run real demo jobs through it, and stop it."""
     from ops.demo import run_demo
 
-    run_demo(load_settings())
+    run_demo(load_settings(), home, base_port, timeout_ms / 1000)
 
 
 def pipeline(
     base_port: int = typer.Option(9400, "--base-port", help="First /healthz port."),
+    home: Path = typer.Option(Path(".jobstream"), "--home",
+                              help="Folder of the processes' logs and state."),
+    slow_ms: int = duration_option(
+        "90s", "--slow-after",
+        help="Report a process not healthy this long after it started (it is waited for)."),
 ) -> None:
     """Run the whole pipeline (timers, status processor, retry router, demo workers)
-    in the foreground until Ctrl-C."""
-    import signal
-    import threading
+    in the foreground until Ctrl-C or SIGTERM.
 
-    from ops.stack import Stack, components
+    A process that exits is started again; one slow to become healthy is reported and
+    waited for. No process outlives this command, however it ends (SIGKILL too)."""
+    from ops.stack import HealthWatch, Stack, components
+    from pipeline.signals import stop_on_signals
 
     load_settings()  # a bad setting stops here, not in six processes
-    stack = Stack(Path(".jobstream"))
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    with console.status("starting the pipeline ..."):
-        stack.start(components(base_port))
-    console.print(f"pipeline running; logs in {stack.logs}; Ctrl-C stops it")
+    stack = Stack(home, {"JOBSTREAM_STATE_DIR": str(home / "state")})
+    stop = stop_on_signals()
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False, soft_wrap=True)
 
     def report(name: str, code: int, delay_s: float) -> None:
         when = f" in {delay_s:g} s" if delay_s else ""
-        console.print(f"[red]{name} exited with {code}[/red], restarting it{when}:\n"
-                      f"{stack.log_tail(name)}")  # fmt: skip
+        say(f"[red]{name} exited with {code}[/red], restarting it{when}:\n{stack.log_tail(name)}")
 
     try:
-        stack.supervise(stop, report)
+        stack.launch(components(base_port))
+        say(f"started {len(stack.processes)} processes; logs in {stack.logs}")
+        stack.supervise(stop, report, on_tick=HealthWatch(stack, say, slow_s=slow_ms / 1000))
     finally:
         stack.stop()

@@ -15,7 +15,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from rich.console import Console
 
 from ops.stack import Stack, components
@@ -24,21 +24,29 @@ from pipeline.errors import JobstreamError
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
+from pipeline.kafka.watermarks import watermarks
 from pipeline.scheduling import CronSpec
 from pipeline.serde import JobStatus, decode_status
+from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 
 console = Console()
 
 SETTLED = {"SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "PAUSED"}
+LOOK_EVERY_S = 10.0
+"""How often the demo reads the real states of jobs it has not seen settle."""
 
 
 def _status_reader(settings: Settings) -> Consumer:
-    """A consumer at the end of jobs.status, so the demo shows only its own jobs."""
+    """A consumer of jobs.status from its end as it is now, before the demo submits
+    anything: every status record of the demo's jobs comes after these offsets. (Assigned
+    at OFFSET_END instead, the end is looked up at the first fetch, which may come after
+    the first records, or after all of them on a slow machine.)"""
     topic = Topics(settings).status
     consumer = clients.consumer(settings, "jobstream.demo")
-    consumer.assign([TopicPartition(topic, p, OFFSET_END)
-                     for p in range(settings.status_partitions)])  # fmt: skip
+    ends = [TopicPartition(topic, p, watermarks(consumer, TopicPartition(topic, p))[1])
+            for p in range(settings.status_partitions)]  # fmt: skip
+    consumer.assign(ends)
     return consumer
 
 
@@ -95,41 +103,93 @@ def _describe(status: JobStatus, label: str) -> str:
     return line
 
 
-def run_demo(settings: Settings, home: Path = Path(".jobstream"), timeout_s: float = 120.0) -> None:
-    stack = Stack(home)
+class Story:
+    """The demo's jobs and the latest state known of each: from the records read on
+    jobs.status as they come, and, whenever some job is not settled yet, from a read of
+    the whole topic (the jobs' real states), so that no record missed can stall it."""
+
+    def __init__(self, settings: Settings, labels: dict[str, str]) -> None:
+        self.settings = settings
+        self.labels = labels
+        self.latest: dict[str, JobStatus] = {}
+
+    def tell(self, status: JobStatus) -> None:
+        """Print a status of one of the demo's jobs when it says something new."""
+        if status.job_id not in self.labels:
+            return
+        before = self.latest.get(status.job_id)
+        self.latest[status.job_id] = status
+        if before is None or (before.state, before.attempt) != (status.state, status.attempt):
+            console.print(_describe(status, self.labels[status.job_id]),
+                          highlight=False, soft_wrap=True)  # fmt: skip
+
+    def state(self, job_id: str) -> str | None:
+        status = self.latest.get(job_id)
+        return None if status is None else status.state
+
+    def unsettled(self, jobs: list[str] | None = None) -> list[str]:
+        return [job for job in (jobs or list(self.labels)) if self.state(job) not in SETTLED]
+
+    def read_real_states(self) -> None:
+        try:
+            statuses = read_statuses(self.settings, owner="demo", timeout_s=10)
+        except JobstreamError as exc:  # the stream goes on; the next look may succeed
+            console.print(f"  (could not read jobs.status whole: {exc})")
+            return
+        for job_id in self.labels:
+            if job_id in statuses:
+                self.tell(statuses[job_id])
+
+
+def run_demo(settings: Settings, home: Path = Path(".jobstream"), base_port: int = 9400,
+             timeout_s: float = 180.0) -> None:  # fmt: skip
+    """Run the demo; raises JobstreamError when its jobs have not settled in ``timeout_s``
+    after they were submitted."""
+    stack = Stack(home, {"JOBSTREAM_STATE_DIR": str(home / "state")})
     console.print("starting the pipeline: timers, status processor, retry router, 3 workers")
-    stack.start(components())
+    try:
+        stack.start(components(base_port), timeout_s=300,
+                    progress=lambda names: console.print(f"  still starting: {', '.join(names)}"))
+        _run(settings, stack, timeout_s)
+    finally:
+        stack.stop()
+
+
+def _run(settings: Settings, stack: Stack, timeout_s: float) -> None:
     reader = _status_reader(settings)
     try:
         with JobClient(settings) as client:
-            labels = _submit(client)
-            console.print(f"submitted {len(labels)} jobs; their status as it changes:")
-            latest: dict[str, str] = {}
-            cron_id = next(job for job, label in labels.items() if "Paris" in label)
+            story = Story(settings, _submit(client))
+            console.print(f"submitted {len(story.labels)} jobs; their status as it changes:")
+            cron_id = next(job for job, label in story.labels.items() if "Paris" in label)
+            others = [job for job in story.labels if job != cron_id]
             paused = False
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
-                for message in reader.consume(200, timeout=0.2):
+            started = last_look = time.monotonic()
+            while time.monotonic() - started < timeout_s:
+                # One batch holds several partitions' records: told in the order written.
+                batch = sorted(reader.consume(200, timeout=0.2), key=lambda m: m.timestamp()[1])
+                for message in batch:
                     value = message.value()
-                    if message.error() is not None or value is None:
-                        continue
-                    status = decode_status(value)
-                    if status.job_id in labels:
-                        latest[status.job_id] = status.state
-                        console.print(_describe(status, labels[status.job_id]),
-                                      highlight=False, soft_wrap=True)  # fmt: skip
-                others = [job for job in labels if job != cron_id]
-                if not paused and all(latest.get(job) in SETTLED for job in others):
+                    if message.error() is None and value:
+                        story.tell(decode_status(value))
+                if time.monotonic() - last_look > LOOK_EVERY_S and story.unsettled():
+                    story.read_real_states()
+                    last_look = time.monotonic()
+                    console.print(f"  ({time.monotonic() - started:.0f} s) waiting for: "
+                                  f"{', '.join(story.labels[j] for j in story.unsettled())}",
+                                  highlight=False, soft_wrap=True)  # fmt: skip
+                if not paused and not story.unsettled(others):
                     client.pause(cron_id)
                     paused = True
-                if paused and latest.get(cron_id) == "PAUSED":
+                if paused and story.state(cron_id) == "PAUSED":
                     break
     finally:
         reader.close()
-        stack.stop()
-    unsettled = {labels[job] for job in labels if latest.get(job) not in SETTLED}
+    if story.unsettled():
+        story.read_real_states()
+    unsettled = sorted(story.labels[job] for job in story.unsettled())
     if unsettled:
-        raise JobstreamError(f"demo jobs did not settle in {timeout_s:.0f}s: {sorted(unsettled)};"
+        raise JobstreamError(f"demo jobs did not settle in {timeout_s:.0f}s: {unsettled};"
                              f" logs in {stack.logs}")  # fmt: skip
     console.print(f"[green]every demo job settled[/green]; process logs in {stack.logs}; "
                   "`jobstream dlq list` shows the poison job")  # fmt: skip

@@ -2,7 +2,9 @@
 
 Used by ``jobstream demo`` and ``jobstream pipeline``. Each process logs to its own file
 under ``<home>/logs`` and serves /healthz on its own port, which is how the stack knows
-it is up. Stopping sends SIGTERM (components drain and commit), then SIGKILL.
+it is up. Stopping sends SIGTERM (components drain and commit), then SIGKILL. Every
+process holds the stack's lifeline (pipeline/lifeline.py): when the process that runs the
+stack ends, however it ends, they stop too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from pipeline.durations import format_duration
 from pipeline.errors import JobstreamError
+from pipeline.lifeline import ENV as LIFELINE_ENV
 
 log = logging.getLogger(__name__)
 
@@ -104,21 +107,34 @@ class Stack:
         self.logs = self.home / "logs"
         self.env = {**os.environ, **(env or {})}
         self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}
+        self.started_at: dict[str, float] = {}
+        """When each component's current process was started (monotonic seconds)."""
+        # Only this process holds the write end (os.pipe's ends are not inherited; each
+        # child gets the read end alone), so the children see EOF once it has ended.
+        self._lifeline, self._lifeline_write = os.pipe()
 
-    def start(self, parts: list[Component], *, timeout_s: float = 90.0) -> None:
+    def start(self, parts: list[Component], *, timeout_s: float = 90.0,
+              progress: Callable[[list[str]], object] | None = None) -> None:  # fmt: skip
+        """Start ``parts`` and wait until each is healthy (:meth:`wait_healthy`)."""
+        self.launch(parts)
+        self.wait_healthy(timeout_s, progress=progress)
+
+    def launch(self, parts: list[Component]) -> None:
+        """Start ``parts`` without waiting for them."""
         self.logs.mkdir(parents=True, exist_ok=True)
         for part in parts:
             self._spawn(part)
-        self.wait_healthy(timeout_s)
 
     def _spawn(self, part: Component) -> None:
         command = [sys.executable, "-m", "pipeline", *part.args,
                    "--metrics-port", str(part.metrics_port)]  # fmt: skip
+        env = {**self.env, **dict(part.env), LIFELINE_ENV: str(self._lifeline)}
         with open(self.logs / f"{part.name}.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL,
-                                       env={**self.env, **dict(part.env)})  # fmt: skip
+                                       stdin=subprocess.DEVNULL, env=env,
+                                       pass_fds=(self._lifeline,))  # fmt: skip
         self.processes[part.name] = (part, process)
+        self.started_at[part.name] = time.monotonic()
         log.info("started %s pid=%d", part.name, process.pid)
 
     def exited(self) -> dict[str, int]:
@@ -132,11 +148,15 @@ class Stack:
         self._spawn(part)
 
     def supervise(self, stop: threading.Event, on_exit: Callable[[str, int, float], object],
-                  backoff: RestartBackoff | None = None) -> None:  # fmt: skip
+                  backoff: RestartBackoff | None = None,
+                  on_tick: Callable[[], object] | None = None) -> None:  # fmt: skip
         """Until ``stop``: start again every component that ends, after its backoff;
-        ``on_exit(name, exit code, delay)`` is told first."""
+        ``on_exit(name, exit code, delay)`` is told first. ``on_tick`` runs every turn
+        (twice a second), e.g. a :class:`HealthWatch`."""
         backoff = backoff or RestartBackoff()
         while not stop.wait(0.5):
+            if on_tick is not None:
+                on_tick()
             for name, code in self.exited().items():
                 delay_s = backoff.delay_s(name, time.monotonic())
                 on_exit(name, code, delay_s)
@@ -147,16 +167,24 @@ class Stack:
     def kill(self, name: str, *, graceful: bool = False) -> None:
         """Stop one component: SIGTERM (it drains) or SIGKILL (as a crash would)."""
         _, process = self.processes.pop(name)
+        self.started_at.pop(name, None)
         if graceful:
             process.terminate()
         else:
             process.kill()
         process.wait(60)
 
-    def wait_healthy(self, timeout_s: float) -> None:
+    def wait_healthy(self, timeout_s: float,
+                     progress: Callable[[list[str]], object] | None = None) -> None:  # fmt: skip
+        """Wait until every process answers /healthz; ``progress`` hears the ones still
+        awaited every 10 s. Raises JobstreamError when one exits or ``timeout_s`` passes."""
         deadline = time.monotonic() + timeout_s
+        told = time.monotonic()
         waiting = set(self.processes)
         while waiting:
+            if progress is not None and time.monotonic() - told >= 10:
+                progress(sorted(waiting))
+                told = time.monotonic()
             for name in sorted(waiting):
                 part, process = self.processes[name]
                 if process.poll() is not None:
@@ -181,12 +209,58 @@ class Stack:
                 process.kill()
                 process.wait()
         self.processes.clear()
+        self.started_at.clear()
+
+    def healthy(self, name: str) -> bool:
+        part, process = self.processes[name]
+        return process.poll() is None and _healthy(part.metrics_port)
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         path = self.logs / f"{name}.log"
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class HealthWatch:
+    """What a supervisor tells of its components' health, once per change: a component
+    that became healthy (and how long it took), one still not healthy ``slow_s`` after
+    it started (it is waited for, not given up on), one that stopped being healthy."""
+
+    def __init__(self, stack: Stack, say: Callable[[str], object], *, slow_s: float = 90.0,
+                 every_s: float = 2.0) -> None:  # fmt: skip
+        self.stack = stack
+        self.say = say
+        self.slow_s = slow_s
+        self.every_s = every_s
+        self._healthy: dict[str, bool] = {}
+        self._told_slow: set[str] = set()
+        self._checked = 0.0
+        self.all_healthy_once = False
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < self.every_s:
+            return
+        self._checked = now
+        for name in sorted(self.stack.processes):
+            started = self.stack.started_at[name]
+            healthy = self.stack.healthy(name)
+            was = self._healthy.get(name)
+            if healthy and not was:
+                self.say(f"{name} healthy, {now - started:.1f} s after it started")
+                self._told_slow.discard(name)
+            elif not healthy and was:
+                self.say(f"{name} is not healthy any more; its log:\n"
+                         f"{self.stack.log_tail(name)}")  # fmt: skip
+            elif not healthy and now - started > self.slow_s and name not in self._told_slow:
+                self._told_slow.add(name)
+                self.say(f"{name} not healthy {now - started:.0f} s after it started; still "
+                         f"waiting for it. Its log:\n{self.stack.log_tail(name)}")  # fmt: skip
+            self._healthy[name] = healthy
+        if not self.all_healthy_once and all(self._healthy.get(n) for n in self.stack.processes):
+            self.all_healthy_once = True
+            self.say(f"pipeline running; logs in {self.stack.logs}; Ctrl-C stops it")
 
 
 def _healthy(port: int) -> bool:

@@ -27,6 +27,7 @@ from pipeline.errors import (
 from pipeline.jobs.cli import EXIT_INVALID
 from pipeline.jobs.cli import register as register_job_commands
 from pipeline.jobs.workflow_cli import workflow_app
+from pipeline.lifeline import watch_supervisor
 from pipeline.limits.cli import limits_app
 from pipeline.logs import configure_logging
 from pipeline.retry.cli import retry_router
@@ -87,7 +88,10 @@ def register(app: typer.Typer) -> None:
 
 
 def run(app: typer.Typer) -> None:
-    """Run *app*; a JobstreamError ends it with a message and a documented exit code."""
+    """Run *app*; a JobstreamError ends it with a message and a documented exit code.
+
+    A process started by a supervisor (ops/stack.py) also ends when the supervisor does."""
+    watch_supervisor()
     tune_collector()
     try:
         app()  # standalone: usage errors and typer.Exit end the process themselves
