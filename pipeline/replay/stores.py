@@ -1,9 +1,9 @@
 """Rebuild a stateful processor's stores (the timers') from its changelog, from offset zero.
 
 The stores of one processor instance (its state directory and instance id, as
-``jobstream timers`` takes them) are wiped and restored partition by partition with the
-runtime's own restore, from the first offset of the changelog, whatever checkpoint the
-files held. Stop the instance first: RocksDB locks its files while it runs.
+``jobstream timers`` takes them) are wiped and restored, all partitions at once, with
+the runtime's own restore, from the first offset of the changelog, whatever checkpoint
+the files held. Stop the instance first: RocksDB locks its files while it runs.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from confluent_kafka import TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
+from pipeline.kafka.identity import topic_identity
 from pipeline.kafka.scan import partitions_of
 from pipeline.kafka.watermarks import watermarks
 from pipeline.runtime.options import RunnerOptions, processor_group
 from pipeline.runtime.processor import Processor
-from pipeline.state.recovery import restore
+from pipeline.state.recovery import restore_partitions
 from pipeline.state.store import PartitionStore
 
 Progress = Callable[[int, int], None]
@@ -47,12 +48,16 @@ def rebuild_stores(settings: Settings, processor: Processor[Any], options: Runne
             if progress is not None:
                 progress(applied, total)
 
-        for p in owned:
-            store = PartitionStore(root / str(p))
-            try:
-                store.wipe()
-                restore(store, consumer, changelog, p, processor.restore, progress=step)
-            finally:
+        stores: dict[int, PartitionStore] = {}
+        try:
+            for p in owned:
+                stores[p] = PartitionStore(root / str(p))
+                stores[p].wipe()
+            identity = topic_identity(settings.kafka_config, changelog)
+            restore_partitions(stores, consumer, changelog, processor.restore, identity=identity,
+                               layout=processor.state_layout, progress=step)  # fmt: skip
+        finally:
+            for store in stores.values():
                 store.close()
     finally:
         consumer.close()

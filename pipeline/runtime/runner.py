@@ -38,6 +38,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -48,6 +49,7 @@ from pipeline.config import Settings
 from pipeline.errors import StoreError, TopicMismatchError, TopicRefusedError
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
+from pipeline.kafka.identity import topic_identity
 from pipeline.kafka.transaction import (
     KAFKA_FAILURES,
     is_fatal,
@@ -102,6 +104,7 @@ class Runner(Generic[S]):
                 lambda: clients.consumer(settings, f"{group}.restore"),
                 processor.restore,
                 processor.state_layout,
+                identify=partial(topic_identity, settings.kafka_config),
             )
         self.task: Task[S] = Task(
             processor,

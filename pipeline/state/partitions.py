@@ -14,8 +14,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
 from pipeline.errors import StoreError
+from pipeline.kafka.identity import TopicIdentity
 from pipeline.kafka.transaction import send
-from pipeline.state.recovery import Apply, restore
+from pipeline.state.recovery import Apply, restore_partitions
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 
@@ -24,27 +25,37 @@ log = logging.getLogger(__name__)
 
 class PartitionStores:
     def __init__(self, root: Path, changelog: str, restorer: Callable[[], Consumer],
-                 apply: Apply, layout: int = 1) -> None:  # fmt: skip
+                 apply: Apply, layout: int = 1, *,
+                 identify: Callable[[str], TopicIdentity | None]) -> None:  # fmt: skip
         """``restorer`` makes the consumer that reads the changelog (committed data only,
-        in no group that commits); :meth:`renew_restorer` replaces it after a fault."""
+        in no group that commits); :meth:`renew_restorer` replaces it after a fault.
+        ``identify`` tells the changelog's identity now (None when the cluster does not
+        say): files of another are rebuilt without waiting."""
         self.root = root
         self.changelog = changelog
         self._new_restorer = restorer
         self.restorer = restorer()
         self.apply = apply
         self.layout = layout
+        self.identify = identify
         self.stores: dict[int, PartitionStore] = {}
         self._delivered: dict[int, int] = {}
 
     def assign(self, partitions: Iterable[int]) -> None:
-        for p in sorted(set(partitions) - set(self.stores)):
-            store = PartitionStore(self.root / str(p))
-            try:
-                restore(store, self.restorer, self.changelog, p, self.apply, layout=self.layout)
-            except BaseException:  # its files stay locked until closed
+        """Open the stores of the partitions not held yet and restore them all at once."""
+        opened: dict[int, PartitionStore] = {}
+        try:
+            for p in sorted(set(partitions) - set(self.stores)):
+                opened[p] = PartitionStore(self.root / str(p))
+            if opened:
+                identity = self.identify(self.changelog)
+                restore_partitions(opened, self.restorer, self.changelog, self.apply,
+                                   layout=self.layout, identity=identity)  # fmt: skip
+        except BaseException:  # their files stay locked until closed
+            for store in opened.values():
                 store.close()
-                raise
-            self.stores[p] = store
+            raise
+        self.stores.update(opened)
 
     def revoke(self, partitions: Iterable[int]) -> None:
         for p in set(partitions):

@@ -17,6 +17,7 @@ from pathlib import Path
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch
 
 from pipeline.errors import StoreError
+from pipeline.kafka.identity import TopicIdentity
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ _OFFSET = struct.Struct(">q")
 # Metadata keys start with 0x00 so that they sort before every data key.
 _CHANGELOG_OFFSET_KEY = b"\x00changelog-offset"
 _CHANGELOG_TOPIC_KEY = b"\x00changelog-topic"
+_CHANGELOG_IDENTITY_KEY = b"\x00changelog-identity"
 _LAYOUT_KEY = b"\x00layout"
 
 
@@ -122,10 +124,26 @@ class PartitionStore:
         raw = self._db.get(_LAYOUT_KEY)
         return 1 if raw is None else int(_OFFSET.unpack(raw)[0])
 
-    def bind_changelog(self, topic: str, layout: int = 1) -> None:
+    @property
+    def changelog_identity(self) -> TopicIdentity | None:
+        """The cluster and topic ids of the changelog the checkpoint belongs to (None for
+        files written before identities were recorded, or when the cluster did not tell)."""
+        raw = self._db.get(_CHANGELOG_IDENTITY_KEY)
+        return None if raw is None else TopicIdentity.decode(bytes(raw))
+
+    def bind_changelog(self, topic: str, layout: int = 1,
+                       identity: TopicIdentity | None = None) -> None:  # fmt: skip
+        """Record which changelog (by name, and by identity when known) the files follow
+        and the layout they keep, in one write."""
+        batch = WriteBatch(raw_mode=True)
+        batch.put(_CHANGELOG_TOPIC_KEY, topic.encode())
+        batch.put(_LAYOUT_KEY, _OFFSET.pack(layout))
+        if identity is None:
+            batch.delete(_CHANGELOG_IDENTITY_KEY)
+        else:
+            batch.put(_CHANGELOG_IDENTITY_KEY, identity.encode())
         with _io(self.path):
-            self._db.put(_CHANGELOG_TOPIC_KEY, topic.encode())
-            self._db.put(_LAYOUT_KEY, _OFFSET.pack(layout))
+            self._db.write(batch)
 
     def estimated_keys(self) -> int:
         """RocksDB's estimate of the keys held (cheap: no scan)."""
