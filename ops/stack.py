@@ -98,11 +98,20 @@ class RestartBackoff:
         return delay
 
 
+ENGINE = (sys.executable, "-m", "pipeline")
+"""The engine's commands in this interpreter: what a stack runs unless told otherwise."""
+
+
 class Stack:
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None, *,
+                 program: tuple[str, ...] = ENGINE, cwd: Path | None = None) -> None:  # fmt: skip
+        """``program`` is the command each component's arguments follow (an installed
+        ``jobstream``, say); ``cwd`` is the processes' working folder (default: ours)."""
         self.home = Path(home)
         self.logs = self.home / "logs"
         self.env = {**os.environ, **(env or {})}
+        self.program = program
+        self.cwd = cwd
         self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}
 
     def start(self, parts: list[Component], *, timeout_s: float = 90.0) -> None:
@@ -112,11 +121,10 @@ class Stack:
         self.wait_healthy(timeout_s)
 
     def _spawn(self, part: Component) -> None:
-        command = [sys.executable, "-m", "pipeline", *part.args,
-                   "--metrics-port", str(part.metrics_port)]  # fmt: skip
+        command = [*self.program, *part.args, "--metrics-port", str(part.metrics_port)]
         with open(self.logs / f"{part.name}.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL,
+                                       stdin=subprocess.DEVNULL, cwd=self.cwd,
                                        env={**self.env, **dict(part.env)})  # fmt: skip
         self.processes[part.name] = (part, process)
         log.info("started %s pid=%d", part.name, process.pid)
