@@ -5,14 +5,13 @@ tests/ops/test_wheel.py and tests/ops/test_compose_run.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
 from connectors.api.auth import hash_token
 from ops.kafka.ports import free_base_port
 from ops.stack import Stack
-from tests.support.compose import LOOPBACK, LocalService, jobstream_services, localize
+from tests.support.compose import LOOPBACK, ComposeRun, jobstream_services, localize
 from tests.support.tools import unavailable
 from tests.support.wheel import Installed, build_wheel, install
 
@@ -39,22 +38,6 @@ def wheel_broker(installed_wheel: Installed) -> Iterator[str]:
         installed_wheel.run("kafka", "down", "--home", home)
 
 
-@dataclass(frozen=True)
-class ComposeRun:
-    """The compose file's jobstream services running from the wheel."""
-
-    installed: Installed
-    bootstrap: str
-    services: tuple[LocalService, ...]
-    exits: dict[str, int]
-    """Exit code of each one-shot service."""
-    stack: Stack
-    """The long-running services, healthy when the fixture hands this over."""
-
-    def service(self, name: str) -> LocalService:
-        return next(s for s in self.services if s.name == name)
-
-
 @pytest.fixture(scope="session")
 def compose_run(installed_wheel: Installed, wheel_broker: str,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeRun]:  # fmt: skip
@@ -73,6 +56,7 @@ def compose_run(installed_wheel: Installed, wheel_broker: str,
                   cwd=installed_wheel.home)  # fmt: skip
     try:
         stack.start([s.component() for s in services if not s.one_shot], timeout_s=240)
-        yield ComposeRun(installed_wheel, wheel_broker, tuple(services), exits, stack)
+        yield ComposeRun(installed_wheel, wheel_broker, API_TOKEN, tuple(services), exits,
+                         stack)  # fmt: skip
     finally:
         stack.stop()

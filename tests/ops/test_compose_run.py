@@ -16,8 +16,7 @@ import pytest
 import yaml
 
 from ops.kafka.ports import free_ports
-from tests.ops.conftest import API_TOKEN, ComposeRun
-from tests.support.compose import LOOPBACK, METRICS_PORT, ROOT
+from tests.support.compose import LOOPBACK, METRICS_PORT, ROOT, ComposeRun
 from tests.support.scrape import scrape
 from tests.support.tools import debian_tool
 from tests.support.waiting import wait_for
@@ -48,7 +47,7 @@ def test_the_api_serves_the_dashboard_and_answers_a_configured_token(
     assert page.status_code == 200 and "<html" in page.text.lower()
     assert httpx.get(f"{url}/static/app.js", timeout=10).status_code == 200
     me = httpx.get(f"{url}/api/v1/me", timeout=10,
-                   headers={"Authorization": f"Bearer {API_TOKEN}"})  # fmt: skip
+                   headers={"Authorization": f"Bearer {compose_run.api_token}"})  # fmt: skip
     assert me.status_code == 200, me.text
     assert httpx.get(f"{url}/api/v1/me", timeout=10).status_code == 401
 

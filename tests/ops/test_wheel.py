@@ -10,10 +10,9 @@ import tomllib
 
 import pytest
 
-from tests.ops.conftest import ComposeRun
-from tests.support.compose import ROOT
+from tests.support.compose import ComposeRun
 from tests.support.waiting import wait_for
-from tests.support.wheel import Installed
+from tests.support.wheel import ROOT, Installed
 
 # The first test to ask for the session's wheel builds and installs it: minutes, not the
 # default 300 s, on a loaded 2-core machine.

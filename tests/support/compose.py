@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 
 from ops.kafka.ports import free_ports
-from ops.stack import Component
+from ops.stack import Component, Stack
+from tests.support.wheel import ROOT, Installed
 
-ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 IMAGE = "jobstream:dev"
 """The image of the services that run a ``jobstream`` command."""
@@ -104,3 +104,21 @@ def localize(services: dict[str, dict[str, Any]], work: Path,
         local.append(LocalService(name, tuple(args), _environment(service, env), tuple(ports),
                                   one_shot=service.get("restart") == "no"))  # fmt: skip
     return local
+
+
+@dataclass(frozen=True)
+class ComposeRun:
+    """The compose file's jobstream services running from an installed wheel."""
+
+    installed: Installed
+    bootstrap: str
+    api_token: str
+    """A bearer token the API was configured with (an admin's)."""
+    services: tuple[LocalService, ...]
+    exits: dict[str, int]
+    """Exit code of each one-shot service."""
+    stack: Stack
+    """The long-running services, healthy when the run is handed over."""
+
+    def service(self, name: str) -> LocalService:
+        return next(s for s in self.services if s.name == name)
