@@ -101,11 +101,20 @@ class RestartBackoff:
         return delay
 
 
+ENGINE = (sys.executable, "-m", "pipeline")
+"""The engine's commands in this interpreter: what a stack runs unless told otherwise."""
+
+
 class Stack:
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, home: Path, env: dict[str, str] | None = None, *,
+                 program: tuple[str, ...] = ENGINE, cwd: Path | None = None) -> None:  # fmt: skip
+        """``program`` is the command each component's arguments follow (an installed
+        ``jobstream``, say); ``cwd`` is the processes' working folder (default: ours)."""
         self.home = Path(home)
         self.logs = self.home / "logs"
         self.env = {**os.environ, **(env or {})}
+        self.program = program
+        self.cwd = cwd
         self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}
         self.started_at: dict[str, float] = {}
         """When each component's current process was started (monotonic seconds)."""
@@ -126,12 +135,11 @@ class Stack:
             self._spawn(part)
 
     def _spawn(self, part: Component) -> None:
-        command = [sys.executable, "-m", "pipeline", *part.args,
-                   "--metrics-port", str(part.metrics_port)]  # fmt: skip
+        command = [*self.program, *part.args, "--metrics-port", str(part.metrics_port)]
         env = {**self.env, **dict(part.env), LIFELINE_ENV: str(self._lifeline)}
         with open(self.logs / f"{part.name}.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=env,
+                                       stdin=subprocess.DEVNULL, cwd=self.cwd, env=env,
                                        pass_fds=(self._lifeline,))  # fmt: skip
         self.processes[part.name] = (part, process)
         self.started_at[part.name] = time.monotonic()

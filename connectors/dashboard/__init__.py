@@ -8,13 +8,13 @@ its own; it calls ``/api/v1`` with the token the user logs in with (kept in the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-STATIC = Path(__file__).parent / "static"
+from pipeline.package_data import package_path
+
+STATIC = package_path(__name__, "static")
 
 
 def mount(app: FastAPI) -> None:

@@ -18,13 +18,14 @@ from typing import Any
 
 from ops.demo_jobs.faults import inject_faults
 from pipeline.errors import NonRetryableError
+from pipeline.package_data import package_path
 from pipeline.worker import JobContext
 
 logger = logging.getLogger(__name__)
 
 JOB_TYPE = "data.process"
 TIMEOUT_S = 60.0
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = package_path("ops.demo_jobs", "data")
 DEFAULT_INPUT = "sales.csv"
 
 

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 from pipeline.errors import ConfigurationError
+from pipeline.package_data import package_path
 
-SKEWED_CLOCK_PATH = Path(__file__).parent / "skewed_clock"
+SKEWED_CLOCK_PATH = package_path("ops.faults", "skewed_clock")
 """A folder whose sitecustomize.py moves the wall clock of the process that imports it."""
 CLOCK_OFFSET_ENV = "JOBSTREAM_FAULTS_CLOCK_OFFSET_MS"
 

@@ -14,11 +14,12 @@ import subprocess
 from pathlib import Path
 
 from pipeline.errors import BrokerError
+from pipeline.package_data import package_path
 
 log = logging.getLogger(__name__)
 
-POM = Path(__file__).with_name("pom.xml")
-LOG4J2_CONFIG = Path(__file__).with_name("log4j2.xml")
+POM = package_path("ops.kafka", "pom.xml")
+LOG4J2_CONFIG = package_path("ops.kafka", "log4j2.xml")
 _COMPLETE_MARKER = ".complete"
 
 

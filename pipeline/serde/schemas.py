@@ -10,6 +10,8 @@ Layout (see schemas/README.md)::
     schemas/io.jobstream.<Name>.avsc                  current version
     schemas/released/<version>/io.jobstream.<Name>.avsc  a released version, kept forever
 
+The package reads them as its data, ``pipeline/serde/avsc`` (see :data:`DEFAULT_SCHEMAS_DIR`).
+
 Shared named types (Priority, JobSpec, ...) live in sibling files; fastavro's
 ``load_schema`` resolves them by name from the same directory.
 """
@@ -28,6 +30,7 @@ from typing import Any
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from pipeline.errors import ConfigurationError
+from pipeline.package_data import package_path
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +55,9 @@ EVENT_NAMES: tuple[str, ...] = (
 CURRENT = "current"
 """The version label of the schemas at the top of the schemas directory."""
 
-# pipeline/serde/schemas.py -> repository root; pipeline/ and schemas/ are siblings
-# and the package is installed editable, so this finds the checkout's schemas.
-DEFAULT_SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
+# In a checkout pipeline/serde/avsc is a link to the repository's schemas/ (one copy of
+# each file in git); a wheel holds the files themselves there.
+DEFAULT_SCHEMAS_DIR = package_path("pipeline.serde", "avsc")
 
 
 @dataclass(frozen=True, slots=True)

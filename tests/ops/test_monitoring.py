@@ -1,18 +1,24 @@
-"""The Grafana dashboard and the Prometheus alert rules in ops/monitoring/: they parse, and
-every series they query is one the processes export (pipeline/metrics.py)."""
+"""The Grafana dashboard, the Prometheus alert rules and configuration in ops/monitoring/:
+they parse (promtool checks the rules and the configuration), every series they query is
+one the processes export (pipeline/metrics.py), and what docker-compose.yml mounts for
+Prometheus and Grafana points at its services."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from pipeline import metrics
+from tests.support.compose import METRICS_PORT, compose_services, jobstream_services, option_value
+from tests.support.tools import debian_tool
 
 MONITORING = Path(__file__).parents[2] / "ops" / "monitoring"
 SERIES = re.compile(r"\bjobstream_[a-z_]+")
@@ -87,3 +93,65 @@ def test_the_alert_rules_cover_the_four_concerns_with_exported_series() -> None:
     for name, series in concerns.items():
         assert series in alerts[name]["expr"], name
     assert "> 2" in alerts["JobstreamFiringLate"]["expr"]  # the 2 s promise
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    return debian_tool("promtool", "prometheus")
+
+
+@pytest.mark.parametrize("check", [("rules", "alerts.yml"), ("config", "prometheus.yml")])
+def test_promtool_accepts_the_file(promtool: str, check: tuple[str, str]) -> None:
+    """``check config`` also checks the rule files the configuration loads."""
+    kind, name = check
+    done = subprocess.run([promtool, "check", kind, name], cwd=MONITORING,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 5 rules found" in done.stdout
+
+
+def test_promtool_refuses_a_rule_that_does_not_parse(promtool: str, tmp_path: Path) -> None:
+    rules = yaml.safe_load((MONITORING / "alerts.yml").read_text())
+    rules["groups"][0]["rules"][0]["expr"] = "sum by (job_type (jobstream_fired_total)"
+    (tmp_path / "alerts.yml").write_text(yaml.safe_dump(rules))
+    done = subprocess.run([promtool, "check", "rules", str(tmp_path / "alerts.yml")],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode != 0
+
+
+def test_prometheus_scrapes_every_process_that_serves_metrics() -> None:
+    config = yaml.safe_load((MONITORING / "prometheus.yml").read_text())
+    targets = {target for job in config["scrape_configs"] for group in job["static_configs"]
+               for target in group["targets"]}  # fmt: skip
+    served = {f"{name}:{option_value(service['command'], METRICS_PORT)}"
+              for name, service in jobstream_services().items()
+              if METRICS_PORT in service["command"]}  # fmt: skip
+    assert targets == served
+    assert config["rule_files"] == ["alerts.yml"]
+
+
+def mounts(service: str) -> dict[str, str]:
+    """The service's bind mounts: container path -> path in the repository."""
+    return {target: source.removeprefix("./") for source, target, *_ in
+            (volume.split(":") for volume in compose_services()[service]["volumes"])
+            if source.startswith(".")}  # fmt: skip
+
+
+def test_prometheus_reads_the_rules_beside_its_configuration() -> None:
+    mounted = mounts("prometheus")
+    assert mounted["/etc/prometheus/prometheus.yml"] == "ops/monitoring/prometheus.yml"
+    assert mounted["/etc/prometheus/alerts.yml"] == "ops/monitoring/alerts.yml"
+
+
+def test_grafana_provisions_the_compose_prometheus_and_the_dashboard() -> None:
+    mounted = mounts("grafana")
+    provisioned = {Path(target).parent.name: yaml.safe_load((MONITORING.parents[1] / source)
+                                                            .read_text())
+                   for target, source in mounted.items() if "/provisioning/" in target}  # fmt: skip
+    (datasource,) = provisioned["datasources"]["datasources"]
+    assert datasource["type"] == "prometheus" and datasource["isDefault"]
+    prometheus = compose_services()["prometheus"]
+    assert datasource["url"] == f"http://prometheus:{prometheus['ports'][0].split(':')[1]}"
+    (provider,) = provisioned["dashboards"]["providers"]
+    dashboard = next(t for t, s in mounted.items() if s == "ops/monitoring/grafana-dashboard.json")
+    assert Path(dashboard).parent == Path(provider["options"]["path"])
