@@ -34,12 +34,12 @@ run: setup
 	$(BIN)/jobstream topics create
 	$(BIN)/jobstream demo $(DEMO_ARGS)
 
-# Tests run in TEST_WORKERS processes (pytest-xdist), each with a broker of its own; the
-# fault scenarios keep to two queues (tests/ops/faults/test_faults.py). The 15 slowest
+# Tests run in TEST_WORKERS processes (pytest-xdist), each with a broker of its own and
+# fault scenarios keep to two modules (tests/ops/faults/scenario_check.py). The 15 slowest
 # tests are listed at the end.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline connectors ops tests

@@ -18,28 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ops.faults.run import RunOptions, run_scenario
 from ops.faults.scenarios import SCENARIOS
-from ops.kafka import runtime
-from pipeline.errors import BrokerError
-from tests.conftest import IN_CI
 
 JOBS = 600
 WINDOW_S = 8.0
-
-
-@pytest.fixture(scope="module")
-def kafka_runtime() -> None:
-    """Java and the Kafka jars, which every run's own cluster needs."""
-    try:
-        runtime.java_executable()
-        runtime.ensure_jars()
-    except BrokerError as exc:
-        if IN_CI:
-            pytest.fail(f"Kafka cannot run here: {exc}")
-        pytest.skip(f"Kafka cannot run here: {exc}")
 
 
 def evidence(result: dict[str, Any]) -> str:
@@ -54,21 +37,18 @@ def evidence(result: dict[str, Any]) -> str:
             f"component logs in {result['logs']}{histories}")  # fmt: skip
 
 
-def in_two_queues() -> list[pytest.param]:  # type: ignore[valid-type]
-    """The scenarios as parameters, dealt into two xdist groups (``make test`` runs tests
-    in parallel): each group runs one scenario at a time, so that no more than two runs,
-    each with its own cluster and processes, share the machine; the three-node ones are
-    dealt first, so each queue gets a share of the longest."""
-    ordered = sorted(SCENARIOS, key=lambda name: -SCENARIOS[name].nodes)
-    return [pytest.param(name, marks=pytest.mark.xdist_group(f"faults-{i % 2}"))
-            for i, name in enumerate(ordered)]  # fmt: skip
+PROCESS_FAULTS = ("kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
+                  "kill-worker-replaced", "kill-worker-for-good", "pause-timers",
+                  "pause-status-processor", "pause-retry-router", "pause-worker")
+"""The scenarios of test_process_faults.py; test_broker_and_host_faults.py has the others.
+Two modules because ``make test`` gives each module to one test process (pytest-xdist's
+``loadfile``): each runs its scenarios one at a time, so at most two runs, each with its
+own cluster and processes, share the machine."""
+OTHER_FAULTS = tuple(name for name in SCENARIOS if name not in PROCESS_FAULTS)
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", in_two_queues())
-def test_no_job_is_lost_and_no_duplicate_run_goes_unflagged(
-    name: str, kafka_runtime: None, tmp_path: Path
-) -> None:
+def assert_scenario_holds(name: str, tmp_path: Path) -> None:
+    """Run scenario ``name`` at the suite's size and check what it promises."""
     result = run_scenario(SCENARIOS[name], RunOptions(jobs=JOBS, window_s=WINDOW_S), tmp_path)
 
     assert result["fault_error"] is None, evidence(result)

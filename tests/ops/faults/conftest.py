@@ -1,0 +1,23 @@
+"""What every fault scenario's own cluster needs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ops.kafka import runtime
+from pipeline.errors import BrokerError
+from tests.conftest import IN_CI
+
+
+@pytest.fixture(scope="module")
+def kafka_runtime() -> None:
+    """Java and the Kafka jars, which every run's own cluster needs."""
+    try:
+        runtime.java_executable()
+        runtime.ensure_jars()
+    except BrokerError as exc:
+        if IN_CI:
+            pytest.fail(f"Kafka cannot run here: {exc}")
+        pytest.skip(f"Kafka cannot run here: {exc}")
+
+

@@ -1,0 +1,23 @@
+"""The fault scenarios that strike a broker node, the timers' state on disk or the workers'
+clocks (scenario_check.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ops.faults.scenarios import SCENARIOS
+from tests.ops.faults.scenario_check import OTHER_FAULTS, PROCESS_FAULTS, assert_scenario_holds
+
+
+def test_the_two_modules_run_every_scenario_once() -> None:
+    assert sorted(PROCESS_FAULTS + OTHER_FAULTS) == sorted(SCENARIOS)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", OTHER_FAULTS)
+def test_no_job_is_lost_and_no_duplicate_run_goes_unflagged(
+    name: str, kafka_runtime: None, tmp_path: Path
+) -> None:
+    assert_scenario_holds(name, tmp_path)
