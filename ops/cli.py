@@ -59,8 +59,8 @@ def kafka_up(
                       f"transactions, {done.seconds:.1f} s"
                       + (f" (stopped early: {done.error})" if done.error else ""))  # fmt: skip
     console.print(f"bootstrap: [bold]{layout.bootstrap}[/bold]")
-    for node in layout.nodes:
-        console.print(f"log (node {node.node_id}): {cluster.log_path(node)}")
+    for node in layout.nodes:  # a path on one line, whatever the terminal's width
+        console.print(f"log (node {node.node_id}): {cluster.log_path(node)}", soft_wrap=True)
 
 
 @kafka_app.command("down")

@@ -1,6 +1,6 @@
 """The wheel installed in a virtualenv of its own, a broker it started, and the jobstream
 services of docker-compose.yml running from it: one of each per session, shared by
-tests/ops/test_wheel.py and tests/ops/test_compose_run.py."""
+tests/ops/test_wheel.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """docker-compose.yml: a real Compose validator accepts it, it names every service the
-README lists, and each jobstream service runs a real command (tests/ops/test_compose_run.py
+README lists, and each jobstream service runs a real command (tests/ops/test_wheel.py
 runs them)."""
 
 from __future__ import annotations
