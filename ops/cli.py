@@ -26,6 +26,10 @@ DEFAULT_HOME = Path(os.environ.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka"))
 HomeOption = typer.Option(
     DEFAULT_HOME, "--home", help="Folder of the cluster's data and logs (env JOBSTREAM_KAFKA_HOME)."
 )
+StackHomeOption = typer.Option(
+    Path(".jobstream"), "--home", help="Folder of the processes' logs and state."
+)
+BasePortOption = typer.Option(9400, "--base-port", help="First /healthz port.")
 ReadyTimeoutOption = duration_option("90s", "--timeout", help="How long to wait for the broker.")
 
 
@@ -129,9 +133,8 @@ def topics_list() -> None:
 
 
 def demo(
-    base_port: int = typer.Option(9400, "--base-port", help="First /healthz port."),
-    home: Path = typer.Option(Path(".jobstream"), "--home",
-                              help="Folder of the processes' logs and state."),
+    base_port: int = BasePortOption,
+    home: Path = StackHomeOption,
     timeout_ms: int = duration_option(
         "180s", "--timeout", help="How long the submitted jobs may take to settle."),
 ) -> None:
@@ -142,9 +145,8 @@ def demo(
 
 
 def pipeline(
-    base_port: int = typer.Option(9400, "--base-port", help="First /healthz port."),
-    home: Path = typer.Option(Path(".jobstream"), "--home",
-                              help="Folder of the processes' logs and state."),
+    base_port: int = BasePortOption,
+    home: Path = StackHomeOption,
     slow_ms: int = duration_option(
         "90s", "--slow-after",
         help="Report a process not healthy this long after it started (it is waited for)."),
@@ -158,7 +160,7 @@ def pipeline(
     from pipeline.signals import stop_on_signals
 
     load_settings()  # a bad setting stops here, not in six processes
-    stack = Stack(home, {"JOBSTREAM_STATE_DIR": str(home / "state")})
+    stack = Stack(home)
     stop = stop_on_signals()
 
     def say(line: str) -> None:

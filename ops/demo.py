@@ -145,7 +145,7 @@ def run_demo(settings: Settings, home: Path = Path(".jobstream"), base_port: int
              timeout_s: float = 180.0) -> None:  # fmt: skip
     """Run the demo; raises JobstreamError when its jobs have not settled in ``timeout_s``
     after they were submitted."""
-    stack = Stack(home, {"JOBSTREAM_STATE_DIR": str(home / "state")})
+    stack = Stack(home)
     console.print("starting the pipeline: timers, status processor, retry router, 3 workers")
     try:
         stack.start(components(base_port), timeout_s=300,

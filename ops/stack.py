@@ -1,7 +1,8 @@
 """The whole pipeline on one machine: each component a ``jobstream`` subprocess.
 
 Used by ``jobstream demo`` and ``jobstream pipeline``. Each process logs to its own file
-under ``<home>/logs`` and serves /healthz on its own port, which is how the stack knows
+under ``<home>/logs``, keeps its state under ``<home>/state`` (unless the stack's
+environment says otherwise) and serves /healthz on its own port, which is how the stack knows
 it is up. Stopping sends SIGTERM (components drain and commit), then SIGKILL. Every
 process holds the stack's lifeline (pipeline/lifeline.py): when the process that runs the
 stack ends, however it ends, they stop too.
@@ -112,7 +113,7 @@ class Stack:
         ``jobstream``, say); ``cwd`` is the processes' working folder (default: ours)."""
         self.home = Path(home)
         self.logs = self.home / "logs"
-        self.env = {**os.environ, **(env or {})}
+        self.env = {**os.environ, "JOBSTREAM_STATE_DIR": str(self.home / "state"), **(env or {})}
         self.program = program
         self.cwd = cwd
         self.processes: dict[str, tuple[Component, subprocess.Popen[bytes]]] = {}

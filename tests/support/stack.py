@@ -34,8 +34,8 @@ def running_stack(settings: Settings, home: Path, parts: list[Component],
                   **env: str) -> Iterator[Stack]:  # fmt: skip
     """``parts`` running as processes on the topics of ``settings``, their state and results
     under ``home``; ``env`` adds to their environment. Stopped at the end."""
-    running = Stack(home, {**process_env(settings), "JOBSTREAM_STATE_DIR": str(home / "state"),
-                           "JOBSTREAM_RESULT_DIR": str(home / "results"), **env})  # fmt: skip
+    running = Stack(home, {**process_env(settings), "JOBSTREAM_RESULT_DIR": str(home / "results"),
+                           **env})  # fmt: skip
     running.start(parts)
     try:
         yield running
