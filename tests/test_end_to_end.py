@@ -117,7 +117,9 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_it(
                    extra=("--heartbeat", "0.5s"))  # fmt: skip
     stack.start([spare])
     with JobClient(settings) as client:
-        job_id = client.submit(job(sleep_s=6, retry=RetryPolicy(initial_backoff_ms=200)))
+        # The first run outlasts the test, so the kill always lands mid-run.
+        job_id = client.submit(job(first_attempt_sleep_s=600, sleep_s=1,
+                                   retry=RetryPolicy(initial_backoff_ms=200)))
     running = settled(settings, {"long": job_id}, {"long": {"RUNNING"}})["long"]
     victim = next(name for name, (_, process) in stack.processes.items()
                   if name.startswith("worker-") and _runs(settings, job_id, name))  # fmt: skip

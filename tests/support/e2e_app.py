@@ -17,11 +17,14 @@ class Transient(Exception):
 
 @app.handler("data.process")
 def work(ctx: JobContext) -> dict[str, Any]:
-    """Sleeps ``sleep_s``, fails while the attempt is below ``fail_until_attempt``,
-    refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
+    """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given), fails
+    while the attempt is below ``fail_until_attempt``, refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
     ``echo_parents`` also its parents' outcomes and results (workflow tests)."""
     params = ctx.params
-    time.sleep(float(params.get("sleep_s", 0)))
+    sleep_s = params.get("sleep_s", 0)
+    if ctx.attempt == 1:
+        sleep_s = params.get("first_attempt_sleep_s", sleep_s)
+    time.sleep(float(sleep_s))
     if params.get("non_retryable"):
         raise NonRetryableError("bad input")
     if ctx.attempt < int(params.get("fail_until_attempt", 0)):
