@@ -59,10 +59,20 @@ TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobStat
 """A finished job: only its next cron run or a redrive brings it back, and its record is
 purged after the retention."""
 
+LEASE_EXPIRED = "LeaseExpired"
+"""The error of a LOST run: no heartbeat within the lease (its process died or stalled)."""
+WORKER_CRASHED = "WorkerCrashed"
+"""The error of a run whose handler's child process died (process isolation)."""
+WORKER_STOPPED = "WorkerStopped"
+"""The error of a run its worker gave up when it stopped (the drain timed out)."""
+PROCESS_DIED = frozenset({LEASE_EXPIRED, WORKER_CRASHED})
+"""Errors that say the process running the attempt died under it: the handler may be
+what killed it, so its next attempt runs alone (pipeline/worker/quarantine.py)."""
+
 IMPLIED_ERRORS: Mapping[str, tuple[str, str]] = {
     LifecycleKind.LOST: (
-        "LeaseExpired",
-        "no heartbeat within the lease: the worker is presumed lost",
+        LEASE_EXPIRED,
+        "no heartbeat within the lease: the worker running it died or stalled",
     ),
     LifecycleKind.TIMED_OUT: ("Timeout", "the attempt ran past its deadline"),
 }

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.lifecycle import TERMINAL_STATES, JobState, LifecycleKind, epoch_of
+from pipeline.lifecycle import LEASE_EXPIRED, TERMINAL_STATES, JobState, LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
@@ -195,7 +195,7 @@ class StatusProcessor:
               now_ms: int) -> Output:  # fmt: skip
         worker = record.worker_id or "an unknown worker"
         message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
-        error = {"attempt": record.attempt, "error_type": "LeaseExpired", "message": message,
+        error = {"attempt": record.attempt, "error_type": LEASE_EXPIRED, "message": message,
                  "traceback": None, "retryable": True, "at_ms": now_ms,
                  "worker_id": record.worker_id}  # fmt: skip
         return self._lifecycle(

@@ -33,8 +33,8 @@ class RunningJob:
     token: int
     lane: Lane
     execution: dict[str, Any]
-    refs: list[OffsetRef]
-    """The record of this run, and any redelivery of it that joined."""
+    ref: OffsetRef
+    """The record of this run (claimed: its offset is committed when the run starts)."""
     handler: Handler
     timeout_s: float
     deadline: float
@@ -51,7 +51,7 @@ class RunningJob:
     @property
     def partition(self) -> int:
         """The partition index of the record that started it: the one whose slot it holds."""
-        return self.refs[0].partition
+        return self.ref.partition
 
 
 class InFlight:
@@ -99,12 +99,13 @@ class InFlight:
         """The runs past their deadline whose outcome is still to come."""
         return [job for job in self.active.values() if now >= job.deadline]
 
-    def hand_back(self) -> list[str]:
-        """Give up the runs still active (shutdown): cancel what can be; no outcome."""
-        handed = sorted(self.active)
-        for job in self.active.values():
+    def give_up(self) -> list[RunningJob]:
+        """The runs still active at shutdown, given up: async ones are cancelled (their
+        ends report nothing), and none is active any more."""
+        given_up = list(self.active.values())
+        for job in given_up:
             if job.async_run is not None:
                 job.async_run.cancel()
         self.active.clear()
         self._job_ids.clear()
-        return handed
+        return given_up

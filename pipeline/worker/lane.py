@@ -11,15 +11,16 @@ fetch already under way may add one more batch) until half of its buffer has sta
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
 tier is paused while draining.
 
-Final outcomes of the type's executions and the group's offsets commit together in one
-transaction (transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the
-offsets of :class:`OffsetTracker` (watermarks, since jobs finish out of order). One
-transaction carries every outcome decided since the previous one: :class:`CommitSchedule`
-says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes). A
-failed transaction is aborted and its outcomes are kept for the next one; nothing is
-rewound, because no record needs consuming again. Before a partition is revoked, and at
-the end of a drain, the lane commits what it has whatever the schedule says, so the next
-owner starts after everything finished here.
+Final outcomes of the type's executions and the group's offsets commit in transactions
+(transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the offsets of
+:class:`OffsetTracker` (watermarks: a record is done once started, or once settled
+without a run). The runtime claims the records it starts (:meth:`Lane.claim`: a
+transaction at once, before their handlers run); otherwise one transaction carries every
+outcome decided since the previous one: :class:`CommitSchedule` says when the next is due
+(by default 100 ms after the previous, or at 1,000 outcomes). A failed transaction is
+aborted and its outcomes are kept for the next one; nothing is rewound, because no record
+needs consuming again. Before a partition is revoked, and at the end of a drain, the lane
+commits what it has whatever the schedule says.
 
 A type with a fleet-wide concurrency limit (pipeline/concurrency.py) starts a record only
 while its partition index has a free slot (:class:`PartitionSlots`), and before its
@@ -249,6 +250,10 @@ class Lane:
         tier = self.policy.pick([tier for tier, head in heads.items() if head is not None])
         return None if tier is None else self.buffers[tier].popleft(_size, heads[tier])
 
+    def holds(self, ref: OffsetRef) -> bool:
+        """Whether the record ``ref`` still belongs to this lane (not revoked since)."""
+        return self.tracker.current(ref)
+
     def _slot_free(self, partition: Partition) -> bool:
         return self.slots.free(partition[1])
 
@@ -360,6 +365,12 @@ class Lane:
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_delay = 0.1
         return True
+
+    def claim(self) -> bool:
+        """Commit the offsets of the records just started (with any outcomes waiting), so
+        that Kafka hands none of them out again; whether they are committed."""
+        self.commit(force=True)
+        return not self.tracker.to_commit()
 
     def _abort(self, exc: KafkaException) -> None:
         """Abort the transaction; the pending outcomes go in the next one. A producer that

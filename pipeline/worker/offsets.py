@@ -74,9 +74,13 @@ class OffsetTracker:
 
     def done(self, ref: OffsetRef) -> None:
         """The record is finished; a ref from an earlier assignment is ignored."""
+        if self.current(ref):
+            self._partitions[(ref.topic, ref.partition)].pending.discard(ref.offset)
+
+    def current(self, ref: OffsetRef) -> bool:
+        """Whether ``ref`` belongs to the partition's present assignment."""
         state = self._partitions.get((ref.topic, ref.partition))
-        if state is not None and state.incarnation == ref.incarnation:
-            state.pending.discard(ref.offset)
+        return state is not None and state.incarnation == ref.incarnation
 
     def watermark(self, topic: str, partition: int) -> int | None:
         """The offset to commit for a partition: its lowest pending one, or the next."""

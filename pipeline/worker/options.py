@@ -49,7 +49,8 @@ class WorkerOptions:
     worker_heartbeat_s: float = 5.0
     """WorkerHeartbeat interval on jobs.workers."""
     drain_timeout_s: float = 30.0
-    """After stop, how long running jobs may finish before they are handed back."""
+    """After stop, how long running jobs may finish before they are given up (reported
+    FAILED, ``WorkerStopped``, and retried by the job's policy)."""
     result_store: ResultStore | None = None
     """None means a LocalResultStore in ``.jobstream/results``."""
     poll_timeout_s: float = 0.02
@@ -76,10 +77,10 @@ class WorkerStats(Counters):
     ``started``; runs ended ``succeeded``, ``failed`` or ``timed_out`` (:meth:`count` by
     the outcome's kind); runs ``skipped`` because of the overlap policy; records
     ``redelivered`` (of an execution already running or answered here: not run again);
-    runs ``handed_back`` at the stop; and, as of the last loop, runs ``running`` and
+    runs ``given_up`` at the stop; and, as of the last loop, runs ``running`` and
     records ``buffered`` by job type."""
 
     def __init__(self) -> None:
         super().__init__("started", "succeeded", "failed", "timed_out", "skipped",
-                         "redelivered", "handed_back", "running")  # fmt: skip
+                         "redelivered", "given_up", "running")  # fmt: skip
         self.buffered: dict[str, int] = {}

@@ -17,8 +17,15 @@ free and nothing is buffered.
   for the transaction. The STARTED of every run is on the broker (acks=all) before its
   handler runs, so no run goes unrecorded, and the plain producer is flushed before each
   transaction with outcomes, so a job's STARTED precedes its outcome on jobs.events.
-- Redeliveries: a record whose execution id is running here joins that run (its offset
-  finishes with it); one whose outcome was already produced here is skipped.
+- Every start counts: a record is claimed before its handler runs (its STARTED on the
+  broker, then its offset committed in its lane's transaction), so Kafka never hands a
+  started record out again, to this process restarted or to any other. A run whose
+  process dies is ended by the status processor when its lease passes (LOST) and retried
+  as the job's next attempt; a handler that kills its process spends its attempts and
+  reaches the dead-letter topic instead of looping on restarts. The retry of a run whose
+  process died runs alone (pipeline/worker/quarantine.py).
+- Redeliveries (a claim that failed, a rebalance racing it): a record whose execution id
+  is running here joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
   not started but reported SUCCEEDED, result null, detail "skipped: previous run still
   running", so it is not retried. Runs of a job share a partition key, hence a worker;
@@ -29,8 +36,8 @@ free and nothing is buffered.
   an index starts nothing while a run of it goes on here (docs/adr/0003).
 - Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
   ``drain_timeout_s`` for running jobs and commit their outcomes without waiting for the
-  commit interval. Jobs still running then are handed back: their offsets stay
-  uncommitted, so the group gives them to another worker when this one leaves.
+  commit interval. Jobs still running then are given up: each is reported FAILED
+  (``WorkerStopped``, retryable), so its retry runs elsewhere without waiting for a lease.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
+from pipeline.lifecycle import WORKER_STOPPED
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.runtime.health import LoopHealth
@@ -67,6 +75,7 @@ from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
+from pipeline.worker.quarantine import Quarantine, is_suspect
 from pipeline.worker.results import LocalResultStore
 from pipeline.worker.started import StartedEncoder
 
@@ -107,6 +116,7 @@ class WorkerRuntime:
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
         self.inflight = InFlight()
+        self.quarantine: Quarantine[tuple[Lane, Record]] = Quarantine()
         self._tokens = count(1)
         self._rotation = 0
         self.identity = WorkerIdentity(options.worker_id, self.job_types, options.concurrency,
@@ -199,11 +209,20 @@ class WorkerRuntime:
                             "job_type": lane.job_type, "runs": lane.slots.in_use})  # fmt: skip
 
     def _close(self) -> None:
-        handed = self.inflight.hand_back()
-        self.stats.handed_back = len(handed)
-        if handed:
-            log.warning("handing back running jobs", extra={"executions": handed})
+        given_up = self.inflight.give_up()
+        self.stats.given_up = len(given_up)
+        if given_up:
+            log.warning("giving up running jobs", extra={
+                "executions": sorted(job.execution_id for job in given_up)})  # fmt: skip
+        error = outcomes.ErrorDescription(
+            WORKER_STOPPED, f"the worker stopped before the run ended (drain of "
+            f"{self.options.drain_timeout_s:g} s)", None, True)  # fmt: skip
+        for job in given_up:
+            self._queue_outcome(job.lane, outcomes.failed(
+                job.execution, error, worker_id=self.options.worker_id, now_ms=now_ms()),
+                job.execution)  # fmt: skip
         for lane in self.lanes:
+            lane.commit(force=True)
             lane.close()
         self.state = STOPPED
         self._beat_worker(force=True)
@@ -240,7 +259,8 @@ class WorkerRuntime:
         wait = self.options.poll_timeout_s
         ready = any(lane.has_buffered for lane in self.lanes)
         for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
-        if not fetching or for_slot or len(self.inflight.slots) >= self.options.concurrency:
+        full = len(self.inflight.slots) >= self.options.concurrency
+        if not fetching or for_slot or full or self.quarantine.blocks(self.inflight.slots):
             self._collect(wait_s=wait)
             wait = 0
         elif not self._finished.empty() or ready:
@@ -292,40 +312,62 @@ class WorkerRuntime:
         self.stats.count(event.data["kind"].lower())
         observe(event.data)
         self.inflight.reported(job)
-        self._settle(job.lane, job.refs, event, job.execution)
+        self._queue_outcome(job.lane, event, job.execution)
 
-    def _settle(self, lane: Lane, refs: list[OffsetRef], event: Event | None,
+    def _settle(self, lane: Lane, ref: OffsetRef, event: Event | None,
                 execution: dict[str, Any]) -> None:  # fmt: skip
-        """The records ``refs`` are finished; ``event`` goes in with their offsets."""
+        """A record finished without a run: its offset is done, and ``event``, if any, goes
+        in with it."""
         if event is not None:
-            lane.pending.append((outcomes.event_key(execution), self.serialize(event)))
-            self.inflight.remember(execution["execution_id"])
-            if execution.get("workflow_id"):
-                lane.schedule.hurry()  # the workflow's next steps may wait on this outcome
-        for ref in refs:
-            lane.tracker.done(ref)
+            self._queue_outcome(lane, event, execution)
+        lane.tracker.done(ref)
+
+    def _queue_outcome(self, lane: Lane, event: Event, execution: dict[str, Any]) -> None:
+        """An outcome for the lane's next transaction."""
+        lane.pending.append((outcomes.event_key(execution), self.serialize(event)))
+        self.inflight.remember(execution["execution_id"])
+        if execution.get("workflow_id"):
+            lane.schedule.hurry()  # the workflow's next steps may wait on this outcome
 
     # -- starting runs ------------------------------------------------------------------
 
     def _dispatch(self) -> None:
-        """Start what fits: every STARTED is on the broker before any of the handlers runs,
-        so a second run of an execution (after a crash, a rebalance, a zombie) always meets
-        the first one's STARTED and is flagged DUPLICATE."""
+        """Start what fits, claimed: every STARTED is on the broker, then the offsets of
+        the records started are committed, before any of the handlers runs. A second run
+        of an execution (a claim that failed, a zombie) therefore meets the first one's
+        STARTED and is flagged DUPLICATE, and a run whose process dies is never handed
+        out again but declared LOST and retried."""
         launches: list[tuple[RunningJob, JobContext]] = []
-        while len(self.inflight.slots) < self.options.concurrency:
-            picked = self._next_record()
+        running = self.inflight.slots
+        while len(running) < self.options.concurrency and not self.quarantine.blocks(running):
+            picked = self.quarantine.take_held(running) or self._next_record()
             if picked is None:
                 break
-            launch = self._start(*picked)
+            lane, record = picked
+            if not lane.holds(record.ref):
+                continue  # held back while its partition went to another worker
+            suspect = is_suspect(record.execution)
+            if suspect and running:
+                self.quarantine.hold(picked)
+                break
+            launch = self._start(lane, record)
             if launch is not None:
                 launches.append(launch)
+                if suspect:
+                    self.quarantine.alone = launch[0].token
         if not launches:
             return
         undelivered = self.events.flush(self.options.started_timeout_s)
         if undelivered:
-            log.warning("STARTED records still undelivered after %.0f s: running anyway",
+            log.warning("STARTED records still undelivered after %.0f s: running unclaimed",
                         self.options.started_timeout_s,
                         extra={"undelivered": undelivered})  # fmt: skip
+        else:
+            for lane in dict.fromkeys(job.lane for job, _ in launches):
+                if not lane.claim():
+                    log.warning("records started without their claim: should they be "
+                                "delivered again, their second runs are flagged DUPLICATE",
+                                extra={"job_type": lane.job_type})  # fmt: skip
         for job, ctx in launches:
             job.async_run = self.executor.submit(job.token, job.handler, ctx)
 
@@ -347,17 +389,17 @@ class WorkerRuntime:
         running = self.inflight.active.get(execution_id)
         if running is not None:
             self.stats.redelivered += 1
-            running.refs.append(record.ref)
+            lane.tracker.done(record.ref)
             return None
         if self.inflight.answered(execution_id):
             self.stats.redelivered += 1
-            self._settle(lane, [record.ref], None, execution)
+            self._settle(lane, record.ref, None, execution)
             return None
         cron = execution["spec"].get("cron") or {}
         if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
             self.stats.skipped += 1
             event = outcomes.skipped(execution, worker_id=worker, now_ms=now_ms())
-            self._settle(lane, [record.ref], event, execution)
+            self._settle(lane, record.ref, event, execution)
             return None
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
@@ -369,14 +411,15 @@ class WorkerRuntime:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
                                     now_ms=now_ms())  # fmt: skip
-            self._settle(lane, [record.ref], event, execution)
+            self._settle(lane, record.ref, event, execution)
             return None
         now = time.monotonic()
         job = RunningJob(
-            next(self._tokens), lane, execution, [record.ref], handler, timeout_s,
+            next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             deadline=now + timeout_s, next_beat=now + self.options.heartbeat_s,
         )  # fmt: skip
         self.inflight.add(job)
+        lane.tracker.done(record.ref)  # claimed: committed with the lane's next transaction
         self.stats.started += 1
         started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         observe(started.data)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
@@ -18,13 +20,16 @@ class Transient(Exception):
 @app.handler("data.process")
 def work(ctx: JobContext) -> dict[str, Any]:
     """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given), fails
-    while the attempt is below ``fail_until_attempt``, refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
+    while the attempt is below ``fail_until_attempt``, kills its own process with
+    ``kill_process`` (as a segfault or the OOM killer would), refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
     ``echo_parents`` also its parents' outcomes and results (workflow tests)."""
     params = ctx.params
     sleep_s = params.get("sleep_s", 0)
     if ctx.attempt == 1:
         sleep_s = params.get("first_attempt_sleep_s", sleep_s)
     time.sleep(float(sleep_s))
+    if params.get("kill_process"):
+        os.kill(os.getpid(), signal.SIGKILL)
     if params.get("non_retryable"):
         raise NonRetryableError("bad input")
     if ctx.attempt < int(params.get("fail_until_attempt", 0)):

@@ -193,17 +193,33 @@ def test_a_running_job_heartbeats(
     assert kinds[0] == "STARTED" and kinds[-1] == "SUCCEEDED"
 
 
-def test_one_transaction_carries_the_outcomes_of_many_jobs(
-    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
-) -> None:
+def test_a_record_is_claimed_before_its_handler_runs_and_claims_carry_the_outcomes(
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp,
+    gate: threading.Event,
+) -> None:  # fmt: skip
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def wait_for_gate(ctx: JobContext) -> str:
+        gate.wait(60)
+        return "done"
+
+    (blocked,) = submit(topics, execution_requested())
+    start_worker(app, worker_id="claims", concurrency=1)
+    events.wait(blocked, "STARTED")
+    assert committed_offsets(topics.settings, "data.process") == 1, "claimed while it runs"
+    gate.set()
+    events.wait(blocked, "SUCCEEDED")
+
     ids = submit(topics, *(execution_requested() for _ in range(40)))
-    worker = start_worker(quick_app, concurrency=2, commit_interval_s=1.0)
-    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 40, timeout_s=60,
+    worker = start_worker(quick_app, worker_id="quick", concurrency=2)
+    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 41, timeout_s=60,
              what="every offset committed")  # fmt: skip
+    events.wait(ids[-1], "SUCCEEDED")
     events.catch_up()
     assert all(events.kinds(execution_id) == ["STARTED", "SUCCEEDED"] for execution_id in ids)
     transactions = worker.runtime.lanes[0].transactions
-    assert transactions <= 8, f"{transactions} transactions for 40 jobs run two at a time"
+    assert transactions <= 42, f"{transactions} transactions for 40 claims and 40 outcomes"
 
 
 def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval(

@@ -1,4 +1,4 @@
-"""Worker health on jobs.workers, draining on stop, and handing unfinished jobs back."""
+"""Worker health on jobs.workers, draining on stop, and giving unfinished jobs up."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_health_records_and_a_drain_that_commits_the_job_in_flight(
     assert wait_for(lambda: health("STOPPED"), timeout_s=30, what="STOPPED")[-1]["running"] == []
 
 
-def test_a_job_still_running_after_the_drain_timeout_is_handed_back(
+def test_a_job_still_running_after_the_drain_timeout_is_given_up_as_failed(
     topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
 ) -> None:
     execution = execution_requested(params={"block": True})
@@ -60,15 +60,16 @@ def test_a_job_still_running_after_the_drain_timeout_is_handed_back(
     first = start_worker(blocking_app(gate), worker_id="first", drain_timeout_s=0.5)
     events.wait(execution_id, "STARTED")
     first.shut_down()
-    assert first.runtime.stats.handed_back == 1
-    assert committed_offsets(topics.settings, "data.process") == 0, "its offset stays open"
+    assert first.runtime.stats.given_up == 1
+    failed = events.wait(execution_id, "FAILED")[0]
+    assert failed["error"]["error_type"] == "WorkerStopped" and failed["error"]["retryable"]
+    assert committed_offsets(topics.settings, "data.process") == 1, "claimed when it started"
 
-    gate.set()  # the next worker's run finishes at once
+    gate.set()
     start_worker(blocking_app(gate), worker_id="second")
-    done = events.wait(execution_id, "SUCCEEDED")[0]
-    assert done["worker_id"] == "second"
-    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 1, timeout_s=30,
-             what="the second worker's commit")  # fmt: skip
+    (after,) = submit(topics, execution_requested(params={"block": False}))
+    assert events.wait(after, "SUCCEEDED")[0]["worker_id"] == "second"
+    assert events.kinds(execution_id) == ["STARTED", "FAILED"], "not handed out again"
 
 
 def test_an_outcome_waiting_for_the_commit_interval_is_committed_by_the_drain(
