@@ -66,7 +66,7 @@ class Settings(BaseSettings):
 
     owner_weights: dict[str, float] = Field(
         default_factory=dict,
-        description='Each owner\'s weight when more jobs are due than one firing batch holds, '
+        description="Each owner's weight when more jobs are due than one firing batch holds, "
         'as JSON, e.g. {"tenant-a": 3}; "*" sets the default of owners not named (else 1).',
     )
 

@@ -47,8 +47,9 @@ class TopicRefusedError(JobstreamError):
     """The broker refused to create topics (a name that collides with an existing one)."""
 
     def __init__(self, refused: dict[str, str]) -> None:
-        super().__init__("topics refused: " + "; ".join(f"{name}: {why}"
-                                                         for name, why in refused.items()))
+        super().__init__(
+            "topics refused: " + "; ".join(f"{name}: {why}" for name, why in refused.items())
+        )
         self.refused = refused
         """Each refused topic and why."""
 

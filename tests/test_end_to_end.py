@@ -70,8 +70,9 @@ def test_success_retries_dead_letters_and_redrive(stack: Stack, pipeline_topics:
     fast = RetryPolicy(max_attempts=2, initial_backoff_ms=500, jitter=0)
     requests = {
         "succeeds": job(),
-        "retried twice": job(fail_until_attempt=3,
-                             retry=RetryPolicy(initial_backoff_ms=1000, jitter=0)),
+        "retried twice": job(
+            fail_until_attempt=3, retry=RetryPolicy(initial_backoff_ms=1000, jitter=0)
+        ),
         "exhausted": job(fail_until_attempt=3, retry=fast),
         "non-retryable": job(non_retryable=True),
         "timed out": job(sleep_s=5, timeout_ms=500, retry=RetryPolicy(max_attempts=1)),
@@ -118,8 +119,9 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_it(
     stack.start([spare])
     with JobClient(settings) as client:
         # The first run outlasts the test, so the kill always lands mid-run.
-        job_id = client.submit(job(first_attempt_sleep_s=600, sleep_s=1,
-                                   retry=RetryPolicy(initial_backoff_ms=200)))
+        job_id = client.submit(
+            job(first_attempt_sleep_s=600, sleep_s=1, retry=RetryPolicy(initial_backoff_ms=200))
+        )
     running = settled(settings, {"long": job_id}, {"long": {"RUNNING"}})["long"]
     victim = next(name for name, (_, process) in stack.processes.items()
                   if name.startswith("worker-") and _runs(settings, job_id, name))  # fmt: skip

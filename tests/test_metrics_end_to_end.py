@@ -64,8 +64,11 @@ def test_the_series_of_every_process_move_with_the_jobs(
 
     after = wait_for(moved, timeout_s=30, interval_s=0.5, what="the series to move")
     # exactly these, no more: nothing is counted twice
-    assert value(after["retry"], "jobstream_retries_total", job_type=TYPE) - value(
-        before["retry"], "jobstream_retries_total", job_type=TYPE) == 1
+    assert (
+        value(after["retry"], "jobstream_retries_total", job_type=TYPE)
+        - value(before["retry"], "jobstream_retries_total", job_type=TYPE)
+        == 1
+    )
     assert value(after["worker"], "jobstream_executions_total", job_type=TYPE,
                  outcome="SUCCEEDED") - value(before["worker"], "jobstream_executions_total",
                                               job_type=TYPE, outcome="SUCCEEDED") == 5  # fmt: skip

@@ -72,4 +72,5 @@ def test_a_job_that_kills_its_worker_ends_after_its_attempts_and_the_others_succ
         starts = [e for e in events_of(settings, ids[label]) if e["kind"] == "STARTED"]
         assert 1 <= len(starts) <= 2, f"{label} ran {len(starts)} times"
         assert [e["attempt"] for e in starts] == list(range(1, len(starts) + 1)), (
-            f"{label}: a second run is the job's next attempt, recorded as such")
+            f"{label}: a second run is the job's next attempt, recorded as such"
+        )

@@ -43,7 +43,8 @@ def step(name: str, *parents: str, **params: Any) -> dict[str, Any]:
 
 
 def test_a_diamond_passes_results_along_in_dependency_order(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
     steps = [step("a", sleep_s=1), step("b", "a"), step("c", "a", sleep_s=0.5),
@@ -95,8 +96,10 @@ def test_a_chain_of_50_runs_one_step_after_the_other(stack: Stack,
     settings = pipeline_topics.settings
     names = [f"link-{i:02}" for i in range(50)]
     links = list(itertools.pairwise(names))
-    steps = [step(names[0], echo_parents=False),
-             *(step(name, parent, echo_parents=False) for parent, name in links)]
+    steps = [
+        step(names[0], echo_parents=False),
+        *(step(name, parent, echo_parents=False) for parent, name in links),
+    ]
     with JobClient(settings) as client:
         submitted = client.submit_workflow(steps, owner=OWNER)
     settle(settings, submitted, {names[-1]: {"SUCCEEDED"}}, timeout_s=240)
@@ -107,15 +110,28 @@ def test_a_chain_of_50_runs_one_step_after_the_other(stack: Stack,
 
 
 def test_a_failing_parent_cancels_or_runs_its_children_by_policy(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
-    steps = [step("parent", non_retryable=True), step("strict", "parent"),
-             step("lenient", "parent", on_parent_failure="run"), step("grandchild", "strict")]
+    steps = [
+        step("parent", non_retryable=True),
+        step("strict", "parent"),
+        step("lenient", "parent", on_parent_failure="run"),
+        step("grandchild", "strict"),
+    ]
     with JobClient(settings) as client:
         submitted = client.submit_workflow(steps, owner=OWNER)
-    done = settle(settings, submitted, {"parent": {"DEAD_LETTERED"}, "strict": {"CANCELLED"},
-                                        "lenient": {"SUCCEEDED"}, "grandchild": {"CANCELLED"}})
+    done = settle(
+        settings,
+        submitted,
+        {
+            "parent": {"DEAD_LETTERED"},
+            "strict": {"CANCELLED"},
+            "lenient": {"SUCCEEDED"},
+            "grandchild": {"CANCELLED"},
+        },
+    )
     assert orjson.loads(done["lenient"].result or "")["parents"] == {
         "parent": ["DEAD_LETTERED", None]}  # fmt: skip
     events = history(settings, submitted)
@@ -125,7 +141,8 @@ def test_a_failing_parent_cancels_or_runs_its_children_by_policy(
 
 
 def test_cancelling_a_workflow_mid_run_cancels_what_has_not_ended(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
     steps = [step("a", sleep_s=3), step("b", "a"), step("c", "a"), step("d", "b", "c")]
@@ -140,7 +157,8 @@ def test_cancelling_a_workflow_mid_run_cancels_what_has_not_ended(
 
 
 def test_a_cycle_is_refused_by_the_client_and_by_the_timers(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
     cyclic = [step("a", "c"), step("b", "a"), step("c", "b")]
@@ -176,7 +194,8 @@ def _now() -> int:
 
 
 def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
     steps = [step("extract", sleep_s=0.5), step("load", "extract")]

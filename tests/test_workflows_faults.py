@@ -28,8 +28,13 @@ pipeline_topics, stack = pipeline_fixtures("wff", lease_s=3)
 
 
 def step(name: str, *parents: str, sleep_s: float = 0) -> dict[str, Any]:
-    return {"name": name, "depends_on": list(parents), "job_type": "data.process",
-            "params": {"sleep_s": sleep_s}, "retry": RetryPolicy(initial_backoff_ms=200)}
+    return {
+        "name": name,
+        "depends_on": list(parents),
+        "job_type": "data.process",
+        "params": {"sleep_s": sleep_s},
+        "retry": RetryPolicy(initial_backoff_ms=200),
+    }
 
 
 def crash_and_restart(stack: Stack, name: str) -> None:
@@ -40,7 +45,8 @@ def crash_and_restart(stack: Stack, name: str) -> None:
 
 
 def test_every_step_runs_after_its_parents_through_a_timer_and_a_worker_crash(
-    stack: Stack, pipeline_topics: Topics,
+    stack: Stack,
+    pipeline_topics: Topics,
 ) -> None:
     settings = pipeline_topics.settings
     fan = [f"fan-{i}" for i in range(6)]

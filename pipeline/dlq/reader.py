@@ -31,6 +31,7 @@ from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class DlqRecord:
     """One DeadLettered record and where it lies (its identity: topic, partition, offset)."""

@@ -48,7 +48,6 @@ def refusals() -> Iterator[None]:
         raise typer.Exit(EXIT_INVALID) from None
 
 
-
 def _params_text(value: str, field: str) -> str:
     """Inline JSON, ``@path`` for a file, ``@-`` for stdin."""
     if not value.startswith("@"):
@@ -96,8 +95,11 @@ def submit(
     depends_on: list[str] = DependsOnOption,
     workflow: str | None = typer.Option(None, "--workflow", help="Workflow (DAG) id."),
     label: list[str] = LabelOption,
-    pool: str | None = typer.Option(None, "--pool", help="Run only in this worker pool, "
-                                    "e.g. gpu (workers started with --pool gpu)."),
+    pool: str | None = typer.Option(
+        None,
+        "--pool",
+        help="Run only in this worker pool, e.g. gpu (workers started with --pool gpu).",
+    ),
 ) -> None:
     """Submit a job and print its id."""
     with refusals():

@@ -63,7 +63,6 @@ class SubmissionError(JobstreamError):
         self.retryable = retryable
 
 
-
 def _on_delivery(
     failures: list[tuple[str, str]],
     codes: list[int],

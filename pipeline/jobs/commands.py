@@ -219,7 +219,11 @@ def _check_run_at(run_at_ms: Any, requested_at_ms: int) -> None:
     """A new run time: from :data:`RUN_AT_GRACE_MS` before the request to the furthest a
     submission may name (about 10 years after it)."""
     try:
-        normalize_fire_time(run_at_ms, now_ms=requested_at_ms,
-                            max_past_ms=RUN_AT_GRACE_MS, max_future_ms=DEFAULT_MAX_FUTURE_MS)
+        normalize_fire_time(
+            run_at_ms,
+            now_ms=requested_at_ms,
+            max_past_ms=RUN_AT_GRACE_MS,
+            max_future_ms=DEFAULT_MAX_FUTURE_MS,
+        )
     except ValidationError as exc:
         raise ValidationError("run_at_ms", exc.message) from None

@@ -48,4 +48,3 @@ def is_job_id(value: object) -> TypeGuard[str]:
     """Whether ``value`` has the shape of a job id (either kind): 26 upper-case base32 chars."""
     # strip() removes every alphabet character from both ends: nothing is left iff all are.
     return isinstance(value, str) and len(value) == ID_LENGTH and not value.strip(ALPHABET)
-

@@ -109,8 +109,9 @@ def _retry_policy(value: object, parse: ValidatorFunctionWrapHandler) -> RetryPo
         raise ValidationError("spec." + exc.field, exc.message) from None
     for name in ("initial_backoff_ms", "max_backoff_ms"):
         if getattr(policy, name) > rules.LONG_MAX:
-            raise ValidationError(f"spec.retry.{name}",
-                                  f"input should be less than or equal to {rules.LONG_MAX}")
+            raise ValidationError(
+                f"spec.retry.{name}", f"input should be less than or equal to {rules.LONG_MAX}"
+            )
     if policy.max_attempts > rules.INT_MAX:
         raise ValidationError("spec.retry.max_attempts", f"must be at most {rules.INT_MAX}")
     return policy
@@ -183,9 +184,7 @@ class JobRequest(_Model):
     """Recurring jobs: the schedule. Excludes ``run_at``."""
     depends_on: tuple[JobId, ...] = ()
     """Job ids of the same workflow that must succeed first (needs ``workflow_id``)."""
-    on_parent_failure: Annotated[Literal["CANCEL", "RUN"], BeforeValidator(rules.policy)] = (
-        "CANCEL"
-    )
+    on_parent_failure: Annotated[Literal["CANCEL", "RUN"], BeforeValidator(rules.policy)] = "CANCEL"
     """When a parent ends DEAD_LETTERED or CANCELLED: cancel this job, or run it anyway."""
     retry: Annotated[RetryPolicy, WrapValidator(_retry_policy)] | None = None
     """None takes the job type's default policy."""

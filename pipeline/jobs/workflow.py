@@ -98,7 +98,7 @@ def _renamed(prefix: str, replacement: str) -> Iterator[None]:
     except ValidationError as exc:
         if not exc.field.startswith(prefix):
             raise
-        raise ValidationError(replacement + exc.field[len(prefix):], exc.message) from None
+        raise ValidationError(replacement + exc.field[len(prefix) :], exc.message) from None
 
 
 def check_schedule(record: Mapping[str, Any]) -> CronSpec | None:
@@ -142,8 +142,11 @@ def expand_workflow(record: Mapping[str, Any], *, now_ms: int) -> list[tuple[str
         rules.field_check("idempotency_key", rules.idempotency_key, key)
         expected = idempotent_workflow_id(owner, key)
         if workflow_id != expected:
-            raise ValidationError("workflow_id", f"must be {expected}, the id of this owner and "
-                                  "idempotency key (pipeline.workflows.idempotent_workflow_id)")
+            raise ValidationError(
+                "workflow_id",
+                f"must be {expected}, the id of this owner and "
+                "idempotency key (pipeline.workflows.idempotent_workflow_id)",
+            )
     check_schedule(record)
     steps = record.get("steps")
     if not isinstance(steps, Sequence):

@@ -69,8 +69,10 @@ def read_workflow_file(source: str) -> dict[str, Any]:
         raise ValidationError("file", f"{source} must hold a mapping with owner and steps")
     unknown = sorted(set(document) - _FILE_KEYS)
     if unknown:
-        raise ValidationError(unknown[0], "is not a workflow field (owner, workflow_id, "
-                                          "idempotency_key, steps, edges, schedule)")
+        raise ValidationError(
+            unknown[0],
+            "is not a workflow field (owner, workflow_id, idempotency_key, steps, edges, schedule)",
+        )
     steps = document.get("steps")
     if not isinstance(steps, list):
         raise ValidationError("steps", "must be a list of steps")

@@ -119,6 +119,7 @@ def processor_clients(
     membership = {"group.instance.id": member, "session.timeout.ms": SESSION_TIMEOUT_MS}
     return (
         consumer(settings, group, **{**membership, **consumer_overrides}),
-        producer(settings, transactional_id=member,
-                 **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}),
+        producer(
+            settings, transactional_id=member, **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}
+        ),
     )

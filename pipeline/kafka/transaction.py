@@ -66,9 +66,7 @@ def rewind(consumer: Consumer, timeout_s: float = COMMIT_TIMEOUT_S) -> None:
 def is_fatal(error: object) -> bool:
     """Whether a client is done for: a producer's error flagged fatal, or a consumer's
     (a static member fenced by another with its id), which consume() reports as _FATAL."""
-    return isinstance(error, KafkaError) and (
-        error.fatal() or error.code() == KafkaError._FATAL
-    )
+    return isinstance(error, KafkaError) and (error.fatal() or error.code() == KafkaError._FATAL)
 
 
 def is_abortable(exc: KafkaException) -> bool:

@@ -79,7 +79,8 @@ class JobStatus(BaseModel):
         default=None, description="The SHA-256 (hex) of the parameters' JSON text."
     )
     throttled_ms: int | None = Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="How long rate limits held the current execution back after it was due "
         "(part of its lateness); null when none did.",
     )

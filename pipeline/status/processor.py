@@ -101,8 +101,11 @@ class StatusProcessor:
             self.counters.duplicates += 1
             outputs.append(self._duplicate(state, before, event, decision.reason, now_ms,
                                            applied=True))  # fmt: skip
-        if finished and after.workflow_id and (before is None
-                                                or before.state not in TERMINAL_STATES):
+        if (
+            finished
+            and after.workflow_id
+            and (before is None or before.state not in TERMINAL_STATES)
+        ):
             outputs.append(self._step_ended(after, event))
         if changed:
             # jobs.status is compacted: only a job's last status in a transaction is written.

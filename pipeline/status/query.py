@@ -133,8 +133,9 @@ def workflow_table(statuses: dict[str, JobStatus]) -> Table:
     waited = {parent for s in statuses.values() for parent in s.waiting_for}
     # Parents first as far as the statuses tell (a blocked job after what it waits for),
     # then by id; a status carries no edges once a job is released.
-    ordered = sorted(statuses.values(), key=lambda s: (bool(s.waiting_for),
-                                                       s.job_id not in waited, s.job_id))
+    ordered = sorted(
+        statuses.values(), key=lambda s: (bool(s.waiting_for), s.job_id not in waited, s.job_id)
+    )
     for s in ordered:
         error = f"{s.last_error.error_type}: {s.last_error.message}" if s.last_error else ""
         table.add_row(s.step or "", s.job_id, s.job_type, s.state.value, str(s.attempt),

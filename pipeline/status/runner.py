@@ -55,7 +55,8 @@ class Status(Processor[StatusState]):
     name = "status"
     punctuate_when_caught_up = True
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
-        "partition.assignment.strategy": "range", **clients.PROMPT_FETCH
+        "partition.assignment.strategy": "range",
+        **clients.PROMPT_FETCH,
     }
 
     def __init__(self, settings: Settings, policy: StatusPolicy | None = None,

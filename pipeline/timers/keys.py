@@ -160,4 +160,4 @@ def decode_held_key(key: bytes) -> tuple[str, int, str]:
     """(limit id, fire_ms, job_id) of a held key; ValueError if it is not one."""
     if not key.startswith(HELD_PREFIX):
         raise ValueError(f"not a held key: {key!r}")
-    return decode_owner_schedule_key(OWNER_PREFIX + key[len(HELD_PREFIX):])
+    return decode_owner_schedule_key(OWNER_PREFIX + key[len(HELD_PREFIX) :])

@@ -44,7 +44,8 @@ class Timers(Processor[TimerState]):
     state_layout = 2
     """2: an owner schedule beside the one by fire time (fair firing)."""
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
-        "partition.assignment.strategy": "range", **clients.PROMPT_FETCH
+        "partition.assignment.strategy": "range",
+        **clients.PROMPT_FETCH,
     }
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
@@ -53,8 +54,11 @@ class Timers(Processor[TimerState]):
         self.changelog = self.topics.timers_changelog
         self.settings = settings
         self.logic = TimerProcessor(
-            self.topics, policy or TimerPolicy(owner_weights=settings.owner_weights,
-                                               concurrency=ConcurrencyLimits.of(settings))
+            self.topics,
+            policy
+            or TimerPolicy(
+                owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings)
+            ),
         )
         self.limits = LimitsFollower(settings, self.logic.throttle.board)
         _, self.deserialize = make_serde(settings.schema_registry_url)
@@ -149,8 +153,10 @@ def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
               if (other := topics.job_type_of(word)) is not None]  # fmt: skip
     names = ", ".join(f"'{other}'" for other in others)
     clash = f" (job type {names}: Kafka treats '.' and '_' in topic names alike)" if others else ""
-    return (f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused by "
-            f"the broker: {why}{clash}")
+    return (
+        f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused by "
+        f"the broker: {why}{clash}"
+    )
 
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,

@@ -104,8 +104,9 @@ class WorkflowTimers:
         for i, parent in enumerate(parents):
             node = state.nodes.get(workflow_id, parent)
             if node is None:
-                raise ValidationError(f"spec.depends_on.{i}",
-                                      f"{parent} is not a job of workflow {workflow_id}")
+                raise ValidationError(
+                    f"spec.depends_on.{i}", f"{parent} is not a job of workflow {workflow_id}"
+                )
             outcomes[parent] = node.outcome
         gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
         if step is None and record is not None and record.steps and not record.schedule:
@@ -150,8 +151,7 @@ class WorkflowTimers:
         if record.schedule:  # a run ended: keep the latest run's node only
             self._forget_ended_runs(state, record)
             return []
-        record = record.evolve(ended=record.ended + 1, outcome=run_outcome(record.outcome,
-                                                                           outcome))
+        record = record.evolve(ended=record.ended + 1, outcome=run_outcome(record.outcome, outcome))
         state.nodes.put_workflow(record)
         if record.ended < record.steps:
             return []
@@ -227,9 +227,13 @@ class WorkflowTimers:
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
             schedule=True,
         ))  # fmt: skip
-        job = {"job_id": workflow_id, "workflow_id": None, "template": dict(data),
-               "idempotency_key": data.get("idempotency_key"),
-               "spec": {"cron": data["schedule"], "owner": data["owner"], "job_type": ""}}
+        job = {
+            "job_id": workflow_id,
+            "workflow_id": None,
+            "template": dict(data),
+            "idempotency_key": data.get("idempotency_key"),
+            "spec": {"cron": data["schedule"], "owner": data["owner"], "job_type": ""},
+        }
         state.put(TimerEntry(timer_id=schedule_timer_id(workflow_id), kind="workflow", job=job,
                              due_ms=first))  # fmt: skip
         log.info("recurring workflow %s: first run at %d", workflow_id, first)

@@ -129,8 +129,6 @@ def failed(
     return _lifecycle(kind, execution, worker_id, now_ms, error=info, execution=execution)
 
 
-def timed_out(
-    execution: dict[str, Any], timeout_s: float, *, worker_id: str, now_ms: int
-) -> Event:
+def timed_out(execution: dict[str, Any], timeout_s: float, *, worker_id: str, now_ms: int) -> Event:
     return failed(execution, timeout_error(timeout_s), worker_id=worker_id, now_ms=now_ms,
                   kind=LifecycleKind.TIMED_OUT)  # fmt: skip

@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 def is_suspect(execution: Mapping[str, Any]) -> bool:
     """Whether the attempt before this one ended with its process dying under it."""
-    errors = execution.get("errors") or ()
+    errors: list[Mapping[str, Any]] = execution.get("errors") or []
     return bool(errors) and errors[-1].get("error_type") in PROCESS_DIED
 
 

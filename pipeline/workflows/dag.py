@@ -38,11 +38,14 @@ def topological_order(steps: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
         seen: set[str] = set()
         for j, parent in enumerate(parents):
             if parent not in position:
-                raise ValidationError(f"steps.{i}.depends_on.{j}",
-                                      f"unknown step {parent!r} (step {name!r} depends on it)")
+                raise ValidationError(
+                    f"steps.{i}.depends_on.{j}",
+                    f"unknown step {parent!r} (step {name!r} depends on it)",
+                )
             if parent == name:
-                raise ValidationError(f"steps.{i}.depends_on.{j}",
-                                      f"step {name!r} depends on itself")
+                raise ValidationError(
+                    f"steps.{i}.depends_on.{j}", f"step {name!r} depends on itself"
+                )
             if parent in seen:
                 raise ValidationError(f"steps.{i}.depends_on", f"lists {parent!r} twice")
             seen.add(parent)

@@ -54,8 +54,12 @@ class Supervisor:
         return any(all(word in line for word in words) for line in self.lines)
 
     def wait_printed(self, *words: str, timeout_s: float = 120) -> None:
-        wait_for(lambda: self.printed(*words), timeout_s=timeout_s, interval_s=0.2,
-                 what=f"a line with {words}; printed so far:\n" + "\n".join(self.lines))
+        wait_for(
+            lambda: self.printed(*words),
+            timeout_s=timeout_s,
+            interval_s=0.2,
+            what=f"a line with {words}; printed so far:\n" + "\n".join(self.lines),
+        )
 
     def children(self) -> dict[int, str]:
         """Its child processes now: pid -> command line."""

@@ -39,7 +39,8 @@ JOB_TYPES = ("data.process", "image.render", "report.generate")
 
 
 def test_the_wheel_holds_every_package_data_file_of_the_checkout(
-        installed_wheel: Installed) -> None:
+    installed_wheel: Installed,
+) -> None:
     """Each glob of [tool.setuptools.package-data] matches the same files, byte for byte,
     in the checkout (the schemas through their link) and in the installed package."""
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
@@ -140,8 +141,13 @@ def prometheus(compose_run: ComposeRun, tmp_path: Path) -> Iterator[str]:
     config = yaml.safe_load((MONITORING / "prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["rule_files"] = [str(MONITORING / name) for name in config["rule_files"]]
-    config["scrape_configs"][0]["static_configs"] = [{"targets": [
-        f"{LOOPBACK}:{s.port(METRICS_PORT)}" for s in compose_run.services if not s.one_shot]}]
+    config["scrape_configs"][0]["static_configs"] = [
+        {
+            "targets": [
+                f"{LOOPBACK}:{s.port(METRICS_PORT)}" for s in compose_run.services if not s.one_shot
+            ]
+        }
+    ]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     address = f"{LOOPBACK}:{free_ports(1)}"
     with open(tmp_path / "prometheus.log", "wb") as log:

@@ -100,7 +100,7 @@ def localize(services: dict[str, dict[str, Any]], work: Path,
                 args.append(volumes.get(value, value))
         if METRICS_PORT in args:
             at = args.index(METRICS_PORT)
-            del args[at:at + 2]
+            del args[at : at + 2]
         local.append(LocalService(name, tuple(args), _environment(service, env), tuple(ports),
                                   one_shot=service.get("restart") == "no"))  # fmt: skip
     return local

@@ -21,8 +21,9 @@ class Transient(Exception):
 def work(ctx: JobContext) -> dict[str, Any]:
     """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given), fails
     while the attempt is below ``fail_until_attempt``, kills its own process with
-    ``kill_process`` (as a segfault or the OOM killer would), refuses for good with ``non_retryable``; otherwise answers with its attempt, and with
-    ``echo_parents`` also its parents' outcomes and results (workflow tests)."""
+    ``kill_process`` (as a segfault or the OOM killer would), refuses for good with
+    ``non_retryable``; otherwise answers with its attempt, and with ``echo_parents`` also
+    its parents' outcomes and results (workflow tests)."""
     params = ctx.params
     sleep_s = params.get("sleep_s", 0)
     if ctx.attempt == 1:

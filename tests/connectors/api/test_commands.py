@@ -90,7 +90,10 @@ def test_patch_changes_a_schedule_and_names_the_field_at_fault(
 
 
 def test_a_workflow_is_submitted_whole_or_not_at_all(
-    acme: httpx.Client, bolt: httpx.Client, admin: httpx.Client, settings: Settings,
+    acme: httpx.Client,
+    bolt: httpx.Client,
+    admin: httpx.Client,
+    settings: Settings,
     topics: Topics,
 ) -> None:
     steps = [

@@ -157,8 +157,10 @@ def test_commands_reach_the_intake_and_ended_jobs_refuse_them(
     assert unknown.status_code == 404
     once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
     cancelled = acme.post(f"/api/v1/jobs/{once}/cancel", json={"reason": "not needed"})
-    assert cancelled.status_code == 202 and cancelled.json() == {"job_id": once,
-                                                                 "command": "cancel"}
+    assert cancelled.status_code == 202 and cancelled.json() == {
+        "job_id": once,
+        "command": "cancel",
+    }
     wait_for(lambda: visible(acme, once), what="job in the views")
     assert acme.post(f"/api/v1/jobs/{once}/pause").status_code == 409  # not recurring
     nightly = submit(acme, cron="0 2 * * *").json()["job_id"]

@@ -205,8 +205,10 @@ def test_a_batch_and_a_workflow_take_a_pool_per_job(acme: httpx.Client) -> None:
 
     wait_for(lambda: listed() == pools, what="the batch in the views, with its pools")
 
-    steps = [{"name": "train", "job_type": "image.render", "pool": "gpu"},
-             {"name": "report", "job_type": "image.render", "depends_on": ["train"]}]
+    steps = [
+        {"name": "train", "job_type": "image.render", "pool": "gpu"},
+        {"name": "report", "job_type": "image.render", "depends_on": ["train"]},
+    ]
     flow = acme.post("/api/v1/workflows", json={"steps": steps})
     assert flow.status_code == 201, flow.text
     step_ids = flow.json()["job_ids"]

@@ -26,8 +26,11 @@ def test_a_workflow_read_gives_its_steps_parents_first_to_its_owner_only(
 
     def held() -> dict[str, object] | None:
         answer = acme.get(f"/api/v1/workflows/{workflow_id}")
-        return answer.json() if answer.status_code == 200 and len(answer.json()["steps"]) == 4 \
+        return (
+            answer.json()
+            if answer.status_code == 200 and len(answer.json()["steps"]) == 4
             else None
+        )
 
     body = wait_for(held, what="the workflow's four jobs in the views")
     assert body["workflow_id"] == workflow_id and body["owner"] == "acme"

@@ -72,7 +72,8 @@ def test_overview_counts_match_the_api_while_jobs_run(
     wait_for(lambda: all(state_of(admin, i) == "SUCCEEDED" for i in ids), timeout_s=120,
              interval_s=0.5, what="every job to succeed")  # fmt: skip
     expect(page.locator("[data-state-count=SUCCEEDED]")).to_have_text(
-        str(admin.get("/api/v1/overview").json()["by_state"]["SUCCEEDED"]), timeout=15_000)
+        str(admin.get("/api/v1/overview").json()["by_state"]["SUCCEEDED"]), timeout=15_000
+    )
     assert shown_counts(page) == admin.get("/api/v1/overview").json()["by_state"]
     expect(page.locator("[data-count=workers]")).to_have_text("1")
     expect(page.locator("#lateness .threshold")).to_have_count(1)
@@ -201,14 +202,16 @@ def test_a_job_page_draws_its_workflow(page: Page, admin: httpx.Client, tmp_path
     page.goto(f"/#/jobs/{ids['d']}")
     graph = page.locator("#workflow-graph")
     # While a sleeps, d waits for b and c; then the live stream redraws the graph.
-    expect(graph.locator(f"[data-node='{ids['d']}']")).to_have_attribute("data-state", "BLOCKED",
-                                                                          timeout=15_000)
+    expect(graph.locator(f"[data-node='{ids['d']}']")).to_have_attribute(
+        "data-state", "BLOCKED", timeout=15_000
+    )
     expect(page.locator("[data-command=cancel]")).to_have_count(1)
     expect(page.locator("[data-command=trigger]")).to_have_count(0)  # it waits for its parents
     shot(page, tmp_path, "workflow-running")
     for job_id in ids.values():
         expect(graph.locator(f"[data-node='{job_id}']")).to_have_attribute(
-            "data-state", "SUCCEEDED", timeout=60_000)
+            "data-state", "SUCCEEDED", timeout=60_000
+        )
     expect(graph.locator("[data-node]")).to_have_count(4)
     expect(graph.locator("path.edge")).to_have_count(4)
     edges = {str(graph.locator("path.edge").nth(i).get_attribute("data-edge")) for i in range(4)}

@@ -40,8 +40,9 @@ def test_a_queued_job_of_a_pool_no_live_worker_serves_is_waiting() -> None:
 
 
 def test_a_live_worker_of_the_pool_and_type_serves_it() -> None:
-    assert not waiting_for_pool(job(), [worker("cpu", "image.render"),
-                                        worker("gpu", "data.process", "image.render")])
+    assert not waiting_for_pool(
+        job(), [worker("cpu", "image.render"), worker("gpu", "data.process", "image.render")]
+    )
 
 
 def test_only_queued_jobs_of_a_pool_wait_for_one() -> None:

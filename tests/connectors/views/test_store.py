@@ -186,7 +186,8 @@ def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leav
     assert [doc["job_id"] for doc in workflow_jobs(store, wf.data["workflow_id"])] == [b["job_id"]]
     prefix = keys.workflow_prefix(wf.data["workflow_id"])
     assert [k for k, _ in store.scan(prefix, keys.upper_bound(prefix))] == [
-        prefix + b["job_id"].encode()]  # the purged job's entry went with it
+        prefix + b["job_id"].encode()
+    ]  # the purged job's entry went with it
     assert len(workflow_jobs(store, other.data["workflow_id"])) == 2
 
 
@@ -200,8 +201,17 @@ def test_a_job_back_from_an_end_leaves_the_retention_index(store: ViewStore) -> 
 
 def test_workers_show_their_age_and_staleness(store: ViewStore) -> None:
     batch = store.batch()
-    beat = {"worker_id": "w1", "host": "h", "pid": 1, "job_types": ["data.process"],
-            "capacity": 4, "running": [], "state": "RUNNING", "started_at_ms": T0, "at_ms": T0}
+    beat = {
+        "worker_id": "w1",
+        "host": "h",
+        "pid": 1,
+        "job_types": ["data.process"],
+        "capacity": 4,
+        "running": [],
+        "state": "RUNNING",
+        "started_at_ms": T0,
+        "at_ms": T0,
+    }
     batch.worker("w1", beat)
     batch.worker("w2", {**beat, "worker_id": "w2", "at_ms": T0 + 20_000})
     batch.worker("w3", {**beat, "worker_id": "w3", "at_ms": T0 + 20_000, "state": "STOPPED"})

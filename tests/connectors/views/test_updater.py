@@ -53,14 +53,24 @@ def test_views_follow_the_topics_resume_and_rebuild(
     wait_for(lambda: updater.step() >= 0 and len(list_jobs(store, {}).items) == 3, what="3 jobs")
     first = store.doc(ids[0])
     assert first is not None
-    _produce_rest(settings, topics, {"job_id": ids[0], "submitted_at_ms": first["created_at_ms"],
-                                     "spec": {"job_type": "data.process", "owner": "acme"}})
+    _produce_rest(
+        settings,
+        topics,
+        {
+            "job_id": ids[0],
+            "submitted_at_ms": first["created_at_ms"],
+            "spec": {"job_type": "data.process", "owner": "acme"},
+        },
+    )
 
     def folded() -> bool:
         updater.step()
         runs = executions(store, ids[0])
-        return bool(runs) and runs[0]["outcome"] == "RUNNING" and bool(
-            workers(store, stale_after_ms=DAY_MS))
+        return (
+            bool(runs)
+            and runs[0]["outcome"] == "RUNNING"
+            and bool(workers(store, stale_after_ms=DAY_MS))
+        )
 
     wait_for(folded, what="status, events and heartbeat folded")
     wait_for(lambda: updater.step() >= 0 and updater.stats.skipped == 1, what="bad record skipped")

@@ -82,9 +82,26 @@ def test_the_two_owner_scenario_reports_each_owners_start_lateness(
 def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    command = [sys.executable, "-m", "ops", "bench", "--scenario", "steady", "--rate", "20",
-               "--duration", "120s", "--peer", "none", "--bootstrap", kafka_bootstrap,
-               "--workdir", str(tmp_path / "bench"), "--metrics-port", str(free_base_port(4))]
+    command = [
+        sys.executable,
+        "-m",
+        "ops",
+        "bench",
+        "--scenario",
+        "steady",
+        "--rate",
+        "20",
+        "--duration",
+        "120s",
+        "--peer",
+        "none",
+        "--bootstrap",
+        kafka_bootstrap,
+        "--workdir",
+        str(tmp_path / "bench"),
+        "--metrics-port",
+        str(free_base_port(4)),
+    ]
     bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         started = wait_for(lambda: len(family(bench.pid)) >= 5, timeout_s=240,

@@ -19,5 +19,3 @@ def kafka_runtime() -> None:
         if IN_CI:
             pytest.fail(f"Kafka cannot run here: {exc}")
         pytest.skip(f"Kafka cannot run here: {exc}")
-
-

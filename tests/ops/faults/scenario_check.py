@@ -37,9 +37,18 @@ def evidence(result: dict[str, Any]) -> str:
             f"component logs in {result['logs']}{histories}")  # fmt: skip
 
 
-PROCESS_FAULTS = ("kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
-                  "kill-worker-replaced", "kill-worker-for-good", "pause-timers",
-                  "pause-status-processor", "pause-retry-router", "pause-worker")
+PROCESS_FAULTS = (
+    "kill-timers",
+    "kill-status-processor",
+    "kill-retry-router",
+    "kill-worker",
+    "kill-worker-replaced",
+    "kill-worker-for-good",
+    "pause-timers",
+    "pause-status-processor",
+    "pause-retry-router",
+    "pause-worker",
+)
 """The scenarios of test_process_faults.py; test_broker_and_host_faults.py has the others.
 Two modules because ``make test`` gives each module to one test process (pytest-xdist's
 ``loadfile``): each runs its scenarios one at a time, so at most two runs, each with its

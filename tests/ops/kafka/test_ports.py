@@ -28,6 +28,7 @@ def test_a_probe_answered_by_something_else_than_http_is_not_healthy() -> None:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
+
         # Anything but an HTTP status line, as a socket connected to itself reads back.
         def echo() -> None:
             conn, _ = server.accept()

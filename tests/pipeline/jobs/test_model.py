@@ -213,8 +213,9 @@ def good_records() -> list[dict[str, Any]]:
         JobRequest(**BASE, run_at=NOW + timedelta(days=30), priority="low", timeout_ms=1),
         JobRequest(**BASE, cron={"expression": "0 9 * * MON-FRI", "timezone": "Europe/Paris"}),
         JobRequest(**BASE, idempotency_key="k-1", workflow_id="wf", retry={"max_attempts": 1}),
-        JobRequest(**BASE, depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"], labels={"a": "b"},
-                   workflow_id="wf"),
+        JobRequest(
+            **BASE, depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"], labels={"a": "b"}, workflow_id="wf"
+        ),
     ]
     return [request.to_event(NOW_MS).data for request in requests]
 

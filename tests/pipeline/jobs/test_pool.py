@@ -14,9 +14,10 @@ NOW = 1_798_000_000_000
 
 
 def test_a_pool_travels_in_the_spec_and_none_is_the_default() -> None:
-    assert JobRequest(job_type="render", owner="a", pool="gpu").to_event(NOW).data["spec"][
-        "pool"
-    ] == "gpu"
+    assert (
+        JobRequest(job_type="render", owner="a", pool="gpu").to_event(NOW).data["spec"]["pool"]
+        == "gpu"
+    )
     assert JobRequest(job_type="render", owner="a").to_event(NOW).data["spec"]["pool"] is None
 
 

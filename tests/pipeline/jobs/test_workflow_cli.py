@@ -68,7 +68,10 @@ def unreachable() -> dict[str, str]:
      "error: steps.2.spec.cron: a workflow step runs once: a recurring workflow has a schedule"),
 ])  # fmt: skip
 def test_a_bad_workflow_exits_2_naming_what_is_wrong(
-    tmp_path: Path, unreachable: dict[str, str], text: str, message: str,
+    tmp_path: Path,
+    unreachable: dict[str, str],
+    text: str,
+    message: str,
 ) -> None:
     code, stdout, stderr = run(tmp_path, text, unreachable)
     assert (code, stdout) == (EXIT_INVALID, "")
@@ -76,7 +79,9 @@ def test_a_bad_workflow_exits_2_naming_what_is_wrong(
 
 
 def test_a_workflow_file_lands_as_one_record(
-    tmp_path: Path, topics: Topics, unique_name: str,
+    tmp_path: Path,
+    topics: Topics,
+    unique_name: str,
 ) -> None:
     code, stdout, stderr = run(tmp_path, DIAMOND.replace("owner: acme\n", ""), broker_env(topics),
                                "--owner", "acme", name="wf.json.yaml")  # fmt: skip
@@ -94,7 +99,9 @@ def test_a_workflow_file_lands_as_one_record(
 
 
 def test_a_recurring_workflow_from_the_shell_lands_with_its_schedule(
-    tmp_path: Path, topics: Topics, unique_name: str,
+    tmp_path: Path,
+    topics: Topics,
+    unique_name: str,
 ) -> None:
     code, stdout, stderr = run(tmp_path, DIAMOND, broker_env(topics), "--cron", "30 2 * * *",
                                "--tz", "Europe/Paris")  # fmt: skip

@@ -32,5 +32,6 @@ def test_the_plain_kafka_example_submits_a_valid_workflow(topics: Topics, unique
     assert dict(line.split("\t") for line in lines) == step_ids(record.event)
     report = steps[-1][1]
     assert report["spec"]["on_parent_failure"] == "RUN"
-    assert report["spec"]["depends_on"] == [step_ids(record.event)[n] for n in ("aggregate",
-                                                                              "chart")]
+    assert report["spec"]["depends_on"] == [
+        step_ids(record.event)[n] for n in ("aggregate", "chart")
+    ]

@@ -99,8 +99,10 @@ def sql_type(schema: dict, definitions: dict) -> set[str]:
         inner = ", ".join(f"{name} VARCHAR" for name in ref["properties"])
         return {f"STRUCT<{inner}>"}
     return {
-        "string": {"VARCHAR"}, "integer": {"INT", "BIGINT"},
-        "array": {"ARRAY<VARCHAR>"}, "object": {"MAP<VARCHAR, VARCHAR>"},
+        "string": {"VARCHAR"},
+        "integer": {"INT", "BIGINT"},
+        "array": {"ARRAY<VARCHAR>"},
+        "object": {"MAP<VARCHAR, VARCHAR>"},
     }[kind.get("type", "string") if "enum" not in kind else "string"]
 
 

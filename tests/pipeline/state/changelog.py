@@ -42,5 +42,3 @@ def put(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
         tx.delete(key)
     else:
         tx.put(key, value)
-
-

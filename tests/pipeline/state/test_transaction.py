@@ -22,7 +22,12 @@ def test_a_scan_merges_pending_puts_and_deletes_with_the_store(tmp_path: Path) -
     assert list(tx.scan(b"a1", b"b")) == [(b"a1", b"s"), (b"a2", b"p"), (b"a3", b"p")]
     tx.commit(changelog_offset=2)
     assert list(PartitionTransaction(store).scan(b"a", b"c")) == [
-        (b"a0", b"p"), (b"a1", b"s"), (b"a2", b"p"), (b"a3", b"p"), (b"b1", b"s")]
+        (b"a0", b"p"),
+        (b"a1", b"s"),
+        (b"a2", b"p"),
+        (b"a3", b"p"),
+        (b"b1", b"s"),
+    ]
     store.close()
 
 

@@ -162,7 +162,8 @@ def test_a_workflow_jobs_end_is_announced_without_waiting_for_the_commit_interva
     assert (ended["workflow_id"], ended["outcome"], ended["result"]) == ("wf-1", "SUCCEEDED",
                                                                           '"done"')  # fmt: skip
     assert read_statuses(settings, job_id=job)[job].state is S.SUCCEEDED, (
-        "the status that ends the job commits with its StepEnded")
+        "the status that ends the job commits with its StepEnded"
+    )
 
 
 def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_duplicate(

@@ -36,7 +36,8 @@ def test_a_limited_type_fires_only_to_its_first_partitions(driver: TimersDriver)
     for out in fired:  # by the key, so every run of a job meets in one partition
         data = out.value.data
         assert out.partition == LIMITS.partition_for(
-            "report.generate", partition_key(data["job_id"], data["workflow_id"]))
+            "report.generate", partition_key(data["job_id"], data["workflow_id"])
+        )
 
 
 def test_a_retry_of_a_limited_type_goes_where_its_first_run_went(driver: TimersDriver) -> None:

@@ -49,8 +49,15 @@ def test_a_small_owner_starts_within_a_second_behind_a_flood(topics: Topics,
     assert max(e.data["job_id"] for e in flood) < min(e.data["job_id"] for e in small)
     events = EventLog(settings, topics.events, settings.events_partitions)
     timers = start_timers(settings, "a", tmp_path / "state", tmp_path / "timers.log")
-    worker = Worker(WorkerRuntime(settings, app, WorkerOptions(
-        worker_id="fair-worker", result_store=LocalResultStore(tmp_path / "results"))))
+    worker = Worker(
+        WorkerRuntime(
+            settings,
+            app,
+            WorkerOptions(
+                worker_id="fair-worker", result_store=LocalResultStore(tmp_path / "results")
+            ),
+        )
+    )
     worker.thread = threading.Thread(target=worker.run, daemon=True)
     worker.thread.start()
     try:

@@ -292,8 +292,10 @@ def test_the_last_allowed_run_triggered_ends_the_schedule(driver: TimersDriver) 
     start = T0 - T0 % MINUTE
     job = submitted(now_ms=start, cron=cron_schedule("* * * * *", max_runs=1))
     driver.step(start + 1, job)
-    assert len(executions(driver.step(start + 5, trigger_event(job.data["job_id"],
-                                                               now_ms=start + 5)))) == 1
+    assert (
+        len(executions(driver.step(start + 5, trigger_event(job.data["job_id"], now_ms=start + 5))))
+        == 1
+    )
     assert executions(driver.step(start + MINUTE)) == []
 
 
@@ -303,8 +305,9 @@ def test_a_paused_or_unknown_job_is_not_triggered(driver: TimersDriver) -> None:
     job_id = job.data["job_id"]
     driver.step(start + 1, job, schedule_changed(job_id, "PAUSE", now_ms=start + 1))
     assert driver.step(start + 2, trigger_event(job_id, now_ms=start + 2)) == []
-    assert driver.step(start + 3, trigger_event("01JD3W6Q8Z5X7M2K4N9P0R1S2T",
-                                                now_ms=start + 3)) == []
+    assert (
+        driver.step(start + 3, trigger_event("01JD3W6Q8Z5X7M2K4N9P0R1S2T", now_ms=start + 3)) == []
+    )
 
 
 def test_updating_a_paused_schedule_leaves_it_paused(driver: TimersDriver) -> None:
@@ -316,8 +319,9 @@ def test_updating_a_paused_schedule_leaves_it_paused(driver: TimersDriver) -> No
     update = schedule_changed(job_id, "UPDATE", now_ms=start + 2, cron=hourly)
     assert driver.step(start + 2, update) == []
     assert executions(driver.step(start + 3 * MINUTE)) == []
-    resumed = driver.step(start + 4 * MINUTE, schedule_changed(job_id, "RESUME",
-                                                               now_ms=start + 4 * MINUTE))
+    resumed = driver.step(
+        start + 4 * MINUTE, schedule_changed(job_id, "RESUME", now_ms=start + 4 * MINUTE)
+    )
     assert kinds(resumed) == ["RESUMED"]
     assert resumed[0].value.data["scheduled_at_ms"] % 3_600_000 == 0
 

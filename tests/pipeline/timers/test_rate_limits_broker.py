@@ -37,8 +37,12 @@ def test_500_jobs_due_at_once_run_at_50_per_second(topics: Topics, tmp_path: Pat
     port = free_ports(2)
     events = EventLog(settings, topics.events, settings.events_partitions)
     try:
-        stack.start([Component("timers", ("timers", "--instance-id", "0"), port),
-                     worker("data.process", "limited", port + 1, app=APP, concurrency=8)])
+        stack.start(
+            [
+                Component("timers", ("timers", "--instance-id", "0"), port),
+                worker("data.process", "limited", port + 1, app=APP, concurrency=8),
+            ]
+        )
         limit = Limit.of(LimitKey(job_type="data.process"), RATE)
         assert limit.burst == BURST
         set_limit(settings, limit)

@@ -40,8 +40,13 @@ def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
 
 
 def recurring(**schedule: Any) -> Event:
-    return workflow_event("tests", [step("a"), step("b", "a")], now_ms=T0,
-                          workflow_id=SCHEDULE, schedule={"expression": "* * * * *", **schedule})
+    return workflow_event(
+        "tests",
+        [step("a"), step("b", "a")],
+        now_ms=T0,
+        workflow_id=SCHEDULE,
+        schedule={"expression": "* * * * *", **schedule},
+    )
 
 
 def runs(outputs: list[Output]) -> list[dict[str, Any]]:
@@ -84,7 +89,8 @@ def test_each_time_of_the_schedule_submits_a_run_of_the_template(
 
 
 def test_runs_do_not_overlap_unless_the_schedule_allows_it(
-    timers: ProcessorDriver[TimerState], tmp_path: Path,
+    timers: ProcessorDriver[TimerState],
+    tmp_path: Path,
 ) -> None:
     timers.pipe(TOPICS.intake, recurring())
     [run] = runs(timers.advance(FIRST - T0))
@@ -106,7 +112,9 @@ def test_runs_do_not_overlap_unless_the_schedule_allows_it(
 
 @pytest.mark.parametrize(("misfire", "started"), [("SKIP", 0), ("RUN_ONCE", 1)])
 def test_times_missed_while_down_follow_the_misfire_policy(
-    timers: ProcessorDriver[TimerState], misfire: str, started: int,
+    timers: ProcessorDriver[TimerState],
+    misfire: str,
+    started: int,
 ) -> None:
     timers.pipe(TOPICS.intake, recurring(expression="0 * * * *", misfire=misfire))
     down = 3 * 3_600_000 + 30 * MINUTE  # three times of the schedule missed by far
@@ -134,7 +142,8 @@ def test_a_schedule_is_checked_before_anything_is_kept() -> None:
 
 
 def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
-    timers: ProcessorDriver[TimerState], tmp_path: Path,
+    timers: ProcessorDriver[TimerState],
+    tmp_path: Path,
 ) -> None:
     submitted = diamond(T0)
     timers.pipe(TOPICS.intake, submitted)
@@ -179,7 +188,8 @@ def test_a_job_added_to_a_workflow_keeps_its_nodes_until_it_ends_too(
 
 
 def test_a_restored_schedule_starts_the_same_runs(
-    timers: ProcessorDriver[TimerState], tmp_path: Path,
+    timers: ProcessorDriver[TimerState],
+    tmp_path: Path,
 ) -> None:
     timers.pipe(TOPICS.intake, recurring())
     [run] = runs(timers.advance(FIRST - T0))

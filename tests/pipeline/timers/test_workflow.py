@@ -188,7 +188,8 @@ def test_a_job_joins_a_workflow_after_its_parent_ended(timers: ProcessorDriver[T
 
 
 def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
-    timers: ProcessorDriver[TimerState], tmp_path: Path,
+    timers: ProcessorDriver[TimerState],
+    tmp_path: Path,
 ) -> None:
     timers.pipe(TOPICS.intake, diamond(T0))
     timers.advance(1)

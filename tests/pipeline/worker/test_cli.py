@@ -15,15 +15,24 @@ from tests.support.pipeline import process_env
 ROOT = Path(__file__).resolve().parents[3]
 
 
-
 def start(topics: Topics, tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
     env = process_env(topics.settings)
     env["JOBSTREAM_RESULT_DIR"] = str(tmp_path / "results")
     log = open(tmp_path / "worker.log", "ab")  # noqa: SIM115 - the process owns it
     return subprocess.Popen(
-        [sys.executable, "-m", "pipeline", "worker",
-         "--app", "tests.pipeline.worker.sample_app", *args],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "worker",
+            "--app",
+            "tests.pipeline.worker.sample_app",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
 
 

@@ -232,8 +232,9 @@ def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval
     wait_for(lambda: lane.transactions >= 1, timeout_s=60, what="a first transaction")
     # From here on a plain outcome waits 120 s for the next transaction.
     step = execution_requested()
-    [in_workflow] = submit(topics, Event("ExecutionRequested", {**step.data,
-                                                                "workflow_id": "wf-1"}))
+    [in_workflow] = submit(
+        topics, Event("ExecutionRequested", {**step.data, "workflow_id": "wf-1"})
+    )
     [succeeded] = events.wait(in_workflow, "SUCCEEDED", timeout_s=30)
     assert succeeded["workflow_id"] == "wf-1"
     assert events.kinds(lone) == ["STARTED", "SUCCEEDED"], "it went in the same transaction"
