@@ -40,9 +40,11 @@ def kafka_up(
     heap_mb: int = typer.Option(512, "--heap-mb", help="JVM heap of each node."),
     timeout_ms: int = ReadyTimeoutOption,
     warm_up_ms: int = duration_option(
-        f"{WARM_UP_S:g}s", "--warm-up",
+        f"{WARM_UP_S:g}s",
+        "--warm-up",
         help="Transactional traffic through a node just started, so its JIT has compiled "
-        "the request paths before the pipeline needs them (0s: none)."),
+        "the request paths before the pipeline needs them (0s: none).",
+    ),
     home: Path = HomeOption,
 ) -> None:
     """Start the broker (idempotent), wait until it answers a metadata request, and warm
@@ -136,7 +138,8 @@ def demo(
     base_port: int = BasePortOption,
     home: Path = StackHomeOption,
     timeout_ms: int = duration_option(
-        "180s", "--timeout", help="How long the submitted jobs may take to settle."),
+        "180s", "--timeout", help="How long the submitted jobs may take to settle."
+    ),
 ) -> None:
     """Start the whole pipeline, run real demo jobs through it, and stop it."""
     from ops.demo import run_demo
@@ -148,8 +151,10 @@ def pipeline(
     base_port: int = BasePortOption,
     home: Path = StackHomeOption,
     slow_ms: int = duration_option(
-        "90s", "--slow-after",
-        help="Report a process not healthy this long after it started (it is waited for)."),
+        "90s",
+        "--slow-after",
+        help="Report a process not healthy this long after it started (it is waited for).",
+    ),
 ) -> None:
     """Run the whole pipeline (timers, status processor, retry router, demo workers)
     in the foreground until Ctrl-C or SIGTERM.

@@ -148,8 +148,11 @@ def run_demo(settings: Settings, home: Path = Path(".jobstream"), base_port: int
     stack = Stack(home)
     console.print("starting the pipeline: timers, status processor, retry router, 3 workers")
     try:
-        stack.start(components(base_port), timeout_s=300,
-                    progress=lambda names: console.print(f"  still starting: {', '.join(names)}"))
+        stack.start(
+            components(base_port),
+            timeout_s=300,
+            progress=lambda names: console.print(f"  still starting: {', '.join(names)}"),
+        )
         _run(settings, stack, timeout_s)
     finally:
         stack.stop()

@@ -143,8 +143,12 @@ def _listing(url: str, owners: int, requests: int) -> list[float]:
     try:
         for _ in range(requests):
             n = random.randrange(owners)
-            client = clients.get(n) or clients.setdefault(n, httpx.Client(
-                base_url=url, headers={"Authorization": f"Bearer token-{n}"}, timeout=30))
+            client = clients.get(n) or clients.setdefault(
+                n,
+                httpx.Client(
+                    base_url=url, headers={"Authorization": f"Bearer token-{n}"}, timeout=30
+                ),
+            )
             started = time.perf_counter()
             reply = client.get("/api/v1/jobs", params={"limit": 50})
             latencies.append((time.perf_counter() - started) * 1000)
@@ -158,8 +162,9 @@ def _listing(url: str, owners: int, requests: int) -> list[float]:
 def bench_api(
     batches: int = typer.Option(20, "--batches", min=1, help="Batch requests to send."),
     batch_size: int = typer.Option(1000, "--batch-size", min=1, max=1000),
-    batch_clients: int = typer.Option(4, "--batch-clients", min=1,
-                                      help="Processes sending batches at once."),
+    batch_clients: int = typer.Option(
+        4, "--batch-clients", min=1, help="Processes sending batches at once."
+    ),
     singles: int = typer.Option(2000, "--singles", min=1, help="Single submissions."),
     concurrency: int = typer.Option(32, "--concurrency", min=1, help="Single-POST clients."),
     view_jobs: int = typer.Option(1_000_000, "--view-jobs", min=1000, help="Jobs in the view."),

@@ -51,6 +51,11 @@ def verdicts(report: dict[str, Any]) -> list[Row]:
                         ok=rss < PENDING_RSS_MB))  # fmt: skip
     if "release_lateness_ms" in report:
         release = report["release_lateness_ms"]
-        rows.append(Row(f"p99 release lateness <= {RELEASE_P99_MS} ms",
-                        f"{release['p99']:,.0f} ms", ok=release["p99"] <= RELEASE_P99_MS))
+        rows.append(
+            Row(
+                f"p99 release lateness <= {RELEASE_P99_MS} ms",
+                f"{release['p99']:,.0f} ms",
+                ok=release["p99"] <= RELEASE_P99_MS,
+            )
+        )
     return rows

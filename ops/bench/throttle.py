@@ -54,7 +54,8 @@ def run(way: str, jobs: int, work: Path) -> dict[str, float]:
     timers = Timers(load_settings(timer_partitions=1))
     board = timers.logic.throttle.board
     driver: ProcessorDriver[TimerState] = ProcessorDriver(
-        timers, work / way.replace(" ", "-").replace(",", ""), now_ms=T0)
+        timers, work / way.replace(" ", "-").replace(",", ""), now_ms=T0
+    )
     for i in range(jobs):
         driver.pipe(timers.topics.intake, _job(i))
     if way == "limit, none held":
@@ -74,8 +75,11 @@ def run(way: str, jobs: int, work: Path) -> dict[str, float]:
     cpu = time.process_time() - started
     logged = len(driver.changelog[0]) - logged_before
     driver.close()
-    return {"us_per_job": round(cpu / max(fired, 1) * 1e6, 1),
-            "changelog_per_job": round(logged / max(fired, 1), 2), "fired": fired}
+    return {
+        "us_per_job": round(cpu / max(fired, 1) * 1e6, 1),
+        "changelog_per_job": round(logged / max(fired, 1), 2),
+        "fired": fired,
+    }
 
 
 def _fired(outputs: list) -> int:
@@ -88,14 +92,23 @@ def main(
 ) -> None:
     """Time firing with and without rate limits, per job."""
     report: dict[str, object] = {"load_average_start": load_average(), "jobs": jobs}
-    table = Table("way", "µs CPU per job fired", "changelog records per job", "fired",
-                  title=f"{jobs:,} jobs due at once, fired by one timer partition")
+    table = Table(
+        "way",
+        "µs CPU per job fired",
+        "changelog records per job",
+        "fired",
+        title=f"{jobs:,} jobs due at once, fired by one timer partition",
+    )
     with tempfile.TemporaryDirectory() as work:
         for way in ("no limit", "limit, none held", "limit, all held"):
             result = run(way, jobs, Path(work))
             report[way] = result
-            table.add_row(way, f"{result['us_per_job']:.1f}",
-                          f"{result['changelog_per_job']:.2f}", str(result["fired"]))
+            table.add_row(
+                way,
+                f"{result['us_per_job']:.1f}",
+                f"{result['changelog_per_job']:.2f}",
+                str(result["fired"]),
+            )
     report["load_average_end"] = load_average()
     console.print(table)
     write_results(out, report)

@@ -107,12 +107,14 @@ class WorkflowSubmitter(Submitter):
 
     def extra(self, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         events = list(events)
-        return (release_lateness(self.parents, events)
-                | release_hops(self.parents, events, step_ended_logged(self.settings)))
+        return release_lateness(self.parents, events) | release_hops(
+            self.parents, events, step_ended_logged(self.settings)
+        )
 
 
 def diamond(job_type: str, root_due_ms: int) -> list[dict[str, Any]]:
     """The steps of one diamond, its root due at ``root_due_ms``."""
+
     def step(name: str, *parents: str) -> dict[str, Any]:
         return {"name": name, "depends_on": list(parents), "job_type": job_type}
 

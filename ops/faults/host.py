@@ -87,8 +87,10 @@ class NetworkCut:
     def cut(self, member: str) -> None:
         relative = (self.root / f"{self.name}-{member}").relative_to(CGROUP_ROOT)
         # nft names a cgroup by its path under /sys/fs/cgroup; level 1: a child of the root
-        rules = (f"table inet {self.table} {{\n chain {member} {{\n  type filter hook output "
-                 f'priority 0;\n  socket cgroupv2 level 1 "{relative}" drop\n }}\n}}\n')
+        rules = (
+            f"table inet {self.table} {{\n chain {member} {{\n  type filter hook output "
+            f'priority 0;\n  socket cgroupv2 level 1 "{relative}" drop\n }}\n}}\n'
+        )
         _nft("-f", "-", stdin=rules)
         self._cut.add(member)
 
@@ -123,8 +125,10 @@ def _cgroup2_root() -> Path:
         fields = line.split()
         if len(fields) > 2 and fields[2] == "cgroup2" and fields[1].startswith(str(CGROUP_ROOT)):
             return Path(fields[1])
-    raise ConfigurationError("cutting a process off the network needs cgroup v2 mounted "
-                             f"under {CGROUP_ROOT}; /proc/mounts has none")
+    raise ConfigurationError(
+        "cutting a process off the network needs cgroup v2 mounted "
+        f"under {CGROUP_ROOT}; /proc/mounts has none"
+    )
 
 
 def _nft(*args: str, stdin: str | None = None) -> None:
@@ -132,7 +136,8 @@ def _nft(*args: str, stdin: str | None = None) -> None:
         done = subprocess.run(["nft", *args], input=stdin, capture_output=True, text=True,
                               timeout=30)  # fmt: skip
     except FileNotFoundError as exc:
-        raise ConfigurationError("cutting a process off the network needs nft (Debian "
-                                 "package nftables)") from exc
+        raise ConfigurationError(
+            "cutting a process off the network needs nft (Debian package nftables)"
+        ) from exc
     if done.returncode != 0:
         raise ConfigurationError(f"nft {' '.join(args)} failed: {done.stderr.strip()}")

@@ -126,8 +126,9 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
                      env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     supervisor = Supervisor(stack)
-    target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
-                    state_dir=home / "state")
+    target = Target(
+        supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs", state_dir=home / "state"
+    )
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
                 scenario.fail_share)  # fmt: skip

@@ -30,6 +30,9 @@ RESTART_AFTER_S = 2.0
 """A killed process is started again this long after the kill, as a supervisor would."""
 BROKER_DOWN_S = 20.0
 """How long a broker node stays killed or paused."""
+KILL_LEASE_S = 4.0
+KILL_HEARTBEAT_S = 1.0
+"""The lease in the scenarios that kill a worker: its runs end LOST when it passes."""
 PAUSE_LEASE_S = 10.0
 PAUSE_HEARTBEAT_S = 2.0
 PAUSE_S = PAUSE_LEASE_S + 5.0
@@ -250,11 +253,14 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              "their first attempt, start it again 2 s later.", kill_and_restart("retry-router"),
              fail_share=0.1),
     Scenario("kill-worker", f"SIGKILL {_AFTER_A_RUN}, start it again 2 s later with the "
-             "same worker id.", kill_worker),
+             "same worker id.", kill_worker, lease_s=KILL_LEASE_S,
+             heartbeat_s=KILL_HEARTBEAT_S),
     Scenario("kill-worker-replaced", f"SIGKILL {_AFTER_A_RUN}, start a replacement with a "
-             "new worker id 2 s later.", kill_and_replace_worker),
+             "new worker id 2 s later.", kill_and_replace_worker, lease_s=KILL_LEASE_S,
+             heartbeat_s=KILL_HEARTBEAT_S),
     Scenario("kill-worker-for-good", f"SIGKILL {_AFTER_A_RUN}; the other takes over.",
-             kill_worker_for_good),
+             kill_worker_for_good, lease_s=KILL_LEASE_S,
+             heartbeat_s=KILL_HEARTBEAT_S),
     Scenario("corrupt-timer-state", "SIGKILL the timers, scribble over their RocksDB files, "
              "start them again 2 s later.", corrupt_timer_state),
     Scenario("delete-timer-state", "SIGKILL the timers, delete their state folders, start "

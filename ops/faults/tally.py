@@ -9,7 +9,9 @@ instant the reader saw it), the handler-side record of runs, and when the fault 
   succeeded in two executions (a zombie's run and its retry's). A run that failed on
   purpose and its retry are not a duplicate.
 - *flagged*: jobs with a DUPLICATE event, the status processor's account of a second
-  outcome; *unflagged*: jobs run more than once without one, the runs nobody was told of.
+  outcome, or with a LOST one, its account of a run whose outcome never came (the job's
+  next attempt runs again what that run may have done); *unflagged*: jobs run more than
+  once without either, the runs nobody was told of.
 - *start lateness*: a job's first STARTED ``at_ms`` minus its due time.
 - *stall*: the longest span in which at least one due job was pending and none ended
   (ends as seen by the reader); *recovery*: from the fault to the first end seen after
@@ -54,6 +56,7 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
             flagged.add(job_id)
         elif kind == "LOST":
             lost_leases.add(job_id)
+            flagged.add(job_id)
         if (event.get("attempt") or 0) > 1 or kind == "LOST":
             disturbed.add(job_id)
     disturbed |= {job_id for job_id, n in starts.items() if n > 1}

@@ -65,6 +65,7 @@ class ChildProcess:
                                 f"{self.log_tail()}")  # fmt: skip
             time.sleep(poll_s)
 
+
 def children(pid: int) -> list[int]:
     """Direct children of ``pid``, from every one of its threads' ``children`` file."""
     found: list[int] = []

@@ -54,6 +54,16 @@ def test_a_duplicate_run_is_unflagged_without_a_duplicate_event() -> None:
     assert result["ids"]["unflagged"] == ["a"]
 
 
+def test_a_run_declared_lost_and_run_again_as_the_next_attempt_is_flagged() -> None:
+    due = {"a": 0, "b": 0}
+    events = [seen("LOST", "a", 100, execution_id="e1"), seen("SUCCEEDED", "a", 200),
+              seen("SUCCEEDED", "b", 200)]  # fmt: skip
+    runs = [run("a", "e1"), run("a", "e2"), run("b", "e1"), run("b", "e2")]
+    result = tally(due, events, runs, fault_ms=50, until_ms=300)
+    assert (result["run_more_than_once"], result["flagged"], result["lost_leases"]) == (2, 1, 1)
+    assert result["ids"]["unflagged"] == ["b"], "b ran twice and nothing said so"
+
+
 def test_recovery_is_measured_to_the_first_end_seen_after_the_fault() -> None:
     due = {"a": 0, "b": 100, "c": 2000}
     events = [seen("SUCCEEDED", "a", 50), seen("SUCCEEDED", "b", 150, seen_ms=4000),
