@@ -220,8 +220,8 @@ def test_the_outcome_of_a_lost_execution_is_a_duplicate() -> None:
     assert after is not None
     assert after.state is S.FAILED_RETRYING
     assert after.last_error == {"error_type": "LeaseExpired",
-                                "message": "no heartbeat within the lease: the worker is "
-                                           "presumed lost"}  # fmt: skip
+                                "message": "no heartbeat within the lease: the worker "
+                                           "running it died or stalled"}  # fmt: skip
     assert transition(after, ev.outcome("SUCCEEDED", run)).verdict is Verdict.DUPLICATE
 
 
