@@ -4,12 +4,16 @@
 kill to land while jobs run, short enough to keep the worker's CPU low), then appends its
 run to the handler-side record (ops/faults/journal.py). A job with
 ``{"fail_until_attempt": n}`` raises a retryable error on attempts below ``n``, which
-gives the retry router work to be killed in the middle of.
+gives the retry router work to be killed in the middle of. A poison job (``{"poison":
+kind}``, :data:`POISONS`) takes its worker down instead: ``kill`` SIGKILLs the process at
+once, as a segfault would; ``kill-mid-run`` after :data:`POISON_DELAY_S`, while the jobs
+beside it run. It records no run: it never gets to the end.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from ops.faults.journal import Journal, Run
@@ -20,6 +24,9 @@ from pipeline.worker import JobContext, WorkerApp
 JOB_TYPE = "faults.record"
 SLEEP_S = 0.01
 FAIL_UNTIL_ATTEMPT = "fail_until_attempt"
+POISON = "poison"
+POISON_DELAY_S = 0.5
+POISONS = ("kill", "kill-mid-run")
 
 app = WorkerApp()
 journal = Journal()
@@ -34,6 +41,10 @@ class PlannedFailure(JobstreamError):
 @app.handler(JOB_TYPE, timeout_s=30)
 def record(ctx: JobContext) -> None:
     start_ms = now_ms()
+    poison = ctx.params.get(POISON)
+    if poison is not None:
+        time.sleep(POISON_DELAY_S if poison == "kill-mid-run" else 0)
+        os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(SLEEP_S)
     ok = ctx.attempt >= int(ctx.params.get(FAIL_UNTIL_ATTEMPT, 0))
     journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,

@@ -37,7 +37,7 @@ from ops.faults.load import Load, Submitter
 from ops.faults.observer import EventsObserver
 from ops.faults.scenarios import Scenario, Target
 from ops.faults.supervisor import Supervisor
-from ops.faults.tally import histories, tally
+from ops.faults.tally import histories, poison_tally, tally
 from ops.kafka.ports import free_ports
 from ops.stack import Stack, components, worker
 from pipeline.clock import now_ms
@@ -126,9 +126,9 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
                      env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     supervisor = Supervisor(stack)
-    target = Target(
-        supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs", state_dir=home / "state"
-    )
+    supervisor.restarts_workers = scenario.restarts_workers
+    target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
+                    state_dir=home / "state", settings=settings)  # fmt: skip
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
                 scenario.fail_share)  # fmt: skip
@@ -167,6 +167,11 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     runs = read_runs(home / "runs")
     numbers = tally(submitter.due, observer.seen, runs, fault_ms=fault.began_ms, until_ms=until)
     shown = {*numbers["ids"]["lost"], *numbers["ids"]["unflagged"], *numbers["ids"]["flagged"][:3]}
+    if target.poison:
+        numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen)
+        numbers["worker_deaths"] = [(e.name, _seconds(e.seen_ms, t0)) for e in supervisor.deaths]
+        numbers["poison_ids"] = sorted(target.poison)
+        shown |= {*target.poison, *numbers["poison"]["ids_started_more_than_twice"]}
     notes = [{"at_s": _seconds(note.at_ms, t0), "action": note.action} for note in target.notes]
     exits = [{"name": e.name, "code": e.code, "at_s": _seconds(e.seen_ms, t0),
               "log_tail": e.log_tail} for e in supervisor.exits]  # fmt: skip
@@ -261,7 +266,8 @@ def _follow(observer: EventsObserver, submitter: Submitter, fault: FaultThread,
             fault.start()
         submitted = not submitter.is_alive()
         fault_done = fault.ended_ms
-        if submitted and fault_done is not None and observer.ended >= set(submitter.due):
+        awaited = set(submitter.due) | set(fault.target.poison)
+        if submitted and fault_done is not None and observer.ended >= awaited:
             return "all ended"
         if fault_done is not None and now > max(last_due, fault_done) + deadline_ms:
             return "deadline"

@@ -10,6 +10,10 @@ is due (its line appears in the handler-side record), at once, while that run's 
 waits for the worker's next transaction (100 ms apart): the moment when a crash or a
 pause leaves the most to mend, which a kill at a random instant would often miss, and a
 worker that is busy (the group may leave one with no partition of the jobs' tier).
+
+A poison scenario's fault is a few jobs whose handler takes its worker down
+(ops/faults/app.py), submitted due at once among the load; the run then starts every
+worker that exits again, as systemd or compose ``restart:`` would, and counts its deaths.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from functools import partial
 from pathlib import Path
 
 from ops.faults import host
+from ops.faults.app import JOB_TYPE, POISON
 from ops.faults.cluster import FaultCluster
 from ops.faults.supervisor import Supervisor
 from pipeline.clock import now_ms
+from pipeline.config import Settings
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest, RetryPolicy
 
 RESTART_AFTER_S = 2.0
 """A killed process is started again this long after the kill, as a supervisor would."""
@@ -42,6 +50,10 @@ DISK_FULL_S = 20.0
 """How long the state folder's disk stays full."""
 STATE_DISK_MB = 256
 """The size of the state folder's own disk in the full-disk scenario."""
+POISON_JOBS = 3
+POISON_ATTEMPTS = 3
+"""Poison jobs a poison scenario submits, and the attempts each is allowed."""
+POISON_OWNER = "faults-poison"
 CLOCK_SKEWS_MS = (30_000, -30_000)
 """The workers' clock offsets in the clock-skew scenario, in the order of the run's workers."""
 
@@ -64,7 +76,10 @@ class Target:
     """The handler-side record (ops/faults/journal.py)."""
     state_dir: Path
     """The processors' state folders (JOBSTREAM_STATE_DIR)."""
+    settings: Settings
     notes: list[Note] = field(default_factory=list)
+    poison: dict[str, int] = field(default_factory=dict)
+    """The poison jobs submitted (job id -> due time): they must end, dead-lettered."""
 
     def note(self, action: str) -> None:
         self.notes.append(Note(now_ms(), action))
@@ -91,6 +106,8 @@ class Scenario:
     """The state folder on a disk of its own, this small (a tmpfs)."""
     cuts_network: bool = False
     """Broker nodes start in cgroups of their own, so that one can be cut off the network."""
+    restarts_workers: bool = False
+    """A worker that exits is started again at once (a poison scenario's workers die)."""
 
 
 RUN_WAIT_S = 5.0
@@ -151,6 +168,21 @@ def kill_and_replace_worker(target: Target) -> None:
 def kill_worker_for_good(target: Target) -> None:
     name = busy_worker(target)
     target.note(f"SIGKILL {name} (pid {target.stack.kill(name)}), not started again")
+
+
+def submit_poison(kind: str) -> Inject:
+    """Submit POISON_JOBS jobs of ``kind`` (ops/faults/app.py), due now, among the load."""
+    return partial(_submit_poison, kind=kind)
+
+
+def _submit_poison(target: Target, kind: str) -> None:
+    retry = RetryPolicy(max_attempts=POISON_ATTEMPTS, initial_backoff_ms=500, jitter=0)
+    request = JobRequest(job_type=JOB_TYPE, owner=POISON_OWNER, params={POISON: kind},
+                         retry=retry)  # fmt: skip
+    with JobClient(target.settings) as client:
+        ids = client.submit_many([request] * POISON_JOBS)
+    target.poison.update(dict.fromkeys(ids, now_ms()))
+    target.note(f"submitted {len(ids)} {kind} poison jobs ({POISON_ATTEMPTS} attempts each)")
 
 
 def pause_and_resume(name: str) -> Inject:
@@ -284,5 +316,12 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     Scenario("cut-off-broker", "Cut the Kafka node leading most partitions (of 3) off the "
              f"network, from clients and the other nodes alike, for {BROKER_DOWN_S:.0f} s.",
              cut_off_broker, nodes=3, cuts_network=True),
+    Scenario("poison-kill", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its worker at "
+             "once; a worker that dies is started again at once.", submit_poison("kill"),
+             lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S, restarts_workers=True),
+    Scenario("poison-kill-mid-run", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its "
+             "worker 0.5 s into its run; a worker that dies is started again at once.",
+             submit_poison("kill-mid-run"), lease_s=KILL_LEASE_S,
+             heartbeat_s=KILL_HEARTBEAT_S, restarts_workers=True),
 )}  # fmt: skip
 """Scenario name -> scenario, in the order ``--scenario all`` runs them."""

@@ -41,6 +41,10 @@ class Supervisor:
         """Components killed by the run, by name, until they are started again."""
         self.paused: Pauses[str] = Pauses(self.pid)
         self.exits: list[Exit] = []
+        self.restarts_workers = False
+        """Start a worker that exits again at once, as systemd would (poison scenarios)."""
+        self.deaths: list[Exit] = []
+        """The workers that exited and were started again."""
 
     def start(self, parts: list[Component]) -> None:
         self.stack.start(parts)
@@ -94,8 +98,13 @@ class Supervisor:
         """
         new = []
         reported = {e.name for e in self.exits}
-        for name, (_, process) in dict(self.stack.processes).items():
+        for name, (part, process) in dict(self.stack.processes).items():
             code = process.poll()
+            if code is not None and self.restarts_workers and "--worker-id" in part.args:
+                self.deaths.append(Exit(name, code, now_ms(), ""))
+                log.info("%s exited with %d: started again", name, code)
+                self.stack.restart(name)
+                continue
             if code is not None and name not in reported:
                 found = Exit(name, code, now_ms(), self.stack.log_tail(name, 30))
                 log.warning("%s exited with %d on its own", name, code)

@@ -90,6 +90,31 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
     }
 
 
+def poison_tally(poison: Mapping[str, int], due: Mapping[str, int],
+                 seen: Iterable[Seen]) -> dict[str, Any]:  # fmt: skip
+    """How a poison scenario's poison jobs ended, and how often the other jobs started:
+    each poison job should end DEAD_LETTERED after one start per attempt, and no other
+    job start more than twice (its own run, and one retry after its process died)."""
+    starts: Counter[str] = Counter()
+    ends: dict[str, str] = {}
+    for item in seen:
+        job_id, kind = item.event["job_id"], item.event["kind"]
+        if kind == "STARTED":
+            starts[job_id] += 1
+        elif kind in ENDED:
+            ends.setdefault(job_id, kind)
+    others = [starts[job_id] for job_id in due]
+    many = sorted(job_id for job_id in due if starts[job_id] > 2)
+    return {
+        "jobs": len(poison),
+        "dead_lettered": sum(ends.get(job_id) == "DEAD_LETTERED" for job_id in poison),
+        "starts": sorted(starts[job_id] for job_id in poison),
+        "most_starts_of_another_job": max(others, default=0),
+        "other_jobs_started_twice": sum(n == 2 for n in others),
+        "ids_started_more_than_twice": many[:SHOWN_IDS],
+    }
+
+
 def histories(job_ids: Iterable[str], seen: Iterable[Seen], runs: Iterable[Run],
               origin_ms: int) -> dict[str, dict[str, list[str]]]:  # fmt: skip
     """What jobs.events and the handler-side record hold of each job, one line per

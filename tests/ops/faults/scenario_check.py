@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ops.faults.run import RunOptions, run_scenario
-from ops.faults.scenarios import SCENARIOS
+from ops.faults.scenarios import POISON_ATTEMPTS, POISON_JOBS, SCENARIOS
 
 JOBS = 600
 WINDOW_S = 8.0
@@ -49,11 +49,13 @@ PROCESS_FAULTS = (
     "pause-retry-router",
     "pause-worker",
 )
-"""The scenarios of test_process_faults.py; test_broker_and_host_faults.py has the others.
-Two modules because ``make test`` gives each module to one test process (pytest-xdist's
-``loadfile``): each runs its scenarios one at a time, so at most two runs, each with its
-own cluster and processes, share the machine."""
-OTHER_FAULTS = tuple(name for name in SCENARIOS if name not in PROCESS_FAULTS)
+"""The scenarios of test_process_faults.py; test_poison_faults.py has the poison ones,
+test_broker_and_host_faults.py the others. Modules because ``make test`` gives each
+module to one test process (pytest-xdist's ``loadfile``): each runs its scenarios one at
+a time, so at most two runs, each with its own cluster and processes, share the machine."""
+POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.restarts_workers)
+OTHER_FAULTS = tuple(name for name in SCENARIOS
+                     if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
 
 
 def assert_scenario_holds(name: str, tmp_path: Path) -> None:
@@ -66,3 +68,18 @@ def assert_scenario_holds(name: str, tmp_path: Path) -> None:
     assert result["lost"] == 0, evidence(result)
     assert result["unflagged_duplicate_runs"] == 0, evidence(result)
     assert result["unexpected_exits"] == [], evidence(result)
+    if SCENARIOS[name].restarts_workers:
+        poison = result["poison"]
+        assert poison["dead_lettered"] == POISON_JOBS, poison
+        assert poison["starts"] == [POISON_ATTEMPTS] * POISON_JOBS, "one start per attempt"
+        assert len(result["worker_deaths"]) >= POISON_ATTEMPTS, result["worker_deaths"]
+        assert poison["most_starts_of_another_job"] <= 2, (
+            f"{poison}; deaths {result['worker_deaths']}; "
+            + "".join(
+                f"\n  {job_id}:\n    "
+                + "\n    ".join(
+                    result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"]
+                )
+                for job_id in [*poison["ids_started_more_than_twice"][:2], *result["poison_ids"]]
+            )
+        )

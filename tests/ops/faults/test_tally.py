@@ -6,7 +6,7 @@ from typing import Any
 
 from ops.faults.journal import Run
 from ops.faults.observer import Seen
-from ops.faults.tally import longest_stall, run_more_than_once, tally
+from ops.faults.tally import longest_stall, poison_tally, run_more_than_once, tally
 
 
 def seen(kind: str, job: str, at: int, *, seen_ms: int | None = None,
@@ -86,3 +86,14 @@ def test_a_stall_still_open_when_observation_stops_runs_to_its_end() -> None:
 
 def test_a_job_falling_due_as_another_ends_begins_no_new_span() -> None:
     assert longest_stall({"a": 0, "b": 100}, {"a": 100, "b": 150}, 1000) == (100, 0)
+
+
+def test_poison_jobs_are_counted_by_their_starts_and_how_they_ended() -> None:
+    poison, due = {"p1": 0, "p2": 0}, {"a": 0, "b": 0}
+    events = [*(seen("STARTED", "p1", t) for t in (1, 2, 3)), seen("DEAD_LETTERED", "p1", 4),
+              *(seen("STARTED", "p2", t) for t in (1, 2)), seen("SUCCEEDED", "p2", 4),
+              seen("STARTED", "a", 1), seen("STARTED", "a", 2), seen("SUCCEEDED", "a", 3),
+              seen("STARTED", "b", 1), seen("SUCCEEDED", "b", 2)]  # fmt: skip
+    assert poison_tally(poison, due, events) == {
+        "jobs": 2, "dead_lettered": 1, "starts": [2, 3], "most_starts_of_another_job": 2,
+        "other_jobs_started_twice": 1, "ids_started_more_than_twice": []}  # fmt: skip
