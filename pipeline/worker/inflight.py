@@ -37,8 +37,10 @@ class RunningJob:
     """The record of this run (claimed: its offset is committed when the run starts)."""
     handler: Handler
     timeout_s: float
+    started: tuple[bytes, bytes]
+    """Its STARTED record (key, value), committed with its claim."""
     deadline: float
-    """Monotonic instant of the timeout."""
+    """Monotonic instant of the timeout (infinite until the handler is launched)."""
     next_beat: float
     async_run: AsyncRun | None = None
     """Cancels an async run."""

@@ -105,7 +105,7 @@ class Lane:
         self.prefetch = prefetch
         self._deserialize = deserialize
         self._before_commit = before_commit
-        """Runs before outcomes are produced: the runtime flushes STARTED records there."""
+        """Runs before outcomes are produced: the runtime flushes HEARTBEAT records there."""
         self.slots = PartitionSlots(job_type, ConcurrencyLimits.of(settings))
         self._before_revoke = before_revoke
         """Runs before a limited lane's partitions are revoked: the runtime waits there for
@@ -367,10 +367,12 @@ class Lane:
         return True
 
     def claim(self) -> bool:
-        """Commit the offsets of the records just started (with any outcomes waiting), so
-        that Kafka hands none of them out again; whether they are committed."""
-        self.commit(force=True)
-        return not self.tracker.to_commit()
+        """Commit the STARTED records of the runs just started with their offsets (and any
+        outcomes waiting), so that Kafka hands none of them out again; whether they are
+        committed. After a failed transaction, not before the lane's backoff."""
+        if time.monotonic() < self._retry_at:
+            return False
+        return self.commit(force=True) or not (self.pending or self.tracker.to_commit())
 
     def _abort(self, exc: KafkaException) -> None:
         """Abort the transaction; the pending outcomes go in the next one. A producer that

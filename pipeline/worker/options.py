@@ -59,9 +59,6 @@ class WorkerOptions:
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
     the runtime reports TIMED_OUT without it."""
-    started_timeout_s: float = 10.0
-    """Longest wait for the STARTED records of the runs about to start to be on the broker
-    (with every replica); past it the runs start anyway, and the wait is logged."""
     stats_interval_s: float = 30.0
     revoke_timeout_s: float = 60.0
     """A type with a concurrency limit: how long its runs may take to end before its

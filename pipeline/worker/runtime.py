@@ -13,19 +13,18 @@ free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
   whose thread has not returned yet (it cannot be killed; see executor.py).
-- STARTED and HEARTBEAT go through a plain idempotent producer; the final outcome waits
-  for the transaction. The STARTED of every run is on the broker (acks=all) before its
-  handler runs, so no run goes unrecorded, and the plain producer is flushed before each
-  transaction with outcomes, so a job's STARTED precedes its outcome on jobs.events.
-- Every start counts: a record is claimed before its handler runs (its STARTED on the
-  broker, then its offset committed in its lane's transaction), so Kafka never hands a
-  started record out again, to this process restarted or to any other. A run whose
-  process dies is ended by the status processor when its lease passes (LOST) and retried
-  as the job's next attempt; a handler that kills its process spends its attempts and
-  reaches the dead-letter topic instead of looping on restarts. The retry of a run whose
-  process died runs alone (pipeline/worker/quarantine.py).
-- Redeliveries (a claim that failed, a rebalance racing it): a record whose execution id
-  is running here joins that run; one whose outcome was already produced here is skipped.
+- Every start counts: a record is claimed before its handler runs, its STARTED and its
+  offset committed in one transaction of its lane, so no run goes unrecorded and Kafka
+  never hands a started record out again, to this process restarted or to any other. A
+  claim that fails leaves neither (the runs wait, and it is tried again after the lane's
+  backoff). A run whose process dies is ended by the status processor when its lease
+  passes (LOST) and retried as the job's next attempt; a handler that kills its process
+  spends its attempts and reaches the dead-letter topic instead of looping on restarts.
+  The retry of a run whose process died runs alone (pipeline/worker/quarantine.py).
+- HEARTBEAT goes through a plain idempotent producer, flushed before each transaction
+  with outcomes; the final outcome waits for a transaction.
+- Redeliveries (a rebalance racing a claim): a record whose execution id is running here
+  joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
   not started but reported SUCCEEDED, result null, detail "skipped: previous run still
   running", so it is not retried. Runs of a job share a partition key, hence a worker;
@@ -43,6 +42,7 @@ free and nothing is buffered.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -100,9 +100,8 @@ class WorkerRuntime:
         self.encode_started = StartedEncoder(self.serialize, event_schemas())
         prefetch = options.prefetch or max(options.concurrency, MIN_PREFETCH)
         # Delivery reports only for failures: _on_delivery only logs those, and a report
-        # per STARTED is a Python callback per job. A linger of 50 ms, not 5, puts ten
-        # times as many HEARTBEAT records in a request; STARTED records are flushed
-        # before their handlers run (a flush ignores the linger).
+        # per record is a Python callback each. A linger of 50 ms, not 5, puts ten times
+        # as many HEARTBEAT records in a request.
         self.events = clients.producer(
             settings, **{"delivery.report.only.error": True, "linger.ms": 50}
         )
@@ -117,6 +116,8 @@ class WorkerRuntime:
         self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
         self.inflight = InFlight()
         self.quarantine: Quarantine[tuple[Lane, Record]] = Quarantine()
+        self._unclaimed: list[tuple[RunningJob, JobContext]] = []
+        """Runs started whose claim has not committed yet: their handlers wait."""
         self._tokens = count(1)
         self._rotation = 0
         self.identity = WorkerIdentity(options.worker_id, self.job_types, options.concurrency,
@@ -209,6 +210,7 @@ class WorkerRuntime:
                             "job_type": lane.job_type, "runs": lane.slots.in_use})  # fmt: skip
 
     def _close(self) -> None:
+        self._unclaimed.clear()
         given_up = self.inflight.give_up()
         self.stats.given_up = len(given_up)
         if given_up:
@@ -240,6 +242,7 @@ class WorkerRuntime:
         self._beat_jobs(now)
         if fetching:
             self._dispatch()
+        self._launch_claimed()
         for lane in self.lanes:
             lane.commit()
             lane.update_pauses(fetching)
@@ -332,12 +335,8 @@ class WorkerRuntime:
     # -- starting runs ------------------------------------------------------------------
 
     def _dispatch(self) -> None:
-        """Start what fits, claimed: every STARTED is on the broker, then the offsets of
-        the records started are committed, before any of the handlers runs. A second run
-        of an execution (a claim that failed, a zombie) therefore meets the first one's
-        STARTED and is flagged DUPLICATE, and a run whose process dies is never handed
-        out again but declared LOST and retried."""
-        launches: list[tuple[RunningJob, JobContext]] = []
+        """Start what fits: each start's STARTED joins its lane's next transaction, which
+        :meth:`_launch_claimed` commits before the handlers run."""
         running = self.inflight.slots
         while len(running) < self.options.concurrency and not self.quarantine.blocks(running):
             picked = self.quarantine.take_held(running) or self._next_record()
@@ -352,24 +351,32 @@ class WorkerRuntime:
                 break
             launch = self._start(lane, record)
             if launch is not None:
-                launches.append(launch)
+                self._unclaimed.append(launch)
                 if suspect:
                     self.quarantine.alone = launch[0].token
-        if not launches:
+
+    def _launch_claimed(self) -> None:
+        """Claim the runs started (their STARTED and offsets in one transaction per lane),
+        then run their handlers. The runs of a lane whose claim failed wait for the next
+        try; one whose partition was revoked meanwhile is dropped with its STARTED, since
+        the partition's next owner runs its record."""
+        if not self._unclaimed:
             return
-        undelivered = self.events.flush(self.options.started_timeout_s)
-        if undelivered:
-            log.warning("STARTED records still undelivered after %.0f s: running unclaimed",
-                        self.options.started_timeout_s,
-                        extra={"undelivered": undelivered})  # fmt: skip
-        else:
-            for lane in dict.fromkeys(job.lane for job, _ in launches):
-                if not lane.claim():
-                    log.warning("records started without their claim: should they be "
-                                "delivered again, their second runs are flagged DUPLICATE",
-                                extra={"job_type": lane.job_type})  # fmt: skip
-        for job, ctx in launches:
+        lanes = dict.fromkeys(job.lane for job, _ in self._unclaimed)
+        claimed = {lane for lane in lanes if lane.claim()}
+        waiting, now = [], time.monotonic()
+        for job, ctx in self._unclaimed:
+            if job.lane not in claimed:
+                if job.lane.holds(job.ref):
+                    waiting.append((job, ctx))
+                else:
+                    job.lane.pending.remove(job.started)
+                    self.inflight.reported(job)
+                    self.inflight.release(job.token)
+                continue
+            job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
             job.async_run = self.executor.submit(job.token, job.handler, ctx)
+        self._unclaimed = waiting
 
     def _next_record(self) -> tuple[Lane, Record] | None:
         """Lanes take turns, so one busy job type cannot hold every slot forever."""
@@ -383,7 +390,7 @@ class WorkerRuntime:
         return None
 
     def _start(self, lane: Lane, record: Record) -> tuple[RunningJob, JobContext] | None:
-        """Take a slot and produce STARTED for ``record``; the run to launch, if any."""
+        """Take a slot and queue STARTED for ``record``; the run to launch, if any."""
         execution, worker = record.execution, self.options.worker_id
         execution_id = execution["execution_id"]
         running = self.inflight.active.get(execution_id)
@@ -413,18 +420,17 @@ class WorkerRuntime:
                                     now_ms=now_ms())  # fmt: skip
             self._settle(lane, record.ref, event, execution)
             return None
-        now = time.monotonic()
+        started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         job = RunningJob(
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
-            deadline=now + timeout_s, next_beat=now + self.options.heartbeat_s,
+            started=(outcomes.event_key(execution), self.encode_started(started, record.raw)),
+            deadline=math.inf, next_beat=math.inf,  # set when its handler is launched
         )  # fmt: skip
         self.inflight.add(job)
-        lane.tracker.done(record.ref)  # claimed: committed with the lane's next transaction
+        lane.pending.append(job.started)
+        lane.tracker.done(record.ref)  # claimed with the STARTED, in one transaction
         self.stats.started += 1
-        started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
         observe(started.data)
-        self.events.produce(self.topics.events, self.encode_started(started, record.raw),
-                            outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
         return job, ctx
 
     # -- plain records ------------------------------------------------------------------
@@ -434,9 +440,9 @@ class WorkerRuntime:
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
 
     def _flush_events(self) -> None:
-        """Every STARTED lands on jobs.events before the outcome that follows it."""
+        """Every HEARTBEAT lands on jobs.events before the outcome that follows it."""
         if len(self.events) and self.events.flush(10) > 0:
-            log.warning("STARTED and HEARTBEAT records still undelivered after 10 s")
+            log.warning("HEARTBEAT records still undelivered after 10 s")
 
     def _beat_worker(self, *, force: bool = False) -> None:
         now = time.monotonic()
