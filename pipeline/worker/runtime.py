@@ -12,7 +12,9 @@ it do something: a run to end when every slot is taken, records to arrive when a
 free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
-  whose thread has not returned yet (it cannot be killed; see executor.py).
+  whose thread has not returned yet (it cannot be killed; see executor.py). With
+  ``isolation="process"`` the run's child process is killed instead, and the slot
+  comes back once a new child has replaced it (processes.py).
 - STARTED and HEARTBEAT go through a plain idempotent producer; the final outcome waits
   for the transaction. The STARTED of every run is on the broker (acks=all) before its
   handler runs, so no run goes unrecorded, and the plain producer is flushed before each
@@ -67,6 +69,7 @@ from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
+from pipeline.worker.processes import ProcessExecutor
 from pipeline.worker.results import LocalResultStore
 from pipeline.worker.started import StartedEncoder
 
@@ -105,7 +108,14 @@ class WorkerRuntime:
                                                    options.commit_max_outcomes))
                       for t in self.job_types]  # fmt: skip
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-        self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+        self.executor: JobExecutor | ProcessExecutor
+        if options.isolation == "process":
+            self.executor = ProcessExecutor.for_app(app, options.concurrency, self.store,
+                                                    self._finished.put)  # fmt: skip
+        elif options.isolation == "thread":
+            self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+        else:
+            raise ConfigurationError(f"isolation: 'thread' or 'process', not {options.isolation!r}")
         self.inflight = InFlight()
         self._tokens = count(1)
         self._rotation = 0
@@ -270,12 +280,16 @@ class WorkerRuntime:
 
     def _time_out(self, now: float) -> None:
         """Cancel async runs at their deadline (they end TIMED_OUT); report sync runs, and
-        async ones that ignore their cancellation for ``async_grace_s``, TIMED_OUT here."""
+        async ones that ignore their cancellation for ``async_grace_s``, TIMED_OUT here.
+        A run in a child process (``isolation="process"``) is reported so too, and its
+        child killed: the slot comes back with the child that replaces it."""
         for job in self.inflight.overdue(now):
             run = job.async_run
             if run is not None and not run.cancel_requested:
                 run.cancel(timed_out=True)
             if run is None or now >= job.deadline + self.options.async_grace_s:
+                if isinstance(self.executor, ProcessExecutor):
+                    self.executor.kill(job.token)
                 self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
                              worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
 
