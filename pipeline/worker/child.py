@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import pickle
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -52,12 +53,16 @@ LIFELINE_GRACE_S = 5.0
 
 BOOT = ("import sys; sys.path[:] = sys.argv[2:]; "
         "from pipeline.worker.child import main; main(int(sys.argv[1]))")  # fmt: skip
-"""The child's program (``python -c BOOT fd *sys.path``): the worker's import path first,
+"""The child's program (``python -c BOOT fd *sys.path``): the worker's import path as it is,
 as multiprocessing's spawn does, so that the child finds what the worker found (an app
 module beside the current directory, a test tree on pytest's path)."""
 
 
-@dataclass(frozen=True, slots=True)
+# The messages are frozen dataclasses without slots: pickle takes such an object's
+# __dict__ as it is, where a slotted one costs a dataclasses.fields() walk each way.
+
+
+@dataclass(frozen=True)
 class Setup:
     """The first message a child receives."""
 
@@ -69,14 +74,14 @@ class Setup:
     """The worker's logging level: a handler's logs read as they would in the worker."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Ready:
     """The child has imported its app and waits for runs."""
 
     pid: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Run:
     """One run to start."""
 
@@ -87,7 +92,7 @@ class Run:
     """The run's :class:`JobContext` as :func:`portable` makes it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Ended:
     """How a run ended; exactly one of ``routed`` and ``error`` is set."""
 
@@ -109,6 +114,16 @@ def portable(ctx: JobContext) -> dict[str, Any]:
     return fields
 
 
+def send(conn: Connection, message: Setup | Ready | Run | Ended | None) -> None:
+    """Plain pickle: the connection's own pickler copies its reducer table every call."""
+    conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+
+def receive(conn: Connection) -> Any:
+    """The next message; EOFError once the other end has closed."""
+    return pickle.loads(conn.recv_bytes())
+
+
 def main(fd: int) -> None:
     """Serve runs on the socket ``fd`` until told to stop or until it closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -116,16 +131,16 @@ def main(fd: int) -> None:
     watch_supervisor(LIFELINE_GRACE_S)
     conn = Connection(fd)
     try:
-        setup: Setup = conn.recv()
+        setup: Setup = receive(conn)
         configure_logging(logging.getLevelName(setup.log_level))
         app = load_app(setup.app)
         loop = asyncio.new_event_loop()
-        conn.send(Ready(os.getpid()))
+        send(conn, Ready(os.getpid()))
         while (run := _next(conn)) is not None:
             ended = _run(app, setup.store, loop, run)
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
                 raise Terminated
-            conn.send(ended)
+            send(conn, ended)
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)  # dies of it: the worker sees how
@@ -133,7 +148,7 @@ def main(fd: int) -> None:
 
 def _next(conn: Connection) -> Run | None:
     try:
-        run: Run | None = conn.recv()
+        run: Run | None = receive(conn)
     except EOFError:  # the worker closed the pipe
         return None
     return run

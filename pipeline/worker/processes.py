@@ -52,7 +52,7 @@ from pipeline.clock import now_ms
 from pipeline.errors import ConfigurationError
 from pipeline.lifeline import ENV as LIFELINE_ENV
 from pipeline.worker.app import Handler, WorkerApp
-from pipeline.worker.child import BOOT, Ended, Ready, Run, Setup, portable
+from pipeline.worker.child import BOOT, Ended, Ready, Run, Setup, portable, receive, send
 from pipeline.worker.context import JobContext
 from pipeline.worker.executor import Finished
 from pipeline.worker.failures import crashed_error, how_it_ended
@@ -197,6 +197,7 @@ class ProcessExecutor:
         self._children.append(child)
         watcher = threading.Thread(target=self._watch, args=(child,), daemon=True,
                                    name=f"jobstream-child-{process.pid}")  # fmt: skip
+        self._watchers = [w for w in self._watchers if w.is_alive()]  # of dead children: gone
         self._watchers.append(watcher)
         watcher.start()
         return child
@@ -205,7 +206,7 @@ class ProcessExecutor:
         """A child's thread: its answers until its end of file, then its death."""
         while True:
             try:
-                message = child.conn.recv()
+                message = receive(child.conn)
             except (EOFError, OSError):  # dead (or died writing)
                 break
             if isinstance(message, Ready):
@@ -243,13 +244,11 @@ class ProcessExecutor:
             replaced = child.ready or bool(self._waiting)
             replacement = self._start() if replaced else None
             handoff = None if replacement is None else self._handoff(replacement)
-        how = how_it_ended(returncode)
-        if ending is None:
-            log.warning("a handler's process %s", how, extra={
-                "pid": child.process.pid, "token": token, "replaced": replaced})  # fmt: skip
-        if not child.ready:
-            log.error("a handler's process %s before it was ready: see its errors above",
-                      how)  # fmt: skip
+        how, facts = how_it_ended(returncode), {"pid": child.process.pid, "replaced": replaced}
+        if ending is None and child.ready:
+            log.warning("a handler's process %s", how, extra=facts)
+        elif ending is None:  # it could not import the app, say: its errors are in the log
+            log.error("a handler's process %s before it was ready", how, extra=facts)
         if token is not None:
             at = now_ms()
             if ending is None:
@@ -300,4 +299,4 @@ class ProcessExecutor:
 
 def _send(child: _Child, message: Setup | Run | None) -> None:
     with contextlib.suppress(OSError):  # dead: its watcher reports the run it held
-        child.conn.send(message)
+        send(child.conn, message)
