@@ -24,8 +24,9 @@ GRACE_S = 30.0
 """How long a child whose supervisor has gone may take to stop before it kills itself."""
 
 
-def watch_supervisor() -> None:
-    """When started with a lifeline, stop this process once the supervisor is gone.
+def watch_supervisor(grace_s: float = GRACE_S) -> None:
+    """When started with a lifeline, stop this process once the supervisor is gone, and
+    kill it if it has not stopped ``grace_s`` later.
 
     The variable is removed from the environment, so that this process's own children
     do not take a descriptor number that is not theirs for a lifeline."""
@@ -38,10 +39,11 @@ def watch_supervisor() -> None:
     except (ValueError, OSError) as exc:
         log.warning("ignoring %s=%r: %s", ENV, raw, exc)
         return
-    threading.Thread(target=_wait_for_eof, args=(fd,), name="lifeline", daemon=True).start()
+    threading.Thread(target=_wait_for_eof, args=(fd, grace_s), name="lifeline",
+                     daemon=True).start()  # fmt: skip
 
 
-def _wait_for_eof(fd: int) -> None:
+def _wait_for_eof(fd: int, grace_s: float) -> None:
     while True:
         try:
             if not os.read(fd, 1):
@@ -51,8 +53,8 @@ def _wait_for_eof(fd: int) -> None:
         except OSError:
             break
     log.warning("the supervisor is gone: stopping (killed in %g s if not stopped by then)",
-                GRACE_S)  # fmt: skip
+                grace_s)  # fmt: skip
     os.kill(os.getpid(), signal.SIGTERM)
-    threading.Event().wait(GRACE_S)
-    log.error("still running %g s after the supervisor ended: killing this process", GRACE_S)
+    threading.Event().wait(grace_s)
+    log.error("still running %g s after the supervisor ended: killing this process", grace_s)
     os.kill(os.getpid(), signal.SIGKILL)

@@ -53,6 +53,9 @@ class WorkerApp:
 
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
+        self.source: str | None = None
+        """The ``--app`` target :func:`load_app` imported it by: how a handler's child
+        process (``--isolation process``) imports it again. None for an app not loaded so."""
 
     def handler(self, job_type: str, *, timeout_s: float | None = None) -> Callable[[F], F]:
         """Register the decorated function (sync or ``async def``) for ``job_type``."""
@@ -103,4 +106,5 @@ def load_app(target: str) -> WorkerApp:
         raise ConfigurationError(
             f"--app: {module_name}.{attribute} must be a WorkerApp, found {found}"
         )
+    app.source = f"{module_name}:{attribute}"
     return app

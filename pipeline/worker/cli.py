@@ -23,7 +23,7 @@ from pipeline.durations import duration_option, format_duration
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
-from pipeline.worker.options import MIN_PREFETCH, WorkerOptions
+from pipeline.worker.options import MIN_PREFETCH, Isolation, WorkerOptions
 from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore
 from pipeline.worker.runtime import WorkerRuntime
 
@@ -56,6 +56,12 @@ def worker(
                                     "require none)."),
     concurrency: int = typer.Option(8, "--concurrency", min=1,
                                     help="Jobs running at once in this process."),
+    isolation: Isolation = typer.Option("thread", "--isolation",
+                                        help="Where handlers run: 'thread' (sync ones on "
+                                        "threads, async ones on an event loop) or 'process' "
+                                        "(each run in one of --concurrency child processes: a "
+                                        "crash kills one child, a timeout kills the run). "
+                                        "docs/workers.md says which to pick."),
     worker_id: str | None = typer.Option(None, "--worker-id", envvar="JOBSTREAM_WORKER_ID",
                                          help="Unique name on jobs.workers and in the "
                                          "transactional ids (default: hostname-pid); a "
@@ -81,7 +87,7 @@ def worker(
     options = WorkerOptions(
         worker_id=worker_id or default_worker_id(), static_member=worker_id is not None,
         job_types=tuple(job_types or ()), pool=pool,
-        concurrency=concurrency, heartbeat_s=heartbeat_ms / 1000,
+        concurrency=concurrency, isolation=isolation, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         result_store=LocalResultStore(result_dir),

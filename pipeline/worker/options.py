@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
@@ -15,6 +16,9 @@ and a busy tier is paused (which makes librdkafka drop what it had fetched ahead
 fetch it again at the resume) once per 500 records started, not every few. Buffered
 records are not running, so they cost memory only (bounded by lane.BUFFER_BYTES); a
 rebalance drops them uncommitted and their partition's next owner fetches them again."""
+
+Isolation = Literal["thread", "process"]
+ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,12 @@ class WorkerOptions:
     require none."""
     concurrency: int = 8
     """Runs holding a slot at once, across the types served."""
+    isolation: Isolation = "thread"
+    """Where handlers run: ``thread``, sync ones on the worker's threads and async ones on
+    its event loop (pipeline/worker/executor.py); ``process``, each run in one of up to
+    ``concurrency`` child processes kept for the worker's life, which a crash or a
+    timeout kills alone (pipeline/worker/processes.py). docs/workers.md says which to
+    pick when."""
     prefetch: int | None = None
     """Records buffered per tier and type; None means ``concurrency``, but at least
     :data:`MIN_PREFETCH`. Each tier keeps its own buffer so the priority policy always sees

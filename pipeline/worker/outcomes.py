@@ -6,15 +6,14 @@
 | HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id`` |
 | SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
+|  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
 other record of the job (:func:`pipeline.partitioning.partition_key`), so one partition of
 jobs.events holds a job's whole history in order.
 
-Retryability is a property of the error (pipeline/errors.py): an exception whose
-``retryable`` attribute is False (NonRetryableError and its subclasses, or any class of
-the user's own) fails the job for good; every other exception may be retried.
+Errors are described, and their retryability decided, in pipeline/worker/failures.py.
 
 A run skipped by the overlap policy is reported as SUCCEEDED with ``result`` null and the
 detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retried.
@@ -22,62 +21,18 @@ detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retr
 
 from __future__ import annotations
 
-import traceback
-from dataclasses import dataclass
 from typing import Any
 
 from pipeline.lifecycle import LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
+from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
+from pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
+from pipeline.worker.failures import ErrorDescription, timeout_error
+from pipeline.worker.failures import describe_error as describe_error
 from pipeline.worker.results import RoutedResult
 
-MAX_MESSAGE_CHARS = 8 * 1024
-MAX_TRACEBACK_CHARS = 32 * 1024
-"""Errors travel on in every later ExecutionRequested and RetryScheduled of the job, and
-into its dead letter: bounded, so a deep recursion cannot bloat a job's whole history.
-The tail of a traceback (where it was raised) is the part kept."""
-
-TIMEOUT_ERROR_TYPE = "Timeout"
 SKIPPED_DETAIL = "skipped: previous run still running"
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorDescription:
-    """An exception reduced to what ErrorInfo carries; made where it was caught."""
-
-    error_type: str
-    message: str
-    traceback: str | None
-    retryable: bool
-
-
-def error_type_name(exc: BaseException) -> str:
-    """Qualified class name (``myapp.errors.BadInput``); builtins keep their bare name."""
-    cls = type(exc)
-    if cls.__module__ == "builtins":
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def is_retryable(exc: BaseException) -> bool:
-    return getattr(exc, "retryable", True) is not False
-
-
-def describe_error(exc: BaseException) -> ErrorDescription:
-    text = "".join(traceback.format_exception(exc))
-    message = str(exc)
-    return ErrorDescription(
-        error_type=error_type_name(exc),
-        message=message[:MAX_MESSAGE_CHARS],
-        traceback=text[-MAX_TRACEBACK_CHARS:],
-        retryable=is_retryable(exc),
-    )
-
-
-def timeout_error(timeout_s: float) -> ErrorDescription:
-    return ErrorDescription(
-        TIMEOUT_ERROR_TYPE, f"the attempt did not finish within {timeout_s:g} s", None, True
-    )
 
 
 def event_key(execution: dict[str, Any]) -> bytes:

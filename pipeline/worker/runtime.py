@@ -12,7 +12,9 @@ it do something: a run to end when every slot is taken, records to arrive when a
 free and nothing is buffered.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
-  whose thread has not returned yet (it cannot be killed; see executor.py).
+  whose thread has not returned yet (it cannot be killed; see executor.py). With
+  ``isolation="process"`` the run's child process is killed instead, and the slot
+  comes back once a new child has replaced it (processes.py).
 - Every start counts: a record is claimed before its handler runs, its STARTED and its
   offset committed in one transaction of its lane, so no run goes unrecorded and Kafka
   never hands a started record out again, to this process restarted or to any other. A
@@ -20,7 +22,8 @@ free and nothing is buffered.
   backoff). A run whose process dies is ended by the status processor when its lease
   passes (LOST) and retried as the job's next attempt; a handler that kills its process
   spends its attempts and reaches the dead-letter topic instead of looping on restarts.
-  The retry of a run whose process died runs alone (pipeline/worker/quarantine.py).
+  The retry of a run whose process died runs alone (pipeline/worker/quarantine.py),
+  unless handlers run in child processes, where a crash takes only its own run down.
 - HEARTBEAT goes through a plain idempotent producer, flushed before each transaction
   with outcomes; the final outcome waits for a transaction.
 - Redeliveries (a rebalance racing a claim): a record whose execution id is running here
@@ -75,6 +78,7 @@ from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
+from pipeline.worker.processes import ProcessExecutor
 from pipeline.worker.quarantine import Quarantine, is_suspect
 from pipeline.worker.results import LocalResultStore
 from pipeline.worker.started import StartedEncoder
@@ -113,9 +117,18 @@ class WorkerRuntime:
                                                    options.commit_max_outcomes))
                       for t in self.job_types]  # fmt: skip
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-        self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+        self.executor: JobExecutor | ProcessExecutor
+        if options.isolation == "process":
+            self.executor = ProcessExecutor.for_app(app, options.concurrency, self.store,
+                                                    self._finished.put)  # fmt: skip
+        elif options.isolation == "thread":
+            self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+        else:
+            raise ConfigurationError(f"isolation: 'thread' or 'process', not {options.isolation!r}")
         self.inflight = InFlight()
         self.quarantine: Quarantine[tuple[Lane, Record]] = Quarantine()
+        self._quarantines = options.isolation == "thread"
+        """A crash in a child process takes only its own run down: no suspects there."""
         self._unclaimed: list[tuple[RunningJob, JobContext]] = []
         """Runs started whose claim has not committed yet: their handlers wait."""
         self._tokens = count(1)
@@ -293,12 +306,16 @@ class WorkerRuntime:
 
     def _time_out(self, now: float) -> None:
         """Cancel async runs at their deadline (they end TIMED_OUT); report sync runs, and
-        async ones that ignore their cancellation for ``async_grace_s``, TIMED_OUT here."""
+        async ones that ignore their cancellation for ``async_grace_s``, TIMED_OUT here.
+        A run in a child process (``isolation="process"``) is reported so too, and its
+        child killed: the slot comes back with the child that replaces it."""
         for job in self.inflight.overdue(now):
             run = job.async_run
             if run is not None and not run.cancel_requested:
                 run.cancel(timed_out=True)
             if run is None or now >= job.deadline + self.options.async_grace_s:
+                if isinstance(self.executor, ProcessExecutor):
+                    self.executor.kill(job.token)
                 self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
                              worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
 
@@ -345,7 +362,7 @@ class WorkerRuntime:
             lane, record = picked
             if not lane.holds(record.ref):
                 continue  # held back while its partition went to another worker
-            suspect = is_suspect(record.execution)
+            suspect = self._quarantines and is_suspect(record.execution)
             if suspect and running:
                 self.quarantine.hold(picked)
                 break

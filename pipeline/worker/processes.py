@@ -1,0 +1,302 @@
+"""Handlers in child processes (``--isolation process``): a crash or a hang costs one child.
+
+:class:`ProcessExecutor` has :class:`~pipeline.worker.executor.JobExecutor`'s interface as
+the runtime uses it (``submit``, ``close``, each end reported as a ``Finished`` on the
+callback) and runs every handler, sync or async, in a child process
+(pipeline/worker/child.py), one run per child at a time:
+
+- Children outlive their runs: at most ``size`` (the worker's concurrency), started as
+  runs need them and kept, so a no-op job costs a message each way on a socket, not a
+  process start. A run goes to the child that ran last (its caches are warm).
+- A child is a fresh interpreter (fork and exec, as multiprocessing's "spawn" method
+  starts one): the worker has librdkafka threads, which a bare fork would copy in
+  whatever state they were in. It imports the app by its ``--app`` target, so handlers
+  are looked up by job type there; it gets the run's context fields, not the context,
+  and routes the result itself. Not :mod:`multiprocessing`'s ``Process``: its spawn
+  imports the worker's ``__main__`` (the whole CLI) again in every child, and what it
+  adds beyond a socket pair is not needed here.
+- A child that dies mid-run (a signal, ``os._exit``, the out-of-memory killer) ends the
+  run FAILED with error type ``WorkerCrashed`` (retryable; the message says how it
+  died), so the job follows its retry policy and then its dead-letter topic like any
+  failure; the worker goes on.
+- :meth:`kill` (a run past its timeout) and :meth:`cancel` stop the run's child: SIGTERM,
+  then SIGKILL after a grace. The run ends TIMED_OUT or cancelled once the child is dead
+  and a new child has taken its place, so the slot the runtime holds for it comes back
+  only then, and never while the old child still runs.
+- Children die with the worker: each holds the read end of a lifeline whose only write
+  end is the worker's (pipeline/lifeline.py), so even a SIGKILLed worker leaves none.
+
+One thread per child reads its answers and its death (the socket's end of file), and
+reports on the callback, like the executor's threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from typing import Literal
+
+from pipeline.clock import now_ms
+from pipeline.errors import ConfigurationError
+from pipeline.lifeline import ENV as LIFELINE_ENV
+from pipeline.worker.app import Handler, WorkerApp
+from pipeline.worker.child import BOOT, Ended, Ready, Run, Setup, portable, receive, send
+from pipeline.worker.context import JobContext
+from pipeline.worker.executor import Finished
+from pipeline.worker.failures import crashed_error, how_it_ended
+from pipeline.worker.results import ResultStore
+
+log = logging.getLogger(__name__)
+
+KILL_GRACE_S = 2.0
+"""How long a timed-out run's child has, after SIGTERM, to run its ``finally`` blocks
+before SIGKILL."""
+CANCEL_GRACE_S = 5.0
+"""The same for a cancelled run."""
+
+Ending = Literal["timed_out", "cancelled"]
+
+
+@dataclass(eq=False, slots=True)
+class _Child:
+    process: subprocess.Popen[bytes]
+    conn: Connection
+    ready: bool = False
+    """It has imported the app (it said :class:`Ready`)."""
+    token: int | None = None
+    """The run it holds."""
+    ending: Ending | None = None
+    """Set when the run is being stopped: the run ends so once the child is dead."""
+    killer: threading.Timer | None = None
+    """The SIGKILL that follows the SIGTERM of a stopped run."""
+
+
+class ProcessExecutor:
+    """Up to ``size`` child processes that import ``app`` and run its handlers."""
+
+    def __init__(self, app: str, size: int, store: ResultStore,
+                 on_finish: Callable[[Finished], None], *,
+                 kill_grace_s: float = KILL_GRACE_S) -> None:  # fmt: skip
+        self._setup = Setup(app, store, logging.getLogger().getEffectiveLevel())
+        try:
+            pickle.dumps(self._setup)
+        except Exception as exc:  # whatever pickling raises for the user's store
+            raise ConfigurationError(
+                f"--isolation process: the result store {store!r} must pickle to reach "
+                f"the handlers' processes: {exc}"
+            ) from exc
+        self._size = size
+        self._on_finish = on_finish
+        self._kill_grace_s = kill_grace_s
+        self._lock = threading.Lock()
+        self._children: list[_Child] = []
+        self._idle: list[_Child] = []
+        """Children without a run, the last one to finish last."""
+        self._running: dict[int, _Child] = {}
+        self._waiting: deque[Run] = deque()
+        """Runs submitted while every child is busy (the runtime's slots keep this empty)."""
+        self._watchers: list[threading.Thread] = []
+        self._closing = False
+        # Only this process holds the write end (os.pipe's ends are not inherited; each
+        # child gets the read end alone), so the children see EOF once it has ended.
+        self._lifeline, self._lifeline_write = os.pipe()
+
+    @classmethod
+    def for_app(cls, app: WorkerApp, size: int, store: ResultStore,
+                on_finish: Callable[[Finished], None]) -> ProcessExecutor:  # fmt: skip
+        """The executor of an app loaded by its ``--app`` target, which the children import."""
+        if app.source is None:
+            raise ConfigurationError(
+                "--isolation process: the handlers' processes import the app by the target "
+                "it was loaded from; load it with pipeline.worker.app.load_app('module')"
+            )
+        return cls(app.source, size, store, on_finish)
+
+    @property
+    def pids(self) -> list[int]:
+        """The children's process ids, in the order they were started."""
+        with self._lock:
+            return [child.process.pid for child in self._children]
+
+    def submit(self, token: int, handler: Handler, ctx: JobContext) -> None:
+        """Start a run in an idle child (a new one while there are fewer than ``size``)."""
+        run = Run(token, handler.job_type, portable(ctx))
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("the process executor is closed")
+            if self._idle:
+                child = self._idle.pop()
+            elif len(self._children) < self._size:
+                child = self._start()
+            else:
+                self._waiting.append(run)
+                return
+            child.token = token
+            self._running[token] = child
+        _send(child, run)
+
+    def kill(self, token: int) -> None:
+        """The run is past its timeout: stop its child (SIGTERM, then SIGKILL after
+        ``kill_grace_s``); it ends TIMED_OUT once a new child has replaced it."""
+        self._stop(token, "timed_out", self._kill_grace_s)
+
+    def cancel(self, token: int, grace_s: float = CANCEL_GRACE_S) -> None:
+        """Stop the run as :meth:`kill` does, with ``grace_s``; it ends cancelled."""
+        self._stop(token, "cancelled", grace_s)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop every child: idle ones are told to exit, busy ones are stopped as
+        :meth:`cancel` stops them (their runs, handed back, are not reported)."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            self._waiting.clear()
+            children = list(self._children)
+        for child in children:
+            if child.token is None:
+                _send(child, None)
+            else:
+                self._signal(child, min(timeout_s, CANCEL_GRACE_S))
+        deadline = time.monotonic() + timeout_s
+        for watcher in self._watchers:
+            watcher.join(max(0.0, deadline - time.monotonic()))
+        for child in children:
+            if child.process.poll() is None:
+                log.warning("a handler's process outlived the worker's close: killed",
+                            extra={"pid": child.process.pid})  # fmt: skip
+                child.process.kill()
+        os.close(self._lifeline_write)
+        os.close(self._lifeline)
+
+    # -- children -------------------------------------------------------------------------
+
+    def _start(self) -> _Child:
+        """Under the lock: a new child, counted at once; it reads its setup when it is up."""
+        ours, theirs = Pipe()
+        env = {**os.environ, LIFELINE_ENV: str(self._lifeline)}
+        process = subprocess.Popen(
+            [sys.executable, "-c", BOOT, str(theirs.fileno()), *sys.path],
+            stdin=subprocess.DEVNULL, env=env, pass_fds=(theirs.fileno(), self._lifeline),
+        )  # fmt: skip
+        theirs.close()
+        child = _Child(process, ours)
+        _send(child, self._setup)
+        self._children.append(child)
+        watcher = threading.Thread(target=self._watch, args=(child,), daemon=True,
+                                   name=f"jobstream-child-{process.pid}")  # fmt: skip
+        self._watchers = [w for w in self._watchers if w.is_alive()]  # of dead children: gone
+        self._watchers.append(watcher)
+        watcher.start()
+        return child
+
+    def _watch(self, child: _Child) -> None:
+        """A child's thread: its answers until its end of file, then its death."""
+        while True:
+            try:
+                message = receive(child.conn)
+            except (EOFError, OSError):  # dead (or died writing)
+                break
+            if isinstance(message, Ready):
+                child.ready = True
+            elif isinstance(message, Ended):
+                self._ended(child, message)
+        child.conn.close()
+        self._died(child, child.process.wait())
+
+    def _ended(self, child: _Child, ended: Ended) -> None:
+        with self._lock:
+            if child.ending is not None or child.token != ended.token:
+                return  # being stopped: the run ends as it was stopped, once the child is dead
+            del self._running[ended.token]
+            child.token = None
+            handoff = self._handoff(child)
+        self._on_finish(Finished(ended.token, ended.at_ms, routed=ended.routed,
+                                 error=ended.error))  # fmt: skip
+        if handoff is not None:
+            _send(child, handoff)
+
+    def _died(self, child: _Child, returncode: int) -> None:
+        """Report the run the child held (if any) once a new child has taken its place."""
+        if child.killer is not None:
+            child.killer.cancel()
+        with self._lock:
+            self._children.remove(child)
+            if child in self._idle:
+                self._idle.remove(child)
+            token, ending = child.token, child.ending
+            if token is not None:
+                del self._running[token]
+            if self._closing:
+                return
+            replaced = child.ready or bool(self._waiting)
+            replacement = self._start() if replaced else None
+            handoff = None if replacement is None else self._handoff(replacement)
+        how, facts = how_it_ended(returncode), {"pid": child.process.pid, "replaced": replaced}
+        if ending is None and child.ready:
+            log.warning("a handler's process %s", how, extra=facts)
+        elif ending is None:  # it could not import the app, say: its errors are in the log
+            log.error("a handler's process %s before it was ready", how, extra=facts)
+        if token is not None:
+            at = now_ms()
+            if ending is None:
+                self._on_finish(Finished(token, at, error=crashed_error(returncode)))
+            else:
+                self._on_finish(Finished(token, at, timed_out=ending == "timed_out",
+                                         cancelled=ending == "cancelled"))  # fmt: skip
+        if replacement is not None and handoff is not None:
+            _send(replacement, handoff)
+
+    def _handoff(self, child: _Child) -> Run | None:
+        """Under the lock: the child is free; the next waiting run is its, or it is idle."""
+        if self._waiting:
+            run = self._waiting.popleft()
+            child.token = run.token
+            self._running[run.token] = child
+            return run
+        self._idle.append(child)
+        return None
+
+    def _stop(self, token: int, ending: Ending, grace_s: float) -> None:
+        with self._lock:
+            child = self._running.get(token)
+            if child is None:
+                waiting = next((run for run in self._waiting if run.token == token), None)
+                if waiting is None:
+                    return  # ended already
+                self._waiting.remove(waiting)
+            elif child.ending is not None:
+                return
+            else:
+                child.ending = ending
+        if child is None:  # it never started: it ends at once
+            self._on_finish(Finished(token, now_ms(), timed_out=ending == "timed_out",
+                                     cancelled=ending == "cancelled"))  # fmt: skip
+            return
+        self._signal(child, grace_s)
+
+    def _signal(self, child: _Child, grace_s: float) -> None:
+        """SIGTERM now, SIGKILL after ``grace_s`` unless it is dead by then."""
+        if child.killer is not None:
+            return
+        child.killer = threading.Timer(grace_s, child.process.kill)
+        child.killer.daemon = True
+        child.process.send_signal(signal.SIGTERM)
+        child.killer.start()
+
+
+def _send(child: _Child, message: Setup | Run | None) -> None:
+    with contextlib.suppress(OSError):  # dead: its watcher reports the run it held
+        send(child.conn, message)

@@ -1,0 +1,111 @@
+"""``jobstream worker --isolation process`` in the whole pipeline, on the real broker: a
+handler that kills its own process fails its jobs alone, and they dead-letter after their
+attempts while the worker and the other jobs of the type go on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from ops.kafka.ports import free_ports
+from ops.stack import Stack, components, worker
+from pipeline.config import Settings
+from pipeline.dlq.reader import DlqFilter, DlqReader
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.serde import JobStatus
+from pipeline.status.query import read_statuses
+from pipeline.topics import Topics
+from tests.support.reader import TopicReader
+from tests.support.stack import module_topics, running_stack
+from tests.support.waiting import wait_for
+
+APP = "tests.support.isolation_app"
+OWNER = "isolation"
+WORKER = "worker-isolated"
+
+
+@pytest.fixture(scope="module")
+def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+    return module_topics(kafka_bootstrap, f"iso-{tmp_path_factory.mktemp('x').name}.")
+
+
+@pytest.fixture(scope="module")
+def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Timers, status processor, retry router, and one worker of ``iso.work`` whose one
+    slot (``--concurrency 1``) every job must get back to run at all."""
+    base = free_ports(4)
+    parts = [*components(base, app=APP, job_types=(), lease_s=3),
+             worker("iso.work", "isolated", base + 3, app=APP, concurrency=1,
+                    extra=("--isolation", "process", "--heartbeat", "0.5s"))]  # fmt: skip
+    with running_stack(pipeline_topics.settings, tmp_path_factory.mktemp("stack"),
+                       parts) as running:  # fmt: skip
+        yield running
+
+
+def job(retry: RetryPolicy | None = None, timeout_ms: int | None = None,
+        **params: Any) -> JobRequest:  # fmt: skip
+    return JobRequest(job_type="iso.work", owner=OWNER, params=params, retry=retry,
+                      timeout_ms=timeout_ms)  # fmt: skip
+
+
+def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],
+            timeout_s: float = 180) -> dict[str, JobStatus]:  # fmt: skip
+    """Wait until each job (label -> id) is in one of its expected states."""
+
+    def reached() -> dict[str, JobStatus]:
+        found = read_statuses(settings, owner=OWNER)
+        done = all(ids[label] in found and found[ids[label]].state in states[label]
+                   for label in ids)  # fmt: skip
+        return {label: found[ids[label]] for label in ids} if done else {}
+
+    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
+
+
+def test_a_handler_that_kills_its_process_dead_letters_alone(
+    stack: Stack, pipeline_topics: Topics
+) -> None:
+    settings = pipeline_topics.settings
+    _, process = stack.processes[WORKER]
+    requests = {
+        "crashes": job(RetryPolicy(max_attempts=2, initial_backoff_ms=200, jitter=0),
+                       signal="SIGKILL"),
+        **{f"ordinary {i}": job(n=i) for i in range(6)},
+    }  # fmt: skip
+    with JobClient(settings) as client:
+        # The hung run takes the only slot first: every other job needs it back to run.
+        ids = {"hangs": client.submit(job(RetryPolicy(max_attempts=1), timeout_ms=3000,
+                                          sleep_s=600))}  # fmt: skip
+        settled(settings, ids, {"hangs": {"RUNNING", "DEAD_LETTERED"}})
+        ids |= dict(zip(requests, client.submit_many(requests.values()), strict=True))
+    expected = {label: {"SUCCEEDED" if label.startswith("ordinary") else "DEAD_LETTERED"}
+                for label in ids}  # fmt: skip
+    done = settled(settings, ids, expected)
+
+    crashed = done["crashes"]
+    assert crashed.attempt == 2 and crashed.last_error is not None
+    assert crashed.last_error.error_type == "WorkerCrashed"
+    assert crashed.last_error.message.endswith("was killed by signal SIGKILL")
+    failures = [(e["attempt"], e["error"]["error_type"], e["error"]["retryable"])
+                for e in _events(settings, ids["crashes"]) if e["kind"] == "FAILED"]  # fmt: skip
+    assert failures == [(1, "WorkerCrashed", True), (2, "WorkerCrashed", True)]
+    with DlqReader(settings) as reader:
+        dead = {r.job_id: r for r in reader.read(DlqFilter(owner=OWNER))}
+    assert dead[ids["crashes"]].data["reason"] == "exhausted"
+
+    # The hung run was killed at its timeout: the worker's only slot came back for the rest.
+    assert done["hangs"].last_error is not None and done["hangs"].last_error.error_type == "Timeout"
+    pids = {orjson.loads(done[f"ordinary {i}"].result or "{}")["pid"] for i in range(6)}
+    assert process.pid not in pids, "handlers ran in children, not in the worker"
+    assert process.poll() is None and stack.healthy(WORKER), "the worker stayed up"
+
+
+def _events(settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
+    try:
+        return [r for r in reader.catch_up() if r["job_id"] == job_id]
+    finally:
+        reader.close()
