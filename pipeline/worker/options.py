@@ -58,6 +58,11 @@ class WorkerOptions:
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
     the runtime reports TIMED_OUT without it."""
+    cancel_grace_s: float = 5.0
+    """How long a run may go on after its cancel reached the worker (a sync handler that
+    does not check ``ctx.cancelled``, an async one that swallows ``CancelledError``)
+    before the runtime reports it CANCELLED without it; its slot stays taken until it
+    returns."""
     started_timeout_s: float = 10.0
     """Longest wait for the STARTED records of the runs about to start to be on the broker
     (with every replica); past it the runs start anyway, and the wait is logged."""
@@ -73,13 +78,14 @@ class WorkerOptions:
 
 class WorkerStats(Counters):
     """Counters since start; read by tests and logged every ``stats_interval_s``. Runs
-    ``started``; runs ended ``succeeded``, ``failed`` or ``timed_out`` (:meth:`count` by
-    the outcome's kind); runs ``skipped`` because of the overlap policy; records
+    ``started``; runs ended ``succeeded``, ``failed``, ``timed_out`` or ``cancelled``
+    (:meth:`count` by the outcome's kind, records of cancelled jobs never started
+    included); runs ``skipped`` because of the overlap policy; records
     ``redelivered`` (of an execution already running or answered here: not run again);
     runs ``handed_back`` at the stop; and, as of the last loop, runs ``running`` and
     records ``buffered`` by job type."""
 
     def __init__(self) -> None:
-        super().__init__("started", "succeeded", "failed", "timed_out", "skipped",
+        super().__init__("started", "succeeded", "failed", "timed_out", "cancelled", "skipped",
                          "redelivered", "handed_back", "running")  # fmt: skip
         self.buffered: dict[str, int] = {}

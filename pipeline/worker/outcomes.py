@@ -7,6 +7,7 @@
 | SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
+| CANCELLED | ``requested_by``, ``detail`` (the reason), ``execution`` |
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
 other record of the job (:func:`pipeline.partitioning.partition_key`), so one partition of
@@ -15,6 +16,9 @@ jobs.events holds a job's whole history in order.
 Retryability is a property of the error (pipeline/errors.py): an exception whose
 ``retryable`` attribute is False (NonRetryableError and its subclasses, or any class of
 the user's own) fails the job for good; every other exception may be retried.
+
+A run stopped by a cancel (or a record of a cancelled job, never started) is CANCELLED
+with who asked and why: not a failure, so the retry router leaves it alone.
 
 A run skipped by the overlap policy is reported as SUCCEEDED with ``result`` null and the
 detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retried.
@@ -26,6 +30,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.lifecycle import LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
@@ -134,3 +139,11 @@ def timed_out(
 ) -> Event:
     return failed(execution, timeout_error(timeout_s), worker_id=worker_id, now_ms=now_ms,
                   kind=LifecycleKind.TIMED_OUT)  # fmt: skip
+
+
+def cancelled(
+    execution: dict[str, Any], request: CancelRequest, *, worker_id: str, now_ms: int
+) -> Event:
+    return _lifecycle(LifecycleKind.CANCELLED, execution, worker_id, now_ms,
+                      requested_by=request.requested_by, detail=request.detail,
+                      execution=execution)  # fmt: skip
