@@ -13,8 +13,12 @@ from pipeline.config import MAX_MESSAGE_BYTES, Settings
 
 PRIORITIES = ("high", "normal", "low")
 
-_WEEK_MS = 7 * 24 * 3600 * 1000
-_YEAR_MS = 365 * 24 * 3600 * 1000
+_DAY_MS = 24 * 3600 * 1000
+_WEEK_MS = 7 * _DAY_MS
+_YEAR_MS = 365 * _DAY_MS
+CONTROL_RETENTION_MS = _DAY_MS
+"""How long jobs.control keeps a cancel: a worker starting reads that far back, so a
+record that waited up to this long in an execution topic still meets its cancel."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Topics:
         self.status_changelog = f"{p}jobs.status.changelog"
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
+        self.control = f"{p}jobs.control"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -95,10 +100,16 @@ class Topics:
             TopicSpec(self.workers, s.workers_partitions, compacted=True),
             # Rate limits, keyed by whom they limit; every timer process reads it whole.
             TopicSpec(self.limits, 1, compacted=True),
+            # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
+            self.control_spec(),
         ]
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
         return specs
+
+    def control_spec(self) -> TopicSpec:
+        """jobs.control: rare records that every worker reads, so one partition."""
+        return TopicSpec(self.control, 1, retention_ms=CONTROL_RETENTION_MS)
 
     def spec_of(self, name: str) -> TopicSpec | None:
         """The spec of topic ``name``: one of the design's, or a job type's (any type)."""

@@ -2,10 +2,13 @@
 
 A command goes to jobs.intake, keyed like the job, and the timers of its partition apply
 it in their transaction; the answer is 202 once the broker has it. What the views already
-show to be pointless (a job that ended, a pause of a one-off job, a move or a cancel of
-one that fired) is refused with 409; what only the timers know (a one-off job that fired a
-moment ago) they ignore. A recurring job's cancel ends its schedule; a run of it already
-under way ends by itself.
+show to be pointless (a job that ended, a pause of a one-off job, a move of one that
+fired) is refused with 409; what only the timers know (a one-off job that fired a moment
+ago) they ignore. A cancel applies in every state but the ended ones: a job that has
+fired (QUEUED, RUNNING) is cancelled where a worker holds it, through jobs.control
+(docs/lifecycle.md, "Cancelling a run"), and ends CANCELLED within a second or two; a
+recurring job's cancel ends its schedule and its run under way. The cancel names the
+token's owner as who asked (``api:<owner>``, ``api:admin``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 PENDING = frozenset({JobState.SCHEDULED.value, SUBMITTED})
 """A one-off job's states before it fires: the only ones it can be triggered or changed in."""
-UNDER_WAY = frozenset({JobState.QUEUED.value, JobState.RUNNING.value})
-"""A run handed to the workers: the timers no longer hold it, so a cancel could not stop it."""
 
 Build = Callable[[str, str | None], Event]
 
@@ -50,8 +51,6 @@ def refusal(name: str, doc: dict[str, Any]) -> str | None:
     state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    if name == "cancel" and cron is False and state in UNDER_WAY:
-        return f"job {job_id} has fired already ({state}): its run ends by itself"
     if name in ("pause", "resume") and cron is False:
         return f"job {job_id} is not recurring: only a schedule is paused or resumed"
     if name == "trigger":
@@ -94,12 +93,18 @@ async def _command(svc: Services, who: Principal, job_id: str, name: str, build:
     return CommandOut(job_id=job_id, command=name)
 
 
+def requester(who: Principal) -> str:
+    """Who a cancel over HTTP names: the token's owner."""
+    return "api:admin" if who.admin else f"api:{who.owner}"
+
+
 @router.post("/{job_id}/cancel", status_code=202, response_model=CommandOut, responses=ERRORS)
 async def cancel(job_id: str, who: Auth, svc: Svc, body: CancelIn | None = None) -> CommandOut:
-    """Cancel a job (and every later run of a schedule)."""
+    """Cancel a job: its pending fire (every later run of a schedule), and a run of it
+    queued or running, which ends CANCELLED within a second or two."""
     reason = body.reason if body else None
     return await _command(svc, who, job_id, "cancel", lambda j, w: commands.cancel_event(
-        j, w, reason, now_ms=now_ms()))  # fmt: skip
+        j, w, reason, now_ms=now_ms(), requested_by=requester(who)))  # fmt: skip
 
 
 @router.post("/{job_id}/trigger", status_code=202, response_model=CommandOut, responses=ERRORS)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from pipeline.dlq.reader import DlqFilter
-from pipeline.serde import LastError
+from pipeline.serde import Cancellation, LastError
 
 
 class JobIn(BaseModel):
@@ -94,6 +94,9 @@ class JobOut(BaseModel):
     updated_at_ms: int | None = None
     ended_at_ms: int | None = None
     last_error: LastError | None = None
+    cancellation: Cancellation | None = Field(
+        None, description="CANCELLED: who asked (null: jobstream itself) and why."
+    )
     result: str | None = None
     result_uri: str | None = None
     runs: int = 0
@@ -131,7 +134,9 @@ class ExecutionOut(BaseModel):
     execution_id: str
     attempt: int
     epoch: int
-    outcome: str = Field(description="QUEUED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT or LOST.")
+    outcome: str = Field(
+        description="QUEUED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, LOST or CANCELLED."
+    )
     scheduled_at_ms: int | None = None
     fired_at_ms: int | None = None
     lateness_ms: int | None = None
@@ -160,7 +165,12 @@ class CommandOut(BaseModel):
 class CancelIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = None
+    reason: str | None = Field(None, description="Why, kept in the history (1,000 characters).")
+
+
+class WorkflowCancelOut(BaseModel):
+    workflow_id: str
+    jobs: list[str] = Field(description="The jobs of it not ended when the cancel was sent.")
 
 
 class ScheduleIn(BaseModel):

@@ -1,5 +1,6 @@
 """POST /api/v1/workflows: submit a workflow (docs/workflows.md) as one record;
-GET /api/v1/workflows/{id}: its jobs, their states and parents (the job page's graph).
+GET /api/v1/workflows/{id}: its jobs, their states and parents (the job page's graph);
+POST /api/v1/workflows/{id}/cancel: cancel every job of it not ended, running ones too.
 
 The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
 (:func:`pipeline.jobs.workflow.workflow_event`), whose errors name ``steps.<i>.<field>``
@@ -12,13 +13,25 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Response
 
+from connectors.api.auth import Principal
+from connectors.api.commands import requester
 from connectors.api.errors import ApiError
-from connectors.api.models import Problem, StepOut, WorkflowAccepted, WorkflowIn, WorkflowOut
-from connectors.api.services import Auth, Svc
+from connectors.api.models import (
+    CancelIn,
+    Problem,
+    StepOut,
+    WorkflowAccepted,
+    WorkflowCancelOut,
+    WorkflowIn,
+    WorkflowOut,
+)
+from connectors.api.services import Auth, Services, Svc
 from connectors.views.query import workflow_jobs
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
+from pipeline.jobs import commands
 from pipeline.jobs.workflow import expand_workflow, step_ids, workflow_event
+from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.workflows import topological_order
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
@@ -27,6 +40,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 413, 422, 503)
 }
 READ_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404)}
+CANCEL_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (401, 404, 409, 422, 503)
+}
 
 
 @router.post("", status_code=201, response_model=WorkflowAccepted,
@@ -61,16 +77,41 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=True)
 
 
+def _visible_jobs(svc: Services, who: Principal, workflow_id: str) -> list[dict[str, Any]]:
+    """The workflow's jobs the views hold; 404 when none, or they are another owner's."""
+    docs = [doc for doc in workflow_jobs(svc.store, workflow_id) if who.sees(doc["owner"])]
+    if not docs:
+        raise ApiError(404, f"workflow {workflow_id} not found", "workflow_id")
+    return docs
+
+
 @router.get("/{workflow_id}", response_model=WorkflowOut, responses=READ_ERRORS)
 def get_workflow(workflow_id: str, who: Auth, svc: Svc) -> WorkflowOut:
     """A workflow's jobs as the views hold them, parents first: step name, type, state and
     parents (job ids). 404 when the views hold none of it, or it is another owner's."""
-    docs = [doc for doc in workflow_jobs(svc.store, workflow_id) if who.sees(doc["owner"])]
-    if not docs:
-        raise ApiError(404, f"workflow {workflow_id} not found", "workflow_id")
+    docs = _visible_jobs(svc, who, workflow_id)
     docs.sort(key=lambda doc: (doc["created_at_ms"], doc["job_id"]))
     held = {doc["job_id"]: doc for doc in docs}
     order = topological_order([(job_id, [p for p in doc.get("depends_on") or [] if p in held])
                                for job_id, doc in held.items()])  # fmt: skip
     return WorkflowOut(workflow_id=workflow_id, owner=docs[0]["owner"],
                        steps=[StepOut(**held[job_id]) for job_id in order])
+
+
+@router.post("/{workflow_id}/cancel", status_code=202, response_model=WorkflowCancelOut,
+             responses=CANCEL_ERRORS)  # fmt: skip
+async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc,
+                          body: CancelIn | None = None) -> WorkflowCancelOut:  # fmt: skip
+    """Cancel every job of the workflow that has not ended: pending ones are dropped, queued
+    and running ones stopped where a worker holds them; later submissions to it are
+    refused. 202 once the command is on jobs.intake; 404 as for GET; 409 when every job of
+    it has ended."""
+    docs = _visible_jobs(svc, who, workflow_id)
+    open_jobs = sorted(doc["job_id"] for doc in docs if doc["state"] not in TERMINAL_STATES)
+    if not open_jobs:
+        raise ApiError(409, f"workflow {workflow_id} has ended: every job of it has",
+                       "workflow_id")  # fmt: skip
+    reason = body.reason if body else None
+    await svc.send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(),
+                                                   requested_by=requester(who))])  # fmt: skip
+    return WorkflowCancelOut(workflow_id=workflow_id, jobs=open_jobs)

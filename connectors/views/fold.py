@@ -36,7 +36,7 @@ PARAMS_INLINE_BYTES = 64 * 1024
 
 _STATUS_FIELDS = (
     "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
-    "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates",
+    "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates", "cancellation",
 )  # fmt: skip
 _NEXT_ATTEMPT = frozenset({LifecycleKind.RETRY_SCHEDULED})
 """Events that name the failed execution but carry the attempt that comes next."""
@@ -46,7 +46,10 @@ _OUTCOMES = {
     LifecycleKind.FAILED: "FAILED",
     LifecycleKind.TIMED_OUT: "TIMED_OUT",
     LifecycleKind.LOST: "LOST",
+    LifecycleKind.CANCELLED: "CANCELLED",
 }
+"""The ends of an execution; a CANCELLED names one when a worker stopped it (the timers'
+CANCELLED of a job not fired names none, and changes no execution)."""
 
 
 def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[str, Any]:
@@ -57,7 +60,7 @@ def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[
         "next_fire_at_ms": None, "updated_at_ms": None, "last_error": None, "result": None,
         "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
         "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
-        "submitted": False, "depends_on": [], "step": None, "pool": None,
+        "submitted": False, "depends_on": [], "step": None, "pool": None, "cancellation": None,
     }  # fmt: skip
 
 

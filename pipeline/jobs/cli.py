@@ -9,6 +9,8 @@ broker is opened: a bad one ends the command with exit code 2 and the field at f
 
 from __future__ import annotations
 
+import getpass
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,18 +135,35 @@ def submit(
 
 JobIdArgument = typer.Argument(..., help="The job id submit printed.")
 WorkflowOption = typer.Option(None, "--workflow", help="The job's workflow id, if it has one.")
+ReasonOption = typer.Option(None, "--reason", help="Why, kept in the history.")
+ByOption = typer.Option(None, "--by", help="Who asks, kept in the history "
+                        "(default: cli:<user>@<host>).")  # fmt: skip
+
+
+def requester(by: str | None) -> str:
+    """Who a cancel from the shell names: ``--by``, else the shell's user and host."""
+    if by:
+        return by
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's arbitrary uid)
+        user = "unknown"
+    return f"cli:{user}@{socket.gethostname()}"
 
 
 def cancel(
     job_id: str = JobIdArgument,
     workflow: str | None = WorkflowOption,
-    reason: str | None = typer.Option(None, "--reason", help="Why, kept in the history."),
+    reason: str | None = ReasonOption,
+    by: str | None = ByOption,
 ) -> None:
-    """Cancel a job before it fires (a recurring job: every later run)."""
+    """Cancel a job: its pending fire (a recurring job: every later run) and a run of it
+    under way, which ends CANCELLED within a second or two."""
+    who = requester(by)
     with refusals():
-        commands.cancel_event(job_id, workflow, reason, now_ms=now_ms())
+        commands.cancel_event(job_id, workflow, reason, now_ms=now_ms(), requested_by=who)
     with JobClient(load_settings()) as client:
-        client.cancel(job_id, workflow_id=workflow, reason=reason)
+        client.cancel(job_id, workflow_id=workflow, reason=reason, requested_by=who)
 
 
 def trigger(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:

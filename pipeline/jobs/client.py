@@ -144,15 +144,18 @@ class JobClient:
         return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
                                    step_ids(e)) for e in events]  # fmt: skip
 
-    def cancel_workflow(self, workflow_id: str, *, reason: str | None = None) -> None:
-        """Cancel every job of a workflow that has not ended (running ones finish)."""
-        self._send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms())])
+    def cancel_workflow(self, workflow_id: str, *, reason: str | None = None,
+                        requested_by: str | None = None) -> None:  # fmt: skip
+        """Cancel every job of a workflow that has not ended, running ones too."""
+        self._send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(),
+                                                   requested_by=requested_by)])  # fmt: skip
 
-    def cancel(
-        self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None
-    ) -> None:
-        """Cancel a job; pass its workflow id if it has one (it is the partition key)."""
-        self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=now_ms())])
+    def cancel(self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None,
+               requested_by: str | None = None) -> None:  # fmt: skip
+        """Cancel a job, and stop a run of it under way; pass its workflow id if it has one
+        (it is the partition key). ``requested_by`` names who asks, for the history."""
+        self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=now_ms(),
+                                          requested_by=requested_by)])  # fmt: skip
 
     def trigger(self, job_id: str, *, workflow_id: str | None = None) -> None:
         """Run a scheduled job now; a recurring one keeps its schedule."""

@@ -40,10 +40,13 @@ _ONE_MS = timedelta(milliseconds=1)
 
 
 def cancel_event(
-    job_id: str, workflow_id: str | None = None, reason: str | None = None, *, now_ms: int
-) -> Event:
-    """JobCancelled: drop the job's pending fire (and, for a schedule, every later one)."""
-    return _command("JobCancelled", job_id, workflow_id, now_ms, reason=reason)
+    job_id: str, workflow_id: str | None = None, reason: str | None = None, *, now_ms: int,
+    requested_by: str | None = None,
+) -> Event:  # fmt: skip
+    """JobCancelled: drop the job's pending fire (and, for a schedule, every later one) and
+    stop a run of it under way; ``requested_by`` names who asked, for the history."""
+    return _command("JobCancelled", job_id, workflow_id, now_ms, reason=reason,
+                    requested_by=requested_by)  # fmt: skip
 
 
 def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
@@ -143,9 +146,12 @@ def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
     return event
 
 
-def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms: int) -> Event:
-    """WorkflowCancelled: cancel every job of the workflow that has not ended yet."""
-    record = {"workflow_id": workflow_id, "requested_at_ms": now_ms, "reason": reason}
+def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms: int,
+                          requested_by: str | None = None) -> Event:  # fmt: skip
+    """WorkflowCancelled: cancel every job of the workflow that has not ended yet, running
+    ones too."""
+    record = {"workflow_id": workflow_id, "requested_at_ms": now_ms, "reason": reason,
+              "requested_by": requested_by}  # fmt: skip
     event = Event("WorkflowCancelled", record)
     validate_command(event, now_ms=now_ms)
     return event
@@ -161,22 +167,27 @@ def validate_command(event: Event, *, now_ms: int) -> None:
     if event.name == "WorkflowCancelled":
         rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
         _check_requested_at(record.get("requested_at_ms"), now_ms)
-        if record.get("reason") is not None:
-            rules.field_check("reason", rules.reason, record["reason"])
+        _check_cancel(record)
         return
     rules.field_check("job_id", rules.job_id, record.get("job_id"))
     if record.get("workflow_id") is not None:
         rules.field_check("workflow_id", rules.workflow_id, record["workflow_id"])
     _check_requested_at(record.get("requested_at_ms"), now_ms)
     if event.name == "JobCancelled":
-        if record.get("reason") is not None:
-            rules.field_check("reason", rules.reason, record["reason"])
+        _check_cancel(record)
     elif event.name == "JobTriggered":
         return
     elif event.name == "ScheduleChanged":
         _check_schedule_change(record)
     else:
         raise ValidationError("name", f"{event.name} is not a command")
+
+
+def _check_cancel(record: Mapping[str, Any]) -> None:
+    """A cancel's free texts: why, and who asked (both for the history, both bounded)."""
+    for name in ("reason", "requested_by"):
+        if record.get(name) is not None:
+            rules.field_check(name, rules.reason, record[name])
 
 
 def _check_requested_at(value: object, now_ms: int) -> None:

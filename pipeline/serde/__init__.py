@@ -7,12 +7,19 @@ everything inside works on :class:`Event` and :class:`JobStatus` values.
 from pipeline.lifecycle import JobState
 from pipeline.serde.avro import AvroDeserializer, AvroSerializer, Event, make_serde
 from pipeline.serde.schemas import EVENT_NAMES, EventSchemas, WriterSchema, event_schemas
-from pipeline.serde.status_json import JobStatus, LastError, decode_status, encode_status
+from pipeline.serde.status_json import (
+    Cancellation,
+    JobStatus,
+    LastError,
+    decode_status,
+    encode_status,
+)
 
 __all__ = [
     "EVENT_NAMES",
     "AvroDeserializer",
     "AvroSerializer",
+    "Cancellation",
     "Event",
     "EventSchemas",
     "JobState",

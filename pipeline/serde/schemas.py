@@ -49,6 +49,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "WorkflowCancelled",
     "StepEnded",
     "JobTriggered",
+    "CancelRequested",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

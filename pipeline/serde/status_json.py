@@ -29,6 +29,23 @@ class LastError(BaseModel):
     message: str = Field(description="The error's message.")
 
 
+class Cancellation(BaseModel):
+    """Why a CANCELLED job was cancelled, and by whom."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    by: str | None = Field(
+        default=None,
+        description="Who asked (cli:<user>@<host>, api:<owner>, a client's name); null when "
+        "jobstream cancelled it itself (a parent failed, no future run).",
+    )
+    reason: str | None = Field(default=None, description="Why, as given.")
+    at_ms: int = Field(description="When the job was cancelled (epoch ms).")
+    worker_id: str | None = Field(
+        default=None, description="The worker that stopped its run; null if none ran."
+    )
+
+
 class JobStatus(BaseModel):
     """One job's latest state: the value of its record on jobs.status."""
 
@@ -88,6 +105,9 @@ class JobStatus(BaseModel):
         default=None,
         description="Parameters over 4 KB: where the HTTP API serves them whole (a path on "
         "its address); null when they are inline.",
+    )
+    cancellation: Cancellation | None = Field(
+        default=None, description="CANCELLED: who asked and why; null otherwise."
     )
 
 

@@ -12,6 +12,8 @@ Rules, in order:
    epoch older than the job's comes from a zombie worker or a redelivered execution:
    DUPLICATE, never applied. So is a FIRED of an older epoch (a firing replayed). A LOST
    of an older epoch lost its meaning when the newer run fired: ignored.
+   A CANCELLED naming an execution is a worker's: the outcome of that execution, fenced
+   the same way (the timers' CANCELLED of a job not fired names none).
 3. An outcome for an execution that already finished (succeeded, failed, timed out or
    was declared lost) is a second run of it: DUPLICATE. A STARTED for the execution a
    RUNNING job already runs (a worker died and its execution was redelivered, to another
@@ -20,6 +22,11 @@ Rules, in order:
 4. The table: a (state, kind) pair it lacks is illegal, rejected and counted. The
    transitions marked "(cron)" in the contract (FIRED while QUEUED, RUNNING or SUCCEEDED)
    are illegal for a job known to be one-off.
+
+A CANCELLED records who asked and why (``cancellation``); a worker's also finishes its
+execution, so a late SUCCEEDED of the run it stopped is a duplicate. A schedule cancelled
+at the timers is CANCELLED while its last run may still go on: that run's CANCELLED
+changes nothing (ignored), any other outcome of it is illegal.
 
 Recurrence is learnt from an execution's spec (``execution.spec.cron``, on STARTED,
 FAILED, TIMED_OUT, LOST): SCHEDULED and FIRED carry no spec. A recurring job goes back
@@ -65,6 +72,7 @@ _DUPLICATE, _FIRED, _STARTED, _HEARTBEAT, _SUCCEEDED, _LOST, _RETRY_SCHEDULED, _
     K.DUPLICATE, K.FIRED, K.STARTED, K.HEARTBEAT, K.SUCCEEDED, K.LOST, K.RETRY_SCHEDULED,
     K.DEAD_LETTERED,
 )  # fmt: skip
+_CANCELLED = K.CANCELLED
 _BLOCKED = K.BLOCKED
 _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
@@ -171,16 +179,19 @@ def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
             return Decision(Verdict.IGNORED, record, "a DUPLICATE record")
         return Decision(Verdict.ILLEGAL, record, f"unknown kind {raw}")
     epoch = epoch_of(event)
+    execution = execution_id_of(event)
+    outcome = kind in OUTCOMES or (kind is _CANCELLED and execution is not None)
     if record is not None and epoch < record.epoch:
-        if kind in _FENCED:
+        if outcome or kind in _FENCED:
             return Decision(Verdict.DUPLICATE, record,
                             f"stale epoch {epoch} < {record.epoch}")  # fmt: skip
         if kind == _LOST:
             return Decision(Verdict.IGNORED, record, f"LOST of superseded epoch {epoch}")
-    execution = execution_id_of(event)
-    if record is not None and kind in OUTCOMES and execution in record.finished:
+    if record is not None and outcome and execution in record.finished:
         return Decision(Verdict.DUPLICATE, record, f"execution {execution} already finished")
     current = None if record is None else record.state
+    if kind is _CANCELLED and current is S.CANCELLED and execution is not None:
+        return Decision(Verdict.IGNORED, record, "a run of a job cancelled already")
     target = TABLE.get((current, kind))
     if target is None or (
         (current, kind) in CRON_ONLY and record is not None and record.recurring is False
@@ -237,6 +248,10 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
         changes["scheduled_at_ms"] = None
         if event.get("error"):
             changes["last_error"] = _last_error(kind, event)
+    elif kind is _CANCELLED:
+        changes["cancellation"] = _cancellation(event)
+        if execution is not None:
+            changes["finished"] = record.finish(execution)
     return record.evolve(**changes)
 
 
@@ -293,6 +308,13 @@ def _after_success(record: JobRecord, changes: dict[str, Any],
         return {"runs": runs, "next_fire_at_ms": None}
     return {"runs": runs, "state": S.SCHEDULED, "scheduled_at_ms": following,
             "next_fire_at_ms": following}  # fmt: skip
+
+
+def _cancellation(event: Mapping[str, Any]) -> dict[str, Any]:
+    """Who asked for the cancel (None: jobstream itself, e.g. a parent failed) and why; a
+    worker's CANCELLED also names the worker that stopped the run."""
+    return {"by": event.get("requested_by"), "reason": event.get("detail"),
+            "at_ms": int(event["at_ms"]), "worker_id": event.get("worker_id")}  # fmt: skip
 
 
 def _last_error(kind: str, event: Mapping[str, Any]) -> dict[str, str]:

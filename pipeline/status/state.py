@@ -107,6 +107,8 @@ class JobRecord(NamedTuple):
     """How long rate limits held the current execution back (its FIRED tells)."""
     params_uri: str | None = None
     """Where the HTTP API serves parameters too large to be inline."""
+    cancellation: dict[str, Any] | None = None
+    """CANCELLED: who asked, why, when, and the worker that stopped a run."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -179,9 +181,9 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256", "throttled_ms", "params_uri")  # fmt: skip
+          "params_sha256", "throttled_ms", "params_uri", "cancellation")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
-large parameters' URI."""
+large parameters' URI, cancels."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _UNREAD = object()

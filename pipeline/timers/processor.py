@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.errors import ValidationError
+from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.jobs.commands import validate_command
 from pipeline.jobs.model import validate_submitted
 from pipeline.jobs.params import submission_fields, summarize_params
@@ -151,17 +152,35 @@ class TimerProcessor:
         return emits
 
     def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
-        emits = []
+        """Drop the job's pending fire or retry; a run of it that may be under way (it has
+        fired, or it is a schedule whose last run may still go on) is for the workers:
+        a CancelRequested on jobs.control (pipeline/jobs/cancel_request.py)."""
+        emits: list[Output] = []
+        in_flight = True
         for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):
             entry = state.get(timer_id)
             if entry is None or entry.kind == "marker":
                 continue
             self._finish(state, entry, now_ms)
             self.workflows.forget_waiting(state, entry.job)
-            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason")))
+            in_flight = entry.kind == "job" and bool(entry.spec.get("cron"))
+            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason"),
+                                         requested_by=data.get("requested_by")))  # fmt: skip
         # A failure reported after the cancel must not bring the job back.
         self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
-        return emits[:1]
+        emits = emits[:1]
+        if in_flight:
+            emits.append(self._control(data, now_ms))
+        return emits
+
+    def _control(self, data: dict[str, Any], now_ms: int) -> Output:
+        """The CancelRequested of a cancel that may find a run under way: it covers the
+        executions fired up to now, on this partition's clock as their epochs are."""
+        request = CancelRequest(job_id=data["job_id"], workflow_id=data.get("workflow_id"),
+                                requested_at_ms=int(data.get("requested_at_ms") or now_ms),
+                                up_to_epoch=now_ms, requested_by=data.get("requested_by"),
+                                reason=data.get("reason"))  # fmt: skip
+        return Output(self.topics.control, request.key, request.to_event())
 
     def _schedule_changed(self, state: TimerState, data: dict[str, Any],
                           now_ms: int) -> list[Output]:  # fmt: skip

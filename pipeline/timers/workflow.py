@@ -13,7 +13,8 @@ keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py)
   it in the schedule at the later of its own time and now, CANCEL cancels it naming the
   parent, WAIT emits BLOCKED again with the parents left;
 - at a firing, gives the execution its parents' results;
-- on a WorkflowCancelled, cancels every job of the workflow that has not ended;
+- on a WorkflowCancelled, cancels every job of the workflow that has not ended, those
+  under way through jobs.control as a job's cancel does;
 - counts the steps of a workflow submitted as one unit that have ended: once all have,
   it forgets their nodes (the workflow record stays as long as a job's idempotency
   marker, so a resubmission is still a no-op) and, for a run of a recurring workflow,
@@ -67,7 +68,9 @@ _ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
 Lifecycle = Callable[..., Output]
 """``(kind, job, now_ms, **fields) -> Output``: a JobLifecycle of a job on jobs.events."""
 Cancel = Callable[[TimerState, dict[str, Any], int], list[Output]]
-"""``(state, {"job_id", "reason"}, now_ms) -> outputs``: the timers' cancel of one job."""
+"""``(state, {"job_id", "reason", ...}, now_ms) -> outputs``: the timers' cancel of one job
+(the fields of a JobCancelled; ``workflow_id``, ``requested_by`` and ``requested_at_ms`` may
+be left out)."""
 
 
 class WorkflowTimers:
@@ -263,10 +266,12 @@ class WorkflowTimers:
                         now_ms: int) -> list[Output]:  # fmt: skip
         """Cancel every job of the workflow not ended yet; later submissions are refused.
 
-        A job already running is not interrupted (as for a job's cancel); its retries are.
+        As for a job's cancel, a job that has fired is cancelled where a worker holds it
+        (a CancelRequested on jobs.control), and its retries are dropped.
         """
         workflow_id = data["workflow_id"]
         reason = data.get("reason") or f"workflow {workflow_id} cancelled"
+        by = data.get("requested_by")
         record = state.nodes.workflow(workflow_id) or WorkflowRecord(workflow_id=workflow_id)
         state.nodes.put_workflow(record.evolve(cancelled=True))
         if record.schedule:  # no more runs; the runs started go on (each can be cancelled)
@@ -275,7 +280,10 @@ class WorkflowTimers:
         emits: list[Output] = []
         for node in list(state.nodes.of_workflow(workflow_id)):
             if node.outcome is None:
-                emits.extend(self.cancel(state, {"job_id": node.job_id, "reason": reason}, now_ms))
+                cancel = {"job_id": node.job_id, "workflow_id": workflow_id, "reason": reason,
+                          "requested_by": by,
+                          "requested_at_ms": data["requested_at_ms"]}  # fmt: skip
+                emits.extend(self.cancel(state, cancel, now_ms))
         return emits
 
     # -- firing --------------------------------------------------------------------------

@@ -39,6 +39,11 @@ RevokeTimeoutOption = duration_option(
     "rebalance takes its partitions (the group waits for them; under librdkafka's "
     "max.poll.interval.ms, 5m).",
 )  # fmt: skip
+CancelGraceOption = duration_option(
+    "5s", "--cancel-grace",
+    help="How long a cancelled run may go on (a sync handler that does not check "
+    "ctx.cancelled) before it is reported CANCELLED without it.",
+)  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
     help="Least time between two transactions of outcomes: larger batches, later outcomes.",
@@ -78,6 +83,7 @@ def worker(
                                         f"the concurrency, at least {MIN_PREFETCH})."),
     commit_interval_ms: int = CommitIntervalOption,
     revoke_timeout_ms: int = RevokeTimeoutOption,
+    cancel_grace_ms: int = CancelGraceOption,
     metrics_port: int = MetricsPortOption,
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
@@ -90,7 +96,7 @@ def worker(
         concurrency=concurrency, isolation=isolation, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
-        result_store=LocalResultStore(result_dir),
+        cancel_grace_s=cancel_grace_ms / 1000, result_store=LocalResultStore(result_dir),
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)
     if metrics_port:

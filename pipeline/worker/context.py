@@ -1,13 +1,18 @@
 """What a handler is told about the execution it runs.
 
 A frozen value built from the ExecutionRequested record as received, so handlers never
-touch Avro dicts and cannot change what the worker later reports. ``params`` is parsed
+touch Avro dicts and cannot change what the worker later reports. The one thing in it that
+changes is whether the run was cancelled (docs/lifecycle.md, "Cancelling a run"): a sync
+handler that may run long checks ``ctx.cancelled`` between steps (or waits with
+``ctx.wait_cancelled(seconds)`` instead of sleeping) and returns early; an async handler
+needs nothing, it gets ``CancelledError`` at its next ``await``. ``params`` is parsed
 here, once, from the JSON text of ``spec.params``; a record whose params are not a JSON
 object is refused with a non-retryable ValidationError (no attempt can fix the input).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -60,6 +65,20 @@ class JobContext:
     parent_results: Mapping[str, ParentResult] = field(default_factory=dict)
     """The job's parents as they ended, by step name (by job id for a parent that is not a
     named step), in its ``depends_on`` order. Empty for a job without parents."""
+    cancel_signal: threading.Event = field(default_factory=threading.Event, repr=False,
+                                           compare=False)  # fmt: skip
+    """Set by the worker when a cancel of the run reaches it; read it through
+    :attr:`cancelled` and :meth:`wait_cancelled`."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run was cancelled: return soon, whatever the handler returns then
+        is dropped and the run ends CANCELLED."""
+        return self.cancel_signal.is_set()
+
+    def wait_cancelled(self, timeout_s: float) -> bool:
+        """Sleep up to ``timeout_s``, waking at once when the run is cancelled; True if it was."""
+        return self.cancel_signal.wait(timeout_s)
 
 
 def parse_params(text: str | None) -> dict[str, Any]:

@@ -7,6 +7,9 @@ and that redeliveries join). Finished execution ids are remembered (bounded, old
 forgotten first) so that a record redelivered after its outcome was produced is not run
 again.
 
+A run whose cancel arrived (pipeline/worker/cancels.py) keeps its request in ``cancel``:
+whatever way it then ends, it is reported CANCELLED.
+
 A run in ``slots`` also holds a slot of its partition index in its lane's
 :class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
 when it is added, given back when its handler returns.
@@ -14,10 +17,12 @@ when it is added, given back when its handler returns.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.worker.app import Handler
 from pipeline.worker.executor import AsyncRun
 from pipeline.worker.lane import Lane
@@ -45,6 +50,12 @@ class RunningJob:
     async_run: AsyncRun | None = None
     """Cancels an async run."""
     reported: bool = False
+    signal: threading.Event | None = None
+    """Its context's ``cancel_signal``: set, a sync handler sees ``ctx.cancelled``."""
+    cancel: CancelRequest | None = None
+    """The cancel that reached it, if one has."""
+    cancel_deadline: float = float("inf")
+    """Monotonic instant it is reported CANCELLED at, should the handler ignore the cancel."""
 
     @property
     def execution_id(self) -> str:
@@ -96,6 +107,12 @@ class InFlight:
 
     def job_running(self, job_id: str) -> bool:
         return job_id in self._job_ids
+
+    def of_job(self, job_id: str) -> list[RunningJob]:
+        """The runs of ``job_id`` whose outcome is still to come."""
+        if job_id not in self._job_ids:
+            return []
+        return [job for job in self.active.values() if job.execution["job_id"] == job_id]
 
     def overdue(self, now: float) -> list[RunningJob]:
         """The runs past their deadline whose outcome is still to come."""

@@ -69,6 +69,11 @@ class WorkerOptions:
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
     the runtime reports TIMED_OUT without it."""
+    cancel_grace_s: float = 5.0
+    """How long a run may go on after its cancel reached the worker (a sync handler that
+    does not check ``ctx.cancelled``, an async one that swallows ``CancelledError``)
+    before the runtime reports it CANCELLED without it; its slot stays taken until it
+    returns."""
     stats_interval_s: float = 30.0
     revoke_timeout_s: float = 60.0
     """A type with a concurrency limit: how long its runs may take to end before its
@@ -81,13 +86,14 @@ class WorkerOptions:
 
 class WorkerStats(Counters):
     """Counters since start; read by tests and logged every ``stats_interval_s``. Runs
-    ``started``; runs ended ``succeeded``, ``failed`` or ``timed_out`` (:meth:`count` by
-    the outcome's kind); runs ``skipped`` because of the overlap policy; records
+    ``started``; runs ended ``succeeded``, ``failed``, ``timed_out`` or ``cancelled``
+    (:meth:`count` by the outcome's kind, records of cancelled jobs never started
+    included); runs ``skipped`` because of the overlap policy; records
     ``redelivered`` (of an execution already running or answered here: not run again);
     runs ``given_up`` at the stop; and, as of the last loop, runs ``running`` and
     records ``buffered`` by job type."""
 
     def __init__(self) -> None:
-        super().__init__("started", "succeeded", "failed", "timed_out", "skipped",
+        super().__init__("started", "succeeded", "failed", "timed_out", "cancelled", "skipped",
                          "redelivered", "given_up", "running")  # fmt: skip
         self.buffered: dict[str, int] = {}

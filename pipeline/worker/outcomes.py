@@ -8,12 +8,16 @@
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
+| CANCELLED | ``requested_by``, ``detail`` (the reason), ``execution`` |
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
 other record of the job (:func:`pipeline.partitioning.partition_key`), so one partition of
 jobs.events holds a job's whole history in order.
 
 Errors are described, and their retryability decided, in pipeline/worker/failures.py.
+
+A run stopped by a cancel (or a record of a cancelled job, never started) is CANCELLED
+with who asked and why: not a failure, so the retry router leaves it alone.
 
 A run skipped by the overlap policy is reported as SUCCEEDED with ``result`` null and the
 detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retried.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.lifecycle import LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
@@ -87,3 +92,11 @@ def failed(
 def timed_out(execution: dict[str, Any], timeout_s: float, *, worker_id: str, now_ms: int) -> Event:
     return failed(execution, timeout_error(timeout_s), worker_id=worker_id, now_ms=now_ms,
                   kind=LifecycleKind.TIMED_OUT)  # fmt: skip
+
+
+def cancelled(
+    execution: dict[str, Any], request: CancelRequest, *, worker_id: str, now_ms: int
+) -> Event:
+    return _lifecycle(LifecycleKind.CANCELLED, execution, worker_id, now_ms,
+                      requested_by=request.requested_by, detail=request.detail,
+                      execution=execution)  # fmt: skip

@@ -36,6 +36,11 @@ free and nothing is buffered.
   its record's partition index, and before its partitions are revoked the loop lets its
   runs end and reports them with their offsets (:meth:`_await_runs`), so the next owner of
   an index starts nothing while a run of it goes on here (docs/adr/0003).
+- Cancels (pipeline/worker/cancels.py, control.py): the loop follows jobs.control, read
+  from its retention's start before the first run. A record of a cancelled job is not
+  started but reported CANCELLED; a run of one is stopped (an async handler cancelled, a
+  sync handler's ``ctx.cancelled`` set) and reported CANCELLED when it returns, or after
+  ``cancel_grace_s`` if it ignores the cancel (its slot stays taken until it returns).
 - Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
   ``drain_timeout_s`` for running jobs and commit their outcomes without waiting for the
   commit interval. Jobs still running then are given up: each is reported FAILED
@@ -60,6 +65,7 @@ from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
+from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.lifecycle import WORKER_STOPPED
@@ -71,7 +77,9 @@ from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
+from pipeline.worker.cancels import CancelSet
 from pipeline.worker.context import JobContext, build_context
+from pipeline.worker.control import ControlReader
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
 from pipeline.worker.inflight import InFlight, RunningJob
@@ -131,6 +139,10 @@ class WorkerRuntime:
         """A crash in a child process takes only its own run down: no suspects there."""
         self._unclaimed: list[tuple[RunningJob, JobContext]] = []
         """Runs started whose claim has not committed yet: their handlers wait."""
+        self.cancels = CancelSet()
+        self.control = ControlReader(settings, deserialize)
+        self._cancelling: list[RunningJob] = []
+        """Runs stopped by a cancel whose outcome is still to come."""
         self._tokens = count(1)
         self._rotation = 0
         self.identity = WorkerIdentity(options.worker_id, self.job_types, options.concurrency,
@@ -151,6 +163,7 @@ class WorkerRuntime:
             self._create_missing_topics()
             for lane in self.lanes:
                 lane.start()
+            self._follow_cancels()
             self.state = RUNNING
             self._beat_worker(force=True)
             log.info("worker started", extra={
@@ -239,6 +252,7 @@ class WorkerRuntime:
         for lane in self.lanes:
             lane.commit(force=True)
             lane.close()
+        self.control.close()
         self.state = STOPPED
         self._beat_worker(force=True)
         self.executor.close()
@@ -251,6 +265,7 @@ class WorkerRuntime:
         self._fetch(fetching)
         self._collect()
         now = time.monotonic()
+        self._cancel_requested(now)
         self._time_out(now)
         self._beat_jobs(now)
         if fetching:
@@ -299,9 +314,12 @@ class WorkerRuntime:
         job = self.inflight.release(end.token)
         if job is None or job.reported:
             return  # a timed-out run whose thread returned: only its slot mattered
-        event = end.outcome(job.execution, timeout_s=job.timeout_s,
-                            worker_id=self.options.worker_id)  # fmt: skip
-        if event is not None:  # None: cancelled when handed back, its offsets stay open
+        if job.cancel is not None:  # stopped by a cancel: CANCELLED, however it returned
+            event: Event | None = self._cancelled(job.execution, job.cancel)
+        else:
+            event = end.outcome(job.execution, timeout_s=job.timeout_s,
+                                worker_id=self.options.worker_id)  # fmt: skip
+        if event is not None:  # None: cancelled when given up at the stop
             self._report(job, event)
 
     def _time_out(self, now: float) -> None:
@@ -391,6 +409,11 @@ class WorkerRuntime:
                     self.inflight.reported(job)
                     self.inflight.release(job.token)
                 continue
+            if job.cancel is not None:  # cancelled while its claim waited: never launched
+                if not job.reported:
+                    self._report(job, self._cancelled(job.execution, job.cancel))
+                self.inflight.release(job.token)
+                continue
             job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
             job.async_run = self.executor.submit(job.token, job.handler, ctx)
         self._unclaimed = waiting
@@ -419,6 +442,8 @@ class WorkerRuntime:
             self.stats.redelivered += 1
             self._settle(lane, record.ref, None, execution)
             return None
+        if self._cancelled_before_start(lane, record):
+            return None
         cron = execution["spec"].get("cron") or {}
         if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
             self.stats.skipped += 1
@@ -442,6 +467,7 @@ class WorkerRuntime:
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             started=(outcomes.event_key(execution), self.encode_started(started, record.raw)),
             deadline=math.inf, next_beat=math.inf,  # set when its handler is launched
+            signal=ctx.cancel_signal,
         )  # fmt: skip
         self.inflight.add(job)
         lane.pending.append(job.started)
@@ -449,6 +475,65 @@ class WorkerRuntime:
         self.stats.started += 1
         observe(started.data)
         return job, ctx
+
+    # -- cancels --------------------------------------------------------------------------
+
+    def _follow_cancels(self) -> None:
+        """Read jobs.control from its retention's start, before any record starts."""
+        wall = now_ms()
+        for request in self.control.start(wall):
+            self.cancels.add(request, wall)
+
+    def _cancel_requested(self, now: float) -> None:
+        """Take the cancels that arrived and stop the runs they cover; report CANCELLED the
+        stopped runs that ignored their cancel for ``cancel_grace_s``."""
+        wall = now_ms()
+        for request in self.control.poll():
+            if not self.cancels.add(request, wall):
+                continue
+            for job in self.inflight.of_job(request.job_id):
+                if job.cancel is None and request.covers(job.execution):
+                    self._stop(job, request, now)
+        self.cancels.expire(wall)
+        if self._cancelling:
+            self._cancelling = [job for job in self._cancelling if not job.reported]
+            for job in self._cancelling:
+                if now >= job.cancel_deadline and job.cancel is not None:
+                    log.warning("a cancelled run did not stop within %.0f s: reported "
+                                "CANCELLED, its slot stays taken until it returns",
+                                self.options.cancel_grace_s,
+                                extra={"execution_id": job.execution_id})  # fmt: skip
+                    self._report(job, self._cancelled(job.execution, job.cancel))
+
+    def _stop(self, job: RunningJob, request: CancelRequest, now: float) -> None:
+        """Tell a run it is cancelled: an async one gets CancelledError, a sync one sees
+        ``ctx.cancelled``, a run in a child process is terminated (SIGTERM, SIGKILL after
+        ``cancel_grace_s``). Its end is reported CANCELLED (:meth:`_end`)."""
+        job.cancel, job.cancel_deadline = request, now + self.options.cancel_grace_s
+        if job.signal is not None:
+            job.signal.set()
+        if job.async_run is not None and not job.async_run.cancel_requested:
+            job.async_run.cancel()
+        if isinstance(self.executor, ProcessExecutor):
+            self.executor.cancel(job.token, self.options.cancel_grace_s)
+        self._cancelling.append(job)
+        log.info("cancelling a run", extra={"execution_id": job.execution_id,
+                                            "requested_by": request.requested_by})  # fmt: skip
+
+    def _cancelled_before_start(self, lane: Lane, record: Record) -> bool:
+        """A record of a cancelled job is reported CANCELLED instead of started."""
+        request = self.cancels.match(record.execution) if len(self.cancels) else None
+        if request is None:
+            return False
+        self.stats.cancelled += 1
+        event = self._cancelled(record.execution, request)
+        observe(event.data)
+        self._settle(lane, record.ref, event, record.execution)
+        return True
+
+    def _cancelled(self, execution: dict[str, Any], request: CancelRequest) -> Event:
+        return outcomes.cancelled(execution, request, worker_id=self.options.worker_id,
+                                  now_ms=now_ms())  # fmt: skip
 
     # -- plain records ------------------------------------------------------------------
 

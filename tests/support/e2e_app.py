@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -19,16 +20,21 @@ class Transient(Exception):
 
 @app.handler("data.process")
 def work(ctx: JobContext) -> dict[str, Any]:
-    """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given), fails
-    while the attempt is below ``fail_until_attempt``, kills its own process with
-    ``kill_process`` (as a segfault or the OOM killer would), refuses for good with
-    ``non_retryable``; otherwise answers with its attempt, and with ``echo_parents`` also
-    its parents' outcomes and results (workflow tests)."""
+    """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given; with
+    ``cancellable``, waking when the run is cancelled, and then returning), fails while the
+    attempt is below ``fail_until_attempt``, kills its own process with ``kill_process``
+    (as a segfault or the OOM killer would), refuses for good with ``non_retryable``;
+    otherwise answers with its attempt, and with ``echo_parents`` also its parents'
+    outcomes and results (workflow tests)."""
     params = ctx.params
     sleep_s = params.get("sleep_s", 0)
     if ctx.attempt == 1:
         sleep_s = params.get("first_attempt_sleep_s", sleep_s)
-    time.sleep(float(sleep_s))
+    if params.get("cancellable"):
+        if ctx.wait_cancelled(float(sleep_s)):
+            return {"cancelled": True}
+    else:
+        time.sleep(float(sleep_s))
     if params.get("kill_process"):
         os.kill(os.getpid(), signal.SIGKILL)
     if params.get("non_retryable"):
@@ -38,4 +44,11 @@ def work(ctx: JobContext) -> dict[str, Any]:
     if params.get("echo_parents"):
         parents = {name: [p.outcome, p.result] for name, p in ctx.parent_results.items()}
         return {"attempt": ctx.attempt, "parents": parents}
+    return {"attempt": ctx.attempt}
+
+
+@app.handler("data.async")
+async def work_async(ctx: JobContext) -> dict[str, Any]:
+    """Sleeps ``sleep_s`` on the event loop (a cancel interrupts it), then answers."""
+    await asyncio.sleep(float(ctx.params.get("sleep_s", 0)))
     return {"attempt": ctx.attempt}

@@ -1,6 +1,8 @@
 // One job: its fields and schedule, its workflow as a graph, every attempt, and the
 // commands it takes (none once it has ended; pause and resume for a recurring job only;
-// trigger while it can run now, as POST .../trigger allows).
+// trigger while it can run now, as POST .../trigger allows). Cancel takes an optional
+// reason and stops a queued or running job too; a job of a workflow also offers to
+// cancel the whole workflow. A cancelled job shows who cancelled it and why.
 
 import { get, post } from "./api.js";
 import { duration, h, poolWait, state, table, time } from "./dom.js";
@@ -45,15 +47,22 @@ function fields(job) {
     ["result", job.result_uri ? h("a", { href: job.result_uri }, job.result_uri) : (job.result ?? "")],
     ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
   ];
+  if (job.cancellation) rows.push(["cancelled", h("span", { id: "cancellation" }, cancelledBy(job.cancellation))]);
   if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);
   return h("dl", { class: "fields", id: "job-fields" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
+function cancelledBy(c) {
+  const who = c.by ?? "jobstream";
+  const where = c.worker_id ? ` (run stopped on ${c.worker_id})` : "";
+  return `by ${who}${c.reason ? `: ${c.reason}` : ""}, at ${time(c.at_ms)}${where}`;
+}
+
 function attempt(run) {
   const took = run.started_at_ms && run.ended_at_ms ? duration(run.ended_at_ms - run.started_at_ms) : "";
-  const error = run.error ? h("div", {},
+  const error = run.outcome === "CANCELLED" ? (run.detail ?? "") : run.error ? h("div", {},
     h("span", { class: "error" }, `${run.error.error_type}: ${run.error.message ?? ""}`),
     run.error.traceback ? h("details", {}, h("summary", {}, "traceback"), h("pre", {}, run.error.traceback)) : null) : "";
   const result = run.result_uri ? h("a", { href: run.result_uri }, "result") : (run.result ?? "");
@@ -66,18 +75,24 @@ function attempt(run) {
 
 export function render(root, { id }) {
   const message = h("span", { class: "message", id: "command-message" });
-  const command = (name) => h("button", { type: "button", class: name === "cancel" ? "danger" : "secondary",
+  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason to cancel (optional)" });
+  const paths = {
+    "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel`,
+  };
+  const labels = { "cancel-workflow": "Cancel workflow" };
+  const command = (name) => h("button", { type: "button", class: name.startsWith("cancel") ? "danger" : "secondary",
     "data-command": name, onclick: async (event) => {
       event.target.disabled = true;
       try {
-        await post(`/api/v1/jobs/${encodeURIComponent(id)}/${name}`);
-        message.textContent = `${name} sent`;
+        const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
+        await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
+        message.textContent = `${labels[name] ?? name} sent`;
       } catch (error) {
         message.textContent = error.message;
       } finally {
         event.target.disabled = false;
       }
-    } }, name[0].toUpperCase() + name.slice(1));
+    } }, labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
   let workflowId = null, loads = 0;
   const load = async () => {
@@ -98,7 +113,8 @@ export function render(root, { id }) {
     root.replaceChildren(
       h("h1", {}, `Job ${job.job_type}`), fields(job),
       h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
-        command("cancel"), triggerable(job) ? command("trigger") : null,
+        reason, command("cancel"), job.workflow_id ? command("cancel-workflow") : null,
+        triggerable(job) ? command("trigger") : null,
         job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
       ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),

@@ -172,6 +172,27 @@ def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
     shot(page, tmp_path, "cancelled")
 
 
+def test_cancel_a_running_job_from_its_page_with_a_reason(page: Page, admin: httpx.Client,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    job_id = submit(admin, sleep_s=600, cancellable=True)
+    wait_for(lambda: state_of(admin, job_id) == "RUNNING", timeout_s=60, what="RUNNING")
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("RUNNING")
+    expect(page.locator("#attempts tbody tr [data-state]")).to_have_text("RUNNING")
+    page.fill("#cancel-reason", "wrong input file")
+    shot(page, tmp_path, "running-before-cancel")
+    page.click("[data-command=cancel]")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=10_000)
+    expect(page.locator("#cancellation")).to_contain_text("by api:acme: wrong input file")
+    expect(page.locator("#cancellation")).to_contain_text("run stopped on")
+    run = page.locator("#attempts tbody tr")
+    expect(run.locator("[data-state]")).to_have_text("CANCELLED")
+    expect(run).to_contain_text("wrong input file")
+    expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    shot(page, tmp_path, "running-cancelled")
+
+
 def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
                                                    tmp_path: Path) -> None:  # fmt: skip
     job_id = open_job_for_2030(page, admin)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ops.kafka.ports import free_base_port
 from pipeline.jobs import idempotent_job_id, is_job_id
-from pipeline.jobs.cli import EXIT_INVALID, register
+from pipeline.jobs.cli import EXIT_INVALID, register, requester
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
 
@@ -153,6 +153,13 @@ def test_recurring_submit_with_a_key_then_commands(topics: Topics, unique_name: 
     assert (cron["expression"], cron["timezone"]) == ("0 9 * * MON-FRI", "Europe/Paris")
     assert received[3].event.data["cron"]["expression"] == "0 8 * * *"
     assert received[4].event.data["reason"] == "replaced"
+    assert received[4].event.data["requested_by"] == requester(None)
+
+
+def test_a_cancel_names_who_asked() -> None:
+    assert requester("ops-bot") == "ops-bot"
+    who = requester(None)
+    assert who.startswith("cli:") and "@" in who
 
 
 def test_reschedule_at_moves_a_one_off_job(topics: Topics, unique_name: str) -> None:

@@ -38,9 +38,15 @@ def test_cancel_event() -> None:
             "workflow_id": "wf-1",
             "requested_at_ms": NOW_MS,
             "reason": "not needed",
+            "requested_by": None,
         },
     )
     assert DESERIALIZE(SERIALIZE(event)) == event
+    by = cancel_event(JOB_ID, now_ms=NOW_MS, requested_by="cli:ann@host")
+    assert by.data["requested_by"] == "cli:ann@host"
+    assert refused_field(cancel_event, JOB_ID, now_ms=NOW_MS, requested_by="x" * 5000) == (
+        "requested_by"
+    )
 
 
 def test_pause_and_resume_events() -> None:

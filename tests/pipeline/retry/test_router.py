@@ -86,6 +86,8 @@ def test_other_events_are_ignored_and_failures_without_an_execution_counted(
     router: RetryRouter,
 ) -> None:
     assert router.route(succeeded(execution()), NOW) == []
+    stopped = failure("CANCELLED", execution())  # a worker's: it carries the execution
+    assert router.route(stopped, NOW) == [], "a run stopped by a cancel is never retried"
     assert router.route(failure("FAILED", None, error=error_info(1)), NOW) == []
     assert router.route(Event("JobCancelled", {"job_id": "x"}), NOW) == []
     assert router.stats.unroutable == 1

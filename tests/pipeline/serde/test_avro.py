@@ -79,7 +79,8 @@ JOB_CANCELLED_CANONICAL = (
     '{"name":"job_id","type":"string"},'
     '{"name":"workflow_id","type":["null","string"]},'
     '{"name":"requested_at_ms","type":"long"},'
-    '{"name":"reason","type":["null","string"]}]}'
+    '{"name":"reason","type":["null","string"]},'
+    '{"name":"requested_by","type":["null","string"]}]}'
 )
 
 
@@ -90,8 +91,8 @@ def test_header_is_c301_then_little_endian_crc64_of_canonical_form() -> None:
     expected = crc64_avro(JOB_CANCELLED_CANONICAL.encode()).to_bytes(8, "little")
     assert value[:2] == b"\xc3\x01"
     assert value[2:10] == expected
-    # Body: "j1" (len 2 zigzag = 0x04), null union branch, 5 zigzag = 0x0a, null branch.
-    assert value[10:] == b"\x04j1\x00\x0a\x00"
+    # Body: "j1" (len 2 zigzag = 0x04), null union branch, 5 zigzag = 0x0a, two null branches.
+    assert value[10:] == b"\x04j1\x00\x0a\x00\x00"
 
 
 @pytest.mark.parametrize("name", EVENT_NAMES)
@@ -513,7 +514,8 @@ def test_registry_rejecting_a_schema_is_a_serialization_error(registry: FakeRegi
 
 def test_make_serde_with_url_uses_the_registry(registry: FakeRegistry) -> None:
     serializer, deserializer = make_serde(registry.url)
-    data = {"job_id": "j", "workflow_id": None, "requested_at_ms": 1, "reason": None}
+    data = {"job_id": "j", "workflow_id": None, "requested_at_ms": 1, "reason": None,
+            "requested_by": None}  # fmt: skip
     for _ in range(3):
         assert deserializer(serializer(Event("JobCancelled", data))) == Event("JobCancelled", data)
     assert [method for method, _ in registry.requests] == ["POST", "GET"]

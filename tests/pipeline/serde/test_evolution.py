@@ -127,7 +127,8 @@ def test_field_added_with_default_reads_old_records(tmp_path: Path) -> None:
     event = AvroDeserializer(schemas=schemas)(
         single_object(old, {"job_id": "j", "workflow_id": None, "requested_at_ms": 3})
     )
-    assert event.data == {"job_id": "j", "workflow_id": None, "requested_at_ms": 3, "reason": None}
+    assert event.data == {"job_id": "j", "workflow_id": None, "requested_at_ms": 3, "reason": None,
+                          "requested_by": None}  # fmt: skip
 
 
 def test_field_added_without_default_is_caught(tmp_path: Path) -> None:

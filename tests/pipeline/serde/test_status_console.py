@@ -96,7 +96,8 @@ def sql_type(schema: dict, definitions: dict) -> set[str]:
     kind = kinds[0]
     if "$ref" in kind:
         ref = definitions[kind["$ref"].rsplit("/", 1)[-1]]
-        inner = ", ".join(f"{name} VARCHAR" for name in ref["properties"])
+        inner = ", ".join(f"{name} {min(sql_type(field, definitions))}"
+                          for name, field in ref["properties"].items())  # fmt: skip
         return {f"STRUCT<{inner}>"}
     return {
         "string": {"VARCHAR"},

@@ -320,3 +320,49 @@ def test_the_next_run_may_fire_while_the_previous_one_is_queued_or_running() -> 
     after = fold(ev.fired(second), start=running)
     assert after is not None
     assert (after.state, after.epoch, after.fires) == (S.QUEUED, E2, 2)
+
+
+# -- cancels -------------------------------------------------------------------------------
+
+
+def worker_cancelled(run: dict[str, Any], *, at_ms: int) -> dict[str, Any]:
+    """The CANCELLED a worker reports for ``run``, stopped by a cancel from the CLI."""
+    return ev.outcome("CANCELLED", run, at_ms=at_ms, execution=run, requested_by="cli:ann@box",
+                      detail="wrong month")  # fmt: skip
+
+
+def test_a_worker_cancels_a_running_job_naming_who_and_why() -> None:
+    run = ev.execution(JOB, epoch=E1)
+    running = fold(ev.fired(run), ev.outcome("STARTED", run))
+    done = fold(worker_cancelled(run, at_ms=E1 + 500), start=running)
+    assert done is not None and done.state is S.CANCELLED
+    assert done.cancellation == {"by": "cli:ann@box", "reason": "wrong month",
+                                 "at_ms": E1 + 500, "worker_id": "w1"}  # fmt: skip
+    assert done.to_status().cancellation is not None
+    late = transition(done, ev.outcome("SUCCEEDED", run, at_ms=E1 + 900))
+    assert late.verdict is Verdict.DUPLICATE, "the run it stopped has finished"
+
+
+def test_a_worker_cancels_a_queued_job_it_never_started() -> None:
+    run = ev.execution(JOB, epoch=E1)
+    done = fold(ev.fired(run), worker_cancelled(run, at_ms=E1 + 5))
+    assert done is not None and done.state is S.CANCELLED and run["execution_id"] in done.finished
+
+
+def test_a_worker_cancel_of_an_older_run_is_a_duplicate() -> None:
+    old, new = ev.execution(JOB, epoch=E1), ev.execution(JOB, epoch=E2, attempt=2)
+    running = fold(
+        ev.fired(new), ev.outcome("STARTED", new), start=record(S.FAILED_RETRYING, epoch=E1)
+    )
+    assert transition(running, worker_cancelled(old, at_ms=E2 + 1)).verdict is Verdict.DUPLICATE
+
+
+def test_the_stopped_run_of_a_cancelled_schedule_changes_nothing() -> None:
+    run = ev.execution(JOB, epoch=E1, cron=ev.every_minute())
+    cancelled = fold(ev.lifecycle("CANCELLED", JOB, at_ms=E1 + 10, detail="done with it"),
+                     start=record(S.RUNNING, epoch=E1))  # fmt: skip
+    assert cancelled is not None
+    assert cancelled.cancellation == {"by": None, "reason": "done with it", "at_ms": E1 + 10,
+                                      "worker_id": None}  # fmt: skip
+    decision = transition(cancelled, worker_cancelled(run, at_ms=E1 + 20))
+    assert decision.verdict is Verdict.IGNORED and decision.record == cancelled

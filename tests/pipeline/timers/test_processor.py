@@ -100,6 +100,29 @@ def test_cancel_before_firing(driver: TimersDriver) -> None:
     assert driver.step(T0 + 2000) == []
 
 
+def test_a_cancel_after_firing_asks_the_workers_to_stop_the_run(driver: TimersDriver) -> None:
+    job = submitted(now_ms=T0, run_at_ms=T0 + 1000)
+    driver.step(T0, job)
+    run = executions(driver.step(T0 + 1000))[0]
+    cancel = cancelled(job.data["job_id"], now_ms=T0 + 1400)
+    cancel.data["requested_by"] = "cli:ann@box"
+    emits = driver.step(T0 + 1500, cancel)
+    assert kinds(emits) == ["CancelRequested"], "no CANCELLED: the worker's run ends it"
+    assert emits[0].topic == TOPICS.control and emits[0].key == job.data["job_id"].encode()
+    request = emits[0].value.data
+    assert request["up_to_epoch"] == T0 + 1500 >= run["epoch"]
+    assert (request["requested_by"], request["reason"], request["requested_at_ms"]) == (
+        "cli:ann@box", "test", T0 + 1400)  # fmt: skip
+
+
+def test_a_cancelled_schedule_ends_and_stops_its_run_under_way(driver: TimersDriver) -> None:
+    job = submitted(now_ms=T0, cron=cron_schedule("* * * * *"))
+    driver.step(T0, job)
+    emits = driver.step(T0 + 10, cancelled(job.data["job_id"], now_ms=T0 + 10))
+    assert kinds(emits) == ["CANCELLED", "CancelRequested"]
+    assert emits[0].value.data["detail"] == "test"
+
+
 def test_cron_fires_each_run_and_moves_on(driver: TimersDriver) -> None:
     job = submitted(now_ms=T0, cron=cron_schedule("* * * * *", max_runs=3))
     start = T0 - T0 % MINUTE  # on a minute boundary

@@ -143,9 +143,16 @@ def test_cancelling_a_workflow_cancels_every_job_not_ended(
 ) -> None:
     timers.pipe(TOPICS.intake, diamond(T0))
     timers.advance(1)  # a runs
-    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "requested_at_ms": T0, "reason": "no"})
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "requested_at_ms": T0, "reason": "no",
+                                         "requested_by": "api:acme"})  # fmt: skip
     cancelled = timers.pipe(TOPICS.intake, cancel)
     assert sorted(lifecycle(cancelled)) == sorted(("CANCELLED", ids(n)) for n in "bcd")
+    assert {data(cancelled, "CANCELLED", ids(n))["requested_by"] for n in "bcd"} == {"api:acme"}
+    # a has fired: its run is stopped where a worker holds it.
+    stop = [o for o in cancelled if o.topic == TOPICS.control]
+    assert [o.value.data["job_id"] for o in stop] == [ids("a")]
+    assert stop[0].key == WF.encode()
+    assert (stop[0].value.data["reason"], stop[0].value.data["requested_by"]) == ("no", "api:acme")
     assert timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 9)) == []
     assert timers.advance(60_000) == []
     late = submitted(now_ms=T0, run_at_ms=T0)
