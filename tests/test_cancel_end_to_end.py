@@ -41,8 +41,10 @@ def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> 
     the first in its buffer) and a data.async worker."""
     port = free_ports(5)  # the first of five
     parts = components(port, app=APP, job_types=(), lease_s=5)
-    parts += [worker("data.process", "sync-0", port + 3, app=APP, concurrency=1),
-              worker("data.async", "async-0", port + 4, app=APP, concurrency=4)]  # fmt: skip
+    beat = ("--heartbeat", "1s")  # well within the lease: a run is not LOST while it runs
+    parts += [worker("data.process", "sync-0", port + 3, app=APP, concurrency=1, extra=beat),
+              worker("data.async", "async-0", port + 4, app=APP, concurrency=4,
+                     extra=beat)]  # fmt: skip
     with running_stack(pipeline_topics.settings, tmp_path_factory.mktemp("stack"),
                        parts) as running:  # fmt: skip
         yield running

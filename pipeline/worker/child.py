@@ -107,9 +107,11 @@ class Terminated(BaseException):
 
 
 def portable(ctx: JobContext) -> dict[str, Any]:
-    """What of a context crosses to a child: every field but the result store."""
+    """What of a context crosses to a child: every field but the result store and the
+    cancel signal (a child's run is cancelled by SIGTERM, which raises :class:`Terminated`
+    in the handler)."""
     fields = dict(vars(ctx))
-    del fields["result_store"]
+    del fields["result_store"], fields["cancel_signal"]
     fields["parent_results"] = dict(ctx.parent_results)
     return fields
 

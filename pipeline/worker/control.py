@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_END, KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, DeserializationError
@@ -65,12 +65,28 @@ class ControlReader:
             partitions = partitions_of(self._consumer, self.topic)
         since = [TopicPartition(self.topic, p, max(0, now_ms - self.lookback_ms))
                  for p in partitions]  # fmt: skip
-        found = self._consumer.offsets_for_times(since, timeout=METADATA_TIMEOUT_S)
+        found = self._offsets_for_times(since)
         # -1: no record at or after the instant, so the reading starts at the end.
         self._consumer.assign([TopicPartition(self.topic, tp.partition,
                                               tp.offset if tp.offset >= 0 else OFFSET_END)
                                for tp in found])  # fmt: skip
         return self._catch_up(set(partitions))
+
+    def _offsets_for_times(self, since: list[TopicPartition]) -> list[TopicPartition]:
+        """The offsets at the instants ``since``, asked again while the broker answers with
+        a retriable error (a leader not yet elected on a new topic, a leader moving), for
+        at most METADATA_TIMEOUT_S in all."""
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            try:
+                return list(self._consumer.offsets_for_times(since, timeout=METADATA_TIMEOUT_S))
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = isinstance(error, KafkaError) and error.retriable()
+                if not retriable or time.monotonic() >= deadline:
+                    raise
+                log.info("jobs.control offsets not found yet, asking again: %s", error)
+                time.sleep(0.2)
 
     def _catch_up(self, pending: set[int]) -> list[CancelRequest]:
         requests: list[CancelRequest] = []
