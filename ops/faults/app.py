@@ -7,7 +7,9 @@ run to the handler-side record (ops/faults/journal.py). A job with
 gives the retry router work to be killed in the middle of. A poison job (``{"poison":
 kind}``, :data:`POISONS`) takes its worker down instead: ``kill`` SIGKILLs the process at
 once, as a segfault would; ``kill-mid-run`` after :data:`POISON_DELAY_S`, while the jobs
-beside it run. It records no run: it never gets to the end.
+beside it run; ``hang`` never returns (run with ``--isolation process``, whose timeout
+kills it); ``cancel`` waits until the run is cancelled. It records no run: it never gets
+to the end of one.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ SLEEP_S = 0.01
 FAIL_UNTIL_ATTEMPT = "fail_until_attempt"
 POISON = "poison"
 POISON_DELAY_S = 0.5
-POISONS = ("kill", "kill-mid-run")
+POISONS = ("kill", "kill-mid-run", "hang", "cancel")
 
 app = WorkerApp()
 journal = Journal()
@@ -42,6 +44,12 @@ class PlannedFailure(JobstreamError):
 def record(ctx: JobContext) -> None:
     start_ms = now_ms()
     poison = ctx.params.get(POISON)
+    if poison == "hang":
+        while True:
+            time.sleep(1)
+    if poison == "cancel":
+        ctx.wait_cancelled(600)
+        return
     if poison is not None:
         time.sleep(POISON_DELAY_S if poison == "kill-mid-run" else 0)
         os.kill(os.getpid(), signal.SIGKILL)

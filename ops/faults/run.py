@@ -122,7 +122,7 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     parts = components(base, app=APP, job_types=(), lease_s=scenario.lease_s)
     clocks = dict(zip(WORKERS, scenario.worker_clocks, strict=False))
     parts += [worker(fault_app.JOB_TYPE, worker_id, base + 3 + i, app=APP,
-                     concurrency=CONCURRENCY, extra=beat,
+                     concurrency=CONCURRENCY, extra=(*beat, "--isolation", scenario.isolation),
                      env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     supervisor = Supervisor(stack)
@@ -168,7 +168,8 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     numbers = tally(submitter.due, observer.seen, runs, fault_ms=fault.began_ms, until_ms=until)
     shown = {*numbers["ids"]["lost"], *numbers["ids"]["unflagged"], *numbers["ids"]["flagged"][:3]}
     if target.poison:
-        numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen)
+        numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen,
+                                         target.cancelled_at)  # fmt: skip
         numbers["worker_deaths"] = [(e.name, _seconds(e.seen_ms, t0)) for e in supervisor.deaths]
         numbers["poison_ids"] = sorted(target.poison)
         shown |= {*target.poison, *numbers["poison"]["ids_started_more_than_twice"]}

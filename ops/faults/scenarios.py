@@ -11,9 +11,11 @@ waits for the worker's next transaction (100 ms apart): the moment when a crash 
 pause leaves the most to mend, which a kill at a random instant would often miss, and a
 worker that is busy (the group may leave one with no partition of the jobs' tier).
 
-A poison scenario's fault is a few jobs whose handler takes its worker down
-(ops/faults/app.py), submitted due at once among the load; the run then starts every
-worker that exits again, as systemd or compose ``restart:`` would, and counts its deaths.
+A poison scenario's fault is a few jobs that misbehave (ops/faults/app.py), submitted due
+at once among the load: their handler kills its worker (the run then starts every worker
+that exits again, as systemd or compose ``restart:`` would, and counts its deaths), never
+returns (the workers run handlers in child processes, which the timeout kills), or runs
+until the scenario cancels it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.status.query import read_statuses
 
 RESTART_AFTER_S = 2.0
 """A killed process is started again this long after the kill, as a supervisor would."""
@@ -54,6 +57,23 @@ POISON_JOBS = 3
 POISON_ATTEMPTS = 3
 """Poison jobs a poison scenario submits, and the attempts each is allowed."""
 POISON_OWNER = "faults-poison"
+HANG_TIMEOUT_MS = 2000
+"""The timeout of a poison job that never returns."""
+CANCEL_WITHIN_MS = 2000
+"""How soon after its cancel a running job must be seen CANCELLED."""
+
+
+@dataclass(frozen=True)
+class Poison:
+    """A poison scenario's jobs: their kind (ops/faults/app.py) and how each must end."""
+
+    kind: str
+    ends: str
+    """The kind of its terminal event."""
+    starts: int
+    """How many times it starts: once per attempt, or once for a cancelled run."""
+
+
 CLOCK_SKEWS_MS = (30_000, -30_000)
 """The workers' clock offsets in the clock-skew scenario, in the order of the run's workers."""
 
@@ -79,7 +99,9 @@ class Target:
     settings: Settings
     notes: list[Note] = field(default_factory=list)
     poison: dict[str, int] = field(default_factory=dict)
-    """The poison jobs submitted (job id -> due time): they must end, dead-lettered."""
+    """The poison jobs submitted (job id -> due time): they must end."""
+    cancelled_at: dict[str, int] = field(default_factory=dict)
+    """When each poison job of a cancel scenario was cancelled (epoch ms)."""
 
     def note(self, action: str) -> None:
         self.notes.append(Note(now_ms(), action))
@@ -106,8 +128,15 @@ class Scenario:
     """The state folder on a disk of its own, this small (a tmpfs)."""
     cuts_network: bool = False
     """Broker nodes start in cgroups of their own, so that one can be cut off the network."""
-    restarts_workers: bool = False
-    """A worker that exits is started again at once (a poison scenario's workers die)."""
+    poison: Poison | None = None
+    """The misbehaving jobs a poison scenario submits."""
+    isolation: str = "thread"
+    """Where the workers run their handlers (``--isolation``)."""
+
+    @property
+    def restarts_workers(self) -> bool:
+        """A worker that exits is started again at once (poison that kills its worker)."""
+        return self.poison is not None and self.poison.kind.startswith("kill")
 
 
 RUN_WAIT_S = 5.0
@@ -171,18 +200,37 @@ def kill_worker_for_good(target: Target) -> None:
 
 
 def submit_poison(kind: str) -> Inject:
-    """Submit POISON_JOBS jobs of ``kind`` (ops/faults/app.py), due now, among the load."""
+    """Submit POISON_JOBS jobs of ``kind`` (ops/faults/app.py), due now, among the load;
+    cancel those of kind ``cancel`` once they run."""
     return partial(_submit_poison, kind=kind)
 
 
 def _submit_poison(target: Target, kind: str) -> None:
     retry = RetryPolicy(max_attempts=POISON_ATTEMPTS, initial_backoff_ms=500, jitter=0)
+    timeout = HANG_TIMEOUT_MS if kind == "hang" else None
     request = JobRequest(job_type=JOB_TYPE, owner=POISON_OWNER, params={POISON: kind},
-                         retry=retry)  # fmt: skip
+                         retry=retry, timeout_ms=timeout)  # fmt: skip
     with JobClient(target.settings) as client:
         ids = client.submit_many([request] * POISON_JOBS)
-    target.poison.update(dict.fromkeys(ids, now_ms()))
-    target.note(f"submitted {len(ids)} {kind} poison jobs ({POISON_ATTEMPTS} attempts each)")
+        target.poison.update(dict.fromkeys(ids, now_ms()))
+        target.note(f"submitted {len(ids)} {kind} poison jobs ({POISON_ATTEMPTS} attempts each)")
+        if kind != "cancel":
+            return
+        for job_id in ids:
+            _wait_running(target.settings, job_id)
+            target.cancelled_at[job_id] = now_ms()
+            client.cancel(job_id, reason="the fault suite cancels a running job")
+            target.note(f"cancelled {job_id} while it ran")
+
+
+def _wait_running(settings: Settings, job_id: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = read_statuses(settings, owner=POISON_OWNER).get(job_id)
+        if status is not None and status.state == "RUNNING":
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{job_id} did not start running within {timeout_s:.0f} s")
 
 
 def pause_and_resume(name: str) -> Inject:
@@ -318,10 +366,19 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              cut_off_broker, nodes=3, cuts_network=True),
     Scenario("poison-kill", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its worker at "
              "once; a worker that dies is started again at once.", submit_poison("kill"),
-             lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S, restarts_workers=True),
+             lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S,
+             poison=Poison("kill", "DEAD_LETTERED", POISON_ATTEMPTS)),
     Scenario("poison-kill-mid-run", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its "
              "worker 0.5 s into its run; a worker that dies is started again at once.",
              submit_poison("kill-mid-run"), lease_s=KILL_LEASE_S,
-             heartbeat_s=KILL_HEARTBEAT_S, restarts_workers=True),
+             heartbeat_s=KILL_HEARTBEAT_S,
+             poison=Poison("kill-mid-run", "DEAD_LETTERED", POISON_ATTEMPTS)),
+    Scenario("poison-hang", f"Submit {POISON_JOBS} jobs whose handler never returns (timeout "
+             f"{HANG_TIMEOUT_MS / 1000:g} s), to workers running handlers in child processes.",
+             submit_poison("hang"), isolation="process",
+             poison=Poison("hang", "DEAD_LETTERED", POISON_ATTEMPTS)),
+    Scenario("poison-cancel", f"Submit {POISON_JOBS} jobs that run until cancelled, and "
+             "cancel each once it runs.", submit_poison("cancel"),
+             poison=Poison("cancel", "CANCELLED", 1)),
 )}  # fmt: skip
 """Scenario name -> scenario, in the order ``--scenario all`` runs them."""

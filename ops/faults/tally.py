@@ -90,24 +90,33 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
     }
 
 
-def poison_tally(poison: Mapping[str, int], due: Mapping[str, int],
-                 seen: Iterable[Seen]) -> dict[str, Any]:  # fmt: skip
+def poison_tally(poison: Mapping[str, int], due: Mapping[str, int], seen: Iterable[Seen],
+                 cancelled_at: Mapping[str, int] | None = None) -> dict[str, Any]:  # fmt: skip
     """How a poison scenario's poison jobs ended, and how often the other jobs started:
-    each poison job should end DEAD_LETTERED after one start per attempt, and no other
-    job start more than twice (its own run, and one retry after its process died)."""
+    a poison job that kills its worker or hangs should end DEAD_LETTERED after one start
+    per attempt, a cancelled one CANCELLED (within how long of its cancel, from
+    ``cancelled_at``), and no other job start more than twice (its own run, and one retry
+    after its process died)."""
     starts: Counter[str] = Counter()
     ends: dict[str, str] = {}
+    ended_ms: dict[str, int] = {}
     for item in seen:
         job_id, kind = item.event["job_id"], item.event["kind"]
         if kind == "STARTED":
             starts[job_id] += 1
         elif kind in ENDED:
             ends.setdefault(job_id, kind)
+            ended_ms.setdefault(job_id, item.seen_ms)
     others = [starts[job_id] for job_id in due]
     many = sorted(job_id for job_id in due if starts[job_id] > 2)
     return {
         "jobs": len(poison),
-        "dead_lettered": sum(ends.get(job_id) == "DEAD_LETTERED" for job_id in poison),
+        "ended": dict(sorted(Counter(ends.get(job_id, "none") for job_id in poison).items())),
+        "cancelled_within_ms": sorted(
+            ended_ms[job_id] - at
+            for job_id, at in (cancelled_at or {}).items()
+            if job_id in ended_ms
+        ),
         "starts": sorted(starts[job_id] for job_id in poison),
         "most_starts_of_another_job": max(others, default=0),
         "other_jobs_started_twice": sum(n == 2 for n in others),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ops.faults.run import RunOptions, run_scenario
-from ops.faults.scenarios import POISON_ATTEMPTS, POISON_JOBS, SCENARIOS
+from ops.faults.scenarios import CANCEL_WITHIN_MS, POISON_ATTEMPTS, POISON_JOBS, SCENARIOS
 
 JOBS = 600
 WINDOW_S = 8.0
@@ -53,7 +53,7 @@ PROCESS_FAULTS = (
 test_broker_and_host_faults.py the others. Modules because ``make test`` gives each
 module to one test process (pytest-xdist's ``loadfile``): each runs its scenarios one at
 a time, so at most two runs, each with its own cluster and processes, share the machine."""
-POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.restarts_workers)
+POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.poison)
 OTHER_FAULTS = tuple(name for name in SCENARIOS
                      if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
 
@@ -68,11 +68,15 @@ def assert_scenario_holds(name: str, tmp_path: Path) -> None:
     assert result["lost"] == 0, evidence(result)
     assert result["unflagged_duplicate_runs"] == 0, evidence(result)
     assert result["unexpected_exits"] == [], evidence(result)
-    if SCENARIOS[name].restarts_workers:
+    expected = SCENARIOS[name].poison
+    if expected is not None:
         poison = result["poison"]
-        assert poison["dead_lettered"] == POISON_JOBS, poison
-        assert poison["starts"] == [POISON_ATTEMPTS] * POISON_JOBS, "one start per attempt"
-        assert len(result["worker_deaths"]) >= POISON_ATTEMPTS, result["worker_deaths"]
+        assert poison["ended"] == {expected.ends: POISON_JOBS}, poison
+        assert poison["starts"] == [expected.starts] * POISON_JOBS, poison
+        if SCENARIOS[name].restarts_workers:
+            assert len(result["worker_deaths"]) >= POISON_ATTEMPTS, result["worker_deaths"]
+        if expected.kind == "cancel":
+            assert max(poison["cancelled_within_ms"]) <= CANCEL_WITHIN_MS, poison
         assert poison["most_starts_of_another_job"] <= 2, (
             f"{poison}; deaths {result['worker_deaths']}; "
             + "".join(

@@ -89,11 +89,13 @@ def test_a_job_falling_due_as_another_ends_begins_no_new_span() -> None:
 
 
 def test_poison_jobs_are_counted_by_their_starts_and_how_they_ended() -> None:
-    poison, due = {"p1": 0, "p2": 0}, {"a": 0, "b": 0}
+    poison, due = {"p1": 0, "p2": 0, "p3": 0}, {"a": 0, "b": 0}
     events = [*(seen("STARTED", "p1", t) for t in (1, 2, 3)), seen("DEAD_LETTERED", "p1", 4),
               *(seen("STARTED", "p2", t) for t in (1, 2)), seen("SUCCEEDED", "p2", 4),
+              seen("STARTED", "p3", 1), seen("CANCELLED", "p3", 5, seen_ms=900),
               seen("STARTED", "a", 1), seen("STARTED", "a", 2), seen("SUCCEEDED", "a", 3),
               seen("STARTED", "b", 1), seen("SUCCEEDED", "b", 2)]  # fmt: skip
-    assert poison_tally(poison, due, events) == {
-        "jobs": 2, "dead_lettered": 1, "starts": [2, 3], "most_starts_of_another_job": 2,
+    assert poison_tally(poison, due, events, {"p3": 600}) == {
+        "jobs": 3, "ended": {"CANCELLED": 1, "DEAD_LETTERED": 1, "SUCCEEDED": 1},
+        "cancelled_within_ms": [300], "starts": [1, 2, 3], "most_starts_of_another_job": 2,
         "other_jobs_started_twice": 1, "ids_started_more_than_twice": []}  # fmt: skip
