@@ -4,6 +4,7 @@ attempts while the worker and the other jobs of the type go on."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,3 +110,23 @@ def _events(settings: Settings, job_id: str) -> list[dict[str, Any]]:
         return [r for r in reader.catch_up() if r["job_id"] == job_id]
     finally:
         reader.close()
+
+
+def test_a_running_job_cancelled_has_its_child_terminated_and_the_slot_back(
+    stack: Stack, pipeline_topics: Topics
+) -> None:
+    settings = pipeline_topics.settings
+    with JobClient(settings) as client:
+        ids = {"cancelled": client.submit(job(sleep_s=600))}
+        settled(settings, ids, {"cancelled": {"RUNNING"}})
+        asked = time.monotonic()
+        client.cancel(ids["cancelled"], reason="not needed", requested_by="iso-test")
+        cancelled = settled(settings, ids, {"cancelled": {"CANCELLED"}}, timeout_s=30)
+        took_s = time.monotonic() - asked
+        ids["after"] = client.submit(job(n=99))
+    assert cancelled["cancelled"].cancellation is not None
+    assert cancelled["cancelled"].cancellation.by == "iso-test"
+    # SIGTERM ends the run in its child at once; the status follows within the cancel's
+    # path (timers, jobs.control, worker, status processor) and this test's polling.
+    assert took_s < 10, f"CANCELLED {took_s:.1f} s after the cancel"
+    settled(settings, {"after": ids["after"]}, {"after": {"SUCCEEDED"}}, timeout_s=60)

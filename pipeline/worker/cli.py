@@ -1,7 +1,8 @@
 """``jobstream worker``: serve job types with the handlers of an app module.
 
 The first SIGTERM or SIGINT drains (no new work; running jobs get ``--drain-timeout``
-to finish and their outcomes are committed; the rest are handed back to the group). A
+to finish and their outcomes are committed; the rest are given up, reported FAILED
+``WorkerStopped`` and retried). A
 second signal stops draining at once.
 """
 

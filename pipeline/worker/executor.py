@@ -59,7 +59,7 @@ class Finished:
 
     def outcome(self, execution: dict[str, Any], *, timeout_s: float, worker_id: str
                 ) -> Event | None:  # fmt: skip
-        """The final event this end reports; None for a cancelled (handed back) run."""
+        """The final event this end reports; None for a run cancelled because it was given up."""
         if self.routed is not None:
             return outcomes.succeeded(execution, self.routed, worker_id=worker_id,
                                       now_ms=self.at_ms)  # fmt: skip
@@ -89,11 +89,11 @@ class AsyncRun:
         self.started = False
         """Set by the run's first step: a task cancelled before it never runs its body."""
         self.timed_out = False
-        """Set on the loop: the cancellation is the run's timeout, not a hand-back."""
+        """Set on the loop: the cancellation is the run's timeout, not a stop that gave it up."""
 
     def cancel(self, *, timed_out: bool = False) -> None:
         """Thread-safe: the run is cancelled on the loop, and ends ``timed_out`` or
-        cancelled (handed back)."""
+        cancelled (given up)."""
         self.cancel_requested = True
         self._loop.call_soon_threadsafe(self._cancel, timed_out)
 

@@ -176,8 +176,8 @@ class Lane:
 
     def close(self) -> None:
         """Leave the group (the revoke callback commits first), then flush the producer.
-        The runs still going were handed back after the drain: the revocation does not
-        wait for them."""
+        The runs still going were given up after the drain: the revocation does not wait
+        for them."""
         self.closing = True
         self.consumer.close()
         self.producer.flush(10)
@@ -363,16 +363,22 @@ class Lane:
         self.transactions += 1
         metrics.COMMIT_SECONDS.labels("worker").observe(time.monotonic() - now)
         metrics.TRANSACTIONS.labels("worker").inc()
-        self._retry_delay = 0.1
+        self._retry_at, self._retry_delay = 0.0, 0.1
         return True
 
-    def claim(self) -> bool:
+    def claim(self) -> None:
         """Commit the STARTED records of the runs just started with their offsets (and any
-        outcomes waiting), so that Kafka hands none of them out again; whether they are
-        committed. After a failed transaction, not before the lane's backoff."""
-        if time.monotonic() < self._retry_at:
-            return False
-        return self.commit(force=True) or not (self.pending or self.tracker.to_commit())
+        outcomes waiting), so that Kafka hands none of them out again. After a failed
+        transaction, not before the lane's backoff."""
+        if time.monotonic() >= self._retry_at:
+            self.commit(force=True)
+
+    def holds_pending(self, record: tuple[bytes, bytes]) -> bool:
+        """Whether ``record`` (this very entry) still waits for a transaction."""
+        return any(entry is record for entry in self.pending)
+
+    def drop_pending(self, record: tuple[bytes, bytes]) -> None:
+        self.pending = [entry for entry in self.pending if entry is not record]
 
     def _abort(self, exc: KafkaException) -> None:
         """Abort the transaction; the pending outcomes go in the next one. A producer that

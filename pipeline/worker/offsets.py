@@ -1,12 +1,12 @@
-"""Which input offsets a worker may commit when its jobs finish out of order.
+"""Which input offsets a worker may commit, records being done out of order.
 
-Kafka commits one offset per partition: "everything below this is done". A worker runs
-several records of a partition at once and they finish in any order, so the offset it
-commits is the lowest offset fetched but not yet finished (or one past the last fetched
-when nothing is pending). A record finished above that watermark has its outcome
-produced anyway; should the worker crash before the watermark passes it, the record
-runs again, and the status processor records the second outcome as a duplicate by
-execution id and epoch: the accepted at-least-once of executions.
+Kafka commits one offset per partition: "everything below this is done". A record is
+done here once it is started (claimed: its offset commits with its STARTED, before its
+handler runs) or settled without a run (skipped, refused, unreadable). Records wait in
+buffers by tier and turn, so they are done in any order, and the offset committed is the
+lowest offset fetched but not yet done (or one past the last fetched when nothing is
+pending). A record fetched but not done when the worker dies is fetched again by the
+partition's next owner; a started one never is (pipeline/worker/runtime.py).
 
 Assignments come and go with rebalances. Each assignment of a partition gets a new
 incarnation number, carried by every :class:`OffsetRef`, so a job that finishes after its
@@ -73,7 +73,8 @@ class OffsetTracker:
         return OffsetRef(topic, partition, offset, state.incarnation)
 
     def done(self, ref: OffsetRef) -> None:
-        """The record is finished; a ref from an earlier assignment is ignored."""
+        """The record is done (started, or settled); a ref from an earlier assignment is
+        ignored."""
         if self.current(ref):
             self._partitions[(ref.topic, ref.partition)].pending.discard(ref.offset)
 

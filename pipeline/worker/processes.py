@@ -158,7 +158,7 @@ class ProcessExecutor:
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop every child: idle ones are told to exit, busy ones are stopped as
-        :meth:`cancel` stops them (their runs, handed back, are not reported)."""
+        :meth:`cancel` stops them (their runs, given up, are not reported)."""
         with self._lock:
             if self._closing:
                 return

@@ -37,16 +37,18 @@ class Quarantine(Generic[T]):
 
     held: T | None = None
     """A suspect picked while other runs held slots: it starts once they have ended."""
-    alone: int | None = None
-    """The token of the suspect running alone; nothing starts beside it."""
+    alone: str | None = None
+    """The execution id of the suspect running alone; nothing starts beside it."""
 
-    def blocks(self, running: Mapping[int, object]) -> bool:
-        """Whether nothing may start now: a suspect runs, or one waits for the others."""
+    def blocks(self, running: Mapping[str, object]) -> bool:
+        """Whether nothing may start now: a suspect runs, or one waits for the others.
+        ``running``: the runs whose outcome is still to come, by execution id (a timed-out
+        sync handler that never returns does not hold the quarantine for ever)."""
         if self.alone is not None and self.alone not in running:
             self.alone = None
         return self.alone is not None or (self.held is not None and bool(running))
 
-    def take_held(self, running: Mapping[int, object]) -> T | None:
+    def take_held(self, running: Mapping[str, object]) -> T | None:
         """The suspect held back, once no run is left beside which it would start."""
         if self.held is None or running:
             return None

@@ -3,9 +3,10 @@
 One thread owns every Kafka client (confluent-kafka's consumer is not thread-safe) and
 loops: fetch into the tier buffers of each job type's :class:`Lane`; collect the runs
 that ended; time out the late ones; heartbeat the running ones; start buffered
-executions while there is capacity; commit each lane's outcomes with its offsets in one
-transaction once its commit is due (every ``commit_interval_s`` under load, at once for
-an outcome of a workflow's job: see pipeline/runtime/schedule.py); pause what is full.
+executions while there is capacity, claimed (their STARTED and offsets committed) before
+their handlers run; commit each lane's outcomes in a transaction once its commit is due
+(every ``commit_interval_s`` under load, with the next claim, at once for an outcome of a
+workflow's job: see pipeline/runtime/schedule.py); pause what is full.
 Handlers run on :class:`JobExecutor`'s threads and event loop and hand their ends back
 through a queue. Each iteration waits (at most ``poll_timeout_s``) only for what could let
 it do something: a run to end when every slot is taken, records to arrive when a slot is
@@ -34,8 +35,8 @@ free and nothing is buffered.
   only across a rebalance may two workers overlap.
 - Concurrency limits: a type with a fleet-wide limit starts a run only on a free slot of
   its record's partition index, and before its partitions are revoked the loop lets its
-  runs end and reports them with their offsets (:meth:`_await_runs`), so the next owner of
-  an index starts nothing while a run of it goes on here (docs/adr/0003).
+  runs end and reports them (:meth:`_await_runs`), so the next owner of an index starts
+  nothing while a run of it goes on here (docs/adr/0003).
 - Cancels (pipeline/worker/cancels.py, control.py): the loop follows jobs.control, read
   from its retention's start before the first run. A record of a cancelled job is not
   started but reported CANCELLED; a run of one is stopped (an async handler cancelled, a
@@ -217,12 +218,13 @@ class WorkerRuntime:
 
     def _await_runs(self, lane: Lane) -> None:
         """Before a limited lane's partitions are revoked: let its runs end and report
-        them (the lane commits their outcomes with their offsets next), at most
+        them (the lane commits their outcomes next, and claims what waits), at most
         ``revoke_timeout_s``. No record is fetched or started meanwhile; the other
         lanes' runs are collected too, every run keeps its heartbeats and the worker its
         own."""
         deadline = time.monotonic() + self.options.revoke_timeout_s
         while lane.slots.in_use and time.monotonic() < deadline:
+            self._launch_claimed()
             self._collect(wait_s=self.options.poll_timeout_s)
             now = time.monotonic()
             self._time_out(now)
@@ -246,9 +248,10 @@ class WorkerRuntime:
             WORKER_STOPPED, f"the worker stopped before the run ended (drain of "
             f"{self.options.drain_timeout_s:g} s)", None, True)  # fmt: skip
         for job in given_up:
-            self._queue_outcome(job.lane, outcomes.failed(
-                job.execution, error, worker_id=self.options.worker_id, now_ms=now_ms()),
-                job.execution)  # fmt: skip
+            event = (self._cancelled(job.execution, job.cancel) if job.cancel is not None else
+                     outcomes.failed(job.execution, error, worker_id=self.options.worker_id,
+                                     now_ms=now_ms()))  # fmt: skip
+            self._queue_outcome(job.lane, event, job.execution)
         for lane in self.lanes:
             lane.commit(force=True)
             lane.close()
@@ -291,7 +294,7 @@ class WorkerRuntime:
         ready = any(lane.has_buffered for lane in self.lanes)
         for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
         full = len(self.inflight.slots) >= self.options.concurrency
-        if not fetching or for_slot or full or self.quarantine.blocks(self.inflight.slots):
+        if not fetching or for_slot or full or self.quarantine.blocks(self.inflight.active):
             self._collect(wait_s=wait)
             wait = 0
         elif not self._finished.empty() or ready:
@@ -334,8 +337,11 @@ class WorkerRuntime:
             if run is None or now >= job.deadline + self.options.async_grace_s:
                 if isinstance(self.executor, ProcessExecutor):
                     self.executor.kill(job.token)
-                self._report(job, outcomes.timed_out(job.execution, job.timeout_s,
-                             worker_id=self.options.worker_id, now_ms=now_ms()))  # fmt: skip
+                self._report(job, self._cancelled(job.execution, job.cancel)
+                             if job.cancel is not None else
+                             outcomes.timed_out(job.execution, job.timeout_s,
+                                                worker_id=self.options.worker_id,
+                                                now_ms=now_ms()))  # fmt: skip
 
     def _beat_jobs(self, now: float) -> None:
         worker = self.options.worker_id
@@ -372,8 +378,9 @@ class WorkerRuntime:
     def _dispatch(self) -> None:
         """Start what fits: each start's STARTED joins its lane's next transaction, which
         :meth:`_launch_claimed` commits before the handlers run."""
-        running = self.inflight.slots
-        while len(running) < self.options.concurrency and not self.quarantine.blocks(running):
+        running = self.inflight.active
+        while (len(self.inflight.slots) < self.options.concurrency
+               and not self.quarantine.blocks(running)):  # fmt: skip
             picked = self.quarantine.take_held(running) or self._next_record()
             if picked is None:
                 break
@@ -388,26 +395,26 @@ class WorkerRuntime:
             if launch is not None:
                 self._unclaimed.append(launch)
                 if suspect:
-                    self.quarantine.alone = launch[0].token
+                    self.quarantine.alone = launch[0].execution_id
 
     def _launch_claimed(self) -> None:
         """Claim the runs started (their STARTED and offsets in one transaction per lane),
-        then run their handlers. The runs of a lane whose claim failed wait for the next
-        try; one whose partition was revoked meanwhile is dropped with its STARTED, since
-        the partition's next owner runs its record."""
+        then run the handlers of those whose STARTED has left with a committed transaction
+        (this one, or a revocation's). A run whose STARTED is still waiting waits with it,
+        for the lane's next try; unless its partition was revoked or lost meanwhile: then
+        it is dropped with its STARTED, and the partition's next owner runs its record."""
         if not self._unclaimed:
             return
-        lanes = dict.fromkeys(job.lane for job, _ in self._unclaimed)
-        claimed = {lane for lane in lanes if lane.claim()}
+        for lane in dict.fromkeys(job.lane for job, _ in self._unclaimed):
+            lane.claim()
         waiting, now = [], time.monotonic()
         for job, ctx in self._unclaimed:
-            if job.lane not in claimed:
+            if job.lane.holds_pending(job.started):
                 if job.lane.holds(job.ref):
                     waiting.append((job, ctx))
                 else:
-                    job.lane.pending.remove(job.started)
-                    self.inflight.reported(job)
-                    self.inflight.release(job.token)
+                    job.lane.drop_pending(job.started)
+                    self._forget(job)
                 continue
             if job.cancel is not None:  # cancelled while its claim waited: never launched
                 if not job.reported:
@@ -417,6 +424,12 @@ class WorkerRuntime:
             job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
             job.async_run = self.executor.submit(job.token, job.handler, ctx)
         self._unclaimed = waiting
+
+    def _forget(self, job: RunningJob) -> None:
+        """A run never launched, whose record is someone else's now: no outcome."""
+        if not job.reported:
+            self.inflight.reported(job)
+        self.inflight.release(job.token)
 
     def _next_record(self) -> tuple[Lane, Record] | None:
         """Lanes take turns, so one busy job type cannot hold every slot forever."""
@@ -436,6 +449,8 @@ class WorkerRuntime:
         running = self.inflight.active.get(execution_id)
         if running is not None:
             self.stats.redelivered += 1
+            if running.lane is lane and not lane.holds(running.ref):
+                running.ref = record.ref  # its claim waits: it goes with this assignment's
             lane.tracker.done(record.ref)
             return None
         if self.inflight.answered(execution_id):

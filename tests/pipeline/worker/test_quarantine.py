@@ -23,18 +23,18 @@ def test_a_run_is_a_suspect_when_its_last_attempt_lost_its_process() -> None:
 
 def test_a_held_suspect_waits_for_the_others_and_then_runs_alone() -> None:
     quarantine: Quarantine[str] = Quarantine()
-    running = {1: "a", 2: "b"}
+    running = {"e1": "a", "e2": "b"}
     assert not quarantine.blocks(running)
     quarantine.hold("suspect")
     assert quarantine.blocks(running), "nothing starts while it waits for the others"
     assert quarantine.take_held(running) is None
-    del running[1]
+    del running["e1"]
     assert quarantine.take_held(running) is None, "one run is still beside it"
-    del running[2]
+    del running["e2"]
     assert not quarantine.blocks(running)
     assert quarantine.take_held(running) == "suspect"
-    quarantine.alone = 3
-    running[3] = "suspect"
+    quarantine.alone = "e3"
+    running["e3"] = "suspect"
     assert quarantine.blocks(running), "nothing starts beside the suspect"
-    del running[3]
+    del running["e3"]
     assert not quarantine.blocks(running) and quarantine.alone is None
