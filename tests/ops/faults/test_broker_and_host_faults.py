@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 
 from ops.faults.scenarios import SCENARIOS
-from tests.ops.faults.scenario_check import OTHER_FAULTS, PROCESS_FAULTS, assert_scenario_holds
+from tests.ops.faults.scenario_check import (
+    OTHER_FAULTS,
+    POISON_FAULTS,
+    PROCESS_FAULTS,
+    assert_scenario_holds,
+)
 
 
-def test_the_two_modules_run_every_scenario_once() -> None:
-    assert sorted(PROCESS_FAULTS + OTHER_FAULTS) == sorted(SCENARIOS)
+def test_the_three_modules_run_every_scenario_once() -> None:
+    assert sorted(PROCESS_FAULTS + POISON_FAULTS + OTHER_FAULTS) == sorted(SCENARIOS)
 
 
 @pytest.mark.timeout(300)
