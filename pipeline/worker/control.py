@@ -74,18 +74,17 @@ class ControlReader:
 
     def _offsets_for_times(self, since: list[TopicPartition]) -> list[TopicPartition]:
         """The offsets at the instants ``since``, asked again while the broker answers with
-        a retriable error (a leader not yet elected on a new topic, a leader moving), for
-        at most METADATA_TIMEOUT_S in all."""
+        an error (a leader not yet elected on a new topic, a leader moving: librdkafka does
+        not mark those retriable here), for at most METADATA_TIMEOUT_S in all; then the
+        last error is raised."""
         deadline = time.monotonic() + METADATA_TIMEOUT_S
         while True:
             try:
                 return list(self._consumer.offsets_for_times(since, timeout=METADATA_TIMEOUT_S))
             except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                retriable = isinstance(error, KafkaError) and error.retriable()
-                if not retriable or time.monotonic() >= deadline:
+                if time.monotonic() >= deadline:
                     raise
-                log.info("jobs.control offsets not found yet, asking again: %s", error)
+                log.info("jobs.control offsets not found yet, asking again: %s", exc)
                 time.sleep(0.2)
 
     def _catch_up(self, pending: set[int]) -> list[CancelRequest]:
