@@ -20,9 +20,9 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
-from tests.support.reader import TopicReader
 from tests.support.stack import module_topics, running_stack
 from tests.support.waiting import wait_for
+from tests.test_end_to_end import events_of
 
 APP = "tests.support.isolation_app"
 OWNER = "isolation"
@@ -91,7 +91,7 @@ def test_a_handler_that_kills_its_process_dead_letters_alone(
     assert crashed.last_error.error_type == "WorkerCrashed"
     assert crashed.last_error.message.endswith("was killed by signal SIGKILL")
     failures = [(e["attempt"], e["error"]["error_type"], e["error"]["retryable"])
-                for e in _events(settings, ids["crashes"]) if e["kind"] == "FAILED"]  # fmt: skip
+                for e in events_of(settings, ids["crashes"]) if e["kind"] == "FAILED"]  # fmt: skip
     assert failures == [(1, "WorkerCrashed", True), (2, "WorkerCrashed", True)]
     with DlqReader(settings) as reader:
         dead = {r.job_id: r for r in reader.read(DlqFilter(owner=OWNER))}
@@ -102,14 +102,6 @@ def test_a_handler_that_kills_its_process_dead_letters_alone(
     pids = {orjson.loads(done[f"ordinary {i}"].result or "{}")["pid"] for i in range(6)}
     assert process.pid not in pids, "handlers ran in children, not in the worker"
     assert process.poll() is None and stack.healthy(WORKER), "the worker stayed up"
-
-
-def _events(settings: Settings, job_id: str) -> list[dict[str, Any]]:
-    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
-    try:
-        return [r for r in reader.catch_up() if r["job_id"] == job_id]
-    finally:
-        reader.close()
 
 
 def test_a_running_job_cancelled_has_its_child_terminated_and_the_slot_back(
