@@ -175,7 +175,9 @@ def read_settings(kind: type[SettingsT], **overrides: object) -> SettingsT:
         problems = "; ".join(
             f"{ENV_PREFIX}{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
         )
-        raise ConfigurationError(f"invalid setting: {problems}") from exc
+        # Not chained: pydantic's own error quotes the input, and a value may be a secret
+        # (a token pasted where its digest belongs) that a traceback would then print.
+        raise ConfigurationError(f"invalid setting: {problems}") from None
     except SettingsError as exc:  # a value that is not valid JSON for a structured field
         field = str(exc).split('"')[1] if '"' in str(exc) else "?"
         raise ConfigurationError(

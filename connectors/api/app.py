@@ -2,7 +2,8 @@
 
 ``/healthz``, ``/openapi.json``, ``/docs`` and the dashboard's page and assets (``/``,
 ``/static``) need no token; everything under ``/api/v1`` needs a bearer token
-(connectors/api/auth.py), the dashboard's calls included.
+(connectors/api/auth.py), the dashboard's calls included. Every response carries the
+origin's security headers (connectors/api/headers.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import commands, errors, jobs, live, operations, workflows
+from connectors.api import commands, docs, errors, jobs, live, operations, workflows
+from connectors.api.headers import SecurityHeaders
 from connectors.api.services import Services
 from connectors.dashboard import mount as mount_dashboard
 
@@ -35,6 +37,8 @@ def create_app(svc: Services | None) -> FastAPI:
         title="jobstream",
         version="1",
         description="Submit, query and steer jobs of a jobstream scheduler.",
+        docs_url=None,  # connectors/api/docs.py serves it from this origin
+        redoc_url=None,
     )
     app.state.services = svc
     errors.install(app)
@@ -44,6 +48,7 @@ def create_app(svc: Services | None) -> FastAPI:
     app.include_router(operations.router)
     app.include_router(live.router)
     mount_dashboard(app)
+    docs.mount(app)
 
     @app.get("/healthz", tags=["health"])
     def healthz(request: Request) -> JSONResponse:
@@ -60,8 +65,14 @@ def create_app(svc: Services | None) -> FastAPI:
         }  # fmt: skip
         return JSONResponse(body, status_code=200 if problem is None else 503)
 
-    if svc is None:
-        return app
+    if svc is not None:
+        _serve(app, svc)
+    app.add_middleware(SecurityHeaders)  # added last: outermost, so 413s carry them too
+    return app
+
+
+def _serve(app: FastAPI, svc: Services) -> None:
+    """What only a serving app has: body limits and the access log."""
     app.add_middleware(
         errors.BodyLimit,
         default=svc.api.api_max_body_bytes,
@@ -77,5 +88,3 @@ def create_app(svc: Services | None) -> FastAPI:
             "ms": round((time.perf_counter() - started) * 1000, 2),
         })  # fmt: skip
         return response
-
-    return app

@@ -79,6 +79,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _unparsed(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
+        if first.get("type") == "json_invalid":  # its location is a character offset
+            where = first.get("loc", ())[-1]
+            reason = (first.get("ctx") or {}).get("error", "malformed")
+            return problem(422, f"body: not valid JSON ({reason} at character {where})", "body")
         field = field_path(first.get("loc", ()), job_body=request.url.path in JOB_BODIES)
         return problem(422, f"{field}: {first.get('msg', 'invalid')}", field)
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from pipeline.dlq.reader import DlqFilter
+from pipeline.jobs import rules
 from pipeline.serde import Cancellation, LastError
 
 
@@ -43,8 +44,15 @@ class JobIn(BaseModel):
     idempotency_key: str | None = Field(
         None, description="Same owner and key, same job; the Idempotency-Key header also sets it."
     )
-    workflow_id: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
+    workflow_id: str | None = Field(
+        None, description="Words of A-Z, a-z, 0-9, _ and - joined by dots, at most "
+        f"{rules.MAX_WORKFLOW_ID_CHARS} characters."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description=f"At most {rules.MAX_LABELS}; a name (no '=') of at "
+        f"most {rules.MAX_LABEL_NAME_CHARS} characters, a value of at most "
+        f"{rules.MAX_LABEL_VALUE_CHARS}; no control characters."
+    )
 
 
 class BatchIn(BaseModel):

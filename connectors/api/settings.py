@@ -57,7 +57,9 @@ class ApiSettings(BaseSettings):
     def _check_hashes(cls, value: dict[str, str]) -> dict[str, str]:
         for digest, owner in value.items():
             if not _SHA256_HEX.fullmatch(digest):
-                raise ValueError(f"keys are SHA-256 hex digests of tokens, not {digest[:8]}...")
+                # Nothing of the key is shown: it may be a token pasted by mistake.
+                raise ValueError("keys are SHA-256 hex digests of tokens (jobstream "
+                                 "token-hash prints one), not tokens")  # fmt: skip
             if not owner.strip():
                 raise ValueError("an owner is not blank")
         return value

@@ -194,8 +194,9 @@ class JobRequest(_Model):
     """Makes the job id deterministic, see :func:`pipeline.jobs.keys.idempotent_job_id`."""
     workflow_id: Annotated[str, AfterValidator(rules.workflow_id)] | None = None
     """The DAG this job belongs to; the partition key when set."""
-    labels: dict[str, str] = Field(default_factory=dict)
-    """Free-form labels."""
+    labels: Annotated[dict[str, str], AfterValidator(rules.labels)] = Field(default_factory=dict)
+    """Free-form ``name: value`` labels, searchable as ``label=name=value``; at most
+    ``rules.MAX_LABELS``, a name without ``=``."""
     pool: Annotated[str, AfterValidator(rules.pool)] | None = None
     """The worker pool the job must run in (e.g. ``gpu``); None: any worker of the type."""
 

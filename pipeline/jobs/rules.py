@@ -10,6 +10,7 @@ caller meets.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -31,6 +32,11 @@ MAX_PARAMS_BYTES = 1_000_000
 """Parameters as compact UTF-8 JSON; the topics accept 2 MiB records, envelope included."""
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 MAX_WORKFLOW_ID_CHARS = 200
+"""A workflow id is a path segment of the API (/api/v1/workflows/{id}) and a partition key."""
+MAX_LABELS = 32
+"""Labels of one job; each is a key of the views' label index."""
+MAX_LABEL_NAME_CHARS = 100
+MAX_LABEL_VALUE_CHARS = 500
 MAX_REASON_CHARS = 1000
 INT_MAX = 2**31 - 1
 """Avro ``int``: fastavro does not range-check, so the models do."""
@@ -44,6 +50,10 @@ PARENT_FAILURE_POLICIES = ("CANCEL", "RUN")
 
 _JOB_TYPE = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 _POOL = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_WORKFLOW_ID = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+"""The job type's grammar widened to upper case (derived ids are ULIDs and base32 digests)
+and ``-`` (``payroll-2026``): nothing that a URL path, a terminal or a NUL-joined key would
+read otherwise."""
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
@@ -81,7 +91,7 @@ def owner(value: str) -> str:
     _text(value, MAX_OWNER_CHARS)
     if not value.strip():
         raise ValueError("must not be blank")
-    if any(ord(char) < 32 or ord(char) == 127 for char in value):
+    if _has_control(value):
         raise ValueError("must not contain control characters")
     return value
 
@@ -101,7 +111,31 @@ def idempotency_key(value: str) -> str:
 
 
 def workflow_id(value: str) -> str:
-    return _text(value, MAX_WORKFLOW_ID_CHARS)
+    return _name(value, MAX_WORKFLOW_ID_CHARS, _WORKFLOW_ID,
+                 "words of A-Z, a-z, 0-9, _ and - joined by dots, e.g. 'payroll-2026'")  # fmt: skip
+
+
+def labels(value: Mapping[str, str]) -> dict[str, str]:
+    """At most MAX_LABELS; a name has no ``=`` (a query's ``label=name=value`` splits at its
+    first ``=``), neither holds a control character, both are bounded."""
+    if len(value) > MAX_LABELS:
+        raise ValueError(f"are {len(value)} labels, more than {MAX_LABELS}")
+    for name, text in value.items():
+        _text(name, MAX_LABEL_NAME_CHARS)
+        if "=" in name:
+            raise ValueError(f"name {name!r} must not contain '='")
+        if not isinstance(text, str):
+            raise ValueError(f"{name}: must be a string")
+        if len(text) > MAX_LABEL_VALUE_CHARS:
+            raise ValueError(f"{name}: is {len(text)} characters, more than "
+                             f"{MAX_LABEL_VALUE_CHARS}")  # fmt: skip
+        if _has_control(name + text):
+            raise ValueError(f"{name!r}: must not contain control characters")
+    return dict(value)
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(char) < 32 or ord(char) == 127 for char in text)
 
 
 def reason(value: str) -> str:
@@ -152,13 +186,32 @@ def params(value: object) -> dict[str, Any]:
 
 
 def encode_params(value: Mapping[str, Any]) -> str:
-    """Compact JSON text of ``value``; ValueError when it cannot be encoded or is too big."""
+    """Compact JSON text of ``value``; ValueError when it cannot be encoded or is too big.
+
+    NaN and the infinities are refused: JSON has no such numbers, and orjson writes them as
+    null, storing a value the caller never sent. Only text with a null is walked for them.
+    """
     try:
         text = orjson.dumps(value)
     except orjson.JSONEncodeError as exc:
         raise ValueError(f"is not JSON-encodable: {exc}") from None
+    if b"null" in text:
+        _check_finite(value)
     _check_size(len(text))
     return text.decode()
+
+
+def _check_finite(value: object) -> None:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"holds {item}, which JSON cannot carry")
+        elif isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
 
 
 def _check_size(size: int) -> None:

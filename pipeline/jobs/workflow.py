@@ -125,6 +125,8 @@ def _step_record(step: Mapping[str, Any], owner: str, workflow_id: str,
         raise ValidationError("depends_on", "must be a list of step names")
     fields = {key: value for key, value in step.items() if key not in _STEP_FIELDS}
     request = JobRequest(**fields, owner=owner, workflow_id=workflow_id)
+    # The step's own label is added as it expands: the limit counts it here already.
+    rules.field_check("spec.labels", rules.labels, {**request.labels, STEP_LABEL: name})
     spec = request.to_event(now_ms).data["spec"]
     return {"name": name, "depends_on": list(parents), "spec": spec}
 

@@ -2,10 +2,11 @@
 // commands it takes (none once it has ended; pause and resume for a recurring job only;
 // trigger while it can run now, as POST .../trigger allows). Cancel takes an optional
 // reason and stops a queued or running job too; a job of a workflow also offers to
-// cancel the whole workflow. A cancelled job shows who cancelled it and why.
+// cancel the whole workflow. A cancel cannot be undone, so it is sent only once confirmed
+// in the bar it opens. A cancelled job shows who cancelled it and why.
 
 import { get, post } from "./api.js";
-import { duration, h, poolWait, state, table, time } from "./dom.js";
+import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
 import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
@@ -80,19 +81,35 @@ export function render(root, { id }) {
     "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel`,
   };
   const labels = { "cancel-workflow": "Cancel workflow" };
+  const questions = {
+    cancel: "Cancel this job? A running attempt is stopped; this cannot be undone.",
+    "cancel-workflow": "Cancel every job of this workflow that has not ended? This cannot be undone.",
+  };
+  const send = async (name, button) => {
+    button.disabled = true;
+    try {
+      const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
+      await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
+      message.textContent = `${labels[name] ?? name} sent`;
+    } catch (error) {
+      message.textContent = error.message;
+    } finally {
+      button.disabled = false;
+    }
+  };
+  const confirmBar = h("div", { class: "confirm", id: "confirm", role: "alertdialog", hidden: true });
+  const ask = (name, button) => {
+    const close = () => { confirmBar.hidden = true; confirmBar.replaceChildren(); };
+    fill(confirmBar, h("span", {}, questions[name]),
+      h("button", { type: "button", class: "danger", "data-confirm": name,
+        onclick: () => { close(); send(name, button); } }, "Yes, cancel"),
+      h("button", { type: "button", class: "secondary", "data-dismiss": name, onclick: close }, "No, keep it"));
+    confirmBar.hidden = false;
+  };
   const command = (name) => h("button", { type: "button", class: name.startsWith("cancel") ? "danger" : "secondary",
-    "data-command": name, onclick: async (event) => {
-      event.target.disabled = true;
-      try {
-        const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
-        await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
-        message.textContent = `${labels[name] ?? name} sent`;
-      } catch (error) {
-        message.textContent = error.message;
-      } finally {
-        event.target.disabled = false;
-      }
-    } }, labels[name] ?? name[0].toUpperCase() + name.slice(1));
+    "data-command": name,
+    onclick: (event) => (questions[name] ? ask(name, event.target) : send(name, event.target)) },
+  labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
   let workflowId = null, loads = 0;
   const load = async () => {
@@ -116,6 +133,7 @@ export function render(root, { id }) {
         reason, command("cancel"), job.workflow_id ? command("cancel-workflow") : null,
         triggerable(job) ? command("trigger") : null,
         job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
+      ENDED.has(job.state) ? null : confirmBar,
       ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),
       runs.length ? history : h("p", { class: "message" }, "No attempt yet."));

@@ -56,6 +56,36 @@ def test_bad_fields_are_422_naming_the_field(acme: httpx.Client) -> None:
     assert not_json.status_code == 422
 
 
+def test_the_small_refusals_name_their_field(acme: httpx.Client) -> None:
+    as_json = {"content-type": "application/json"}
+    for number in ("NaN", "Infinity", "-Infinity"):
+        body = f'{{"job_type": "data.process", "params": {{"x": [1, {number}]}}}}'
+        reply = acme.post("/api/v1/jobs", content=body.encode(), headers=as_json)
+        assert (reply.status_code, reply.json()["field"]) == (422, "spec.params"), reply.text
+    malformed = acme.post("/api/v1/jobs", content=b'{"job_type": }', headers=as_json)
+    assert (malformed.status_code, malformed.json()["field"]) == (422, "body"), malformed.text
+    assert "character 13" in malformed.json()["detail"]
+    cases = [
+        ({"labels": {"a=b": "c"}}, "spec.labels"),
+        ({"labels": {f"l{i}": "v" for i in range(33)}}, "spec.labels"),
+        ({"labels": {"team": "v" * 501}}, "spec.labels"),
+        ({"workflow_id": "a/b"}, "workflow_id"),
+        ({"workflow_id": "wf\x00"}, "workflow_id"),
+        ({"workflow_id": "wf\n1"}, "workflow_id"),
+    ]
+    for body, field in cases:
+        reply = submit(acme, **body)
+        assert (reply.status_code, reply.json()["field"]) == (422, field), (body, reply.text)
+    steps = [{"name": "a", "job_type": "data.process"}]
+    reply = acme.post("/api/v1/workflows", json={"steps": steps, "workflow_id": "x/y"})
+    assert (reply.status_code, reply.json()["field"]) == (422, "workflow_id"), reply.text
+    kept = submit(acme, workflow_id="payroll-2026", labels={"team": "a=b"})
+    assert kept.status_code == 201, kept.text
+    wait_for(lambda: visible(acme, kept.json()["job_id"], label="team=a=b"),
+             what="the job found by a label whose value holds '='")  # fmt: skip
+    assert acme.get("/api/v1/workflows/payroll-2026").status_code == 200
+
+
 def test_a_body_over_the_limit_is_413(acme: httpx.Client, server: ApiServer) -> None:
     limit = server.api.api_max_body_bytes
     reply = submit(acme, params={"blob": "x" * (limit + 10)})

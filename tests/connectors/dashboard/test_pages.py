@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium, over the real API, pipeline and broker:
 the overview's counts against the API while jobs run, a job's attempts, a redrive from
-the dead-letter page, and a refused token. Screenshots go to each test's tmp_path."""
+the dead-letter page, a cancel confirmed, a refused token, and every page and /docs loaded
+from this origin only. Screenshots go to each test's tmp_path."""
 
 from __future__ import annotations
 
@@ -163,10 +164,19 @@ def open_job_for_2030(page: Page, admin: httpx.Client) -> str:
 
 def test_cancel_a_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
                                               tmp_path: Path) -> None:  # fmt: skip
-    open_job_for_2030(page, admin)
+    job_id = open_job_for_2030(page, admin)
     expect(page.locator("#job-fields")).to_contain_text("at 2030-01-01 00:00:00.000")
     expect(page.locator("[data-command=pause]")).to_have_count(0)  # a one-off job
+    page.click("[data-command=cancel]")  # asks first; "No" sends nothing
+    expect(page.locator("#confirm")).to_contain_text("Cancel this job?")
+    shot(page, tmp_path, "cancel-confirm")
+    page.click("[data-dismiss=cancel]")
+    expect(page.locator("#confirm")).to_be_hidden()
+    expect(page.locator("#command-message")).to_have_text("")
+    assert state_of(admin, job_id) == "SCHEDULED"
     page.click("[data-command=cancel]")
+    page.click("[data-confirm=cancel]")
+    expect(page.locator("#command-message")).to_have_text("cancel sent")
     expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=30_000)
     expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
     shot(page, tmp_path, "cancelled")
@@ -183,6 +193,7 @@ def test_cancel_a_running_job_from_its_page_with_a_reason(page: Page, admin: htt
     page.fill("#cancel-reason", "wrong input file")
     shot(page, tmp_path, "running-before-cancel")
     page.click("[data-command=cancel]")
+    page.click("[data-confirm=cancel]")
     expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=10_000)
     expect(page.locator("#cancellation")).to_contain_text("by api:acme: wrong input file")
     expect(page.locator("#cancellation")).to_contain_text("run stopped on")
@@ -289,3 +300,39 @@ def test_a_job_no_worker_of_its_pool_serves_shows_it_waits(
     page.goto(f"/#/jobs/{plain}")
     expect(fields).to_contain_text(plain)
     expect(fields.locator("dt").get_by_text("pool", exact=True)).to_have_count(0)
+
+
+PAGES = ("overview", "jobs", "dlq", "workers")
+
+
+def test_the_pages_and_the_docs_load_nothing_from_elsewhere(
+        page: Page, api: ApiServer, admin: httpx.Client, tmp_path: Path) -> None:  # fmt: skip
+    job_id = submit(admin, batch="origin")
+    requested: list[str] = []
+    console: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    # Chromium reports a refusal in the console too; the event also names the directive.
+    page.add_init_script("document.addEventListener('securitypolicyviolation', (e) => "
+                         "console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`))")
+    log_in(page, ADMIN)
+    expect(page.locator("#who")).to_have_text("admin")
+    # The live stream stays open, so a dashboard page is never network-idle: each is
+    # waited for by what it draws.
+    for name in PAGES:
+        page.goto(f"/#/{name}")
+        expect(page.locator(f"#view [data-page={name}] > *").first).to_be_visible()
+    page.goto(f"/#/jobs/{job_id}")
+    expect(page.locator("#job-fields")).to_contain_text(job_id)
+    page.goto("/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("jobstream")
+    expect(page.locator(".opblock").first).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    shot(page, tmp_path, "docs")
+    elsewhere = [url for url in requested
+                 if not url.startswith(f"{api.url}/") and not url.startswith("data:")]
+    assert elsewhere == [], elsewhere
+    assert any(url.startswith(f"{api.url}/docs/assets/") for url in requested)
+    refused = [line for line in console if "Content Security Policy" in line
+               or "CSP violation" in line or "Refused to" in line]  # fmt: skip
+    assert refused == [], refused

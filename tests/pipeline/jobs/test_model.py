@@ -6,12 +6,18 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from pipeline.errors import ValidationError
 from pipeline.jobs.keys import idempotent_job_id
 from pipeline.jobs.model import JobRequest, RetryPolicy, validate_submitted
-from pipeline.jobs.rules import MAX_PARAMS_BYTES
+from pipeline.jobs.rules import (
+    MAX_LABEL_NAME_CHARS,
+    MAX_LABEL_VALUE_CHARS,
+    MAX_LABELS,
+    MAX_PARAMS_BYTES,
+)
 from pipeline.scheduling import job_id_time_ms
 from pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
@@ -83,7 +89,21 @@ def params_of_size(size: int) -> dict[str, str]:
         ({"idempotency_key": ""}, "idempotency_key"),
         ({"idempotency_key": "k" * 201}, "idempotency_key"),
         ({"workflow_id": ""}, "workflow_id"),
+        ({"workflow_id": "a/b"}, "workflow_id"),
+        ({"workflow_id": "wf\x00"}, "workflow_id"),
+        ({"workflow_id": "wf\n1"}, "workflow_id"),
+        ({"workflow_id": "wf 1"}, "workflow_id"),
+        ({"workflow_id": "wf..1"}, "workflow_id"),
         ({"labels": {"team": 7}}, "spec.labels.team"),
+        ({"labels": {"a=b": "c"}}, "spec.labels"),
+        ({"labels": {"": "c"}}, "spec.labels"),
+        ({"labels": {"team": "red\x00"}}, "spec.labels"),
+        ({"labels": {f"l{i}": "v" for i in range(MAX_LABELS + 1)}}, "spec.labels"),
+        ({"labels": {"n" * (MAX_LABEL_NAME_CHARS + 1): "v"}}, "spec.labels"),
+        ({"labels": {"team": "v" * (MAX_LABEL_VALUE_CHARS + 1)}}, "spec.labels"),
+        ({"params": {"x": float("nan")}}, "spec.params"),
+        ({"params": {"x": [1.0, {"y": float("inf")}]}}, "spec.params"),
+        ({"params": {"x": -float("inf")}}, "spec.params"),
         ({"colour": "blue"}, "colour"),
     ],
 )
@@ -347,3 +367,16 @@ def test_validate_submitted_allows_some_client_clock_skew() -> None:
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS - 3_600_000)
     assert refused.value.field == "submitted_at_ms"
+
+
+def test_limits_at_their_bound_and_workflow_ids_of_every_kind_are_accepted() -> None:
+    labels = {f"{'n' * (MAX_LABEL_NAME_CHARS - 3)}{i:03}": "v=w" * (MAX_LABEL_VALUE_CHARS // 3)
+              for i in range(MAX_LABELS)}  # fmt: skip
+    JobRequest(**BASE, labels=labels).to_event(NOW_MS)
+    for workflow_id in ("wf-1", "payroll-2026", "sales.q3_v2", "01JD3W6Q8Z5X7M2K4N9P0R1S2T"):
+        assert JobRequest(**BASE, workflow_id=workflow_id).workflow_id == workflow_id
+
+
+def test_finite_params_are_kept_as_sent() -> None:
+    event = JobRequest(**BASE, params={"x": 1.5, "y": [0.0, -2e300]}).to_event(NOW_MS)
+    assert orjson.loads(event.data["spec"]["params"]) == {"x": 1.5, "y": [0.0, -2e300]}
