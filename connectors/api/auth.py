@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -21,9 +21,14 @@ class Principal:
     owner: str | None
     """The owner an owner token acts for; None for an admin."""
     admin: bool = False
+    token: str = field(default="", compare=False)
+    """Which token it is (a prefix of its digest): what per-token quotas count by."""
 
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.owner
+
+
+TOKEN_ID_CHARS = 16
 
 
 def hash_token(token: str) -> str:
@@ -33,8 +38,10 @@ def hash_token(token: str) -> str:
 
 class TokenTable:
     def __init__(self, owners: Mapping[str, str], admins: Iterable[str]) -> None:
-        self._entries = [(digest, Principal(owner)) for digest, owner in owners.items()]
-        self._entries += [(digest, Principal(None, admin=True)) for digest in admins]
+        self._entries = [(digest, Principal(owner, token=digest[:TOKEN_ID_CHARS]))
+                         for digest, owner in owners.items()]  # fmt: skip
+        self._entries += [(digest, Principal(None, admin=True, token=digest[:TOKEN_ID_CHARS]))
+                          for digest in admins]  # fmt: skip
 
     def __len__(self) -> int:
         return len(self._entries)

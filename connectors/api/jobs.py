@@ -33,7 +33,7 @@ from pipeline.lifecycle import JobState
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
+    code: {"model": Problem} for code in (401, 404, 409, 413, 422, 429, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
 JOB_FIELDS = frozenset(JobIn.model_fields)
@@ -80,7 +80,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
         if known is not None:
             response.status_code = 200
             return Accepted(job_id=job_id, state=known["state"], created=False)
-    await svc.send([event])
+    await svc.send([event], who)
     svc.accept(event.data)
     return Accepted(job_id=job_id, state=SUBMITTED, created=True)
 
@@ -101,7 +101,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
             events.append(request.to_event(now))
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
-    await svc.send(events)
+    await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)
     return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
