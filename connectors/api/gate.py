@@ -34,12 +34,12 @@ from typing import Any
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
 from connectors.views import ViewStore, counts, keys
+from pipeline.jobs.workflow import step_ids
 from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.limits.bucket import TokenBucket
 from pipeline.quotas.model import Quota, first_new_type_over
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.serde import Event
-from pipeline.workflows.ids import step_job_id
 
 RECENT_JOBS_S = 60.0
 RECENT_TYPES_S = 600.0
@@ -64,11 +64,10 @@ def submissions_of(events: Iterable[Event], *, batch: bool = False) -> Iterator[
             where = f"jobs[{i}].spec.job_type" if batch else "spec.job_type"
             yield Submission(spec["owner"], spec["job_type"], where, event.data["job_id"])
         elif event.name == "WorkflowSubmitted":
-            workflow_id = event.data["workflow_id"]
+            ids = step_ids(event)
             for j, step in enumerate(event.data["steps"]):
                 yield Submission(event.data["owner"], step["spec"]["job_type"],
-                                 f"steps.{j}.spec.job_type",
-                                 step_job_id(workflow_id, step["name"]))  # fmt: skip
+                                 f"steps.{j}.spec.job_type", ids[step["name"]])  # fmt: skip
 
 
 def refused(quota: str, detail: str, field: str | None = None,
