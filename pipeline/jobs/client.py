@@ -144,10 +144,10 @@ class JobClient:
         return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
                                    step_ids(e)) for e in events]  # fmt: skip
 
-    def cancel_workflow(self, workflow_id: str, *, reason: str | None = None,
+    def cancel_workflow(self, owner: str, workflow_id: str, *, reason: str | None = None,
                         requested_by: str | None = None) -> None:  # fmt: skip
-        """Cancel every job of a workflow that has not ended, running ones too."""
-        self._send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(),
+        """Cancel every job of ``owner``'s workflow that has not ended, running ones too."""
+        self._send([commands.cancel_workflow_event(owner, workflow_id, reason, now_ms=now_ms(),
                                                    requested_by=requested_by)])  # fmt: skip
 
     def cancel(self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None,

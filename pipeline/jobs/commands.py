@@ -146,12 +146,12 @@ def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
     return event
 
 
-def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms: int,
-                          requested_by: str | None = None) -> Event:  # fmt: skip
-    """WorkflowCancelled: cancel every job of the workflow that has not ended yet, running
-    ones too."""
-    record = {"workflow_id": workflow_id, "requested_at_ms": now_ms, "reason": reason,
-              "requested_by": requested_by}  # fmt: skip
+def cancel_workflow_event(owner: str, workflow_id: str, reason: str | None = None, *,
+                          now_ms: int, requested_by: str | None = None) -> Event:  # fmt: skip
+    """WorkflowCancelled: cancel every job of ``owner``'s workflow that has not ended yet,
+    running ones too."""
+    record = {"workflow_id": workflow_id, "owner": owner, "requested_at_ms": now_ms,
+              "reason": reason, "requested_by": requested_by}  # fmt: skip
     event = Event("WorkflowCancelled", record)
     validate_command(event, now_ms=now_ms)
     return event
@@ -166,6 +166,7 @@ def validate_command(event: Event, *, now_ms: int) -> None:
     record = event.data
     if event.name == "WorkflowCancelled":
         rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
+        rules.field_check("owner", rules.owner, record.get("owner"))
         _check_requested_at(record.get("requested_at_ms"), now_ms)
         _check_cancel(record)
         return

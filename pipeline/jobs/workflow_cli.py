@@ -142,12 +142,14 @@ def submit(
 @workflow_app.command("cancel")
 def cancel(
     workflow_id: str = typer.Argument(..., help="The workflow id submit printed."),
+    owner: str = typer.Option(..., "--owner", help="The workflow's owner (ids are per owner)."),
     reason: str | None = ReasonOption,
     by: str | None = ByOption,
 ) -> None:
     """Cancel every job of a workflow that has not ended; running jobs are stopped."""
     who = requester(by)
     with refusals():
-        commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(), requested_by=who)
+        commands.cancel_workflow_event(owner, workflow_id, reason, now_ms=now_ms(),
+                                       requested_by=who)  # fmt: skip
     with JobClient(load_settings()) as client:
-        client.cancel_workflow(workflow_id, reason=reason, requested_by=who)
+        client.cancel_workflow(owner, workflow_id, reason=reason, requested_by=who)

@@ -134,7 +134,7 @@ class TimerProcessor:
         """Every step of a workflow, parents first, or (one rule broken) none of them."""
         steps = expand_workflow(data, now_ms=now_ms)
         workflow_id = data["workflow_id"]
-        if state.nodes.workflow(workflow_id) is not None:
+        if state.nodes.workflow(data["owner"], workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
         schedule = check_schedule(data)
@@ -142,7 +142,7 @@ class TimerProcessor:
             self.workflows.schedule(state, data, schedule, now_ms)
             return []
         state.nodes.put_workflow(WorkflowRecord(
-            workflow_id=workflow_id, owner=data["owner"], steps=len(steps),
+            owner=data["owner"], workflow_id=workflow_id, steps=len(steps),
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
             schedule_id=data.get("schedule_id"),
         ))  # fmt: skip

@@ -22,7 +22,8 @@ function triggerable(job) {
 async function workflow(job) {
   if (!job.workflow_id) return null;
   try {
-    const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}`);
+    // A workflow id is its owner's: the owner named makes an admin's read unambiguous.
+    const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}?owner=${encodeURIComponent(job.owner)}`);
     return [h("h2", {}, `Workflow (${found.steps.length} steps)`), workflowGraph(found.steps, job.job_id)];
   } catch (error) {
     return [h("h2", {}, "Workflow"), h("p", { class: "message" }, error.message)];
@@ -78,7 +79,7 @@ export function render(root, { id }) {
   const message = h("span", { class: "message", id: "command-message" });
   const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason to cancel (optional)" });
   const paths = {
-    "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel`,
+    "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel?owner=${encodeURIComponent(workflowOwner)}`,
   };
   const labels = { "cancel-workflow": "Cancel workflow" };
   const questions = {
@@ -111,13 +112,14 @@ export function render(root, { id }) {
     onclick: (event) => (questions[name] ? ask(name, event.target) : send(name, event.target)) },
   labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
-  let workflowId = null, loads = 0;
+  let workflowId = null, workflowOwner = null, loads = 0;
   const load = async () => {
     const turn = ++loads;  // a slower, older load must not overwrite a newer one
     let job;
     try {
       job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`);
       workflowId = job.workflow_id;
+      workflowOwner = job.owner;
     } catch (error) {
       root.replaceChildren(h("h1", {}, "Job"), h("p", { class: "error" }, error.message));
       return;
@@ -140,7 +142,7 @@ export function render(root, { id }) {
   };
   load();
   return {
-    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId)) load(); },
+    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner)) load(); },
     stop() {},
   };
 }

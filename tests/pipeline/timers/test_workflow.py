@@ -27,8 +27,8 @@ T0 = 1_798_000_000_000
 WF = "wf-diamond"
 
 
-def ids(name: str, workflow_id: str = WF) -> str:
-    return step_job_id(workflow_id, name)
+def ids(name: str, workflow_id: str = WF, owner: str = "tests") -> str:
+    return step_job_id(owner, workflow_id, name)
 
 
 def lifecycle(outputs: list[Output]) -> list[tuple[str, str]]:
@@ -143,7 +143,8 @@ def test_cancelling_a_workflow_cancels_every_job_not_ended(
 ) -> None:
     timers.pipe(TOPICS.intake, diamond(T0))
     timers.advance(1)  # a runs
-    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "requested_at_ms": T0, "reason": "no",
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "tests",
+                                         "requested_at_ms": T0, "reason": "no",
                                          "requested_by": "api:acme"})  # fmt: skip
     cancelled = timers.pipe(TOPICS.intake, cancel)
     assert sorted(lifecycle(cancelled)) == sorted(("CANCELLED", ids(n)) for n in "bcd")
@@ -170,8 +171,37 @@ def test_refused_workflows_and_parents_go_to_the_dead_letter_topic(
     orphan.data["workflow_id"] = "wf-2"
     orphan.data["spec"]["depends_on"] = [ids("a")]
     reason = dead_letters(timers.pipe(TOPICS.intake, orphan))[0]
-    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of workflow wf-2"
+    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of tests's workflow wf-2"
     assert timers.advance(60_000) == [], "nothing of a refused record was kept"
+
+
+def test_two_owners_naming_one_workflow_id_get_two_workflows(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    ours, theirs = diamond(T0), workflow_event("bolt", [step("a")], now_ms=T0, workflow_id=WF)
+    assert step_ids(theirs)["a"] != ids("a"), "a step's id is its owner's"
+    assert lifecycle(timers.pipe(TOPICS.intake, ours))[0] == ("SCHEDULED", ids("a"))
+    assert lifecycle(timers.pipe(TOPICS.intake, theirs)) == [("SCHEDULED", step_ids(theirs)["a"])]
+    intruder = submitted(now_ms=T0, owner="bolt")
+    intruder.data["workflow_id"] = WF
+    intruder.data["spec"]["depends_on"] = [ids("a")]
+    reason = dead_letters(timers.pipe(TOPICS.intake, intruder))[0]
+    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of bolt's workflow {WF}"
+
+    timers.advance(1)  # both a's run
+    ended = step_ended(step_ids(theirs)["a"], WF, "SUCCEEDED", T0 + 1, owner="bolt")
+    assert lifecycle(timers.pipe(TOPICS.intake, ended)) == [], "releases nothing of ours"
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "bolt",
+                                         "requested_at_ms": T0, "reason": None})  # fmt: skip
+    timers.pipe(TOPICS.intake, cancel)
+    released = timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 2))
+    assert sorted(lifecycle(released)) == [("SCHEDULED", ids("b")), ("SCHEDULED", ids("c"))], (
+        "another owner's cancel of its own workflow of the same id leaves ours running"
+    )
+
+    ownerless = Event("WorkflowCancelled", {"workflow_id": WF, "owner": None,
+                                            "requested_at_ms": T0, "reason": None})  # fmt: skip
+    assert dead_letters(timers.pipe(TOPICS.intake, ownerless)) == ["owner: must be a string"]
 
 
 def test_a_resubmitted_workflow_is_a_no_op(timers: ProcessorDriver[TimerState]) -> None:
