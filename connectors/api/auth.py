@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -21,6 +21,8 @@ class Principal:
     owner: str | None
     """The owner an owner token acts for; None for an admin."""
     admin: bool = False
+    name: str | None = None
+    """An admin token's name, if configured: the actor its commands record."""
 
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.owner
@@ -32,9 +34,10 @@ def hash_token(token: str) -> str:
 
 
 class TokenTable:
-    def __init__(self, owners: Mapping[str, str], admins: Iterable[str]) -> None:
+    def __init__(self, owners: Mapping[str, str], admins: Mapping[str, str | None]) -> None:
         self._entries = [(digest, Principal(owner)) for digest, owner in owners.items()]
-        self._entries += [(digest, Principal(None, admin=True)) for digest in admins]
+        self._entries += [(digest, Principal(None, admin=True, name=name))
+                          for digest, name in admins.items()]  # fmt: skip
 
     def __len__(self) -> int:
         return len(self._entries)

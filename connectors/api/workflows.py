@@ -20,7 +20,7 @@ from connectors.api.auth import Principal
 from connectors.api.commands import requester
 from connectors.api.errors import ApiError
 from connectors.api.models import (
-    CancelIn,
+    CommandIn,
     Problem,
     StepOut,
     WorkflowAccepted,
@@ -119,7 +119,7 @@ def get_workflow(workflow_id: str, who: Auth, svc: Svc,
 
 @router.post("/{workflow_id}/cancel", status_code=202, response_model=WorkflowCancelOut,
              responses=CANCEL_ERRORS)  # fmt: skip
-async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc, body: CancelIn | None = None,
+async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc, body: CommandIn | None = None,
                           owner: OwnerQuery = None) -> WorkflowCancelOut:  # fmt: skip
     """Cancel every job of the workflow that has not ended: pending ones are dropped, queued
     and running ones stopped where a worker holds them; later submissions to it are
