@@ -16,13 +16,14 @@ from connectors.api.models import (
     BatchAccepted,
     BatchIn,
     Executions,
+    JobCommandOut,
     JobIn,
     JobOut,
     JobPage,
     Problem,
 )
 from connectors.api.services import Auth, Services, Svc
-from connectors.views import SUBMITTED, executions, list_jobs
+from connectors.views import SUBMITTED, commands, executions, list_jobs
 from connectors.views.large_params import read_large_params
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
@@ -155,12 +156,14 @@ def list_(who: Auth, svc: Svc,
 
 @router.get("/{job_id}", response_model=JobOut, responses=ERRORS)
 def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
-    """One job; a job this API has just accepted is SUBMITTED, never 404."""
+    """One job, with the commands people gave it; a job this API has just accepted is
+    SUBMITTED, never 404."""
     (doc,) = svc.shown([svc.job(job_id, who)])
+    given = [JobCommandOut(**command) for command in commands(svc.store, job_id)]
     raw = stored_params(svc.store, job_id)
     if raw is not None:
-        return JobOut(**doc, params=orjson.loads(raw))
-    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id))
+        return JobOut(**doc, params=orjson.loads(raw), commands=given)
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id), commands=given)
 
 
 @router.get("/{job_id}/params", responses={

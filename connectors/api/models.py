@@ -82,6 +82,18 @@ class Schedule(BaseModel):
     cron: dict[str, Any] | None = None
 
 
+class JobCommandOut(BaseModel):
+    """A command a person gave the job, as jobs.events records it."""
+
+    kind: str = Field(description="The event it caused: CANCELLED, PAUSED, RESUMED, SCHEDULED "
+                      "(an update, or a one-off job's trigger), FIRED (a recurring job's "
+                      "trigger) or RETRY_SCHEDULED (a redrive).")
+    at_ms: int
+    by: str = Field(description="Who asked: api:<owner>, api:admin:<token name>, cli:<user>, "
+                    "or the actor a Kafka client named.")
+    reason: str | None = Field(None, description="The reason given, or what the command did.")
+
+
 class JobOut(BaseModel):
     """A job as the views hold it: its submission merged with its latest status."""
 
@@ -123,6 +135,10 @@ class JobOut(BaseModel):
     params_uri: str | None = Field(
         None, description="On GET of one job whose parameters are not inline: where they are "
         "served whole (GET /api/v1/jobs/{id}/params).",
+    )
+    commands: list[JobCommandOut] | None = Field(
+        None, description="Only on GET of one job: the commands people gave it (cancel, "
+        "trigger, pause, resume, update, redrive), oldest first, the latest 100.",
     )
 
 
