@@ -92,7 +92,7 @@ function commandsOf(job) {
 
 export function render(root, { id }) {
   const message = h("span", { class: "message", id: "command-message" });
-  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason to cancel (optional)" });
+  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason (optional, kept in the history)" });
   const paths = {
     "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel?owner=${encodeURIComponent(workflowOwner)}`,
   };
@@ -105,7 +105,7 @@ export function render(root, { id }) {
     button.disabled = true;
     try {
       const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
-      await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
+      await post(path, reason.value ? { reason: reason.value } : undefined);
       message.textContent = `${labels[name] ?? name} sent`;
     } catch (error) {
       message.textContent = error.message;

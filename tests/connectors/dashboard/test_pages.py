@@ -236,10 +236,13 @@ def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Clie
     expect(page.locator("#workflow-graph")).to_have_count(0)  # no workflow: no graph
     expect(page.locator("#view")).not_to_contain_text("null")
     shot(page, tmp_path, "before-trigger")
+    page.fill("#cancel-reason", "the partner asked for it today")
     page.click("[data-command=trigger]")
     expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED", timeout=60_000)
     expect(page.locator("#attempts tbody tr")).to_have_count(1)
     expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    expect(page.locator("#commands tbody tr td")).to_have_text(
+        [re.compile(r"^\d{4}-"), "SCHEDULED", "api:acme", "the partner asked for it today"])
     assert state_of(admin, job_id) == "SUCCEEDED"
     shot(page, tmp_path, "triggered")
 
