@@ -23,7 +23,7 @@ from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.support.pipeline import process_env
-from tests.support.reader import TopicReader
+from tests.support.reader import events_of
 from tests.support.stack import APP, module_topics, running_stack
 from tests.support.waiting import wait_for
 
@@ -88,14 +88,6 @@ def api_state(acme: httpx.Client, job_id: str, state: str, timeout_s: float = 60
         return doc if doc.get("state") == state else None
 
     return wait_for(reached, timeout_s=timeout_s, interval_s=0.05, what=f"{job_id} {state} (API)")
-
-
-def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:
-    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
-    try:
-        return [r for r in reader.catch_up() if r["job_id"] == job_id]
-    finally:
-        reader.close()
 
 
 def kinds(settings: Settings, job_id: str) -> list[str]:

@@ -18,7 +18,7 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
-from tests.support.reader import TopicReader
+from tests.support.reader import events_of
 from tests.support.stack import APP, module_topics, running_pipeline
 from tests.support.waiting import wait_for
 
@@ -48,14 +48,6 @@ def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]]
         return {label: found[ids[label]] for label in ids} if done else {}
 
     return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
-
-
-def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:
-    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
-    try:
-        return [r for r in reader.catch_up() if r["job_id"] == job_id]
-    finally:
-        reader.close()
 
 
 def job(**params: Any) -> JobRequest:

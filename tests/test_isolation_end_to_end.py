@@ -20,9 +20,9 @@ from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
+from tests.support.reader import events_of
 from tests.support.stack import module_topics, running_stack
 from tests.support.waiting import wait_for
-from tests.test_end_to_end import events_of
 
 APP = "tests.support.isolation_app"
 OWNER = "isolation"

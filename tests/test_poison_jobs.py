@@ -16,8 +16,9 @@ from ops.stack import RestartBackoff, Stack, components
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.topics import Topics
+from tests.support.reader import events_of
 from tests.support.stack import APP, module_topics, running_stack
-from tests.test_end_to_end import events_of, settled
+from tests.test_end_to_end import settled
 
 LEASE_S = 3
 

@@ -17,6 +17,7 @@ import pytest
 from ops.stack import Stack
 from pipeline.errors import ValidationError
 from pipeline.jobs.client import JobClient, WorkflowSubmission
+from pipeline.jobs.model import JobRequest
 from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
 from pipeline.status.query import read_statuses, workflow_table
@@ -149,7 +150,7 @@ def test_cancelling_a_workflow_mid_run_cancels_what_has_not_ended(
     with JobClient(settings) as client:
         submitted = client.submit_workflow(steps, owner=OWNER)
         settle(settings, submitted, {"a": {"RUNNING"}})
-        client.cancel_workflow(submitted.workflow_id, reason="not needed")
+        client.cancel_workflow(OWNER, submitted.workflow_id, reason="not needed")
     done = settle(settings, submitted, {name: {"CANCELLED"} for name in "abcd"})
     cancelled = done["a"].cancellation
     assert cancelled is not None and cancelled.reason == "not needed", "the running step too"
@@ -180,6 +181,35 @@ def test_a_cycle_is_refused_by_the_client_and_by_the_timers(
     finally:
         dlq.consumer.close()
     assert "steps: cycle: a -> b -> c -> a" in reasons
+
+
+def test_two_owners_naming_one_workflow_id_each_run_their_own(
+    stack: Stack,
+    pipeline_topics: Topics,
+) -> None:
+    settings = pipeline_topics.settings
+    steps = [step("extract"), step("load", "extract")]
+    other = "wf-e2e-other"
+    with JobClient(settings) as client:
+        ours = client.submit_workflow(steps, owner=OWNER, workflow_id="payroll-2026")
+        theirs = client.submit_workflow(steps, owner=other, workflow_id="payroll-2026")
+    assert set(ours.steps.values()).isdisjoint(theirs.steps.values())
+    settle(settings, ours, {"extract": {"SUCCEEDED"}, "load": {"SUCCEEDED"}})
+    settle_as(settings, theirs, {"extract": {"SUCCEEDED"}, "load": {"SUCCEEDED"}}, owner=other)
+
+    # Another owner's job naming a step of ours as parent, from a plain Kafka client.
+    intruder = JobRequest(job_type="data.process", owner=other, workflow_id="payroll-2026",
+                          depends_on=(ours.steps["extract"],)).to_event(_now())  # fmt: skip
+    producer = clients.producer(settings)
+    producer.produce(pipeline_topics.intake, SERIALIZE(intruder), b"payroll-2026")
+    assert producer.flush(30) == 0
+    dlq = TopicReader(settings, pipeline_topics.intake_dlq, settings.dlq_partitions)
+    expected = (f"spec.depends_on.0: {ours.steps['extract']} is not a job of {other}'s "
+                "workflow payroll-2026")  # fmt: skip
+    try:
+        wait_for(lambda: expected in _reasons(dlq), timeout_s=60, what="the dead letter")
+    finally:
+        dlq.consumer.close()
 
 
 def _reasons(reader: TopicReader) -> list[str]:
@@ -213,7 +243,8 @@ def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
         return next((s.workflow_id for s in found.values() if s.workflow_id in runs), None)
 
     run_id = wait_for(started, timeout_s=150, interval_s=1, what="the first run")
-    run = WorkflowSubmission(run_id, {s["name"]: step_job_id(run_id, s["name"]) for s in steps})
+    run = WorkflowSubmission(run_id, {s["name"]: step_job_id(OWNER, run_id, s["name"])
+                                      for s in steps})  # fmt: skip
     settle(settings, run, {"extract": {"SUCCEEDED"}, "load": {"SUCCEEDED"}})
     events = history(settings, run)
     [start] = [e for e in events["load"] if e["kind"] == "STARTED"]
@@ -222,4 +253,5 @@ def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
     [fired] = [e for e in events["extract"] if e["kind"] == "FIRED"]
     assert fired["at_ms"] >= runs[run_id], "not before its time"
     with JobClient(settings) as client:
-        client.cancel_workflow(schedule.workflow_id)  # no more runs in this module's pipeline
+        # No more runs in this module's pipeline.
+        client.cancel_workflow(OWNER, schedule.workflow_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -21,6 +21,8 @@ class Principal:
     owner: str | None
     """The owner an owner token acts for; None for an admin."""
     admin: bool = False
+    name: str | None = None
+    """An admin token's name, if configured: the actor its commands record."""
     token: str = field(default="", compare=False)
     """Which token it is (a prefix of its digest): what per-token quotas count by."""
 
@@ -37,11 +39,12 @@ def hash_token(token: str) -> str:
 
 
 class TokenTable:
-    def __init__(self, owners: Mapping[str, str], admins: Iterable[str]) -> None:
+    def __init__(self, owners: Mapping[str, str], admins: Mapping[str, str | None]) -> None:
         self._entries = [(digest, Principal(owner, token=digest[:TOKEN_ID_CHARS]))
                          for digest, owner in owners.items()]  # fmt: skip
-        self._entries += [(digest, Principal(None, admin=True, token=digest[:TOKEN_ID_CHARS]))
-                          for digest in admins]  # fmt: skip
+        self._entries += [(digest, Principal(None, admin=True, name=name,
+                                             token=digest[:TOKEN_ID_CHARS]))
+                          for digest, name in admins.items()]  # fmt: skip
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -7,8 +7,8 @@ fired) is refused with 409; what only the timers know (a one-off job that fired 
 ago) they ignore. A cancel applies in every state but the ended ones: a job that has
 fired (QUEUED, RUNNING) is cancelled where a worker holds it, through jobs.control
 (docs/lifecycle.md, "Cancelling a run"), and ends CANCELLED within a second or two; a
-recurring job's cancel ends its schedule and its run under way. The cancel names the
-token's owner as who asked (``api:<owner>``, ``api:admin``).
+recurring job's cancel ends its schedule and its run under way. Every command records
+who asked (:func:`requester`) and, from its optional body, why (``reason``).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from fastapi import APIRouter
 
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
-from connectors.api.models import CancelIn, CommandOut, Problem, ScheduleIn
+from connectors.api.models import CommandIn, CommandOut, Problem, ScheduleIn
 from connectors.api.services import Auth, Services, Svc
 from connectors.views import SUBMITTED
 from pipeline.clock import now_ms
-from pipeline.jobs import commands
+from pipeline.jobs import commands, rules
 from pipeline.lifecycle import TERMINAL_STATES, JobState
 from pipeline.serde import Event
 
@@ -36,7 +36,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 PENDING = frozenset({JobState.SCHEDULED.value, SUBMITTED})
 """A one-off job's states before it fires: the only ones it can be triggered or changed in."""
 
-Build = Callable[[str, str | None], Event]
+Build = Callable[[str, str | None, dict[str, Any]], Event]
+"""``(job id, workflow id, {"requested_by", "reason"}) -> the command``."""
 
 
 def recurring(doc: dict[str, Any]) -> bool | None:
@@ -82,51 +83,59 @@ def update_refusal(doc: dict[str, Any], body: ScheduleIn) -> str | None:
     return None
 
 
+def requester(who: Principal) -> str:
+    """Who a command over HTTP names: ``api:<owner>`` for an owner token, ``api:admin:<name>``
+    for a named admin token (``api:admin`` without a name)."""
+    if who.admin:
+        return f"api:admin:{who.name}" if who.name else "api:admin"
+    return f"api:{who.owner}"
+
+
 async def _command(svc: Services, who: Principal, job_id: str, name: str, build: Build,
+                   body: CommandIn | None,
                    refuse: Callable[[dict[str, Any]], str | None] | None = None,
                    ) -> CommandOut:  # fmt: skip
+    """Send command ``name`` built by ``build(job id, workflow id, actor fields)`` unless
+    the job's view shows it pointless (409); a bad reason is 422 first."""
+    if body is not None and body.reason is not None:
+        rules.field_check("reason", rules.reason, body.reason)
     doc = svc.job(job_id, who)
     reason = refusal(name, doc) if refuse is None else refuse(doc)
     if reason is not None:
         raise ApiError(409, reason, "job_id")
-    await svc.send([build(job_id, doc.get("workflow_id"))])
+    asked = {"requested_by": requester(who), "reason": body.reason if body else None}
+    await svc.send([build(job_id, doc.get("workflow_id"), asked)])
     return CommandOut(job_id=job_id, command=name)
 
 
-def requester(who: Principal) -> str:
-    """Who a cancel over HTTP names: the token's owner."""
-    return "api:admin" if who.admin else f"api:{who.owner}"
-
-
 @router.post("/{job_id}/cancel", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def cancel(job_id: str, who: Auth, svc: Svc, body: CancelIn | None = None) -> CommandOut:
+async def cancel(job_id: str, who: Auth, svc: Svc, body: CommandIn | None = None) -> CommandOut:
     """Cancel a job: its pending fire (every later run of a schedule), and a run of it
     queued or running, which ends CANCELLED within a second or two."""
-    reason = body.reason if body else None
-    return await _command(svc, who, job_id, "cancel", lambda j, w: commands.cancel_event(
-        j, w, reason, now_ms=now_ms(), requested_by=requester(who)))  # fmt: skip
+    return await _command(svc, who, job_id, "cancel", lambda j, w, asked: commands.cancel_event(
+        j, w, asked["reason"], now_ms=now_ms(), requested_by=asked["requested_by"]), body)
 
 
 @router.post("/{job_id}/trigger", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def trigger(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+async def trigger(job_id: str, who: Auth, svc: Svc, body: CommandIn | None = None) -> CommandOut:
     """Run a scheduled job now: a one-off job fires now instead of at its time; a recurring
     job runs once more and keeps its schedule (the run counts towards max_runs)."""
-    return await _command(svc, who, job_id, "trigger",
-                          lambda j, w: commands.trigger_event(j, w, now_ms=now_ms()))
+    return await _command(svc, who, job_id, "trigger", lambda j, w, asked: commands.trigger_event(
+        j, w, now_ms=now_ms(), **asked), body)
 
 
 @router.post("/{job_id}/pause", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def pause(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+async def pause(job_id: str, who: Auth, svc: Svc, body: CommandIn | None = None) -> CommandOut:
     """Stop a recurring job from firing until resumed."""
-    return await _command(svc, who, job_id, "pause",
-                          lambda j, w: commands.pause_event(j, w, now_ms=now_ms()))
+    return await _command(svc, who, job_id, "pause", lambda j, w, asked: commands.pause_event(
+        j, w, now_ms=now_ms(), **asked), body)
 
 
 @router.post("/{job_id}/resume", status_code=202, response_model=CommandOut, responses=ERRORS)
-async def resume(job_id: str, who: Auth, svc: Svc) -> CommandOut:
+async def resume(job_id: str, who: Auth, svc: Svc, body: CommandIn | None = None) -> CommandOut:
     """Let a paused recurring job fire again."""
-    return await _command(svc, who, job_id, "resume",
-                          lambda j, w: commands.resume_event(j, w, now_ms=now_ms()))
+    return await _command(svc, who, job_id, "resume", lambda j, w, asked: commands.resume_event(
+        j, w, now_ms=now_ms(), **asked), body)
 
 
 @router.patch("/{job_id}", status_code=202, response_model=CommandOut, responses=ERRORS)
@@ -139,7 +148,8 @@ async def update(job_id: str, body: ScheduleIn, who: Auth, svc: Svc) -> CommandO
                        "new params, or params with either", "cron")  # fmt: skip
     # Checked before the job is looked up: a bad schedule or run time is 422 naming its field.
     commands.update_schedule_event(job_id, body.cron, body.params, run_at=body.run_at_ms,
-                                   now_ms=now_ms())  # fmt: skip
-    return await _command(svc, who, job_id, "update", lambda j, w: commands.update_schedule_event(
-        j, body.cron, body.params, w, run_at=body.run_at_ms, now_ms=now_ms()),
-        lambda doc: update_refusal(doc, body))  # fmt: skip
+                                   now_ms=now_ms(), reason=body.reason)  # fmt: skip
+    return await _command(svc, who, job_id, "update", lambda j, w, asked: (
+        commands.update_schedule_event(j, body.cron, body.params, w, run_at=body.run_at_ms,
+                                       now_ms=now_ms(), **asked)
+    ), body, lambda doc: update_refusal(doc, body))  # fmt: skip

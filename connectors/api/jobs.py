@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import orjson
@@ -15,13 +16,14 @@ from connectors.api.models import (
     BatchAccepted,
     BatchIn,
     Executions,
+    JobCommandOut,
     JobIn,
     JobOut,
     JobPage,
     Problem,
 )
-from connectors.api.services import Auth, Svc
-from connectors.views import SUBMITTED, executions, list_jobs
+from connectors.api.services import Auth, Services, Svc
+from connectors.views import SUBMITTED, commands, executions, list_jobs
 from connectors.views.large_params import read_large_params
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
@@ -64,6 +66,21 @@ def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
         raise ValidationError(path + exc.field, exc.message) from None
 
 
+def _check_parents(svc: Services, request: JobRequest, path: str = "",
+                   batch: Mapping[str, Mapping[str, Any]] | None = None) -> None:  # fmt: skip
+    """A job depends only on jobs of its own owner's workflow: each parent must be one the
+    views, the jobs this process just accepted or the same batch hold as such. (A raw
+    record is held to it by the timers, which refuse it to jobs.intake.dlq.) The refusal
+    reads the same whether the parent is unknown or another owner's."""
+    for i, parent in enumerate(request.depends_on):
+        doc = (batch or {}).get(parent) or svc.store.doc(parent) or svc.pending.get(parent)
+        if (doc is None or doc.get("owner") != request.owner
+                or doc.get("workflow_id") != request.workflow_id):  # fmt: skip
+            raise ValidationError(f"{path}{_SPEC_PATHS.get('depends_on', 'depends_on')}.{i}",
+                                  f"{parent} is not a job of {request.owner}'s workflow "
+                                  f"{request.workflow_id}")  # fmt: skip
+
+
 @router.post("", status_code=201, response_model=Accepted,
              responses={**ERRORS, 200: {"model": Accepted,
                                         "description": "The idempotency key's job exists."}})
@@ -72,6 +89,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
     """Submit one job: 201 with its id and Location. With an idempotency key naming a job
     that exists, 200 with that job (nothing is sent again)."""
     request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
+    _check_parents(svc, request)
     event = request.to_event(now_ms())
     job_id = event.data["job_id"]
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
@@ -95,12 +113,16 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         raise ApiError(413, f"at most {svc.api.api_max_batch_jobs} jobs in a batch", "jobs")
     now = now_ms()
     events = []
+    earlier: dict[str, Mapping[str, Any]] = {}
     for i, job in enumerate(batch.jobs):
         request = _request(dict(job), who, None, f"jobs[{i}].")
+        _check_parents(svc, request, f"jobs[{i}].", earlier)
         try:
             events.append(request.to_event(now))
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
+        data = events[-1].data
+        earlier[data["job_id"]] = {"owner": request.owner, "workflow_id": request.workflow_id}
     await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)
@@ -134,12 +156,14 @@ def list_(who: Auth, svc: Svc,
 
 @router.get("/{job_id}", response_model=JobOut, responses=ERRORS)
 def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
-    """One job; a job this API has just accepted is SUBMITTED, never 404."""
+    """One job, with the commands people gave it; a job this API has just accepted is
+    SUBMITTED, never 404."""
     (doc,) = svc.shown([svc.job(job_id, who)])
+    given = [JobCommandOut(**command) for command in commands(svc.store, job_id)]
     raw = stored_params(svc.store, job_id)
     if raw is not None:
-        return JobOut(**doc, params=orjson.loads(raw))
-    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id))
+        return JobOut(**doc, params=orjson.loads(raw), commands=given)
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id), commands=given)
 
 
 @router.get("/{job_id}/params", responses={

@@ -1,9 +1,10 @@
 """/api/v1/stream, /api/v1/overview and /api/v1/me: what the dashboard watches.
 
 The stream is server-sent events: ``ready`` once subscribed, then one ``status`` event per
-changed job document (the body of ``GET /api/v1/jobs/{id}``, its parameters aside), with a
-comment line every ``KEEPALIVE_S`` so proxies keep the connection open. An owner token
-hears of its own jobs only.
+changed job document (the body of ``GET /api/v1/jobs/{id}``, its parameters and commands
+aside; a command a person gave the job sends it too), with a comment line every
+``KEEPALIVE_S`` so proxies keep the connection open. An owner token hears of its own jobs
+only.
 """
 
 from __future__ import annotations

@@ -82,6 +82,18 @@ class Schedule(BaseModel):
     cron: dict[str, Any] | None = None
 
 
+class JobCommandOut(BaseModel):
+    """A command a person gave the job, as jobs.events records it."""
+
+    kind: str = Field(description="The event it caused: CANCELLED, PAUSED, RESUMED, SCHEDULED "
+                      "(an update, or a one-off job's trigger), FIRED (a recurring job's "
+                      "trigger) or RETRY_SCHEDULED (a redrive).")
+    at_ms: int
+    by: str = Field(description="Who asked: api:<owner>, api:admin:<token name>, cli:<user>, "
+                    "or the actor a Kafka client named.")
+    reason: str | None = Field(None, description="The reason given, or what the command did.")
+
+
 class JobOut(BaseModel):
     """A job as the views hold it: its submission merged with its latest status."""
 
@@ -123,6 +135,10 @@ class JobOut(BaseModel):
     params_uri: str | None = Field(
         None, description="On GET of one job whose parameters are not inline: where they are "
         "served whole (GET /api/v1/jobs/{id}/params).",
+    )
+    commands: list[JobCommandOut] | None = Field(
+        None, description="Only on GET of one job: the commands people gave it (cancel, "
+        "trigger, pause, resume, update, redrive), oldest first, the latest 100.",
     )
 
 
@@ -170,7 +186,9 @@ class CommandOut(BaseModel):
     command: str
 
 
-class CancelIn(BaseModel):
+class CommandIn(BaseModel):
+    """A command's optional body: why it is asked (who asks is the token's)."""
+
     model_config = ConfigDict(extra="forbid")
 
     reason: str | None = Field(None, description="Why, kept in the history (1,000 characters).")
@@ -181,11 +199,9 @@ class WorkflowCancelOut(BaseModel):
     jobs: list[str] = Field(description="The jobs of it not ended when the cancel was sent.")
 
 
-class ScheduleIn(BaseModel):
+class ScheduleIn(CommandIn):
     """A recurring job's new schedule or a pending one-off job's new run time, new
-    parameters, or parameters with either (PATCH /api/v1/jobs/{id})."""
-
-    model_config = ConfigDict(extra="forbid")
+    parameters, or parameters with either (PATCH /api/v1/jobs/{id}), and why."""
 
     cron: str | dict[str, Any] | None = Field(
         None, description="A recurring job's new schedule: a cron expression (UTC) or a "
@@ -279,11 +295,12 @@ class DeadLetters(BaseModel):
 @pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
 class RedriveIn(DlqFilter):
     """Which dead letters to put back: the filter ``jobstream dlq redrive`` selects them by,
-    and how many, how fast."""
+    and how many, how fast, and why (``reason`` is the filter's: the dead letters' reason)."""
 
     limit: int = Field(100, ge=1, le=10_000)
     rate: float = Field(100.0, gt=0, le=10_000)
     dry_run: bool = False
+    why: str | None = Field(None, description="Why, kept in each job's history.")
 
 
 class RedriveOut(BaseModel):

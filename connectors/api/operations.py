@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from connectors.api.auth import Principal
+from connectors.api.commands import requester
 from connectors.api.models import (
     DeadLetterOut,
     DeadLetters,
@@ -26,6 +27,7 @@ from connectors.api.services import Auth, Services, Svc
 from connectors.views import workers
 from pipeline.dlq.reader import DlqFilter, DlqReader, summary
 from pipeline.dlq.redrive import Redriver, select
+from pipeline.jobs import rules
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 
@@ -70,13 +72,16 @@ async def redrive(body: RedriveIn, who: Auth, svc: Svc) -> RedriveOut:
     """Put dead-lettered jobs back through jobs.retry, at most ``rate`` a second."""
     if not who.admin and body.owner is not None and body.owner != who.owner:
         return RedriveOut(job_ids=[], dry_run=body.dry_run)
+    if body.why is not None:
+        rules.field_check("why", rules.reason, body.why)
     selection = replace(body, owner=_owner(who, body.owner))
 
     def run() -> list[str]:
         chosen = select(_read(svc, selection), body.limit)
         redriver = Redriver(svc.settings, rate=body.rate)
         try:
-            report = redriver.redrive(chosen, dry_run=body.dry_run)
+            report = redriver.redrive(chosen, dry_run=body.dry_run, requested_by=requester(who),
+                                      reason=body.why)  # fmt: skip
         finally:
             redriver.close()
         return [record.job_id for record in report.redriven]

@@ -3,16 +3,20 @@
 Tokens are configured as their SHA-256 (hex), never in plain text:
 ``JOBSTREAM_API_TOKENS='{"<sha256 hex>": "acme", ...}'`` maps each token to the owner it
 acts for, and ``JOBSTREAM_API_ADMIN_TOKENS`` lists the hashes of tokens that see every
-owner. ``jobstream token-hash`` prints the hash of a token. The CLI's query commands
-call the API at ``JOBSTREAM_API_URL`` with ``JOBSTREAM_API_TOKEN``.
+owner, or maps each to a name (``'{"<sha256 hex>": "ops-alice"}'``) that the commands it
+sends record as their actor (``api:admin:ops-alice``). ``jobstream token-hash`` prints
+the hash of a token. The CLI's query commands call the API at ``JOBSTREAM_API_URL`` with
+``JOBSTREAM_API_TOKEN``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -33,8 +37,9 @@ class ApiSettings(BaseSettings):
     api_tokens: dict[str, str] = Field(
         default_factory=dict, description="SHA-256 hex of a bearer token -> the owner it acts for."
     )
-    api_admin_tokens: Annotated[tuple[str, ...], NoDecode] = Field(
-        (), description="SHA-256 hex of the tokens that see and change every owner's jobs."
+    api_admin_tokens: Annotated[dict[str, str | None], NoDecode] = Field(
+        default_factory=dict, description="SHA-256 hex of the tokens that see and change every "
+        "owner's jobs: a list, or a JSON object of hash -> the name its commands record."
     )
     api_max_body_bytes: int = Field(
         MAX_MESSAGE_BYTES, ge=1024, description="Largest body of one submission or command."
@@ -79,12 +84,17 @@ class ApiSettings(BaseSettings):
 
     @field_validator("api_admin_tokens", mode="before")
     @classmethod
-    def _split_admins(cls, value: object) -> object:
-        value = split_list(value)
-        for digest in value:  # type: ignore[attr-defined]
+    def _split_admins(cls, value: object) -> dict[str, object]:
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            value = orjson.loads(value)
+        listed = value if isinstance(value, Mapping) else split_list(value)
+        named = dict(listed) if isinstance(listed, Mapping) else dict.fromkeys(listed or ())  # type: ignore[call-overload]
+        for digest, name in named.items():
             if not _SHA256_HEX.fullmatch(str(digest)):
                 raise ValueError("entries are SHA-256 hex digests of tokens")
-        return value
+            if name is not None and (not isinstance(name, str) or not name.strip()):
+                raise ValueError("a name is a non-blank string")
+        return named
 
     @field_validator("view_retention", "worker_stale_after", mode="before")
     @classmethod

@@ -5,19 +5,22 @@ POST /api/v1/workflows/{id}/cancel: cancel every job of it not ended, running on
 The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
 (:func:`pipeline.jobs.workflow.workflow_event`), whose errors name ``steps.<i>.<field>``
 (``steps`` for a cycle), so nothing of a workflow with one bad step is sent.
+
+A workflow id names a workflow within its owner's: an owner token reads and cancels its
+own owner's, an admin token names the owner (``?owner=``) when two owners use the id.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
 from connectors.api.commands import requester
 from connectors.api.errors import ApiError
 from connectors.api.models import (
-    CancelIn,
+    CommandIn,
     Problem,
     StepOut,
     WorkflowAccepted,
@@ -39,7 +42,11 @@ router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 413, 422, 503)
 }
-READ_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404)}
+READ_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (401, 404, 422)
+}
+OwnerQuery = Annotated[str | None, Query(description="The workflow's owner; an admin token's "
+                                         "choice when two owners use the id.")]  # fmt: skip
 CANCEL_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (401, 404, 409, 422, 503)
 }
@@ -51,8 +58,9 @@ CANCEL_ERRORS: dict[int | str, dict[str, Any]] = {
 async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: Svc,
                           idempotency_key: Annotated[str | None, Header()] = None,
                           ) -> WorkflowAccepted:  # fmt: skip
-    """Submit a workflow: 201 with its id and its steps' job ids. With an idempotency key
-    naming a workflow that exists, 200 with the same ids (nothing is sent again)."""
+    """Submit a workflow: 201 with its id and its steps' job ids. When the owner's workflow
+    of that id (or idempotency key) exists, 200 with the same ids (nothing is sent again);
+    another owner's workflow of the same id is another workflow."""
     if who.admin and body.owner is None:
         raise ValidationError("owner", "is required with an admin token")
     if not who.admin and body.owner not in (None, who.owner):
@@ -67,8 +75,7 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
                            workflow_id=body.workflow_id, idempotency_key=key)  # fmt: skip
     ids = step_ids(event)
     workflow_id = event.data["workflow_id"]
-    if key is not None and any(svc.store.doc(job_id) or svc.pending.get(job_id)
-                               for job_id in ids.values()):  # fmt: skip
+    if any(svc.store.doc(job_id) or svc.pending.get(job_id) for job_id in ids.values()):
         response.status_code = 200
         return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=False)
     await svc.send([event])
@@ -77,19 +84,31 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=True)
 
 
-def _visible_jobs(svc: Services, who: Principal, workflow_id: str) -> list[dict[str, Any]]:
-    """The workflow's jobs the views hold; 404 when none, or they are another owner's."""
-    docs = [doc for doc in workflow_jobs(svc.store, workflow_id) if who.sees(doc["owner"])]
+def _visible_jobs(svc: Services, who: Principal, workflow_id: str,
+                  owner: str | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The jobs of one owner's workflow the views hold: the token's owner's, or for an
+    admin the one ``owner`` names (needed only when several owners use the id); 404 when
+    there are none."""
+    if not who.admin:
+        owner = who.owner
+    docs = [doc for doc in workflow_jobs(svc.store, workflow_id)
+            if who.sees(doc["owner"]) and owner in (None, doc["owner"])]  # fmt: skip
     if not docs:
         raise ApiError(404, f"workflow {workflow_id} not found", "workflow_id")
+    owners = sorted({doc["owner"] for doc in docs})
+    if len(owners) > 1:
+        raise ValidationError("owner", f"workflow {workflow_id} exists for {len(owners)} "
+                                       "owners: name one with ?owner=")  # fmt: skip
     return docs
 
 
 @router.get("/{workflow_id}", response_model=WorkflowOut, responses=READ_ERRORS)
-def get_workflow(workflow_id: str, who: Auth, svc: Svc) -> WorkflowOut:
+def get_workflow(workflow_id: str, who: Auth, svc: Svc,
+                 owner: OwnerQuery = None) -> WorkflowOut:  # fmt: skip
     """A workflow's jobs as the views hold them, parents first: step name, type, state and
-    parents (job ids). 404 when the views hold none of it, or it is another owner's."""
-    docs = _visible_jobs(svc, who, workflow_id)
+    parents (job ids). 404 when the views hold none of the token's owner's workflow of
+    that id."""
+    docs = _visible_jobs(svc, who, workflow_id, owner)
     docs.sort(key=lambda doc: (doc["created_at_ms"], doc["job_id"]))
     held = {doc["job_id"]: doc for doc in docs}
     order = topological_order([(job_id, [p for p in doc.get("depends_on") or [] if p in held])
@@ -100,18 +119,19 @@ def get_workflow(workflow_id: str, who: Auth, svc: Svc) -> WorkflowOut:
 
 @router.post("/{workflow_id}/cancel", status_code=202, response_model=WorkflowCancelOut,
              responses=CANCEL_ERRORS)  # fmt: skip
-async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc,
-                          body: CancelIn | None = None) -> WorkflowCancelOut:  # fmt: skip
+async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc, body: CommandIn | None = None,
+                          owner: OwnerQuery = None) -> WorkflowCancelOut:  # fmt: skip
     """Cancel every job of the workflow that has not ended: pending ones are dropped, queued
     and running ones stopped where a worker holds them; later submissions to it are
     refused. 202 once the command is on jobs.intake; 404 as for GET; 409 when every job of
     it has ended."""
-    docs = _visible_jobs(svc, who, workflow_id)
+    docs = _visible_jobs(svc, who, workflow_id, owner)
     open_jobs = sorted(doc["job_id"] for doc in docs if doc["state"] not in TERMINAL_STATES)
     if not open_jobs:
         raise ApiError(409, f"workflow {workflow_id} has ended: every job of it has",
                        "workflow_id")  # fmt: skip
     reason = body.reason if body else None
-    await svc.send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(),
+    await svc.send([commands.cancel_workflow_event(docs[0]["owner"], workflow_id, reason,
+                                                   now_ms=now_ms(),
                                                    requested_by=requester(who))])  # fmt: skip
     return WorkflowCancelOut(workflow_id=workflow_id, jobs=open_jobs)

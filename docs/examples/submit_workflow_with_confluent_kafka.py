@@ -25,9 +25,10 @@ from fastavro.schema import load_schema
 from submit_with_confluent_kafka import CROCKFORD, SCHEMAS, single_object
 
 
-def step_job_id(workflow_id: str, step: str) -> str:
-    """W + 125 bits of blake2b-128(workflow id NUL step name), Crockford base32."""
-    digest = hashlib.blake2b(f"{workflow_id}\x00{step}".encode(), digest_size=16).digest()
+def step_job_id(owner: str, workflow_id: str, step: str) -> str:
+    """W + 125 bits of blake2b-128(owner NUL workflow id NUL step name), Crockford base32."""
+    text = f"{owner}\x00{workflow_id}\x00{step}"
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
     value = int.from_bytes(digest, "big") >> 3
     return "W" + "".join(CROCKFORD[(value >> s) & 31] for s in range(120, -1, -5))
 
@@ -64,7 +65,7 @@ def main() -> int:
         return 1
     print(workflow_id)
     for step in record["steps"]:
-        print(f"{step['name']}\t{step_job_id(workflow_id, step['name'])}")
+        print(f"{step['name']}\t{step_job_id(record['owner'], workflow_id, step['name'])}")
     return 0
 
 

@@ -17,6 +17,7 @@ from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, summary
 from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
 from pipeline.durations import FORM, DurationError, parse_duration
+from pipeline.jobs.cli import ByOption, requester
 
 EPILOG = """Examples:
 
@@ -178,6 +179,8 @@ def redrive(
     limit: int | None = typer.Option(None, "--limit", min=1, help="Redrive at most this many "
                                      "(the oldest first)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be redriven."),
+    why: str | None = typer.Option(None, "--why", help="Why, kept in each job's history."),
+    by: str | None = ByOption,
 ) -> None:  # fmt: skip
     """Put dead-lettered jobs back through jobs.retry: same id, history and idempotency key.
 
@@ -194,7 +197,8 @@ def redrive(
     redriver = Redriver(settings, rate=rate)
     try:
         with console.status(f"redriving {len(chosen)} jobs at {rate:g}/s ..."):
-            report = redriver.redrive(chosen, dry_run=dry_run)
+            report = redriver.redrive(chosen, dry_run=dry_run, requested_by=requester(by),
+                                      reason=why)  # fmt: skip
     finally:
         redriver.close()
     _print_redriven(report.redriven, dry_run, report.elapsed_s)

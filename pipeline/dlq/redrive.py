@@ -93,8 +93,11 @@ def select(records: Iterable[DlqRecord], limit: int | None = None) -> list[DlqRe
     return chosen if limit is None else chosen[:limit]
 
 
-def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int) -> list[Output]:
-    """The RetryScheduled and the RETRY_SCHEDULED step that put ``record``'s job back."""
+def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int, *,
+                    requested_by: str | None = None,
+                    reason: str | None = None) -> list[Output]:  # fmt: skip
+    """The RetryScheduled and the RETRY_SCHEDULED step that put ``record``'s job back; the
+    step names who asked for the redrive and why, for the job's history."""
     data = record.data
     job_id, workflow_id, spec = data["job_id"], data.get("workflow_id"), data["spec"]
     attempt = int(data["attempts"]) + 1
@@ -106,7 +109,8 @@ def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int) -> list[Outp
     })  # fmt: skip
     step = lifecycle_event(
         LifecycleKind.RETRY_SCHEDULED, job_id=job_id, workflow_id=workflow_id, spec=spec,
-        at_ms=now_ms, attempt=attempt, scheduled_at_ms=now_ms, detail=REDRIVEN,
+        at_ms=now_ms, attempt=attempt, scheduled_at_ms=now_ms, detail=reason or REDRIVEN,
+        requested_by=requested_by,
     )  # fmt: skip
     return [Output(topics.retry, key, retry), Output(topics.events, key, step)]
 
@@ -140,8 +144,10 @@ class Redriver:
             self._producer.init_transactions(60)
         return self._producer
 
-    def redrive(self, records: Iterable[DlqRecord], *, dry_run: bool = False) -> RedriveReport:
-        """Redrive each record once, at most ``rate`` per second; see :func:`select`.
+    def redrive(self, records: Iterable[DlqRecord], *, dry_run: bool = False,
+                requested_by: str | None = None, reason: str | None = None) -> RedriveReport:
+        """Redrive each record once, at most ``rate`` per second; see :func:`select`. Each
+        job's history names who asked (``requested_by``) and why.
 
         Raises JobstreamError naming how many jobs were redriven when the broker fails
         part way: those are committed, the ones of the open transaction are not.
@@ -152,14 +158,15 @@ class Redriver:
         if dry_run:
             report.redriven.extend(fresh)
         else:
-            self._produce_all(fresh, report)
+            self._produce_all(fresh, report, {"requested_by": requested_by, "reason": reason})
         report.elapsed_s = time.monotonic() - started
         log.info("dead letters redriven", extra={
             "count": len(report.redriven), "dry_run": dry_run, "elapsed_s": report.elapsed_s,
         })  # fmt: skip
         return report
 
-    def _produce_all(self, records: Iterable[DlqRecord], report: RedriveReport) -> None:
+    def _produce_all(self, records: Iterable[DlqRecord], report: RedriveReport,
+                     asked: dict[str, str | None]) -> None:  # fmt: skip
         producer = self._transactional()
         pending: list[DlqRecord] = []
         opened = 0.0
@@ -170,7 +177,7 @@ class Redriver:
                     producer.begin_transaction()
                     opened = time.monotonic()
                 now = now_ms()
-                for output in redrive_outputs(self.topics, record, now):
+                for output in redrive_outputs(self.topics, record, now, **asked):
                     value = output.value
                     data = self.serialize(value) if isinstance(value, Event) else bytes(value)
                     producer.produce(output.topic, data, output.key)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import getpass
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs import commands
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
+from pipeline.serde import Event
 
 EXIT_INVALID = 2
 """A submission or command that breaks a rule; the same code as a usage error."""
@@ -141,7 +142,7 @@ ByOption = typer.Option(None, "--by", help="Who asks, kept in the history "
 
 
 def requester(by: str | None) -> str:
-    """Who a cancel from the shell names: ``--by``, else the shell's user and host."""
+    """Who a command from the shell names: ``--by``, else the shell's user and host."""
     if by:
         return by
     try:
@@ -149,6 +150,14 @@ def requester(by: str | None) -> str:
     except (KeyError, OSError):  # no login name (a container's arbitrary uid)
         user = "unknown"
     return f"cli:{user}@{socket.gethostname()}"
+
+
+def send_command(build: Callable[[], Event]) -> None:
+    """Build a command (a refusal names the field and exits 2), then send it."""
+    with refusals():
+        event = build()
+    with JobClient(load_settings()) as client:
+        client.send_command(event)
 
 
 def cancel(
@@ -159,35 +168,29 @@ def cancel(
 ) -> None:
     """Cancel a job: its pending fire (a recurring job: every later run) and a run of it
     under way, which ends CANCELLED within a second or two."""
-    who = requester(by)
-    with refusals():
-        commands.cancel_event(job_id, workflow, reason, now_ms=now_ms(), requested_by=who)
-    with JobClient(load_settings()) as client:
-        client.cancel(job_id, workflow_id=workflow, reason=reason, requested_by=who)
+    send_command(lambda: commands.cancel_event(job_id, workflow, reason, now_ms=now_ms(),
+                                        requested_by=requester(by)))  # fmt: skip
 
 
-def trigger(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+def trigger(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption,
+            reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Run a scheduled job now (a recurring one keeps its schedule)."""
-    with refusals():
-        commands.trigger_event(job_id, workflow, now_ms=now_ms())
-    with JobClient(load_settings()) as client:
-        client.trigger(job_id, workflow_id=workflow)
+    send_command(lambda: commands.trigger_event(job_id, workflow, now_ms=now_ms(),
+                                         requested_by=requester(by), reason=reason))  # fmt: skip
 
 
-def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+def pause(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption,
+          reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Stop a recurring job from firing until it is resumed."""
-    with refusals():
-        commands.pause_event(job_id, workflow, now_ms=now_ms())
-    with JobClient(load_settings()) as client:
-        client.pause(job_id, workflow_id=workflow)
+    send_command(lambda: commands.pause_event(job_id, workflow, now_ms=now_ms(),
+                                       requested_by=requester(by), reason=reason))  # fmt: skip
 
 
-def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption) -> None:
+def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption,
+           reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Let a paused recurring job fire again."""
-    with refusals():
-        commands.resume_event(job_id, workflow, now_ms=now_ms())
-    with JobClient(load_settings()) as client:
-        client.resume(job_id, workflow_id=workflow)
+    send_command(lambda: commands.resume_event(job_id, workflow, now_ms=now_ms(),
+                                        requested_by=requester(by), reason=reason))  # fmt: skip
 
 
 def reschedule(
@@ -199,19 +202,22 @@ def reschedule(
     ),
     params: str | None = typer.Option(None, "--params", help="New params: JSON, @file or @-."),
     workflow: str | None = WorkflowOption,
+    reason: str | None = ReasonOption,
+    by: str | None = ByOption,
 ) -> None:
     """Give a recurring job a new schedule (--cron) or a pending one-off job a new run
     time (--at), new params, or params with either."""
-    with refusals():
+
+    def build() -> Event:
         if tz is not None and cron is None:
             raise ValidationError("cron.timezone", "--tz needs --cron")
         schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
         text = None if params is None else _params_text(params, "params")
-        commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
-                                       now_ms=now_ms())  # fmt: skip
-    with JobClient(load_settings()) as client:
-        client.update_schedule(job_id, cron=schedule, params=text, workflow_id=workflow,
-                               run_at=at)  # fmt: skip
+        return commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
+                                              now_ms=now_ms(), requested_by=requester(by),
+                                              reason=reason)  # fmt: skip
+
+    send_command(build)
 
 
 def register(app: typer.Typer) -> None:

@@ -144,30 +144,37 @@ class JobClient:
         return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
                                    step_ids(e)) for e in events]  # fmt: skip
 
-    def cancel_workflow(self, workflow_id: str, *, reason: str | None = None,
+    def cancel_workflow(self, owner: str, workflow_id: str, *, reason: str | None = None,
                         requested_by: str | None = None) -> None:  # fmt: skip
-        """Cancel every job of a workflow that has not ended, running ones too."""
-        self._send([commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(),
+        """Cancel every job of ``owner``'s workflow that has not ended, running ones too."""
+        self._send([commands.cancel_workflow_event(owner, workflow_id, reason, now_ms=now_ms(),
                                                    requested_by=requested_by)])  # fmt: skip
 
     def cancel(self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None,
                requested_by: str | None = None) -> None:  # fmt: skip
         """Cancel a job, and stop a run of it under way; pass its workflow id if it has one
-        (it is the partition key). ``requested_by`` names who asks, for the history."""
+        (it is the partition key). ``requested_by`` names who asks and ``reason`` why, for
+        the history, here and in every command below."""
         self._send([commands.cancel_event(job_id, workflow_id, reason, now_ms=now_ms(),
                                           requested_by=requested_by)])  # fmt: skip
 
-    def trigger(self, job_id: str, *, workflow_id: str | None = None) -> None:
+    def trigger(self, job_id: str, *, workflow_id: str | None = None,
+                requested_by: str | None = None, reason: str | None = None) -> None:  # fmt: skip
         """Run a scheduled job now; a recurring one keeps its schedule."""
-        self._send([commands.trigger_event(job_id, workflow_id, now_ms=now_ms())])
+        self._send([commands.trigger_event(job_id, workflow_id, now_ms=now_ms(),
+                                           requested_by=requested_by, reason=reason)])  # fmt: skip
 
-    def pause(self, job_id: str, *, workflow_id: str | None = None) -> None:
+    def pause(self, job_id: str, *, workflow_id: str | None = None,
+              requested_by: str | None = None, reason: str | None = None) -> None:  # fmt: skip
         """Stop a recurring job from firing until :meth:`resume`."""
-        self._send([commands.pause_event(job_id, workflow_id, now_ms=now_ms())])
+        self._send([commands.pause_event(job_id, workflow_id, now_ms=now_ms(),
+                                         requested_by=requested_by, reason=reason)])  # fmt: skip
 
-    def resume(self, job_id: str, *, workflow_id: str | None = None) -> None:
+    def resume(self, job_id: str, *, workflow_id: str | None = None,
+               requested_by: str | None = None, reason: str | None = None) -> None:  # fmt: skip
         """Let a paused recurring job fire again."""
-        self._send([commands.resume_event(job_id, workflow_id, now_ms=now_ms())])
+        self._send([commands.resume_event(job_id, workflow_id, now_ms=now_ms(),
+                                          requested_by=requested_by, reason=reason)])  # fmt: skip
 
     def update_schedule(
         self,
@@ -177,6 +184,8 @@ class JobClient:
         params: Mapping[str, Any] | str | None = None,
         workflow_id: str | None = None,
         run_at: datetime | str | int | None = None,
+        requested_by: str | None = None,
+        reason: str | None = None,
     ) -> None:
         """Give a recurring job a new schedule, a pending one-off job a new run time
         (``run_at``), new parameters, or parameters with either.
@@ -184,7 +193,12 @@ class JobClient:
         ``cron`` and ``run_at`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
         """
         event = commands.update_schedule_event(job_id, cron, params, workflow_id, run_at=run_at,
-                                               now_ms=now_ms())  # fmt: skip
+                                               now_ms=now_ms(), requested_by=requested_by,
+                                               reason=reason)  # fmt: skip
+        self._send([event])
+
+    def send_command(self, event: Event) -> None:
+        """Send one command built (and so checked) by :mod:`pipeline.jobs.commands`."""
         self._send([event])
 
     def _send(self, events: list[Event]) -> None:

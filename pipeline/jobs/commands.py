@@ -4,6 +4,10 @@ A command is keyed like the submission it acts on (:func:`pipeline.partitioning.
 so it must carry the job's workflow id when the job has one: otherwise it lands on another
 partition, whose timer processor has never seen the job.
 
+Every command names who asked (``requested_by``: the actor, e.g. ``api:acme``) and why
+(``reason``), both optional and bounded; the timers carry them onto the JobLifecycle the
+command causes, so a job's history tells who paused, moved or cancelled it.
+
 The builders check their arguments with the submission's field rules and return the event;
 :func:`validate_command` applies the same checks to a decoded command from the topic.
 """
@@ -49,19 +53,27 @@ def cancel_event(
                     requested_by=requested_by)  # fmt: skip
 
 
-def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
+def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
+                  requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """JobTriggered: run a scheduled job now (a recurring one keeps its schedule)."""
-    return _command("JobTriggered", job_id, workflow_id, now_ms)
+    return _command("JobTriggered", job_id, workflow_id, now_ms, reason=reason,
+                    requested_by=requested_by)  # fmt: skip
 
 
-def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
+def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
+                requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """ScheduleChanged PAUSE: a recurring job stops firing until resumed."""
-    return _schedule_changed(job_id, workflow_id, "PAUSE", None, None, None, now_ms)
+    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="PAUSE",
+                    cron=None, params=None, run_at_ms=None, requested_by=requested_by,
+                    reason=reason)  # fmt: skip
 
 
-def resume_event(job_id: str, workflow_id: str | None = None, *, now_ms: int) -> Event:
+def resume_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
+                 requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """ScheduleChanged RESUME: a paused job fires again from its next occurrence."""
-    return _schedule_changed(job_id, workflow_id, "RESUME", None, None, None, now_ms)
+    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="RESUME",
+                    cron=None, params=None, run_at_ms=None, requested_by=requested_by,
+                    reason=reason)  # fmt: skip
 
 
 def update_schedule_event(
@@ -72,6 +84,8 @@ def update_schedule_event(
     *,
     run_at: datetime | str | int | None = None,
     now_ms: int,
+    requested_by: str | None = None,
+    reason: str | None = None,
 ) -> Event:
     """ScheduleChanged UPDATE: a recurring job's new schedule, a pending one-off job's new
     run time, new parameters, or a schedule or run time with parameters (at least one).
@@ -94,7 +108,9 @@ def update_schedule_event(
         checked = rules.field_check("params", rules.params, params)
         text = rules.field_check("params", rules.encode_params, checked)
     run_at_ms = None if run_at is None else instant_ms(run_at)
-    return _schedule_changed(job_id, workflow_id, "UPDATE", schedule, text, run_at_ms, now_ms)
+    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="UPDATE",
+                    cron=schedule, params=text, run_at_ms=run_at_ms, requested_by=requested_by,
+                    reason=reason)  # fmt: skip
 
 
 def instant_ms(value: datetime | str | int) -> int:
@@ -124,19 +140,6 @@ def _command_cron_path() -> Iterator[None]:
         raise ValidationError(field, exc.message) from None
 
 
-def _schedule_changed(
-    job_id: str,
-    workflow_id: str | None,
-    action: str,
-    cron: dict[str, Any] | None,
-    params: str | None,
-    run_at_ms: int | None,
-    now_ms: int,
-) -> Event:
-    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action=action, cron=cron,
-                    params=params, run_at_ms=run_at_ms)  # fmt: skip
-
-
 def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
              **fields: Any) -> Event:  # fmt: skip
     """A command on a job, requested at ``now_ms``, checked before it is sent."""
@@ -146,12 +149,12 @@ def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
     return event
 
 
-def cancel_workflow_event(workflow_id: str, reason: str | None = None, *, now_ms: int,
-                          requested_by: str | None = None) -> Event:  # fmt: skip
-    """WorkflowCancelled: cancel every job of the workflow that has not ended yet, running
-    ones too."""
-    record = {"workflow_id": workflow_id, "requested_at_ms": now_ms, "reason": reason,
-              "requested_by": requested_by}  # fmt: skip
+def cancel_workflow_event(owner: str, workflow_id: str, reason: str | None = None, *,
+                          now_ms: int, requested_by: str | None = None) -> Event:  # fmt: skip
+    """WorkflowCancelled: cancel every job of ``owner``'s workflow that has not ended yet,
+    running ones too."""
+    record = {"workflow_id": workflow_id, "owner": owner, "requested_at_ms": now_ms,
+              "reason": reason, "requested_by": requested_by}  # fmt: skip
     event = Event("WorkflowCancelled", record)
     validate_command(event, now_ms=now_ms)
     return event
@@ -166,25 +169,25 @@ def validate_command(event: Event, *, now_ms: int) -> None:
     record = event.data
     if event.name == "WorkflowCancelled":
         rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
+        rules.field_check("owner", rules.owner, record.get("owner"))
         _check_requested_at(record.get("requested_at_ms"), now_ms)
-        _check_cancel(record)
+        _check_actor(record)
         return
     rules.field_check("job_id", rules.job_id, record.get("job_id"))
     if record.get("workflow_id") is not None:
         rules.field_check("workflow_id", rules.workflow_id, record["workflow_id"])
     _check_requested_at(record.get("requested_at_ms"), now_ms)
-    if event.name == "JobCancelled":
-        _check_cancel(record)
-    elif event.name == "JobTriggered":
+    _check_actor(record)
+    if event.name in ("JobCancelled", "JobTriggered"):
         return
-    elif event.name == "ScheduleChanged":
+    if event.name == "ScheduleChanged":
         _check_schedule_change(record)
     else:
         raise ValidationError("name", f"{event.name} is not a command")
 
 
-def _check_cancel(record: Mapping[str, Any]) -> None:
-    """A cancel's free texts: why, and who asked (both for the history, both bounded)."""
+def _check_actor(record: Mapping[str, Any]) -> None:
+    """A command's free texts: why, and who asked (both for the history, both bounded)."""
     for name in ("reason", "requested_by"):
         if record.get(name) is not None:
             rules.field_check(name, rules.reason, record[name])

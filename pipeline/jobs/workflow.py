@@ -7,8 +7,9 @@ valid: every step passes the job rules (errors name ``steps.<i>.<field>``), the 
 no unknown parent and no cycle (``steps: cycle: a -> b -> a``), and it has at most
 :data:`~pipeline.workflows.MAX_STEPS` steps.
 
-A step's job id is derived from the workflow id and the step's name
-(:func:`~pipeline.workflows.step_job_id`), so a resubmitted workflow is the same jobs.
+A step's job id is derived from the owner, the workflow id and the step's name
+(:func:`~pipeline.workflows.step_job_id`), so a resubmitted workflow is the same jobs and
+another owner's workflow of the same name is other jobs.
 """
 
 from __future__ import annotations
@@ -181,9 +182,9 @@ def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
     if spec.get("cron") is not None:
         raise ValidationError("spec.cron", "a workflow step runs once: a recurring workflow "
                                            "has a schedule of its own")  # fmt: skip
-    parents = [step_job_id(workflow_id, parent) for parent in step.get("depends_on") or []]
+    parents = [step_job_id(owner, workflow_id, parent) for parent in step.get("depends_on") or []]
     return {
-        "job_id": step_job_id(workflow_id, step["name"]), "idempotency_key": None,
+        "job_id": step_job_id(owner, workflow_id, step["name"]), "idempotency_key": None,
         "workflow_id": workflow_id, "submitted_at_ms": submitted_at_ms,
         "spec": {**spec, "depends_on": parents,
                  "labels": {**(spec.get("labels") or {}), STEP_LABEL: step["name"]}},
@@ -192,5 +193,6 @@ def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
 
 def step_ids(event: Event) -> dict[str, str]:
     """Step name -> job id of a WorkflowSubmitted, in submission order."""
-    workflow_id = event.data["workflow_id"]
-    return {step["name"]: step_job_id(workflow_id, step["name"]) for step in event.data["steps"]}
+    owner, workflow_id = event.data["owner"], event.data["workflow_id"]
+    return {step["name"]: step_job_id(owner, workflow_id, step["name"])
+            for step in event.data["steps"]}  # fmt: skip

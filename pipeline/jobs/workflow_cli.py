@@ -44,7 +44,7 @@ from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.errors import ValidationError
 from pipeline.jobs import commands
-from pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester
+from pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester, send_command
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.workflow import workflow_event
 
@@ -142,12 +142,11 @@ def submit(
 @workflow_app.command("cancel")
 def cancel(
     workflow_id: str = typer.Argument(..., help="The workflow id submit printed."),
+    owner: str = typer.Option(..., "--owner", help="The workflow's owner (ids are per owner)."),
     reason: str | None = ReasonOption,
     by: str | None = ByOption,
 ) -> None:
     """Cancel every job of a workflow that has not ended; running jobs are stopped."""
-    who = requester(by)
-    with refusals():
-        commands.cancel_workflow_event(workflow_id, reason, now_ms=now_ms(), requested_by=who)
-    with JobClient(load_settings()) as client:
-        client.cancel_workflow(workflow_id, reason=reason, requested_by=who)
+    send_command(lambda: commands.cancel_workflow_event(owner, workflow_id, reason,
+                                                        now_ms=now_ms(),
+                                                        requested_by=requester(by)))  # fmt: skip

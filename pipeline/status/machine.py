@@ -102,7 +102,7 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
     S.SUCCEEDED: {K.FIRED: S.QUEUED},
     S.DEAD_LETTERED: {K.FIRED: S.QUEUED, K.RETRY_SCHEDULED: S.FAILED_RETRYING},
     S.CANCELLED: {},
-    S.PAUSED: {K.CANCELLED: S.CANCELLED, K.RESUMED: S.SCHEDULED},
+    S.PAUSED: {K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.RESUMED: S.SCHEDULED},
     # Waiting for parents: BLOCKED again with fewer parents, SCHEDULED (the column below)
     # once released, CANCELLED when a parent failed.
     S.BLOCKED: {K.BLOCKED: S.BLOCKED, K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED},

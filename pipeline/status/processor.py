@@ -184,7 +184,7 @@ class StatusProcessor:
         assert record.workflow_id is not None
         succeeded = record.state is JobState.SUCCEEDED
         data = {
-            "job_id": record.job_id, "workflow_id": record.workflow_id,
+            "job_id": record.job_id, "workflow_id": record.workflow_id, "owner": record.owner,
             "outcome": record.state.value, "ended_at_ms": int(event["at_ms"]),
             "result": record.result if succeeded else None,
             "result_uri": record.result_uri if succeeded else None,

@@ -25,15 +25,20 @@ SCHEDULE_PREFIX = "S:"
 ENDED_PREFIX = "E:"
 
 
-def schedule_timer_id(workflow_id: str) -> str:
-    """The timer of a recurring workflow. Prefixed: a workflow id may start with a lower-case
+def _scoped(owner: str, workflow_id: str) -> str:
+    """A workflow's owner and id in one timer id (an owner holds no control character)."""
+    return f"{owner}\x00{workflow_id}"
+
+
+def schedule_timer_id(owner: str, workflow_id: str) -> str:
+    """The timer of a recurring workflow. Prefixed: an owner may start with a lower-case
     letter, which in the changelog would read as a step node's or a workflow record's key."""
-    return SCHEDULE_PREFIX + workflow_id
+    return SCHEDULE_PREFIX + _scoped(owner, workflow_id)
 
 
-def ended_timer_id(workflow_id: str) -> str:
+def ended_timer_id(owner: str, workflow_id: str) -> str:
     """The marker that forgets an ended workflow's record once it expires."""
-    return ENDED_PREFIX + workflow_id
+    return ENDED_PREFIX + _scoped(owner, workflow_id)
 
 
 @dataclass(frozen=True, slots=True)

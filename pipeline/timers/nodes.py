@@ -1,8 +1,9 @@
 """The workflow part of a timer store: step nodes, workflow records, the blocked index.
 
 Key spaces (beside the timers' own ``j``, ``s`` and ``m``, pipeline/timers/keys.py), where
-``<wf>`` is the workflow id's UTF-8 bytes after their length (u16 BE), so that one
-workflow's keys are one range whatever characters its id holds:
+``<wf>`` is the owner's and then the workflow id's UTF-8 bytes, each after its length
+(u16 BE), so that one workflow's keys are one range whatever characters its names hold,
+and two owners' workflows of the same id are two ranges:
 
 - ``n<wf><job id>``: the :class:`StepNode` of a job of the workflow.
 - ``w<wf>``: the :class:`WorkflowRecord` (submitted as one unit, cancelled).
@@ -16,11 +17,16 @@ is how restoring tells them apart from timer entries.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterator
 
+import orjson
+
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.workflows.node import StepNode, WorkflowRecord
+
+log = logging.getLogger(__name__)
 
 NODE_PREFIX = b"n"
 WORKFLOW_PREFIX = b"w"
@@ -35,21 +41,25 @@ _END = b"\xff"
 ChangelogRecord = tuple[bytes, bytes | None]
 
 
-def _workflow(workflow_id: str) -> bytes:
-    raw = workflow_id.encode()
+def _sized(text: str) -> bytes:
+    raw = text.encode()
     return _LENGTH.pack(len(raw)) + raw
 
 
-def node_key(workflow_id: str, job_id: str) -> bytes:
-    return NODE_PREFIX + _workflow(workflow_id) + job_id.encode()
+def _workflow(owner: str, workflow_id: str) -> bytes:
+    return _sized(owner) + _sized(workflow_id)
 
 
-def workflow_key(workflow_id: str) -> bytes:
-    return WORKFLOW_PREFIX + _workflow(workflow_id)
+def node_key(owner: str, workflow_id: str, job_id: str) -> bytes:
+    return NODE_PREFIX + _workflow(owner, workflow_id) + job_id.encode()
 
 
-def waiting_key(workflow_id: str, parent: str, child: str) -> bytes:
-    return WAITING_PREFIX + _workflow(workflow_id) + parent.encode() + child.encode()
+def workflow_key(owner: str, workflow_id: str) -> bytes:
+    return WORKFLOW_PREFIX + _workflow(owner, workflow_id)
+
+
+def waiting_key(owner: str, workflow_id: str, parent: str, child: str) -> bytes:
+    return WAITING_PREFIX + _workflow(owner, workflow_id) + parent.encode() + child.encode()
 
 
 class WorkflowNodes:
@@ -64,58 +74,63 @@ class WorkflowNodes:
         self.changelog = changelog
         self._nodes: dict[bytes, StepNode | None] = {}
 
-    def get(self, workflow_id: str, job_id: str) -> StepNode | None:
-        key = node_key(workflow_id, job_id)
+    def get(self, owner: str, workflow_id: str, job_id: str) -> StepNode | None:
+        key = node_key(owner, workflow_id, job_id)
         if key not in self._nodes:
             raw = self.tx.get(key)
             self._nodes[key] = None if raw is None else StepNode.decode(raw)
         return self._nodes[key]
 
     def put(self, node: StepNode) -> None:
-        key = node_key(node.workflow_id, node.job_id)
+        key = node_key(node.owner, node.workflow_id, node.job_id)
         raw = node.encode()
-        self._move_waiting(self.get(node.workflow_id, node.job_id), node)
+        self._move_waiting(self.get(node.owner, node.workflow_id, node.job_id), node)
         self._nodes[key] = node
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
 
     def delete(self, node: StepNode) -> None:
         """Forget a node (an ended workflow's, a recurring workflow's ended run)."""
-        key = node_key(node.workflow_id, node.job_id)
-        self._move_waiting(self.get(node.workflow_id, node.job_id), None)
+        key = node_key(node.owner, node.workflow_id, node.job_id)
+        self._move_waiting(self.get(node.owner, node.workflow_id, node.job_id), None)
         self._nodes[key] = None
         self.tx.delete(key)
         self.changelog.append((key, None))
 
-    def of_workflow(self, workflow_id: str) -> Iterator[StepNode]:
+    def of_workflow(self, owner: str, workflow_id: str) -> Iterator[StepNode]:
         """Every node of the workflow, by job id."""
-        prefix = NODE_PREFIX + _workflow(workflow_id)
+        prefix = NODE_PREFIX + _workflow(owner, workflow_id)
         for key, _ in self.tx.scan(prefix, prefix + _END):
-            node = self.get(workflow_id, key[len(prefix) :].decode())
+            node = self.get(owner, workflow_id, key[len(prefix) :].decode())
             if node is not None:
                 yield node
 
-    def waiting_on(self, workflow_id: str, parent: str) -> list[str]:
+    def waiting_on(self, owner: str, workflow_id: str, parent: str) -> list[str]:
         """The children that still wait for ``parent``."""
-        prefix = WAITING_PREFIX + _workflow(workflow_id) + parent.encode()
+        prefix = WAITING_PREFIX + _workflow(owner, workflow_id) + parent.encode()
         return [key[len(prefix) :].decode() for key, _ in self.tx.scan(prefix, prefix + _END)]
 
-    def workflow(self, workflow_id: str) -> WorkflowRecord | None:
-        raw = self.tx.get(workflow_key(workflow_id))
+    def workflow(self, owner: str, workflow_id: str) -> WorkflowRecord | None:
+        raw = self.tx.get(workflow_key(owner, workflow_id))
         return None if raw is None else WorkflowRecord.decode(raw)
 
     def put_workflow(self, record: WorkflowRecord) -> None:
-        key, raw = workflow_key(record.workflow_id), record.encode()
+        key, raw = workflow_key(record.owner, record.workflow_id), record.encode()
         self.tx.put(key, raw)
         self.changelog.append((key, raw))
 
-    def delete_workflow(self, workflow_id: str) -> None:
-        key = workflow_key(workflow_id)
+    def delete_workflow(self, owner: str, workflow_id: str) -> None:
+        key = workflow_key(owner, workflow_id)
         self.tx.delete(key)
         self.changelog.append((key, None))
 
     def restore(self, key: bytes, value: bytes | None) -> None:
-        """Apply one changelog record of a node or a workflow record."""
+        """Apply one changelog record of a node or a workflow record. A record written
+        before workflows were their owner's (no ``owner``) is skipped: its key names the
+        workflow by id alone, so nothing would find it (docs/workflows.md, "Upgrading")."""
+        if value is not None and "owner" not in orjson.loads(value):
+            log.warning("workflow state without an owner skipped", extra={"key": repr(key)})
+            return
         if key.startswith(NODE_PREFIX):
             previous_raw = self.tx.get(key)
             previous = None if previous_raw is None else StepNode.decode(previous_raw)
@@ -132,6 +147,6 @@ class WorkflowNodes:
         if some is None:
             return
         for parent in old - new:
-            self.tx.delete(waiting_key(some.workflow_id, parent, some.job_id))
+            self.tx.delete(waiting_key(some.owner, some.workflow_id, parent, some.job_id))
         for parent in new - old:
-            self.tx.put(waiting_key(some.workflow_id, parent, some.job_id), b"")
+            self.tx.put(waiting_key(some.owner, some.workflow_id, parent, some.job_id), b"")

@@ -134,7 +134,7 @@ class TimerProcessor:
         """Every step of a workflow, parents first, or (one rule broken) none of them."""
         steps = expand_workflow(data, now_ms=now_ms)
         workflow_id = data["workflow_id"]
-        if state.nodes.workflow(workflow_id) is not None:
+        if state.nodes.workflow(data["owner"], workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
         schedule = check_schedule(data)
@@ -142,7 +142,7 @@ class TimerProcessor:
             self.workflows.schedule(state, data, schedule, now_ms)
             return []
         state.nodes.put_workflow(WorkflowRecord(
-            workflow_id=workflow_id, owner=data["owner"], steps=len(steps),
+            owner=data["owner"], workflow_id=workflow_id, steps=len(steps),
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
             schedule_id=data.get("schedule_id"),
         ))  # fmt: skip
@@ -192,11 +192,12 @@ class TimerProcessor:
         action = data["action"]
         if action == "PAUSE" and not entry.paused:
             state.put(entry.evolve(paused=True))
-            return [self._lifecycle(K.PAUSED, entry.job, now_ms)]
+            return [self._lifecycle(K.PAUSED, entry.job, now_ms, **_asked(data, "paused"))]
         if action == "RESUME" and entry.paused:
             due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
             state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
-            return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due)]
+            return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due,
+                                    **_asked(data, "resumed"))]  # fmt: skip
         if action == "UPDATE":
             run_at = data.get("run_at_ms")
             refusal = _update_refusal(entry, run_at)
@@ -215,17 +216,19 @@ class TimerProcessor:
             else:
                 # spec.run_at_ms stays as submitted: the entry's due time is when it runs.
                 updated = entry.due_ms if run_at is None else int(run_at)
+            detail = "schedule updated" if run_at is None else "run time moved"
             if updated is None:
                 self._finish(state, entry, now_ms)
-                return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule ended")]
+                return [self._lifecycle(K.CANCELLED, job, now_ms,
+                                        **_asked(data, "schedule ended"))]  # fmt: skip
             state.put(entry.evolve(job=job, due_ms=updated, held_by=None, held_at_ms=None))
             if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
-                return []
+                return [self._lifecycle(K.PAUSED, job, now_ms,
+                                        **_asked(data, f"{detail}, still paused"))]  # fmt: skip
             changed = {**summarize_params(spec.get("params"))._asdict(),
                        "labels": dict(spec.get("labels") or {})}  # fmt: skip
-            detail = "schedule updated" if run_at is None else "run time moved"
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
-                                    detail=detail, **changed)]  # fmt: skip
+                                    **_asked(data, detail), **changed)]  # fmt: skip
         return []
 
     def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
@@ -238,9 +241,11 @@ class TimerProcessor:
             return []
         if not entry.spec.get("cron"):
             # Due now: this iteration's punctuation fires it, as any other due timer.
-            state.put(entry.evolve(due_ms=min(entry.due_ms, now_ms)))
-            return []
-        emits = self._fire(state, entry, now_ms, now_ms)
+            due = min(entry.due_ms, now_ms)
+            state.put(entry.evolve(due_ms=due))
+            return [self._lifecycle(K.SCHEDULED, entry.job, now_ms, scheduled_at_ms=due,
+                                    **_asked(data, "run now"))]  # fmt: skip
+        emits = self._fire(state, entry, now_ms, now_ms, asked=_asked(data, "run now"))
         runs = entry.runs + 1
         max_runs = CronSpec.from_avro(entry.spec["cron"]).max_runs
         if max_runs is not None and runs >= max_runs:
@@ -373,8 +378,10 @@ class TimerProcessor:
                                    held_by=None, held_at_ms=None))  # fmt: skip
         return emits
 
-    def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int,
-              now_ms: int) -> list[Output]:  # fmt: skip
+    def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int, now_ms: int,
+              asked: Mapping[str, Any] | None = None) -> list[Output]:  # fmt: skip
+        """The execution of ``entry`` due at ``fire_ms`` and its FIRED (with who ``asked``
+        for it and why, for a trigger)."""
         key = partition_key(entry.job_id, entry.job.get("workflow_id"))
         topic = self._execution_topic(entry)
         refusal = self.refused_topics.get(topic)
@@ -401,7 +408,7 @@ class TimerProcessor:
         fired = self._lifecycle(
             K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
             attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
-            throttled_ms=throttled,
+            throttled_ms=throttled, **(asked or {}),
         )  # fmt: skip
         partition = self.policy.concurrency.partition_for(spec["job_type"], key)
         return [Output(topic, key, Event("ExecutionRequested", execution), partition), fired]
@@ -491,3 +498,9 @@ def _update_refusal(entry: TimerEntry, run_at_ms: int | None) -> str | None:
 
 def _ignored(command: Mapping[str, Any], reason: str) -> None:
     log.info("schedule change ignored", extra={"job_id": command["job_id"], "reason": reason})
+
+
+def _asked(command: Mapping[str, Any], done: str) -> dict[str, Any]:
+    """The fields a command's JobLifecycle carries: who asked, and why (the reason given,
+    else what was ``done``)."""
+    return {"requested_by": command.get("requested_by"), "detail": command.get("reason") or done}

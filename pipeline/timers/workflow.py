@@ -1,6 +1,8 @@
 """Workflows at the timers: a child is held out of the schedule until its parents succeed.
 
-All jobs of a workflow share its partition (the workflow id is their key), so the timer
+A workflow is its owner's: its state is kept under owner and id, so two owners' workflows
+of one name are two workflows, and a job names as parents only jobs of its own owner's
+workflow. All jobs of a workflow share its partition (the workflow id is their key), so the timer
 processor of that partition sees every submission of the workflow and, through
 :class:`StepEnded` commands from the status processor, every end of one of its jobs. It
 keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py) and:
@@ -91,7 +93,7 @@ class WorkflowTimers:
 
     def known(self, state: TimerState, job: Mapping[str, Any]) -> bool:
         """Whether the job is already a step of its workflow (a resubmission)."""
-        return state.nodes.get(job["workflow_id"], job["job_id"]) is not None
+        return state.nodes.get(_owner(job), job["workflow_id"], job["job_id"]) is not None
 
     def admit(self, state: TimerState, job: Mapping[str, Any], step: str | None) -> Gate:
         """Record the job as a step of its workflow and tell whether it may run.
@@ -99,24 +101,25 @@ class WorkflowTimers:
         Raises ValidationError, before anything is written, for a parent that is not a
         job of the workflow and for a workflow that was cancelled.
         """
-        workflow_id, parents = job["workflow_id"], list(job["spec"].get("depends_on") or [])
-        record = state.nodes.workflow(workflow_id)
+        owner, workflow_id = _owner(job), job["workflow_id"]
+        parents = list(job["spec"].get("depends_on") or [])
+        record = state.nodes.workflow(owner, workflow_id)
         if record is not None and record.cancelled:
             raise ValidationError("workflow_id", f"workflow {workflow_id} was cancelled")
         outcomes: dict[str, str | None] = {}
         for i, parent in enumerate(parents):
-            node = state.nodes.get(workflow_id, parent)
+            node = state.nodes.get(owner, workflow_id, parent)
             if node is None:
-                raise ValidationError(
-                    f"spec.depends_on.{i}", f"{parent} is not a job of workflow {workflow_id}"
-                )
+                raise ValidationError(f"spec.depends_on.{i}", f"{parent} is not a job of "
+                                      f"{owner}'s workflow {workflow_id}")  # fmt: skip
             outcomes[parent] = node.outcome
         gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
         if step is None and record is not None and record.steps and not record.schedule:
             # A job added to a workflow submitted as one unit: one more step to end.
             state.nodes.put_workflow(record.evolve(steps=record.steps + 1))
-        state.nodes.put(StepNode(workflow_id=workflow_id, job_id=job["job_id"], parents=parents,
-                                 waiting=list(gate.waiting), step=step))  # fmt: skip
+        state.nodes.put(StepNode(owner=owner, workflow_id=workflow_id, job_id=job["job_id"],
+                                 parents=parents, waiting=list(gate.waiting),
+                                 step=step))  # fmt: skip
         return gate
 
     # -- a job of the workflow ended -----------------------------------------------------
@@ -124,8 +127,9 @@ class WorkflowTimers:
     def step_ended(self, state: TimerState, data: Mapping[str, Any], now_ms: int) -> list[Output]:
         """Record how a job ended; release, cancel or keep waiting each of its children."""
         check_step_ended(data)
-        workflow_id, parent, outcome = data["workflow_id"], data["job_id"], data["outcome"]
-        node = state.nodes.get(workflow_id, parent)
+        owner, workflow_id = data["owner"], data["workflow_id"]
+        parent, outcome = data["job_id"], data["outcome"]
+        node = state.nodes.get(owner, workflow_id, parent)
         if node is None:
             self.unknown_ends += 1
             return []
@@ -136,19 +140,19 @@ class WorkflowTimers:
                                     result_uri=data.get("result_uri"),
                                     ended_at_ms=data["ended_at_ms"]))  # fmt: skip
         emits: list[Output] = []
-        for child_id in state.nodes.waiting_on(workflow_id, parent):
-            child = state.nodes.get(workflow_id, child_id)
+        for child_id in state.nodes.waiting_on(owner, workflow_id, parent):
+            child = state.nodes.get(owner, workflow_id, child_id)
             if child is not None:
                 emits.extend(self._follow(state, child, parent, outcome, now_ms))
         if first_end:
-            emits.extend(self._count_end(state, workflow_id, outcome, now_ms))
+            emits.extend(self._count_end(state, owner, workflow_id, outcome, now_ms))
         return emits
 
-    def _count_end(self, state: TimerState, workflow_id: str, outcome: str,
+    def _count_end(self, state: TimerState, owner: str, workflow_id: str, outcome: str,
                    now_ms: int) -> list[Output]:  # fmt: skip
         """One more step of the workflow ended; once all have, forget its nodes and tell a
         recurring workflow that its run ended."""
-        record = state.nodes.workflow(workflow_id)
+        record = state.nodes.workflow(owner, workflow_id)
         if record is None or not record.steps:
             return []  # submitted job by job: how many steps it has is never known
         if record.schedule:  # a run ended: keep the latest run's node only
@@ -158,21 +162,21 @@ class WorkflowTimers:
         state.nodes.put_workflow(record)
         if record.ended < record.steps:
             return []
-        for node in list(state.nodes.of_workflow(workflow_id)):
+        for node in list(state.nodes.of_workflow(owner, workflow_id)):
             state.nodes.delete(node)
-        state.put(TimerEntry(timer_id=ended_timer_id(workflow_id), kind="marker",
-                             job={"job_id": workflow_id, "idempotency_key": None},
+        state.put(TimerEntry(timer_id=ended_timer_id(owner, workflow_id), kind="marker",
+                             job={"job_id": workflow_id, "idempotency_key": None, "owner": owner},
                              due_ms=now_ms + self.record_ttl_ms))  # fmt: skip
         if record.schedule_id is None:
             return []
-        ended = {"job_id": workflow_id, "workflow_id": record.schedule_id,
+        ended = {"job_id": workflow_id, "workflow_id": record.schedule_id, "owner": owner,
                  "outcome": record.outcome, "ended_at_ms": now_ms, "result": None,
                  "result_uri": None, "detail": f"run of {record.steps} steps ended"}  # fmt: skip
         return [Output(self.intake, record.schedule_id.encode(), Event("StepEnded", ended))]
 
     @staticmethod
     def _forget_ended_runs(state: TimerState, record: WorkflowRecord) -> None:
-        for node in list(state.nodes.of_workflow(record.workflow_id)):
+        for node in list(state.nodes.of_workflow(record.owner, record.workflow_id)):
             if node.outcome is not None and node.job_id != record.last_run:
                 state.nodes.delete(node)
 
@@ -206,7 +210,7 @@ class WorkflowTimers:
         """A job cancelled while it waited: it waits for nothing any more."""
         workflow_id = job.get("workflow_id")
         if workflow_id:
-            node = state.nodes.get(workflow_id, job["job_id"])
+            node = state.nodes.get(_owner(job), workflow_id, job["job_id"])
             if node is not None and node.waiting:
                 state.nodes.put(node.evolve(waiting=[]))
 
@@ -214,7 +218,7 @@ class WorkflowTimers:
     def expired(state: TimerState, marker: TimerEntry) -> None:
         """A marker expired: if it is an ended workflow's, forget the workflow's record."""
         if marker.timer_id.startswith(ENDED_PREFIX):
-            state.nodes.delete_workflow(marker.job_id)
+            state.nodes.delete_workflow(str(marker.job.get("owner", "")), marker.job_id)
 
     # -- recurring workflows -------------------------------------------------------------
 
@@ -226,7 +230,7 @@ class WorkflowTimers:
         if first is None:
             raise ValidationError("schedule", "has no future run")
         state.nodes.put_workflow(WorkflowRecord(
-            workflow_id=workflow_id, owner=data["owner"], steps=len(data["steps"]),
+            owner=data["owner"], workflow_id=workflow_id, steps=len(data["steps"]),
             idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
             schedule=True,
         ))  # fmt: skip
@@ -237,16 +241,17 @@ class WorkflowTimers:
             "idempotency_key": data.get("idempotency_key"),
             "spec": {"cron": data["schedule"], "owner": data["owner"], "job_type": ""},
         }
-        state.put(TimerEntry(timer_id=schedule_timer_id(workflow_id), kind="workflow", job=job,
-                             due_ms=first))  # fmt: skip
+        state.put(TimerEntry(timer_id=schedule_timer_id(data["owner"], workflow_id),
+                             kind="workflow", job=job, due_ms=first))  # fmt: skip
         log.info("recurring workflow %s: first run at %d", workflow_id, first)
 
     def start_run(self, state: TimerState, entry: TimerEntry, fire_ms: int,
                   now_ms: int) -> list[Output]:  # fmt: skip
         """The run of a recurring workflow due at ``fire_ms``, sent to its own partition."""
-        schedule_id = entry.job_id
-        record = state.nodes.workflow(schedule_id) or WorkflowRecord(schedule_id, schedule=True)
-        previous = state.nodes.get(schedule_id, record.last_run) if record.last_run else None
+        owner, schedule_id = entry.owner, entry.job_id
+        record = (state.nodes.workflow(owner, schedule_id)
+                  or WorkflowRecord(owner, schedule_id, schedule=True))  # fmt: skip
+        previous = state.nodes.get(owner, schedule_id, record.last_run) if record.last_run else None
         ended = None if previous is None else previous.outcome is not None
         if not may_start(entry.spec["cron"].get("overlap", "ALLOW"), ended):
             self.runs_skipped += 1
@@ -254,7 +259,8 @@ class WorkflowTimers:
                      schedule_id, fire_ms, record.last_run)  # fmt: skip
             return []
         run_id = run_workflow_id(schedule_id, fire_ms)
-        state.nodes.put(StepNode(workflow_id=schedule_id, job_id=run_id, step=str(fire_ms)))
+        state.nodes.put(StepNode(owner=owner, workflow_id=schedule_id, job_id=run_id,
+                                 step=str(fire_ms)))  # fmt: skip
         state.nodes.put_workflow(record.evolve(last_run=run_id))
         self._forget_ended_runs(state, record.evolve(last_run=run_id))
         run = run_record(entry.job["template"], run_id, now_ms=now_ms)
@@ -269,16 +275,17 @@ class WorkflowTimers:
         As for a job's cancel, a job that has fired is cancelled where a worker holds it
         (a CancelRequested on jobs.control), and its retries are dropped.
         """
-        workflow_id = data["workflow_id"]
+        owner, workflow_id = data["owner"], data["workflow_id"]
         reason = data.get("reason") or f"workflow {workflow_id} cancelled"
         by = data.get("requested_by")
-        record = state.nodes.workflow(workflow_id) or WorkflowRecord(workflow_id=workflow_id)
+        record = (state.nodes.workflow(owner, workflow_id)
+                  or WorkflowRecord(owner=owner, workflow_id=workflow_id))  # fmt: skip
         state.nodes.put_workflow(record.evolve(cancelled=True))
         if record.schedule:  # no more runs; the runs started go on (each can be cancelled)
-            state.remove(schedule_timer_id(workflow_id))
+            state.remove(schedule_timer_id(owner, workflow_id))
             return []
         emits: list[Output] = []
-        for node in list(state.nodes.of_workflow(workflow_id)):
+        for node in list(state.nodes.of_workflow(owner, workflow_id)):
             if node.outcome is None:
                 cancel = {"job_id": node.job_id, "workflow_id": workflow_id, "reason": reason,
                           "requested_by": by,
@@ -295,7 +302,7 @@ class WorkflowTimers:
             return []
         found, budget = [], PARENT_RESULTS_INLINE_BYTES
         for parent in parents:
-            node = state.nodes.get(workflow_id, parent)
+            node = state.nodes.get(_owner(job), workflow_id, parent)
             if node is None:
                 found.append({"job_id": parent, "outcome": StepOutcome.UNKNOWN})
                 continue
@@ -314,9 +321,15 @@ def check_step_ended(data: Mapping[str, Any]) -> None:
     """The rules of a StepEnded record; ValidationError naming the field at fault."""
     rules.field_check("job_id", rules.job_id, data.get("job_id"))
     rules.field_check("workflow_id", rules.workflow_id, data.get("workflow_id"))
+    rules.field_check("owner", rules.owner, data.get("owner"))
     if data.get("outcome") not in _ENDED:
         raise ValidationError("outcome", f"must be one of {', '.join(sorted(_ENDED))}; "
                                          f"got {data.get('outcome')!r}")  # fmt: skip
     ended = data.get("ended_at_ms")
     if isinstance(ended, bool) or not isinstance(ended, int):
         raise ValidationError("ended_at_ms", "must be epoch milliseconds (an integer)")
+
+
+def _owner(job: Mapping[str, Any]) -> str:
+    """The owner of a JobSubmitted: its workflow is that owner's."""
+    return str(job["spec"]["owner"])

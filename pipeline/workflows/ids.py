@@ -1,9 +1,11 @@
 """The ids of a workflow's steps, derived so that any client can compute them.
 
-A step's job id is ``W`` and 25 Crockford base32 characters of blake2b-128(workflow id NUL
-step name): a resubmitted workflow gives its steps the same ids, ``jobstream status``
-finds a step from its name, and a plain Kafka client needs no id generator. ``W`` never
-starts a ULID (``0``-``7``) nor an idempotent job id (``K``).
+A workflow belongs to its owner: two owners may both name one ``payroll-2026`` and get two
+workflows. A step's job id is ``W`` and 25 Crockford base32 characters of
+blake2b-128(owner NUL workflow id NUL step name): a resubmitted workflow gives its steps
+the same ids, another owner's workflow of the same name gives them others, ``jobstream
+status`` finds a step from its name, and a plain Kafka client needs no id generator. ``W``
+never starts a ULID (``0``-``7``) nor an idempotent job id (``K``).
 
 With an idempotency key, the workflow id itself is derived the same way from the owner
 and the key (prefix ``F``), as a job's id is from its key; a run of a recurring workflow
@@ -30,9 +32,9 @@ def _hashed(prefix: str, first: str, second: str) -> str:
     )
 
 
-def step_job_id(workflow_id: str, step: str) -> str:
-    """The job id of step ``step`` of workflow ``workflow_id``."""
-    return _hashed(STEP_PREFIX, workflow_id, step)
+def step_job_id(owner: str, workflow_id: str, step: str) -> str:
+    """The job id of step ``step`` of ``owner``'s workflow ``workflow_id``."""
+    return _hashed(STEP_PREFIX, f"{owner}\x00{workflow_id}", step)
 
 
 def idempotent_workflow_id(owner: str, idempotency_key: str) -> str:

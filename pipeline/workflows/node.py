@@ -1,11 +1,12 @@
 """What the timers keep per job of a workflow, and per workflow.
 
-A :class:`StepNode` lives as long as the workflow's state: its parents, the ones it still
-waits for (the blocked index is derived from them), and, once it ended, its outcome and
-result for its children's executions. A :class:`WorkflowRecord` marks a workflow
-submitted as one unit (a resubmission is a no-op) or cancelled, counts its steps that
-ended, and holds a recurring workflow's latest run. Both are JSON, so the
-timers' changelog stays readable with a console consumer.
+Both are kept under their workflow's owner and id together: two owners' workflows of
+the same name are two workflows. A :class:`StepNode` lives as long as the workflow's
+state: its parents, the ones it still waits for (the blocked index is derived from
+them), and, once it ended, its outcome and result for its children's executions. A
+:class:`WorkflowRecord` marks a workflow submitted as one unit (a resubmission is a
+no-op) or cancelled, counts its steps that ended, and holds a recurring workflow's latest
+run. Both are JSON, so the timers' changelog stays readable with a console consumer.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class _JsonRecord:
 
 @dataclass(frozen=True, slots=True)
 class StepNode(_JsonRecord):
+    owner: str
     workflow_id: str
     job_id: str
     parents: list[str] = field(default_factory=list)
@@ -52,8 +54,8 @@ class StepNode(_JsonRecord):
 
 @dataclass(frozen=True, slots=True)
 class WorkflowRecord(_JsonRecord):
+    owner: str
     workflow_id: str
-    owner: str | None = None
     idempotency_key: str | None = None
     steps: int = 0
     """Steps of the WorkflowSubmitted; 0 for a workflow known only from a cancel."""

@@ -10,6 +10,7 @@ from confluent_kafka import TopicPartition
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.serde import Event, make_serde
+from pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 _, DESERIALIZE = make_serde()
@@ -55,3 +56,12 @@ class TopicReader:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    """Every JobLifecycle of ``job_id`` on jobs.events so far, in the order read."""
+    reader = TopicReader(settings, Topics(settings).events, settings.events_partitions)
+    try:
+        return [r for r in reader.catch_up() if r["job_id"] == job_id]
+    finally:
+        reader.close()

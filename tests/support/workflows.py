@@ -26,9 +26,10 @@ def diamond(now_ms: int, workflow_id: str = "wf-diamond", **fields: Any) -> Even
 
 
 def step_ended(job_id: str, workflow_id: str, outcome: str, at_ms: int,
-               result: str | None = None) -> Event:  # fmt: skip
+               result: str | None = None, owner: str = "tests") -> Event:  # fmt: skip
     return Event("StepEnded", {
-        "job_id": job_id, "workflow_id": workflow_id, "outcome": outcome, "ended_at_ms": at_ms,
+        "job_id": job_id, "workflow_id": workflow_id, "owner": owner, "outcome": outcome,
+        "ended_at_ms": at_ms,
         "result": result, "result_uri": None, "detail": None,
     })  # fmt: skip
 

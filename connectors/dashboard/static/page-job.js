@@ -3,7 +3,9 @@
 // trigger while it can run now, as POST .../trigger allows). Cancel takes an optional
 // reason and stops a queued or running job too; a job of a workflow also offers to
 // cancel the whole workflow. A cancel cannot be undone, so it is sent only once confirmed
-// in the bar it opens. A cancelled job shows who cancelled it and why.
+// in the bar it opens. A cancelled job shows who cancelled it and why; below its attempts,
+// a job lists the commands people gave it (the API's `commands`): when, which, who asked
+// and why.
 
 import { get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
@@ -22,7 +24,8 @@ function triggerable(job) {
 async function workflow(job) {
   if (!job.workflow_id) return null;
   try {
-    const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}`);
+    // A workflow id is its owner's: the owner named makes an admin's read unambiguous.
+    const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}?owner=${encodeURIComponent(job.owner)}`);
     return [h("h2", {}, `Workflow (${found.steps.length} steps)`), workflowGraph(found.steps, job.job_id)];
   } catch (error) {
     return [h("h2", {}, "Workflow"), h("p", { class: "message" }, error.message)];
@@ -74,11 +77,24 @@ function attempt(run) {
     h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result));
 }
 
+function given(c) {
+  return h("tr", { "data-command-kind": c.kind },
+    h("td", {}, time(c.at_ms)), h("td", {}, c.kind), h("td", { class: "mono" }, c.by),
+    h("td", { class: "reason" }, c.reason ?? ""));
+}
+
+function commandsOf(job) {
+  const found = job.commands ?? [];
+  if (!found.length) return null;
+  return [h("h2", {}, `Commands (${found.length})`),
+    table([["when"], ["command"], ["by"], ["reason"]], found.map(given), { id: "commands" })];
+}
+
 export function render(root, { id }) {
   const message = h("span", { class: "message", id: "command-message" });
-  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason to cancel (optional)" });
+  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason (optional, kept in the history)" });
   const paths = {
-    "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel`,
+    "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel?owner=${encodeURIComponent(workflowOwner)}`,
   };
   const labels = { "cancel-workflow": "Cancel workflow" };
   const questions = {
@@ -89,7 +105,7 @@ export function render(root, { id }) {
     button.disabled = true;
     try {
       const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
-      await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
+      await post(path, reason.value ? { reason: reason.value } : undefined);
       message.textContent = `${labels[name] ?? name} sent`;
     } catch (error) {
       message.textContent = error.message;
@@ -111,13 +127,14 @@ export function render(root, { id }) {
     onclick: (event) => (questions[name] ? ask(name, event.target) : send(name, event.target)) },
   labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
-  let workflowId = null, loads = 0;
+  let workflowId = null, workflowOwner = null, loads = 0;
   const load = async () => {
     const turn = ++loads;  // a slower, older load must not overwrite a newer one
     let job;
     try {
       job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`);
       workflowId = job.workflow_id;
+      workflowOwner = job.owner;
     } catch (error) {
       root.replaceChildren(h("h1", {}, "Job"), h("p", { class: "error" }, error.message));
       return;
@@ -127,7 +144,7 @@ export function render(root, { id }) {
       ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
     const graph = await workflow(job);
     if (turn !== loads) return;
-    root.replaceChildren(
+    fill(root,
       h("h1", {}, `Job ${job.job_type}`), fields(job),
       h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
         reason, command("cancel"), job.workflow_id ? command("cancel-workflow") : null,
@@ -136,11 +153,12 @@ export function render(root, { id }) {
       ENDED.has(job.state) ? null : confirmBar,
       ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),
-      runs.length ? history : h("p", { class: "message" }, "No attempt yet."));
+      runs.length ? history : h("p", { class: "message" }, "No attempt yet."),
+      commandsOf(job));
   };
   load();
   return {
-    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId)) load(); },
+    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner)) load(); },
     stop() {},
   };
 }

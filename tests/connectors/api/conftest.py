@@ -16,13 +16,15 @@ from pipeline.topics import Topics
 
 TOKENS = {"acme": "acme-secret", "bolt": "bolt-secret"}
 ADMIN = "root-secret"
+ADMIN_NAME = "ops-root"
+"""The admin token's name: the actor its commands record (``api:admin:ops-root``)."""
 
 
 def api_settings(tmp_path: Path, **overrides: object) -> ApiSettings:
     return ApiSettings(
         api_port=0,
         api_tokens={hash_token(token): owner for owner, token in TOKENS.items()},
-        api_admin_tokens=(hash_token(ADMIN),),
+        api_admin_tokens={hash_token(ADMIN): ADMIN_NAME},
         view_dir=tmp_path / "views",
         **overrides,  # type: ignore[arg-type]
     )

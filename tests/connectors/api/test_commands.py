@@ -18,6 +18,7 @@ from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.connectors.api.test_jobs import read_intake, submit, visible
 from tests.support.pipeline import Executions, in_thread
+from tests.support.reader import events_of
 from tests.support.waiting import wait_for
 
 HOUR_MS = 3_600_000
@@ -217,3 +218,50 @@ def test_patch_refuses_a_bad_run_time_naming_the_field(
     assert (intake[-1].name, intake[-1].data["job_id"]) == ("ScheduleChanged", once)
     assert (intake[-1].data["action"], intake[-1].data["run_at_ms"]) == ("UPDATE", soon)
     assert (intake[-1].data["cron"], intake[-1].data["params"]) == (None, '{"v":2}')
+
+
+def test_every_command_records_who_asked_and_why_in_the_jobs_history(
+    acme: httpx.Client, admin: httpx.Client, settings: Settings, topics: Topics, tmp_path: Path
+) -> None:
+    with ExitStack() as running:
+        timers = TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "timers")
+        status = STATUS_OPTIONS.evolve(instance_id="s", state_dir=tmp_path / "status")
+        running.enter_context(in_thread(timer_runner(settings, timers)))
+        running.enter_context(in_thread(status_runner(settings, status)))
+        nightly = submit(acme, cron="0 2 * * *").json()["job_id"]
+        once = submit(acme, run_at="2030-01-01T00:00Z").json()["job_id"]
+
+        def reached(job_id: str, state: str) -> None:
+            wait_for(lambda: shown(acme, job_id).get("state") == state, what=f"{state}")
+
+        def sent(reply: httpx.Response) -> None:
+            assert reply.status_code == 202, reply.text
+
+        reached(nightly, "SCHEDULED")
+        sent(acme.post(f"/api/v1/jobs/{nightly}/pause", json={"reason": "maintenance"}))
+        reached(nightly, "PAUSED")
+        sent(admin.patch(f"/api/v1/jobs/{nightly}", json={"cron": "0 3 * * *",
+                                                           "reason": "after the backup"}))
+        sent(acme.post(f"/api/v1/jobs/{nightly}/resume"))
+        reached(nightly, "SCHEDULED")
+        sent(admin.post(f"/api/v1/jobs/{nightly}/trigger", json={"reason": "catch up"}))
+        sent(acme.post(f"/api/v1/jobs/{nightly}/cancel", json={"reason": "retired"}))
+        reached(once, "SCHEDULED")
+        sent(acme.post(f"/api/v1/jobs/{once}/trigger"))
+
+        def asked(job_id: str, count: int) -> list[tuple[str, str, str]] | None:
+            found = [(e["kind"], e["requested_by"], e["detail"])
+                     for e in events_of(settings, job_id) if e.get("requested_by")]  # fmt: skip
+            return found if len(found) >= count else None
+
+        assert wait_for(lambda: asked(nightly, 5), what="the five commands' events") == [
+            ("PAUSED", "api:acme", "maintenance"),
+            ("PAUSED", "api:admin:ops-root", "after the backup"),
+            ("RESUMED", "api:acme", "resumed"),
+            ("FIRED", "api:admin:ops-root", "catch up"),
+            ("CANCELLED", "api:acme", "retired"),
+        ]
+        assert wait_for(lambda: asked(once, 1), what="the trigger's event") == [
+            ("SCHEDULED", "api:acme", "run now")]
+    too_long = acme.post(f"/api/v1/jobs/{once}/pause", json={"reason": "x" * 1001})
+    assert too_long.status_code == 422 and too_long.json()["field"] == "reason"

@@ -233,7 +233,7 @@ def test_a_job_that_fired_takes_a_cancel_naming_who_asked(
         assert accepted.status_code == 202, accepted.text
     cancels = [e for e in read_intake(settings, topics, 3) if e.name == "JobCancelled"]
     assert [(e.data["requested_by"], e.data["reason"]) for e in cancels] == [
-        ("api:acme", "in QUEUED"), ("api:admin", "in RUNNING")]  # fmt: skip
+        ("api:acme", "in QUEUED"), ("api:admin:ops-root", "in RUNNING")]  # fmt: skip
 
 
 def read_intake(settings: Settings, topics: Topics, count: int) -> list[Event]:

@@ -1,5 +1,5 @@
 """The API's settings: a token pasted where its digest belongs is refused without showing
-any of it, in the message or in a traceback."""
+any of it, in the message or in a traceback; admin tokens are listed or named."""
 
 from __future__ import annotations
 
@@ -28,3 +28,15 @@ def test_a_plaintext_token_in_the_settings_is_refused_showing_none_of_it(
 def test_a_digest_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBSTREAM_API_TOKENS", f'{{"{hash_token(TOKEN)}": "acme"}}')
     assert load_api_settings().api_tokens == {hash_token(TOKEN): "acme"}
+
+
+def test_admin_tokens_are_a_list_or_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = hash_token("a"), hash_token("b")
+    monkeypatch.setenv("JOBSTREAM_API_ADMIN_TOKENS", f"{first},{second}")
+    assert load_api_settings().api_admin_tokens == {first: None, second: None}
+    monkeypatch.setenv("JOBSTREAM_API_ADMIN_TOKENS", f'{{"{first}": "ops-alice"}}')
+    assert load_api_settings().api_admin_tokens == {first: "ops-alice"}
+    monkeypatch.setenv("JOBSTREAM_API_ADMIN_TOKENS", f'{{"{first}": " "}}')
+    with pytest.raises(ConfigurationError) as refused:
+        load_api_settings()
+    assert "a name is a non-blank string" in str(refused.value)

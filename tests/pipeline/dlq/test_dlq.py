@@ -173,7 +173,8 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
     assert [r.job_id for r in report.redriven] == [e.data["job_id"] for e in others]
     assert report.elapsed_s >= (len(others) - 1) / rate * 0.9
 
-    done = cli("redrive", "--owner", "other", "--error-type", "Timeout", "--rate", "50")
+    done = cli("redrive", "--owner", "other", "--error-type", "Timeout", "--rate", "50",
+               "--by", "ops-alice", "--why", "the endpoint is back")  # fmt: skip
     assert "1 job redriven" in done.stdout, done.stdout
 
     retries = TopicReader(s, topics.retry, s.timer_partitions)
@@ -186,7 +187,8 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
         assert retry["errors"] == keyed.data["errors"] and retry["spec"] == keyed.data["spec"]
         (step,) = wait_for(lambda: events.of_job(job_id, kind="RETRY_SCHEDULED"),
                            timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
-        assert (step["detail"], step["attempt"]) == ("redriven", 3)
+        assert (step["detail"], step["attempt"]) == ("the endpoint is back", 3)
+        assert step["requested_by"] == "ops-alice", "who asked for the redrive"
         assert len(retries.poll()) == 6
     finally:
         retries.close()

@@ -88,7 +88,7 @@ def test_a_workflow_file_lands_as_one_record(
     assert code == 0, stderr
     lines = stdout.splitlines()
     assert lines[0] == "sales-2026-11"
-    assert lines[1:] == [f"{name}\t{step_job_id('sales-2026-11', name)}"
+    assert lines[1:] == [f"{name}\t{step_job_id('acme', 'sales-2026-11', name)}"
                          for name in ("aggregate", "chart", "table", "report")]  # fmt: skip
     [record] = read_intake(topics, unique_name, 1)
     assert (record.key, record.event.name) == (b"sales-2026-11", "WorkflowSubmitted")

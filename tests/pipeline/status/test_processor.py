@@ -267,7 +267,8 @@ def test_a_job_of_a_workflow_that_ends_is_announced_to_its_timers_once(
     assert (ended.topic, ended.key, ended.partition) == ("jobs.intake", b"wf-1", None)
     assert ended.urgent, "the children wait for it: its transaction does not wait"
     assert not any(e.urgent for e in emits if e is not ended), "the status waits as usual"
-    assert ended.value.data == {"job_id": JOB, "workflow_id": "wf-1", "outcome": "SUCCEEDED",
+    assert ended.value.data == {"job_id": JOB, "workflow_id": "wf-1", "owner": "tests",
+                                "outcome": "SUCCEEDED",
                                 "ended_at_ms": E2 + 1, "result": '{"n":1}', "result_uri": None,
                                 "detail": None}  # fmt: skip
     duplicate = driver.step(E2 + 10, in_workflow(ev.outcome("SUCCEEDED", again, result='{"n":1}')))

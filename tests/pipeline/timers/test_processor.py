@@ -286,8 +286,11 @@ def test_a_one_off_job_fires_at_once_and_not_again_at_its_time(driver: TimersDri
     job = submitted(now_ms=T0, run_at_ms=T0 + 3_600_000)
     job_id = job.data["job_id"]
     driver.step(T0, job)
-    emits = driver.step(T0 + 10, trigger_event(job_id, now_ms=T0 + 10))
-    assert kinds(emits) == ["ExecutionRequested", "FIRED"]
+    emits = driver.step(T0 + 10, trigger_event(job_id, now_ms=T0 + 10, requested_by="cli:ann",
+                                               reason="the report is late"))  # fmt: skip
+    assert kinds(emits) == ["SCHEDULED", "ExecutionRequested", "FIRED"]
+    asked = emits[0].value.data
+    assert (asked["requested_by"], asked["detail"]) == ("cli:ann", "the report is late")
     assert executions(emits)[0]["fired_at_ms"] == T0 + 10
     assert driver.step(T0 + 3_600_000) == []
     # fired already: a second trigger has nothing to run
@@ -339,8 +342,11 @@ def test_updating_a_paused_schedule_leaves_it_paused(driver: TimersDriver) -> No
     job_id = job.data["job_id"]
     driver.step(start + 1, job, schedule_changed(job_id, "PAUSE", now_ms=start + 1))
     hourly = cron_schedule("0 * * * *")
-    update = schedule_changed(job_id, "UPDATE", now_ms=start + 2, cron=hourly)
-    assert driver.step(start + 2, update) == []
+    update = schedule_changed(job_id, "UPDATE", now_ms=start + 2, cron=hourly,
+                              requested_by="api:acme")  # fmt: skip
+    [still] = driver.step(start + 2, update)
+    assert (still.value.data["kind"], still.value.data["requested_by"]) == ("PAUSED", "api:acme")
+    assert still.value.data["detail"] == "schedule updated, still paused"
     assert executions(driver.step(start + 3 * MINUTE)) == []
     resumed = driver.step(
         start + 4 * MINUTE, schedule_changed(job_id, "RESUME", now_ms=start + 4 * MINUTE)

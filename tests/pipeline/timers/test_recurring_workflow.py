@@ -126,8 +126,8 @@ def test_cancelling_a_recurring_workflow_stops_its_runs(
 ) -> None:
     timers.pipe(TOPICS.intake, recurring(overlap="ALLOW"))
     assert len(runs(timers.advance(FIRST - T0))) == 1
-    cancel = Event("WorkflowCancelled", {"workflow_id": SCHEDULE, "requested_at_ms": T0,
-                                         "reason": None})  # fmt: skip
+    cancel = Event("WorkflowCancelled", {"workflow_id": SCHEDULE, "owner": "tests",
+                                         "requested_at_ms": T0, "reason": None})  # fmt: skip
     assert timers.pipe(TOPICS.intake, cancel) == []
     assert runs(timers.advance(10 * MINUTE)) == []
     assert timers.pipe(TOPICS.intake, recurring()) == [], "the same workflow again: a no-op"
@@ -163,9 +163,9 @@ def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
         replica.close()
 
     timers.advance(TimerPolicy().marker_ttl_ms - 1)
-    assert timers.store().get(workflow_key("wf-diamond")) is not None
+    assert timers.store().get(workflow_key("tests", "wf-diamond")) is not None
     timers.advance(1)
-    assert timers.store().get(workflow_key("wf-diamond")) is None, "forgotten after a week"
+    assert timers.store().get(workflow_key("tests", "wf-diamond")) is None, "forgotten after a week"
     assert timers.pipe(TOPICS.intake, submitted) != [], "and a new submission of it runs"
 
 

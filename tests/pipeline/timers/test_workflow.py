@@ -14,6 +14,7 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -27,8 +28,8 @@ T0 = 1_798_000_000_000
 WF = "wf-diamond"
 
 
-def ids(name: str, workflow_id: str = WF) -> str:
-    return step_job_id(workflow_id, name)
+def ids(name: str, workflow_id: str = WF, owner: str = "tests") -> str:
+    return step_job_id(owner, workflow_id, name)
 
 
 def lifecycle(outputs: list[Output]) -> list[tuple[str, str]]:
@@ -143,7 +144,8 @@ def test_cancelling_a_workflow_cancels_every_job_not_ended(
 ) -> None:
     timers.pipe(TOPICS.intake, diamond(T0))
     timers.advance(1)  # a runs
-    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "requested_at_ms": T0, "reason": "no",
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "tests",
+                                         "requested_at_ms": T0, "reason": "no",
                                          "requested_by": "api:acme"})  # fmt: skip
     cancelled = timers.pipe(TOPICS.intake, cancel)
     assert sorted(lifecycle(cancelled)) == sorted(("CANCELLED", ids(n)) for n in "bcd")
@@ -170,8 +172,37 @@ def test_refused_workflows_and_parents_go_to_the_dead_letter_topic(
     orphan.data["workflow_id"] = "wf-2"
     orphan.data["spec"]["depends_on"] = [ids("a")]
     reason = dead_letters(timers.pipe(TOPICS.intake, orphan))[0]
-    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of workflow wf-2"
+    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of tests's workflow wf-2"
     assert timers.advance(60_000) == [], "nothing of a refused record was kept"
+
+
+def test_two_owners_naming_one_workflow_id_get_two_workflows(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    ours, theirs = diamond(T0), workflow_event("bolt", [step("a")], now_ms=T0, workflow_id=WF)
+    assert step_ids(theirs)["a"] != ids("a"), "a step's id is its owner's"
+    assert lifecycle(timers.pipe(TOPICS.intake, ours))[0] == ("SCHEDULED", ids("a"))
+    assert lifecycle(timers.pipe(TOPICS.intake, theirs)) == [("SCHEDULED", step_ids(theirs)["a"])]
+    intruder = submitted(now_ms=T0, owner="bolt")
+    intruder.data["workflow_id"] = WF
+    intruder.data["spec"]["depends_on"] = [ids("a")]
+    reason = dead_letters(timers.pipe(TOPICS.intake, intruder))[0]
+    assert reason == f"spec.depends_on.0: {ids('a')} is not a job of bolt's workflow {WF}"
+
+    timers.advance(1)  # both a's run
+    ended = step_ended(step_ids(theirs)["a"], WF, "SUCCEEDED", T0 + 1, owner="bolt")
+    assert lifecycle(timers.pipe(TOPICS.intake, ended)) == [], "releases nothing of ours"
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "bolt",
+                                         "requested_at_ms": T0, "reason": None})  # fmt: skip
+    timers.pipe(TOPICS.intake, cancel)
+    released = timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 2))
+    assert sorted(lifecycle(released)) == [("SCHEDULED", ids("b")), ("SCHEDULED", ids("c"))], (
+        "another owner's cancel of its own workflow of the same id leaves ours running"
+    )
+
+    ownerless = Event("WorkflowCancelled", {"workflow_id": WF, "owner": None,
+                                            "requested_at_ms": T0, "reason": None})  # fmt: skip
+    assert dead_letters(timers.pipe(TOPICS.intake, ownerless)) == ["owner: must be a string"]
 
 
 def test_a_resubmitted_workflow_is_a_no_op(timers: ProcessorDriver[TimerState]) -> None:
@@ -213,3 +244,13 @@ def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
                                             ids("d"))["parent_results"]] == ["b", "c"]  # fmt: skip
     finally:
         replica.close()
+
+
+def test_a_node_written_before_workflows_had_owners_is_skipped_on_restore(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    old = b'{"workflow_id":"wf","job_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","parents":[]}'
+    key = b"n\x00\x02wf01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    tx = PartitionTransaction(timers.store())
+    timers.processor.restore(tx, key, old)
+    assert tx.get(key) is None, "skipped: no owner, so no key of today would find it"
