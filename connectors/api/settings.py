@@ -58,7 +58,7 @@ class ApiSettings(BaseSettings):
         15_000, description="A worker without a heartbeat for this long is stale (15s)."
     )
     # -- the quotas of an owner with no override on jobs.quotas (docs/api.md) ------------
-    quota_job_types: int = Field(50, ge=0, description="Most job types of one owner.")
+    quota_job_types: int = Field(20, ge=0, description="Most job types of one owner.")
     quota_submit_rate: float = Field(
         1000.0, gt=0, description="Jobs a second one token may submit for an owner."
     )

@@ -78,7 +78,7 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     if any(svc.store.doc(job_id) or svc.pending.get(job_id) for job_id in ids.values()):
         response.status_code = 200
         return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=False)
-    await svc.send([event])
+    await svc.send([event], who)
     for _, job in expand_workflow(event.data, now_ms=now):
         svc.accept(job)
     return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=True)

@@ -56,6 +56,8 @@ def test_submissions_past_the_rate_are_refused_with_retry_after(
         assert "'acme' may submit 2 jobs a second per token (at once: 10)" in body["detail"]
         assert last.headers["Retry-After"].isdigit() and int(last.headers["Retry-After"]) >= 1
         refused(acme.post("/api/v1/jobs/batch", json={"jobs": [JOB] * 3}), "submit_rate")
+        steps = [{"name": n, "job_type": JOB["job_type"]} for n in ("a", "b", "c")]
+        refused(acme.post("/api/v1/workflows", json={"steps": steps}), "submit_rate")
         # another owner's token is not held back by acme's
         assert bolt.post("/api/v1/jobs/batch", json={"jobs": [JOB] * 10}).status_code == 201
         wait_for(lambda: acme.post("/api/v1/jobs", json=JOB).status_code == 201, timeout_s=10,
@@ -150,12 +152,12 @@ def test_me_shows_the_owners_limits_and_use(server: ApiServer, acme: httpx.Clien
     assert 4998 <= available <= 5000  # two taken, and what was earned since
     assert me["quotas"] == {
         "owner": "acme", "override": {},
-        "job_types": {"used": 2, "limit": 50}, "pending_jobs": {"used": 2, "limit": 100_000},
+        "job_types": {"used": 2, "limit": 20}, "pending_jobs": {"used": 2, "limit": 100_000},
         "submit_rate": {"per_s": 1000.0, "burst": 5000}, "streams": {"used": 1, "limit": 20},
     }  # fmt: skip
     assert admin.get("/api/v1/me").json() == {"owner": None, "admin": True, "quotas": None}
     shown = admin.get("/api/v1/quotas/acme").json()
-    assert shown["job_types"] == {"used": 2, "limit": 50}
+    assert shown["job_types"] == {"used": 2, "limit": 20}
     assert shown["submit_rate"]["available"] is None
     assert acme.get("/api/v1/quotas/bolt").status_code == 404
 
@@ -176,7 +178,7 @@ def test_an_override_applies_live_with_no_restart(topics: Topics, server: ApiSer
     put = admin.put("/api/v1/quotas/acme", json={"pending_jobs": 1, "streams": 0})
     assert put.status_code == 200, put.text
     assert put.json()["override"] == {"pending_jobs": 1, "streams": 0}
-    assert put.json()["job_types"]["limit"] == 50  # replaced whole: the default again
+    assert put.json()["job_types"]["limit"] == 20  # replaced whole: the default again
     refused(acme.post("/api/v1/jobs", json={"job_type": "t.b"}), "pending_jobs")
     with acme.stream("GET", "/api/v1/stream") as response:
         assert response.status_code == 429
@@ -188,3 +190,10 @@ def test_an_override_applies_live_with_no_restart(topics: Topics, server: ApiSer
     assert acme.post("/api/v1/jobs", json={"job_type": "t.b"}).status_code == 201
     assert acme.get("/api/v1/me").json()["quotas"]["override"] == {}
     assert read_quotas(topics.settings) == {}
+
+
+def test_the_probes_batch_of_30_new_job_types_is_refused_by_the_default(
+        acme: httpx.Client) -> None:  # fmt: skip
+    thirty = [{"job_type": f"probe.t{i}"} for i in range(30)]
+    body = refused(acme.post("/api/v1/jobs/batch", json={"jobs": thirty}), "job_types")
+    assert body["field"] == "jobs[20].spec.job_type", "the 21st type is past the default 20"
