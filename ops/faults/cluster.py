@@ -89,7 +89,7 @@ class FaultCluster:
     def busiest_node(self) -> int:
         """The node leading the most partitions (the internal topics' included, so the
         group and transaction coordinators count): the one whose loss moves most."""
-        config: dict[str, Any] = {"bootstrap.servers": self.layout.bootstrap, "logger": log}
+        config: dict[str, Any] = {**self.local.client_config(self.layout), "logger": log}
         admin = AdminClient(config)
         leaders: Counter[int] = Counter()
         for topic in admin.list_topics(timeout=30).topics.values():
