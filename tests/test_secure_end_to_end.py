@@ -6,11 +6,15 @@ without the ACL is refused with an error naming the topic, at once."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
+from connectors.api.server import ApiServer
 from ops.kafka.acls import principal
 from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
@@ -18,7 +22,9 @@ from pipeline.errors import AuthorizationError
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
 from pipeline.status.query import read_statuses
+from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.topics import Topics
+from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.support.secure import SecureKafka, secure_kafka
 from tests.support.stack import APP, running_stack
 from tests.support.waiting import wait_for
@@ -74,3 +80,48 @@ def test_a_principal_without_the_acl_is_refused_naming_the_topic(kafka: SecureKa
     assert intake in str(refused.value) and "WRITE" in str(refused.value)
     assert "User:jobstream-console" in str(refused.value)
 
+
+
+def test_a_processor_run_as_another_principal_stops_naming_what_it_lacks(
+    kafka: SecureKafka, tmp_path: Path
+) -> None:
+    """The console principal running the status processor: refused at start, with an
+    error naming the topic it may not see (the processor's changelog), not told to create
+    it nor retried for minutes."""
+    console = kafka.role("console")
+    runner = status_runner(console, dataclasses.replace(STATUS_OPTIONS, state_dir=tmp_path,
+                                                        instance_id="intruder"))  # fmt: skip
+    started = time.monotonic()
+    try:
+        with pytest.raises(AuthorizationError) as refused:
+            runner.run(threading.Event())
+    finally:
+        runner.close()
+    assert time.monotonic() - started < 10
+    changelog = Topics(console).status_changelog
+    assert (refused.value.resource, refused.value.name, refused.value.operation) == (
+        "topic", changelog, "DESCRIBE")
+    assert changelog in str(refused.value) and "User:jobstream-console" in str(refused.value)
+
+
+def test_the_api_as_its_principal_takes_jobs_and_shows_them(
+    kafka: SecureKafka, stack: Stack, tmp_path: Path
+) -> None:
+    """The HTTP API with its view updater, DLQ reader and intake producer, all as the API
+    principal."""
+    api = api_settings(tmp_path)
+    with ApiServer(kafka.role("api"), api) as server, httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {TOKENS['acme']}"}, timeout=30
+    ) as acme:
+        reply = acme.post("/api/v1/jobs", json={"job_type": "data.process"})
+        assert reply.status_code == 201, reply.text
+        job_id = reply.json()["job_id"]
+
+        def succeeded() -> bool:
+            shown = acme.get(f"/api/v1/jobs/{job_id}")
+            return shown.status_code == 200 and shown.json()["state"] == "SUCCEEDED"
+
+        wait_for(succeeded, timeout_s=60, interval_s=0.5, what=f"{job_id} SUCCEEDED in the API")
+        with httpx.Client(base_url=server.url, timeout=30,
+                          headers={"Authorization": f"Bearer {ADMIN}"}) as admin:  # fmt: skip
+            assert admin.get("/api/v1/dlq").status_code == 200

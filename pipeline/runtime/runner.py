@@ -141,6 +141,7 @@ class Runner(Generic[S]):
     def start(self) -> None:
         """Check the topics, fence any predecessor's transaction and join the group."""
         found = self.consumer.list_topics(timeout=30).topics
+        self._check_visible(set(self.processor.inputs) - set(found))
         self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
         self._known_topics = set(found)
         self.processor.start()
@@ -386,6 +387,17 @@ class Runner(Generic[S]):
             self._known_topics |= names - exc.refused.keys()
             raise
         self._known_topics |= names
+
+    def _check_visible(self, missing: set[str]) -> None:
+        """A topic missing from the cluster's metadata may be one this principal may not
+        see: asked for by name, the broker says which (then it is not a topic to create)."""
+        changelog = self.processor.changelog
+        for name in sorted(missing | ({changelog} if changelog else set())):
+            metadata = self.consumer.list_topics(name, timeout=10).topics.get(name)
+            error = None if metadata is None else metadata.error
+            refused = self._refusal(error, topic=name, operation="DESCRIBE")
+            if refused is not None:
+                raise refused
 
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
         """Partition p of every input and of the changelog make one store: counts must match."""
