@@ -6,6 +6,7 @@ without the ACL is refused with an error naming the topic, at once."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from connectors.api.server import ApiServer
 from ops.kafka.acls import principal
 from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
+from pipeline.console.tail import tail_topic
 from pipeline.errors import AuthorizationError
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
@@ -66,6 +68,11 @@ def test_a_job_submitted_by_the_client_runs_and_the_console_reads_its_status(
         return job_id in found and found[job_id].state == "SUCCEEDED"
 
     wait_for(succeeded, timeout_s=60, interval_s=0.5, what=f"{job_id} SUCCEEDED")
+    history = io.BytesIO()  # `jobstream tail jobs.events`, as the console principal
+    tail_topic(console, Topics(console).events, history, from_beginning=True, to_end=True)
+    assert job_id.encode() in history.getvalue() and b"SUCCEEDED" in history.getvalue()
+    with pytest.raises(AuthorizationError, match=r"may not DESCRIBE topic 'secure\.jobs\.intake'"):
+        tail_topic(console, Topics(console).intake, io.BytesIO(), to_end=True)
 
 
 def test_a_principal_without_the_acl_is_refused_naming_the_topic(kafka: SecureKafka) -> None:
