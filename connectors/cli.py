@@ -137,7 +137,8 @@ def jobs_list(
 
 
 def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
-    """A job's executions: attempt, worker, start, end, outcome and error (UTC)."""
+    """A job's executions: attempt, worker, start, end, outcome and error; then the commands
+    people gave it: when, which, who asked and why (UTC)."""
     settings = load_api_settings()
     job = _get(settings, f"/api/v1/jobs/{job_id}")
     runs = _get(settings, f"/api/v1/jobs/{job_id}/executions")["executions"]
@@ -153,6 +154,13 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
                       _when(run.get("started_at_ms")), _when(run.get("ended_at_ms")),
                       run["outcome"], text)  # fmt: skip
     console.print(table)
+    if job.get("commands"):
+        given = _table("when", "command", "by", "reason")
+        for command in job["commands"]:
+            given.add_row(_when(command["at_ms"]), command["kind"], command["by"],
+                          command.get("reason") or "")  # fmt: skip
+        console.print("commands")
+        console.print(given)
 
 
 def workers() -> None:

@@ -30,6 +30,7 @@ from pipeline.jobs.workflow_cli import workflow_app
 from pipeline.lifeline import watch_supervisor
 from pipeline.limits.cli import limits_app
 from pipeline.logs import configure_logging
+from pipeline.quotas.cli import quotas_app
 from pipeline.retry.cli import retry_router
 from pipeline.runtime.collector import tune_collector
 from pipeline.status.cli import status_processor
@@ -82,6 +83,7 @@ def register(app: typer.Typer) -> None:
     app.command("retry-router")(retry_router)
     app.add_typer(dlq_app, name="dlq")
     app.add_typer(limits_app, name="limits")
+    app.add_typer(quotas_app, name="quotas")
     app.command("worker")(worker)
     register_job_commands(app)
     app.add_typer(workflow_app, name="workflow")

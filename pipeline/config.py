@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
     workers_partitions: int = Field(1, ge=1, description="Partitions of jobs.workers.")
     replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
+    max_execution_topics: int = Field(
+        500, ge=1,
+        description="Most execution topics (jobs.exec.*) of this prefix in the cluster: the "
+        "timers create none beyond it, and a job routed to one not created is refused to "
+        "jobs.intake.dlq.",
+    )
     job_types: Annotated[tuple[str, ...], NoDecode] = Field(
         ("data.process", "image.render", "report.generate"),
         description="Job types whose execution and dead-letter topics are created up front.",

@@ -6,7 +6,7 @@ The one place that knows jobstream's topics: processors ask it for names, and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pipeline.config import MAX_MESSAGE_BYTES, Settings
@@ -44,6 +44,34 @@ class TopicSpec:
         return config
 
 
+@dataclass(frozen=True)
+class TopicBound:
+    """At most ``most`` topics whose names start with ``prefix``, cluster-wide: a pure rule
+    on the names the cluster holds, applied where topics are created on demand."""
+
+    prefix: str
+    most: int
+    what: str
+    """What the topics are, in a refusal: "execution topics"."""
+    setting: str
+    """The setting that sets ``most``, named in a refusal."""
+
+    def refusals(self, present: Iterable[str], missing: Iterable[str]) -> dict[str, str]:
+        """Which of ``missing`` (topics to create) would pass the bound, and why; those
+        that fit are the first in name order."""
+        held = sum(1 for name in present if name.startswith(self.prefix))
+        refused = {}
+        for name in sorted(set(missing)):
+            if not name.startswith(self.prefix):
+                continue
+            if held >= self.most:
+                refused[name] = (f"the cluster holds {held} {self.what}, the most "
+                                 f"{self.setting} ({self.most}) allows")  # fmt: skip
+            else:
+                held += 1
+        return refused
+
+
 def routed(job_type: str, pool: str | None) -> str:
     """The part of the execution topics' names that routes a job: its type, and its pool."""
     return job_type if pool is None else f"{job_type}.pool-{pool}"
@@ -64,6 +92,7 @@ class Topics:
         self.status_changelog = f"{p}jobs.status.changelog"
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
+        self.quotas = f"{p}jobs.quotas"
         self.control = f"{p}jobs.control"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
@@ -100,6 +129,8 @@ class Topics:
             TopicSpec(self.workers, s.workers_partitions, compacted=True),
             # Rate limits, keyed by whom they limit; every timer process reads it whole.
             TopicSpec(self.limits, 1, compacted=True),
+            # Quotas per owner, keyed by owner; every API process reads it whole.
+            TopicSpec(self.quotas, 1, compacted=True),
             # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
             self.control_spec(),
         ]
@@ -120,6 +151,12 @@ class Topics:
         if job_type is None:
             return None
         return next((s for s in self.job_type_specs(job_type) if s.name == name), None)
+
+    def execution_bound(self) -> TopicBound:
+        """The cluster-wide bound on execution topics (``JOBSTREAM_MAX_EXECUTION_TOPICS``)."""
+        return TopicBound(f"{self.settings.topic_prefix}jobs.exec.",
+                          self.settings.max_execution_topics, "execution topics",
+                          "JOBSTREAM_MAX_EXECUTION_TOPICS")  # fmt: skip
 
     def job_type_of(self, name: str) -> str | None:
         """The job type (with its pool, ``<type>.pool-<pool>``) of an execution or

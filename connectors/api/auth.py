@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,14 @@ class Principal:
     admin: bool = False
     name: str | None = None
     """An admin token's name, if configured: the actor its commands record."""
+    token: str = field(default="", compare=False)
+    """Which token it is (a prefix of its digest): what per-token quotas count by."""
 
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.owner
+
+
+TOKEN_ID_CHARS = 16
 
 
 def hash_token(token: str) -> str:
@@ -35,8 +40,10 @@ def hash_token(token: str) -> str:
 
 class TokenTable:
     def __init__(self, owners: Mapping[str, str], admins: Mapping[str, str | None]) -> None:
-        self._entries = [(digest, Principal(owner)) for digest, owner in owners.items()]
-        self._entries += [(digest, Principal(None, admin=True, name=name))
+        self._entries = [(digest, Principal(owner, token=digest[:TOKEN_ID_CHARS]))
+                         for digest, owner in owners.items()]  # fmt: skip
+        self._entries += [(digest, Principal(None, admin=True, name=name,
+                                             token=digest[:TOKEN_ID_CHARS]))
                           for digest, name in admins.items()]  # fmt: skip
 
     def __len__(self) -> int:

@@ -1,4 +1,5 @@
-"""Every error the API answers, as one body shape: ``{"detail": ..., "field": ...}``.
+"""Every error the API answers, as one body shape: ``{"detail": ..., "field": ...}``
+(and ``"quota"`` when a quota refused it: a 429).
 
 A refused input is a 4xx naming its field: pydantic's location (``body.jobs.3.params``)
 becomes the record path the engine uses (``jobs[3].spec.params``). Bodies over the size
@@ -28,18 +29,24 @@ class ApiError(Exception):
     """An answer other than 2xx, with the field at fault when there is one."""
 
     def __init__(self, status: int, detail: str, field: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:  # fmt: skip
+                 headers: Mapping[str, str] | None = None, *,
+                 quota: str | None = None) -> None:  # fmt: skip
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.field = field
         self.headers = dict(headers or {})
+        self.quota = quota
+        """The quota that refused the request (a 429), as docs/api.md names it."""
 
 
 def problem(status: int, detail: str, field: str | None = None,
-            headers: Mapping[str, str] | None = None) -> JSONResponse:  # fmt: skip
-    return JSONResponse({"detail": detail, "field": field}, status_code=status,
-                        headers=dict(headers or {}))  # fmt: skip
+            headers: Mapping[str, str] | None = None, *,
+            quota: str | None = None) -> JSONResponse:  # fmt: skip
+    body = {"detail": detail, "field": field}
+    if quota is not None:
+        body["quota"] = quota
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
 JOB_BODIES = frozenset({"/api/v1/jobs", "/api/v1/jobs/batch"})
@@ -70,7 +77,7 @@ def field_path(loc: Sequence[str | int], *, job_body: bool = True) -> str:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return problem(exc.status, exc.detail, exc.field, exc.headers)
+        return problem(exc.status, exc.detail, exc.field, exc.headers, quota=exc.quota)
 
     @app.exception_handler(ValidationError)
     async def _invalid(_: Request, exc: ValidationError) -> JSONResponse:

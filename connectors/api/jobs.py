@@ -16,13 +16,14 @@ from connectors.api.models import (
     BatchAccepted,
     BatchIn,
     Executions,
+    JobCommandOut,
     JobIn,
     JobOut,
     JobPage,
     Problem,
 )
 from connectors.api.services import Auth, Services, Svc
-from connectors.views import SUBMITTED, executions, list_jobs
+from connectors.views import SUBMITTED, commands, executions, list_jobs
 from connectors.views.large_params import read_large_params
 from connectors.views.query import params as stored_params
 from pipeline.clock import now_ms
@@ -34,7 +35,7 @@ from pipeline.lifecycle import JobState
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
+    code: {"model": Problem} for code in (401, 404, 409, 413, 422, 429, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
 JOB_FIELDS = frozenset(JobIn.model_fields)
@@ -97,7 +98,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
         if known is not None:
             response.status_code = 200
             return Accepted(job_id=job_id, state=known["state"], created=False)
-    await svc.send([event])
+    await svc.send([event], who)
     svc.accept(event.data)
     return Accepted(job_id=job_id, state=SUBMITTED, created=True)
 
@@ -122,7 +123,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         data = events[-1].data
         earlier[data["job_id"]] = {"owner": request.owner, "workflow_id": request.workflow_id}
-    await svc.send(events)
+    await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)
     return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
@@ -155,12 +156,14 @@ def list_(who: Auth, svc: Svc,
 
 @router.get("/{job_id}", response_model=JobOut, responses=ERRORS)
 def get(job_id: str, who: Auth, svc: Svc) -> JobOut:
-    """One job; a job this API has just accepted is SUBMITTED, never 404."""
+    """One job, with the commands people gave it; a job this API has just accepted is
+    SUBMITTED, never 404."""
     (doc,) = svc.shown([svc.job(job_id, who)])
+    given = [JobCommandOut(**command) for command in commands(svc.store, job_id)]
     raw = stored_params(svc.store, job_id)
     if raw is not None:
-        return JobOut(**doc, params=orjson.loads(raw))
-    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id))
+        return JobOut(**doc, params=orjson.loads(raw), commands=given)
+    return JobOut(**doc, params_uri=PARAMS_URI.format(job_id=job_id), commands=given)
 
 
 @router.get("/{job_id}/params", responses={

@@ -1,22 +1,25 @@
 """/api/v1/stream, /api/v1/overview and /api/v1/me: what the dashboard watches.
 
 The stream is server-sent events: ``ready`` once subscribed, then one ``status`` event per
-changed job document (the body of ``GET /api/v1/jobs/{id}``, its parameters aside), with a
-comment line every ``KEEPALIVE_S`` so proxies keep the connection open. An owner token
-hears of its own jobs only.
+changed job document (the body of ``GET /api/v1/jobs/{id}``, its parameters and commands
+aside; a command a person gave the job sends it too), with a comment line every
+``KEEPALIVE_S`` so proxies keep the connection open. An owner token hears of its own jobs
+only.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from connectors.api.auth import Principal
 from connectors.api.feed import CLOSED, Feed
 from connectors.api.models import ActivityOut, JobOut, Me, Overview, Problem
+from connectors.api.quotas import quotas_out
 from connectors.api.services import Auth, Svc
 from connectors.views import counts, workers
 from pipeline.clock import now_ms
@@ -34,7 +37,8 @@ def sse(event: str, data: str) -> bytes:
     return f"event: {event}\ndata: {data}\n\n".encode()
 
 
-async def _events(feed: Feed, who: Principal, request: Request) -> AsyncIterator[bytes]:
+async def _events(feed: Feed, who: Principal, request: Request,
+                  free: Callable[[], None]) -> AsyncIterator[bytes]:  # fmt: skip
     subscription = feed.subscribe(who.sees)
     try:
         yield sse("ready", "{}")
@@ -50,12 +54,19 @@ async def _events(feed: Feed, who: Principal, request: Request) -> AsyncIterator
             yield sse("status", JobOut(**doc).model_dump_json())
     finally:
         feed.unsubscribe(subscription)
+        free()
 
 
-@router.get("/stream", responses={200: {"content": {"text/event-stream": {}}}, **ERRORS})
+@router.get("/stream", responses={200: {"content": {"text/event-stream": {}}}, **ERRORS,
+                                  429: {"model": Problem}})  # fmt: skip
 async def stream(request: Request, who: Auth, svc: Svc) -> StreamingResponse:
-    """Server-sent events of status changes (``event: status``, data: the job as JSON)."""
-    return StreamingResponse(_events(svc.feed, who, request), media_type="text/event-stream",
+    """Server-sent events of status changes (``event: status``, data: the job as JSON).
+    429 when the token holds as many streams open as its quota allows."""
+    free = svc.quotas.open_stream(who)
+    # A stream that ends before its first event never runs the generator's ``finally``:
+    # the background task frees its slot then (freeing twice is a no-op).
+    return StreamingResponse(_events(svc.feed, who, request, free),
+                             media_type="text/event-stream", background=BackgroundTask(free),
                              headers={"Cache-Control": "no-cache",
                                       "X-Accel-Buffering": "no"})  # fmt: skip
 
@@ -76,6 +87,8 @@ def overview(who: Auth, svc: Svc) -> Overview:
 
 
 @router.get("/me", response_model=Me, responses=ERRORS)
-def me(who: Auth) -> Me:
-    """Who the token acts for: an owner, or every owner (an admin)."""
-    return Me(owner=who.owner, admin=who.admin)
+def me(who: Auth, svc: Svc) -> Me:
+    """Who the token acts for: an owner, or every owner (an admin); an owner's quotas and
+    what it uses of each (docs/api.md, "Tenants and quotas")."""
+    quotas = None if who.owner is None else quotas_out(svc, who.owner, who.token)
+    return Me(owner=who.owner, admin=who.admin, quotas=quotas)

@@ -82,6 +82,18 @@ class Schedule(BaseModel):
     cron: dict[str, Any] | None = None
 
 
+class JobCommandOut(BaseModel):
+    """A command a person gave the job, as jobs.events records it."""
+
+    kind: str = Field(description="The event it caused: CANCELLED, PAUSED, RESUMED, SCHEDULED "
+                      "(an update, or a one-off job's trigger), FIRED (a recurring job's "
+                      "trigger) or RETRY_SCHEDULED (a redrive).")
+    at_ms: int
+    by: str = Field(description="Who asked: api:<owner>, api:admin:<token name>, cli:<user>, "
+                    "or the actor a Kafka client named.")
+    reason: str | None = Field(None, description="The reason given, or what the command did.")
+
+
 class JobOut(BaseModel):
     """A job as the views hold it: its submission merged with its latest status."""
 
@@ -123,6 +135,10 @@ class JobOut(BaseModel):
     params_uri: str | None = Field(
         None, description="On GET of one job whose parameters are not inline: where they are "
         "served whole (GET /api/v1/jobs/{id}/params).",
+    )
+    commands: list[JobCommandOut] | None = Field(
+        None, description="Only on GET of one job: the commands people gave it (cancel, "
+        "trigger, pause, resume, update, redrive), oldest first, the latest 100.",
     )
 
 
@@ -297,6 +313,8 @@ class Problem(BaseModel):
 
     detail: str
     field: str | None = Field(None, description="The field at fault, for a 4xx about input.")
+    quota: str | None = Field(None, description="The quota that refused it, for a 429: "
+                                                "job_types, submit_rate, pending_jobs, streams.")
 
 
 class ActivityOut(BaseModel):
@@ -324,6 +342,47 @@ class Overview(BaseModel):
     promise_ms: int = Field(description="The firing promise: a job fires within this of its time.")
 
 
+class Use(BaseModel):
+    used: int
+    limit: int
+
+
+class SubmitRate(BaseModel):
+    per_s: float = Field(description="Jobs a second one token may submit for the owner.")
+    burst: int = Field(description="Jobs one token may submit at once after a quiet spell.")
+    available: int | None = Field(None, description="Jobs this token may submit at once now "
+                                                    "(null: not asked by one of the owner's "
+                                                    "tokens).")
+
+
+class QuotaIn(BaseModel):
+    """An owner's override: the quotas it sets; those left out take the defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_types: int | None = Field(None, ge=0, le=1_000_000)
+    submit_rate: float | None = Field(None, gt=0, le=1e9, description="Jobs per second.")
+    submit_burst: int | None = Field(None, ge=1, le=1_000_000_000)
+    pending_jobs: int | None = Field(None, ge=0, le=1_000_000_000)
+    streams: int | None = Field(None, ge=0, le=1_000_000)
+
+
+class QuotasOut(BaseModel):
+    """An owner's quotas (the defaults, or its override on jobs.quotas) and its use."""
+
+    owner: str
+    override: dict[str, float] = Field(description="The quotas set for this owner (a "
+                                                   "quota's name -> its value); the others "
+                                                   "take the defaults.")
+    job_types: Use
+    pending_jobs: Use
+    submit_rate: SubmitRate
+    streams: Use = Field(description="Live streams open (this token's, on /me; all the "
+                                     "owner's tokens' otherwise) and the most per token.")
+
+
 class Me(BaseModel):
     owner: str | None = Field(description="The owner the token acts for; null for an admin.")
     admin: bool
+    quotas: QuotasOut | None = Field(None, description="The owner's quotas and use; null for "
+                                                       "an admin.")

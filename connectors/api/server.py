@@ -23,8 +23,12 @@ from connectors.api.settings import ApiSettings
 from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
+from pipeline.quotas.topic import QuotaBoard, QuotasFollower
 
 log = logging.getLogger(__name__)
+
+QUOTAS_WAIT_S = 10.0
+"""How long the server waits for jobs.quotas to be read before it serves."""
 
 
 class ApiServer:
@@ -39,6 +43,8 @@ class ApiServer:
         if not len(self.tokens):
             log.warning("no API tokens configured (JOBSTREAM_API_TOKENS): every request "
                         "under /api/v1 is refused")  # fmt: skip
+        self.quota_board = QuotaBoard()
+        self.quotas = QuotasFollower(settings, self.quota_board)
         self.services: Services | None = None
         self.gauges: ViewGauges | None = None
         self._server: uvicorn.Server | None = None
@@ -47,14 +53,20 @@ class ApiServer:
 
     def start(self, *, timeout_s: float = 30.0) -> ApiServer:
         """Start the view updater and open its views (JobstreamError when a topic is
-        missing), then serve."""
+        missing), read the quotas, then serve."""
+        self.quotas.start()
         try:
             store = self.updater.open()
         except JobstreamError:
             self.updater.close()
+            self.quotas.stop()
             raise
         self.services = Services(self.settings, self.api, store, AsyncIntake(self.settings),
-                                 self.tokens, self.updater)  # fmt: skip
+                                 self.tokens, self.updater,
+                                 quota_board=self.quota_board)  # fmt: skip
+        if not self.quota_board.ready.wait(QUOTAS_WAIT_S):
+            log.warning("jobs.quotas not read yet: the default quotas apply to every owner "
+                        "until it is")  # fmt: skip
         self.updater.listeners.append(self.services.publish)
         self.gauges = ViewGauges(store, stale_after_ms=self.api.worker_stale_after)
         self.gauges.install()
@@ -95,6 +107,7 @@ class ApiServer:
         if self._http is not None:
             self._http.join(10)
         self.updater.close()
+        self.quotas.stop()
         if self.services is not None:
             self.services.intake.close()
 

@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from connectors.api.auth import Principal, TokenTable
 from connectors.api.errors import ApiError
 from connectors.api.feed import Feed
+from connectors.api.gate import QuotaGate, submissions_of
 from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake, NotAcknowledged
 from connectors.api.settings import ApiSettings
@@ -22,6 +23,7 @@ from connectors.views import ViewStore
 from connectors.views.pools import with_waiting
 from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
+from pipeline.quotas.topic import QuotaBoard
 from pipeline.serde import Event
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
@@ -37,6 +39,12 @@ class Services:
     updater: UpdaterProcess | None = None
     pending: Pending = field(default_factory=Pending)
     feed: Feed = field(default_factory=Feed)
+    quota_board: QuotaBoard = field(default_factory=QuotaBoard)
+    """The owners' overrides (jobs.quotas, which the API server follows)."""
+    quotas: QuotaGate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quotas = QuotaGate(self.api.default_quota(), self.quota_board)
 
     def job(self, job_id: str, principal: Principal) -> dict[str, Any]:
         """The job as the views (or, just accepted, this API) hold it; 404 when it is not
@@ -61,11 +69,20 @@ class Services:
             self.feed.publish(self.shown(docs))
 
 
-    async def send(self, events: list[Event]) -> None:
-        """Produce ``events`` to jobs.intake and await their acknowledgement; 503 if none."""
+    async def send(self, events: list[Event], who: Principal | None = None, *,
+                   batch: bool = False) -> None:  # fmt: skip
+        """Produce ``events`` to jobs.intake and await their acknowledgement; 503 if none.
+
+        The jobs they submit pass the owners' quotas first (429 naming the first one
+        passed, nothing sent), the submission rate of ``who``'s token too when given;
+        ``batch``: the events are a batch's, a refused job type is ``jobs[i]``'s."""
+        submissions = list(submissions_of(events, batch=batch))
+        reservation = self.quotas.admit(who, submissions, self.store) if submissions else None
         try:
             await self.intake.send(events)
         except NotAcknowledged as exc:
+            if reservation is not None:
+                self.quotas.release(reservation)
             raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
 
     def accept(self, submitted: Mapping[str, Any]) -> None:

@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings, split_list
 from pipeline.durations import parse_duration
+from pipeline.quotas.model import Quota
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -56,6 +57,18 @@ class ApiSettings(BaseSettings):
     worker_stale_after: Annotated[int, NoDecode] = Field(
         15_000, description="A worker without a heartbeat for this long is stale (15s)."
     )
+    # -- the quotas of an owner with no override on jobs.quotas (docs/api.md) ------------
+    quota_job_types: int = Field(50, ge=0, description="Most job types of one owner.")
+    quota_submit_rate: float = Field(
+        1000.0, gt=0, description="Jobs a second one token may submit for an owner."
+    )
+    quota_submit_burst: int = Field(
+        5000, ge=1, description="Jobs one token may submit at once after a quiet spell."
+    )
+    quota_pending_jobs: int = Field(
+        100_000, ge=0, description="Most jobs of one owner that have not ended."
+    )
+    quota_streams: int = Field(20, ge=0, description="Most live streams open per token.")
 
     @field_validator("api_tokens")
     @classmethod
@@ -89,6 +102,12 @@ class ApiSettings(BaseSettings):
         if isinstance(value, str):
             return parse_duration(value, option="duration")
         return value
+
+
+    def default_quota(self) -> Quota:
+        return Quota(job_types=self.quota_job_types, submit_rate=self.quota_submit_rate,
+                     submit_burst=self.quota_submit_burst,
+                     pending_jobs=self.quota_pending_jobs, streams=self.quota_streams)  # fmt: skip
 
 
 def load_api_settings(**overrides: object) -> ApiSettings:

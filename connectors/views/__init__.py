@@ -2,11 +2,19 @@
 files, indexed for the queries of the HTTP API and the CLI (docs/api.md)."""
 
 from connectors.views.fold import SUBMITTED
-from connectors.views.query import Counts, Page, counts, executions, list_jobs, workers
+from connectors.views.query import (
+    Counts,
+    Page,
+    commands,
+    counts,
+    executions,
+    list_jobs,
+    workers,
+)
 from connectors.views.store import ViewStore
 from connectors.views.updater import ViewUpdater
 
 __all__ = [
-    "SUBMITTED", "Counts", "Page", "ViewStore", "ViewUpdater", "counts", "executions", "list_jobs",
-    "workers",
+    "SUBMITTED", "Counts", "Page", "ViewStore", "ViewUpdater", "commands", "counts", "executions",
+    "list_jobs", "workers",
 ]

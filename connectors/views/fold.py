@@ -8,7 +8,9 @@ A job's document merges three sources that reach the view in no fixed order:
   resubmission with the same idempotency key is the same job);
 * its **status** (jobs.status): the state and the fields of docs/status.md; a status
   older than the one held (``updated_at_ms``) changes nothing;
-* its **events** (jobs.events): each execution's history, kept in separate records.
+* its **events** (jobs.events): each execution's history, kept in separate records, and
+  the commands people gave it (an event with ``requested_by``: who asked, and why), kept in
+  one record of their own beside the document, which they would otherwise rewrite.
 
 A job known only from its submission is in the state ``SUBMITTED``: accepted, not yet
 seen by the timers. Merging commutes, so a replay from offset zero, which reads the
@@ -33,6 +35,8 @@ SUBMITTED = "SUBMITTED"
 """The view's state of a job whose submission it has read and whose status it has not."""
 PARAMS_INLINE_BYTES = 64 * 1024
 """Parameters up to this size are kept in the view; larger ones by size and digest only."""
+COMMANDS_KEPT = 100
+"""A job's latest commands kept (a recurring job triggered by a script could take many)."""
 
 _STATUS_FIELDS = (
     "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
@@ -179,10 +183,50 @@ def apply_event(
     return run
 
 
-def dumps(value: Mapping[str, Any]) -> bytes:
+def command_of(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The command a JobLifecycle ``event`` records: its kind, instant, who asked
+    (``requested_by``) and why (its ``detail``); None when no person's command caused it."""
+    by = event.get("requested_by")
+    if by is None:
+        return None
+    return {"kind": str(event["kind"]), "at_ms": int(event["at_ms"]), "by": str(by),
+            "reason": event.get("detail")}  # fmt: skip
+
+
+def _command_order(command: Mapping[str, Any]) -> tuple[int, str, str, str]:
+    return (command["at_ms"], command["kind"], command["by"], command["reason"] or "")
+
+
+def apply_command(
+    commands: list[dict[str, Any]] | None, event: Mapping[str, Any]
+) -> list[dict[str, Any]] | None:
+    """A job's commands after a JobLifecycle ``event``, by instant; None when it changes
+    nothing (no person's command caused it, they hold it already, or it is older than the
+    :data:`COMMANDS_KEPT` held).
+
+    The commands held are always the latest :data:`COMMANDS_KEPT` of every one folded,
+    ordered by a total order on all their fields, so events folded in any order or twice
+    (a replay) leave the same list; two events alike in all four fields are one command.
+    """
+    command = command_of(event)
+    if command is None:
+        return None
+    held = list(commands or [])
+    if command in held:
+        return None
+    merged = sorted([*held, command], key=_command_order)[-COMMANDS_KEPT:]
+    return None if merged == held else merged
+
+
+def dumps(value: Mapping[str, Any] | list[Any]) -> bytes:
     return orjson.dumps(value)
 
 
 def loads(raw: bytes) -> dict[str, Any]:
     value: dict[str, Any] = orjson.loads(raw)
+    return value
+
+
+def loads_list(raw: bytes) -> list[dict[str, Any]]:
+    value: list[dict[str, Any]] = orjson.loads(raw)
     return value

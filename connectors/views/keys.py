@@ -14,6 +14,7 @@ millisecond also come newest first.
 | ``p`` | job id | its parameters (JSON text, when small) |
 | ``i`` | job id | where larger parameters are: jobs.intake partition ``>I``, offset ``>q`` |
 | ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
+| ``m`` | job id | the commands people gave the job, latest last (a JSON list) |
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
 | ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
@@ -43,15 +44,16 @@ JOB_ID_LENGTH = 26
 SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
+COMMANDS = b"m\x00"
 PARAMS_AT = b"i\x00"
 COUNT = b"c\x00"
 POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"4"
+LAYOUT_VERSION = b"5"
 """Raised when the keys change meaning (2: the counters; 3: the workflow index and a
-job's parents; 4: the counters by pool); older files are rebuilt."""
+job's parents; 4: the counters by pool; 5: a job's commands); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -137,6 +139,10 @@ def doc_key(job_id: str) -> bytes:
 
 def params_key(job_id: str) -> bytes:
     return PARAMS + job_id.encode()
+
+
+def commands_key(job_id: str) -> bytes:
+    return COMMANDS + job_id.encode()
 
 
 def params_at_key(job_id: str) -> bytes:

@@ -83,6 +83,13 @@ def executions(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
     return [fold.loads(value) for _, value in store.scan(prefix, keys.upper_bound(prefix))]
 
 
+def commands(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
+    """The commands people gave a job (the latest :data:`fold.COMMANDS_KEPT`), oldest
+    first: kind, ``at_ms``, ``by`` and ``reason``."""
+    raw = store.get(keys.commands_key(job_id))
+    return [] if raw is None else fold.loads_list(raw)
+
+
 def workflow_jobs(store: ViewStore, workflow_id: str) -> list[dict[str, Any]]:
     """The documents of every job of a workflow the views hold, by job id."""
     prefix = keys.workflow_prefix(workflow_id)

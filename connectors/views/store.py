@@ -1,4 +1,5 @@
-"""The view store: job documents, their indexes, executions and workers in one RocksDB.
+"""The view store: job documents, their indexes, executions, commands and workers in one
+RocksDB.
 
 One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
 :mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
@@ -93,7 +94,8 @@ class ViewBatch:
         self.changes: dict[bytes, bytes | None] = {}
         self.records = 0
         self.updated: dict[str, dict[str, Any]] = {}
-        """The documents this batch changed, by job id (the live stream's events)."""
+        """The documents this batch changed, or whose commands it changed, by job id (the
+        live stream's events)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.changes:
@@ -154,8 +156,10 @@ class ViewBatch:
         self._put_doc(old, new)
 
     def event(self, record: Mapping[str, Any]) -> None:
-        """An execution's step; events of a job the view does not hold yet are kept too
-        (its status or submission is on its way on another topic)."""
+        """An execution's step, and the command a person gave the job if the event records
+        one; events of a job the view does not hold yet are kept too (its status or
+        submission is on its way on another topic)."""
+        self._command(record)
         execution_id = record.get("execution_id")
         if not execution_id:
             return
@@ -164,6 +168,21 @@ class ViewBatch:
         run = fold.apply_event(None if raw is None else fold.loads(raw), record)
         if run is not None:
             self.changes[key] = fold.dumps(run)
+
+    def _command(self, record: Mapping[str, Any]) -> None:
+        """Keep the command ``record`` records beside the job's document; the document, if
+        held, goes to the live stream, so that a page showing the job reads it again."""
+        job_id = record["job_id"]
+        key = keys.commands_key(job_id)
+        raw = self.get(key)
+        commands = fold.apply_command(None if raw is None else fold.loads_list(raw), record)
+        if commands is None:
+            return
+        self.changes[key] = fold.dumps(commands)
+        if job_id not in self.updated:
+            doc = self._doc(job_id)
+            if doc is not None:
+                self.updated[job_id] = doc
 
     def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
         """A worker's latest heartbeat, or None for a tombstone."""
@@ -174,8 +193,8 @@ class ViewBatch:
         self.changes[keys.offset_key(topic, partition)] = keys.encode_offset(next_offset)
 
     def purge(self, before_ms: int, limit: int = 1000) -> int:
-        """Drop jobs that ended before ``before_ms``: document, indexes, parameters and
-        executions. Reads the store, not this batch: call it on a fresh batch."""
+        """Drop jobs that ended before ``before_ms``: document, indexes, parameters,
+        executions and commands. Reads the store, not this batch: call it on a fresh batch."""
         purged = 0
         for key, _ in self.store.scan(keys.RETENTION, keys.retention_upper(before_ms)):
             if purged >= limit:
@@ -190,6 +209,7 @@ class ViewBatch:
             self.changes[keys.doc_key(job_id)] = None
             self.changes[keys.params_key(job_id)] = None
             self.changes[keys.params_at_key(job_id)] = None
+            self.changes[keys.commands_key(job_id)] = None
             prefix = keys.execution_prefix(job_id)
             for execution, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
                 self.changes[execution] = None

@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from pipeline.errors import TopicMismatchError, TopicRefusedError
-from pipeline.topics import TopicSpec
+from pipeline.topics import TopicBound, TopicSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,10 @@ def ensure_topics(
     *,
     replication_factor: int = 1,
     timeout_s: float = 30.0,
+    bound: TopicBound | None = None,
 ) -> TopicReport:
-    """Create the missing topics and verify the existing ones."""
+    """Create the missing topics and verify the existing ones. Missing topics that
+    ``bound`` holds back are refused (TopicRefusedError) as the broker's refusals are."""
     admin = AdminClient(dict(kafka_config))
     specs = list(specs)
     present = admin.list_topics(timeout=timeout_s).topics
@@ -46,6 +48,10 @@ def ensure_topics(
 
     missing = [spec for spec in specs if spec.name not in present]
     refused: dict[str, str] = {}
+    if bound is not None and missing:
+        refused = bound.refusals(present, (spec.name for spec in missing))
+        missing = [spec for spec in missing if spec.name not in refused]
+        specs = [spec for spec in specs if spec.name not in refused]
     if missing:
         futures = admin.create_topics(
             [

@@ -1,8 +1,11 @@
 """A token bucket, as pure arithmetic on a clock the caller passes.
 
-Tokens come at ``rate`` per second up to ``capacity`` (the burst); each firing takes one.
-A bucket starts full. Rescaling (a limit changed, or this process's share of the timer
-partitions changed) keeps the tokens already earned, capped at the new capacity.
+Tokens come at ``rate`` per second up to ``capacity`` (the burst); each firing takes one,
+a batch of submissions one per job. A bucket starts full. A take of more tokens than the
+capacity passes once the bucket is full and leaves it in debt, so a batch larger than the
+burst is not refused for ever, and over time the rate still holds. Rescaling (a limit
+changed, or this process's share of the timer partitions changed) keeps the tokens
+already earned, capped at the new capacity.
 """
 
 from __future__ import annotations
@@ -40,21 +43,22 @@ class TokenBucket:
             self.tokens = min(self.capacity, self.tokens + earned)
             self.updated_ms = now_ms
 
-    def available(self, now_ms: int) -> bool:
+    def available(self, now_ms: int, count: int = 1) -> bool:
         self.refill(now_ms)
-        return self.tokens >= 1
+        return self.tokens >= min(count, self.capacity)
 
-    def take(self, now_ms: int) -> bool:
-        """Take one token if there is one."""
-        if not self.available(now_ms):
+    def take(self, now_ms: int, count: int = 1) -> bool:
+        """Take ``count`` tokens if they are there (all of a full bucket's, and a debt,
+        for a count over the capacity)."""
+        if not self.available(now_ms, count):
             return False
-        self.tokens -= 1
+        self.tokens -= count
         return True
 
-    def wait_ms(self, now_ms: int) -> int:
-        """How long until a token is there (0: now)."""
+    def wait_ms(self, now_ms: int, count: int = 1) -> int:
+        """How long until ``count`` tokens can be taken (0: now)."""
         self.refill(now_ms)
-        missing = 1 - self.tokens
+        missing = min(count, self.capacity) - self.tokens
         return 0 if missing <= 0 else math.ceil(missing * 1000 / self.rate)
 
     def rescale(self, rate: float, capacity: float, now_ms: int) -> None:

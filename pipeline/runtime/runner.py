@@ -375,14 +375,16 @@ class Runner(Generic[S]):
     def _ensure_topics(self, names: set[str]) -> None:
         """Topics seen for the first time (new job types') are created with their settings,
         all of one transaction's in one request; TopicRefusedError names those the broker
-        refused (the others are created)."""
+        refused and the execution topics past the cluster's bound (the others are
+        created)."""
         if not names:
             return
         specs = [spec for name in sorted(names) if (spec := self.topics.spec_of(name))]
         try:
             if specs:
                 ensure_topics(self.settings.kafka_config, specs,
-                              replication_factor=self.settings.replication_factor)  # fmt: skip
+                              replication_factor=self.settings.replication_factor,
+                              bound=self.topics.execution_bound())  # fmt: skip
         except TopicRefusedError as exc:
             self._known_topics |= names - exc.refused.keys()
             raise

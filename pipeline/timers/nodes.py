@@ -17,11 +17,16 @@ is how restoring tells them apart from timer entries.
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections.abc import Iterator
 
+import orjson
+
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.workflows.node import StepNode, WorkflowRecord
+
+log = logging.getLogger(__name__)
 
 NODE_PREFIX = b"n"
 WORKFLOW_PREFIX = b"w"
@@ -120,7 +125,12 @@ class WorkflowNodes:
         self.changelog.append((key, None))
 
     def restore(self, key: bytes, value: bytes | None) -> None:
-        """Apply one changelog record of a node or a workflow record."""
+        """Apply one changelog record of a node or a workflow record. A record written
+        before workflows were their owner's (no ``owner``) is skipped: its key names the
+        workflow by id alone, so nothing would find it (docs/workflows.md, "Upgrading")."""
+        if value is not None and "owner" not in orjson.loads(value):
+            log.warning("workflow state without an owner skipped", extra={"key": repr(key)})
+            return
         if key.startswith(NODE_PREFIX):
             previous_raw = self.tx.get(key)
             previous = None if previous_raw is None else StepNode.decode(previous_raw)

@@ -89,7 +89,8 @@ class Timers(Processor[TimerState]):
 
     def topics_refused(self, refused: Mapping[str, str]) -> None:
         """A job routed to a refused execution topic is dead-lettered at firing, with the
-        reason naming the job type its topic collides with."""
+        reason: the job type its topic collides with, or the cluster's bound on execution
+        topics (JOBSTREAM_MAX_EXECUTION_TOPICS)."""
         for name, why in refused.items():
             job_type = self.topics.job_type_of(name)
             if job_type is None:  # not a job type's topic: nothing to route elsewhere
@@ -147,15 +148,15 @@ class Timers(Processor[TimerState]):
 
 
 def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
-    """What a refused job's dead letter says: its type, its topic, and the type it collides
-    with when the topic names one."""
+    """What a refused job's dead letter says: its type, its topic, why (the broker's
+    refusal, or the bound), and the type it collides with when the reason names one."""
     others = [other for word in why.replace(",", " ").split()
               if (other := topics.job_type_of(word)) is not None]  # fmt: skip
     names = ", ".join(f"'{other}'" for other in others)
     clash = f" (job type {names}: Kafka treats '.' and '_' in topic names alike)" if others else ""
     return (
-        f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused by "
-        f"the broker: {why}{clash}"
+        f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused: "
+        f"{why}{clash}"
     )
 
 

@@ -3,7 +3,9 @@
 // trigger while it can run now, as POST .../trigger allows). Cancel takes an optional
 // reason and stops a queued or running job too; a job of a workflow also offers to
 // cancel the whole workflow. A cancel cannot be undone, so it is sent only once confirmed
-// in the bar it opens. A cancelled job shows who cancelled it and why.
+// in the bar it opens. A cancelled job shows who cancelled it and why; below its attempts,
+// a job lists the commands people gave it (the API's `commands`): when, which, who asked
+// and why.
 
 import { get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
@@ -75,9 +77,22 @@ function attempt(run) {
     h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result));
 }
 
+function given(c) {
+  return h("tr", { "data-command-kind": c.kind },
+    h("td", {}, time(c.at_ms)), h("td", {}, c.kind), h("td", { class: "mono" }, c.by),
+    h("td", { class: "reason" }, c.reason ?? ""));
+}
+
+function commandsOf(job) {
+  const found = job.commands ?? [];
+  if (!found.length) return null;
+  return [h("h2", {}, `Commands (${found.length})`),
+    table([["when"], ["command"], ["by"], ["reason"]], found.map(given), { id: "commands" })];
+}
+
 export function render(root, { id }) {
   const message = h("span", { class: "message", id: "command-message" });
-  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason to cancel (optional)" });
+  const reason = h("input", { type: "text", id: "cancel-reason", placeholder: "reason (optional, kept in the history)" });
   const paths = {
     "cancel-workflow": () => `/api/v1/workflows/${encodeURIComponent(workflowId)}/cancel?owner=${encodeURIComponent(workflowOwner)}`,
   };
@@ -90,7 +105,7 @@ export function render(root, { id }) {
     button.disabled = true;
     try {
       const path = paths[name]?.() ?? `/api/v1/jobs/${encodeURIComponent(id)}/${name}`;
-      await post(path, name.startsWith("cancel") && reason.value ? { reason: reason.value } : undefined);
+      await post(path, reason.value ? { reason: reason.value } : undefined);
       message.textContent = `${labels[name] ?? name} sent`;
     } catch (error) {
       message.textContent = error.message;
@@ -129,7 +144,7 @@ export function render(root, { id }) {
       ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
     const graph = await workflow(job);
     if (turn !== loads) return;
-    root.replaceChildren(
+    fill(root,
       h("h1", {}, `Job ${job.job_type}`), fields(job),
       h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
         reason, command("cancel"), job.workflow_id ? command("cancel-workflow") : null,
@@ -138,7 +153,8 @@ export function render(root, { id }) {
       ENDED.has(job.state) ? null : confirmBar,
       ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),
-      runs.length ? history : h("p", { class: "message" }, "No attempt yet."));
+      runs.length ? history : h("p", { class: "message" }, "No attempt yet."),
+      commandsOf(job));
   };
   load();
   return {

@@ -31,8 +31,9 @@ def test_the_stream_and_overview_need_a_token(anonymous: httpx.Client) -> None:
 
 
 def test_me_names_the_owner_or_admin(acme: httpx.Client, admin: httpx.Client) -> None:
-    assert acme.get("/api/v1/me").json() == {"owner": "acme", "admin": False}
-    assert admin.get("/api/v1/me").json() == {"owner": None, "admin": True}
+    mine = acme.get("/api/v1/me").json()
+    assert (mine["owner"], mine["admin"], mine["quotas"]["owner"]) == ("acme", False, "acme")
+    assert admin.get("/api/v1/me").json() == {"owner": None, "admin": True, "quotas": None}
 
 
 def test_status_changes_stream_to_their_owner_and_admins_only(

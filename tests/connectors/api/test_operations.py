@@ -1,5 +1,5 @@
-"""Executions, workers, dead letters and redrive through the API, and the CLI on top of it,
-against the real service and broker."""
+"""Executions, the commands a job was given, workers, dead letters and redrive through the
+API, and the CLI on top of it, against the real service and broker."""
 
 from __future__ import annotations
 
@@ -77,6 +77,54 @@ def test_executions_and_workers(settings: Settings, topics: Topics, acme: httpx.
                              env={**env, "JOBSTREAM_API_TOKEN": TOKENS["bolt"]},
                              capture_output=True, timeout=60)  # fmt: skip
     assert refused.returncode == 6 and "404" in refused.stderr
+
+
+def test_a_job_shows_the_commands_people_gave_it(settings: Settings, topics: Topics,
+                                                 acme: httpx.Client, bolt: httpx.Client,
+                                                 server: ApiServer) -> None:  # fmt: skip
+    """Every JobLifecycle with ``requested_by`` is a command, shown once (a replay repeats
+    it) in GET /api/v1/jobs/{id} and ``jobstream history``; other events are not."""
+    job_id = acme.post("/api/v1/jobs", json={"job_type": "data.process",
+                                             "cron": "0 * * * *"}).json()["job_id"]  # fmt: skip
+    at = now_ms()
+    record = {"job_id": job_id, "submitted_at_ms": at,
+              "spec": {"job_type": "data.process", "owner": "acme"}}  # fmt: skip
+    pause = event(record, "PAUSED", at_ms=at + 1, execution_id=None, requested_by="api:acme",
+                  detail="quiet hours")  # fmt: skip
+    paused = Event("JobLifecycle", pause)
+    produce(settings, topics.events, [
+        Event("JobLifecycle", event(record, "FIRED", at_ms=at, fire_ms=at)),  # its schedule's
+        paused, paused,
+        Event("JobLifecycle", event(record, "RESUMED", at_ms=at + 2, execution_id=None,
+                                    requested_by="api:admin:ops-alice", detail="resumed")),
+        Event("JobLifecycle", event(record, "FIRED", at_ms=at + 3, fire_ms=at + 3,
+                                    requested_by="cli:alice", detail="run now")),
+    ])  # fmt: skip
+
+    def commands() -> list[dict]:
+        return acme.get(f"/api/v1/jobs/{job_id}").json()["commands"]
+
+    wait_for(lambda: len(commands()) == 3, what="three commands")
+    assert commands() == [
+        {"kind": "PAUSED", "at_ms": at + 1, "by": "api:acme", "reason": "quiet hours"},
+        {"kind": "RESUMED", "at_ms": at + 2, "by": "api:admin:ops-alice", "reason": "resumed"},
+        {"kind": "FIRED", "at_ms": at + 3, "by": "cli:alice", "reason": "run now"},
+    ]
+    listed = acme.get("/api/v1/jobs").json()["items"]
+    assert [(job["job_id"], job["commands"]) for job in listed] == [(job_id, None)]
+    assert bolt.get(f"/api/v1/jobs/{job_id}").status_code == 404
+    env = {**os.environ, "JOBSTREAM_API_URL": server.url, "JOBSTREAM_API_TOKEN": TOKENS["acme"],
+           "COLUMNS": "80"}  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "ops", "history", job_id], env=env, text=True,
+                            capture_output=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, result.stdout
+    start = lines.index("commands")
+    rows = [line.split() for line in lines[start:] if "api:" in line or "cli:" in line]
+    assert [row[2:] for row in rows] == [
+        ["PAUSED", "api:acme", "quiet", "hours"], ["RESUMED", "api:admin:ops-alice", "resumed"],
+        ["FIRED", "cli:alice", "run", "now"]], result.stdout  # fmt: skip
 
 
 @pytest.mark.timeout(180)

@@ -1,10 +1,11 @@
 """The dashboard in a real headless Chromium, over the real API, pipeline and broker:
 the overview's counts against the API while jobs run, a job's attempts, a redrive from
-the dead-letter page, a cancel confirmed, a refused token, and every page and /docs loaded
-from this origin only. Screenshots go to each test's tmp_path."""
+the dead-letter page, a cancel confirmed, the commands a job was given, a refused token,
+and every page and /docs loaded from this origin only. Screenshots go to each test's tmp_path."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,29 @@ def test_cancel_a_running_job_from_its_page_with_a_reason(page: Page, admin: htt
     shot(page, tmp_path, "running-cancelled")
 
 
+def test_a_job_page_lists_the_commands_it_was_given(page: Page, admin: httpx.Client,
+                                                    tmp_path: Path) -> None:  # fmt: skip
+    job_id = open_job_for_2030(page, admin)
+    expect(page.locator("#job-fields [data-state]")).to_have_text("SCHEDULED")
+    expect(page.locator("#commands")).to_have_count(0)  # none given yet: no section
+    reason = "<b>moved</b> to Friday"  # shown as text, never parsed as markup
+    page.fill("#cancel-reason", reason)
+    page.click("[data-command=cancel]")
+    page.click("[data-confirm=cancel]")
+    expect(page.locator("#job-fields [data-state]")).to_have_text("CANCELLED", timeout=30_000)
+    given = page.locator("#commands tbody tr")
+    expect(given).to_have_count(1, timeout=10_000)
+    expect(given.locator("td")).to_have_text([re.compile(r"^\d{4}-"), "CANCELLED", "api:acme",
+                                             reason])  # fmt: skip
+    expect(page.locator("#commands b")).to_have_count(0)
+    expect(page.locator("#view")).not_to_contain_text("null")  # ended: no confirm bar
+    expect(page.get_by_role("heading", name="Commands (1)")).to_be_visible()
+    commands = admin.get(f"/api/v1/jobs/{job_id}").json()["commands"]
+    assert [(c["kind"], c["by"], c["reason"]) for c in commands] == [
+        ("CANCELLED", "api:acme", reason)]
+    shot(page, tmp_path, "commands")
+
+
 def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Client,
                                                    tmp_path: Path) -> None:  # fmt: skip
     job_id = open_job_for_2030(page, admin)
@@ -212,10 +236,13 @@ def test_trigger_a_far_scheduled_job_from_its_page(page: Page, admin: httpx.Clie
     expect(page.locator("#workflow-graph")).to_have_count(0)  # no workflow: no graph
     expect(page.locator("#view")).not_to_contain_text("null")
     shot(page, tmp_path, "before-trigger")
+    page.fill("#cancel-reason", "the partner asked for it today")
     page.click("[data-command=trigger]")
     expect(page.locator("#job-fields [data-state]")).to_have_text("SUCCEEDED", timeout=60_000)
     expect(page.locator("#attempts tbody tr")).to_have_count(1)
     expect(page.locator("[data-command]")).to_have_count(0)  # ended: no commands
+    expect(page.locator("#commands tbody tr td")).to_have_text(
+        [re.compile(r"^\d{4}-"), "SCHEDULED", "api:acme", "the partner asked for it today"])
     assert state_of(admin, job_id) == "SUCCEEDED"
     shot(page, tmp_path, "triggered")
 

@@ -7,7 +7,15 @@ from unittest.mock import ANY
 
 import pytest
 
-from connectors.views import SUBMITTED, ViewStore, executions, keys, list_jobs, workers
+from connectors.views import (
+    SUBMITTED,
+    ViewStore,
+    commands,
+    executions,
+    keys,
+    list_jobs,
+    workers,
+)
 from connectors.views.query import params, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.jobs.params import params_digest
@@ -162,6 +170,32 @@ def test_ended_jobs_leave_after_the_retention_with_all_they_hold(store: ViewStor
     assert ids(list_jobs(store, {"owner": "acme"})) == [running["job_id"], fresh["job_id"]]
     everything = [k for k, _ in store.scan(b"", b"\xff")]
     assert not any(old["job_id"].encode() in k for k in everything)
+
+
+def test_commands_are_kept_beside_the_job_and_leave_with_it(store: ViewStore) -> None:
+    job, other = submitted("acme", at_ms=T0), submitted("acme", at_ms=T0 + 1)
+    fold(store, job, other, status(job, "SCHEDULED", at_ms=T0 + 2))
+    batch = store.batch()
+    batch.event(event(job, "PAUSED", at_ms=T0 + 10, requested_by="api:acme", detail="paused",
+                      execution_id=None))  # fmt: skip
+    batch.event(event(job, "FIRED", at_ms=T0 + 20, requested_by="cli:alice", detail="run now"))
+    batch.event(event(other, "FIRED", at_ms=T0 + 20))  # the schedule's: no one asked
+    # a page showing the job hears of it though its document did not change
+    assert list(batch.updated) == [job["job_id"]]
+    batch.commit()
+    assert commands(store, job["job_id"]) == [
+        {"kind": "PAUSED", "at_ms": T0 + 10, "by": "api:acme", "reason": "paused"},
+        {"kind": "FIRED", "at_ms": T0 + 20, "by": "cli:alice", "reason": "run now"},
+    ]
+    assert commands(store, other["job_id"]) == []
+    assert len(executions(store, job["job_id"])) == 1  # the trigger's run is an execution too
+    assert "commands" not in store.doc(job["job_id"])  # type: ignore[operator]
+    fold(store, status(job, "CANCELLED", at_ms=T0 + 30))
+    batch = store.batch()
+    assert batch.purge(before_ms=T0 + 100) == 1
+    batch.commit()
+    assert commands(store, job["job_id"]) == []
+    assert not any(job["job_id"].encode() in k for k, _ in store.scan(b"", b"\xff"))
 
 
 def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leave(

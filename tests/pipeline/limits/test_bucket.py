@@ -57,3 +57,22 @@ def test_a_rate_that_is_not_positive_is_refused() -> None:
         TokenBucket.full(rate=0, capacity=1, now_ms=T0)
     with pytest.raises(ValueError, match="capacity must be at least 1"):
         TokenBucket.full(rate=5, capacity=0.5, now_ms=T0)
+
+
+def test_a_take_of_many_tokens_takes_them_all_or_none() -> None:
+    bucket = TokenBucket.full(rate=10, capacity=20, now_ms=T0)
+    assert bucket.take(T0, 15)
+    assert not bucket.take(T0, 6)
+    assert bucket.wait_ms(T0, 6) == 100  # one token missing, at 10 a second
+    assert bucket.take(T0 + 100, 6)
+    assert bucket.tokens == 0
+
+
+def test_a_take_over_the_capacity_passes_on_a_full_bucket_and_leaves_a_debt() -> None:
+    bucket = TokenBucket.full(rate=10, capacity=20, now_ms=T0)
+    assert bucket.take(T0)  # 19 left: not full
+    assert not bucket.take(T0, 50)
+    assert bucket.wait_ms(T0, 50) == 100  # until the bucket is full again
+    assert bucket.take(T0 + 100, 50)
+    assert bucket.tokens == -30
+    assert bucket.wait_ms(T0 + 100) == 3100  # the debt is paid before the next token

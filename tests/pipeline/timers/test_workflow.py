@@ -14,6 +14,7 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -243,3 +244,13 @@ def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
                                             ids("d"))["parent_results"]] == ["b", "c"]  # fmt: skip
     finally:
         replica.close()
+
+
+def test_a_node_written_before_workflows_had_owners_is_skipped_on_restore(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    old = b'{"workflow_id":"wf","job_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","parents":[]}'
+    key = b"n\x00\x02wf01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    tx = PartitionTransaction(timers.store())
+    timers.processor.restore(tx, key, old)
+    assert tx.get(key) is None, "skipped: no owner, so no key of today would find it"

@@ -1,0 +1,87 @@
+"""The owners' quotas on jobs.quotas: set, clear and list them, and follow them from the
+API (pipeline/kafka/follow.py: a change applies within half a second, with no restart)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+
+from confluent_kafka import Message
+
+from pipeline.config import Settings
+from pipeline.errors import ValidationError
+from pipeline.jobs import rules
+from pipeline.jobs.rules import field_check
+from pipeline.kafka.follow import TopicFollower, read_settings_topic, write_setting
+from pipeline.quotas.model import Quota
+from pipeline.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+class QuotaBoard:
+    """The owners' overrides in force, replaced whole by the follower, read by requests."""
+
+    def __init__(self, overrides: Mapping[str, Quota] | None = None) -> None:
+        self._overrides: Mapping[str, Quota] = dict(overrides or {})
+        self._lock = threading.Lock()
+        self.ready = threading.Event()
+        self.ready.set()
+
+    @property
+    def overrides(self) -> Mapping[str, Quota]:
+        return self._overrides
+
+    def set(self, owner: str, quota: Quota) -> None:
+        with self._lock:
+            self._overrides = {**self._overrides, owner: quota}
+
+    def clear(self, owner: str) -> None:
+        with self._lock:
+            self._overrides = {k: v for k, v in self._overrides.items() if k != owner}
+
+
+def check_owner(owner: str) -> str:
+    field_check("owner", rules.owner, owner)
+    return owner
+
+
+def set_quota(settings: Settings, owner: str, quota: Quota) -> None:
+    """Replace ``owner``'s override: the quotas ``quota`` leaves None take the defaults."""
+    if quota.is_empty:
+        raise ValidationError("quota", "sets no quota (clear the owner's override instead)")
+    write_setting(settings, Topics(settings).quotas, check_owner(owner), quota.encode())
+
+
+def clear_quota(settings: Settings, owner: str) -> None:
+    write_setting(settings, Topics(settings).quotas, check_owner(owner), None)
+
+
+def read_quotas(settings: Settings) -> dict[str, Quota]:
+    """The overrides in force, by owner: jobs.quotas read to its end."""
+    board = QuotaBoard()
+    read_settings_topic(settings, Topics(settings).quotas, lambda message: apply(board, message))
+    return dict(sorted(board.overrides.items()))
+
+
+def apply(board: QuotaBoard, message: Message) -> None:
+    """One jobs.quotas record onto ``board``; one that is not a quota is logged and skipped."""
+    try:
+        owner = check_owner((message.key() or b"").decode())
+        value = message.value()
+        if value is None:
+            board.clear(owner)
+        else:
+            board.set(owner, Quota.decode(value))
+    except (ValidationError, UnicodeDecodeError, TypeError) as exc:
+        log.warning("jobs.quotas record skipped: %s", exc, extra={"offset": message.offset()})
+
+
+class QuotasFollower(TopicFollower):
+    """Keeps a :class:`QuotaBoard` equal to jobs.quotas, on a daemon thread."""
+
+    def __init__(self, settings: Settings, board: QuotaBoard) -> None:
+        super().__init__(settings, Topics(settings).quotas, lambda m: apply(board, m),
+                         board.ready, what="quotas")  # fmt: skip
+        self.board = board

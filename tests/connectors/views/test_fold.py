@@ -1,0 +1,93 @@
+"""The fold of the commands people give a job, as pure functions (no store, no broker):
+any order of the events, a replay, and the bound all leave the same list."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from connectors.views.fold import COMMANDS_KEPT, apply_command, command_of
+from tests.connectors.views.records import event, submitted
+
+T0 = 1_767_225_600_000  # 2026-01-01
+JOB = submitted("acme", at_ms=T0)
+
+
+def command(kind: str, at_ms: int, by: str | None = "api:acme", detail: str | None = None,
+            **fields: Any) -> dict[str, Any]:  # fmt: skip
+    return event(JOB, kind, at_ms=at_ms, requested_by=by, detail=detail, **fields)
+
+
+def fold_all(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    held: list[dict[str, Any]] = []
+    for one in events:
+        changed = apply_command(held, one)
+        if changed is not None:
+            held = changed
+    return held
+
+
+def history() -> list[dict[str, Any]]:
+    """Commands of every kind a person causes, and the events around them no one asked for."""
+    return [
+        event(JOB, "FIRED", at_ms=T0 + 1),  # the schedule's own firing
+        command("PAUSED", T0 + 10, detail="paused"),
+        command("RESUMED", T0 + 20, by="api:admin:ops-alice", detail="resumed"),
+        command("SCHEDULED", T0 + 30, detail="schedule updated"),
+        command("FIRED", T0 + 40, by="cli:alice", detail="run now"),
+        event(JOB, "STARTED", at_ms=T0 + 41, worker_id="w-1"),
+        event(JOB, "FAILED", at_ms=T0 + 42, worker_id="w-1"),
+        command("RETRY_SCHEDULED", T0 + 50, by="api:admin", detail="redriven"),
+        # two commands of one instant, both kept, in a fixed order
+        command("CANCELLED", T0 + 60, detail="wrong input"),
+        command("CANCELLED", T0 + 60, by="api:bolt", detail=None),
+        event(JOB, "CANCELLED", at_ms=T0 + 61, requested_by=None, detail="parent failed"),
+    ]
+
+
+def test_only_events_a_person_asked_for_are_commands() -> None:
+    assert command_of(event(JOB, "PAUSED", at_ms=T0)) is None
+    assert apply_command([], event(JOB, "FIRED", at_ms=T0, requested_by=None)) is None
+    expected = {"kind": "PAUSED", "at_ms": T0 + 5, "by": "api:acme", "reason": "a migration"}
+    assert command_of(command("PAUSED", T0 + 5, detail="a migration")) == expected
+    found = fold_all(history())
+    assert [(c["kind"], c["by"]) for c in found] == [
+        ("PAUSED", "api:acme"), ("RESUMED", "api:admin:ops-alice"), ("SCHEDULED", "api:acme"),
+        ("FIRED", "cli:alice"), ("RETRY_SCHEDULED", "api:admin"), ("CANCELLED", "api:acme"),
+        ("CANCELLED", "api:bolt")]  # fmt: skip
+    assert [c["reason"] for c in found][-3:] == ["redriven", "wrong input", None]
+
+
+def test_any_order_folds_into_the_same_commands() -> None:
+    events = history()
+    expected = fold_all(events)
+    shuffler = random.Random(26)
+    for _ in range(50):
+        shuffled = events[:]
+        shuffler.shuffle(shuffled)
+        assert fold_all(shuffled) == expected
+    assert [c["at_ms"] for c in expected] == sorted(c["at_ms"] for c in expected)
+
+
+def test_an_event_read_again_is_kept_once() -> None:
+    events = history()
+    once = fold_all(events)
+    assert fold_all(events + events) == once
+    assert fold_all([e for pair in zip(events, events, strict=True) for e in pair]) == once
+    assert apply_command(once, events[1]) is None  # nothing to write
+
+
+def test_the_latest_commands_are_kept_whatever_the_order() -> None:
+    events = [command("SCHEDULED", T0 + i, detail=f"move {i}") for i in range(COMMANDS_KEPT + 30)]
+    forward = fold_all(events)
+    assert len(forward) == COMMANDS_KEPT
+    assert [c["at_ms"] for c in forward] == [T0 + i for i in range(30, COMMANDS_KEPT + 30)]
+    shuffled = events[:]
+    random.Random(5).shuffle(shuffled)
+    assert fold_all(shuffled) == forward
+    assert fold_all(list(reversed(events)) + events) == forward
+    # one older than every command held changes nothing; a newer one pushes the oldest out
+    assert apply_command(forward, command("PAUSED", T0)) is None
+    newer = apply_command(forward, command("PAUSED", T0 + 10_000))
+    assert newer is not None and len(newer) == COMMANDS_KEPT
+    assert (newer[0]["at_ms"], newer[-1]["kind"]) == (T0 + 31, "PAUSED")

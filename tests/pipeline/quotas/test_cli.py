@@ -1,0 +1,45 @@
+"""``jobstream quotas`` on the real broker: set, list, replace and clear, and a bad value
+refused naming it before anything is written."""
+
+from __future__ import annotations
+
+import orjson
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.quotas.model import Quota
+from pipeline.quotas.topic import read_quotas
+from pipeline.topics import Topics
+from tests.pipeline.jobs.test_cli import broker_env
+
+
+def test_set_list_replace_and_clear(topics: Topics) -> None:
+    env, runner = broker_env(topics), CliRunner()
+
+    def quotas(*args: str) -> str:
+        result = runner.invoke(app, ["quotas", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "owner=acme: submit_rate 200, pending_jobs 50000\n" in quotas(
+        "set", "--owner", "acme", "--submit-rate", "200/s", "--pending-jobs", "50000")
+    quotas("set", "--owner", "bolt", "--job-types", "3", "--streams", "0")
+    lines = quotas("list", "--json").splitlines()  # librdkafka's log lines go there too
+    listed = [orjson.loads(line) for line in lines if line.startswith('{"owner"')]
+    assert listed == [
+        {"owner": "acme", "submit_rate": 200.0, "pending_jobs": 50000},
+        {"owner": "bolt", "job_types": 3, "streams": 0},
+    ]
+    quotas("set", "--owner", "acme", "--submit-burst", "10")  # replaces acme's whole override
+    quotas("clear", "--owner", "bolt")
+    assert read_quotas(topics.settings) == {"acme": Quota(submit_burst=10)}
+
+
+def test_a_bad_value_is_refused_naming_it(topics: Topics) -> None:
+    runner, env = CliRunner(), broker_env(topics)
+    for args, named in ((["--streams", "-1"], "streams"), (["--submit-rate", "fast"], "rate"),
+                        ([], "quota")):  # fmt: skip
+        result = runner.invoke(app, ["quotas", "set", "--owner", "acme", *args], env=env)
+        assert result.exit_code != 0
+        assert f"{named}: " in str(result.exception or result.output)
+    assert read_quotas(topics.settings) == {}
