@@ -154,6 +154,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.workers, ("READ",), "its views of the workers"),
             _topic(topics.retry, ("WRITE",), "redrives"),
             _topic(topics.limits, ("READ", "WRITE"), "rate limits shown and set"),
+            _topic(topics.quotas, ("READ", "WRITE"), "owners' quotas: followed, and set"),
             _topic(dlq_prefix, ("READ",), "the dead-letter queue", prefixed=True),
             _group(f"{p}jobstream.views.unused", "its views' reader (never joined)"),
             _group(f"{p}jobstream.dlq.reader", "the DLQ reader (never joined)"),
