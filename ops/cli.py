@@ -46,6 +46,11 @@ def kafka_up(
         "the request paths before the pipeline needs them (0s: none).",
     ),
     home: Path = HomeOption,
+    secure: bool = typer.Option(
+        False, "--secure",
+        help="TLS, SASL/SCRAM-SHA-512 and ACLs (docs/kafka-security.md); then "
+        "`jobstream kafka acls --users` gives each role its principal.",
+    ),
 ) -> None:
     """Start the broker (idempotent), wait until it answers a metadata request, and warm
     up a broker it started."""
@@ -54,17 +59,22 @@ def kafka_up(
     was_running = layout is not None and bool(cluster.running_nodes(layout))
     with console.status(f"starting {nodes}-node Kafka in {cluster.home} ..."):
         layout = cluster.up(nodes=nodes, port=port, heap_mb=heap_mb,
-                             timeout_s=timeout_ms / 1000)  # fmt: skip
+                             timeout_s=timeout_ms / 1000, secure=secure)  # fmt: skip
     if not was_running and warm_up_ms:
         with console.status("warming up the broker ...") as status:
             done = warm_up(layout.bootstrap, seconds=warm_up_ms / 1000,
                            replication=layout.replication,
+                           client_config=cluster.client_config(layout),
                            on_progress=lambda f: status.update(
                                f"warming up the broker ... {f:.0%}"))  # fmt: skip
         console.print(f"warmed up: {done.records:,} records in {done.transactions:,} "
                       f"transactions, {done.seconds:.1f} s"
                       + (f" (stopped early: {done.error})" if done.error else ""))  # fmt: skip
     console.print(f"bootstrap: [bold]{layout.bootstrap}[/bold]")
+    if layout.secure:
+        console.print(f"secured: SASL_SSL, SCRAM-SHA-512, CA {cluster.security.tls().ca}; "
+                      "the super user's settings: eval \"$(jobstream kafka env admin)\"",
+                      soft_wrap=True)  # fmt: skip
     for node in layout.nodes:  # a path on one line, whatever the terminal's width
         console.print(f"log (node {node.node_id}): {cluster.log_path(node)}", soft_wrap=True)
 
@@ -98,6 +108,56 @@ def kafka_status(home: Path = HomeOption) -> None:
     console.print(table)
     if not cluster.running_nodes(layout):
         raise typer.Exit(1)
+
+
+@kafka_app.command("acls")
+def kafka_acls(
+    users: bool = typer.Option(
+        False, "--users",
+        help="Also give each role's principal its SCRAM-SHA-512 password, kept in the local "
+        "cluster's folder (--home); `jobstream kafka env ROLE` prints them as settings.",
+    ),
+    home: Path = HomeOption,
+) -> None:
+    """Grant each role the least it needs (ops/kafka/acls.py): timers, status processor,
+    retry router, a worker per job type (JOBSTREAM_JOB_TYPES), API, client, console.
+
+    Runs as the principal of the settings (JOBSTREAM_SASL_*), which must be allowed to
+    alter ACLs: on the local cluster, `eval "$(jobstream kafka env admin)"` first."""
+    from ops.kafka.principals import apply_acls, every_role, upsert_users
+
+    settings = load_settings()
+    roles = every_role(settings.job_types)
+    if users:
+        security = LocalCluster(home).security
+        upsert_users(settings.kafka_config, {r.user: security.password(r.user) for r in roles})
+        console.print(f"users: {', '.join(r.user for r in roles)}")
+    count = apply_acls(settings.kafka_config, Topics(settings), roles)
+    console.print(f"granted {count} ACLs to {len(roles)} principals")
+
+
+@kafka_app.command("env")
+def kafka_env(
+    user: str = typer.Argument(..., help="admin, or a role's principal (jobstream-console, "
+                               "jobstream-worker-<type>, ...)"),
+    home: Path = HomeOption,
+) -> None:
+    """Print the settings of a process that logs in to the local secured cluster as
+    ``user``, as shell exports: eval "$(jobstream kafka env jobstream-console)"."""
+    import shlex
+
+    cluster = LocalCluster(home)
+    layout = cluster.layout()
+    if layout is None or not layout.secure:
+        console.print(f"no secured cluster in {cluster.home}; run `jobstream kafka up --secure`")
+        raise typer.Exit(1)
+    if user != "admin" and user not in cluster.security.passwords():
+        console.print(f"no user {user!r} in {cluster.home}; run `jobstream kafka acls --users`")
+        raise typer.Exit(1)
+    env = {"JOBSTREAM_BOOTSTRAP_SERVERS": layout.bootstrap,
+           **cluster.security.settings_env(user)}  # fmt: skip
+    for key, value in env.items():
+        print(f"export {key}={shlex.quote(value)}")
 
 
 @kafka_app.command("jars")

@@ -78,3 +78,22 @@ class NonRetryableError(JobstreamError):
     """Raised by a handler when another attempt cannot succeed."""
 
     retryable = False
+
+
+class AuthorizationError(JobstreamError):
+    """The broker refused an operation for want of an ACL: names the resource, its name
+    and the operation, so that whoever grants it knows what to grant."""
+
+    retryable = False
+
+    def __init__(self, resource: str, name: str, operation: str, *, code: str,
+                 principal: str | None = None) -> None:  # fmt: skip
+        who = f"principal User:{principal}" if principal else "this principal"
+        super().__init__(
+            f"not authorized: {who} may not {operation} {resource} {name!r} ({code}); "
+            "grant it an ACL (docs/kafka-security.md, `jobstream kafka acls`)"
+        )
+        self.resource = resource
+        self.name = name
+        self.operation = operation
+        self.code = code

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics
@@ -95,7 +96,11 @@ class _Acks:
     def __call__(self, err: KafkaError | None, _msg: Message) -> None:
         self.left -= 1
         if err is not None:
-            error = NotAcknowledged(f"record not acknowledged: {err.str()}")
+            # The API's own principal lacking an ACL is named as such (a 503 still: the
+            # request was fine, the deployment is not).
+            refused = denied(err, topic=_msg.topic())
+            error = NotAcknowledged(str(refused) if refused else
+                                    f"record not acknowledged: {err.str()}")  # fmt: skip
             self.loop.call_soon_threadsafe(_settle, self.future, error)
         elif self.left == 0:
             self.loop.call_soon_threadsafe(_settle, self.future, None)

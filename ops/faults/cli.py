@@ -53,6 +53,8 @@ def run(
     workdir: Path | None = typer.Option(None, "--workdir", help="Where each run keeps its "
                                         "logs and state (default: a new temporary folder)."),
     out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
+    secure: bool = typer.Option(False, "--secure", help="On a secured cluster (TLS, "
+                                "SASL/SCRAM, ACLs; docs/kafka-security.md)."),
 ) -> None:  # fmt: skip
     """Run fault scenarios against the whole pipeline and report what the jobs saw."""
     if nodes not in (None, 1, 3):
@@ -60,7 +62,7 @@ def run(
     chosen = _choose(scenario, nodes)
     folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
     options = RunOptions(jobs=jobs, nodes=nodes, window_s=window_ms / 1000,
-                         deadline_s=deadline_ms / 1000)  # fmt: skip
+                         deadline_s=deadline_ms / 1000, secure=secure)  # fmt: skip
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     results = []
     for one in chosen:

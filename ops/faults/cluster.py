@@ -21,6 +21,7 @@ from ops.faults.host import NetworkCut
 from ops.faults.pauses import Pauses
 from ops.kafka.cluster import Layout, LocalCluster
 from ops.kafka.ports import free_base_port
+from ops.kafka.secure import ADMIN_USER
 from pipeline.errors import BrokerError
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,11 @@ START_TIMEOUT_S = 120.0
 class FaultCluster:
     """A :class:`LocalCluster` in ``home`` that the run starts, hurts and removes."""
 
-    def __init__(self, home: Path, nodes: int, network: NetworkCut | None = None) -> None:
-        """With ``network``, each node runs in a cgroup of its own that can be cut off."""
+    def __init__(self, home: Path, nodes: int, network: NetworkCut | None = None, *,
+                 secure: bool = False) -> None:  # fmt: skip
+        """With ``network``, each node runs in a cgroup of its own that can be cut off;
+        ``secure``: TLS, SASL/SCRAM and ACLs (ops/kafka/secure.py)."""
+        self.secure = secure
         self.network = network
         self.local = LocalCluster(
             home, None if network is None else lambda node: network.launcher(_member(node.node_id))
@@ -50,8 +54,16 @@ class FaultCluster:
 
     def start(self) -> Layout:
         self._layout = self.local.up(nodes=self.nodes, port=free_base_port(self.nodes),
-                                     heap_mb=HEAP_MB, timeout_s=START_TIMEOUT_S)  # fmt: skip
+                                     heap_mb=HEAP_MB, timeout_s=START_TIMEOUT_S,
+                                     secure=self.secure)  # fmt: skip
         return self._layout
+
+    def security_settings(self) -> dict[str, str]:
+        """Settings fields that log in to the cluster as its super user (none when open)."""
+        if not self.secure:
+            return {"security_protocol": "PLAINTEXT"}
+        env = self.local.security.settings_env(ADMIN_USER)
+        return {key.removeprefix("JOBSTREAM_").lower(): value for key, value in env.items()}
 
     def pid(self, node_id: int) -> int:
         node = next(n for n in self.layout.nodes if n.node_id == node_id)
@@ -89,7 +101,7 @@ class FaultCluster:
     def busiest_node(self) -> int:
         """The node leading the most partitions (the internal topics' included, so the
         group and transaction coordinators count): the one whose loss moves most."""
-        config: dict[str, Any] = {"bootstrap.servers": self.layout.bootstrap, "logger": log}
+        config: dict[str, Any] = {**self.local.client_config(self.layout), "logger": log}
         admin = AdminClient(config)
         leaders: Counter[int] = Counter()
         for topic in admin.list_topics(timeout=30).topics.values():

@@ -73,6 +73,8 @@ class RunOptions:
     lead_s: float = 5.0
     deadline_s: float = 120.0
     """How long to wait for the jobs past the last due time (and the fault's end)."""
+    secure: bool = False
+    """A secured cluster (TLS, SASL/SCRAM, ACLs): every client logs in as its super user."""
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
@@ -86,7 +88,7 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
     home = home.resolve()
     home.mkdir(parents=True)
     network = host.NetworkCut(f"jobstream-faults-{home.name}") if scenario.cuts_network else None
-    cluster = FaultCluster(home / "kafka", nodes, network)
+    cluster = FaultCluster(home / "kafka", nodes, network, secure=options.secure)
     started = time.monotonic()
     if scenario.state_disk_mb:
         host.mount_small_disk(home / "state", scenario.state_disk_mb)
@@ -96,7 +98,7 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
         settings = load_settings(
             bootstrap_servers=layout.bootstrap, topic_prefix=f"faults-{uuid.uuid4().hex[:8]}.",
             replication_factor=layout.replication, job_types=(fault_app.JOB_TYPE,),
-            security_protocol="PLAINTEXT", librdkafka={}, schema_registry_url=None,
+            librdkafka={}, schema_registry_url=None, **cluster.security_settings(),
         )  # fmt: skip
         ensure_topics(settings.kafka_config, Topics(settings).specs(),
                       replication_factor=settings.replication_factor)  # fmt: skip
@@ -198,6 +200,19 @@ def _seconds(at_ms: int, first_due_ms: int) -> float:
     return round((at_ms - first_due_ms) / 1000, 2)
 
 
+def security_env(settings: Settings) -> dict[str, str]:
+    """The security settings of ``settings`` as the processes' environment."""
+    values = {
+        "SECURITY_PROTOCOL": settings.security_protocol,
+        "SASL_MECHANISM": settings.sasl_mechanism,
+        "SASL_USERNAME": settings.sasl_username,
+        "SASL_PASSWORD": settings.sasl_password.get_secret_value()
+        if settings.sasl_password else None,
+        "SSL_CA_LOCATION": settings.ssl_ca_location,
+    }
+    return {f"JOBSTREAM_{key}": value for key, value in values.items() if value is not None}
+
+
 def process_env(settings: Settings, home: Path) -> dict[str, str]:
     """The pipeline processes' environment: this one's, less any ``JOBSTREAM_`` setting,
     plus the run's settings and folders."""
@@ -208,6 +223,7 @@ def process_env(settings: Settings, home: Path) -> dict[str, str]:
         "JOBSTREAM_REPLICATION_FACTOR": str(settings.replication_factor),
         "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
         "JOBSTREAM_LOG_LEVEL": "INFO",
+        **security_env(settings),
         "JOBSTREAM_STATE_DIR": str(home / "state"),
         "JOBSTREAM_RESULT_DIR": str(home / "results"),
         RUNS_DIR_ENV: str(home / "runs"),

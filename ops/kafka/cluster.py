@@ -25,6 +25,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from ops.kafka import runtime
+from ops.kafka.secure import ADMIN_USER, Security
 from pipeline.errors import BrokerError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ class Layout:
     cluster_id: str
     nodes: tuple[Node, ...]
     heap_mb: int
+    secure: bool = False
+    """TLS, SASL/SCRAM and an authorizer (ops/kafka/secure.py) instead of PLAINTEXT."""
 
     @property
     def bootstrap(self) -> str:
@@ -61,18 +64,20 @@ class Layout:
         return min(3, len(self.nodes))
 
     @classmethod
-    def plan(cls, *, nodes: int, port: int, heap_mb: int) -> Layout:
+    def plan(cls, *, nodes: int, port: int, heap_mb: int, secure: bool = False) -> Layout:
         """Broker ports port..port+n-1, controller ports port+100..port+100+n-1."""
         return cls(
             cluster_id=_new_cluster_id(),
             nodes=tuple(Node(i + 1, port + i, port + 100 + i) for i in range(nodes)),
             heap_mb=heap_mb,
+            secure=secure,
         )
 
     @classmethod
     def load(cls, path: Path) -> Layout:
         raw = json.loads(path.read_text())
-        return cls(raw["cluster_id"], tuple(Node(**n) for n in raw["nodes"]), raw["heap_mb"])
+        return cls(raw["cluster_id"], tuple(Node(**n) for n in raw["nodes"]), raw["heap_mb"],
+                   raw.get("secure", False))  # fmt: skip
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2))
@@ -83,7 +88,9 @@ def _new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-def server_properties(layout: Layout, node: Node, node_dir: Path) -> str:
+def server_properties(layout: Layout, node: Node, node_dir: Path,
+                      security: Security | None = None) -> str:  # fmt: skip
+    """A node's server.properties; ``security`` secures its listeners (Layout.secure)."""
     voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in layout.nodes)
     rf = layout.replication
     min_isr = 2 if rf >= 3 else 1
@@ -113,6 +120,8 @@ def server_properties(layout: Layout, node: Node, node_dir: Path) -> str:
         "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
         "auto.create.topics.enable": "false",
     }
+    if security is not None:
+        settings.update(security.server_properties(node.port, node.controller_port))
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
@@ -132,23 +141,47 @@ class LocalCluster:
     def log_path(self, node: Node) -> Path:
         return self.node_dir(node) / "logs" / "server.log"
 
+    @property
+    def security(self) -> Security:
+        """The secrets of the cluster when it is secured (Layout.secure)."""
+        return Security(self.home / "security")
+
+    def client_config(self, layout: Layout, user: str = ADMIN_USER) -> dict[str, Any]:
+        """librdkafka settings that reach ``layout``'s brokers, as ``user`` when secured."""
+        config: dict[str, Any] = {"bootstrap.servers": layout.bootstrap}
+        if layout.secure:
+            config.update(self.security.client_config(user))
+        return config
+
     def layout(self) -> Layout | None:
         return Layout.load(self.layout_file) if self.layout_file.exists() else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def up(
-        self, *, nodes: int = 1, port: int = 9092, heap_mb: int = 512, timeout_s: float = 90.0
+        self, *, nodes: int = 1, port: int = 9092, heap_mb: int = 512, timeout_s: float = 90.0,
+        secure: bool = False,
     ) -> Layout:
-        """Start the cluster (idempotent) and wait until every node answers metadata."""
+        """Start the cluster (idempotent) and wait until every node answers metadata.
+
+        ``secure`` asks for TLS, SASL/SCRAM and an authorizer (ops/kafka/secure.py); a
+        cluster kept in the home folder is planned anew when it differs, as for ``nodes``."""
         layout = self.layout()
         if layout is not None and len(layout.nodes) != nodes and self.running_nodes(layout):
             raise BrokerError(
                 f"a {len(layout.nodes)}-node cluster is already running in {self.home}; "
                 "run `jobstream kafka down` first"
             )
+        if layout is not None and layout.secure != secure:
+            # Its data holds the other kind's metadata (no SCRAM users, or ACLs that an
+            # open broker would ignore): a cluster never changes kind in place.
+            raise BrokerError(
+                f"the cluster in {self.home} is {'secured' if layout.secure else 'open'}; "
+                f"start it {'with' if layout.secure else 'without'} --secure, or use another "
+                "--home"
+            )
         if layout is None or len(layout.nodes) != nodes or layout.nodes[0].port != port:
-            layout = Layout.plan(nodes=nodes, port=port, heap_mb=heap_mb)
+            layout = Layout.plan(nodes=nodes, port=port, heap_mb=heap_mb, secure=secure)
             self.home.mkdir(parents=True, exist_ok=True)
             layout.save(self.layout_file)
         java = runtime.java_executable()
@@ -173,7 +206,8 @@ class LocalCluster:
         node_dir = self.node_dir(node)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         properties = node_dir / "server.properties"
-        properties.write_text(server_properties(layout, node, node_dir))
+        security = self.security if layout.secure else None
+        properties.write_text(server_properties(layout, node, node_dir, security))
         logs_flags = [
             f"-Dkafka.logs.dir={node_dir / 'logs'}",
             f"-Dlog4j2.configurationFile={runtime.LOG4J2_CONFIG}",
@@ -183,7 +217,7 @@ class LocalCluster:
                 java, "-Xmx256m", *logs_flags, "-cp", classpath, "kafka.tools.StorageTool",
                 # "=": an id may begin with "-", which would read as an option
                 "format", f"--cluster-id={layout.cluster_id}", "-c", str(properties),
-                "--ignore-formatted",
+                "--ignore-formatted", *(security.format_arguments() if security else ()),
             ]  # fmt: skip
             result = subprocess.run(format_command, capture_output=True, text=True)
             if result.returncode != 0:
@@ -209,7 +243,7 @@ class LocalCluster:
         expected = {n.node_id for n in (brokers or layout.nodes)}
         deadline = time.monotonic() + timeout_s
         # librdkafka's connection-refused lines while the broker starts are noise: log level 0.
-        admin_config: dict[str, Any] = {"bootstrap.servers": layout.bootstrap, "log_level": 0}
+        admin_config: dict[str, Any] = {**self.client_config(layout), "log_level": 0}
         admin = AdminClient(admin_config)
         seen: set[int] = set()
         while time.monotonic() < deadline:

@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,19 +53,23 @@ class WarmUp:
 
 
 def warm_up(bootstrap: str, *, seconds: float, replication: int = 1,
-            on_progress: Callable[[float], None] | None = None) -> WarmUp:  # fmt: skip
+            on_progress: Callable[[float], None] | None = None,
+            client_config: Mapping[str, Any] | None = None) -> WarmUp:  # fmt: skip
     """Drive transactional traffic through the broker for ``seconds``; report what ran.
 
-    ``on_progress`` is called with the fraction done after each transaction.
+    ``on_progress`` is called with the fraction done after each transaction;
+    ``client_config`` adds to the clients' settings (a secured cluster's super user).
     """
     result = WarmUp()
     if seconds <= 0:
         return result
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    base: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap,
+                            "log_level": 0}  # fmt: skip
+    admin = AdminClient(base)
     started = time.monotonic()
     try:
         _create_topic(admin, replication)
-        _drive(bootstrap, started + seconds, result, on_progress)
+        _drive(base, started + seconds, result, on_progress)
     except KafkaException as exc:
         result.error = str(exc)
         log.warning("broker warm-up stopped early: %s", exc)
@@ -77,7 +81,7 @@ def warm_up(bootstrap: str, *, seconds: float, replication: int = 1,
     return result
 
 
-def _drive(bootstrap: str, deadline: float, result: WarmUp,
+def _drive(base: dict[str, Any], deadline: float, result: WarmUp,
            on_progress: Callable[[float], None] | None) -> None:  # fmt: skip
     """:data:`LOOPS` processors' loops at once, each in a thread (librdkafka's calls leave
     the GIL): many small requests, as a running pipeline makes, compile the request paths
@@ -87,7 +91,7 @@ def _drive(bootstrap: str, deadline: float, result: WarmUp,
 
     def loop(index: int) -> None:
         try:
-            _loop(bootstrap, index, deadline, result)
+            _loop(base, index, deadline, result)
         except KafkaException as exc:
             errors.append(exc)
 
@@ -104,10 +108,9 @@ def _drive(bootstrap: str, deadline: float, result: WarmUp,
         raise errors[0]
 
 
-def _loop(bootstrap: str, index: int, deadline: float, result: WarmUp) -> None:
+def _loop(base: dict[str, Any], index: int, deadline: float, result: WarmUp) -> None:
     """One processor's loop: read committed records, write a batch and the read offsets
     in one transaction, commit."""
-    base: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 0}
     producer = Producer({**base, **PRODUCER_TUNING,
                          "transactional.id": f"jobstream-warmup-{index}"})  # fmt: skip
     consumer = Consumer({**base, **CONSUMER_TUNING, "group.id": "jobstream-warmup"})

@@ -30,6 +30,7 @@ from pipeline.jobs import commands
 from pipeline.jobs.model import JobRequest
 from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event, make_serde
@@ -94,6 +95,7 @@ class JobClient:
 
     def __init__(self, settings: Settings, *, delivery_timeout_s: float = 30.0) -> None:
         self.topic = Topics(settings).intake
+        self._principal = settings.sasl_username
         self._serialize, _ = make_serde(settings.schema_registry_url)
         self._timeout_s = delivery_timeout_s
         self._producer = clients.producer(
@@ -104,7 +106,8 @@ class JobClient:
     def submit(self, request: JobRequest | None = None, /, **fields: Any) -> str:
         """Submit one job, given as a JobRequest or as its fields; returns its job id.
 
-        Raises ValidationError (before anything is sent) or SubmissionError.
+        Raises ValidationError (before anything is sent), SubmissionError, or
+        AuthorizationError when this principal may not write jobs.intake.
         """
         if request is None:
             request = JobRequest(**fields)
@@ -224,6 +227,10 @@ class JobClient:
                     codes.append(error.code())
                     break
         pending = self._producer.flush(self._timeout_s + 5)
+        for code in codes:
+            refused = denied(KafkaError(code), topic=self.topic, principal=self._principal)
+            if refused is not None:
+                raise refused
         if failures:
             retryable = not any(code in _NOT_RETRYABLE for code in codes)
             reason = f"{len(failures)} of {len(events)} records not acknowledged: {failures[0][1]}"

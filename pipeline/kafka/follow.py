@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, JobstreamError
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.kafka.scan import TopicScan
 
 log = logging.getLogger(__name__)
@@ -31,11 +32,17 @@ changes a few times a day, not a hundred (the consumers' 10 ms wait)."""
 
 
 def write_setting(settings: Settings, topic: str, key: str, value: bytes | None) -> None:
-    """One record (None: a tombstone), acknowledged; ConfigurationError if it is not."""
+    """One record (None: a tombstone), acknowledged; ConfigurationError if it is not,
+    AuthorizationError if this principal may not write ``topic``."""
     producer = clients.producer(settings)
-    producer.produce(topic, value, key.encode())
+    failed: list[KafkaError] = []
+    producer.produce(topic, value, key.encode(),
+                     on_delivery=lambda err, _msg: failed.append(err) if err else None)  # fmt: skip
     if producer.flush(FLUSH_TIMEOUT_S) > 0:
         raise ConfigurationError(f"{topic}: not written within {FLUSH_TIMEOUT_S:g} s")
+    if failed:
+        raise denied(failed[0], topic=topic, principal=settings.sasl_username) or (
+            ConfigurationError(f"{topic}: not written: {failed[0].str()}"))
 
 
 def read_settings_topic(settings: Settings, topic: str, apply: Callable[[Message], None]) -> None:

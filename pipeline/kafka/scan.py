@@ -18,12 +18,18 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Top
 from pipeline.config import Settings
 from pipeline.errors import BrokerError, ConfigurationError
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.kafka.watermarks import watermarks
 
 
 def partitions_of(consumer: Consumer, topic: str) -> list[int]:
-    """The topic's partitions; ConfigurationError when the broker has no such topic."""
+    """The topic's partitions; ConfigurationError when the broker has no such topic,
+    AuthorizationError when this principal may not see it."""
     metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+    refused = denied(None if metadata is None else metadata.error, topic=topic,
+                     operation="DESCRIBE")  # fmt: skip
+    if refused is not None:
+        raise refused
     if metadata is None or metadata.error is not None or not metadata.partitions:
         raise ConfigurationError(f"no topic {topic} on the broker")
     return sorted(metadata.partitions)

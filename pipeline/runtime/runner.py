@@ -46,9 +46,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.errors import StoreError, TopicMismatchError, TopicRefusedError
+from pipeline.errors import (
+    AuthorizationError,
+    StoreError,
+    TopicMismatchError,
+    TopicRefusedError,
+)
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
+from pipeline.kafka.denied import denied
 from pipeline.kafka.identity import topic_identity
 from pipeline.kafka.transaction import (
     KAFKA_FAILURES,
@@ -135,6 +141,7 @@ class Runner(Generic[S]):
     def start(self) -> None:
         """Check the topics, fence any predecessor's transaction and join the group."""
         found = self.consumer.list_topics(timeout=30).topics
+        self._check_visible(set(self.processor.inputs) - set(found))
         self._check_copartitioned({name: len(t.partitions) for name, t in found.items()})
         self._known_topics = set(found)
         self.processor.start()
@@ -144,7 +151,13 @@ class Runner(Generic[S]):
 
     def _join(self) -> None:
         """Fence any predecessor's transaction and subscribe."""
-        self.producer.init_transactions(self.options.kafka_timeout_s)
+        try:
+            self.producer.init_transactions(self.options.kafka_timeout_s)
+        except KafkaException as exc:
+            refused = self._refusal(exc.args[0])
+            if refused is not None:
+                raise refused from exc
+            raise
         self.consumer.subscribe(list(self.processor.inputs), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
 
@@ -159,6 +172,9 @@ class Runner(Generic[S]):
                     error = kafka_error_of(exc)
                     if error is None:
                         raise
+                    refused = self._refusal(error.args[0])
+                    if refused is not None:  # no retry helps until someone grants it
+                        raise refused from exc
                     self.recover(error, stop)
                 except StoreError as exc:
                     self._store_failed(exc, stop)
@@ -174,6 +190,15 @@ class Runner(Generic[S]):
         self.consumer.close()
         if self.partitions is not None:
             self.partitions.close()
+
+    def _refusal(self, error: KafkaError | None, *, topic: str | None = None,
+                 operation: str = "WRITE") -> AuthorizationError | None:  # fmt: skip
+        """``error`` as the refusal it may be, named with this processor's group and
+        transactional id; a topic not known is named by the processor's inputs."""
+        member = f"{self._group}.{self.options.instance_id}"
+        return denied(error, topic=topic or ", ".join(self.processor.inputs),
+                      group=self._group, transactional_id=member, operation=operation,
+                      principal=self.settings.sasl_username)  # fmt: skip
 
     def _store_failed(self, error: StoreError, stop: threading.Event) -> None:
         """A store could not be written or restored (a full disk, an I/O error). What the
@@ -365,6 +390,17 @@ class Runner(Generic[S]):
             raise
         self._known_topics |= names
 
+    def _check_visible(self, missing: set[str]) -> None:
+        """A topic missing from the cluster's metadata may be one this principal may not
+        see: asked for by name, the broker says which (then it is not a topic to create)."""
+        changelog = self.processor.changelog
+        for name in sorted(missing | ({changelog} if changelog else set())):
+            metadata = self.consumer.list_topics(name, timeout=10).topics.get(name)
+            error = None if metadata is None else metadata.error
+            refused = self._refusal(error, topic=name, operation="DESCRIBE")
+            if refused is not None:
+                raise refused
+
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
         """Partition p of every input and of the changelog make one store: counts must match."""
         if self.processor.changelog is None:
@@ -406,6 +442,9 @@ class Runner(Generic[S]):
         """An error: a fatal one (this static member fenced by another with its id) is
         raised for :meth:`recover`, the rest librdkafka retries."""
         error = message.error()
+        refused = self._refusal(error, topic=message.topic(), operation="READ")
+        if refused is not None:
+            raise refused
         if is_fatal(error):
             raise KafkaException(error)
         else:

@@ -23,6 +23,7 @@ from pipeline.config import Settings, load_settings
 from pipeline.durations import duration_option
 from pipeline.errors import DeserializationError, JobstreamError
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.serde import JobState, JobStatus, decode_status, encode_status
 from pipeline.topics import Topics
 
@@ -55,6 +56,10 @@ def read_statuses(
     consumer = clients.consumer(settings, group, **{"enable.partition.eof": True})
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        refused = denied(None if metadata is None else metadata.error, topic=topic,
+                         operation="READ", principal=settings.sasl_username)  # fmt: skip
+        if refused is not None:
+            raise refused
         if metadata is None or metadata.error is not None or not metadata.partitions:
             raise JobstreamError(f"topic {topic} not found: run `jobstream topics create`")
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions])

@@ -12,7 +12,8 @@ fetch already under way may add one more batch) until half of its buffer has sta
 tier is paused while draining.
 
 Final outcomes of the type's executions and the group's offsets commit in transactions
-(transactional id ``<prefix>jobstream.worker.<worker id>.<type>``), with the offsets of
+(transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
+ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
 without a run). The runtime claims the records it starts (:meth:`Lane.claim`: a
 transaction at once, before their handlers run); otherwise one transaction carries every
@@ -43,6 +44,7 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
+from pipeline.kafka.denied import denied
 from pipeline.kafka.transaction import (
     KAFKA_FAILURES,
     commit_offsets,
@@ -92,6 +94,18 @@ def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
                      if level >= 1.0 or (tier in full and level > 0.5))  # fmt: skip
 
 
+
+def worker_group(prefix: str, route: str) -> str:
+    """The consumer group of the workers of a route (a type, or a type in a pool)."""
+    return f"{prefix}jobstream.workers.{route}"
+
+
+def transactional_prefix(prefix: str, route: str) -> str:
+    """What the transactional ids of a route's workers start with: no type has a ``-`` in
+    its name, so no other route's ids start so."""
+    return f"{prefix}jobstream.worker.{route}--"
+
+
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
                  static_member: bool = False, pool: str | None = None,
@@ -113,8 +127,8 @@ class Lane:
         self.closing = False
         prefix = settings.topic_prefix
         route = routed(job_type, pool)  # a pool's workers are a group of their own
-        group = f"{prefix}jobstream.workers.{route}"
-        self._transactional_id = f"{prefix}jobstream.worker.{worker_id}.{route}"
+        group = worker_group(prefix, route)
+        self._transactional_id = f"{transactional_prefix(prefix, route)}{worker_id}"
         self._settings, self.group = settings, group
         # A crashed worker's partitions move to the others after 6 s, not 45. The range
         # assignor splits each tier's partitions among the workers; cooperative-sticky
@@ -154,7 +168,14 @@ class Lane:
         return clients.consumer(self._settings, self.group, **self._membership)
 
     def start(self) -> None:
-        self.producer.init_transactions(TIMEOUT_S)
+        try:
+            self.producer.init_transactions(TIMEOUT_S)
+        except KafkaException as exc:
+            refused = denied(exc.args[0], transactional_id=self._transactional_id,
+                             principal=self._settings.sasl_username)  # fmt: skip
+            if refused is not None:
+                raise refused from exc
+            raise
         self._subscribe()
 
     def _subscribe(self) -> None:
@@ -322,6 +343,11 @@ class Lane:
 
     def _consume_error(self, message: Message) -> None:
         error = message.error()
+        refused = denied(error, topic=message.topic() or ", ".join(self.tier_of),
+                         group=self.group, operation="READ",
+                         principal=self._settings.sasl_username)  # fmt: skip
+        if refused is not None:  # no retry helps until someone grants it
+            raise refused
         if is_fatal(error):
             self._rejoin(error)
             return

@@ -20,7 +20,7 @@ def test_a_fenced_worker_replaces_its_producer_and_reports_every_outcome(
     # Another process takes the lane's transactional id: the worker's producer is fenced.
     intruder = clients.producer(
         topics.settings,
-        transactional_id=f"{topics.settings.topic_prefix}jobstream.worker.fenced-worker.data.process",
+        transactional_id=f"{topics.settings.topic_prefix}jobstream.worker.data.process--fenced-worker",
     )
     intruder.init_transactions(30)
     later = submit(topics, *(execution_requested(params={"n": n}) for n in range(10, 20)))

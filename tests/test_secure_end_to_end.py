@@ -1,0 +1,134 @@
+"""The pipeline on a secured broker (TLS, SASL/SCRAM-SHA-512, ACLs), each process as its
+own role's principal with only ops/kafka/acls.py's grants: a job submitted by the client
+principal fires, runs on a worker and is read by the console principal; a principal
+without the ACL is refused with an error naming the topic, at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from connectors.api.server import ApiServer
+from ops.kafka.acls import principal
+from ops.kafka.ports import free_ports
+from ops.stack import Stack, components
+from pipeline.console.tail import tail_topic
+from pipeline.errors import AuthorizationError
+from pipeline.jobs.client import JobClient
+from pipeline.jobs.model import JobRequest
+from pipeline.status.query import read_statuses
+from pipeline.status.runner import STATUS_OPTIONS, status_runner
+from pipeline.topics import Topics
+from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
+from tests.support.secure import SecureKafka, secure_kafka
+from tests.support.stack import APP, running_stack
+from tests.support.waiting import wait_for
+
+JOB_TYPES = ("data.process", "image.render")
+ROLE_OF = {"timers": "timers", "status-processor": "status", "retry-router": "retry"}
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    with secure_kafka(tmp_path_factory.mktemp("secure-kafka"), "secure.", JOB_TYPES) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def stack(kafka: SecureKafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Timers, status processor, retry router and a data.process worker, each logging in
+    as its role's principal; the stack's own settings carry no user at all."""
+    settings = kafka.role("client")
+    parts = []
+    for part in components(free_ports(4), app=APP, job_types=("data.process",),
+                           lease_s=5, heartbeat_s=0.5):  # fmt: skip
+        role = next((r for name, r in ROLE_OF.items() if part.name.startswith(name)), "worker")
+        user = principal(role, "data.process" if role == "worker" else None)
+        parts.append(dataclasses.replace(part, env=(*part.env, *kafka.env(user).items())))
+    with running_stack(settings, tmp_path_factory.mktemp("stack"), parts) as running:
+        yield running
+
+
+def test_a_job_submitted_by_the_client_runs_and_the_console_reads_its_status(
+    kafka: SecureKafka, stack: Stack
+) -> None:
+    with JobClient(kafka.role("client")) as client:
+        job_id = client.submit(JobRequest(job_type="data.process", owner="secure", params={}))
+    console = kafka.role("console")
+
+    def succeeded() -> bool:
+        found = read_statuses(console, owner="secure")
+        return job_id in found and found[job_id].state == "SUCCEEDED"
+
+    wait_for(succeeded, timeout_s=60, interval_s=0.5, what=f"{job_id} SUCCEEDED")
+    history = io.BytesIO()  # `jobstream tail jobs.events`, as the console principal
+    tail_topic(console, Topics(console).events, history, from_beginning=True, to_end=True)
+    assert job_id.encode() in history.getvalue() and b"SUCCEEDED" in history.getvalue()
+    with pytest.raises(AuthorizationError, match=r"may not DESCRIBE topic 'secure\.jobs\.intake'"):
+        tail_topic(console, Topics(console).intake, io.BytesIO(), to_end=True)
+
+
+def test_a_principal_without_the_acl_is_refused_naming_the_topic(kafka: SecureKafka) -> None:
+    started = time.monotonic()
+    with (pytest.raises(AuthorizationError) as refused,
+          JobClient(kafka.role("console"), delivery_timeout_s=10) as console):  # fmt: skip
+        console.submit(JobRequest(job_type="data.process", owner="secure", params={}))
+    assert time.monotonic() - started < 10
+    intake = Topics(kafka.role("console")).intake
+    assert (refused.value.resource, refused.value.name, refused.value.operation) == (
+        "topic", intake, "WRITE")
+    assert intake in str(refused.value) and "WRITE" in str(refused.value)
+    assert "User:jobstream-console" in str(refused.value)
+
+
+
+def test_a_processor_run_as_another_principal_stops_naming_what_it_lacks(
+    kafka: SecureKafka, tmp_path: Path
+) -> None:
+    """The console principal running the status processor: refused at start, with an
+    error naming the topic it may not see (the processor's changelog), not told to create
+    it nor retried for minutes."""
+    console = kafka.role("console")
+    runner = status_runner(console, dataclasses.replace(STATUS_OPTIONS, state_dir=tmp_path,
+                                                        instance_id="intruder"))  # fmt: skip
+    started = time.monotonic()
+    try:
+        with pytest.raises(AuthorizationError) as refused:
+            runner.run(threading.Event())
+    finally:
+        runner.close()
+    assert time.monotonic() - started < 10
+    changelog = Topics(console).status_changelog
+    assert (refused.value.resource, refused.value.name, refused.value.operation) == (
+        "topic", changelog, "DESCRIBE")
+    assert changelog in str(refused.value) and "User:jobstream-console" in str(refused.value)
+
+
+def test_the_api_as_its_principal_takes_jobs_and_shows_them(
+    kafka: SecureKafka, stack: Stack, tmp_path: Path
+) -> None:
+    """The HTTP API with its view updater, DLQ reader and intake producer, all as the API
+    principal."""
+    api = api_settings(tmp_path)
+    with ApiServer(kafka.role("api"), api) as server, httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {TOKENS['acme']}"}, timeout=30
+    ) as acme:
+        reply = acme.post("/api/v1/jobs", json={"job_type": "data.process"})
+        assert reply.status_code == 201, reply.text
+        job_id = reply.json()["job_id"]
+
+        def succeeded() -> bool:
+            shown = acme.get(f"/api/v1/jobs/{job_id}")
+            return shown.status_code == 200 and shown.json()["state"] == "SUCCEEDED"
+
+        wait_for(succeeded, timeout_s=60, interval_s=0.5, what=f"{job_id} SUCCEEDED in the API")
+        with httpx.Client(base_url=server.url, timeout=30,
+                          headers={"Authorization": f"Bearer {ADMIN}"}) as admin:  # fmt: skip
+            assert admin.get("/api/v1/dlq").status_code == 200
