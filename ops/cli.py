@@ -141,9 +141,12 @@ def kafka_env(
     user: str = typer.Argument(..., help="admin, or a role's principal (jobstream-console, "
                                "jobstream-worker-<type>, ...)"),
     home: Path = HomeOption,
+    java: bool = typer.Option(False, "--java", help="A Java client's properties file instead "
+                              "(for Kafka's console tools' --consumer.config)."),
 ) -> None:
     """Print the settings of a process that logs in to the local secured cluster as
-    ``user``, as shell exports: eval "$(jobstream kafka env jobstream-console)"."""
+    ``user``, as shell exports: eval "$(jobstream kafka env jobstream-console)"; with
+    --java, as a Java client's properties."""
     import shlex
 
     cluster = LocalCluster(home)
@@ -154,6 +157,9 @@ def kafka_env(
     if user != "admin" and user not in cluster.security.passwords():
         console.print(f"no user {user!r} in {cluster.home}; run `jobstream kafka acls --users`")
         raise typer.Exit(1)
+    if java:
+        print(cluster.security.java_properties(user), end="")
+        return
     env = {"JOBSTREAM_BOOTSTRAP_SERVERS": layout.bootstrap,
            **cluster.security.settings_env(user)}  # fmt: skip
     for key, value in env.items():
@@ -162,12 +168,13 @@ def kafka_env(
 
 @kafka_app.command("jars")
 def kafka_jars() -> None:
-    """Fetch the broker's jars with Maven into the cache (done by `up` when needed)."""
+    """Fetch the broker's jars (and Kafka's tools) with Maven into the cache (done by `up`
+    when needed); print their folder on stdout: java -cp "$(jobstream kafka jars)/*" ..."""
     from ops.kafka import runtime
 
     with console.status("fetching Kafka jars with Maven ..."):
         path = runtime.ensure_jars()
-    console.print(f"jars: {path}")
+    print(path)
 
 
 @topics_app.command("create")

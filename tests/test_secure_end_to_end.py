@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from connectors.api.server import ApiServer
 from ops.kafka.acls import principal
 from ops.kafka.ports import free_ports
+from ops.kafka.runtime import classpath, java_executable
 from ops.stack import Stack, components
 from pipeline.console.tail import tail_topic
 from pipeline.errors import AuthorizationError
@@ -132,3 +135,29 @@ def test_the_api_as_its_principal_takes_jobs_and_shows_them(
         with httpx.Client(base_url=server.url, timeout=30,
                           headers={"Authorization": f"Bearer {ADMIN}"}) as admin:  # fmt: skip
             assert admin.get("/api/v1/dlq").status_code == 200
+
+
+def test_kafkas_console_consumer_reads_the_status_with_the_console_credentials(
+    kafka: SecureKafka, stack: Stack, tmp_path: Path
+) -> None:
+    """docs/kafka-security.md's Java console consumer, as the console principal: a client
+    of another language than jobstream's reads jobs.status through TLS and SCRAM."""
+    with JobClient(kafka.role("client")) as client:
+        job_id = client.submit(JobRequest(job_type="data.process", owner="java", params={}))
+    console = kafka.role("console")
+    wait_for(lambda: job_id in read_statuses(console, owner="java"), timeout_s=60,
+             what=f"{job_id} in jobs.status")  # fmt: skip
+    properties = tmp_path / "console.properties"
+    properties.write_text(kafka.cluster.security.java_properties(principal("console")))
+    run = subprocess.run(
+        [java_executable(), "-cp", classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
+         "--bootstrap-server", kafka.bootstrap, "--consumer.config", str(properties),
+         "--topic", Topics(console).status, "--from-beginning", "--timeout-ms", "5000",
+         "--property", "print.key=true", "--group", f"{kafka.prefix}jobstream.status-query.java"],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    keys = {line.split("\t", 1)[0] for line in run.stdout.splitlines()}
+    assert job_id in keys, run.stderr[-2000:]
+    [latest] = [line.split("\t", 1)[1] for line in run.stdout.splitlines()
+                if line.startswith(job_id)][-1:]  # fmt: skip
+    assert orjson.loads(latest)["state"] in ("QUEUED", "RUNNING", "SUCCEEDED")

@@ -1,11 +1,15 @@
 """The Kafka broker's runtime: Java, and the jars that Maven copies from Maven Central.
 
-The jars are cached outside the repository (``~/.cache/jobstream/kafka/<version>``), so a
-fresh clone pays the download once per machine and a warm start costs only the JVM.
+The jars are cached outside the repository (``~/.cache/jobstream/kafka/<version>-<pom>``,
+where ``<pom>`` is a digest of the pom's text: a dependency added to it fetches the jars
+again), so a fresh clone pays the download once per machine and a warm start costs only
+the JVM. Beside the broker they hold Kafka's own tools (``kafka-tools``: the console
+consumer a test reads jobs.status with, as a Java client would).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -37,7 +41,8 @@ def cache_root() -> Path:
 
 
 def jars_dir(version: str | None = None) -> Path:
-    return cache_root() / (version or kafka_version())
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
+    return cache_root() / f"{version or kafka_version()}-{digest}"
 
 
 def java_executable() -> str:

@@ -121,6 +121,16 @@ class Security:
             "JOBSTREAM_SSL_CA_LOCATION": str(self.tls().ca),
         }
 
+    def java_properties(self, user: str) -> str:
+        """A Java client's properties file (Kafka's console tools: ``--consumer.config``)
+        that logs in as ``user`` and trusts the local CA."""
+        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                f'username="{user}" password="{self.password(user)}";')  # fmt: skip
+        lines = {"security.protocol": "SASL_SSL", "sasl.mechanism": SCRAM,
+                 "sasl.jaas.config": jaas, "ssl.truststore.type": "PEM",
+                 "ssl.truststore.location": str(self.tls().ca)}  # fmt: skip
+        return "".join(f"{key}={value}\n" for key, value in lines.items())
+
     def client_config(self, user: str) -> dict[str, str]:
         """librdkafka settings of a client that logs in as ``user``."""
         return {
