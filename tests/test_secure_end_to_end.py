@@ -149,10 +149,12 @@ def test_kafkas_console_consumer_reads_the_status_with_the_console_credentials(
              what=f"{job_id} in jobs.status")  # fmt: skip
     properties = tmp_path / "console.properties"
     properties.write_text(kafka.cluster.security.java_properties(principal("console")))
+    # --timeout-ms: it stops once no record came for 20 s, counted from its start too: a
+    # JVM's start, TLS, SCRAM and joining its group take seconds on a loaded machine.
     run = subprocess.run(
         [java_executable(), "-cp", classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
          "--bootstrap-server", kafka.bootstrap, "--consumer.config", str(properties),
-         "--topic", Topics(console).status, "--from-beginning", "--timeout-ms", "5000",
+         "--topic", Topics(console).status, "--from-beginning", "--timeout-ms", "20000",
          "--property", "print.key=true", "--group", f"{kafka.prefix}jobstream.status-query.java"],
         capture_output=True, text=True, timeout=90,
     )  # fmt: skip
