@@ -10,13 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.timers.runner import TIMER_OPTIONS, refusal_reason, timer_runner
+from pipeline.timers.runner import refusal_reason
 from pipeline.topics import Topics
-from tests.pipeline.timers.test_types_on_demand import _dead_letter_reason
+from tests.pipeline.timers.test_topic_collision import refused_after_a_first_type
 from tests.support.jobs import submitted
-from tests.support.pipeline import in_thread, produce
-from tests.support.reader import TopicReader
-from tests.support.waiting import wait_for
 
 BOUND = Topics(Settings(topic_prefix="p.", max_execution_topics=3)).execution_bound()
 
@@ -55,22 +52,9 @@ def test_a_type_past_the_bound_is_dead_lettered_naming_it(topics: Topics, tmp_pa
     first = submitted(job_type="bound.first")
     past = submitted(job_type="bound.past")
     after = [submitted(job_type="bound.first") for _ in range(3)]
-    events = TopicReader(settings, topics.events, settings.events_partitions)
-    options = TIMER_OPTIONS.evolve(instance_id="a", state_dir=tmp_path / "state")
-    with in_thread(timer_runner(settings, options)):
-        produce(settings, topics.intake, [first])
-        wait_for(lambda: events.of_job(first.data["job_id"], kind="FIRED"), timeout_s=60,
-                 what="the first type fired")  # fmt: skip
-        produce(settings, topics.intake, [past, *after])
-        cancelled = wait_for(lambda: events.of_job(past.data["job_id"], kind="CANCELLED"),
-                             timeout_s=60, what="the job past the bound refused")  # fmt: skip
-        wait_for(lambda: all(events.of_job(job.data["job_id"], kind="FIRED") for job in after),
-                 timeout_s=60, what="the jobs after it fired")  # fmt: skip
-        assert not events.of_job(past.data["job_id"], kind="FIRED")
-    events.close()
-
-    reason = _dead_letter_reason(settings, topics.intake_dlq)
-    assert cancelled[0]["detail"] == reason
+    cancelled, reason = refused_after_a_first_type(settings, topics, tmp_path, first, past,
+                                                   after)  # fmt: skip
+    assert cancelled["detail"] == reason
     assert reason.startswith(f"spec.job_type: 'bound.past' cannot be routed: its topic "
                              f"{topics.execution('bound.past', 'normal')} was refused: the "
                              f"cluster holds {most} execution topics, the most "
