@@ -112,6 +112,7 @@ def test_a_megabyte_result_is_read_back_by_the_api_and_the_cli_with_no_disk_shar
     assert response.content == expected
     assert response.headers["content-type"] == "application/octet-stream"
     assert response.headers["x-jobstream-execution"].startswith(f"{job_id}:")
+    assert response.headers["content-disposition"] == "attachment"
     by_attempt = acme.get(f"/api/v1/jobs/{job_id}/executions/1/result")
     assert by_attempt.status_code == 200 and by_attempt.content == expected
     assert acme.get(f"/api/v1/jobs/{job_id}/executions/2/result").status_code == 404

@@ -236,5 +236,8 @@ async def _result(svc: Services, job_id: str, execution_id: str | None, missing:
     if found is None:
         raise ApiError(404, f"{missing}: no run has returned yet, it failed, or jobs.results "
                             "no longer holds it", "job_id")  # fmt: skip
-    headers = {"X-Jobstream-Execution": found.execution_id} if found.execution_id else None
+    # attachment: a handler's text/html is never rendered as a page of the API's origin
+    headers = {"Content-Disposition": "attachment"}
+    if found.execution_id:
+        headers["X-Jobstream-Execution"] = found.execution_id
     return Response(found.body, media_type=found.content_type, headers=headers)
