@@ -115,6 +115,9 @@ def test_a_megabyte_result_is_read_back_by_the_api_and_the_cli_with_no_disk_shar
     assert response.headers["content-disposition"] == "attachment"
     by_attempt = acme.get(f"/api/v1/jobs/{job_id}/executions/1/result")
     assert by_attempt.status_code == 200 and by_attempt.content == expected
+    execution = response.headers["x-jobstream-execution"]
+    by_id = acme.get(f"/api/v1/jobs/{job_id}/executions/{execution}/result")
+    assert by_id.status_code == 200 and by_id.content == expected
     assert acme.get(f"/api/v1/jobs/{job_id}/executions/2/result").status_code == 404
     with httpx.Client(base_url=api.url, timeout=30,
                       headers={"Authorization": f"Bearer {TOKENS['bolt']}"}) as bolt:  # fmt: skip
