@@ -1,6 +1,6 @@
 """The connectors' commands: ``jobstream api``, the queries on it, and ``replay``.
 
-``jobs list``, ``history`` and ``workers`` call the HTTP API (``JOBSTREAM_API_URL``,
+``jobs list``, ``history``, ``result`` and ``workers`` call the HTTP API (``JOBSTREAM_API_URL``,
 ``JOBSTREAM_API_TOKEN``), so they see what the token's owner may see and nothing more;
 their tables stay readable at 80 columns.
 """
@@ -8,7 +8,9 @@ their tables stay readable at 80 columns.
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -68,6 +70,12 @@ def token_hash(token: str = typer.Argument(..., help="A bearer token.")) -> None
 
 
 def _get(settings: ApiSettings, path: str, params: dict[str, Any] | None = None) -> Any:
+    return _fetch(settings, path, params).json()
+
+
+def _fetch(settings: ApiSettings, path: str,
+           params: dict[str, Any] | None = None) -> httpx.Response:  # fmt: skip
+    """The API's reply to a GET of ``path``; exit EXIT_API (the message printed) on an error."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a log line per request
     token = settings.api_token.get_secret_value() if settings.api_token else ""
     try:
@@ -84,7 +92,7 @@ def _get(settings: ApiSettings, path: str, params: dict[str, Any] | None = None)
             detail = reply.text
         typer.echo(f"error: {reply.status_code}: {detail}", err=True)
         raise typer.Exit(EXIT_API)
-    return reply.json()
+    return reply
 
 
 def _when(ms: int | None) -> str:
@@ -163,6 +171,33 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
         console.print(given)
 
 
+def result(
+    job_id: str = typer.Argument(..., help="The job's id."),
+    attempt: str | None = typer.Option(None, "--attempt", help="One run's result: an "
+                                       "attempt number or an execution id (default: the "
+                                       "job's latest result)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write it to this file "
+                                       "(default: standard output)."),
+) -> None:  # fmt: skip
+    """A job's result, as its handler returned it (JSON, or bytes), read from jobs.results
+    through the API."""
+    path = (f"/api/v1/jobs/{job_id}/result" if attempt is None
+            else f"/api/v1/jobs/{job_id}/executions/{attempt}/result")  # fmt: skip
+    reply = _fetch(load_api_settings(), path)
+    content_type = reply.headers.get("content-type", "application/octet-stream")
+    if output is not None:
+        output.write_bytes(reply.content)
+        typer.echo(f"{len(reply.content)} bytes ({content_type}) written to {output}", err=True)
+        return
+    textual = content_type.startswith(("application/json", "text/"))
+    if not textual and sys.stdout.isatty():
+        typer.echo(f"error: the result is {len(reply.content)} bytes of {content_type}: "
+                   "write it to a file with -o", err=True)  # fmt: skip
+        raise typer.Exit(EXIT_API)
+    sys.stdout.buffer.write(reply.content)
+    sys.stdout.buffer.flush()
+
+
 def workers() -> None:
     """Workers: types (and pool), state, running of capacity, age of the last heartbeat."""
     found = _get(load_api_settings(), "/api/v1/workers")["workers"]
@@ -205,6 +240,7 @@ def register(app: typer.Typer) -> None:
     app.command("token-hash")(token_hash)
     app.add_typer(jobs_app, name="jobs")
     app.command("history")(history)
+    app.command("result")(result)
     app.command("workers")(workers)
     replay_app.command("status")(replay_status)
     replay_app.command("timers")(replay_timers)

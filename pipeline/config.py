@@ -15,6 +15,7 @@ import orjson
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from pipeline.durations import DurationError, parse_duration
 from pipeline.errors import ConfigurationError
 
 ENV_PREFIX = "JOBSTREAM_"
@@ -48,6 +49,17 @@ class Settings(BaseSettings):
     status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
     workers_partitions: int = Field(1, ge=1, description="Partitions of jobs.workers.")
+    results_partitions: int = Field(6, ge=1, description="Partitions of jobs.results.")
+    results_retention: Annotated[int, NoDecode] = Field(
+        7 * 86_400_000, ge=60_000,
+        description="How long jobs.results keeps a result (a duration, e.g. 7d; in ms "
+        "once read): the topic is compacted (a job's latest result) and deleted after it.",
+    )
+    max_result_bytes: int = Field(
+        1024 * 1024, ge=1, le=MAX_MESSAGE_BYTES - 64 * 1024,
+        description="Largest result a handler may return (bytes, as encoded); a larger "
+        "one fails its run, non-retryable, naming this limit.",
+    )
     replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
     max_execution_topics: int = Field(
         500, ge=1,
@@ -123,6 +135,16 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Further librdkafka settings as a JSON object, passed through as they are.",
     )
+
+    @field_validator("results_retention", mode="before")
+    @classmethod
+    def _parse_retention(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse_duration(value, option="results_retention")
+        except DurationError as exc:
+            raise ValueError(exc.message) from None
 
     @field_validator("job_types", mode="before")
     @classmethod

@@ -27,18 +27,22 @@ class TopicSpec:
     partitions: int
     compacted: bool = False
     retention_ms: int = _WEEK_MS
+    expires: bool = False
+    """A compacted topic whose records are also deleted after ``retention_ms``."""
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def cleanup_policy(self) -> str:
-        return "compact" if self.compacted else "delete"
+        if self.compacted:
+            return "compact,delete" if self.expires else "compact"
+        return "delete"
 
     def config(self) -> dict[str, str]:
         config = {
             "cleanup.policy": self.cleanup_policy,
             "max.message.bytes": str(MAX_MESSAGE_BYTES),
         }
-        if not self.compacted:
+        if not self.compacted or self.expires:
             config["retention.ms"] = str(self.retention_ms)
         config.update(self.extra)
         return config
@@ -94,6 +98,7 @@ class Topics:
         self.limits = f"{p}jobs.limits"
         self.quotas = f"{p}jobs.quotas"
         self.control = f"{p}jobs.control"
+        self.results = f"{p}jobs.results"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -133,6 +138,7 @@ class Topics:
             TopicSpec(self.quotas, 1, compacted=True),
             # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
             self.control_spec(),
+            self.results_spec(),
         ]
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
@@ -141,6 +147,17 @@ class Topics:
     def control_spec(self) -> TopicSpec:
         """jobs.control: rare records that every worker reads, so one partition."""
         return TopicSpec(self.control, 1, retention_ms=CONTROL_RETENTION_MS)
+
+    def results_spec(self) -> TopicSpec:
+        """jobs.results: each run's result, keyed by job id (pipeline/worker/results.py).
+        Compacted, so a job's latest result stays; deleted after the retention, so none
+        stays for ever. A run's result is readable by offset (the API's index) until a
+        later run of the same job replaces it, and for at least a day after it was
+        written: compaction leaves records younger than ``min.compaction.lag.ms``."""
+        s = self.settings
+        return TopicSpec(self.results, s.results_partitions, compacted=True, expires=True,
+                         retention_ms=s.results_retention,
+                         extra={"min.compaction.lag.ms": str(min(_DAY_MS, s.results_retention))})
 
     def spec_of(self, name: str) -> TopicSpec | None:
         """The spec of topic ``name``: one of the design's, or a job type's (any type)."""

@@ -1,4 +1,5 @@
-"""/api/v1/jobs: submit (one or a batch), list, read and history (commands: commands.py)."""
+"""/api/v1/jobs: submit (one or a batch), list, read, history and results (commands:
+commands.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from connectors.api.services import Auth, Services, Svc
 from connectors.views import SUBMITTED, commands, executions, list_jobs
 from connectors.views.large_params import read_large_params
 from connectors.views.query import params as stored_params
+from connectors.views.results import read_result
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.jobs.model import JobRequest
@@ -188,3 +190,54 @@ def history(job_id: str, who: Auth, svc: Svc) -> Executions:
     svc.job(job_id, who)
     return Executions.model_validate({"job_id": job_id,
                                       "executions": executions(svc.store, job_id)})
+
+
+_RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **ERRORS, 200: {"content": {"application/json": {}, "application/octet-stream": {}},
+                    "description": "The result's bytes, with the content type it was "
+                    "written with; header X-Jobstream-Execution names the run."}}  # fmt: skip
+
+
+@router.get("/{job_id}/result", responses=_RESULT_RESPONSES)
+async def result(job_id: str, who: Auth, svc: Svc) -> Response:
+    """The job's latest result whole, as jobs.results holds it (the ``result_uri`` of a
+    result too large to be inline). 404 before any run has returned, or once jobs.results
+    no longer holds it (its retention)."""
+    svc.job(job_id, who)
+    return await _result(svc, job_id, None, f"job {job_id} has no result held")
+
+
+@router.get("/{job_id}/executions/{attempt}/result", responses=_RESULT_RESPONSES)
+async def execution_result(job_id: str, attempt: str, who: Auth, svc: Svc) -> Response:
+    """One run's result: ``attempt`` is an attempt number (its latest firing's, for a
+    recurring job) or an execution id. 404 when that run returned nothing held: it failed,
+    or a later run of the job has replaced it on the compacted topic."""
+    svc.job(job_id, who)
+    execution_id = _execution_of(svc, job_id, attempt)
+    return await _result(svc, job_id, execution_id,
+                         f"execution {attempt} of job {job_id} has no result held")
+
+
+def _execution_of(svc: Services, job_id: str, attempt: str) -> str:
+    runs = executions(svc.store, job_id)
+    if not attempt.isdigit():
+        if any(run["execution_id"] == attempt for run in runs):
+            return attempt
+        raise ApiError(404, f"job {job_id} has no execution {attempt}", "attempt")
+    matching = [run for run in runs if run["attempt"] == int(attempt)]
+    if not matching:
+        raise ApiError(404, f"job {job_id} has no attempt {attempt}", "attempt")
+    ended = [run for run in matching if run["outcome"] == "SUCCEEDED"] or matching
+    return str(ended[-1]["execution_id"])  # the latest firing's: runs sort by firing
+
+
+async def _result(svc: Services, job_id: str, execution_id: str | None, missing: str) -> Response:
+    found = await asyncio.to_thread(read_result, svc.settings, svc.store, job_id, execution_id)
+    if found is None:
+        raise ApiError(404, f"{missing}: no run has returned yet, it failed, or jobs.results "
+                            "no longer holds it", "job_id")  # fmt: skip
+    # attachment: a handler's text/html is never rendered as a page of the API's origin
+    headers = {"Content-Disposition": "attachment"}
+    if found.execution_id:
+        headers["X-Jobstream-Execution"] = found.execution_id
+    return Response(found.body, media_type=found.content_type, headers=headers)

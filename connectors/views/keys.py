@@ -14,6 +14,8 @@ millisecond also come newest first.
 | ``p`` | job id | its parameters (JSON text, when small) |
 | ``i`` | job id | where larger parameters are: jobs.intake partition ``>I``, offset ``>q`` |
 | ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
+| ``z`` | job id | where its latest result is: jobs.results partition ``>I``, offset ``>q`` |
+| ``Z`` | job id, fire ms ``>Q``, attempt ``>I`` | where that execution's result is (as ``z``) |
 | ``m`` | job id | the commands people gave the job, latest last (a JSON list) |
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
@@ -46,14 +48,16 @@ SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
 COMMANDS = b"m\x00"
 PARAMS_AT = b"i\x00"
+RESULT_AT, RUN_RESULT_AT = b"z\x00", b"Z\x00"
 COUNT = b"c\x00"
 POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"5"
+LAYOUT_VERSION = b"6"
 """Raised when the keys change meaning (2: the counters; 3: the workflow index and a
-job's parents; 4: the counters by pool; 5: a job's commands); older files are rebuilt."""
+job's parents; 4: the counters by pool; 5: a job's commands; 6: where results are);
+older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -164,11 +168,28 @@ def execution_prefix(job_id: str) -> bytes:
 
 def execution_key(job_id: str, execution_id: str) -> bytes:
     """Executions of a job sort by firing, then attempt; an id we cannot parse sorts last."""
+    return execution_prefix(job_id) + _execution_part(execution_id)
+
+
+def _execution_part(execution_id: str) -> bytes:
     try:
         _, fire_ms, attempt = parse_execution_id(execution_id)
     except ValidationError:
-        return execution_prefix(job_id) + b"\xff" + execution_id.encode()
-    return execution_prefix(job_id) + _Q.pack(fire_ms) + _I.pack(attempt)
+        return b"\xff" + execution_id.encode()
+    return _Q.pack(fire_ms) + _I.pack(attempt)
+
+
+def result_at_key(job_id: str) -> bytes:
+    return RESULT_AT + job_id.encode()
+
+
+def run_result_prefix(job_id: str) -> bytes:
+    return RUN_RESULT_AT + text(job_id)
+
+
+def run_result_key(job_id: str, execution_id: str) -> bytes:
+    """Where an execution's result is; sorted as :func:`execution_key`."""
+    return run_result_prefix(job_id) + _execution_part(execution_id)
 
 
 def worker_key(worker_id: str) -> bytes:

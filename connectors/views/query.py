@@ -109,6 +109,16 @@ def params_location(store: ViewStore, job_id: str) -> tuple[int, int] | None:
     return None if raw is None else keys.decode_location(raw)
 
 
+def result_location(store: ViewStore, job_id: str,
+                    execution_id: str | None = None) -> tuple[int, int] | None:  # fmt: skip
+    """(partition, offset) on jobs.results of the job's latest result, or of one
+    execution's; None when the views have read none."""
+    key = (keys.result_at_key(job_id) if execution_id is None
+           else keys.run_result_key(job_id, execution_id))  # fmt: skip
+    raw = store.get(key)
+    return None if raw is None else keys.decode_location(raw)
+
+
 def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
             ) -> list[dict[str, Any]]:  # fmt: skip
     """Every worker's latest heartbeat, with its age and whether it is stale (no heartbeat

@@ -184,6 +184,14 @@ class ViewBatch:
             if doc is not None:
                 self.updated[job_id] = doc
 
+    def result(self, job_id: str, execution_id: str | None, location: tuple[int, int]) -> None:
+        """A run's result on jobs.results at ``location`` (partition, offset): the job's
+        latest, and its execution's when the record names it."""
+        at = keys.encode_location(*location)
+        self.changes[keys.result_at_key(job_id)] = at
+        if execution_id:
+            self.changes[keys.run_result_key(job_id, execution_id)] = at
+
     def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
         """A worker's latest heartbeat, or None for a tombstone."""
         key = keys.worker_key(worker_id)
@@ -194,7 +202,8 @@ class ViewBatch:
 
     def purge(self, before_ms: int, limit: int = 1000) -> int:
         """Drop jobs that ended before ``before_ms``: document, indexes, parameters,
-        executions and commands. Reads the store, not this batch: call it on a fresh batch."""
+        executions, commands and where their results are. Reads the store, not this batch:
+        call it on a fresh batch."""
         purged = 0
         for key, _ in self.store.scan(keys.RETENTION, keys.retention_upper(before_ms)):
             if purged >= limit:
@@ -210,9 +219,10 @@ class ViewBatch:
             self.changes[keys.params_key(job_id)] = None
             self.changes[keys.params_at_key(job_id)] = None
             self.changes[keys.commands_key(job_id)] = None
-            prefix = keys.execution_prefix(job_id)
-            for execution, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
-                self.changes[execution] = None
+            self.changes[keys.result_at_key(job_id)] = None
+            for prefix in (keys.execution_prefix(job_id), keys.run_result_prefix(job_id)):
+                for key_of_run, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
+                    self.changes[key_of_run] = None
             purged += 1
         return purged
 

@@ -1,7 +1,8 @@
-"""Keeps the views up to date: reads jobs.intake, jobs.status, jobs.events and jobs.workers
-and folds every record into the view store.
+"""Keeps the views up to date: reads jobs.intake, jobs.status, jobs.events, jobs.workers and
+jobs.results and folds every record into the view store (of jobs.results, only where each
+result is: connectors/views/results.py reads it back).
 
-The updater assigns itself every partition of its four topics (no consumer group: each
+The updater assigns itself every partition of its five topics (no consumer group: each
 API process keeps views of its own) and starts each from the offset its store recorded,
 or from the beginning. A batch of records and the offsets after them are written in one
 RocksDB batch, so a restart resumes where the files end and a crash neither loses nor
@@ -34,6 +35,7 @@ from pipeline.kafka.watermarks import watermarks
 from pipeline.runtime.counters import Counters
 from pipeline.serde import Event, decode_status, make_serde
 from pipeline.topics import Topics
+from pipeline.worker.results import EXECUTION_HEADER, header
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ class UpdaterStats(Counters):
 
 
 class ViewUpdater:
-    """Folds the four topics into ``store``; :meth:`run` loops until stopped."""
+    """Folds the five topics into ``store``; :meth:`run` loops until stopped."""
 
     def __init__(self, settings: Settings, store: ViewStore, *, retention_ms: int,
                  metadata_timeout_s: float = 30.0) -> None:  # fmt: skip
@@ -69,6 +71,7 @@ class ViewUpdater:
             self.topics.status: self._status,
             self.topics.events: self._event,
             self.topics.workers: self._worker,
+            self.topics.results: self._result,
         }
         _, self._deserialize = make_serde(settings.schema_registry_url)
         self.stats = UpdaterStats()
@@ -248,6 +251,14 @@ class ViewUpdater:
         event = self._decode(message, "WorkerHeartbeat")
         if event is not None:
             batch.worker(event.data["worker_id"], event.data)
+
+    def _result(self, batch: ViewBatch, message: Message) -> None:
+        key = message.key()
+        if not key or message.value() is None:  # a tombstone: nothing to serve
+            return
+        location = (int(message.partition() or 0), int(message.offset() or 0))
+        batch.result(key.decode(errors="replace"),
+                     header(message.headers(), EXECUTION_HEADER), location)  # fmt: skip
 
     def _status(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()

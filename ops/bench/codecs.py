@@ -46,7 +46,7 @@ from pipeline.serde.schemas import event_schemas
 from pipeline.timers.runner import Timers
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
-from pipeline.worker.results import RoutedResult
+from pipeline.worker.results import encode_result
 
 T0 = 1_798_000_000_000
 
@@ -70,7 +70,8 @@ def hot_events() -> dict[str, Event]:
         found[label] = event
     execution = found["ExecutionRequested"].data
     found["STARTED"] = outcomes.started(execution, worker_id="w-0", now_ms=T0 + 20)
-    found["SUCCEEDED"] = outcomes.succeeded(execution, RoutedResult(None, None),
+    found["SUCCEEDED"] = outcomes.succeeded(execution, encode_result(None),
+                                            results_topic=Topics(settings).results,
                                             worker_id="w-0", now_ms=T0 + 21)  # fmt: skip
     return found
 

@@ -18,7 +18,6 @@ the run) and one child's memory. docs/benchmarks.md, "Process isolation", record
 from __future__ import annotations
 
 import queue
-import tempfile
 import time
 from itertools import count
 from pathlib import Path
@@ -34,34 +33,31 @@ from pipeline.worker.app import load_app
 from pipeline.worker.context import JobContext, build_context
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.processes import ProcessExecutor
-from pipeline.worker.results import LocalResultStore
 
 APP = "ops.bench.app"
 WARM_JOBS = 200
 
 
-def _context(store: LocalResultStore) -> JobContext:
+def _context() -> JobContext:
     execution = {
         "job_id": "01JBENCHISOLATION000000000", "execution_id": "01JBENCHISOLATION:1:0",
         "attempt": 1, "epoch": 0, "scheduled_at_ms": 0, "parent_results": [],
         "spec": {"job_type": NOOP, "owner": "bench", "params": "{}"},
     }  # fmt: skip
-    return build_context(execution, worker_id="bench", result_store=store, started_ms=0,
-                         timeout_s=30)  # fmt: skip
+    return build_context(execution, worker_id="bench", started_ms=0, timeout_s=30)
 
 
-def run(isolation: str, jobs: int, in_flight: int, work: Path) -> dict[str, Any]:
+def run(isolation: str, jobs: int, in_flight: int) -> dict[str, Any]:
     """``jobs`` no-op runs, ``in_flight`` at a time, through one executor."""
     app = load_app(APP)
     handler = app.get(NOOP)
-    store = LocalResultStore(work)
-    ctx = _context(store)
+    ctx = _context()
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
     executor: JobExecutor | ProcessExecutor
     if isolation == "process":
-        executor = ProcessExecutor.for_app(app, in_flight, store, ends.put)
+        executor = ProcessExecutor.for_app(app, in_flight, ends.put)
     else:
-        executor = JobExecutor(in_flight, store, ends.put)
+        executor = JobExecutor(in_flight, ends.put)
     tokens = count(1)
     result: dict[str, Any] = {}
     try:
@@ -98,7 +94,7 @@ def _drive(executor: JobExecutor | ProcessExecutor, ends: queue.SimpleQueue[Fini
             executor.submit(next(tokens), handler, ctx)
             submitted += 1
         end = ends.get(timeout=120)
-        if end.routed is None:
+        if end.result is None:
             raise RuntimeError(f"a no-op run did not succeed: {end}")
         done += 1
 
@@ -114,15 +110,14 @@ def main(
     table = Table("isolation", "in flight", "wall µs per job", "CPU µs per job", "jobs/s",
                   "first runs (ms)", "child RSS (MB)",
                   title=f"{jobs:,} no-op jobs through the worker's executor")  # fmt: skip
-    with tempfile.TemporaryDirectory() as work:
-        for isolation in ("thread", "process"):
-            for flight in (1, in_flight):
-                result = run(isolation, jobs, flight, Path(work))
-                report[f"{isolation}, {flight} in flight"] = result
-                table.add_row(isolation, str(flight), f"{result['wall_us_per_job']:.1f}",
-                              f"{result['cpu_us_per_job']:.1f}", f"{result['jobs_per_s']:,}",
-                              str(result.get("first_runs_ms", "")),
-                              str(result.get("child_rss_mb", "")))  # fmt: skip
+    for isolation in ("thread", "process"):
+        for flight in (1, in_flight):
+            result = run(isolation, jobs, flight)
+            report[f"{isolation}, {flight} in flight"] = result
+            table.add_row(isolation, str(flight), f"{result['wall_us_per_job']:.1f}",
+                          f"{result['cpu_us_per_job']:.1f}", f"{result['jobs_per_s']:,}",
+                          str(result.get("first_runs_ms", "")),
+                          str(result.get("child_rss_mb", "")))  # fmt: skip
     report["load_average_end"] = load_average()
     console.print(table)
     write_results(out, report)

@@ -55,8 +55,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     job_type = bench_app.HANDLERS[shape.handler]
     folder = workdir_for(root, settings)
     create_topics(settings)
-    stack = Stack(folder, env={**settings_env(settings),
-                               "JOBSTREAM_RESULT_DIR": str(folder / "results")})  # fmt: skip
+    stack = Stack(folder, env=settings_env(settings))
     parts = components(shape.metrics_port, app=bench_app.__name__, job_types=())
     parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
                      concurrency=shape.concurrency) for i in range(shape.workers)]  # fmt: skip

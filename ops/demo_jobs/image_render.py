@@ -3,7 +3,7 @@
 Params: ``width`` and ``height`` (pixels, 64 to 4096, default 640 x 480), ``title``
 (default ``jobstream``), ``values`` (1 to 100 numbers, negatives drawn below the zero
 line) and optional ``labels`` (one string per value). The result is the PNG's bytes,
-which the worker always puts in the result store.
+which the worker puts on jobs.results (``application/octet-stream``).
 """
 
 from __future__ import annotations

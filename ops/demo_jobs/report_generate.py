@@ -1,11 +1,12 @@
-"""``report.generate``: an HTML report of a CSV file's aggregates, kept in the result store.
+"""``report.generate``: an HTML report of a CSV file's aggregates, kept on jobs.results.
 
 Params: those of ``data.process`` (``input``, ``group_by``, ``metric``) and ``title``
 (default "<metric> by <group_by>"). The report is one self-contained HTML page: a
 table of count, sum, mean, min, max and share of the total per group, with a totals
 row, and the sums as a bar chart (a PNG from ``image.render`` inlined as a data URI).
-The result is ``{"uri", "bytes", "content_type", "rows", "groups"}``; the page itself
-is in the result store, so the event stays small however many groups there are.
+The result is the page itself, as ``text/html`` (a :class:`~pipeline.worker.Result`):
+jobs.results keeps it, the SUCCEEDED event carries only where it is, and
+``GET /api/v1/jobs/{id}/result`` serves it to a browser as it is.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from ops.demo_jobs.data_process import DataParams, Summary, summarize
 from ops.demo_jobs.faults import inject_faults
 from ops.demo_jobs.image_render import MAX_BARS, ChartParams, render_bar_chart
 from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext
-from pipeline.worker.results import result_key
+from pipeline.worker import JobContext, Result
 
 logger = logging.getLogger(__name__)
 
@@ -97,16 +97,14 @@ def render_report(
     ])  # fmt: skip
 
 
-def handle(ctx: JobContext) -> dict[str, Any]:
-    """The ``report.generate`` handler: put the page in the result store, return where."""
+def handle(ctx: JobContext) -> Result:
+    """The ``report.generate`` handler: the HTML page, as the job's result."""
     inject_faults(ctx.params, ctx.attempt)
     data = DataParams.from_params(ctx.params)
     title = report_title(ctx.params, data)
     summary = summarize(data)
     page = render_report(summary, title=title, generated_at=datetime.now(UTC),
                          chart=chart_png(summary, title)).encode()  # fmt: skip
-    uri = ctx.result_store.put(result_key(ctx.job_id, ctx.execution_id, "html"), page)
-    logger.info("job %s: report of %d groups, %d bytes at %s", ctx.job_id,
-                len(summary.groups), len(page), uri)  # fmt: skip
-    return {"uri": uri, "bytes": len(page), "content_type": CONTENT_TYPE,
-            "rows": summary.rows, "groups": len(summary.groups)}  # fmt: skip
+    logger.info("job %s: report of %d rows in %d groups, %d bytes", ctx.job_id,
+                summary.rows, len(summary.groups), len(page))  # fmt: skip
+    return Result(page, CONTENT_TYPE)

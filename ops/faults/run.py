@@ -225,7 +225,6 @@ def process_env(settings: Settings, home: Path) -> dict[str, str]:
         "JOBSTREAM_LOG_LEVEL": "INFO",
         **security_env(settings),
         "JOBSTREAM_STATE_DIR": str(home / "state"),
-        "JOBSTREAM_RESULT_DIR": str(home / "results"),
         RUNS_DIR_ENV: str(home / "runs"),
     })  # fmt: skip
     return env

@@ -142,6 +142,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             *(_topic(t, ("CREATE", "DESCRIBE", "DESCRIBE_CONFIGS"), "made at start when missing")
               for t in own_topics),
             _topic(topics.events, ("WRITE",), "STARTED, HEARTBEAT, SUCCEEDED, FAILED ..."),
+            _topic(topics.results, ("WRITE",), "each run's result, with its SUCCEEDED"),
             _topic(topics.workers, ("WRITE",), "the worker's heartbeat"),
             _topic(topics.control, ("READ",), "cancels of runs under way, read whole"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.control whole", prefixed=True),
@@ -152,6 +153,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.status, ("READ",), "its views"),
             _topic(topics.events, ("READ", "WRITE"), "its views; a redrive's event"),
             _topic(topics.workers, ("READ",), "its views of the workers"),
+            _topic(topics.results, ("READ",), "results: indexed by its views, served whole"),
             _topic(topics.retry, ("WRITE",), "redrives"),
             _topic(topics.limits, ("READ", "WRITE"), "rate limits shown and set"),
             _topic(topics.quotas, ("READ", "WRITE"), "owners' quotas: followed, and set"),
@@ -166,6 +168,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
     return [  # console
         _topic(topics.status, ("READ",), "each job's latest state"),
         _topic(topics.events, ("READ",), "each job's history"),
+        _topic(topics.results, ("READ",), "each job's latest result"),
         *_readers(topics),
     ]
 

@@ -14,11 +14,14 @@ async def process(ctx: JobContext) -> dict:
     ...
 ```
 
+A handler returns JSON, ``bytes``, or ``Result(body, content_type)``; the result is kept
+on jobs.results (pipeline/worker/results.py).
+
 ``jobstream worker --app myapp.jobs --type image.render --concurrency 8`` serves them.
 """
 
 from pipeline.worker.app import WorkerApp
 from pipeline.worker.context import JobContext, ParentResult
-from pipeline.worker.results import LocalResultStore, ResultStore
+from pipeline.worker.results import Result
 
-__all__ = ["JobContext", "LocalResultStore", "ParentResult", "ResultStore", "WorkerApp"]
+__all__ = ["JobContext", "ParentResult", "Result", "WorkerApp"]

@@ -7,9 +7,9 @@ worker's app module itself (the ``--app`` target, sent in :class:`Setup`), says
 :class:`Ready`, then answers each :class:`Run` with an :class:`Ended` until it is told to
 stop or its pipe closes.
 
-- The context is rebuilt here from the fields the worker sent (:func:`portable`), with
-  this process's own result store; the result is routed here too, so a large result goes
-  to the store from this process and only its URI crosses the pipe.
+- The context is rebuilt here from the fields the worker sent (:func:`portable`); the
+  result is encoded here too (its size checked against the worker's limit), and its
+  bytes cross the pipe for the worker to produce to jobs.results.
 - Async handlers run on one event loop kept for the child's life.
 - SIGTERM (the worker stopping a run at its timeout, or cancelling it) raises
   :class:`Terminated` in the handler, so its ``finally`` blocks run, and the child then
@@ -22,7 +22,7 @@ stop or its pipe closes.
   :data:`LIFELINE_GRACE_S` later if it has not.
 
 This module imports only what a handler needs (the app registry, the context, result
-routing, failures.py), not the Avro serde: a child costs about 15 MB and 0.15 s to start
+encoding, failures.py), not the Avro serde: a child costs about 15 MB and 0.15 s to start
 plus its app's own imports, against 70 MB and a second with the serde.
 """
 
@@ -44,7 +44,7 @@ from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
 from pipeline.worker.context import JobContext
 from pipeline.worker.failures import ErrorDescription, describe_error
-from pipeline.worker.results import ResultStore, RoutedResult, route_result
+from pipeline.worker.results import EncodedResult, encode_result
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,8 @@ class Setup:
 
     app: str
     """The ``--app`` target (``module`` or ``module:attribute``) the child imports."""
-    store: ResultStore
-    """Where large results go: a copy of the worker's store (it must pickle)."""
+    max_result_bytes: int
+    """The worker's limit on a result's size."""
     log_level: int
     """The worker's logging level: a handler's logs read as they would in the worker."""
 
@@ -94,11 +94,11 @@ class Run:
 
 @dataclass(frozen=True)
 class Ended:
-    """How a run ended; exactly one of ``routed`` and ``error`` is set."""
+    """How a run ended; exactly one of ``result`` and ``error`` is set."""
 
     token: int
     at_ms: int
-    routed: RoutedResult | None = None
+    result: EncodedResult | None = None
     error: ErrorDescription | None = None
 
 
@@ -107,11 +107,10 @@ class Terminated(BaseException):
 
 
 def portable(ctx: JobContext) -> dict[str, Any]:
-    """What of a context crosses to a child: every field but the result store and the
-    cancel signal (a child's run is cancelled by SIGTERM, which raises :class:`Terminated`
-    in the handler)."""
+    """What of a context crosses to a child: every field but the cancel signal (a child's
+    run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler)."""
     fields = dict(vars(ctx))
-    del fields["result_store"], fields["cancel_signal"]
+    del fields["cancel_signal"]
     fields["parent_results"] = dict(ctx.parent_results)
     return fields
 
@@ -139,7 +138,7 @@ def main(fd: int) -> None:
         loop = asyncio.new_event_loop()
         send(conn, Ready(os.getpid()))
         while (run := _next(conn)) is not None:
-            ended = _run(app, setup.store, loop, run)
+            ended = _run(app, setup.max_result_bytes, loop, run)
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
                 raise Terminated
             send(conn, ended)
@@ -156,26 +155,26 @@ def _next(conn: Connection) -> Run | None:
     return run
 
 
-def _run(app: WorkerApp, store: ResultStore, loop: asyncio.AbstractEventLoop, run: Run) -> Ended:
+def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
+         run: Run) -> Ended:  # fmt: skip
     try:
         handler = app.get(run.job_type)
-        ctx = _context(run.context, store)
+        ctx = _context(run.context)
         value = handler.func(ctx)
         if handler.is_async:
             value = loop.run_until_complete(value)
-        routed = route_result(value, store=store, job_id=ctx.job_id,
-                              execution_id=ctx.execution_id)  # fmt: skip
+        result = encode_result(value, max_bytes=max_result_bytes)
     except Terminated:
         raise
     except BaseException as exc:  # SystemExit too, as on a worker's thread
         return Ended(run.token, now_ms(), error=describe_error(exc))
-    return Ended(run.token, now_ms(), routed=routed)
+    return Ended(run.token, now_ms(), result=result)
 
 
-def _context(fields: dict[str, Any], store: ResultStore) -> JobContext:
-    """The context :func:`portable` took apart, with this process's result store."""
+def _context(fields: dict[str, Any]) -> JobContext:
+    """The context :func:`portable` took apart."""
     parents = MappingProxyType(fields["parent_results"])
-    return JobContext(**{**fields, "parent_results": parents, "result_store": store})
+    return JobContext(**{**fields, "parent_results": parents})
 
 
 _terminating = False

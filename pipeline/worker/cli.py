@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import threading
-from pathlib import Path
 from types import FrameType
 
 import typer
@@ -25,7 +24,6 @@ from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.options import MIN_PREFETCH, Isolation, WorkerOptions
-from pipeline.worker.results import DEFAULT_RESULT_DIR, LocalResultStore
 from pipeline.worker.runtime import WorkerRuntime
 
 HeartbeatOption = duration_option(
@@ -75,9 +73,6 @@ def worker(
                                          "member, which takes its partitions back at once "
                                          "when restarted."),
     heartbeat_ms: int = HeartbeatOption,
-    result_dir: Path = typer.Option(DEFAULT_RESULT_DIR, "--result-dir",
-                                    envvar="JOBSTREAM_RESULT_DIR",
-                                    help="Where results over 256 KB are written."),
     drain_timeout_ms: int = DrainTimeoutOption,
     prefetch: int | None = typer.Option(None, "--prefetch", min=1,
                                         help="Records buffered per priority tier (default: "
@@ -97,7 +92,7 @@ def worker(
         concurrency=concurrency, isolation=isolation, heartbeat_s=heartbeat_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
-        cancel_grace_s=cancel_grace_ms / 1000, result_store=LocalResultStore(result_dir),
+        cancel_grace_s=cancel_grace_ms / 1000,
     )  # fmt: skip
     runtime = WorkerRuntime(settings, load_app(app), options)
     if metrics_port:

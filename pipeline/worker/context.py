@@ -21,7 +21,6 @@ from typing import Any
 import orjson
 
 from pipeline.errors import ValidationError
-from pipeline.worker.results import ResultStore
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +35,8 @@ class ParentResult:
     result: Any
     """Its result parsed from JSON; None when it returned nothing or its result is a URI."""
     result_uri: str | None
-    """Where its large result is stored: read it with ``ctx.result_store.get(uri)``."""
+    """Where its large (or bytes) result is: ``kafka://<jobs.results>/<job id>``, served
+    whole by ``GET /api/v1/jobs/{job_id}/result``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,8 +60,6 @@ class JobContext:
     """When this worker times the attempt out (epoch ms): the start plus the timeout, so a
     handler can budget its work. None only for a context built without a timeout."""
     worker_id: str
-    result_store: ResultStore = field(repr=False)
-    """Where large results go; a handler may put a file itself and return its URI."""
     parent_results: Mapping[str, ParentResult] = field(default_factory=dict)
     """The job's parents as they ended, by step name (by job id for a parent that is not a
     named step), in its ``depends_on`` order. Empty for a job without parents."""
@@ -112,7 +110,6 @@ def build_context(
     execution: dict[str, Any],
     *,
     worker_id: str,
-    result_store: ResultStore,
     started_ms: int,
     timeout_s: float | None,
 ) -> JobContext:
@@ -129,6 +126,5 @@ def build_context(
         scheduled_at_ms=execution["scheduled_at_ms"],
         deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
         worker_id=worker_id,
-        result_store=result_store,
         parent_results=parent_results(execution.get("parent_results")),
     )

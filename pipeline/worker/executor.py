@@ -18,10 +18,9 @@ handlers run elsewhere:
   loop one wake-up, not one each. A coroutine that blocks the loop (CPU work, blocking
   I/O) stalls every async job of the process; such work belongs in a sync handler.
 
-Encoding the result and writing it to the result store happen here too, so a large
-result never costs the polling thread any time. An async handler's result is encoded on
-the loop (orjson, microseconds for what fits in an event); only a write to the result
-store goes to a thread.
+Encoding the result happens here too (pipeline/worker/results.py), so a large result
+never costs the polling thread any time; the polling thread produces it to jobs.results
+with the run's SUCCEEDED.
 """
 
 from __future__ import annotations
@@ -41,28 +40,28 @@ from pipeline.worker import outcomes
 from pipeline.worker.app import Handler
 from pipeline.worker.context import JobContext
 from pipeline.worker.outcomes import ErrorDescription, describe_error
-from pipeline.worker.results import ResultStore, RoutedResult, inline_result, route_result
+from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES, EncodedResult, encode_result
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """How one run ended; exactly one of ``routed``, ``error``, ``timed_out``, ``cancelled``."""
+    """How one run ended; exactly one of ``result``, ``error``, ``timed_out``, ``cancelled``."""
 
     token: int
     at_ms: int
-    routed: RoutedResult | None = None
+    result: EncodedResult | None = None
     error: ErrorDescription | None = None
     timed_out: bool = False
     cancelled: bool = False
 
-    def outcome(self, execution: dict[str, Any], *, timeout_s: float, worker_id: str
-                ) -> Event | None:  # fmt: skip
+    def outcome(self, execution: dict[str, Any], *, timeout_s: float, worker_id: str,
+                results_topic: str) -> Event | None:  # fmt: skip
         """The final event this end reports; None for a run cancelled because it was given up."""
-        if self.routed is not None:
-            return outcomes.succeeded(execution, self.routed, worker_id=worker_id,
-                                      now_ms=self.at_ms)  # fmt: skip
+        if self.result is not None:
+            return outcomes.succeeded(execution, self.result, results_topic=results_topic,
+                                      worker_id=worker_id, now_ms=self.at_ms)  # fmt: skip
         if self.error is not None:
             return outcomes.failed(execution, self.error, worker_id=worker_id, now_ms=self.at_ms)
         if self.timed_out:
@@ -113,10 +112,11 @@ class JobExecutor:
     """Threads for sync handlers, an event loop for async ones."""
 
     def __init__(
-        self, max_threads: int, store: ResultStore, on_finish: Callable[[Finished], None]
-    ) -> None:
+        self, max_threads: int, on_finish: Callable[[Finished], None], *,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> None:  # fmt: skip
         self._max_threads = max_threads
-        self._store = store
+        self._max_result_bytes = max_result_bytes
         self._on_finish = on_finish
         self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -176,12 +176,11 @@ class JobExecutor:
     def _run_sync(self, token: int, handler: Handler, ctx: JobContext) -> None:
         try:
             value = handler.func(ctx)
-            routed = route_result(value, store=self._store, job_id=ctx.job_id,
-                                  execution_id=ctx.execution_id)  # fmt: skip
+            result = encode_result(value, max_bytes=self._max_result_bytes)
         except BaseException as exc:  # a worker thread must report SystemExit too, not die
             self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
             return
-        self._on_finish(Finished(token, now_ms(), routed=routed))
+        self._on_finish(Finished(token, now_ms(), result=result))
 
     def _launch(self) -> None:
         """On the loop: start every run submitted since the last launch."""
@@ -196,11 +195,7 @@ class JobExecutor:
         token, ctx = run.token, run.ctx
         try:
             value = await run.handler.func(ctx)
-            routed = inline_result(value)
-            if routed is None:  # bytes, or too large to go inline: the store writes
-                routed = await asyncio.to_thread(route_result, value, store=self._store,
-                                                 job_id=ctx.job_id,
-                                                 execution_id=ctx.execution_id)  # fmt: skip
+            result = encode_result(value, max_bytes=self._max_result_bytes)
         except asyncio.CancelledError:
             self._on_finish(Finished(token, now_ms(), timed_out=run.timed_out,
                                      cancelled=not run.timed_out))  # fmt: skip
@@ -208,7 +203,7 @@ class JobExecutor:
         except Exception as exc:
             self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
             return
-        self._on_finish(Finished(token, now_ms(), routed=routed))
+        self._on_finish(Finished(token, now_ms(), result=result))
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

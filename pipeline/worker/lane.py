@@ -11,7 +11,8 @@ fetch already under way may add one more batch) until half of its buffer has sta
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
 tier is paused while draining.
 
-Final outcomes of the type's executions and the group's offsets commit in transactions
+Final outcomes of the type's executions (with their results, for jobs.results) and the
+group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
@@ -65,6 +66,10 @@ log = logging.getLogger(__name__)
 BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach
 1 MB, and ``prefetch`` of those would not fit in memory."""
+RESULT_BATCH_BYTES = 16 * 1024 * 1024
+"""Results waiting past this many bytes make the lane's next transaction due at once: a
+transaction of a thousand 1 MB results would take the producer's memory and the broker
+many seconds."""
 _MAX_RETRY_DELAY_S = 5.0
 TIMEOUT_S = 30.0
 """The longest one blocking transactional call (start, abort) may take."""
@@ -115,6 +120,7 @@ class Lane:
         self.job_type = job_type
         topics = Topics(settings)
         self.events_topic = topics.events
+        self.results_topic = topics.results
         self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
         self.prefetch = prefetch
         self._deserialize = deserialize
@@ -148,6 +154,10 @@ class Lane:
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
+        self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
+        """Results of the runs whose SUCCEEDED waits in ``pending`` (key, value, headers),
+        for jobs.results in the same transaction."""
+        self._results_bytes = 0
         self.transactions = self.aborted = self.unreadable = self.renewed = 0
         self._paused: set[Partition] = set()
         self._full: frozenset[str] = frozenset()
@@ -375,6 +385,8 @@ class Lane:
             self.producer.begin_transaction()
             for key, value in self.pending:
                 send(self.producer, self.events_topic, value, key)
+            for key, value, headers in self.results:
+                send(self.producer, self.results_topic, value, key, headers=headers)
             commit_offsets(self.producer, self.consumer,
                            [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
         except KAFKA_FAILURES as failure:
@@ -385,12 +397,21 @@ class Lane:
             return False
         self.tracker.committed(offsets)
         self.pending.clear()
+        self.results.clear()
+        self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
         metrics.COMMIT_SECONDS.labels("worker").observe(time.monotonic() - now)
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_at, self._retry_delay = 0.0, 0.1
         return True
+
+    def add_result(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
+        """A run's result, for jobs.results in the transaction of its SUCCEEDED."""
+        self.results.append((key, value, headers))
+        self._results_bytes += len(value)
+        if self._results_bytes >= RESULT_BATCH_BYTES:
+            self.schedule.hurry()
 
     def claim(self) -> None:
         """Commit the STARTED records of the runs just started with their offsets (and any

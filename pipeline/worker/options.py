@@ -8,7 +8,6 @@ from typing import Literal
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from pipeline.worker.heartbeat import default_worker_id
-from pipeline.worker.results import ResultStore
 
 MIN_PREFETCH = 1000
 """Records a tier buffers at least. A fetch then brings hundreds of records, not a few,
@@ -61,8 +60,6 @@ class WorkerOptions:
     drain_timeout_s: float = 30.0
     """After stop, how long running jobs may finish before they are given up (reported
     FAILED, ``WorkerStopped``, and retried by the job's policy)."""
-    result_store: ResultStore | None = None
-    """None means a LocalResultStore in ``.jobstream/results``."""
     poll_timeout_s: float = 0.02
     """Longest wait per loop iteration (for records, or for a run to end when every slot
     is taken): bounds how late a deadline, a heartbeat or a due commit is noticed."""

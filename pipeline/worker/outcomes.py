@@ -4,7 +4,7 @@
 |---|---|
 | STARTED | ``execution`` (the ExecutionRequested as received), worker, attempt, epoch |
 | HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id`` |
-| SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` |
+| SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` (jobs.results) |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
@@ -35,7 +35,7 @@ from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
 from pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
 from pipeline.worker.failures import ErrorDescription, timeout_error
 from pipeline.worker.failures import describe_error as describe_error
-from pipeline.worker.results import RoutedResult
+from pipeline.worker.results import EncodedResult, result_uri
 
 SKIPPED_DETAIL = "skipped: previous run still running"
 
@@ -66,10 +66,13 @@ def heartbeat(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Even
 
 
 def succeeded(
-    execution: dict[str, Any], routed: RoutedResult, *, worker_id: str, now_ms: int
-) -> Event:
+    execution: dict[str, Any], result: EncodedResult, *, results_topic: str, worker_id: str,
+    now_ms: int,
+) -> Event:  # fmt: skip
+    """SUCCEEDED with the result inline when small JSON, else where jobs.results holds it."""
+    uri = None if result.inline is not None else result_uri(results_topic, execution["job_id"])
     return _lifecycle(LifecycleKind.SUCCEEDED, execution, worker_id, now_ms,
-                      result=routed.result, result_uri=routed.result_uri)  # fmt: skip
+                      result=result.inline, result_uri=uri)  # fmt: skip
 
 
 def skipped(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:

@@ -12,7 +12,7 @@ callback) and runs every handler, sync or async, in a child process
   starts one): the worker has librdkafka threads, which a bare fork would copy in
   whatever state they were in. It imports the app by its ``--app`` target, so handlers
   are looked up by job type there; it gets the run's context fields, not the context,
-  and routes the result itself. Not :mod:`multiprocessing`'s ``Process``: its spawn
+  and encodes the result itself. Not :mod:`multiprocessing`'s ``Process``: its spawn
   imports the worker's ``__main__`` (the whole CLI) again in every child, and what it
   adds beyond a socket pair is not needed here.
 - A child that dies mid-run (a signal, ``os._exit``, the out-of-memory killer) ends the
@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -56,7 +55,7 @@ from pipeline.worker.child import BOOT, Ended, Ready, Run, Setup, portable, rece
 from pipeline.worker.context import JobContext
 from pipeline.worker.executor import Finished
 from pipeline.worker.failures import crashed_error, how_it_ended
-from pipeline.worker.results import ResultStore
+from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +85,10 @@ class _Child:
 class ProcessExecutor:
     """Up to ``size`` child processes that import ``app`` and run its handlers."""
 
-    def __init__(self, app: str, size: int, store: ResultStore,
-                 on_finish: Callable[[Finished], None], *,
+    def __init__(self, app: str, size: int, on_finish: Callable[[Finished], None], *,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
                  kill_grace_s: float = KILL_GRACE_S) -> None:  # fmt: skip
-        self._setup = Setup(app, store, logging.getLogger().getEffectiveLevel())
-        try:
-            pickle.dumps(self._setup)
-        except Exception as exc:  # whatever pickling raises for the user's store
-            raise ConfigurationError(
-                f"--isolation process: the result store {store!r} must pickle to reach "
-                f"the handlers' processes: {exc}"
-            ) from exc
+        self._setup = Setup(app, max_result_bytes, logging.getLogger().getEffectiveLevel())
         self._size = size
         self._on_finish = on_finish
         self._kill_grace_s = kill_grace_s
@@ -114,15 +106,15 @@ class ProcessExecutor:
         self._lifeline, self._lifeline_write = os.pipe()
 
     @classmethod
-    def for_app(cls, app: WorkerApp, size: int, store: ResultStore,
-                on_finish: Callable[[Finished], None]) -> ProcessExecutor:  # fmt: skip
+    def for_app(cls, app: WorkerApp, size: int, on_finish: Callable[[Finished], None], *,
+                max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> ProcessExecutor:  # fmt: skip
         """The executor of an app loaded by its ``--app`` target, which the children import."""
         if app.source is None:
             raise ConfigurationError(
                 "--isolation process: the handlers' processes import the app by the target "
                 "it was loaded from; load it with pipeline.worker.app.load_app('module')"
             )
-        return cls(app.source, size, store, on_finish)
+        return cls(app.source, size, on_finish, max_result_bytes=max_result_bytes)
 
     @property
     def pids(self) -> list[int]:
@@ -223,7 +215,7 @@ class ProcessExecutor:
             del self._running[ended.token]
             child.token = None
             handoff = self._handoff(child)
-        self._on_finish(Finished(ended.token, ended.at_ms, routed=ended.routed,
+        self._on_finish(Finished(ended.token, ended.at_ms, result=ended.result,
                                  error=ended.error))  # fmt: skip
         if handoff is not None:
             _send(child, handoff)

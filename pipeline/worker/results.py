@@ -1,50 +1,56 @@
-"""Where a handler's result goes: inline in SUCCEEDED, or into a result store by URI.
+"""A handler's result: encoded once, kept on jobs.results, inline in SUCCEEDED when small.
 
-A result travels inside the SUCCEEDED event only while it is small (at most
-:data:`INLINE_LIMIT`, 256 KB of JSON text): jobs.events is the execution history, read by
-every view and console consumer, and large values there would slow all of them. Larger
-results, and every ``bytes`` result (Avro's ``result`` field is text), are written to a
-:class:`ResultStore` and the event carries its URI.
+Every run whose handler returns leaves one record on the results topic (``jobs.results``,
+compacted; see pipeline/topics.py), produced in the same transaction as its SUCCEEDED, so
+no host's disk holds a result and any Kafka client reads it:
 
-The store is pluggable (anything with ``put``/``get``); :class:`LocalResultStore` writes
-files under one directory, which suits a single machine or a shared volume. Keys are
-derived from the execution id, so a re-run of the same execution overwrites its own
-result instead of leaving a second copy.
+| part | what |
+|---|---|
+| key | the job id: compaction keeps each job's latest result |
+| value | the result's bytes (JSON text, or the bytes a handler returned) |
+| header ``content-type`` | ``application/json``, ``application/octet-stream``, or a Result's |
+| header ``execution-id`` | the run it came from (``<job>:<fire ms>:<attempt>``) |
+| header ``attempt`` | the attempt, as decimal text |
+
+A value over the worker's ``max_result_bytes`` (default 1 MB) fails the run with
+:class:`ResultTooLargeError`, which names the limit: non-retryable, since the same code
+returns as much again. The SUCCEEDED event (jobs.events, read by every view and console
+consumer) carries the result inline only while it is JSON of at most
+:data:`INLINE_LIMIT`; otherwise it carries :func:`result_uri`, which names the topic and
+the key.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any, Protocol, runtime_checkable
-from urllib.parse import unquote, urlparse
+from typing import Any
 
 import orjson
 
 from pipeline.errors import NonRetryableError
 
-log = logging.getLogger(__name__)
-
 INLINE_LIMIT = 256 * 1024
 """Largest encoded result (bytes of JSON text) carried inline in SUCCEEDED.result."""
 
-DEFAULT_RESULT_DIR = Path(".jobstream/results")
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""A result's largest size on jobs.results, as for a job's parameters."""
+
+JSON = "application/json"
+OCTET_STREAM = "application/octet-stream"
+
+CONTENT_TYPE_HEADER = "content-type"
+EXECUTION_HEADER = "execution-id"
+ATTEMPT_HEADER = "attempt"
 
 
-@runtime_checkable
-class ResultStore(Protocol):
-    """Stores result bytes under a key and hands back a URI any reader can resolve."""
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a handler returns for bytes of its own type: ``Result(page, "text/html")``."""
 
-    def put(self, key: str, data: bytes) -> str:
-        """Store ``data`` under ``key`` (a relative, '/'-separated name); return its URI."""
-        ...
-
-    def get(self, uri: str) -> bytes:
-        """The bytes stored at a URI this store returned."""
-        ...
+    body: bytes
+    content_type: str = OCTET_STREAM
+    """Served as the ``Content-Type`` of ``GET /api/v1/jobs/{id}/result``."""
 
 
 class ResultEncodingError(NonRetryableError):
@@ -54,77 +60,65 @@ class ResultEncodingError(NonRetryableError):
     """
 
 
-class LocalResultStore:
-    """Results as files under ``directory``; URIs are ``file:///absolute/path``."""
-
-    def __init__(self, directory: Path | str = DEFAULT_RESULT_DIR) -> None:
-        self.directory = Path(directory).resolve()
-
-    def put(self, key: str, data: bytes) -> str:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename: a reader never sees half a result, and a re-run replaces it.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path.as_uri()
-
-    def get(self, uri: str) -> bytes:
-        parsed = urlparse(uri)
-        if parsed.scheme != "file":
-            raise ValueError(f"not a file URI: {uri!r}")
-        return Path(unquote(parsed.path)).read_bytes()
-
-    def _path(self, key: str) -> Path:
-        parts = PurePosixPath(key).parts
-        if not parts or key.startswith("/") or any(p in ("..", ".") for p in parts):
-            raise ValueError(f"result key must be a relative path without '..': {key!r}")
-        return self.directory.joinpath(*parts)
-
-    def __repr__(self) -> str:
-        return f"LocalResultStore({str(self.directory)!r})"
+class ResultTooLargeError(NonRetryableError):
+    """A result over the worker's ``max_result_bytes``: jobs.results does not take it."""
 
 
 @dataclass(frozen=True, slots=True)
-class RoutedResult:
-    """What SUCCEEDED carries: exactly one of the two is set (``None`` is inline ``null``)."""
+class EncodedResult:
+    """A handler's return value as it leaves the worker."""
 
-    result: str | None
-    result_uri: str | None
-
-
-def result_key(job_id: str, execution_id: str, suffix: str) -> str:
-    """``<job id>/<execution id>.<suffix>``: one file per execution, ':' kept out of names."""
-    return f"{job_id}/{execution_id.replace(':', '_')}.{suffix}"
-
-
-def inline_result(value: Any, *, limit: int = INLINE_LIMIT) -> RoutedResult | None:
-    """The result as SUCCEEDED carries it inline; None when it goes to the store (bytes,
-    or JSON over ``limit``). Raises ResultEncodingError for a value that is neither."""
-    if value is None:
-        return _NULL
-    if isinstance(value, bytes | bytearray | memoryview):
-        return None
-    encoded = _encode(value)
-    return RoutedResult(encoded.decode(), None) if len(encoded) <= limit else None
+    body: bytes
+    """The value on jobs.results."""
+    content_type: str
+    inline: str | None
+    """The JSON text SUCCEEDED carries (at most ``INLINE_LIMIT``); None: too large, or
+    not JSON, so SUCCEEDED carries :func:`result_uri` instead."""
 
 
-def route_result(
-    value: Any, *, store: ResultStore, job_id: str, execution_id: str, limit: int = INLINE_LIMIT
-) -> RoutedResult:
-    """Encode a handler's return value and decide where it goes (see the module doc)."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        uri = store.put(result_key(job_id, execution_id, "bin"), bytes(value))
-        return RoutedResult(None, uri)
-    encoded = _encode(value)
-    if len(encoded) <= limit:
-        return RoutedResult(encoded.decode(), None)
-    return RoutedResult(None, store.put(result_key(job_id, execution_id, "json"), encoded))
+def encode_result(value: Any, *, max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+                  inline_limit: int = INLINE_LIMIT) -> EncodedResult:  # fmt: skip
+    """Encode a handler's return value: bytes as they are, a :class:`Result` with its
+    content type, anything else as JSON. Raises ResultEncodingError for a value that is
+    none of these, ResultTooLargeError for one over ``max_bytes``."""
+    if isinstance(value, Result):
+        body, content_type = bytes(value.body), value.content_type
+    elif isinstance(value, bytes | bytearray | memoryview):
+        body, content_type = bytes(value), OCTET_STREAM
+    else:
+        body, content_type = _encode(value), JSON
+    if len(body) > max_bytes:
+        raise ResultTooLargeError(
+            f"the result is {len(body):,} bytes, over the limit of {max_bytes:,} bytes "
+            "(JOBSTREAM_MAX_RESULT_BYTES); a larger result belongs in storage of its own, "
+            "the job returning where it is"
+        )
+    inline = body.decode() if content_type == JSON and len(body) <= inline_limit else None
+    return EncodedResult(body, content_type, inline)
+
+
+def result_uri(results_topic: str, job_id: str) -> str:
+    """``kafka://<results topic>/<job id>``: where SUCCEEDED says a large result is (the
+    record's ``execution-id`` header names the run)."""
+    return f"kafka://{results_topic}/{job_id}"
+
+
+def result_headers(encoded: EncodedResult, execution_id: str,
+                   attempt: int) -> list[tuple[str, bytes]]:  # fmt: skip
+    return [(CONTENT_TYPE_HEADER, encoded.content_type.encode()),
+            (EXECUTION_HEADER, execution_id.encode()),
+            (ATTEMPT_HEADER, str(attempt).encode())]  # fmt: skip
+
+
+def header(headers: Mapping[str, str | bytes | None] | list[tuple[str, str | bytes | None]]
+           | None, name: str) -> str | None:  # fmt: skip
+    """A header's text from a record's headers (as confluent-kafka hands them); None when
+    absent."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    for key, value in pairs:
+        if key.lower() == name and value is not None:
+            return value.decode(errors="replace") if isinstance(value, bytes) else value
+    return None
 
 
 def _encode(value: Any) -> bytes:
@@ -134,7 +128,3 @@ def _encode(value: Any) -> bytes:
         raise ResultEncodingError(
             f"handler returned a {type(value).__name__}, which is neither JSON nor bytes: {exc}"
         ) from exc
-
-
-_NULL = RoutedResult("null", None)
-"""A handler that returns nothing: JSON ``null`` inline, the most common result."""

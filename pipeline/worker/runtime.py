@@ -89,7 +89,7 @@ from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.processes import ProcessExecutor
 from pipeline.worker.quarantine import Quarantine, is_suspect
-from pipeline.worker.results import LocalResultStore
+from pipeline.worker.results import result_headers
 from pipeline.worker.started import StartedEncoder
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,6 @@ class WorkerRuntime:
             app.get(job_type)  # raises ConfigurationError naming a type with no handler
         if options.concurrency < 1:
             raise ConfigurationError(f"concurrency must be at least 1, got {options.concurrency}")
-        self.store = options.result_store or LocalResultStore()
         self.topics = Topics(settings)
         self.serialize, deserialize = make_serde(settings.schema_registry_url)
         self.encode_started = StartedEncoder(self.serialize, event_schemas())
@@ -128,10 +127,12 @@ class WorkerRuntime:
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         self.executor: JobExecutor | ProcessExecutor
         if options.isolation == "process":
-            self.executor = ProcessExecutor.for_app(app, options.concurrency, self.store,
-                                                    self._finished.put)  # fmt: skip
+            self.executor = ProcessExecutor.for_app(
+                app, options.concurrency, self._finished.put,
+                max_result_bytes=settings.max_result_bytes)  # fmt: skip
         elif options.isolation == "thread":
-            self.executor = JobExecutor(options.concurrency, self.store, self._finished.put)
+            self.executor = JobExecutor(options.concurrency, self._finished.put,
+                                       max_result_bytes=settings.max_result_bytes)  # fmt: skip
         else:
             raise ConfigurationError(f"isolation: 'thread' or 'process', not {options.isolation!r}")
         self.inflight = InFlight()
@@ -182,6 +183,9 @@ class WorkerRuntime:
         sees them at once instead of after the next metadata refresh. Existing topics are
         left alone: their partition count is no business of a worker."""
         present = self.lanes[0].consumer.list_topics(timeout=30).topics
+        if self.topics.results not in present:  # made by `topics create`, not by workers
+            raise ConfigurationError(f"topic {self.topics.results} not found: results go "
+                                     "there; run `jobstream topics create`")
         missing = [spec for t in self.job_types
                    for spec in self.topics.job_type_specs(t, self.options.pool)
                    if spec.name not in present]  # fmt: skip
@@ -321,7 +325,13 @@ class WorkerRuntime:
             event: Event | None = self._cancelled(job.execution, job.cancel)
         else:
             event = end.outcome(job.execution, timeout_s=job.timeout_s,
-                                worker_id=self.options.worker_id)  # fmt: skip
+                                worker_id=self.options.worker_id,
+                                results_topic=self.topics.results)  # fmt: skip
+            if end.result is not None:  # the result joins the SUCCEEDED's transaction
+                execution = job.execution
+                job.lane.add_result(execution["job_id"].encode(), end.result.body,
+                                    result_headers(end.result, execution["execution_id"],
+                                                   execution.get("attempt", 1)))  # fmt: skip
         if event is not None:  # None: cancelled when given up at the stop
             self._report(job, event)
 
@@ -469,8 +479,8 @@ class WorkerRuntime:
         timeout_s = handler.timeout_for(execution)
         started_ms = now_ms()
         try:
-            ctx = build_context(execution, worker_id=worker, result_store=self.store,
-                                started_ms=started_ms, timeout_s=timeout_s)  # fmt: skip
+            ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
+                                timeout_s=timeout_s)
         except ValidationError as exc:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,

@@ -81,3 +81,19 @@ def test_owner_weights_from_json_and_a_weight_that_is_not_positive_refused(
     monkeypatch.setenv("JOBSTREAM_OWNER_WEIGHTS", '{"acme": 0}')
     with pytest.raises(ConfigurationError, match=r"JOBSTREAM_OWNER_WEIGHTS.*acme"):
         load_settings()
+
+
+def test_results_settings_read_a_duration_and_bound_the_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().max_result_bytes == 1024 * 1024
+    assert load_settings().results_retention == 7 * 86_400_000
+    monkeypatch.setenv("JOBSTREAM_RESULTS_RETENTION", "2h")
+    assert load_settings().results_retention == 2 * 3_600_000
+    monkeypatch.setenv("JOBSTREAM_RESULTS_RETENTION", "soon")
+    with pytest.raises(ConfigurationError, match="JOBSTREAM_RESULTS_RETENTION"):
+        load_settings()
+    monkeypatch.delenv("JOBSTREAM_RESULTS_RETENTION")
+    monkeypatch.setenv("JOBSTREAM_MAX_RESULT_BYTES", str(4 * 1024 * 1024))
+    with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_RESULT_BYTES"):
+        load_settings()

@@ -25,7 +25,8 @@ def work(ctx: JobContext) -> dict[str, Any]:
     attempt is below ``fail_until_attempt``, kills its own process with ``kill_process``
     (as a segfault or the OOM killer would), refuses for good with ``non_retryable``;
     otherwise answers with its attempt, and with ``echo_parents`` also its parents'
-    outcomes and results (workflow tests)."""
+    outcomes and results (workflow tests); with ``result_bytes``, answers that many bytes
+    of :func:`pattern` instead (results tests)."""
     params = ctx.params
     sleep_s = params.get("sleep_s", 0)
     if ctx.attempt == 1:
@@ -41,10 +42,17 @@ def work(ctx: JobContext) -> dict[str, Any]:
         raise NonRetryableError("bad input")
     if ctx.attempt < int(params.get("fail_until_attempt", 0)):
         raise Transient(f"attempt {ctx.attempt} fails")
+    if "result_bytes" in params:
+        return pattern(int(params["result_bytes"]))
     if params.get("echo_parents"):
         parents = {name: [p.outcome, p.result] for name, p in ctx.parent_results.items()}
         return {"attempt": ctx.attempt, "parents": parents}
     return {"attempt": ctx.attempt}
+
+
+def pattern(size: int) -> bytes:
+    """``size`` bytes that no other file holds by chance: 0 to 250 over and over."""
+    return (bytes(range(251)) * (size // 251 + 1))[:size]
 
 
 @app.handler("data.async")

@@ -65,3 +65,26 @@ def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:
         return [r for r in reader.catch_up() if r["job_id"] == job_id]
     finally:
         reader.close()
+
+
+def results_of(settings: Settings, job_id: str, *, count: int = 1,
+               timeout_s: float = 60) -> list[tuple[bytes, dict[str, str]]]:  # fmt: skip
+    """The first ``count`` records of ``job_id`` on jobs.results, as (value, headers),
+    waiting up to ``timeout_s`` for them (read committed, as any reader)."""
+    consumer = clients.consumer(settings, f"reader-{uuid.uuid4().hex[:8]}")
+    topic = Topics(settings).results
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(settings.results_partitions)])
+    found: list[tuple[bytes, dict[str, str]]] = []
+
+    def read() -> bool:
+        for message in consumer.consume(100, timeout=0.2):
+            if message.error() is None and message.key() == job_id.encode():
+                headers = {k: (v or b"").decode() for k, v in message.headers() or ()}
+                found.append((message.value() or b"", headers))
+        return len(found) >= count
+
+    try:
+        wait_for(read, timeout_s=timeout_s, what=f"{count} result(s) of {job_id} on {topic}")
+    finally:
+        consumer.close()
+    return found

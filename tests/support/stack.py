@@ -32,10 +32,9 @@ def module_topics(bootstrap: str, prefix: str) -> Topics:
 @contextmanager
 def running_stack(settings: Settings, home: Path, parts: list[Component],
                   **env: str) -> Iterator[Stack]:  # fmt: skip
-    """``parts`` running as processes on the topics of ``settings``, their state and results
-    under ``home``; ``env`` adds to their environment. Stopped at the end."""
-    running = Stack(home, {**process_env(settings), "JOBSTREAM_RESULT_DIR": str(home / "results"),
-                           **env})  # fmt: skip
+    """``parts`` running as processes on the topics of ``settings``, their state under
+    ``home``; ``env`` adds to their environment. Stopped at the end."""
+    running = Stack(home, {**process_env(settings), **env})
     running.start(parts)
     try:
         yield running

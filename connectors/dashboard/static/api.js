@@ -30,6 +30,14 @@ export async function get(path, params = {}) {
   return answer(await fetch(url, { headers: headers() }));
 }
 
+// A body that is not JSON (a job's result): the response's bytes as a Blob, whose type is
+// the response's content type.
+export async function download(path) {
+  const response = await fetch(path, { headers: headers() });
+  if (!response.ok) await answer(response);  // throws with the API's detail
+  return response.blob();
+}
+
 export async function post(path, body = undefined) {
   const init = { method: "POST", headers: headers({ "content-type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);

@@ -5,9 +5,11 @@
 // cancel the whole workflow. A cancel cannot be undone, so it is sent only once confirmed
 // in the bar it opens. A cancelled job shows who cancelled it and why; below its attempts,
 // a job lists the commands people gave it (the API's `commands`): when, which, who asked
-// and why.
+// and why. A result too large to be inline (or bytes) is on jobs.results: its link fetches
+// it from the API with the tab's token (a plain link would carry none) and saves it
+// through a blob URL; a JSON one can be shown on the page instead.
 
-import { get, post } from "./api.js";
+import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
 import { workflowGraph } from "./workflow-graph.js";
 
@@ -39,6 +41,56 @@ function schedule(job) {
   return s.run_at_ms ? `at ${time(s.run_at_ms)}` : "now";
 }
 
+const EXTENSIONS = { "application/json": "json", "text/html": "html", "text/plain": "txt",
+  "text/csv": "csv", "image/png": "png", "application/pdf": "pdf" };
+
+// A link that fetches the result at `path` and saves it as a file; for JSON, a second
+// link shows it in `shown` (a <pre>) instead.
+function resultLink(path, name) {
+  const message = h("span", { class: "message" });
+  const shown = h("pre", { class: "result", hidden: true });
+  const fetchIt = async () => {
+    message.textContent = "";
+    try {
+      return await download(path);
+    } catch (error) {
+      message.textContent = error.message;
+      return null;
+    }
+  };
+  const save = async (event) => {
+    event.preventDefault();
+    const blob = await fetchIt();
+    if (!blob) return;
+    const url = URL.createObjectURL(blob);
+    const type = blob.type.split(";")[0].trim();
+    const link = h("a", { href: url, download: `${name}.${EXTENSIONS[type] ?? "bin"}` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  };
+  const show = async (event) => {
+    event.preventDefault();
+    const blob = await fetchIt();
+    if (!blob) return;
+    if (!/json|^text\//.test(blob.type)) {
+      message.textContent = `${blob.size} bytes of ${blob.type || "binary"}: download it`;
+      return;
+    }
+    const text = await blob.text();
+    try {
+      shown.textContent = JSON.stringify(JSON.parse(text), null, 2);
+    } catch {
+      shown.textContent = text;
+    }
+    shown.hidden = false;
+  };
+  return h("span", { class: "result-link" },
+    h("a", { href: "#", "data-result": "download", onclick: save }, "download"), " ",
+    h("a", { href: "#", "data-result": "show", onclick: show }, "show"), " ", message, shown);
+}
+
 function fields(job) {
   const rows = [
     ["id", h("span", { class: "mono" }, job.job_id)], ["type", job.job_type], ["owner", job.owner],
@@ -48,7 +100,9 @@ function fields(job) {
     ["next fire", time(job.next_fire_at_ms)], ["attempt", job.attempt], ["runs", job.runs],
     ["labels", Object.entries(job.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ")],
     ["parameters", job.params ? h("pre", {}, JSON.stringify(job.params, null, 2)) : `${job.params_bytes ?? 0} bytes`],
-    ["result", job.result_uri ? h("a", { href: job.result_uri }, job.result_uri) : (job.result ?? "")],
+    ["result", job.result_uri
+      ? resultLink(`/api/v1/jobs/${encodeURIComponent(job.job_id)}/result`, `${job.job_id}-result`)
+      : (job.result ?? "")],
     ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
   ];
   if (job.cancellation) rows.push(["cancelled", h("span", { id: "cancellation" }, cancelledBy(job.cancellation))]);
@@ -64,12 +118,15 @@ function cancelledBy(c) {
   return `by ${who}${c.reason ? `: ${c.reason}` : ""}, at ${time(c.at_ms)}${where}`;
 }
 
-function attempt(run) {
+function attempt(run, jobId) {
   const took = run.started_at_ms && run.ended_at_ms ? duration(run.ended_at_ms - run.started_at_ms) : "";
   const error = run.outcome === "CANCELLED" ? (run.detail ?? "") : run.error ? h("div", {},
     h("span", { class: "error" }, `${run.error.error_type}: ${run.error.message ?? ""}`),
     run.error.traceback ? h("details", {}, h("summary", {}, "traceback"), h("pre", {}, run.error.traceback)) : null) : "";
-  const result = run.result_uri ? h("a", { href: run.result_uri }, "result") : (run.result ?? "");
+  const result = run.result_uri
+    ? resultLink(`/api/v1/jobs/${encodeURIComponent(jobId)}/executions/${encodeURIComponent(run.execution_id)}/result`,
+      `${jobId}-attempt-${run.attempt}`)
+    : (run.result ?? "");
   return h("tr", { "data-attempt": run.attempt },
     h("td", { class: "num" }, run.attempt), h("td", { class: "mono" }, run.worker_id ?? ""),
     h("td", {}, time(run.fired_at_ms)), h("td", {}, time(run.started_at_ms)),
@@ -141,7 +198,7 @@ export function render(root, { id }) {
     }
     const runs = (await get(`/api/v1/jobs/${encodeURIComponent(id)}/executions`)).executions;
     const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
-      ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map(attempt), { id: "attempts" });
+      ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
     const graph = await workflow(job);
     if (turn !== loads) return;
     fill(root,

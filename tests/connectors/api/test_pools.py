@@ -25,7 +25,7 @@ from pipeline.serde import Event, encode_status
 from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.heartbeat import RUNNING, WorkerIdentity
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.runtime import WorkerRuntime
@@ -119,8 +119,7 @@ def test_a_job_fired_to_a_pool_waits_in_the_listing_until_a_worker_of_the_pool_r
         assert waiting["pool"] == "gpu" and waiting["waiting_for_pool"] is True
         assert value(scrape(metrics_port), GAUGE, pool="gpu", job_type="image.render") == 1
         worker = Worker(WorkerRuntime(settings, app, WorkerOptions(
-            worker_id="gpu-1", job_types=("image.render",), pool="gpu",
-            result_store=LocalResultStore(tmp_path / "results"))))  # fmt: skip
+            worker_id="gpu-1", job_types=("image.render",), pool="gpu")))  # fmt: skip
         worker.thread = threading.Thread(target=worker.run, daemon=True)
         worker.thread.start()
         try:

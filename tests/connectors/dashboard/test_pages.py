@@ -17,6 +17,7 @@ from connectors.api.server import ApiServer
 from pipeline.jobs.client import JobClient
 from tests.connectors.api.conftest import ADMIN, TOKENS
 from tests.connectors.dashboard.conftest import log_in, shot
+from tests.support.e2e_app import pattern
 from tests.support.waiting import wait_for
 
 FAST = {"initial_backoff_ms": 200, "jitter": 0}
@@ -110,6 +111,32 @@ def test_a_job_page_shows_every_attempt(page: Page, admin: httpx.Client, tmp_pat
     first.locator("summary").click()
     expect(first.locator("pre")).to_contain_text("Traceback")
     shot(page, tmp_path, "job")
+
+
+def test_a_result_on_jobs_results_downloads_with_the_token(
+    page: Page, admin: httpx.Client, tmp_path: Path
+) -> None:
+    job_id = submit(admin, result_bytes=3000)
+    wait_for(lambda: state_of(admin, job_id) == "SUCCEEDED", timeout_s=90, interval_s=0.5,
+             what="the job to succeed")  # fmt: skip
+    wait_for(lambda: admin.get(f"/api/v1/jobs/{job_id}/result").status_code == 200,
+             timeout_s=30, interval_s=0.3, what="the result served")  # fmt: skip
+    log_in(page, TOKENS["acme"])
+    page.goto(f"/#/jobs/{job_id}")
+    fields = page.locator("#job-fields")
+    with page.expect_download() as saving:
+        fields.locator("[data-result=download]").click()
+    saved = saving.value
+    assert saved.suggested_filename == f"{job_id}-result.bin"
+    assert Path(saved.path()).read_bytes() == pattern(3000)
+    fields.locator("[data-result=show]").click()
+    expect(fields).to_contain_text("3000 bytes of application/octet-stream: download it")
+    run = page.locator("#attempts tbody tr").first
+    with page.expect_download() as saving:
+        run.locator("[data-result=download]").click()
+    assert saving.value.suggested_filename == f"{job_id}-attempt-1.bin"
+    assert Path(saving.value.path()).read_bytes() == pattern(3000)
+    shot(page, tmp_path, "result")
 
 
 def test_search_finds_a_job_by_id_and_by_label(page: Page, admin: httpx.Client) -> None:

@@ -16,7 +16,7 @@ from connectors.views import (
     list_jobs,
     workers,
 )
-from connectors.views.query import params, workflow_jobs
+from connectors.views.query import params, result_location, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.jobs.params import params_digest
 from pipeline.jobs.workflow import expand_workflow, workflow_event
@@ -293,3 +293,30 @@ def test_a_status_alone_gives_the_job_its_creation_time_labels_and_parameters(
                                        "idempotency_key": None, "schedule": ANY}  # fmt: skip
     alone.close()
     both.close()
+
+
+def test_where_results_are_is_kept_per_job_and_per_run_and_leaves_with_the_job(
+    store: ViewStore,
+) -> None:
+    job, other = submitted("acme", at_ms=T0), submitted("acme", at_ms=T0 + 1)
+    first, second = f"{job['job_id']}:{T0}:1", f"{job['job_id']}:{T0 + 60_000}:1"
+    fold(store, job, other, status(job, "SCHEDULED", at_ms=T0 + 2))
+    batch = store.batch()
+    batch.result(job["job_id"], first, (2, 10))
+    batch.result(job["job_id"], second, (2, 17))  # the schedule's next run
+    batch.result(other["job_id"], None, (0, 3))  # written by another client: no run named
+    batch.commit()
+    assert result_location(store, job["job_id"]) == (2, 17), "the latest"
+    assert result_location(store, job["job_id"], first) == (2, 10)
+    assert result_location(store, job["job_id"], second) == (2, 17)
+    assert result_location(store, job["job_id"], f"{job['job_id']}:{T0}:2") is None
+    assert result_location(store, other["job_id"]) == (0, 3)
+    assert result_location(store, "01JNOSUCHJOB0000000000000") is None
+    fold(store, status(job, "SUCCEEDED", at_ms=T0 + 30))
+    batch = store.batch()
+    assert batch.purge(before_ms=T0 + 100) == 1
+    batch.commit()
+    assert result_location(store, job["job_id"]) is None
+    assert result_location(store, job["job_id"], first) is None
+    assert not any(job["job_id"].encode() in k for k, _ in store.scan(b"", b"\xff"))
+    assert result_location(store, other["job_id"]) == (0, 3)

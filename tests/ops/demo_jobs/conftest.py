@@ -1,4 +1,4 @@
-"""Hand-built job contexts on a local result store, and the bundled CSV's expected stats."""
+"""Hand-built job contexts, and the bundled CSV's expected stats."""
 
 from __future__ import annotations
 
@@ -10,19 +10,14 @@ from typing import Any
 import pytest
 
 from ops.demo_jobs.data_process import DATA_DIR
-from pipeline.worker import JobContext, LocalResultStore
+from pipeline.worker import JobContext
 
 MakeContext = Callable[..., JobContext]
 SALES = DATA_DIR / "sales.csv"
 
 
 @pytest.fixture
-def result_store(tmp_path: Path) -> LocalResultStore:
-    return LocalResultStore(tmp_path / "results")
-
-
-@pytest.fixture
-def make_ctx(result_store: LocalResultStore) -> MakeContext:
+def make_ctx() -> MakeContext:
     """A JobContext as the worker would build it, for calling a handler directly."""
 
     def make(job_type: str, params: dict[str, Any], *, attempt: int = 1) -> JobContext:
@@ -37,7 +32,6 @@ def make_ctx(result_store: LocalResultStore) -> MakeContext:
             scheduled_at_ms=1_767_225_600_000,
             deadline_ms=1_767_225_660_000,
             worker_id="worker-test",
-            result_store=result_store,
         )
 
     return make

@@ -11,7 +11,6 @@ from ops.faults.journal import RUNS_DIR_ENV, Journal, Run, read_runs
 from ops.faults.scenarios import SCENARIOS
 from pipeline.errors import ConfigurationError
 from pipeline.worker.context import build_context
-from pipeline.worker.results import LocalResultStore
 
 
 def execution(attempt: int = 1, params: str = "{}") -> dict[str, object]:
@@ -30,14 +29,11 @@ def test_the_handler_records_its_run_and_fails_only_the_attempts_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(fault_app, "journal", Journal(tmp_path))
-    store = LocalResultStore(tmp_path / "results")
     params = '{"fail_until_attempt": 2}'
-    first = build_context(execution(1, params), worker_id="w0", result_store=store,
-                          started_ms=0, timeout_s=None)  # fmt: skip
+    first = build_context(execution(1, params), worker_id="w0", started_ms=0, timeout_s=None)
     with pytest.raises(fault_app.PlannedFailure):
         fault_app.record(first)
-    second = build_context(execution(2, params), worker_id="w0", result_store=store,
-                           started_ms=0, timeout_s=None)  # fmt: skip
+    second = build_context(execution(2, params), worker_id="w0", started_ms=0, timeout_s=None)
     fault_app.record(second)
     runs = read_runs(tmp_path)
     assert [(r.execution_id, r.ok) for r in runs] == [("E1", False), ("E2", True)]

@@ -29,7 +29,8 @@ def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics
 
     resources = {
         name: ConfigResource(ConfigResource.Type.TOPIC, name)
-        for name in (topics.status, topics.timers_changelog, topics.workers, topics.events)
+        for name in (topics.status, topics.timers_changelog, topics.workers, topics.events,
+                     topics.results)
     }
     configs = admin.describe_configs(list(resources.values()))
     policy = {
@@ -40,6 +41,7 @@ def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics
         topics.timers_changelog: "compact",
         topics.workers: "compact",
         topics.events: "delete",
+        topics.results: "compact,delete",
     }
     max_bytes = configs[resources[topics.status]].result()["max.message.bytes"].value
     assert int(max_bytes) > 1024 * 1024

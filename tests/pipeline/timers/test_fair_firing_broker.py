@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.support import EventLog, Worker
@@ -59,7 +59,6 @@ def test_a_small_owner_starts_within_a_second_behind_a_flood(topics: Topics,
             WorkerOptions(
                 worker_id="fair-worker",
                 concurrency=32,
-                result_store=LocalResultStore(tmp_path / "results"),
             ),
         )
     )

@@ -31,8 +31,7 @@ LEAD_MS = 20_000
 def test_500_jobs_due_at_once_run_at_50_per_second(topics: Topics, tmp_path: Path) -> None:
     settings = topics.settings
     env = process_env(settings)
-    env.update({"JOBSTREAM_STATE_DIR": str(tmp_path / "state"),
-                "JOBSTREAM_RESULT_DIR": str(tmp_path / "results")})  # fmt: skip
+    env["JOBSTREAM_STATE_DIR"] = str(tmp_path / "state")
     stack = Stack(tmp_path, env)
     port = free_ports(2)
     events = EventLog(settings, topics.events, settings.events_partitions)

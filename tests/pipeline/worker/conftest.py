@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, Worker
@@ -64,12 +63,11 @@ def workers_topic(topics: Topics) -> Iterator[TopicReader]:
 
 
 @pytest.fixture
-def start_worker(topics: Topics, tmp_path: Path) -> Iterator[StartWorker]:
+def start_worker(topics: Topics) -> Iterator[StartWorker]:
     started: list[Worker] = []
 
     def start(app: WorkerApp, **options: Any) -> Worker:
         options.setdefault("worker_id", f"test-worker-{len(started)}")
-        options.setdefault("result_store", LocalResultStore(tmp_path / "results"))
         options.setdefault("heartbeat_s", 30.0)
         worker = Worker(WorkerRuntime(topics.settings, app, WorkerOptions(**options)))
         worker.thread = threading.Thread(target=worker.run, daemon=True)

@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def start(topics: Topics, tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
     env = process_env(topics.settings)
-    env["JOBSTREAM_RESULT_DIR"] = str(tmp_path / "results")
     log = open(tmp_path / "worker.log", "ab")  # noqa: SIM115 - the process owns it
     return subprocess.Popen(
         [

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.kafka import clients
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.outcomes import event_key
 from pipeline.worker.runtime import WorkerRuntime
@@ -83,10 +82,10 @@ def test_a_revoked_worker_ends_its_runs_before_the_next_owner_starts(
 
 
 def test_a_limited_type_on_topics_of_another_partition_count_stops_the_worker(
-    topics: Topics, tmp_path: Path
+    topics: Topics,
 ) -> None:
     other = topics.settings.model_copy(update={"exec_partitions": 3})
-    options = WorkerOptions(worker_id="c", result_store=LocalResultStore(tmp_path))
+    options = WorkerOptions(worker_id="c")
     runtime = WorkerRuntime(other, sleeper(), options)
     with pytest.raises(ConfigurationError) as error:
         runtime.run(threading.Event())

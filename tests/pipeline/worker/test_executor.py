@@ -6,12 +6,11 @@ import asyncio
 import queue
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.context import build_context
 from pipeline.worker.executor import AsyncRun, Finished, JobExecutor
 from tests.pipeline.worker.executions import execution_requested
@@ -64,9 +63,9 @@ async def async_own_timeout(ctx: JobContext) -> None:
 
 
 @pytest.fixture
-def runner(tmp_path: Path) -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
+def runner() -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    executor = JobExecutor(4, LocalResultStore(tmp_path), ends.put)
+    executor = JobExecutor(4, ends.put)
     yield executor, ends
     executor.close()
 
@@ -74,8 +73,7 @@ def runner(tmp_path: Path) -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Fini
 def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str) -> Finished:
     executor, ends = runner
     record = execution_requested(job_type=job_type, params={"n": 4}).data
-    ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
-                        started_ms=0, timeout_s=30)  # fmt: skip
+    ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=30)  # fmt: skip
     started = executor.submit(7, app.get(job_type), ctx)
     if job_type == "async.slow":  # time it out once it runs, as the runtime would
         assert started is not None and slow_began.wait(30)
@@ -87,11 +85,11 @@ def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str) 
 
 def test_sync_and_async_results(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]]) -> None:
     end = run(runner, "ok")
-    assert end.routed is not None and end.routed.result == '{"n":4}'
+    assert end.result is not None and end.result.inline == '{"n":4}'
     end = run(runner, "async.ok")
-    assert end.routed is not None and end.routed.result == '"fine"'
+    assert end.result is not None and end.result.inline == '"fine"'
     end = run(runner, "big")
-    assert end.routed is not None and end.routed.result_uri is not None
+    assert end.result is not None and end.result.inline is None
 
 
 def test_errors_are_described_where_they_are_caught(
@@ -122,8 +120,7 @@ def test_a_handlers_own_timeout_error_is_a_failure_not_a_timeout(
 def submit(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], token: int,
            job_type: str) -> AsyncRun | None:  # fmt: skip
     record = execution_requested(job_type=job_type, params={"n": token}).data
-    ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/tmp"),
-                        started_ms=0, timeout_s=30)  # fmt: skip
+    ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=30)  # fmt: skip
     return runner[0].submit(token, app.get(job_type), ctx)
 
 
@@ -134,7 +131,7 @@ def test_a_burst_of_async_runs_all_report(
         submit(runner, token, "async.ok")
     ends = [runner[1].get(timeout=30) for _ in range(200)]
     assert sorted(end.token for end in ends) == list(range(1, 201))
-    assert all(end.routed is not None and end.routed.result == '"fine"' for end in ends)
+    assert all(end.result is not None and end.result.inline == '"fine"' for end in ends)
 
 
 def test_an_async_run_cancelled_before_it_began_is_reported_cancelled(
@@ -154,4 +151,4 @@ def test_an_async_run_cancelled_before_it_began_is_reported_cancelled(
     ends = {end.token: end for end in (runner[1].get(timeout=30) for _ in range(3))}
     assert ends[2].cancelled, "its slot is freed although its body never ran"
     assert ends[3].timed_out and not ends[3].cancelled
-    assert ends[1].routed is not None
+    assert ends[1].result is not None

@@ -9,7 +9,7 @@ import pytest
 from pipeline.errors import NonRetryableError, ValidationError
 from pipeline.serde import Event, make_serde
 from pipeline.worker import outcomes
-from pipeline.worker.results import ResultEncodingError, RoutedResult
+from pipeline.worker.results import ResultEncodingError, encode_result
 from tests.pipeline.worker.executions import execution_requested
 
 SERIALIZE, DESERIALIZE = make_serde()
@@ -73,9 +73,15 @@ def test_started_and_heartbeat() -> None:
 
 def test_succeeded_failed_timed_out_and_skipped() -> None:
     execution = execution_requested(attempt=2).data
-    done = round_trip(outcomes.succeeded(execution, RoutedResult('{"a":1}', None),
-                                         worker_id="w", now_ms=7))  # fmt: skip
+    done = round_trip(outcomes.succeeded(execution, encode_result({"a": 1}),
+                                         results_topic="jobs.results", worker_id="w",
+                                         now_ms=7))  # fmt: skip
     assert (done["kind"], done["result"], done["result_uri"]) == ("SUCCEEDED", '{"a":1}', None)
+    large = round_trip(outcomes.succeeded(execution, encode_result(b"raw"),
+                                          results_topic="p.jobs.results", worker_id="w",
+                                          now_ms=7))  # fmt: skip
+    assert (large["result"], large["result_uri"]) == (
+        None, f"kafka://p.jobs.results/{execution['job_id']}")
 
     error = outcomes.describe_error(raised(NonRetryableError("nope")))
     failed = round_trip(outcomes.failed(execution, error, worker_id="w", now_ms=8))

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from pipeline.errors import ConfigurationError
-from pipeline.worker import LocalResultStore, WorkerApp
+from pipeline.worker import WorkerApp
 from pipeline.worker.app import load_app
 from pipeline.worker.child import LIFELINE_GRACE_S
 from pipeline.worker.context import build_context
@@ -40,8 +40,7 @@ class Pool:
     def submit(self, job_type: str = "iso.work", **params: Any) -> int:
         token = next(self._tokens)
         record = execution_requested(job_type=job_type, params=params).data
-        ctx = build_context(record, worker_id="w", result_store=LocalResultStore("/unused"),
-                            started_ms=0, timeout_s=30)  # fmt: skip
+        ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=30)  # fmt: skip
         self.executor.submit(token, app.get(job_type), ctx)
         return token
 
@@ -55,8 +54,8 @@ class Pool:
 
 
 def answer(end: Finished) -> dict[str, Any]:
-    assert end.routed is not None and end.routed.result is not None, end
-    result: dict[str, Any] = orjson.loads(end.routed.result)
+    assert end.result is not None and end.result.inline is not None, end
+    result: dict[str, Any] = orjson.loads(end.result.inline)
     return result
 
 
@@ -70,9 +69,9 @@ def gone(pid: int) -> bool:
 
 
 @pytest.fixture
-def pool(tmp_path: Path) -> Iterator[Pool]:
+def pool() -> Iterator[Pool]:
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    executor = ProcessExecutor(APP, 2, LocalResultStore(tmp_path), ends.put, kill_grace_s=0.5)
+    executor = ProcessExecutor(APP, 2, ends.put, max_result_bytes=1000, kill_grace_s=0.5)
     yield Pool(executor, ends)
     pids = executor.pids
     executor.close()
@@ -83,9 +82,13 @@ def test_results_sync_async_and_large_come_back_from_a_child(pool: Pool) -> None
     done = answer(pool.run(n=1))
     assert done["n"] == 1 and done["pid"] != os.getpid()
     assert answer(pool.run("iso.async", n=2)) == {"pid": done["pid"], "n": 2}
-    large = pool.run(bytes=10)
-    assert large.routed is not None and large.routed.result_uri is not None
-    assert LocalResultStore().get(large.routed.result_uri) == b"\x01" * 10, "the child wrote it"
+    raw = pool.run(bytes=10)
+    assert raw.result is not None and raw.result.body == b"\x01" * 10, "its bytes crossed the pipe"
+    assert raw.result.inline is None
+    over = pool.run(bytes=1001)  # the pool's limit is 1,000 bytes
+    assert over.error is not None and over.error.retryable is False
+    assert over.error.error_type == "pipeline.worker.results.ResultTooLargeError"
+    assert "limit of 1,000 bytes" in over.error.message
 
 
 def test_an_exception_is_a_failure_described_in_the_child(pool: Pool) -> None:
@@ -114,11 +117,9 @@ def test_a_child_that_dies_mid_run_is_a_retryable_crash_and_is_replaced(
     assert answer(pool.run(n=2))["pid"] == pool.executor.pids[0]
 
 
-def test_a_run_past_its_timeout_is_killed_and_its_slot_comes_back_with_a_new_child(
-    tmp_path: Path,
-) -> None:
+def test_a_run_past_its_timeout_is_killed_and_its_slot_comes_back_with_a_new_child() -> None:
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    executor = ProcessExecutor(APP, 1, LocalResultStore(tmp_path), ends.put, kill_grace_s=0.5)
+    executor = ProcessExecutor(APP, 1, ends.put, kill_grace_s=0.5)
     pool = Pool(executor, ends)
     try:
         for params in ({"sleep_s": 600}, {"sleep_s": 600, "stubborn": True}):
@@ -128,7 +129,7 @@ def test_a_run_past_its_timeout_is_killed_and_its_slot_comes_back_with_a_new_chi
             started = time.monotonic()
             executor.kill(token)
             end = pool.end(token)
-            assert end.timed_out and end.error is None and end.routed is None
+            assert end.timed_out and end.error is None and end.result is None
             # By the time the run is reported, its child is dead and another has its place.
             assert gone(pid) and executor.pids != [pid] and len(executor.pids) == 1
             if params.get("stubborn"):  # SIGTERM swallowed: SIGKILL after the grace
@@ -156,25 +157,24 @@ def test_many_no_op_jobs_reuse_the_same_children(pool: Pool) -> None:
     assert len(pids) <= 2 and set(pool.executor.pids) >= pids
 
 
-def test_an_app_not_loaded_by_its_target_cannot_run_in_processes(tmp_path: Path) -> None:
+def test_an_app_not_loaded_by_its_target_cannot_run_in_processes() -> None:
     with pytest.raises(ConfigurationError, match="load_app"):
-        ProcessExecutor.for_app(WorkerApp(), 1, LocalResultStore(tmp_path), print)
+        ProcessExecutor.for_app(WorkerApp(), 1, print)
 
 
 PARENT = """
 import queue, sys
-from pipeline.worker import LocalResultStore
 from pipeline.worker.app import load_app
 from pipeline.worker.context import build_context
 from pipeline.worker.processes import ProcessExecutor
 from tests.pipeline.worker.executions import execution_requested
 
-app, store = load_app(sys.argv[1]), LocalResultStore(sys.argv[2])
-executor = ProcessExecutor(sys.argv[1], 2, store, queue.SimpleQueue().put)
+app = load_app(sys.argv[1])
+executor = ProcessExecutor(sys.argv[1], 2, queue.SimpleQueue().put)
 for token in (1, 2):
     params = {"sleep_s": 600, "mark": f"{sys.argv[2]}/began-{token}"}
     record = execution_requested(job_type="iso.work", params=params).data
-    ctx = build_context(record, worker_id="w", result_store=store, started_ms=0, timeout_s=600)
+    ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=600)
     executor.submit(token, app.get("iso.work"), ctx)
 print(*executor.pids, flush=True)
 queue.SimpleQueue().get()

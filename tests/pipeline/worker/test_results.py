@@ -1,101 +1,83 @@
-"""Where results go: inline up to 256 KB of JSON, the result store beyond and for bytes."""
+"""How a result leaves the worker: its bytes and content type for jobs.results, inline in
+SUCCEEDED up to 256 KB of JSON, refused over the limit."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import orjson
 import pytest
 
-from pipeline.worker import LocalResultStore, ResultStore
+from pipeline.worker import Result
 from pipeline.worker.results import (
+    DEFAULT_MAX_RESULT_BYTES,
     INLINE_LIMIT,
+    JSON,
+    OCTET_STREAM,
     ResultEncodingError,
-    inline_result,
-    route_result,
+    ResultTooLargeError,
+    encode_result,
+    header,
+    result_headers,
+    result_uri,
 )
 
 JOB, EXECUTION = "01JOB", "01JOB:1700000000000:1"
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> LocalResultStore:
-    return LocalResultStore(tmp_path / "results")
+def test_small_json_results_are_inline_and_kept_as_json() -> None:
+    for value in (None, {"rows": 3}, [1, 2], "done", 42):
+        encoded = encode_result(value)
+        assert encoded.content_type == JSON
+        assert orjson.loads(encoded.body) == value
+        assert encoded.inline is not None and orjson.loads(encoded.inline) == value
 
 
-def test_small_json_results_are_inline(store: LocalResultStore) -> None:
-    for value in ({"rows": 3}, [1, 2], "done", 7, 1.5, True, None):
-        routed = route_result(value, store=store, job_id=JOB, execution_id=EXECUTION)
-        assert routed.result_uri is None
-        assert routed.result is not None and orjson.loads(routed.result) == value
-    assert not store.directory.exists(), "nothing written for inline results"
+def test_json_over_256_kb_goes_to_the_topic_only() -> None:
+    at_limit = "x" * (INLINE_LIMIT - 2)  # two quotes make it exactly the limit
+    encoded = encode_result(at_limit)
+    assert encoded.inline is not None and len(encoded.inline) == INLINE_LIMIT
+    over = encode_result(at_limit + "y")
+    assert over.inline is None and over.content_type == JSON
+    assert orjson.loads(over.body) == at_limit + "y"
 
 
-def test_a_result_at_the_limit_is_inline_and_one_byte_more_goes_to_the_store(
-    store: LocalResultStore,
-) -> None:
-    at_limit = "x" * (INLINE_LIMIT - 2)  # the two quotes make it exactly the limit
-    routed = route_result(at_limit, store=store, job_id=JOB, execution_id=EXECUTION)
-    assert routed.result is not None and len(routed.result) == INLINE_LIMIT
-    over = at_limit + "x"
-    routed = route_result(over, store=store, job_id=JOB, execution_id=EXECUTION)
-    assert routed.result is None and routed.result_uri is not None
-    assert routed.result_uri.startswith("file:///")
-    assert orjson.loads(store.get(routed.result_uri)) == over
+def test_bytes_are_kept_as_they_are_and_never_inline() -> None:
+    encoded = encode_result(b"\x00png")
+    assert (encoded.body, encoded.content_type, encoded.inline) == (b"\x00png", OCTET_STREAM, None)
+    assert encode_result(bytearray(b"ab")).body == b"ab"
+    assert encode_result(memoryview(b"cd")).body == b"cd"
 
 
-def test_bytes_always_go_to_the_store_as_they_are(store: LocalResultStore) -> None:
-    routed = route_result(b"\x00png", store=store, job_id=JOB, execution_id=EXECUTION)
-    assert routed.result is None and routed.result_uri is not None
-    assert store.get(routed.result_uri) == b"\x00png"
-    assert Path(routed.result_uri.removeprefix("file://")).is_file()
+def test_a_result_of_its_own_type_keeps_it() -> None:
+    encoded = encode_result(Result(b"<p>hi</p>", "text/html; charset=utf-8"))
+    assert (encoded.body, encoded.content_type, encoded.inline) == (
+        b"<p>hi</p>", "text/html; charset=utf-8", None)
 
 
-def test_a_rerun_of_the_same_execution_overwrites_its_result(store: LocalResultStore) -> None:
-    first = route_result(b"one", store=store, job_id=JOB, execution_id=EXECUTION)
-    second = route_result(b"two", store=store, job_id=JOB, execution_id=EXECUTION)
-    assert first.result_uri == second.result_uri
-    assert store.get(second.result_uri or "") == b"two"
+def test_one_megabyte_fits_and_one_byte_more_is_refused_naming_the_limit() -> None:
+    assert DEFAULT_MAX_RESULT_BYTES == 1024 * 1024
+    assert len(encode_result(b"\x01" * DEFAULT_MAX_RESULT_BYTES).body) == DEFAULT_MAX_RESULT_BYTES
+    with pytest.raises(ResultTooLargeError) as refused:
+        encode_result(b"\x01" * (DEFAULT_MAX_RESULT_BYTES + 1))
+    assert refused.value.retryable is False
+    assert "1,048,577 bytes" in str(refused.value)
+    assert "limit of 1,048,576 bytes" in str(refused.value)
+    assert "JOBSTREAM_MAX_RESULT_BYTES" in str(refused.value)
+    with pytest.raises(ResultTooLargeError, match="limit of 10 bytes"):
+        encode_result({"a": "long enough"}, max_bytes=10)
 
 
-def test_values_neither_json_nor_bytes_are_a_non_retryable_error(store: LocalResultStore) -> None:
-    with pytest.raises(ResultEncodingError) as caught:
-        route_result(object(), store=store, job_id=JOB, execution_id=EXECUTION)
-    assert caught.value.retryable is False
+def test_values_neither_json_nor_bytes_are_a_non_retryable_error() -> None:
+    with pytest.raises(ResultEncodingError) as refused:
+        encode_result(object())
+    assert refused.value.retryable is False
 
 
-def test_the_local_store_refuses_keys_leaving_its_directory(store: LocalResultStore) -> None:
-    for key in ("../escape", "/abs", "a/../../b", ""):
-        with pytest.raises(ValueError):
-            store.put(key, b"x")
-    with pytest.raises(ValueError):
-        store.get("s3://bucket/key")
-
-
-def test_any_object_with_put_and_get_is_a_result_store(tmp_path: Path) -> None:
-    class Memory:
-        def __init__(self) -> None:
-            self.data: dict[str, bytes] = {}
-
-        def put(self, key: str, data: bytes) -> str:
-            self.data[f"mem://{key}"] = data
-            return f"mem://{key}"
-
-        def get(self, uri: str) -> bytes:
-            return self.data[uri]
-
-    memory = Memory()
-    assert isinstance(memory, ResultStore)
-    routed = route_result(b"abc", store=memory, job_id=JOB, execution_id=EXECUTION)
-    assert routed.result_uri == "mem://01JOB/01JOB_1700000000000_1.bin"
-
-
-def test_inline_result_says_which_results_need_the_store() -> None:
-    for value in ({"rows": 3}, "done", None):
-        routed = inline_result(value)
-        assert routed is not None and routed.result_uri is None
-        assert routed.result is not None and orjson.loads(routed.result) == value
-    assert inline_result(b"raw") is None, "bytes always go to the store"
-    assert inline_result("x" * INLINE_LIMIT) is None, "too large to go inline"
-    with pytest.raises(ResultEncodingError):
-        inline_result(object())
+def test_the_record_names_its_run_and_the_uri_its_place() -> None:
+    headers = result_headers(encode_result({"a": 1}), EXECUTION, 3)
+    assert header(headers, "content-type") == JSON
+    assert header(headers, "execution-id") == EXECUTION
+    assert header(headers, "attempt") == "3"
+    assert header(headers, "absent") is None
+    assert header({"Content-Type": b"text/plain"}, "content-type") == "text/plain"
+    assert header(None, "content-type") is None
+    assert result_uri("p.jobs.results", JOB) == "kafka://p.jobs.results/01JOB"

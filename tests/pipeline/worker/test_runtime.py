@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from pathlib import Path
 
 import orjson
 
 from pipeline.errors import NonRetryableError
 from pipeline.serde import Event
 from pipeline.topics import Topics
-from pipeline.worker import JobContext, LocalResultStore, WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, StartWorker, committed_offsets
+from tests.support.reader import results_of
 from tests.support.waiting import wait_for
 
 
@@ -51,8 +51,8 @@ def test_sync_and_async_handlers_report_started_then_succeeded(
              timeout_s=30, what="both offsets committed")  # fmt: skip
 
 
-def test_large_and_bytes_results_go_to_the_result_store(
-    topics: Topics, start_worker: StartWorker, events: EventLog, tmp_path: Path
+def test_large_and_bytes_results_go_to_the_results_topic(
+    topics: Topics, start_worker: StartWorker, events: EventLog
 ) -> None:
     app = WorkerApp()
 
@@ -62,14 +62,37 @@ def test_large_and_bytes_results_go_to_the_result_store(
 
     large, raw = submit(topics, execution_requested(params={"kind": "large"}),
                         execution_requested(params={"kind": "bytes"}))  # fmt: skip
-    store = LocalResultStore(tmp_path / "store")
-    start_worker(app, result_store=store)
+    start_worker(app)
 
-    for execution_id, expected in ((large, orjson.dumps("x" * 300_000)), (raw, b"\x89PNG raw")):
+    for execution_id, expected, content_type in (
+        (large, orjson.dumps("x" * 300_000), "application/json"),
+        (raw, b"\x89PNG raw", "application/octet-stream"),
+    ):
+        job_id = execution_id.split(":")[0]
         done = events.wait(execution_id, "SUCCEEDED")[0]
         assert done["result"] is None
-        assert done["result_uri"].startswith(f"file://{store.directory}/")
-        assert Path(done["result_uri"].removeprefix("file://")).read_bytes() == expected
+        assert done["result_uri"] == f"kafka://{topics.results}/{job_id}"
+        ((value, headers),) = results_of(topics.settings, job_id)
+        assert value == expected
+        assert headers == {"content-type": content_type, "execution-id": execution_id,
+                           "attempt": "1"}  # fmt: skip
+
+
+def test_a_result_over_the_limit_fails_the_run_naming_the_limit(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def too_much(ctx: JobContext) -> bytes:
+        return b"\x00" * (topics.settings.max_result_bytes + 1)
+
+    (execution_id,) = submit(topics, execution_requested())
+    start_worker(app)
+    failed = events.wait(execution_id, "FAILED")[0]["error"]
+    assert failed["error_type"] == "pipeline.worker.results.ResultTooLargeError"
+    assert failed["retryable"] is False
+    assert "over the limit of 1,048,576 bytes" in failed["message"]
 
 
 def test_failures_carry_the_error_its_retryability_and_the_execution(

@@ -1,0 +1,28 @@
+"""The topics' specs: what `jobstream topics create` asks of the broker."""
+
+from __future__ import annotations
+
+from pipeline.config import MAX_MESSAGE_BYTES, Settings
+from pipeline.topics import Topics
+
+
+def test_the_results_topic_is_compacted_expires_and_takes_a_megabyte() -> None:
+    settings = Settings(topic_prefix="p.", results_partitions=4, results_retention="3d")
+    topics = Topics(settings)
+    spec = topics.spec_of("p.jobs.results")
+    assert spec is not None and spec in topics.specs()
+    assert spec.partitions == 4
+    assert spec.cleanup_policy == "compact,delete"
+    config = spec.config()
+    assert config["cleanup.policy"] == "compact,delete"
+    assert config["retention.ms"] == str(3 * 86_400_000)
+    assert config["min.compaction.lag.ms"] == str(86_400_000)
+    assert int(config["max.message.bytes"]) == MAX_MESSAGE_BYTES
+    assert settings.max_result_bytes + 64 * 1024 <= MAX_MESSAGE_BYTES, "headers fit beside it"
+
+
+def test_other_compacted_topics_keep_their_records_for_ever() -> None:
+    topics = Topics(Settings())
+    status = topics.spec_of(topics.status)
+    assert status is not None and status.cleanup_policy == "compact"
+    assert "retention.ms" not in status.config()
