@@ -97,20 +97,21 @@ _CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 (CronSpec then checks the value, naming the field)."""
 
 
-def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None]) -> (
-        dict[str, Any] | None):  # fmt: skip
+def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None], *,
+                prefix: str = _CRON_FIELD) -> dict[str, Any] | None:  # fmt: skip
     """The CronSchedule fields of ``--cron``, ``--tz`` and the policy options (``policies``:
-    CronSchedule field -> text as typed); ValidationError naming the field at fault."""
+    CronSchedule field -> text as typed); ValidationError naming ``prefix`` + the field at
+    fault."""
     given = {name: text for name, text in policies.items() if text is not None}
     if cron is None:
         if tz is not None:
-            raise ValidationError(_CRON_FIELD + "timezone", "--tz needs --cron")
+            raise ValidationError(prefix + "timezone", "--tz needs --cron")
         for name in given:
-            raise ValidationError(_CRON_FIELD + name, f"{_CRON_OPTIONS[name][0]} needs --cron")
+            raise ValidationError(prefix + name, f"{_CRON_OPTIONS[name][0]} needs --cron")
         return None
     fields: dict[str, Any] = {"expression": cron, "timezone": tz or "UTC"}
     for name, text in given.items():
-        fields[name] = _CRON_OPTIONS[name][1](text, _CRON_FIELD + name)
+        fields[name] = _CRON_OPTIONS[name][1](text, prefix + name)
     return fields
 
 
@@ -293,14 +294,27 @@ def reschedule(
     workflow: str | None = WorkflowOption,
     reason: str | None = ReasonOption,
     by: str | None = ByOption,
+    skipped_hour: str | None = SkippedHourOption,
+    repeated_hour: str | None = RepeatedHourOption,
+    misfire: str | None = MisfireOption,
+    catchup_window: str | None = CatchupOption,
+    overlap: str | None = OverlapOption,
+    jitter: str | None = JitterOption,
+    max_runs: str | None = MaxRunsOption,
+    start_at: str | None = StartAtOption,
+    end_at: str | None = EndAtOption,
 ) -> None:
     """Give a recurring job a new schedule (--cron) or a pending one-off job a new run
-    time (--at), new params, or params with either."""
+    time (--at), new params, or params with either. The new schedule is whole: policies
+    left out (--misfire, --jitter, ...) take their defaults, as on submit."""
 
     def build() -> Event:
-        if tz is not None and cron is None:
-            raise ValidationError("cron.timezone", "--tz needs --cron")
-        schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
+        policies = {
+            "skipped_hour": skipped_hour, "repeated_hour": repeated_hour, "misfire": misfire,
+            "catchup_window_ms": catchup_window, "overlap": overlap, "jitter_ms": jitter,
+            "max_runs": max_runs, "start_at_ms": start_at, "end_at_ms": end_at,
+        }  # fmt: skip
+        schedule = cron_fields(cron, tz, policies, prefix="cron.")
         text = None if params is None else _params_text(params, "params")
         return commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
                                               now_ms=now_ms(), requested_by=requester(by),

@@ -16,6 +16,7 @@ from pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
 from pipeline.jobs import cli as cli_module
 from pipeline.jobs.cli import EXIT_INVALID, register, requester
 from pipeline.scheduling import CronSpec
+from pipeline.serde import Event
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
 
@@ -89,6 +90,9 @@ SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
           ]],
         ([*SUBMIT, "--cron", "0 9 * * *", "--start-at", "2027-01-02T00:00Z",
           "--end-at", "2027-01-01T00:00Z"], "spec.cron.end_at_ms"),
+        (["reschedule", JOB_ID, "--misfire", "run-all"], "cron.misfire"),
+        (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--misfire", "retry"], "cron.misfire"),
+        (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--jitter", "9"], "cron.jitter_ms"),
         (["submit", "--type", "Report", "--owner", "acme"], "spec.job_type"),
         (["submit", "--type", "report.generate", "--owner", " "], "spec.owner"),
         (["cancel", "not-an-id"], "job_id"),
@@ -231,6 +235,9 @@ class RecordingClient:
         self.sent.append(request.to_event(now_ms()).data)
         return "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 
+    def send_command(self, event: Event) -> None:
+        self.sent.append(event.data)
+
 
 def test_each_schedule_policy_reaches_the_cron_schedule_record(
     monkeypatch: pytest.MonkeyPatch, unreachable_env: dict[str, str]
@@ -256,3 +263,18 @@ def test_each_schedule_policy_reaches_the_cron_schedule_record(
     assert plain.exit_code == 0, plain.output
     (record,) = RecordingClient.sent
     assert record["spec"]["cron"] == CronSpec(expression="0 9 * * *").to_avro()
+
+
+def test_a_reschedule_takes_the_policies_too(
+    monkeypatch: pytest.MonkeyPatch, unreachable_env: dict[str, str]
+) -> None:
+    monkeypatch.setattr(cli_module, "JobClient", RecordingClient)
+    RecordingClient.sent = []
+    args = ["reschedule", JOB_ID, "--cron", "0 3 * * *", "--tz", "Europe/Paris",
+            "--skipped-hour", "skip", "--misfire", "skip", "--overlap", "skip"]  # fmt: skip
+    result = CliRunner().invoke(make_app(), args, env=unreachable_env)
+    assert result.exit_code == 0, result.output
+    (record,) = RecordingClient.sent
+    assert record["cron"] == CronSpec(expression="0 3 * * *", timezone="Europe/Paris",
+                                      skipped_hour="SKIP", misfire="SKIP",
+                                      overlap="SKIP").to_avro()  # fmt: skip
