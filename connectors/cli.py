@@ -1,6 +1,7 @@
-"""The connectors' commands: ``jobstream api``, the queries on it, and ``replay``.
+"""The connectors' commands: ``jobstream api``, the queries on it, ``backfill`` and ``replay``.
 
-``jobs list``, ``history``, ``result`` and ``workers`` call the HTTP API (``JOBSTREAM_API_URL``,
+``jobs list``, ``history``, ``result``, ``workers`` and ``backfill`` call the HTTP API
+(``JOBSTREAM_API_URL``,
 ``JOBSTREAM_API_TOKEN``), so they see what the token's owner may see and nothing more;
 their tables stay readable at 80 columns.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,12 @@ from connectors.views import ViewStore, ViewUpdater
 from pipeline import metrics
 from pipeline.cli_options import MetricsPortOption
 from pipeline.config import load_settings
+from pipeline.errors import ValidationError
+from pipeline.jobs.backfill import OF_LABEL
+from pipeline.jobs.cli import refusals
+from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.replay.cli import progress_bar, replay_status, replay_timers
+from pipeline.scheduling.backfill import check_rate, parse_instant_ms
 from pipeline.signals import stop_on_signals
 
 log = logging.getLogger(__name__)
@@ -70,18 +78,22 @@ def token_hash(token: str = typer.Argument(..., help="A bearer token.")) -> None
 
 
 def _get(settings: ApiSettings, path: str, params: dict[str, Any] | None = None) -> Any:
-    return _fetch(settings, path, params).json()
+    return _call(settings, "GET", path, params=params).json()
 
 
-def _fetch(settings: ApiSettings, path: str,
-           params: dict[str, Any] | None = None) -> httpx.Response:  # fmt: skip
-    """The API's reply to a GET of ``path``; exit EXIT_API (the message printed) on an error."""
+def _post(settings: ApiSettings, path: str, body: dict[str, Any]) -> Any:
+    return _call(settings, "POST", path, body=body).json()
+
+
+def _call(settings: ApiSettings, method: str, path: str, *, params: dict[str, Any] | None = None,
+          body: dict[str, Any] | None = None) -> httpx.Response:  # fmt: skip
+    """The API's reply; an error answer or none at all is printed and exits EXIT_API."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a log line per request
     token = settings.api_token.get_secret_value() if settings.api_token else ""
     try:
-        reply = httpx.get(settings.api_url.rstrip("/") + path, timeout=30,
-                          params={k: v for k, v in (params or {}).items() if v is not None},
-                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        reply = httpx.request(method, settings.api_url.rstrip("/") + path, timeout=30,
+                              params={k: v for k, v in (params or {}).items() if v is not None},
+                              json=body, headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     except httpx.HTTPError as exc:
         typer.echo(f"error: API at {settings.api_url} unreachable: {exc}", err=True)
         raise typer.Exit(EXIT_API) from None
@@ -183,7 +195,7 @@ def result(
     through the API."""
     path = (f"/api/v1/jobs/{job_id}/result" if attempt is None
             else f"/api/v1/jobs/{job_id}/executions/{attempt}/result")  # fmt: skip
-    reply = _fetch(load_api_settings(), path)
+    reply = _call(load_api_settings(), "GET", path)
     content_type = reply.headers.get("content-type", "application/octet-stream")
     if output is not None:
         output.write_bytes(reply.content)
@@ -208,6 +220,103 @@ def workers() -> None:
                       f"{w['running']}/{w['capacity']}", f"{w['age_ms'] / 1000:.0f}s",
                       "STALE" if w["stale"] else "")  # fmt: skip
     _console().print(table)
+
+
+# -- backfill ---------------------------------------------------------------------------
+
+BACKFILL_EPILOG = """Examples:
+
+  jobstream backfill 01JD3W6Q8Z5X7M2K4N9P0R1S2T --from 2026-03-01T00:00Z --to 2026-03-02T00:00Z
+
+  jobstream backfill $ID --from 2026-03-29T00:00+01:00 --to 2026-03-30T00:00+02:00 --dry-run
+
+  jobstream backfill $ID --from 2026-01-01T00:00Z --to 2026-02-01T00:00Z --rate 300/m --no-wait
+"""
+FOLLOW_EVERY_S = 2.0
+"""How often ``backfill`` asks the API how far its occurrences have got."""
+_RATE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+_ENDED = frozenset(state.value for state in TERMINAL_STATES)
+
+
+def parse_rate(text: str) -> float:
+    """``5/s``, ``300/m``, ``2/h`` or ``5`` (a second): occurrences a second;
+    ValidationError naming ``rate`` otherwise."""
+    number, _, unit = text.strip().partition("/")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValidationError("rate", f"expected N/s, N/m or N/h (e.g. 5/s), got {text!r}"
+                              ) from None  # fmt: skip
+    if (unit or "s") not in _RATE_UNITS:
+        raise ValidationError("rate", f"unit must be /s, /m or /h, got {text!r}")
+    return check_rate(value / _RATE_UNITS[unit or "s"])
+
+
+def backfill(
+    job_id: str = typer.Argument(..., help="The recurring job's id."),
+    start: str = typer.Option(..., "--from", help="ISO 8601 instant with a zone: the first "
+                              "occurrence at or after it runs."),
+    end: str = typer.Option(..., "--to", help="ISO 8601 instant with a zone, not in the "
+                            "future: the occurrences before it run."),
+    rate: str = typer.Option("10/s", "--rate", help="Occurrences started: N/s, N/m or N/h "
+                             "(0.01/s to 1000/s)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the occurrences and their "
+                                 "job ids; run nothing."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Follow the occurrences until "
+                              "each has ended (Ctrl-C stops following, not the backfill)."),
+) -> None:  # fmt: skip
+    """Run a recurring job's occurrences of a past range [--from, --to), once each: a
+    one-off job per occurrence, with the job's type, owner, params, retry policy, pool and
+    labels. Asking again runs none twice. Prints the occurrences' job ids, oldest first."""
+    with refusals():
+        parse_instant_ms(start, "from")
+        parse_instant_ms(end, "to")
+        body = {"from": start, "to": end, "rate": parse_rate(rate), "dry_run": dry_run}
+    settings = load_api_settings()
+    out = _post(settings, f"/api/v1/jobs/{job_id}/backfill", body)
+    items = out["occurrences"]
+    if dry_run:
+        table = _table("occurrence (UTC)", "job id", "exists")
+        for item in items:
+            table.add_row(item["occurrence"], item["job_id"], "" if item["created"] else "yes")
+        _console().print(table)
+        typer.echo(f"{len(items)} occurrences, {out['existing']} run or sent already; "
+                   "dry run: nothing sent", err=True)  # fmt: skip
+        return
+    for item in items:
+        typer.echo(item["job_id"])
+    typer.echo(f"{len(items)} occurrences: {out['submitted']} sent at {out['rate']:g}/s, "
+               f"{out['existing']} run or sent already", err=True)  # fmt: skip
+    if wait and items:
+        try:
+            ended = _follow(settings, job_id, {item["job_id"] for item in items})
+        except KeyboardInterrupt:
+            typer.echo("stopped following: the backfill goes on", err=True)
+            raise typer.Exit(130) from None
+        typer.echo("ended: " + ", ".join(f"{n} {state}" for state, n in
+                                         sorted(Counter(ended.values()).items())), err=True)
+
+
+def _follow(settings: ApiSettings, job_id: str, ids: set[str]) -> dict[str, str]:
+    """Poll the jobs labelled as ``job_id``'s backfill until each of ``ids`` has ended,
+    with a progress bar; their end states."""
+    ended: dict[str, str] = {}
+    with progress_bar("occurrences ended") as step:
+        while True:
+            cursor = None
+            while True:
+                page = _get(settings, "/api/v1/jobs", {"label": f"{OF_LABEL}={job_id}",
+                                                       "limit": 500, "cursor": cursor})
+                for job in page["items"]:
+                    if job["job_id"] in ids and job["state"] in _ENDED:
+                        ended[job["job_id"]] = job["state"]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            step(len(ended), len(ids))
+            if len(ended) >= len(ids):
+                return ended
+            time.sleep(FOLLOW_EVERY_S)
 
 
 # -- replay ---------------------------------------------------------------------------
@@ -241,6 +350,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(jobs_app, name="jobs")
     app.command("history")(history)
     app.command("result")(result)
+    app.command("backfill", epilog=BACKFILL_EPILOG)(backfill)
     app.command("workers")(workers)
     replay_app.command("status")(replay_status)
     replay_app.command("timers")(replay_timers)

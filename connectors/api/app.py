@@ -16,7 +16,17 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import commands, docs, errors, jobs, live, operations, quotas, workflows
+from connectors.api import (
+    backfill,
+    commands,
+    docs,
+    errors,
+    jobs,
+    live,
+    operations,
+    quotas,
+    workflows,
+)
 from connectors.api.headers import SecurityHeaders
 from connectors.api.models import Problem
 from connectors.api.services import Services
@@ -45,6 +55,7 @@ def create_app(svc: Services | None) -> FastAPI:
     errors.install(app)
     app.include_router(jobs.router)
     app.include_router(commands.router)
+    app.include_router(backfill.router, responses={429: {"model": Problem}})
     # A workflow's steps pass their owner's quotas (connectors/api/gate.py).
     app.include_router(workflows.router, responses={429: {"model": Problem}})
     app.include_router(operations.router)

@@ -386,3 +386,40 @@ class Me(BaseModel):
     admin: bool
     quotas: QuotasOut | None = Field(None, description="The owner's quotas and use; null for "
                                                        "an admin.")
+
+
+class BackfillIn(BaseModel):
+    """A past range of a recurring job's occurrences to run, once each, and how fast."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", description="ISO 8601 instant with a zone: the first "
+                       "occurrence at or after it runs.")  # fmt: skip
+    to: str = Field(description="ISO 8601 instant with a zone, not in the future: occurrences "
+                    "before it run (the range is [from, to)).")  # fmt: skip
+    rate: float | None = Field(
+        None, description="Occurrences started a second, 0.01 to 1000 (default 10)."
+    )
+    dry_run: bool = Field(False, description="List the occurrences and their job ids; send "
+                          "nothing.")  # fmt: skip
+
+
+class BackfillOccurrence(BaseModel):
+    occurrence_ms: int = Field(description="The occurrence's nominal instant (epoch ms).")
+    occurrence: str = Field(description="The same, ISO 8601 in UTC.")
+    job_id: str = Field(description="The one-off job that runs it (fixed by job and instant).")
+    created: bool = Field(description="False when the job existed already (an earlier "
+                          "backfill ran or sent it), or on a dry run.")  # fmt: skip
+    run_at_ms: int | None = Field(description="When it is due, paced at the rate; null when "
+                                  "it existed already.")  # fmt: skip
+
+
+class BackfillOut(BaseModel):
+    job_id: str = Field(description="The recurring job backfilled.")
+    from_ms: int
+    to_ms: int
+    rate: float
+    dry_run: bool
+    submitted: int = Field(description="Occurrences sent now (0 on a dry run).")
+    existing: int = Field(description="Occurrences whose job existed already: not sent again.")
+    occurrences: list[BackfillOccurrence] = Field(description="Oldest first.")

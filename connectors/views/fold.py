@@ -3,7 +3,8 @@
 A job's document merges three sources that reach the view in no fixed order:
 
 * its **submission** (JobSubmitted on jobs.intake): owner, type, labels, parameters'
-  size and digest, the schedule, ``created_at_ms`` and, in a workflow, its parents
+  size and digest, the schedule, the retry policy and timeout (a backfill copies them),
+  ``created_at_ms`` and, in a workflow, its parents
   (``depends_on``) and step name (``step``); the first submission wins (a
   resubmission with the same idempotency key is the same job);
 * its **status** (jobs.status): the state and the fields of docs/status.md; a status
@@ -65,6 +66,7 @@ def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[
         "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
         "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
         "submitted": False, "depends_on": [], "step": None, "pool": None, "cancellation": None,
+        "retry": None, "timeout_ms": None,
     }  # fmt: skip
 
 
@@ -96,6 +98,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> di
         "params_bytes": len(params), "params_sha256": params_digest(params),
         "submitted": True, "depends_on": list(spec.get("depends_on") or []),
         "step": (spec.get("labels") or {}).get(STEP_LABEL), "pool": spec.get("pool"),
+        "retry": spec.get("retry"), "timeout_ms": spec.get("timeout_ms"),
     }  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs import commands
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
+from pipeline.scheduling.backfill import parse_instant_ms
 from pipeline.serde import Event
 
 EXIT_INVALID = 2
@@ -36,6 +37,10 @@ SUBMIT_EPILOG = """Examples:
   jobstream submit --type report.generate --owner acme --at 2026-12-01T09:00Z --params @params.json
 
   jobstream submit --type data.process --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
+
+  jobstream submit --type data.process --owner acme --cron "30 2 * * *" --tz Europe/Paris \\
+      --skipped-hour skip --repeated-hour both --misfire run-all --catchup-window 6h \\
+      --overlap skip --jitter 30s --max-runs 100 --start-at 2026-12-01T00:00Z
 
   ID=$(jobstream submit --type image.render --owner acme --params '{"w": 640}' --priority high)
 """
@@ -62,6 +67,54 @@ def _params_text(value: str, field: str) -> str:
         raise ValidationError(field, f"cannot read {source}: {exc.strerror or exc}") from None
 
 
+_CRON_FIELD = "spec.cron."
+
+
+def _symbol(value: str) -> str:
+    """An enum symbol as typed: ``run-all``, ``run_all`` and ``RUN_ALL`` are RUN_ALL."""
+    return value.strip().upper().replace("-", "_")
+
+
+def _whole(value: str, field: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise ValidationError(field, f"must be a whole number, got {value!r}") from None
+
+
+_CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "skipped_hour": ("--skipped-hour", lambda v, _: _symbol(v)),
+    "repeated_hour": ("--repeated-hour", lambda v, _: _symbol(v)),
+    "misfire": ("--misfire", lambda v, _: _symbol(v)),
+    "catchup_window_ms": ("--catchup-window", lambda v, f: parse_duration(v, option=f)),
+    "overlap": ("--overlap", lambda v, _: _symbol(v)),
+    "jitter_ms": ("--jitter", lambda v, f: parse_duration(v, option=f)),
+    "max_runs": ("--max-runs", _whole),
+    "start_at_ms": ("--start-at", parse_instant_ms),
+    "end_at_ms": ("--end-at", parse_instant_ms),
+}
+"""CronSchedule fields the command line sets: the option, and how its text is read
+(CronSpec then checks the value, naming the field)."""
+
+
+def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None], *,
+                prefix: str = _CRON_FIELD) -> dict[str, Any] | None:  # fmt: skip
+    """The CronSchedule fields of ``--cron``, ``--tz`` and the policy options (``policies``:
+    CronSchedule field -> text as typed); ValidationError naming ``prefix`` + the field at
+    fault."""
+    given = {name: text for name, text in policies.items() if text is not None}
+    if cron is None:
+        if tz is not None:
+            raise ValidationError(prefix + "timezone", "--tz needs --cron")
+        for name in given:
+            raise ValidationError(prefix + name, f"{_CRON_OPTIONS[name][0]} needs --cron")
+        return None
+    fields: dict[str, Any] = {"expression": cron, "timezone": tz or "UTC"}
+    for name, text in given.items():
+        fields[name] = _CRON_OPTIONS[name][1](text, prefix + name)
+    return fields
+
+
 def _labels(pairs: list[str]) -> dict[str, str]:
     labels = {}
     for pair in pairs:
@@ -73,6 +126,29 @@ def _labels(pairs: list[str]) -> dict[str, str]:
 
 
 DependsOnOption = typer.Option([], "--depends-on", help="Job id; repeatable.")
+SkippedHourOption = typer.Option(
+    None, "--skipped-hour", help="DST, spring forward: a wall time that does not exist runs "
+    "at the jump (run-after, the default) or not at all (skip).")  # fmt: skip
+RepeatedHourOption = typer.Option(
+    None, "--repeated-hour", help="DST, fall back: a wall time that occurs twice runs on its "
+    "first occurrence (first, the default) or on both (both).")  # fmt: skip
+MisfireOption = typer.Option(
+    None, "--misfire", help="Runs missed while jobstream was down: skip, run-once (the "
+    "default: one run for all) or run-all (each, within --catchup-window).")  # fmt: skip
+CatchupOption = typer.Option(
+    None, "--catchup-window", help="--misfire run-all: how far back missed runs are run, a "
+    "duration (default 1h).")  # fmt: skip
+OverlapOption = typer.Option(
+    None, "--overlap", help="allow (the default) or skip: whether a run starts while the "
+    "previous run of the schedule still runs.")  # fmt: skip
+JitterOption = typer.Option(
+    None, "--jitter", help="Spread each run over [0, jitter) after its time, a duration "
+    "(default 0s).")  # fmt: skip
+MaxRunsOption = typer.Option(None, "--max-runs", help="Stop after this many runs.")
+StartAtOption = typer.Option(
+    None, "--start-at", help="No run before this ISO 8601 instant with a zone.")  # fmt: skip
+EndAtOption = typer.Option(
+    None, "--end-at", help="No run after this ISO 8601 instant with a zone.")  # fmt: skip
 LabelOption = typer.Option([], "--label", help="name=value; repeatable.")
 
 
@@ -103,18 +179,32 @@ def submit(
         "--pool",
         help="Run only in this worker pool, e.g. gpu (workers started with --pool gpu).",
     ),
+    skipped_hour: str | None = SkippedHourOption,
+    repeated_hour: str | None = RepeatedHourOption,
+    misfire: str | None = MisfireOption,
+    catchup_window: str | None = CatchupOption,
+    overlap: str | None = OverlapOption,
+    jitter: str | None = JitterOption,
+    max_runs: str | None = MaxRunsOption,
+    start_at: str | None = StartAtOption,
+    end_at: str | None = EndAtOption,
 ) -> None:
-    """Submit a job and print its id."""
+    """Submit a job and print its id. A recurring job (--cron) takes the schedule's
+    policies too: DST (--skipped-hour, --repeated-hour), misfires (--misfire,
+    --catchup-window), --overlap, --jitter, --max-runs, --start-at and --end-at."""
     with refusals():
-        if tz is not None and cron is None:
-            raise ValidationError("spec.cron.timezone", "--tz needs --cron")
+        policies = {
+            "skipped_hour": skipped_hour, "repeated_hour": repeated_hour, "misfire": misfire,
+            "catchup_window_ms": catchup_window, "overlap": overlap, "jitter_ms": jitter,
+            "max_runs": max_runs, "start_at_ms": start_at, "end_at_ms": end_at,
+        }  # fmt: skip
         # Text as typed: JobRequest parses and checks each field, naming it when it cannot.
         fields: dict[str, Any] = {
             "job_type": job_type,
             "owner": owner,
             "params": _params_text(params, "spec.params"),
             "run_at": at,
-            "cron": None if cron is None else {"expression": cron, "timezone": tz or "UTC"},
+            "cron": cron_fields(cron, tz, policies),
             "priority": priority,
             "depends_on": depends_on,
             "retry": None if max_attempts is None else {"max_attempts": max_attempts},
@@ -204,14 +294,27 @@ def reschedule(
     workflow: str | None = WorkflowOption,
     reason: str | None = ReasonOption,
     by: str | None = ByOption,
+    skipped_hour: str | None = SkippedHourOption,
+    repeated_hour: str | None = RepeatedHourOption,
+    misfire: str | None = MisfireOption,
+    catchup_window: str | None = CatchupOption,
+    overlap: str | None = OverlapOption,
+    jitter: str | None = JitterOption,
+    max_runs: str | None = MaxRunsOption,
+    start_at: str | None = StartAtOption,
+    end_at: str | None = EndAtOption,
 ) -> None:
     """Give a recurring job a new schedule (--cron) or a pending one-off job a new run
-    time (--at), new params, or params with either."""
+    time (--at), new params, or params with either. The new schedule is whole: policies
+    left out (--misfire, --jitter, ...) take their defaults, as on submit."""
 
     def build() -> Event:
-        if tz is not None and cron is None:
-            raise ValidationError("cron.timezone", "--tz needs --cron")
-        schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
+        policies = {
+            "skipped_hour": skipped_hour, "repeated_hour": repeated_hour, "misfire": misfire,
+            "catchup_window_ms": catchup_window, "overlap": overlap, "jitter_ms": jitter,
+            "max_runs": max_runs, "start_at_ms": start_at, "end_at_ms": end_at,
+        }  # fmt: skip
+        schedule = cron_fields(cron, tz, policies, prefix="cron.")
         text = None if params is None else _params_text(params, "params")
         return commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
                                               now_ms=now_ms(), requested_by=requester(by),

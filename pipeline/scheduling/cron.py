@@ -60,6 +60,9 @@ _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
 _DAY_MS = 86_400_000
 _JITTER_PERSON = b"jobstream.jitter"
+_INT_MAX = 2**31 - 1
+_LONG_MAX = 2**63 - 1
+"""The bounds of the record's Avro int (max_runs) and longs, which fastavro does not check."""
 
 
 class SkippedHourPolicy(StrEnum):
@@ -140,11 +143,15 @@ class CronSpec:
             value = getattr(self, name)
             if not _is_int(value) or value < 0:
                 raise ValidationError(FIELD_PREFIX + name, "must be an integer >= 0")
+            if value > _LONG_MAX:
+                raise ValidationError(FIELD_PREFIX + name, f"must be at most {_LONG_MAX}")
         start, end = self.start_at_ms, self.end_at_ms
         if start is not None and end is not None and end < start:
             raise ValidationError(FIELD_PREFIX + "end_at_ms", "is before start_at_ms")
         if self.max_runs is not None and self.max_runs < 1:
             raise ValidationError(FIELD_PREFIX + "max_runs", "must be at least 1")
+        if self.max_runs is not None and self.max_runs > _INT_MAX:
+            raise ValidationError(FIELD_PREFIX + "max_runs", f"must be at most {_INT_MAX}")
 
     @classmethod
     def from_avro(cls, record: Mapping[str, Any]) -> CronSpec:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from connectors.views.fold import COMMANDS_KEPT, apply_command, command_of
+from connectors.views.fold import COMMANDS_KEPT, apply_command, apply_submitted, command_of
 from tests.connectors.views.records import event, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
@@ -91,3 +91,12 @@ def test_the_latest_commands_are_kept_whatever_the_order() -> None:
     newer = apply_command(forward, command("PAUSED", T0 + 10_000))
     assert newer is not None and len(newer) == COMMANDS_KEPT
     assert (newer[0]["at_ms"], newer[-1]["kind"]) == (T0 + 31, "PAUSED")
+
+
+def test_a_submission_keeps_its_retry_policy_and_timeout_for_a_backfill() -> None:
+    record = submitted("acme", at_ms=T0, retry={"max_attempts": 5}, timeout_ms=60_000)
+    doc = apply_submitted(None, record)
+    assert doc["retry"] == record["spec"]["retry"] and doc["retry"]["max_attempts"] == 5
+    assert doc["timeout_ms"] == 60_000
+    bare = apply_submitted(None, submitted("acme", at_ms=T0))
+    assert (bare["retry"], bare["timeout_ms"]) == (None, None)

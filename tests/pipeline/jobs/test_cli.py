@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from ops.kafka.ports import free_base_port
-from pipeline.jobs import idempotent_job_id, is_job_id
+from pipeline.clock import now_ms
+from pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
+from pipeline.jobs import cli as cli_module
 from pipeline.jobs.cli import EXIT_INVALID, register, requester
+from pipeline.scheduling import CronSpec
+from pipeline.serde import Event
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
 
@@ -56,6 +61,38 @@ SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
         ([*SUBMIT, "--depends-on", "job-1"], "spec.depends_on.0"),
         ([*SUBMIT, "--label", "no-equals-sign"], "spec.labels"),
         ([*SUBMIT, "--workflow", ""], "workflow_id"),
+        *[([*SUBMIT, option, value], "spec.cron." + name)  # each policy needs --cron
+          for option, value, name in [
+              ("--skipped-hour", "skip", "skipped_hour"),
+              ("--repeated-hour", "both", "repeated_hour"),
+              ("--misfire", "run-all", "misfire"),
+              ("--catchup-window", "1h", "catchup_window_ms"),
+              ("--overlap", "skip", "overlap"),
+              ("--jitter", "30s", "jitter_ms"),
+              ("--max-runs", "3", "max_runs"),
+              ("--start-at", "2026-12-01T00:00Z", "start_at_ms"),
+              ("--end-at", "2026-12-01T00:00Z", "end_at_ms"),
+          ]],
+        *[([*SUBMIT, "--cron", "0 9 * * *", option, value], "spec.cron." + name)
+          for option, value, name in [
+              ("--skipped-hour", "later", "skipped_hour"),
+              ("--repeated-hour", "second", "repeated_hour"),
+              ("--misfire", "retry", "misfire"),
+              ("--catchup-window", "60", "catchup_window_ms"),
+              ("--overlap", "queue", "overlap"),
+              ("--jitter", "-5s", "jitter_ms"),
+              ("--jitter", "a while", "jitter_ms"),
+              ("--max-runs", "0", "max_runs"),
+              ("--max-runs", "ten", "max_runs"),
+              ("--max-runs", "3000000000", "max_runs"),
+              ("--start-at", "2026-12-01T00:00", "start_at_ms"),
+              ("--end-at", "tomorrow", "end_at_ms"),
+          ]],
+        ([*SUBMIT, "--cron", "0 9 * * *", "--start-at", "2027-01-02T00:00Z",
+          "--end-at", "2027-01-01T00:00Z"], "spec.cron.end_at_ms"),
+        (["reschedule", JOB_ID, "--misfire", "run-all"], "cron.misfire"),
+        (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--misfire", "retry"], "cron.misfire"),
+        (["reschedule", JOB_ID, "--cron", "0 9 * * *", "--jitter", "9"], "cron.jitter_ms"),
         (["submit", "--type", "Report", "--owner", "acme"], "spec.job_type"),
         (["submit", "--type", "report.generate", "--owner", " "], "spec.owner"),
         (["cancel", "not-an-id"], "job_id"),
@@ -178,3 +215,66 @@ def test_reschedule_at_moves_a_one_off_job(topics: Topics, unique_name: str) -> 
         job_id.encode(), "ScheduleChanged", "UPDATE")  # fmt: skip
     assert update.event.data["run_at_ms"] == int(later.timestamp()) * 1000
     assert first.event.data["spec"]["run_at_ms"] == int(at.timestamp()) * 1000
+
+
+class RecordingClient:
+    """Stands in for JobClient: the submit command's request, not the broker, is tested."""
+
+    sent: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, settings: object) -> None:
+        pass
+
+    def __enter__(self) -> RecordingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def submit(self, request: JobRequest) -> str:
+        self.sent.append(request.to_event(now_ms()).data)
+        return "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
+
+    def send_command(self, event: Event) -> None:
+        self.sent.append(event.data)
+
+
+def test_each_schedule_policy_reaches_the_cron_schedule_record(
+    monkeypatch: pytest.MonkeyPatch, unreachable_env: dict[str, str]
+) -> None:
+    monkeypatch.setattr(cli_module, "JobClient", RecordingClient)
+    RecordingClient.sent = []
+    args = [*SUBMIT, "--cron", "30 2 * * *", "--tz", "Europe/Paris",
+            "--skipped-hour", "skip", "--repeated-hour", "BOTH", "--misfire", "run-all",
+            "--catchup-window", "6h", "--overlap", "skip", "--jitter", "30s",
+            "--max-runs", "100", "--start-at", "2026-12-01T00:00Z",
+            "--end-at", "2027-12-01T01:00+01:00"]  # fmt: skip
+    result = CliRunner().invoke(make_app(), args, env=unreachable_env)
+    assert result.exit_code == 0, result.output
+    (record,) = RecordingClient.sent
+    assert record["spec"]["cron"] == {
+        "expression": "30 2 * * *", "timezone": "Europe/Paris",
+        "skipped_hour": "SKIP", "repeated_hour": "BOTH", "misfire": "RUN_ALL",
+        "catchup_window_ms": 6 * 3_600_000, "overlap": "SKIP", "jitter_ms": 30_000,
+        "max_runs": 100, "start_at_ms": 1_796_083_200_000, "end_at_ms": 1_827_619_200_000,
+    }  # fmt: skip
+    RecordingClient.sent = []
+    plain = CliRunner().invoke(make_app(), [*SUBMIT, "--cron", "0 9 * * *"], env=unreachable_env)
+    assert plain.exit_code == 0, plain.output
+    (record,) = RecordingClient.sent
+    assert record["spec"]["cron"] == CronSpec(expression="0 9 * * *").to_avro()
+
+
+def test_a_reschedule_takes_the_policies_too(
+    monkeypatch: pytest.MonkeyPatch, unreachable_env: dict[str, str]
+) -> None:
+    monkeypatch.setattr(cli_module, "JobClient", RecordingClient)
+    RecordingClient.sent = []
+    args = ["reschedule", JOB_ID, "--cron", "0 3 * * *", "--tz", "Europe/Paris",
+            "--skipped-hour", "skip", "--misfire", "skip", "--overlap", "skip"]  # fmt: skip
+    result = CliRunner().invoke(make_app(), args, env=unreachable_env)
+    assert result.exit_code == 0, result.output
+    (record,) = RecordingClient.sent
+    assert record["cron"] == CronSpec(expression="0 3 * * *", timezone="Europe/Paris",
+                                      skipped_hour="SKIP", misfire="SKIP",
+                                      overlap="SKIP").to_avro()  # fmt: skip
