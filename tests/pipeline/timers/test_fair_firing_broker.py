@@ -4,8 +4,9 @@ Owner A submits 5,000 jobs and then owner B 100, all due at the same instant; a 
 process fires them to one worker. B's jobs are submitted last and their ids sort last, so
 in key order (or intake order) they would start behind all of A's. Fair firing puts them
 at the front of the firing and the worker serves its partitions in turn, so B's jobs all
-start before a tenth of A's have, within a second of the first start. The full size
-(50,000) runs as ``jobstream bench --scenario fairness`` (docs/benchmarks.md).
+start before a tenth of A's have. How soon, in milliseconds, is a benchmark's question,
+not this test's (its times follow the machine's load): the full size (50,000) runs as
+``jobstream bench --scenario fairness`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def pct(values: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def test_a_small_owner_starts_within_a_second_behind_a_flood(topics: Topics,
+def test_a_small_owner_starts_before_a_tenth_of_a_flood(topics: Topics,
                                                             tmp_path: Path) -> None:  # fmt: skip
     settings = topics.settings
     due = now_ms() + LEAD_MS
@@ -92,7 +93,6 @@ def test_a_small_owner_starts_within_a_second_behind_a_flood(topics: Topics,
     print(f"start lateness p99: owner B {b_p99} ms, owner A {a_p99} ms; first start {first} ms")
     assert first >= 0, "a job started early"
     # B's jobs are among the first the worker starts: all of them before a tenth of A's.
-    assert max(lateness["owner-b"]) <= pct(lateness["owner-a"], 0.10)
-    # Counted from the first start, which waits for the firing transaction to commit (its
-    # time depends on the machine's load), B's p99 is within a second.
-    assert b_p99 - first <= 1000, f"owner B's p99 {b_p99} ms, first start {first} ms"
+    assert max(lateness["owner-b"]) <= pct(lateness["owner-a"], 0.10), (
+        f"owner B's last start {max(lateness['owner-b'])} ms, owner A's p10 "
+        f"{pct(lateness['owner-a'], 0.10)} ms")
