@@ -64,7 +64,7 @@ def _named_tuple(name: str, fields: list[str]) -> Any:
 
 
 def _enum_type(schema: dict[str, Any]) -> type[enum.StrEnum]:
-    return enum.StrEnum(_short(schema["name"]), {s: s for s in schema["symbols"]})  # type: ignore[misc]
+    return enum.StrEnum(_short(schema["name"]), {s: s for s in schema["symbols"]})  # type: ignore[return-value]
 
 
 def _enum(schema: dict[str, Any]) -> Convert:
