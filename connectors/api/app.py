@@ -25,6 +25,8 @@ from connectors.api import (
     live,
     operations,
     quotas,
+    schedules,
+    timeline,
     workflows,
 )
 from connectors.api.headers import SecurityHeaders
@@ -61,6 +63,8 @@ def create_app(svc: Services | None) -> FastAPI:
     app.include_router(operations.router)
     app.include_router(live.router)
     app.include_router(quotas.router)
+    app.include_router(timeline.router)
+    app.include_router(schedules.router)
     mount_dashboard(app)
     docs.mount(app)
 

@@ -33,6 +33,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs.model import JobRequest
 from pipeline.jobs.params import PARAMS_URI
 from pipeline.lifecycle import JobState
+from pipeline.scheduling.backfill import parse_instant_ms
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -131,6 +132,20 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
     return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
 
 
+_INSTANT = ("Jobs created {} this instant: ISO 8601 with a zone (2026-03-01T09:00:00Z) or "
+            "epoch ms.")
+
+
+def instant_ms(value: str | None, field: str) -> int | None:
+    """Epoch ms of a query's instant, given as epoch ms or ISO 8601 with a zone; None for
+    None; ValidationError naming ``field`` otherwise."""
+    if value is None:
+        return None
+    if value.strip().isdigit():
+        return int(value)
+    return parse_instant_ms(value, field)
+
+
 @router.get("", response_model=JobPage, responses=ERRORS)
 def list_(who: Auth, svc: Svc,
           owner: str | None = None,
@@ -138,8 +153,14 @@ def list_(who: Auth, svc: Svc,
           type: str | None = Query(None, description="Job type."),
           label: str | None = Query(None, description="name=value"),
           limit: int = Query(50, ge=1, le=500),
-          cursor: str | None = None) -> JobPage:  # fmt: skip
+          cursor: str | None = None,
+          since: str | None = Query(None, description=_INSTANT.format("at or after")),
+          until: str | None = Query(None, description=_INSTANT.format("before"))
+          ) -> JobPage:  # fmt: skip
     """Jobs newest first, filtered; an owner token sees its own jobs only."""
+    since_ms, until_ms = instant_ms(since, "since"), instant_ms(until, "until")
+    if since_ms is not None and until_ms is not None and until_ms <= since_ms:
+        raise ValidationError("until", "must be after since")
     if state is not None and state not in STATES:
         raise ValidationError("state", f"must be one of {', '.join(sorted(STATES))}")
     if label is not None and "=" not in label:
@@ -151,7 +172,8 @@ def list_(who: Auth, svc: Svc,
     filters = {name: value for name, value in
                (("owner", owner), ("state", state), ("job_type", type), ("label", label))
                if value is not None}  # fmt: skip
-    page = list_jobs(svc.store, filters, limit=limit, cursor=cursor)
+    page = list_jobs(svc.store, filters, limit=limit, cursor=cursor, since_ms=since_ms,
+                     until_ms=until_ms)  # fmt: skip
     return JobPage(items=[JobOut(**doc) for doc in svc.shown(page.items)],
                    next_cursor=page.next_cursor)  # fmt: skip
 

@@ -126,6 +126,10 @@ class JobOut(BaseModel):
     params_bytes: int | None = None
     params_sha256: str | None = None
     pool: str | None = Field(None, description="The worker pool it requires, if any.")
+    retry: dict[str, Any] | None = Field(
+        None, description="Its RetryPolicy as submitted; null: the job type's default."
+    )
+    timeout_ms: int | None = Field(None, description="Its per-attempt timeout as submitted.")
     waiting_for_pool: bool = Field(
         False, description="QUEUED for a pool that no live worker serves (jobs.workers)."
     )

@@ -30,6 +30,7 @@ from connectors.api.models import (
 )
 from connectors.api.services import Auth, Services, Svc
 from connectors.views.query import workflow_jobs
+from connectors.views.schedules import workflow_schedules
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.jobs import commands
@@ -102,6 +103,18 @@ def _visible_jobs(svc: Services, who: Principal, workflow_id: str,
     return docs
 
 
+def _recurring(svc: Services, who: Principal, workflow_id: str,
+               owner: str | None) -> str | None:  # fmt: skip
+    """The owner of the recurring workflow ``workflow_id`` the token may cancel (the views
+    keep its schedule, connectors/views/schedules.py), or None when there is none."""
+    found = workflow_schedules(svc.store, workflow_id, owner if who.admin else who.owner)
+    owners = sorted({held["owner"] for held in found})
+    if len(owners) > 1:
+        raise ValidationError("owner", f"workflow {workflow_id} exists for {len(owners)} "
+                                       "owners: name one with ?owner=")  # fmt: skip
+    return owners[0] if owners else None
+
+
 @router.get("/{workflow_id}", response_model=WorkflowOut, responses=READ_ERRORS)
 def get_workflow(workflow_id: str, who: Auth, svc: Svc,
                  owner: OwnerQuery = None) -> WorkflowOut:  # fmt: skip
@@ -123,8 +136,15 @@ async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc, body: CommandIn
                           owner: OwnerQuery = None) -> WorkflowCancelOut:  # fmt: skip
     """Cancel every job of the workflow that has not ended: pending ones are dropped, queued
     and running ones stopped where a worker holds them; later submissions to it are
-    refused. 202 once the command is on jobs.intake; 404 as for GET; 409 when every job of
-    it has ended."""
+    refused. A recurring workflow's cancel ends its schedule (no run starts after it; the
+    runs started go on, each cancelled by its own id). 202 once the command is on
+    jobs.intake; 404 as for GET; 409 when every job of it has ended."""
+    scheduled = _recurring(svc, who, workflow_id, owner)
+    if scheduled is not None:  # a recurring workflow: its schedule ends, its runs go on
+        await svc.send([commands.cancel_workflow_event(
+            scheduled, workflow_id, body.reason if body else None, now_ms=now_ms(),
+            requested_by=requester(who))])  # fmt: skip
+        return WorkflowCancelOut(workflow_id=workflow_id, jobs=[])
     docs = _visible_jobs(svc, who, workflow_id, owner)
     open_jobs = sorted(doc["job_id"] for doc in docs if doc["state"] not in TERMINAL_STATES)
     if not open_jobs:

@@ -221,6 +221,19 @@ def apply_command(
     return None if merged == held else merged
 
 
+def workflow_schedule(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What the views keep of a recurring workflow's WorkflowSubmitted (its template, whose
+    steps are no jobs): its schedule, owner, steps' names and types, and when it was
+    submitted; ``cancelled_at_ms`` is set by its cancel (connectors/views/schedules.py)."""
+    return {
+        "workflow_id": record["workflow_id"], "owner": record["owner"],
+        "cron": dict(record["schedule"]), "created_at_ms": int(record["submitted_at_ms"]),
+        "steps": [{"name": step["name"], "job_type": (step.get("spec") or {}).get("job_type")}
+                  for step in record.get("steps") or []],
+        "cancelled_at_ms": None,
+    }  # fmt: skip
+
+
 def dumps(value: Mapping[str, Any] | list[Any]) -> bytes:
     return orjson.dumps(value)
 

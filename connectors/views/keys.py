@@ -17,6 +17,9 @@ millisecond also come newest first.
 | ``z`` | job id | where its latest result is: jobs.results partition ``>I``, offset ``>q`` |
 | ``Z`` | job id, fire ms ``>Q``, attempt ``>I`` | where that execution's result is (as ``z``) |
 | ``m`` | job id | the commands people gave the job, latest last (a JSON list) |
+| ``e`` | job id | its event timeline, oldest first (a JSON list: views/timeline.py) |
+| ``R`` | owner, ``>Q`` of ``NEWEST - created_ms``, kind, id | nothing: a schedule (below) |
+| ``W`` | owner, workflow id | a recurring workflow's schedule (JSON: views/schedules.py) |
 | ``w`` | worker id | the worker's latest heartbeat (JSON) |
 | ``r`` | ended ms ``>Q``, job id | nothing: ended jobs by end, for retention |
 | ``c`` | owner, job type, state | how many jobs are there ``>q`` (the dashboard's counts) |
@@ -25,6 +28,10 @@ millisecond also come newest first.
 | ``a o O T t y s l L`` | see :data:`INDEXES` | nothing |
 | ``\\x01`` | topic, partition ``>I`` | the next offset to read ``>q`` |
 | ``\\x02`` | nothing | the layout's version (:data:`LAYOUT_VERSION`) |
+
+A schedule's ``R`` entry is a recurring job's (kind ``j``, its job id) while it has not
+ended, or a recurring workflow's (kind ``w``, its workflow id, of any length: last) until
+its cancel.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ SORT_PART_LENGTH = 8 + JOB_ID_LENGTH
 
 DOC, PARAMS, EXECUTION, WORKER, RETENTION = b"j\x00", b"p\x00", b"x\x00", b"w\x00", b"r\x00"
 COMMANDS = b"m\x00"
+TIMELINE = b"e\x00"
+SCHEDULES, WORKFLOW_SCHEDULE = b"R\x00", b"W\x00"
 PARAMS_AT = b"i\x00"
 RESULT_AT, RUN_RESULT_AT = b"z\x00", b"Z\x00"
 COUNT = b"c\x00"
@@ -54,10 +63,11 @@ POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"7"
+LAYOUT_VERSION = b"8"
 """Raised when the keys change meaning (2: the counters; 3: the workflow index and a
 job's parents; 4: the counters by pool; 5: a job's commands; 6: where results are; 7: a
-job's retry policy and timeout); older files are rebuilt."""
+job's retry policy and timeout; 8: a job's event timeline and the schedules, recurring
+jobs' and workflows'); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:
@@ -100,6 +110,11 @@ def choose_index(filters: Mapping[str, str]) -> Index:
 _INVERT = bytes(255 - b for b in range(256))
 
 
+def created_part(created_ms: int) -> bytes:
+    """The first bytes of the sort part of every job created at ``created_ms``."""
+    return _Q.pack(NEWEST - min(max(created_ms, -1), NEWEST))
+
+
 def sort_part(created_ms: int, job_id: str) -> bytes:
     """Newest first; jobs of one millisecond by descending id (a ULID's order)."""
     return _Q.pack(NEWEST - max(created_ms, 0)) + job_id.encode().translate(_INVERT)
@@ -129,7 +144,38 @@ def index_keys(doc: Mapping[str, Any]) -> set[bytes]:
         keys.add(retention_key(doc["ended_at_ms"], doc["job_id"]))
     if doc.get("workflow_id"):
         keys.add(workflow_prefix(doc["workflow_id"]) + doc["job_id"].encode())
+    if (doc.get("schedule") or {}).get("cron") is not None and doc.get("ended_at_ms") is None:
+        keys.add(schedule_key(doc["owner"], doc["created_at_ms"], SCHEDULE_JOB, doc["job_id"]))
     return keys
+
+
+SCHEDULE_JOB, SCHEDULE_WORKFLOW = b"j", b"w"
+"""The kinds of a schedule's ``R`` entry: a recurring job, a recurring workflow."""
+
+
+def schedule_prefix(owner: str | None) -> bytes:
+    """The schedules of ``owner``, or of every owner (by owner) when None."""
+    return SCHEDULES if owner is None else SCHEDULES + text(owner)
+
+
+def schedule_key(owner: str, created_ms: int, kind: bytes, schedule_id: str) -> bytes:
+    """A schedule's entry: newest first within its owner's, then its kind and id."""
+    return (schedule_prefix(owner) + _Q.pack(NEWEST - max(created_ms, 0)) + kind
+            + schedule_id.encode())  # fmt: skip
+
+
+def schedule_parts(key: bytes) -> tuple[str, bytes, str]:
+    """(owner, kind, id) of a schedule's entry."""
+    owner, _, rest = key[len(SCHEDULES):].partition(b"\x00")
+    return owner.decode(), rest[8:9], rest[9:].decode()
+
+
+def workflow_schedule_key(owner: str, workflow_id: str) -> bytes:
+    return WORKFLOW_SCHEDULE + text(owner) + workflow_id.encode()
+
+
+def timeline_key(job_id: str) -> bytes:
+    return TIMELINE + job_id.encode()
 
 
 def workflow_prefix(workflow_id: str) -> bytes:

@@ -48,16 +48,20 @@ def decode_cursor(cursor: str) -> bytes:
 
 
 def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
-              cursor: str | None = None, max_scan: int = MAX_SCAN) -> Page:  # fmt: skip
+              cursor: str | None = None, max_scan: int = MAX_SCAN,
+              since_ms: int | None = None, until_ms: int | None = None) -> Page:  # fmt: skip
     """Jobs matching every filter (``owner``, ``state``, ``job_type``, ``label`` as
-    ``name=value``), newest first."""
+    ``name=value``), newest first; created at or after ``since_ms`` and before ``until_ms``
+    when given (bounds of the index's scan: every index sorts by creation)."""
     index = keys.choose_index(filters)
     prefix = index.prefix(filters)
     rest = {name: value for name, value in filters.items() if name not in index.fields}
-    lower = prefix if cursor is None else prefix + decode_cursor(cursor) + b"\x00"
+    lower, upper = created_range(prefix, since_ms, until_ms)
+    if cursor is not None:
+        lower = max(lower, prefix + decode_cursor(cursor) + b"\x00")
     items: list[dict[str, Any]] = []
     last: bytes | None = None
-    for scanned, (key, _) in enumerate(store.scan(lower, keys.upper_bound(prefix))):
+    for scanned, (key, _) in enumerate(store.scan(lower, upper)):
         if len(items) >= limit or scanned >= max_scan:
             return Page(items, encode_cursor(last[len(prefix):]) if last else None)
         last = key
@@ -65,6 +69,17 @@ def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
         if doc is not None and _matches(doc, rest):
             items.append(doc)
     return Page(items, None)
+
+
+def created_range(prefix: bytes, since_ms: int | None,
+                  until_ms: int | None) -> tuple[bytes, bytes]:  # fmt: skip
+    """The keys under an index's ``prefix`` of jobs created in [since_ms, until_ms)."""
+    lower, upper = prefix, keys.upper_bound(prefix)
+    if until_ms is not None:  # newest first: the latest instant bounds the scan below
+        lower = prefix + keys.created_part(until_ms - 1)
+    if since_ms is not None:
+        upper = min(upper, prefix + keys.created_part(since_ms - 1))
+    return lower, upper
 
 
 def _matches(doc: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
@@ -168,3 +183,9 @@ def pool_counts(store: ViewStore) -> dict[tuple[str, str, str], int]:
     for key, value in store.scan(keys.POOL_COUNT, keys.upper_bound(keys.POOL_COUNT)):
         found[keys.pool_count_parts(key)] = keys.decode_offset(value)
     return found
+
+
+def timeline(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
+    """A job's event timeline (connectors/views/timeline.py), oldest first."""
+    raw = store.get(keys.timeline_key(job_id))
+    return [] if raw is None else fold.loads_list(raw)

@@ -1,5 +1,5 @@
-"""The view store: job documents, their indexes, executions, commands and workers in one
-RocksDB.
+"""The view store: job documents, their indexes, executions, commands, event timelines,
+schedules and workers in one RocksDB.
 
 One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
 :mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from connectors.views import fold, keys
+from connectors.views import fold, keys, timeline
 from pipeline.serde import JobStatus
 from pipeline.state.store import PartitionStore
 
@@ -84,6 +84,12 @@ class ViewStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _schedule_entry(held: Mapping[str, Any]) -> bytes:
+    """The ``R`` entry of a recurring workflow's schedule."""
+    return keys.schedule_key(held["owner"], held["created_at_ms"], keys.SCHEDULE_WORKFLOW,
+                             held["workflow_id"])  # fmt: skip
 
 
 class ViewBatch:
@@ -160,6 +166,7 @@ class ViewBatch:
         one; events of a job the view does not hold yet are kept too (its status or
         submission is on its way on another topic)."""
         self._command(record)
+        self._timeline(record)
         execution_id = record.get("execution_id")
         if not execution_id:
             return
@@ -183,6 +190,38 @@ class ViewBatch:
             doc = self._doc(job_id)
             if doc is not None:
                 self.updated[job_id] = doc
+
+    def _timeline(self, record: Mapping[str, Any]) -> None:
+        """Keep the event in the job's timeline (connectors/views/timeline.py)."""
+        key = keys.timeline_key(record["job_id"])
+        raw = self.get(key)
+        entries = timeline.apply_event(None if raw is None else fold.loads_list(raw), record)
+        if entries is not None:
+            self.changes[key] = fold.dumps(entries)
+
+    def workflow_schedule(self, record: Mapping[str, Any]) -> None:
+        """A recurring workflow's submission (its template): its schedule, listed with the
+        recurring jobs; the first one wins, and one cancelled stays so."""
+        key = keys.workflow_schedule_key(record["owner"], record["workflow_id"])
+        if self.get(key) is not None:
+            return
+        held = fold.workflow_schedule(record)
+        self.changes[key] = fold.dumps(held)
+        self.changes[_schedule_entry(held)] = b""
+
+    def workflow_cancelled(self, record: Mapping[str, Any]) -> None:
+        """A workflow's cancel: a recurring one's schedule ends (it leaves the listing)."""
+        owner = record.get("owner")
+        if not owner:
+            return
+        key = keys.workflow_schedule_key(owner, record["workflow_id"])
+        raw = self.get(key)
+        if raw is None:
+            return
+        held = fold.loads(raw)
+        if held.get("cancelled_at_ms") is None:
+            self.changes[key] = fold.dumps({**held, "cancelled_at_ms": record["requested_at_ms"]})
+            self.changes[_schedule_entry(held)] = None
 
     def result(self, job_id: str, execution_id: str | None, location: tuple[int, int]) -> None:
         """A run's result on jobs.results at ``location`` (partition, offset): the job's
@@ -219,6 +258,7 @@ class ViewBatch:
             self.changes[keys.params_key(job_id)] = None
             self.changes[keys.params_at_key(job_id)] = None
             self.changes[keys.commands_key(job_id)] = None
+            self.changes[keys.timeline_key(job_id)] = None
             self.changes[keys.result_at_key(job_id)] = None
             for prefix in (keys.execution_prefix(job_id), keys.run_result_prefix(job_id)):
                 for key_of_run, _ in self.store.scan(prefix, keys.upper_bound(prefix)):

@@ -220,8 +220,11 @@ class ViewUpdater:
         return event if event.name in names else None
 
     def _intake(self, batch: ViewBatch, message: Message) -> None:
-        event = self._decode(message, "JobSubmitted", "WorkflowSubmitted")
+        event = self._decode(message, "JobSubmitted", "WorkflowSubmitted", "WorkflowCancelled")
         if event is None:
+            return
+        if event.name == "WorkflowCancelled":
+            batch.workflow_cancelled(event.data)
             return
         now = int(time.time() * 1000)
         try:  # the timers refuse what breaks a rule (to jobs.intake.dlq): so does the view
@@ -232,6 +235,9 @@ class ViewUpdater:
                 jobs = [job for _, job in expand_workflow(event.data, now_ms=now)]
         except ValidationError as exc:
             self._skip(message, str(exc))
+            return
+        if event.name == "WorkflowSubmitted" and event.data.get("schedule") is not None:
+            batch.workflow_schedule(event.data)  # a template: its steps are no jobs
             return
         location = (int(message.partition() or 0), int(message.offset() or 0))
         for job in jobs:

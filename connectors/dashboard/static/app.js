@@ -1,11 +1,15 @@
 // The dashboard's shell: token login, the hash router (#/overview, #/jobs, #/jobs/<id>,
-// #/dlq, #/workers) and the live stream, whose status events go to the page on screen.
+// #/schedules, #/dlq, #/workers), the time zone toggle (UTC or the browser's zone: the
+// page on screen is drawn again) and the live stream, whose status events go to the page
+// on screen.
 
 import { Refused, follow, get, setToken, token } from "./api.js";
+import { setZoneMode, zoneMode, zoneName } from "./dom.js";
 import * as dlq from "./page-dlq.js";
 import * as job from "./page-job.js";
 import * as jobs from "./page-jobs.js";
 import * as overview from "./page-overview.js";
+import * as schedules from "./page-schedules.js";
 import * as workers from "./page-workers.js";
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +20,7 @@ let session = 0;
 function route() {
   if (!me) return;
   page?.stop();
+  showZone();
   const [path, query] = (location.hash.slice(1) || "/overview").split("?");
   const params = new URLSearchParams(query ?? "");
   const parts = path.split("/").filter(Boolean);
@@ -29,7 +34,7 @@ function route() {
   view.dataset.page = name;
   $("view").replaceChildren(view);
   if (name === "jobs" && parts[1]) page = job.render(view, { id: decodeURIComponent(parts[1]), me });
-  else page = ({ jobs, dlq, workers }[name] ?? overview).render(view, { params, me });
+  else page = ({ jobs, schedules, dlq, workers }[name] ?? overview).render(view, { params, me });
 }
 
 function showLogin(error = "") {
@@ -39,7 +44,7 @@ function showLogin(error = "") {
   page = null;
   $("view").replaceChildren();
   $("login").hidden = false;
-  $("nav").hidden = $("logout").hidden = true;
+  $("nav").hidden = $("logout").hidden = $("zone").hidden = true;
   $("who").textContent = "";
   $("login-error").textContent = error;
 }
@@ -53,7 +58,7 @@ async function start() {
     return;
   }
   $("login").hidden = true;
-  $("nav").hidden = $("logout").hidden = false;
+  $("nav").hidden = $("logout").hidden = $("zone").hidden = false;
   $("who").textContent = me.admin ? "admin" : `owner ${me.owner}`;
   route();
   const mine = ++session;
@@ -62,7 +67,20 @@ async function start() {
     () => mine === session).catch(() => showLogin("That token was refused."));
 }
 
+function showZone() {
+  $("zone").textContent = zoneMode() === "utc" ? "Times: UTC" : `Times: local (${zoneName()})`;
+  $("zone").dataset.zone = zoneMode();
+}
+
 window.addEventListener("hashchange", route);
+// The zone chosen in another tab of this origin: this one follows.
+window.addEventListener("storage", (event) => { if (event.key === "jobstream-zone") route(); });
+$("zone").addEventListener("click", () => {
+  setZoneMode(zoneMode() === "utc" ? "local" : "utc");
+  showZone();
+  route();
+});
+showZone();
 // A page's request refused (the token was revoked, or the tab logged out meanwhile) ends
 // the session; any other failure stays a visible error.
 window.addEventListener("unhandledrejection", (event) => {

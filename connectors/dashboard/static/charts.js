@@ -1,6 +1,8 @@
 // Line charts drawn as SVG: time on x, one polyline per series, an optional dashed
 // threshold line (the 2 s firing promise on the lateness chart).
 
+import { wallTime, zoneName } from "./dom.js";
+
 const NS = "http://www.w3.org/2000/svg";
 const W = 560, H = 180, LEFT = 44, RIGHT = 8, TOP = 8, BOTTOM = 20;
 
@@ -28,8 +30,9 @@ export function lineChart(series, { unit = "", threshold = null, id = null } = {
     chart.append(svg("text", { x: 2, y: y + 3 }, `${+(top * frac).toPrecision(3)}${unit}`));
   }
   if (xs.length) {
-    chart.append(svg("text", { x: LEFT, y: H - 4 }, new Date(x0).toISOString().slice(11, 19)));
-    chart.append(svg("text", { x: W - RIGHT - 44, y: H - 4 }, new Date(x1).toISOString().slice(11, 19)));
+    chart.append(svg("text", { x: LEFT, y: H - 4 }, wallTime(x0).slice(11, 19)));
+    chart.append(svg("text", { x: W - RIGHT - 70, y: H - 4, class: "axis-end" },
+      `${wallTime(x1).slice(11, 19)} ${zoneName(x1)}`));
   }
   if (threshold) {
     const y = py(threshold.value);

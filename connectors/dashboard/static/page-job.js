@@ -7,10 +7,13 @@
 // a job lists the commands people gave it (the API's `commands`): when, which, who asked
 // and why. A result too large to be inline (or bytes) is on jobs.results: its link fetches
 // it from the API with the tab's token (a plain link would carry none) and saves it
-// through a blob URL; a JSON one can be shown on the page instead.
+// through a blob URL; a JSON one can be shown on the page instead. Below the attempts,
+// its event timeline (timeline.js); above them, a re-run with edited parameters (rerun.js).
 
 import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
+import { rerunner } from "./rerun.js";
+import { timelineSection } from "./timeline.js";
 import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
@@ -185,6 +188,7 @@ export function render(root, { id }) {
   labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
   let workflowId = null, workflowOwner = null, loads = 0;
+  const again = rerunner();
   const load = async () => {
     const turn = ++loads;  // a slower, older load must not overwrite a newer one
     let job;
@@ -200,7 +204,11 @@ export function render(root, { id }) {
     const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
       ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
     const graph = await workflow(job);
+    const events = await get(`/api/v1/jobs/${encodeURIComponent(id)}/events`).catch(() => null);
     if (turn !== loads) return;
+    again.setJob(job);
+    const active = document.activeElement;  // a redraw keeps what is being typed in focus
+    const selection = active && "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
     fill(root,
       h("h1", {}, `Job ${job.job_type}`), fields(job),
       h("div", { class: "actions" }, ENDED.has(job.state) ? null : [
@@ -208,10 +216,16 @@ export function render(root, { id }) {
         triggerable(job) ? command("trigger") : null,
         job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
       ENDED.has(job.state) ? null : confirmBar,
+      again.element,
       ...(graph ?? []),
       h("h2", {}, `Attempts (${runs.length})`),
       runs.length ? history : h("p", { class: "message" }, "No attempt yet."),
+      timelineSection(events),
       commandsOf(job));
+    if (active && active !== document.body && root.contains(active)) {
+      active.focus();
+      if (selection) active.setSelectionRange(...selection);
+    }
   };
   load();
   return {

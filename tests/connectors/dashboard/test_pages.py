@@ -356,7 +356,7 @@ def test_a_job_no_worker_of_its_pool_serves_shows_it_waits(
     expect(fields.locator("dt").get_by_text("pool", exact=True)).to_have_count(0)
 
 
-PAGES = ("overview", "jobs", "dlq", "workers")
+PAGES = ("overview", "jobs", "schedules", "dlq", "workers")
 
 
 def test_the_pages_and_the_docs_load_nothing_from_elsewhere(
