@@ -157,8 +157,9 @@ def jobs_list(
 
 
 def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
-    """A job's executions: attempt, worker, start, end, outcome and error; then the commands
-    people gave it: when, which, who asked and why (UTC)."""
+    """A job's executions (after its progress, when its run reported some): attempt, worker,
+    start, end, outcome and error; then the commands people gave it: when, which, who
+    asked and why (UTC)."""
     settings = load_api_settings()
     job = _get(settings, f"/api/v1/jobs/{job_id}")
     runs = _get(settings, f"/api/v1/jobs/{job_id}/executions")["executions"]
@@ -166,6 +167,10 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
     console.print(f"{job['job_id']}  {job['job_type']}  {job['owner']}  {job['state']}")
     if job.get("waiting_for_pool"):
         console.print(f"waiting: no live worker serves pool {job['pool']}")
+    if job.get("progress"):
+        done = job["progress"]
+        console.print(f"progress: {done['fraction']:.0%} {done.get('message') or ''}".rstrip(),
+                      markup=False)  # fmt: skip
     table = _table("try", "worker", "started", "ended", "outcome", "error")
     for run in runs:
         error = run.get("error") or {}

@@ -74,6 +74,11 @@ class ValidationError(JobstreamError):
         self.message = message
 
 
+class InvalidArgumentError(ValidationError, ValueError):
+    """A handler passed a bad value to the worker's API (``ctx.progress(2)``): a ValueError
+    too, as Python code expects of a bad argument; ``field`` names the argument."""
+
+
 class NonRetryableError(JobstreamError):
     """Raised by a handler when another attempt cannot succeed."""
 

@@ -69,6 +69,10 @@ PROCESS_DIED = frozenset({LEASE_EXPIRED, WORKER_CRASHED})
 """Errors that say the process running the attempt died under it: the handler may be
 what killed it, so its next attempt runs alone (pipeline/worker/quarantine.py)."""
 
+PROGRESS_MESSAGE_CHARS = 200
+"""The longest message a run's progress carries (``ctx.progress``): longer ones are cut,
+by the worker and again by the status processor, whoever wrote the HEARTBEAT."""
+
 IMPLIED_ERRORS: Mapping[str, tuple[str, str]] = {
     LifecycleKind.LOST: (
         LEASE_EXPIRED,

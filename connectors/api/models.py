@@ -15,7 +15,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from pipeline.dlq.reader import DlqFilter
 from pipeline.jobs import rules
-from pipeline.serde import Cancellation, LastError
+from pipeline.serde import Cancellation, LastError, Progress
 
 
 class JobIn(BaseModel):
@@ -116,6 +116,11 @@ class JobOut(BaseModel):
     last_error: LastError | None = None
     cancellation: Cancellation | None = Field(
         None, description="CANCELLED: who asked (null: jobstream itself) and why."
+    )
+    progress: Progress | None = Field(
+        None, description="How far its current (or last) run has got, as its handler last "
+        "reported: fraction (0 to 1), message, at_ms; null from its next firing until the run "
+        "reports, and for a run that reports none.",
     )
     result: str | None = None
     result_uri: str | None = None

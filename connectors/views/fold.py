@@ -42,6 +42,7 @@ COMMANDS_KEPT = 100
 _STATUS_FIELDS = (
     "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
     "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates", "cancellation",
+    "progress",
 )  # fmt: skip
 _NEXT_ATTEMPT = frozenset({LifecycleKind.RETRY_SCHEDULED})
 """Events that name the failed execution but carry the attempt that comes next."""
@@ -66,7 +67,7 @@ def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[
         "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
         "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
         "submitted": False, "depends_on": [], "step": None, "pool": None, "cancellation": None,
-        "retry": None, "timeout_ms": None,
+        "retry": None, "timeout_ms": None, "progress": None,
     }  # fmt: skip
 
 

@@ -138,7 +138,12 @@ class ViewUpdater:
     def step(self, timeout_s: float = 0.2) -> int:
         """Fold one batch of records (and purge when due); returns how many were folded."""
         assert self._consumer is not None, "open() first"
-        messages = self._consumer.consume(5000, timeout=timeout_s)
+        # The first record ends the wait and the records fetched already join it: asked for
+        # 5000 at once, librdkafka waits out the timeout whenever fewer come, and every
+        # status shown (a run's progress among them) would be up to that much later.
+        messages = self._consumer.consume(1, timeout=timeout_s)
+        if messages:
+            messages += self._consumer.consume(4999, timeout=0)
         batch = self.store.batch()
         folded = 0
         for message in messages:

@@ -144,6 +144,9 @@ def summarize(params: DataParams) -> Summary:
 def handle(ctx: JobContext) -> dict[str, Any]:
     """The ``data.process`` handler: the summary of the input file, inline as JSON."""
     inject_faults(ctx.params, ctx.attempt)
-    summary = summarize(DataParams.from_params(ctx.params))
+    data = DataParams.from_params(ctx.params)
+    ctx.progress(0.0, f"reading {data.input}")
+    summary = summarize(data)
+    ctx.progress(1.0, f"{summary.rows} rows in {len(summary.groups)} groups")
     logger.info("job %s: %d rows, %d groups", ctx.job_id, summary.rows, len(summary.groups))
     return summary.as_dict()

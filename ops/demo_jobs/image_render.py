@@ -136,7 +136,9 @@ def handle(ctx: JobContext) -> bytes:
     """The ``image.render`` handler: the chart's PNG bytes (stored by the worker)."""
     inject_faults(ctx.params, ctx.attempt)
     chart = ChartParams.from_params(ctx.params)
+    ctx.progress(0.0, f"drawing {len(chart.values)} bars at {chart.width}x{chart.height}")
     png = render_bar_chart(chart)
+    ctx.progress(1.0, f"PNG of {len(png)} bytes")
     logger.info("job %s: rendered %dx%d chart of %d bars, %d bytes", ctx.job_id,
                 chart.width, chart.height, len(chart.values), len(png))  # fmt: skip
     return png

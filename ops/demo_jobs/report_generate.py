@@ -102,9 +102,14 @@ def handle(ctx: JobContext) -> Result:
     inject_faults(ctx.params, ctx.attempt)
     data = DataParams.from_params(ctx.params)
     title = report_title(ctx.params, data)
+    ctx.progress(0.0, f"reading {data.input}")
     summary = summarize(data)
+    ctx.progress(0.4, f"drawing the chart of {len(summary.groups)} groups")
+    chart = chart_png(summary, title)
+    ctx.progress(0.8, "writing the page")
     page = render_report(summary, title=title, generated_at=datetime.now(UTC),
-                         chart=chart_png(summary, title)).encode()  # fmt: skip
+                         chart=chart).encode()  # fmt: skip
+    ctx.progress(1.0, f"{len(page)} bytes of HTML")
     logger.info("job %s: report of %d rows in %d groups, %d bytes", ctx.job_id,
                 summary.rows, len(summary.groups), len(page))  # fmt: skip
     return Result(page, CONTENT_TYPE)

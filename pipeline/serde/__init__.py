@@ -11,6 +11,7 @@ from pipeline.serde.status_json import (
     Cancellation,
     JobStatus,
     LastError,
+    Progress,
     decode_status,
     encode_status,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "LastError",
+    "Progress",
     "WriterSchema",
     "decode_status",
     "encode_status",

@@ -46,6 +46,18 @@ class Cancellation(BaseModel):
     )
 
 
+class Progress(BaseModel):
+    """How far the current run has got, as its handler last reported (``ctx.progress``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    fraction: float = Field(ge=0, le=1, description="From 0 (nothing done) to 1 (all done).")
+    message: str | None = Field(
+        default=None, description="What the handler is doing, at most 200 characters."
+    )
+    at_ms: int = Field(description="When the handler reported it (epoch ms, the worker's clock).")
+
+
 class JobStatus(BaseModel):
     """One job's latest state: the value of its record on jobs.status."""
 
@@ -108,6 +120,11 @@ class JobStatus(BaseModel):
     )
     cancellation: Cancellation | None = Field(
         default=None, description="CANCELLED: who asked and why; null otherwise."
+    )
+    progress: Progress | None = Field(
+        default=None,
+        description="The current run's latest progress report; kept when the run ends, "
+        "null from the next firing or start, and for a run that reported none.",
     )
 
 

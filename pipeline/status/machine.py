@@ -23,6 +23,11 @@ Rules, in order:
    transitions marked "(cron)" in the contract (FIRED while QUEUED, RUNNING or SUCCEEDED)
    are illegal for a job known to be one-off.
 
+A HEARTBEAT may carry the run's progress (``ctx.progress``): it becomes the job's
+``progress``, held to 0..1 and to its message bound whoever wrote the event, and fenced
+like the HEARTBEAT (a stale epoch's is a duplicate). It stays when the run ends and is
+cleared by the next FIRED or STARTED, so an attempt never shows an earlier one's.
+
 A CANCELLED records who asked and why (``cancellation``); a worker's also finishes its
 execution, so a late SUCCEEDED of the run it stopped is a duplicate. A schedule cancelled
 at the timers is CANCELLED while its last run may still go on: that run's CANCELLED
@@ -39,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from math import isfinite
 from typing import Any
 
 from pipeline.errors import JobstreamError
@@ -46,6 +52,7 @@ from pipeline.jobs.params import params_uri, summarize_params
 from pipeline.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
+    PROGRESS_MESSAGE_CHARS,
     TERMINAL_STATES,
     JobState,
     LifecycleKind,
@@ -231,9 +238,13 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     elif kind == _FIRED:
         changes.update(scheduled_at_ms=event.get("scheduled_at_ms"), execution_id=execution,
                        fires=record.fires + (1 if attempt <= 1 else 0),
-                       throttled_ms=event.get("throttled_ms"))  # fmt: skip
+                       throttled_ms=event.get("throttled_ms"), progress=None)  # fmt: skip
     elif kind == _STARTED:
-        changes.update(execution_id=execution, worker_id=event.get("worker_id"))
+        changes.update(execution_id=execution, worker_id=event.get("worker_id"), progress=None)
+    elif kind == _HEARTBEAT:
+        report = event.get("progress")
+        if report:
+            changes["progress"] = _progress(report, record.progress)
     elif kind == _RETRY_SCHEDULED:
         changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
     elif kind in FINISHING:
@@ -308,6 +319,20 @@ def _after_success(record: JobRecord, changes: dict[str, Any],
         return {"runs": runs, "next_fire_at_ms": None}
     return {"runs": runs, "state": S.SCHEDULED, "scheduled_at_ms": following,
             "next_fire_at_ms": following}  # fmt: skip
+
+
+def _progress(report: Mapping[str, Any],
+              held: dict[str, Any] | None) -> dict[str, Any] | None:  # fmt: skip
+    """A HEARTBEAT's progress as jobs.status shows it: the fraction held to 0..1, the
+    message cut to its bound (a faulty writer's record must not make the status one that
+    readers refuse). A fraction that is no number leaves the ``held`` one as it was."""
+    fraction = float(report.get("fraction") or 0.0)
+    if not isfinite(fraction):
+        return held
+    message = report.get("message")
+    return {"fraction": min(1.0, max(0.0, fraction)),
+            "message": None if message is None else str(message)[:PROGRESS_MESSAGE_CHARS],
+            "at_ms": int(report.get("at_ms") or 0)}  # fmt: skip
 
 
 def _cancellation(event: Mapping[str, Any]) -> dict[str, Any]:

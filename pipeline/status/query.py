@@ -18,6 +18,7 @@ import typer
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pipeline.config import Settings, load_settings
 from pipeline.durations import duration_option
@@ -111,6 +112,15 @@ def _when(ms: int | None) -> str:
     return "" if ms is None else f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S}"
 
 
+def progress_text(status: JobStatus) -> str:
+    """``42% resizing tiles``: a job's progress for a table cell (as plain text: a handler's
+    message is no console markup); empty without one."""
+    if status.progress is None:
+        return ""
+    shown = f"{status.progress.fraction:.0%}"
+    return f"{shown} {status.progress.message}" if status.progress.message else shown
+
+
 def status_table(statuses: dict[str, JobStatus]) -> Table:
     """One row per job, oldest id first (ULIDs sort by creation)."""
     table = Table()
@@ -120,13 +130,14 @@ def status_table(statuses: dict[str, JobStatus]) -> Table:
     table.add_column("state", no_wrap=True)
     table.add_column("attempt", justify="right")
     table.add_column("runs", justify="right")
+    table.add_column("progress", overflow="fold")
     table.add_column("scheduled (UTC)", no_wrap=True)
     table.add_column("last error")
     for job_id in sorted(statuses):
         s = statuses[job_id]
         error = f"{s.last_error.error_type}: {s.last_error.message}" if s.last_error else ""
         table.add_row(job_id, s.job_type, s.owner, s.state.value, str(s.attempt), str(s.runs),
-                      _when(s.scheduled_at_ms), error)  # fmt: skip
+                      Text(progress_text(s)), _when(s.scheduled_at_ms), error)  # fmt: skip
     return table
 
 

@@ -109,6 +109,8 @@ class JobRecord(NamedTuple):
     """Where the HTTP API serves parameters too large to be inline."""
     cancellation: dict[str, Any] | None = None
     """CANCELLED: who asked, why, when, and the worker that stopped a run."""
+    progress: dict[str, Any] | None = None
+    """The current run's latest progress report (fraction, message, at_ms)."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -181,9 +183,9 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256", "throttled_ms", "params_uri", "cancellation")  # fmt: skip
+          "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
-large parameters' URI, cancels."""
+large parameters' URI, cancels, progress."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _UNREAD = object()

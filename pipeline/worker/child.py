@@ -10,6 +10,8 @@ stop or its pipe closes.
 - The context is rebuilt here from the fields the worker sent (:func:`portable`); the
   result is encoded here too (its size checked against the worker's limit), and its
   bytes cross the pipe for the worker to produce to jobs.results.
+- Each ``ctx.progress`` report crosses the pipe as a :class:`Progressed`, before the run's
+  :class:`Ended`; the worker keeps the latest and sends it at its own pace.
 - Async handlers run on one event loop kept for the child's life.
 - SIGTERM (the worker stopping a run at its timeout, or cancelling it) raises
   :class:`Terminated` in the handler, so its ``finally`` blocks run, and the child then
@@ -33,6 +35,8 @@ import logging
 import os
 import pickle
 import signal
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import FrameType, MappingProxyType
@@ -44,6 +48,7 @@ from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
 from pipeline.worker.context import JobContext
 from pipeline.worker.failures import ErrorDescription, describe_error
+from pipeline.worker.progress import ProgressReport
 from pipeline.worker.results import EncodedResult, encode_result
 
 log = logging.getLogger(__name__)
@@ -102,20 +107,29 @@ class Ended:
     error: ErrorDescription | None = None
 
 
+@dataclass(frozen=True)
+class Progressed:
+    """A progress report of the run the child holds (``ctx.progress``)."""
+
+    token: int
+    report: ProgressReport
+
+
 class Terminated(BaseException):
     """Raised by SIGTERM in whatever the child runs: the worker is stopping this run."""
 
 
 def portable(ctx: JobContext) -> dict[str, Any]:
     """What of a context crosses to a child: every field but the cancel signal (a child's
-    run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler)."""
+    run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler) and the
+    progress sink (a child's reports cross as :class:`Progressed`)."""
     fields = dict(vars(ctx))
-    del fields["cancel_signal"]
+    del fields["cancel_signal"], fields["progress_sink"]
     fields["parent_results"] = dict(ctx.parent_results)
     return fields
 
 
-def send(conn: Connection, message: Setup | Ready | Run | Ended | None) -> None:
+def send(conn: Connection, message: Setup | Ready | Run | Progressed | Ended | None) -> None:
     """Plain pickle: the connection's own pickler copies its reducer table every call."""
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
@@ -137,11 +151,13 @@ def main(fd: int) -> None:
         app = load_app(setup.app)
         loop = asyncio.new_event_loop()
         send(conn, Ready(os.getpid()))
+        lock = threading.Lock()  # a handler may report from threads of its own
         while (run := _next(conn)) is not None:
-            ended = _run(app, setup.max_result_bytes, loop, run)
+            ended = _run(app, setup.max_result_bytes, loop, run, _reporter(conn, lock, run.token))
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
                 raise Terminated
-            send(conn, ended)
+            with lock:
+                send(conn, ended)
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)  # dies of it: the worker sees how
@@ -155,11 +171,22 @@ def _next(conn: Connection) -> Run | None:
     return run
 
 
+def _reporter(conn: Connection, lock: threading.Lock,
+              token: int) -> Callable[[ProgressReport], None]:  # fmt: skip
+    """The progress sink of run ``token``: each report to the worker, as it comes."""
+
+    def report(progress: ProgressReport) -> None:
+        with lock:
+            send(conn, Progressed(token, progress))
+
+    return report
+
+
 def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
-         run: Run) -> Ended:  # fmt: skip
+         run: Run, progress_sink: Callable[[ProgressReport], None]) -> Ended:  # fmt: skip
     try:
         handler = app.get(run.job_type)
-        ctx = _context(run.context)
+        ctx = _context(run.context, progress_sink)
         value = handler.func(ctx)
         if handler.is_async:
             value = loop.run_until_complete(value)
@@ -171,10 +198,11 @@ def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
     return Ended(run.token, now_ms(), result=result)
 
 
-def _context(fields: dict[str, Any]) -> JobContext:
-    """The context :func:`portable` took apart."""
+def _context(fields: dict[str, Any],
+             progress_sink: Callable[[ProgressReport], None]) -> JobContext:  # fmt: skip
+    """The context :func:`portable` took apart, its reports going to ``progress_sink``."""
     parents = MappingProxyType(fields["parent_results"])
-    return JobContext(**{**fields, "parent_results": parents})
+    return JobContext(**{**fields, "parent_results": parents, "progress_sink": progress_sink})
 
 
 _terminating = False

@@ -24,6 +24,7 @@ from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.options import MIN_PREFETCH, Isolation, WorkerOptions
+from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 from pipeline.worker.runtime import WorkerRuntime
 
 HeartbeatOption = duration_option(
@@ -42,6 +43,11 @@ CancelGraceOption = duration_option(
     "5s", "--cancel-grace",
     help="How long a cancelled run may go on (a sync handler that does not check "
     "ctx.cancelled) before it is reported CANCELLED without it.",
+)  # fmt: skip
+ProgressIntervalOption = duration_option(
+    format_duration(round(PROGRESS_INTERVAL_S * 1000)), "--progress-interval",
+    help="Least time between two progress reports of a running job (ctx.progress) on "
+    "jobs.events: the latest waits for it, the last goes before the outcome anyway.",
 )  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
@@ -73,6 +79,7 @@ def worker(
                                          "member, which takes its partitions back at once "
                                          "when restarted."),
     heartbeat_ms: int = HeartbeatOption,
+    progress_interval_ms: int = ProgressIntervalOption,
     drain_timeout_ms: int = DrainTimeoutOption,
     prefetch: int | None = typer.Option(None, "--prefetch", min=1,
                                         help="Records buffered per priority tier (default: "
@@ -90,6 +97,7 @@ def worker(
         worker_id=worker_id or default_worker_id(), static_member=worker_id is not None,
         job_types=tuple(job_types or ()), pool=pool,
         concurrency=concurrency, isolation=isolation, heartbeat_s=heartbeat_ms / 1000,
+        progress_interval_s=progress_interval_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         cancel_grace_s=cancel_grace_ms / 1000,

@@ -8,19 +8,26 @@ handler that may run long checks ``ctx.cancelled`` between steps (or waits with
 needs nothing, it gets ``CancelledError`` at its next ``await``. ``params`` is parsed
 here, once, from the JSON text of ``spec.params``; a record whose params are not a JSON
 object is refused with a non-retryable ValidationError (no attempt can fix the input).
+
+A handler tells how far it has got with ``ctx.progress(fraction, message)`` (``await
+ctx.aprogress(...)`` in an ``async def`` one): the report goes to the context's
+``progress_sink``, which the worker reads at its own pace (pipeline/worker/progress.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import orjson
 
+from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
+from pipeline.worker.progress import ProgressReport, checked
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +44,10 @@ class ParentResult:
     result_uri: str | None
     """Where its large (or bytes) result is: ``kafka://<jobs.results>/<job id>``, served
     whole by ``GET /api/v1/jobs/{job_id}/result``."""
+
+
+def dropped(report: ProgressReport) -> None:
+    """The progress sink of a context built outside a worker: reports go nowhere."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +78,10 @@ class JobContext:
                                            compare=False)  # fmt: skip
     """Set by the worker when a cancel of the run reaches it; read it through
     :attr:`cancelled` and :meth:`wait_cancelled`."""
+    progress_sink: Callable[[ProgressReport], None] = field(default=dropped, repr=False,
+                                                            compare=False)  # fmt: skip
+    """Where :meth:`progress` puts each report: the run's reporter in a worker; a context
+    built by hand (a test calling a handler) drops them unless given one."""
 
     @property
     def cancelled(self) -> bool:
@@ -77,6 +92,23 @@ class JobContext:
     def wait_cancelled(self, timeout_s: float) -> bool:
         """Sleep up to ``timeout_s``, waking at once when the run is cancelled; True if it was."""
         return self.cancel_signal.wait(timeout_s)
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        """Tell how far the run has got: ``fraction`` from 0 to 1, and what it is doing in a
+        short ``message`` (cut to 200 characters). A ValueError naming the argument for a
+        fraction outside 0..1 (or not a number) or a message that is not a string.
+
+        Cheap and never blocking: call it as often as suits the work. The worker sends the
+        latest report at most 4 times a second, and the last one before the outcome.
+        """
+        value, text = checked(fraction, message)
+        self.progress_sink(ProgressReport(value, text, now_ms()))
+
+    async def aprogress(self, fraction: float, message: str | None = None) -> None:
+        """:meth:`progress` for an ``async def`` handler, which then yields to the event
+        loop: a loop of steps that reports as it goes lets the other runs (and a cancel) in."""
+        self.progress(fraction, message)
+        await asyncio.sleep(0)
 
 
 def parse_params(text: str | None) -> dict[str, Any]:
@@ -112,8 +144,10 @@ def build_context(
     worker_id: str,
     started_ms: int,
     timeout_s: float | None,
+    progress_sink: Callable[[ProgressReport], None] | None = None,
 ) -> JobContext:
-    """The context of an ExecutionRequested record (an Avro dict) started at ``started_ms``."""
+    """The context of an ExecutionRequested record (an Avro dict) started at ``started_ms``;
+    its handler's progress reports go to ``progress_sink``."""
     spec = execution["spec"]
     return JobContext(
         job_id=execution["job_id"],
@@ -127,4 +161,5 @@ def build_context(
         deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
         worker_id=worker_id,
         parent_results=parent_results(execution.get("parent_results")),
+        progress_sink=progress_sink or dropped,
     )

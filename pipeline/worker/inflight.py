@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.jobs.cancel_request import CancelRequest
@@ -27,6 +27,7 @@ from pipeline.worker.app import Handler
 from pipeline.worker.executor import AsyncRun
 from pipeline.worker.lane import Lane
 from pipeline.worker.offsets import OffsetRef
+from pipeline.worker.progress import ProgressReporter
 from pipeline.worker.slots import count_down
 
 RECENT_EXECUTIONS = 10_000
@@ -56,6 +57,8 @@ class RunningJob:
     """The cancel that reached it, if one has."""
     cancel_deadline: float = float("inf")
     """Monotonic instant it is reported CANCELLED at, should the handler ignore the cancel."""
+    progress: ProgressReporter = field(default_factory=ProgressReporter)
+    """Its handler's latest progress report, waiting for its HEARTBEAT."""
 
     @property
     def execution_id(self) -> str:

@@ -8,6 +8,7 @@ from typing import Literal
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from pipeline.worker.heartbeat import default_worker_id
+from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 
 MIN_PREFETCH = 1000
 """Records a tier buffers at least. A fetch then brings hundreds of records, not a few,
@@ -55,6 +56,9 @@ class WorkerOptions:
     """Outcomes waiting that make a transaction due before the interval has passed."""
     heartbeat_s: float = 10.0
     """HEARTBEAT interval of a running job (the status processor's lease is 30 s)."""
+    progress_interval_s: float = PROGRESS_INTERVAL_S
+    """Least time between two progress reports of one run on jobs.events (``ctx.progress``):
+    the latest report waits for it, and the last one goes before the outcome anyway."""
     worker_heartbeat_s: float = 5.0
     """WorkerHeartbeat interval on jobs.workers."""
     drain_timeout_s: float = 30.0

@@ -3,7 +3,7 @@
 | kind | carries |
 |---|---|
 | STARTED | ``execution`` (the ExecutionRequested as received), worker, attempt, epoch |
-| HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id`` |
+| HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id``, ``progress`` (``ctx.progress``) |
 | SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` (jobs.results) |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
@@ -35,6 +35,7 @@ from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
 from pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
 from pipeline.worker.failures import ErrorDescription, timeout_error
 from pipeline.worker.failures import describe_error as describe_error
+from pipeline.worker.progress import ProgressReport
 from pipeline.worker.results import EncodedResult, result_uri
 
 SKIPPED_DETAIL = "skipped: previous run still running"
@@ -61,8 +62,13 @@ def started(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
     return _lifecycle(LifecycleKind.STARTED, execution, worker_id, now_ms, execution=execution)
 
 
-def heartbeat(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms)
+def heartbeat(execution: dict[str, Any], *, worker_id: str, now_ms: int,
+              progress: ProgressReport | None = None) -> Event:  # fmt: skip
+    """HEARTBEAT of a run, carrying its handler's latest ``progress`` report if one waits."""
+    if progress is None:
+        return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms)
+    return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms,
+                      progress=progress.to_avro())  # fmt: skip
 
 
 def succeeded(

@@ -27,7 +27,9 @@ callback) and runs every handler, sync or async, in a child process
   end is the worker's (pipeline/lifeline.py), so even a SIGKILLed worker leaves none.
 
 One thread per child reads its answers and its death (the socket's end of file), and
-reports on the callback, like the executor's threads.
+reports on the callback, like the executor's threads. A run's progress reports
+(``ctx.progress`` in the child) come the same way and go to the progress sink of the
+context it was submitted with.
 """
 
 from __future__ import annotations
@@ -51,10 +53,21 @@ from pipeline.clock import now_ms
 from pipeline.errors import ConfigurationError
 from pipeline.lifeline import ENV as LIFELINE_ENV
 from pipeline.worker.app import Handler, WorkerApp
-from pipeline.worker.child import BOOT, Ended, Ready, Run, Setup, portable, receive, send
+from pipeline.worker.child import (
+    BOOT,
+    Ended,
+    Progressed,
+    Ready,
+    Run,
+    Setup,
+    portable,
+    receive,
+    send,
+)
 from pipeline.worker.context import JobContext
 from pipeline.worker.executor import Finished
 from pipeline.worker.failures import crashed_error, how_it_ended
+from pipeline.worker.progress import ProgressReport
 from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 
 log = logging.getLogger(__name__)
@@ -99,6 +112,8 @@ class ProcessExecutor:
         self._running: dict[int, _Child] = {}
         self._waiting: deque[Run] = deque()
         """Runs submitted while every child is busy (the runtime's slots keep this empty)."""
+        self._sinks: dict[int, Callable[[ProgressReport], None]] = {}
+        """The progress sink of each run's context, until the run ends."""
         self._watchers: list[threading.Thread] = []
         self._closing = False
         # Only this process holds the write end (os.pipe's ends are not inherited; each
@@ -128,6 +143,7 @@ class ProcessExecutor:
         with self._lock:
             if self._closing:
                 raise RuntimeError("the process executor is closed")
+            self._sinks[token] = ctx.progress_sink
             if self._idle:
                 child = self._idle.pop()
             elif len(self._children) < self._size:
@@ -203,6 +219,10 @@ class ProcessExecutor:
                 break
             if isinstance(message, Ready):
                 child.ready = True
+            elif isinstance(message, Progressed):
+                sink = self._sinks.get(message.token)
+                if sink is not None and child.ending is None:
+                    sink(message.report)
             elif isinstance(message, Ended):
                 self._ended(child, message)
         child.conn.close()
@@ -215,7 +235,7 @@ class ProcessExecutor:
             del self._running[ended.token]
             child.token = None
             handoff = self._handoff(child)
-        self._on_finish(Finished(ended.token, ended.at_ms, result=ended.result,
+        self._finish(Finished(ended.token, ended.at_ms, result=ended.result,
                                  error=ended.error))  # fmt: skip
         if handoff is not None:
             _send(child, handoff)
@@ -244,12 +264,16 @@ class ProcessExecutor:
         if token is not None:
             at = now_ms()
             if ending is None:
-                self._on_finish(Finished(token, at, error=crashed_error(returncode)))
+                self._finish(Finished(token, at, error=crashed_error(returncode)))
             else:
-                self._on_finish(Finished(token, at, timed_out=ending == "timed_out",
+                self._finish(Finished(token, at, timed_out=ending == "timed_out",
                                          cancelled=ending == "cancelled"))  # fmt: skip
         if replacement is not None and handoff is not None:
             _send(replacement, handoff)
+
+    def _finish(self, finished: Finished) -> None:
+        self._sinks.pop(finished.token, None)
+        self._on_finish(finished)
 
     def _handoff(self, child: _Child) -> Run | None:
         """Under the lock: the child is free; the next waiting run is its, or it is idle."""
@@ -274,7 +298,7 @@ class ProcessExecutor:
             else:
                 child.ending = ending
         if child is None:  # it never started: it ends at once
-            self._on_finish(Finished(token, now_ms(), timed_out=ending == "timed_out",
+            self._finish(Finished(token, now_ms(), timed_out=ending == "timed_out",
                                      cancelled=ending == "cancelled"))  # fmt: skip
             return
         self._signal(child, grace_s)

@@ -27,6 +27,9 @@ free and nothing is buffered.
   unless handlers run in child processes, where a crash takes only its own run down.
 - HEARTBEAT goes through a plain idempotent producer, flushed before each transaction
   with outcomes; the final outcome waits for a transaction.
+- Progress (``ctx.progress``): a run's latest report rides on its next HEARTBEAT, sent as
+  soon as the previous report is ``progress_interval_s`` old, and its last report goes
+  before its outcome (pipeline/worker/progress.py).
 - Redeliveries (a rebalance racing a claim): a record whose execution id is running here
   joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
@@ -88,6 +91,7 @@ from pipeline.worker.lane import Lane, Record
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.processes import ProcessExecutor
+from pipeline.worker.progress import ProgressReporter
 from pipeline.worker.quarantine import Quarantine, is_suspect
 from pipeline.worker.results import result_headers
 from pipeline.worker.started import StartedEncoder
@@ -252,6 +256,7 @@ class WorkerRuntime:
             WORKER_STOPPED, f"the worker stopped before the run ended (drain of "
             f"{self.options.drain_timeout_s:g} s)", None, True)  # fmt: skip
         for job in given_up:
+            self._last_progress(job)
             event = (self._cancelled(job.execution, job.cancel) if job.cancel is not None else
                      outcomes.failed(job.execution, error, worker_id=self.options.worker_id,
                                      now_ms=now_ms()))  # fmt: skip
@@ -354,15 +359,28 @@ class WorkerRuntime:
                                                 now_ms=now_ms()))  # fmt: skip
 
     def _beat_jobs(self, now: float) -> None:
+        """A HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
+        handler reported (at most one per ``progress_interval_s``)."""
         worker = self.options.worker_id
         for job in self.inflight.active.values():
-            if now >= job.next_beat:
+            report = job.progress.due(now)
+            if report is not None or now >= job.next_beat:
                 job.next_beat = now + self.options.heartbeat_s
-                self._emit(outcomes.heartbeat(job.execution, worker_id=worker, now_ms=now_ms()),
-                           job.execution)  # fmt: skip
+                self._emit(outcomes.heartbeat(job.execution, worker_id=worker, now_ms=now_ms(),
+                                              progress=report), job.execution)  # fmt: skip
+
+    def _last_progress(self, job: RunningJob) -> None:
+        """The run's report still waiting, if any, on a HEARTBEAT before its outcome (the
+        lane flushes HEARTBEATs before its transaction)."""
+        report = job.progress.last(time.monotonic())
+        if report is not None:
+            self._emit(outcomes.heartbeat(job.execution, worker_id=self.options.worker_id,
+                                          now_ms=now_ms(), progress=report),
+                       job.execution)  # fmt: skip
 
     def _report(self, job: RunningJob, event: Event) -> None:
         """Queue a run's final outcome for its lane's next transaction."""
+        self._last_progress(job)
         self.stats.count(event.data["kind"].lower())
         observe(event.data)
         self.inflight.reported(job)
@@ -478,9 +496,10 @@ class WorkerRuntime:
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
         started_ms = now_ms()
+        progress = ProgressReporter(self.options.progress_interval_s)
         try:
             ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
-                                timeout_s=timeout_s)
+                                timeout_s=timeout_s, progress_sink=progress.put)
         except ValidationError as exc:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
@@ -492,7 +511,7 @@ class WorkerRuntime:
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             started=(outcomes.event_key(execution), self.encode_started(started, record.raw)),
             deadline=math.inf, next_beat=math.inf,  # set when its handler is launched
-            signal=ctx.cancel_signal,
+            signal=ctx.cancel_signal, progress=progress,
         )  # fmt: skip
         self.inflight.add(job)
         lane.pending.append(job.started)

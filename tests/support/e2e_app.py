@@ -26,8 +26,13 @@ def work(ctx: JobContext) -> dict[str, Any]:
     (as a segfault or the OOM killer would), refuses for good with ``non_retryable``;
     otherwise answers with its attempt, and with ``echo_parents`` also its parents'
     outcomes and results (workflow tests); with ``result_bytes``, answers that many bytes
-    of :func:`pattern` instead (results tests)."""
+    of :func:`pattern` instead (results tests). First, with ``progress_steps``, it reports
+    each step's progress (``step k of n``) and waits ``progress_pause_s`` after it."""
     params = ctx.params
+    steps = int(params.get("progress_steps", 0))
+    for step in range(1, steps + 1):
+        ctx.progress(step / steps, f"step {step} of {steps}")
+        time.sleep(float(params.get("progress_pause_s", 0)))
     sleep_s = params.get("sleep_s", 0)
     if ctx.attempt == 1:
         sleep_s = params.get("first_attempt_sleep_s", sleep_s)

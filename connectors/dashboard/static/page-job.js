@@ -7,8 +7,10 @@
 // a job lists the commands people gave it (the API's `commands`): when, which, who asked
 // and why. A result too large to be inline (or bytes) is on jobs.results: its link fetches
 // it from the API with the tab's token (a plain link would carry none) and saves it
-// through a blob URL; a JSON one can be shown on the page instead. Below the attempts,
-// its event timeline (timeline.js); above them, a re-run with edited parameters (rerun.js).
+// through a blob URL; a JSON one can be shown on the page instead. A run's progress (the
+// API's `progress`, from the handler's ctx.progress) is a bar with its message, redrawn in
+// place when a status event changes nothing else. Below the attempts, its event timeline
+// (timeline.js); above them, a re-run with edited parameters (rerun.js).
 
 import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
@@ -94,6 +96,19 @@ function resultLink(path, name) {
     h("a", { href: "#", "data-result": "show", onclick: show }, "show"), " ", message, shown);
 }
 
+// How far the current (or last) run has got: a bar, the percentage, the handler's message.
+function progressOf(p) {
+  return h("span", { id: "job-progress", "data-fraction": p.fraction, "data-at-ms": p.at_ms },
+    h("progress", { max: "1", value: String(p.fraction) }), ` ${Math.floor(p.fraction * 100)}%`,
+    p.message ? h("span", { class: "progress-message" }, ` ${p.message}`) : null,
+    h("span", { class: "message" }, ` (${time(p.at_ms)})`));
+}
+
+// A status event that changes a job's progress and nothing else (the body of GET
+// /api/v1/jobs/{id} but its parameters and commands): the bar alone is redrawn.
+const OWN_OF_GET = new Set(["progress", "updated_at_ms", "params", "params_uri", "commands"]);
+const rest = (job) => JSON.stringify(Object.entries(job).filter(([k]) => !OWN_OF_GET.has(k)));
+
 function fields(job) {
   const rows = [
     ["id", h("span", { class: "mono" }, job.job_id)], ["type", job.job_type], ["owner", job.owner],
@@ -109,6 +124,7 @@ function fields(job) {
     ["last error", job.last_error ? `${job.last_error.error_type}: ${job.last_error.message}` : ""],
   ];
   if (job.cancellation) rows.push(["cancelled", h("span", { id: "cancellation" }, cancelledBy(job.cancellation))]);
+  if (job.progress) rows.splice(4, 0, ["progress", progressOf(job.progress)]);
   if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);
@@ -187,7 +203,7 @@ export function render(root, { id }) {
     onclick: (event) => (questions[name] ? ask(name, event.target) : send(name, event.target)) },
   labels[name] ?? name[0].toUpperCase() + name.slice(1));
 
-  let workflowId = null, workflowOwner = null, loads = 0;
+  let workflowId = null, workflowOwner = null, loads = 0, shown = null;
   const again = rerunner();
   const load = async () => {
     const turn = ++loads;  // a slower, older load must not overwrite a newer one
@@ -196,6 +212,7 @@ export function render(root, { id }) {
       job = await get(`/api/v1/jobs/${encodeURIComponent(id)}`);
       workflowId = job.workflow_id;
       workflowOwner = job.owner;
+      shown = job;
     } catch (error) {
       root.replaceChildren(h("h1", {}, "Job"), h("p", { class: "error" }, error.message));
       return;
@@ -229,7 +246,17 @@ export function render(root, { id }) {
   };
   load();
   return {
-    onStatus(job) { if (job.job_id === id || (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner)) load(); },
+    onStatus(job) {
+      const bar = root.querySelector("#job-progress");
+      if (job.job_id === id && bar && job.progress && shown && rest(job) === rest(shown)
+          && job.updated_at_ms >= shown.updated_at_ms
+          && JSON.stringify(job.progress) !== JSON.stringify(shown.progress)) {
+        shown = { ...shown, progress: job.progress, updated_at_ms: job.updated_at_ms };
+        bar.replaceWith(progressOf(job.progress));
+        return;
+      }
+      if (job.job_id === id || (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner)) load();
+    },
     stop() {},
   };
 }

@@ -102,6 +102,7 @@ def sql_type(schema: dict, definitions: dict) -> set[str]:
     return {
         "string": {"VARCHAR"},
         "integer": {"INT", "BIGINT"},
+        "number": {"DOUBLE"},
         "array": {"ARRAY<VARCHAR>"},
         "object": {"MAP<VARCHAR, VARCHAR>"},
     }[kind.get("type", "string") if "enum" not in kind else "string"]
