@@ -7,10 +7,12 @@
 // a job lists the commands people gave it (the API's `commands`): when, which, who asked
 // and why. A result too large to be inline (or bytes) is on jobs.results: its link fetches
 // it from the API with the tab's token (a plain link would carry none) and saves it
-// through a blob URL; a JSON one can be shown on the page instead.
+// through a blob URL; a JSON one can be shown on the page instead. Each ended attempt's
+// "logs" link shows the lines it wrote (run-logs.js).
 
 import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
+import { logsLink } from "./run-logs.js";
 import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
@@ -131,7 +133,8 @@ function attempt(run, jobId) {
     h("td", { class: "num" }, run.attempt), h("td", { class: "mono" }, run.worker_id ?? ""),
     h("td", {}, time(run.fired_at_ms)), h("td", {}, time(run.started_at_ms)),
     h("td", {}, time(run.ended_at_ms)), h("td", { class: "num" }, took),
-    h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result));
+    h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result),
+    h("td", {}, logsLink(jobId, run)));
 }
 
 function given(c) {
@@ -198,7 +201,7 @@ export function render(root, { id }) {
     }
     const runs = (await get(`/api/v1/jobs/${encodeURIComponent(id)}/executions`)).executions;
     const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
-      ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
+      ["duration", "num"], ["outcome"], ["error"], ["result"], ["logs"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
     const graph = await workflow(job);
     if (turn !== loads) return;
     fill(root,
