@@ -1,6 +1,6 @@
 """The connectors' commands: ``jobstream api``, the queries on it, ``backfill`` and ``replay``.
 
-``jobs list``, ``history``, ``result``, ``workers`` and ``backfill`` call the HTTP API
+``jobs list``, ``history``, ``result``, ``logs``, ``workers`` and ``backfill`` call the HTTP API
 (``JOBSTREAM_API_URL``,
 ``JOBSTREAM_API_TOKEN``), so they see what the token's owner may see and nothing more;
 their tables stay readable at 80 columns.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import typer
 from rich import box
 from rich.console import Console
@@ -36,6 +37,7 @@ from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from pipeline.scheduling.backfill import check_rate, parse_instant_ms
 from pipeline.signals import stop_on_signals
+from pipeline.worker.runlogs import format_line
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +217,30 @@ def result(
     sys.stdout.buffer.flush()
 
 
+def logs(
+    job_id: str = typer.Argument(..., help="The job's id."),
+    attempt: str | None = typer.Option(None, "--attempt", help="One run: an attempt number "
+                                       "or an execution id (default: the job's latest run)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line, as "
+                                 "jobs.logs holds them."),
+) -> None:  # fmt: skip
+    """The log lines a run of a job wrote (its handler's logging; with --isolation process
+    also its stdout and stderr), read from jobs.logs through the API."""
+    settings = load_api_settings()
+    if attempt is None:
+        runs = _get(settings, f"/api/v1/jobs/{job_id}/executions")["executions"]
+        if not runs:
+            typer.echo(f"error: job {job_id} has not run yet", err=True)
+            raise typer.Exit(EXIT_API)
+        attempt = str(runs[-1]["execution_id"])
+    found = _get(settings, f"/api/v1/jobs/{job_id}/executions/{attempt}/logs")
+    for line in found["lines"]:
+        typer.echo(orjson.dumps(line).decode() if as_json else format_line(line))
+    if found["dropped_lines"]:
+        typer.echo(f"... {found['dropped_lines']} more lines dropped: past "
+                   "JOBSTREAM_MAX_LOG_LINES or JOBSTREAM_MAX_LOG_BYTES", err=True)  # fmt: skip
+
+
 def workers() -> None:
     """Workers: types (and pool), state, running of capacity, age of the last heartbeat."""
     found = _get(load_api_settings(), "/api/v1/workers")["workers"]
@@ -355,6 +381,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(jobs_app, name="jobs")
     app.command("history")(history)
     app.command("result")(result)
+    app.command("logs")(logs)
     app.command("backfill", epilog=BACKFILL_EPILOG)(backfill)
     app.command("workers")(workers)
     replay_app.command("status")(replay_status)

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from pipeline.durations import DurationError, parse_duration
@@ -59,6 +59,20 @@ class Settings(BaseSettings):
         1024 * 1024, ge=1, le=MAX_MESSAGE_BYTES - 64 * 1024,
         description="Largest result a handler may return (bytes, as encoded); a larger "
         "one fails its run, non-retryable, naming this limit.",
+    )
+    logs_partitions: int = Field(6, ge=1, description="Partitions of jobs.logs.")
+    logs_retention: Annotated[int, NoDecode] = Field(
+        7 * 86_400_000, ge=60_000,
+        description="How long jobs.logs keeps a run's log lines (a duration, e.g. 7d; in ms "
+        "once read).",
+    )
+    max_log_lines: int = Field(
+        1000, ge=1, description="Most log lines kept of one run; the first ones are kept."
+    )
+    max_log_bytes: int = Field(
+        256 * 1024, ge=1024, le=MAX_MESSAGE_BYTES - 64 * 1024,
+        description="Most bytes of log lines (as JSON lines) kept of one run; the first "
+        "ones are kept.",
     )
     replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
     max_execution_topics: int = Field(
@@ -136,13 +150,13 @@ class Settings(BaseSettings):
         description="Further librdkafka settings as a JSON object, passed through as they are.",
     )
 
-    @field_validator("results_retention", mode="before")
+    @field_validator("results_retention", "logs_retention", mode="before")
     @classmethod
-    def _parse_retention(cls, value: object) -> object:
+    def _parse_retention(cls, value: object, info: ValidationInfo) -> object:
         if not isinstance(value, str):
             return value
         try:
-            return parse_duration(value, option="results_retention")
+            return parse_duration(value, option=str(info.field_name))
         except DurationError as exc:
             raise ValueError(exc.message) from None
 

@@ -99,6 +99,7 @@ class Topics:
         self.quotas = f"{p}jobs.quotas"
         self.control = f"{p}jobs.control"
         self.results = f"{p}jobs.results"
+        self.logs = f"{p}jobs.logs"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -139,6 +140,7 @@ class Topics:
             # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
             self.control_spec(),
             self.results_spec(),
+            self.logs_spec(),
         ]
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
@@ -158,6 +160,13 @@ class Topics:
         return TopicSpec(self.results, s.results_partitions, compacted=True, expires=True,
                          retention_ms=s.results_retention,
                          extra={"min.compaction.lag.ms": str(min(_DAY_MS, s.results_retention))})
+
+    def logs_spec(self) -> TopicSpec:
+        """jobs.logs: each ended run's log lines, keyed by job id (pipeline/worker/runlogs.py).
+        Deleted after the retention, not compacted: every run's lines stay readable until
+        then, a retry's beside the first attempt's."""
+        s = self.settings
+        return TopicSpec(self.logs, s.logs_partitions, retention_ms=s.logs_retention)
 
     def spec_of(self, name: str) -> TopicSpec | None:
         """The spec of topic ``name``: one of the design's, or a job type's (any type)."""

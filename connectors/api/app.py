@@ -25,6 +25,7 @@ from connectors.api import (
     live,
     operations,
     quotas,
+    runlogs,
     schedules,
     timeline,
     workflows,
@@ -56,6 +57,7 @@ def create_app(svc: Services | None) -> FastAPI:
     app.state.services = svc
     errors.install(app)
     app.include_router(jobs.router)
+    app.include_router(runlogs.router)
     app.include_router(commands.router)
     app.include_router(backfill.router, responses={429: {"model": Problem}})
     # A workflow's steps pass their owner's quotas (connectors/api/gate.py).

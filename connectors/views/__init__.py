@@ -1,6 +1,6 @@
 """Views: jobs.intake, jobs.status, jobs.events and jobs.workers folded into local RocksDB
-files, with where each result is on jobs.results, indexed for the queries of the HTTP API
-and the CLI (docs/api.md)."""
+files, with where each result is on jobs.results and each run's log lines on jobs.logs,
+indexed for the queries of the HTTP API and the CLI (docs/api.md)."""
 
 from connectors.views.fold import SUBMITTED
 from connectors.views.query import (

@@ -16,6 +16,7 @@ millisecond also come newest first.
 | ``x`` | job id, fire ms ``>Q``, attempt ``>I`` | one execution (JSON) |
 | ``z`` | job id | where its latest result is: jobs.results partition ``>I``, offset ``>q`` |
 | ``Z`` | job id, fire ms ``>Q``, attempt ``>I`` | where that execution's result is (as ``z``) |
+| ``g`` | job id, fire ms ``>Q``, attempt ``>I`` | where its log lines are on jobs.logs (as ``z``) |
 | ``m`` | job id | the commands people gave the job, latest last (a JSON list) |
 | ``e`` | job id | its event timeline, oldest first (a JSON list: views/timeline.py) |
 | ``R`` | owner, ``>Q`` of ``NEWEST - created_ms``, kind, id | nothing: a schedule (below) |
@@ -58,6 +59,7 @@ TIMELINE = b"e\x00"
 SCHEDULES, WORKFLOW_SCHEDULE = b"R\x00", b"W\x00"
 PARAMS_AT = b"i\x00"
 RESULT_AT, RUN_RESULT_AT = b"z\x00", b"Z\x00"
+RUN_LOGS_AT = b"g\x00"
 COUNT = b"c\x00"
 POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
@@ -236,6 +238,15 @@ def run_result_prefix(job_id: str) -> bytes:
 def run_result_key(job_id: str, execution_id: str) -> bytes:
     """Where an execution's result is; sorted as :func:`execution_key`."""
     return run_result_prefix(job_id) + _execution_part(execution_id)
+
+
+def run_logs_prefix(job_id: str) -> bytes:
+    return RUN_LOGS_AT + text(job_id)
+
+
+def run_logs_key(job_id: str, execution_id: str) -> bytes:
+    """Where an execution's log lines are; sorted as :func:`execution_key`."""
+    return run_logs_prefix(job_id) + _execution_part(execution_id)
 
 
 def worker_key(worker_id: str) -> bytes:

@@ -134,6 +134,13 @@ def result_location(store: ViewStore, job_id: str,
     return None if raw is None else keys.decode_location(raw)
 
 
+def logs_location(store: ViewStore, job_id: str, execution_id: str) -> tuple[int, int] | None:
+    """(partition, offset) on jobs.logs of one execution's log lines; None when the views
+    have read none."""
+    raw = store.get(keys.run_logs_key(job_id, execution_id))
+    return None if raw is None else keys.decode_location(raw)
+
+
 def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
             ) -> list[dict[str, Any]]:  # fmt: skip
     """Every worker's latest heartbeat, with its age and whether it is stale (no heartbeat

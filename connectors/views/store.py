@@ -231,6 +231,11 @@ class ViewBatch:
         if execution_id:
             self.changes[keys.run_result_key(job_id, execution_id)] = at
 
+    def run_logs(self, job_id: str, execution_id: str, location: tuple[int, int]) -> None:
+        """An execution's log lines on jobs.logs at ``location`` (partition, offset)."""
+        at = keys.encode_location(*location)
+        self.changes[keys.run_logs_key(job_id, execution_id)] = at
+
     def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
         """A worker's latest heartbeat, or None for a tombstone."""
         key = keys.worker_key(worker_id)
@@ -241,8 +246,8 @@ class ViewBatch:
 
     def purge(self, before_ms: int, limit: int = 1000) -> int:
         """Drop jobs that ended before ``before_ms``: document, indexes, parameters,
-        executions, commands and where their results are. Reads the store, not this batch:
-        call it on a fresh batch."""
+        executions, commands and where their results and log lines are. Reads the store,
+        not this batch: call it on a fresh batch."""
         purged = 0
         for key, _ in self.store.scan(keys.RETENTION, keys.retention_upper(before_ms)):
             if purged >= limit:
@@ -260,7 +265,8 @@ class ViewBatch:
             self.changes[keys.commands_key(job_id)] = None
             self.changes[keys.timeline_key(job_id)] = None
             self.changes[keys.result_at_key(job_id)] = None
-            for prefix in (keys.execution_prefix(job_id), keys.run_result_prefix(job_id)):
+            for prefix in (keys.execution_prefix(job_id), keys.run_result_prefix(job_id),
+                           keys.run_logs_prefix(job_id)):  # fmt: skip
                 for key_of_run, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
                     self.changes[key_of_run] = None
             purged += 1

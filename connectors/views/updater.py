@@ -1,8 +1,9 @@
-"""Keeps the views up to date: reads jobs.intake, jobs.status, jobs.events, jobs.workers and
-jobs.results and folds every record into the view store (of jobs.results, only where each
-result is: connectors/views/results.py reads it back).
+"""Keeps the views up to date: reads jobs.intake, jobs.status, jobs.events, jobs.workers,
+jobs.results and jobs.logs and folds every record into the view store (of jobs.results and
+jobs.logs, only where each result and each run's log lines are: connectors/views/results.py
+and runlogs.py read them back).
 
-The updater assigns itself every partition of its five topics (no consumer group: each
+The updater assigns itself every partition of its six topics (no consumer group: each
 API process keeps views of its own) and starts each from the offset its store recorded,
 or from the beginning. A batch of records and the offsets after them are written in one
 RocksDB batch, so a restart resumes where the files end and a crash neither loses nor
@@ -57,7 +58,7 @@ class UpdaterStats(Counters):
 
 
 class ViewUpdater:
-    """Folds the five topics into ``store``; :meth:`run` loops until stopped."""
+    """Folds the six topics into ``store``; :meth:`run` loops until stopped."""
 
     def __init__(self, settings: Settings, store: ViewStore, *, retention_ms: int,
                  metadata_timeout_s: float = 30.0) -> None:  # fmt: skip
@@ -72,6 +73,7 @@ class ViewUpdater:
             self.topics.events: self._event,
             self.topics.workers: self._worker,
             self.topics.results: self._result,
+            self.topics.logs: self._logs,
         }
         _, self._deserialize = make_serde(settings.schema_registry_url)
         self.stats = UpdaterStats()
@@ -270,6 +272,12 @@ class ViewUpdater:
         location = (int(message.partition() or 0), int(message.offset() or 0))
         batch.result(key.decode(errors="replace"),
                      header(message.headers(), EXECUTION_HEADER), location)  # fmt: skip
+
+    def _logs(self, batch: ViewBatch, message: Message) -> None:
+        key, execution_id = message.key(), header(message.headers(), EXECUTION_HEADER)
+        if key and execution_id and message.value() is not None:
+            location = (int(message.partition() or 0), int(message.offset() or 0))
+            batch.run_logs(key.decode(errors="replace"), execution_id, location)
 
     def _status(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()

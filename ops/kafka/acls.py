@@ -143,6 +143,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
               for t in own_topics),
             _topic(topics.events, ("WRITE",), "STARTED, HEARTBEAT, SUCCEEDED, FAILED ..."),
             _topic(topics.results, ("WRITE",), "each run's result, with its SUCCEEDED"),
+            _topic(topics.logs, ("WRITE",), "each run's log lines, with its outcome"),
             _topic(topics.workers, ("WRITE",), "the worker's heartbeat"),
             _topic(topics.control, ("READ",), "cancels of runs under way, read whole"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.control whole", prefixed=True),
@@ -154,6 +155,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.events, ("READ", "WRITE"), "its views; a redrive's event"),
             _topic(topics.workers, ("READ",), "its views of the workers"),
             _topic(topics.results, ("READ",), "results: indexed by its views, served whole"),
+            _topic(topics.logs, ("READ",), "runs' log lines: indexed by its views, served"),
             _topic(topics.retry, ("WRITE",), "redrives"),
             _topic(topics.limits, ("READ", "WRITE"), "rate limits shown and set"),
             _topic(topics.quotas, ("READ", "WRITE"), "owners' quotas: followed, and set"),
@@ -169,6 +171,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
         _topic(topics.status, ("READ",), "each job's latest state"),
         _topic(topics.events, ("READ",), "each job's history"),
         _topic(topics.results, ("READ",), "each job's latest result"),
+        _topic(topics.logs, ("READ",), "each run's log lines"),
         *_readers(topics),
     ]
 

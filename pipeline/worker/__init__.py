@@ -15,7 +15,8 @@ async def process(ctx: JobContext) -> dict:
 ```
 
 A handler returns JSON, ``bytes``, or ``Result(body, content_type)``; the result is kept
-on jobs.results (pipeline/worker/results.py).
+on jobs.results (pipeline/worker/results.py). What it logs through :mod:`logging` is kept
+per run on jobs.logs (pipeline/worker/capture.py, runlogs.py).
 
 ``jobstream worker --app myapp.jobs --type image.render --concurrency 8`` serves them.
 """

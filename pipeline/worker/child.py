@@ -13,6 +13,12 @@ stop or its pipe closes.
 - Each ``ctx.progress`` report crosses the pipe as a :class:`Progressed`, before the run's
   :class:`Ended`; the worker keeps the latest and sends it at its own pace.
 - Async handlers run on one event loop kept for the child's life.
+- Its stdout and stderr are pipes the worker reads, and its root logger writes each record
+  of a run, as the run's log line, to a third (pipeline/worker/output.py), besides the
+  worker's stderr: the worker keeps what a run writes with the run's log lines, and
+  passes stdout and stderr on to its own. Its ``sys.stdout`` is line-buffered, and both
+  streams are flushed before a run's end is answered, so the run's lines are in the
+  pipes when the worker reads its end.
 - SIGTERM (the worker stopping a run at its timeout, or cancelling it) raises
   :class:`Terminated` in the handler, so its ``finally`` blocks run, and the child then
   dies of that SIGTERM without answering: the worker decided the run's end when it sent
@@ -35,6 +41,7 @@ import logging
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +55,7 @@ from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
 from pipeline.worker.context import JobContext
 from pipeline.worker.failures import ErrorDescription, describe_error
+from pipeline.worker.output import RunLinesHandler, log_to
 from pipeline.worker.progress import ProgressReport
 from pipeline.worker.results import EncodedResult, encode_result
 
@@ -77,6 +85,11 @@ class Setup:
     """The worker's limit on a result's size."""
     log_level: int
     """The worker's logging level: a handler's logs read as they would in the worker."""
+    log_fd: int | None = None
+    """The pipe each run's log lines go to (pipeline/worker/output.py)."""
+    stderr_fd: int | None = None
+    """A copy of the worker's stderr, where it logs as the worker does; None (with
+    ``log_fd``): its own stderr, and no run's lines."""
 
 
 @dataclass(frozen=True)
@@ -147,15 +160,25 @@ def main(fd: int) -> None:
     conn = Connection(fd)
     try:
         setup: Setup = receive(conn)
-        configure_logging(logging.getLevelName(setup.log_level))
+        lines: RunLinesHandler | None = None
+        if setup.log_fd is None or setup.stderr_fd is None:
+            configure_logging(logging.getLevelName(setup.log_level))
+        else:
+            lines = log_to(setup.stderr_fd, setup.log_fd, setup.log_level)
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         app = load_app(setup.app)
         loop = asyncio.new_event_loop()
         send(conn, Ready(os.getpid()))
         lock = threading.Lock()  # a handler may report from threads of its own
         while (run := _next(conn)) is not None:
+            if lines is not None:
+                lines.running = True
             ended = _run(app, setup.max_result_bytes, loop, run, _reporter(conn, lock, run.token))
+            if lines is not None:
+                lines.running = False
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
                 raise Terminated
+            _flush()
             with lock:
                 send(conn, ended)
     except Terminated:
@@ -196,6 +219,15 @@ def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
     except BaseException as exc:  # SystemExit too, as on a worker's thread
         return Ended(run.token, now_ms(), error=describe_error(exc))
     return Ended(run.token, now_ms(), result=result)
+
+
+def _flush() -> None:
+    """The run's output into the pipes, before its end is answered."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError) as exc:  # closed or broken by the handler: its loss
+            log.warning("could not flush the run's %s: %s", stream.name, exc)
 
 
 def _context(fields: dict[str, Any],

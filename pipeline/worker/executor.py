@@ -20,7 +20,9 @@ handlers run elsewhere:
 
 Encoding the result happens here too (pipeline/worker/results.py), so a large result
 never costs the polling thread any time; the polling thread produces it to jobs.results
-with the run's SUCCEEDED.
+with the run's SUCCEEDED. A run's log lines go to the :class:`RunLog` it was submitted
+with: the handler runs with it as :data:`~pipeline.worker.capture.CURRENT`
+(pipeline/worker/capture.py).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from typing import Any
 
 from pipeline.clock import now_ms
 from pipeline.serde import Event
-from pipeline.worker import outcomes
+from pipeline.worker import capture, outcomes
 from pipeline.worker.app import Handler
+from pipeline.worker.capture import RunLog
 from pipeline.worker.context import JobContext
 from pipeline.worker.outcomes import ErrorDescription, describe_error
 from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES, EncodedResult, encode_result
@@ -73,13 +76,13 @@ class Finished:
 class AsyncRun:
     """One async run as the polling thread sees it: ``cancel()`` stops it, begun or not."""
 
-    __slots__ = ("_loop", "_on_finish", "cancel_requested", "ctx", "handler", "started",
-                 "task", "timed_out", "token")  # fmt: skip
+    __slots__ = ("_loop", "_on_finish", "cancel_requested", "ctx", "handler", "log",
+                 "started", "task", "timed_out", "token")  # fmt: skip
 
     def __init__(self, token: int, handler: Handler, ctx: JobContext,
-                 loop: asyncio.AbstractEventLoop, on_finish: Callable[[Finished], None]
-                 ) -> None:  # fmt: skip
-        self.token, self.handler, self.ctx = token, handler, ctx
+                 loop: asyncio.AbstractEventLoop, on_finish: Callable[[Finished], None],
+                 log: RunLog | None = None) -> None:  # fmt: skip
+        self.token, self.handler, self.ctx, self.log = token, handler, ctx, log
         self._loop, self._on_finish = loop, on_finish
         self.cancel_requested = False
         """Read and written by the polling thread only."""
@@ -127,10 +130,14 @@ class JobExecutor:
         self._ready: list[AsyncRun] = []
         """Async runs submitted and not yet picked up by the loop."""
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext) -> AsyncRun | None:
-        """Start a run; for an async handler, return the handle whose cancel() stops it."""
+    def submit(self, token: int, handler: Handler, ctx: JobContext,
+               log: RunLog | None = None) -> AsyncRun | None:  # fmt: skip
+        """Start a run (its log lines to ``log``); for an async handler, return the handle
+        whose cancel() stops it."""
+        if log is not None:
+            capture.install()
         if handler.is_async:
-            run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish)
+            run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish, log)
             with self._lock:
                 self._ready.append(run)
                 first = len(self._ready) == 1
@@ -144,7 +151,7 @@ class JobExecutor:
                 thread = threading.Thread(target=self._serve, daemon=True, name=name)
                 self._threads.append(thread)
                 thread.start()
-        self._tasks.put(lambda: self._run_sync(token, handler, ctx))
+        self._tasks.put(lambda: self._run_sync(token, handler, ctx, log))
         return None
 
     def close(self, timeout_s: float = 5.0) -> None:
@@ -173,9 +180,11 @@ class JobExecutor:
                 with self._lock:
                     self._busy -= 1
 
-    def _run_sync(self, token: int, handler: Handler, ctx: JobContext) -> None:
+    def _run_sync(self, token: int, handler: Handler, ctx: JobContext,
+                  log: RunLog | None) -> None:  # fmt: skip
         try:
-            value = handler.func(ctx)
+            with capture.capturing(log):
+                value = handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)
         except BaseException as exc:  # a worker thread must report SystemExit too, not die
             self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
@@ -193,6 +202,7 @@ class JobExecutor:
     async def _run_async(self, run: AsyncRun) -> None:
         run.started = True
         token, ctx = run.token, run.ctx
+        capture.CURRENT.set(run.log)  # this task's own context: no other run sees it
         try:
             value = await run.handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.worker.app import Handler
+from pipeline.worker.capture import RunLog
 from pipeline.worker.executor import AsyncRun
 from pipeline.worker.lane import Lane
 from pipeline.worker.offsets import OffsetRef
@@ -59,6 +60,8 @@ class RunningJob:
     """Monotonic instant it is reported CANCELLED at, should the handler ignore the cancel."""
     progress: ProgressReporter = field(default_factory=ProgressReporter)
     """Its handler's latest progress report, waiting for its HEARTBEAT."""
+    log: RunLog | None = None
+    """Its log lines, from its launch until they go to jobs.logs with its outcome."""
 
     @property
     def execution_id(self) -> str:

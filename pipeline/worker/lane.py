@@ -11,8 +11,8 @@ fetch already under way may add one more batch) until half of its buffer has sta
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
 tier is paused while draining.
 
-Final outcomes of the type's executions (with their results, for jobs.results) and the
-group's offsets commit in transactions
+Final outcomes of the type's executions (with their results, for jobs.results, and their
+runs' log lines, for jobs.logs) and the group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
@@ -67,7 +67,7 @@ BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach
 1 MB, and ``prefetch`` of those would not fit in memory."""
 RESULT_BATCH_BYTES = 16 * 1024 * 1024
-"""Results waiting past this many bytes make the lane's next transaction due at once: a
+"""Results and logs waiting past this many bytes make the lane's next transaction due at once: a
 transaction of a thousand 1 MB results would take the producer's memory and the broker
 many seconds."""
 _MAX_RETRY_DELAY_S = 5.0
@@ -121,6 +121,7 @@ class Lane:
         topics = Topics(settings)
         self.events_topic = topics.events
         self.results_topic = topics.results
+        self.logs_topic = topics.logs
         self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
         self.prefetch = prefetch
         self._deserialize = deserialize
@@ -157,6 +158,8 @@ class Lane:
         self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
         """Results of the runs whose SUCCEEDED waits in ``pending`` (key, value, headers),
         for jobs.results in the same transaction."""
+        self.logs: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
+        """Log lines of the runs whose outcome waits in ``pending``, for jobs.logs."""
         self._results_bytes = 0
         self.transactions = self.aborted = self.unreadable = self.renewed = 0
         self._paused: set[Partition] = set()
@@ -387,6 +390,8 @@ class Lane:
                 send(self.producer, self.events_topic, value, key)
             for key, value, headers in self.results:
                 send(self.producer, self.results_topic, value, key, headers=headers)
+            for key, value, headers in self.logs:
+                send(self.producer, self.logs_topic, value, key, headers=headers)
             commit_offsets(self.producer, self.consumer,
                            [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
         except KAFKA_FAILURES as failure:
@@ -398,6 +403,7 @@ class Lane:
         self.tracker.committed(offsets)
         self.pending.clear()
         self.results.clear()
+        self.logs.clear()
         self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
@@ -409,6 +415,13 @@ class Lane:
     def add_result(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
         """A run's result, for jobs.results in the transaction of its SUCCEEDED."""
         self.results.append((key, value, headers))
+        self._results_bytes += len(value)
+        if self._results_bytes >= RESULT_BATCH_BYTES:
+            self.schedule.hurry()
+
+    def add_log(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
+        """A run's log lines, for jobs.logs in the transaction of its outcome."""
+        self.logs.append((key, value, headers))
         self._results_bytes += len(value)
         if self._results_bytes >= RESULT_BATCH_BYTES:
             self.schedule.hurry()

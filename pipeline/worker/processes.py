@@ -25,6 +25,9 @@ callback) and runs every handler, sync or async, in a child process
   only then, and never while the old child still runs.
 - Children die with the worker: each holds the read end of a lifeline whose only write
   end is the worker's (pipeline/lifeline.py), so even a SIGKILLed worker leaves none.
+- A child's stdout, stderr and log records come through pipes (pipeline/worker/output.py):
+  what it writes during a run joins the run's log lines, read up to the run's end (or
+  the child's death) before the end is reported.
 
 One thread per child reads its answers and its death (the socket's end of file), and
 reports on the callback, like the executor's threads. A run's progress reports
@@ -44,7 +47,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Literal
@@ -53,6 +56,7 @@ from pipeline.clock import now_ms
 from pipeline.errors import ConfigurationError
 from pipeline.lifeline import ENV as LIFELINE_ENV
 from pipeline.worker.app import Handler, WorkerApp
+from pipeline.worker.capture import RunLog
 from pipeline.worker.child import (
     BOOT,
     Ended,
@@ -67,6 +71,7 @@ from pipeline.worker.child import (
 from pipeline.worker.context import JobContext
 from pipeline.worker.executor import Finished
 from pipeline.worker.failures import crashed_error, how_it_ended
+from pipeline.worker.output import ChildOutput
 from pipeline.worker.progress import ProgressReport
 from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 
@@ -85,6 +90,7 @@ Ending = Literal["timed_out", "cancelled"]
 class _Child:
     process: subprocess.Popen[bytes]
     conn: Connection
+    output: ChildOutput
     ready: bool = False
     """It has imported the app (it said :class:`Ready`)."""
     token: int | None = None
@@ -114,6 +120,8 @@ class ProcessExecutor:
         """Runs submitted while every child is busy (the runtime's slots keep this empty)."""
         self._sinks: dict[int, Callable[[ProgressReport], None]] = {}
         """The progress sink of each run's context, until the run ends."""
+        self._logs: dict[int, RunLog] = {}
+        """The log of each run submitted and not ended, by token."""
         self._watchers: list[threading.Thread] = []
         self._closing = False
         # Only this process holds the write end (os.pipe's ends are not inherited; each
@@ -137,13 +145,17 @@ class ProcessExecutor:
         with self._lock:
             return [child.process.pid for child in self._children]
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext) -> None:
-        """Start a run in an idle child (a new one while there are fewer than ``size``)."""
+    def submit(self, token: int, handler: Handler, ctx: JobContext,
+               log: RunLog | None = None) -> None:  # fmt: skip
+        """Start a run in an idle child (a new one while there are fewer than ``size``);
+        what the child writes during it goes to ``log``."""
         run = Run(token, handler.job_type, portable(ctx))
         with self._lock:
             if self._closing:
                 raise RuntimeError("the process executor is closed")
             self._sinks[token] = ctx.progress_sink
+            if log is not None:
+                self._logs[token] = log
             if self._idle:
                 child = self._idle.pop()
             elif len(self._children) < self._size:
@@ -153,6 +165,7 @@ class ProcessExecutor:
                 return
             child.token = token
             self._running[token] = child
+            child.output.attach(log)
         _send(child, run)
 
     def kill(self, token: int) -> None:
@@ -195,13 +208,24 @@ class ProcessExecutor:
         """Under the lock: a new child, counted at once; it reads its setup when it is up."""
         ours, theirs = Pipe()
         env = {**os.environ, LIFELINE_ENV: str(self._lifeline)}
-        process = subprocess.Popen(
-            [sys.executable, "-c", BOOT, str(theirs.fileno()), *sys.path],
-            stdin=subprocess.DEVNULL, env=env, pass_fds=(theirs.fileno(), self._lifeline),
-        )  # fmt: skip
-        theirs.close()
-        child = _Child(process, ours)
-        _send(child, self._setup)
+        (out, out_w), (err, err_w), (lines, lines_w) = os.pipe(), os.pipe(), os.pipe()
+        own_err = os.dup(2)  # the child logs to the worker's stderr as the worker does
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", BOOT, str(theirs.fileno()), *sys.path],
+                stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w, env=env,
+                pass_fds=(theirs.fileno(), self._lifeline, lines_w, own_err),
+            )  # fmt: skip
+        except BaseException:
+            for fd in (out, err, lines):
+                os.close(fd)
+            raise
+        finally:  # the child's ends: once it has them, the pipes end with it
+            for fd in (out_w, err_w, lines_w, own_err):
+                os.close(fd)
+            theirs.close()
+        child = _Child(process, ours, ChildOutput(process.pid, out, err, lines))
+        _send(child, replace(self._setup, log_fd=lines_w, stderr_fd=own_err))
         self._children.append(child)
         watcher = threading.Thread(target=self._watch, args=(child,), daemon=True,
                                    name=f"jobstream-child-{process.pid}")  # fmt: skip
@@ -229,10 +253,12 @@ class ProcessExecutor:
         self._died(child, child.process.wait())
 
     def _ended(self, child: _Child, ended: Ended) -> None:
+        child.output.settle()  # the run's lines are in the pipes: into its log, before its end
         with self._lock:
             if child.ending is not None or child.token != ended.token:
                 return  # being stopped: the run ends as it was stopped, once the child is dead
             del self._running[ended.token]
+            self._logs.pop(ended.token, None)
             child.token = None
             handoff = self._handoff(child)
         self._finish(Finished(ended.token, ended.at_ms, result=ended.result,
@@ -244,6 +270,7 @@ class ProcessExecutor:
         """Report the run the child held (if any) once a new child has taken its place."""
         if child.killer is not None:
             child.killer.cancel()
+        child.output.settle()  # what it wrote up to its death
         with self._lock:
             self._children.remove(child)
             if child in self._idle:
@@ -251,6 +278,7 @@ class ProcessExecutor:
             token, ending = child.token, child.ending
             if token is not None:
                 del self._running[token]
+                self._logs.pop(token, None)
             if self._closing:
                 return
             replaced = child.ready or bool(self._waiting)
@@ -281,6 +309,7 @@ class ProcessExecutor:
             run = self._waiting.popleft()
             child.token = run.token
             self._running[run.token] = child
+            child.output.attach(self._logs.get(run.token))
             return run
         self._idle.append(child)
         return None
@@ -293,6 +322,7 @@ class ProcessExecutor:
                 if waiting is None:
                     return  # ended already
                 self._waiting.remove(waiting)
+                self._logs.pop(token, None)
             elif child.ending is not None:
                 return
             else:

@@ -26,7 +26,9 @@ free and nothing is buffered.
   The retry of a run whose process died runs alone (pipeline/worker/quarantine.py),
   unless handlers run in child processes, where a crash takes only its own run down.
 - HEARTBEAT goes through a plain idempotent producer, flushed before each transaction
-  with outcomes; the final outcome waits for a transaction.
+  with outcomes; the final outcome waits for a transaction, and with it the run's log
+  lines (at most ``JOBSTREAM_MAX_LOG_LINES`` and ``_BYTES``) go to jobs.logs
+  (pipeline/worker/runlogs.py).
 - Progress (``ctx.progress``): a run's latest report rides on its next HEARTBEAT, sent as
   soon as the previous report is ``progress_interval_s`` old, and its last report goes
   before its outcome (pipeline/worker/progress.py).
@@ -82,6 +84,7 @@ from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.app import WorkerApp
 from pipeline.worker.cancels import CancelSet
+from pipeline.worker.capture import RunLog
 from pipeline.worker.context import JobContext, build_context
 from pipeline.worker.control import ControlReader
 from pipeline.worker.executor import Finished, JobExecutor
@@ -94,6 +97,7 @@ from pipeline.worker.processes import ProcessExecutor
 from pipeline.worker.progress import ProgressReporter
 from pipeline.worker.quarantine import Quarantine, is_suspect
 from pipeline.worker.results import result_headers
+from pipeline.worker.runlogs import logs_record
 from pipeline.worker.started import StartedEncoder
 
 log = logging.getLogger(__name__)
@@ -187,9 +191,10 @@ class WorkerRuntime:
         sees them at once instead of after the next metadata refresh. Existing topics are
         left alone: their partition count is no business of a worker."""
         present = self.lanes[0].consumer.list_topics(timeout=30).topics
-        if self.topics.results not in present:  # made by `topics create`, not by workers
-            raise ConfigurationError(f"topic {self.topics.results} not found: results go "
-                                     "there; run `jobstream topics create`")
+        for needed, what in ((self.topics.results, "results"), (self.topics.logs, "run logs")):
+            if needed not in present:  # made by `topics create`, not by workers
+                raise ConfigurationError(f"topic {needed} not found: {what} go there; run "
+                                         "`jobstream topics create`")
         missing = [spec for t in self.job_types
                    for spec in self.topics.job_type_specs(t, self.options.pool)
                    if spec.name not in present]  # fmt: skip
@@ -261,6 +266,7 @@ class WorkerRuntime:
                      outcomes.failed(job.execution, error, worker_id=self.options.worker_id,
                                      now_ms=now_ms()))  # fmt: skip
             self._queue_outcome(job.lane, event, job.execution)
+            self._queue_logs(job)
         for lane in self.lanes:
             lane.commit(force=True)
             lane.close()
@@ -385,6 +391,13 @@ class WorkerRuntime:
         observe(event.data)
         self.inflight.reported(job)
         self._queue_outcome(job.lane, event, job.execution)
+        self._queue_logs(job)
+
+    def _queue_logs(self, job: RunningJob) -> None:
+        """A launched run's log lines, for jobs.logs in the transaction of its outcome."""
+        lines, job.log = job.log, None
+        if lines is not None:
+            job.lane.add_log(*logs_record(lines, job.execution))
 
     def _settle(self, lane: Lane, ref: OffsetRef, event: Event | None,
                 execution: dict[str, Any]) -> None:  # fmt: skip
@@ -450,7 +463,8 @@ class WorkerRuntime:
                 self.inflight.release(job.token)
                 continue
             job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
-            job.async_run = self.executor.submit(job.token, job.handler, ctx)
+            job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
+            job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
         self._unclaimed = waiting
 
     def _forget(self, job: RunningJob) -> None:

@@ -97,3 +97,22 @@ def test_results_settings_read_a_duration_and_bound_the_size(
     monkeypatch.setenv("JOBSTREAM_MAX_RESULT_BYTES", str(4 * 1024 * 1024))
     with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_RESULT_BYTES"):
         load_settings()
+
+
+def test_run_log_settings_bound_a_runs_lines_and_read_a_retention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings()
+    assert (settings.max_log_lines, settings.max_log_bytes) == (1000, 256 * 1024)
+    assert settings.logs_retention == 7 * 86_400_000
+    monkeypatch.setenv("JOBSTREAM_LOGS_RETENTION", "36h")
+    monkeypatch.setenv("JOBSTREAM_MAX_LOG_LINES", "50")
+    assert (load_settings().logs_retention, load_settings().max_log_lines) == (
+        36 * 3_600_000, 50)  # fmt: skip
+    monkeypatch.setenv("JOBSTREAM_LOGS_RETENTION", "a while")
+    with pytest.raises(ConfigurationError, match="JOBSTREAM_LOGS_RETENTION"):
+        load_settings()
+    monkeypatch.delenv("JOBSTREAM_LOGS_RETENTION")
+    monkeypatch.setenv("JOBSTREAM_MAX_LOG_BYTES", str(4 * 1024 * 1024))
+    with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_LOG_BYTES"):
+        load_settings()

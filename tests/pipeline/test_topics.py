@@ -26,3 +26,15 @@ def test_other_compacted_topics_keep_their_records_for_ever() -> None:
     status = topics.spec_of(topics.status)
     assert status is not None and status.cleanup_policy == "compact"
     assert "retention.ms" not in status.config()
+
+
+def test_the_logs_topic_deletes_by_age_and_is_not_compacted() -> None:
+    settings = Settings(topic_prefix="p.", logs_partitions=3, logs_retention="2d")
+    topics = Topics(settings)
+    spec = topics.spec_of("p.jobs.logs")
+    assert spec is not None and spec in topics.specs()
+    assert spec.partitions == 3
+    config = spec.config()
+    assert config["cleanup.policy"] == "delete"
+    assert config["retention.ms"] == str(2 * 86_400_000)
+    assert settings.max_log_bytes + 64 * 1024 <= int(config["max.message.bytes"])

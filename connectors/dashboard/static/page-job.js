@@ -7,14 +7,16 @@
 // a job lists the commands people gave it (the API's `commands`): when, which, who asked
 // and why. A result too large to be inline (or bytes) is on jobs.results: its link fetches
 // it from the API with the tab's token (a plain link would carry none) and saves it
-// through a blob URL; a JSON one can be shown on the page instead. A run's progress (the
-// API's `progress`, from the handler's ctx.progress) is a bar with its message, redrawn in
-// place when a status event changes nothing else. Below the attempts, its event timeline
+// through a blob URL; a JSON one can be shown on the page instead. Each ended attempt's
+// "logs" link shows the lines it wrote (run-logs.js). A run's progress (the API's
+// `progress`, from the handler's ctx.progress) is a bar with its message, redrawn in place
+// when a status event changes nothing else. Below the attempts, its event timeline
 // (timeline.js); above them, a re-run with edited parameters (rerun.js).
 
 import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
 import { rerunner } from "./rerun.js";
+import { logsLink } from "./run-logs.js";
 import { timelineSection } from "./timeline.js";
 import { workflowGraph } from "./workflow-graph.js";
 
@@ -150,7 +152,8 @@ function attempt(run, jobId) {
     h("td", { class: "num" }, run.attempt), h("td", { class: "mono" }, run.worker_id ?? ""),
     h("td", {}, time(run.fired_at_ms)), h("td", {}, time(run.started_at_ms)),
     h("td", {}, time(run.ended_at_ms)), h("td", { class: "num" }, took),
-    h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result));
+    h("td", {}, state(run.outcome)), h("td", {}, error), h("td", { class: "mono" }, result),
+    h("td", {}, logsLink(jobId, run)));
 }
 
 function given(c) {
@@ -219,7 +222,7 @@ export function render(root, { id }) {
     }
     const runs = (await get(`/api/v1/jobs/${encodeURIComponent(id)}/executions`)).executions;
     const history = table([["attempt", "num"], ["worker"], ["fired"], ["started"], ["ended"],
-      ["duration", "num"], ["outcome"], ["error"], ["result"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
+      ["duration", "num"], ["outcome"], ["error"], ["result"], ["logs"]], runs.map((run) => attempt(run, id)), { id: "attempts" });
     const graph = await workflow(job);
     const events = await get(`/api/v1/jobs/${encodeURIComponent(id)}/events`).catch(() => null);
     if (turn !== loads) return;

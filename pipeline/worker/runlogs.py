@@ -1,0 +1,83 @@
+"""A run's log lines on jobs.logs: one record per ended run, in its outcome's transaction.
+
+Whatever way a run ends (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, its child process
+crashed, given up when the worker stopped), the worker produces what was captured of it
+(pipeline/worker/capture.py; for ``--isolation process`` also its child's stdout and
+stderr, pipeline/worker/output.py) to jobs.logs in the transaction of its outcome, so the
+lines are there exactly when the outcome is. A record that never ran its handler (skipped,
+cancelled before it started) has none.
+
+| part | what |
+|---|---|
+| key | the job id: a plain consumer finds a job's runs by key, as on jobs.results |
+| value | JSON lines, one object per line (below); empty for a run that wrote nothing |
+| header ``execution-id`` | the run (``<job>:<fire ms>:<attempt>``) |
+| header ``attempt`` | its attempt, as decimal text |
+| header ``dropped-lines`` | lines past the bounds, not kept (decimal; ``0`` when none) |
+
+A line has ``at_ms``, ``level``, ``logger``, ``msg`` and, for a record with an exception,
+``exc`` (its traceback).
+The lines of a process-isolated run's stdout and stderr have ``logger`` ``stdout`` and
+``stderr`` and ``level`` ``INFO`` and ``ERROR``.
+
+The topic's cleanup is ``delete`` after ``JOBSTREAM_LOGS_RETENTION`` (7 days), not
+compaction: keyed by job id, compaction would keep a job's last run's lines only (a
+retry's would replace the first attempt's, which are the ones that say why it failed);
+keyed by execution id, every key is written once and compaction would have nothing to
+do. Deletion by age bounds the topic by time whatever the jobs do.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from pipeline.worker.capture import RunLog
+from pipeline.worker.results import ATTEMPT_HEADER, EXECUTION_HEADER
+
+DROPPED_HEADER = "dropped-lines"
+
+
+Record = tuple[bytes, bytes, list[tuple[str, bytes]]]
+"""(key, value, headers) of a record to produce."""
+
+
+def logs_record(log: RunLog, execution: dict[str, Any]) -> Record:
+    """(key, value, headers) of a run's record on jobs.logs; takes the run's lines, so
+    that what its handler writes afterwards is not kept."""
+    value, _, dropped = log.take()
+    headers = [(EXECUTION_HEADER, str(execution["execution_id"]).encode()),
+               (ATTEMPT_HEADER, str(execution.get("attempt", 1)).encode()),
+               (DROPPED_HEADER, str(dropped).encode())]  # fmt: skip
+    return str(execution["job_id"]).encode(), value, headers
+
+
+def decode_lines(value: bytes) -> list[dict[str, Any]]:
+    """The lines of a record's value; a line that is not a JSON object is kept as the
+    message of a line of its own (a record written by another client)."""
+    lines = []
+    for raw in value.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            line = None
+        if not isinstance(line, dict):
+            line = {"msg": raw.decode(errors="replace")}
+        lines.append(line)
+    return lines
+
+
+def format_line(line: dict[str, Any]) -> str:
+    """A line as ``jobstream logs`` prints it: UTC time, level, logger, message, and the
+    traceback below it."""
+    at = line.get("at_ms")
+    when = (datetime.fromtimestamp(at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+            if isinstance(at, int) else "-")  # fmt: skip
+    level, logger = line.get("level") or "-", line.get("logger") or "-"
+    text = f"{when} {level!s:<7} {logger}: {line.get('msg', '')}"
+    exc = line.get("exc")
+    return f"{text}\n{exc}" if exc else text
