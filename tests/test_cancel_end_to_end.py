@@ -21,10 +21,10 @@ from pipeline.config import Settings
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
-from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
+from tests.connectors.api.conftest import ADMIN, TOKENS, client
 from tests.support.pipeline import process_env
 from tests.support.reader import events_of
-from tests.support.stack import APP, module_topics, running_stack
+from tests.support.stack import APP, api_fixtures, module_topics, running_stack
 from tests.support.waiting import wait_for
 
 CANCEL_WITHIN_S = 2.0
@@ -50,18 +50,7 @@ def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> 
         yield running
 
 
-@pytest.fixture(scope="module")
-def api(pipeline_topics: Topics, stack: Stack,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
-    with ApiServer(pipeline_topics.settings, api_settings(tmp_path_factory.mktemp("api"))) as up:
-        yield up
-
-
-@pytest.fixture
-def acme(api: ApiServer) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {TOKENS['acme']}"}
-    with httpx.Client(base_url=api.url, headers=headers, timeout=30) as client:
-        yield client
+api, acme = api_fixtures()
 
 
 def submit(acme: httpx.Client, job_type: str = "data.process", **params: Any) -> str:
@@ -182,8 +171,7 @@ def test_a_workflow_with_a_running_step_is_cancelled(
     api_state(acme, ids["load"], "CANCELLED")
     again = acme.post(f"/api/v1/workflows/{workflow_id}/cancel")
     assert again.status_code == 409, again.text
-    with httpx.Client(base_url=api.url, timeout=30,
-                      headers={"Authorization": f"Bearer {TOKENS['bolt']}"}) as bolt:  # fmt: skip
+    with client(api, TOKENS["bolt"]) as bolt:
         assert bolt.post(f"/api/v1/workflows/{workflow_id}/cancel").status_code == 404
 
 
@@ -192,6 +180,5 @@ def test_an_ended_job_still_refuses_a_cancel(pipeline_topics: Topics, acme: http
     job_id = submit(acme, sleep_s=0)
     api_state(acme, job_id, "SUCCEEDED")
     assert acme.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 409
-    with httpx.Client(base_url=api.url, timeout=30,
-                      headers={"Authorization": f"Bearer {ADMIN}"}) as admin:  # fmt: skip
+    with client(api, ADMIN) as admin:
         assert admin.post(f"/api/v1/jobs/{job_id}/cancel").status_code == 409

@@ -25,9 +25,9 @@ from ops.stack import Stack, components, worker
 from pipeline.durations import format_duration
 from pipeline.kafka import clients
 from pipeline.topics import Topics
-from tests.connectors.api.conftest import TOKENS, api_settings
+from tests.connectors.api.conftest import TOKENS, client
 from tests.support.logs_app import LOGGER
-from tests.support.stack import module_topics, running_stack
+from tests.support.stack import api_fixtures, module_topics, running_stack
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,22 +56,7 @@ def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> 
         yield running
 
 
-@pytest.fixture(scope="module")
-def api(pipeline_topics: Topics, stack: Stack,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
-    with ApiServer(pipeline_topics.settings, api_settings(tmp_path_factory.mktemp("api"))) as up:
-        yield up
-
-
-def client(api: ApiServer, owner: str) -> httpx.Client:
-    return httpx.Client(base_url=api.url, timeout=30,
-                        headers={"Authorization": f"Bearer {TOKENS[owner]}"})  # fmt: skip
-
-
-@pytest.fixture
-def acme(api: ApiServer) -> Iterator[httpx.Client]:
-    with client(api, "acme") as c:
-        yield c
+api, acme = api_fixtures()
 
 
 def submit(acme: httpx.Client, job_type: str, **params: Any) -> str:
@@ -165,7 +150,7 @@ def test_each_attempt_serves_its_own_lines(
     assert by_id == first
     assert acme.get(f"/api/v1/jobs/{job_id}/executions/3/logs").status_code == 404
 
-    with client(api, "bolt") as bolt:  # another owner: no such job, whatever the attempt
+    with client(api, TOKENS["bolt"]) as bolt:  # another owner: no such job, whatever the attempt
         for attempt in (1, 2, first["execution_id"]):
             refused = bolt.get(f"/api/v1/jobs/{job_id}/executions/{attempt}/logs")
             assert refused.status_code == 404, refused.text

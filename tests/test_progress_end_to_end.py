@@ -9,20 +9,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
-import pytest
 
 from connectors.api.server import ApiServer
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
-from tests.connectors.api.conftest import TOKENS, api_settings
+from tests.connectors.api.conftest import TOKENS
 from tests.support.pipeline import process_env
-from tests.support.stack import pipeline_fixtures
+from tests.support.stack import api_fixtures, pipeline_fixtures
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS, PAUSE_S = 4, 1.5
@@ -30,13 +28,7 @@ PROMISE_MS = 1000
 """The issue's promise: a job reporting progress shows it within 1 s."""
 
 pipeline_topics, stack = pipeline_fixtures("progress", lease_s=5)
-
-
-@pytest.fixture(scope="module")
-def api(pipeline_topics: Topics, stack: Any,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
-    with ApiServer(pipeline_topics.settings, api_settings(tmp_path_factory.mktemp("api"))) as up:
-        yield up
+api, acme = api_fixtures()
 
 
 class Stream:
@@ -70,31 +62,29 @@ class Stream:
 
 
 def test_each_report_is_in_the_apis_job_within_a_second_while_it_runs(
-    api: ApiServer, pipeline_topics: Topics, tmp_path: Path
+    api: ApiServer, acme: httpx.Client, pipeline_topics: Topics, tmp_path: Path
 ) -> None:
     stream = Stream(api, TOKENS["acme"])
     seen: dict[int, tuple[int, str, dict[str, Any]]] = {}
     """Each report (by its at_ms): when a GET first showed it, the state then, the report."""
     written: dict[int, int] = {}
     """Each report (by its at_ms): when the status processor wrote it (updated_at_ms)."""
-    with httpx.Client(base_url=api.url, timeout=30,
-                      headers={"Authorization": f"Bearer {TOKENS['acme']}"}) as acme:  # fmt: skip
-        body = {"job_type": "data.process", "retry": {"max_attempts": 1},
-                "params": {"progress_steps": STEPS, "progress_pause_s": PAUSE_S}}  # fmt: skip
-        response = acme.post("/api/v1/jobs", json=body)
-        assert response.status_code == 201, response.text
-        job_id = response.json()["job_id"]
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            doc = acme.get(f"/api/v1/jobs/{job_id}").json()
-            at = now_ms()
-            report = doc.get("progress")
-            if report is not None and report["at_ms"] not in seen:
-                seen[report["at_ms"]] = (at, doc["state"], report)
-                written[report["at_ms"]] = doc["updated_at_ms"]
-            if doc["state"] == "SUCCEEDED":
-                break
-            time.sleep(0.02)
+    body = {"job_type": "data.process", "retry": {"max_attempts": 1},
+            "params": {"progress_steps": STEPS, "progress_pause_s": PAUSE_S}}  # fmt: skip
+    response = acme.post("/api/v1/jobs", json=body)
+    assert response.status_code == 201, response.text
+    job_id = response.json()["job_id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        doc = acme.get(f"/api/v1/jobs/{job_id}").json()
+        at = now_ms()
+        report = doc.get("progress")
+        if report is not None and report["at_ms"] not in seen:
+            seen[report["at_ms"]] = (at, doc["state"], report)
+            written[report["at_ms"]] = doc["updated_at_ms"]
+        if doc["state"] == "SUCCEEDED":
+            break
+        time.sleep(0.02)
     stream.close()
 
     assert doc["state"] == "SUCCEEDED", doc

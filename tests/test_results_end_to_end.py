@@ -19,10 +19,10 @@ from connectors.api.server import ApiServer
 from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
 from pipeline.topics import Topics
-from tests.connectors.api.conftest import TOKENS, api_settings
+from tests.connectors.api.conftest import TOKENS, client
 from tests.support.e2e_app import pattern
 from tests.support.pipeline import process_env
-from tests.support.stack import APP, module_topics
+from tests.support.stack import APP, api_fixtures, module_topics
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,18 +55,7 @@ def stack(pipeline_topics: Topics, worker_home: Path) -> Iterator[Stack]:
         running.stop()
 
 
-@pytest.fixture(scope="module")
-def api(pipeline_topics: Topics, stack: Stack,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
-    with ApiServer(pipeline_topics.settings, api_settings(tmp_path_factory.mktemp("api"))) as up:
-        yield up
-
-
-@pytest.fixture
-def acme(api: ApiServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=api.url, timeout=30,
-                      headers={"Authorization": f"Bearer {TOKENS['acme']}"}) as c:  # fmt: skip
-        yield c
+api, acme = api_fixtures()
 
 
 def submit(client: httpx.Client, **params: Any) -> str:
@@ -119,8 +108,7 @@ def test_a_megabyte_result_is_read_back_by_the_api_and_the_cli_with_no_disk_shar
     by_id = acme.get(f"/api/v1/jobs/{job_id}/executions/{execution}/result")
     assert by_id.status_code == 200 and by_id.content == expected
     assert acme.get(f"/api/v1/jobs/{job_id}/executions/2/result").status_code == 404
-    with httpx.Client(base_url=api.url, timeout=30,
-                      headers={"Authorization": f"Bearer {TOKENS['bolt']}"}) as bolt:  # fmt: skip
+    with client(api, TOKENS["bolt"]) as bolt:
         assert bolt.get(f"/api/v1/jobs/{job_id}/result").status_code == 404, "acme's job"
 
     saved = cli(api, tmp_path, "result", job_id, "-o", "out.bin")

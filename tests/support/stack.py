@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from ops.kafka.ports import free_ports
@@ -72,3 +73,25 @@ def pipeline_fixtures(name: str, *, lease_s: float) -> tuple[Fixture, Fixture]:
             yield running
 
     return pipeline_topics, stack
+
+
+def api_fixtures() -> tuple[Fixture, Fixture]:
+    """Module-scoped ``api`` (the HTTP API with the test tokens, beside the module's
+    ``stack``) and ``acme`` (a client with acme's token, per test). In a test module:
+    ``api, acme = api_fixtures()``."""
+    from connectors.api.server import ApiServer
+    from tests.connectors.api.conftest import TOKENS, api_settings, client
+
+    @pytest.fixture(scope="module")
+    def api(pipeline_topics: Topics, stack: Stack,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
+        with ApiServer(pipeline_topics.settings,
+                       api_settings(tmp_path_factory.mktemp("api"))) as up:  # fmt: skip
+            yield up
+
+    @pytest.fixture
+    def acme(api: ApiServer) -> Iterator[httpx.Client]:
+        with client(api, TOKENS["acme"]) as c:
+            yield c
+
+    return api, acme
