@@ -15,7 +15,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from pipeline.dlq.reader import DlqFilter
 from pipeline.jobs import rules
-from pipeline.serde import Cancellation, LastError, Progress
+from pipeline.serde import JobStatus
 
 
 class JobIn(BaseModel):
@@ -94,42 +94,40 @@ class JobCommandOut(BaseModel):
     reason: str | None = Field(None, description="The reason given, or what the command did.")
 
 
-class JobOut(BaseModel):
-    """A job as the views hold it: its submission merged with its latest status."""
+class JobOut(JobStatus):
+    """A job as the views hold it: the value of its jobs.status record (every field of
+    :class:`JobStatus`, with its description) merged with its submission, and the API's own
+    fields.
 
-    job_id: str
-    workflow_id: str | None = None
-    step: str | None = Field(None, description="Its step name in a workflow submitted whole.")
+    Derived rather than restated so that a field added to jobs.status is in the API's job,
+    and in /openapi.json, without a second edit (tests/connectors/api/test_job_shape.py).
+    A few fields are retyped for what the views know that a status may not: ``state`` is
+    SUBMITTED before the first status and ``updated_at_ms`` null until then,
+    ``created_at_ms`` and ``labels`` are always known, and ``params`` is an object.
+    """
+
+    state: str = Field(  # type: ignore[assignment]
+        description="A jobs.status state, or SUBMITTED before the first."
+    )
+    updated_at_ms: int | None = Field(  # type: ignore[assignment]
+        None, description="When its latest status was written (epoch ms); null while SUBMITTED."
+    )
+    created_at_ms: int = Field(description="When the job was submitted (epoch ms).")
+    labels: dict[str, str] = Field(default_factory=dict, description="The job's labels.")
+    params: dict[str, Any] | None = Field(  # type: ignore[assignment]
+        None, description="Only on GET of one job, and only when at most 64 KB."
+    )
+    params_uri: str | None = Field(
+        None, description="On GET of one job whose parameters are not inline: where they are "
+        "served whole (GET /api/v1/jobs/{id}/params).",
+    )
     depends_on: list[str] = Field(default_factory=list, description="Its parents' job ids.")
-    job_type: str
-    owner: str
-    state: str = Field(description="A jobs.status state, or SUBMITTED before the first.")
-    created_at_ms: int
-    labels: dict[str, str] = Field(default_factory=dict)
-    priority: str = "NORMAL"
-    attempt: int = 0
-    epoch: int = 0
-    scheduled_at_ms: int | None = None
-    next_fire_at_ms: int | None = None
-    updated_at_ms: int | None = None
-    ended_at_ms: int | None = None
-    last_error: LastError | None = None
-    cancellation: Cancellation | None = Field(
-        None, description="CANCELLED: who asked (null: jobstream itself) and why."
+    ended_at_ms: int | None = Field(
+        None, description="When it reached SUCCEEDED, DEAD_LETTERED or CANCELLED (epoch ms); "
+        "null while it has not."
     )
-    progress: Progress | None = Field(
-        None, description="How far its current (or last) run has got, as its handler last "
-        "reported: fraction (0 to 1), message, at_ms; null from its next firing until the run "
-        "reports, and for a run that reports none.",
-    )
-    result: str | None = None
-    result_uri: str | None = None
-    runs: int = 0
-    duplicates: int = 0
     idempotency_key: str | None = None
     schedule: Schedule | None = None
-    params_bytes: int | None = None
-    params_sha256: str | None = None
     pool: str | None = Field(None, description="The worker pool it requires, if any.")
     retry: dict[str, Any] | None = Field(
         None, description="Its RetryPolicy as submitted; null: the job type's default."
@@ -137,13 +135,6 @@ class JobOut(BaseModel):
     timeout_ms: int | None = Field(None, description="Its per-attempt timeout as submitted.")
     waiting_for_pool: bool = Field(
         False, description="QUEUED for a pool that no live worker serves (jobs.workers)."
-    )
-    params: dict[str, Any] | None = Field(
-        None, description="Only on GET of one job, and only when at most 64 KB."
-    )
-    params_uri: str | None = Field(
-        None, description="On GET of one job whose parameters are not inline: where they are "
-        "served whole (GET /api/v1/jobs/{id}/params).",
     )
     commands: list[JobCommandOut] | None = Field(
         None, description="Only on GET of one job: the commands people gave it (cancel, "

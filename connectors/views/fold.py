@@ -7,8 +7,10 @@ A job's document merges three sources that reach the view in no fixed order:
   ``created_at_ms`` and, in a workflow, its parents
   (``depends_on``) and step name (``step``); the first submission wins (a
   resubmission with the same idempotency key is the same job);
-* its **status** (jobs.status): the state and the fields of docs/status.md; a status
-  older than the one held (``updated_at_ms``) changes nothing;
+* its **status** (jobs.status): every field of :class:`JobStatus` (docs/status.md), the
+  parameters aside (:data:`KEPT_BESIDE`), those the submission owns only while no
+  submission has been read; a status older than the one held (``updated_at_ms``) changes
+  nothing;
 * its **events** (jobs.events): each execution's history, kept in separate records, and
   the commands people gave it (an event with ``requested_by``: who asked, and why), kept in
   one record of their own beside the document, which they would otherwise rewrite.
@@ -39,14 +41,37 @@ PARAMS_INLINE_BYTES = 64 * 1024
 COMMANDS_KEPT = 100
 """A job's latest commands kept (a recurring job triggered by a script could take many)."""
 
-_STATUS_FIELDS = (
-    "state", "attempt", "epoch", "priority", "scheduled_at_ms", "next_fire_at_ms",
-    "updated_at_ms", "last_error", "result", "result_uri", "runs", "duplicates", "cancellation",
-    "progress",
+KEPT_BESIDE = frozenset({"params", "params_uri"})
+"""jobs.status fields a document does not hold: the parameters are kept beside it (key
+``p``, read on GET of one job), and where they are served is for the API to say."""
+_IDENTITY = ("job_id", "job_type", "owner", "workflow_id")
+"""jobs.status fields that name the job: set when its document is made (a workflow id,
+which a status may lack, is kept once known)."""
+_SUBMISSION_FIELDS = ("created_at_ms", "labels", "params_bytes", "params_sha256", "step")
+"""jobs.status fields the submission owns: a status fills them only in a document no
+submission has filled."""
+_STATUS_FIELDS = tuple(
+    name for name in JobStatus.model_fields
+    if name not in KEPT_BESIDE and name not in _IDENTITY and name not in _SUBMISSION_FIELDS
 )  # fmt: skip
+"""What every newer status sets: every other field of jobs.status, so a field added to
+JobStatus reaches the view (and the API's job) with no edit here."""
+_STATUS_DEFAULTS = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in JobStatus.model_fields.items()
+    if not field.is_required() and name not in KEPT_BESIDE
+}
+_VIEW_DEFAULTS: dict[str, Any] = {
+    "state": SUBMITTED, "updated_at_ms": None, "labels": {}, "ended_at_ms": None,
+    "idempotency_key": None, "schedule": None, "submitted": False, "depends_on": [],
+    "pool": None, "retry": None, "timeout_ms": None,
+}  # fmt: skip
+"""The view's own keys (what the submission and the events add to jobs.status's fields),
+and where its defaults differ from JobStatus's: SUBMITTED before any status, no write time
+until then, labels always a mapping."""
+_DEFAULTS = {**_STATUS_DEFAULTS, **_VIEW_DEFAULTS}
 _NEXT_ATTEMPT = frozenset({LifecycleKind.RETRY_SCHEDULED})
 """Events that name the failed execution but carry the attempt that comes next."""
-_SUBMISSION_FIELDS = ("created_at_ms", "labels", "params_bytes", "params_sha256")
 _OUTCOMES = {
     LifecycleKind.SUCCEEDED: "SUCCEEDED",
     LifecycleKind.FAILED: "FAILED",
@@ -59,16 +84,12 @@ CANCELLED of a job not fired names none, and changes no execution)."""
 
 
 def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[str, Any]:
-    return {
-        "job_id": job_id, "workflow_id": None, "job_type": job_type, "owner": owner,
-        "state": SUBMITTED, "created_at_ms": created_at_ms, "labels": {},
-        "priority": "NORMAL", "attempt": 0, "epoch": 0, "scheduled_at_ms": None,
-        "next_fire_at_ms": None, "updated_at_ms": None, "last_error": None, "result": None,
-        "result_uri": None, "runs": 0, "duplicates": 0, "ended_at_ms": None,
-        "idempotency_key": None, "schedule": None, "params_bytes": None, "params_sha256": None,
-        "submitted": False, "depends_on": [], "step": None, "pool": None, "cancellation": None,
-        "retry": None, "timeout_ms": None, "progress": None,
-    }  # fmt: skip
+    """A job's first document: every jobs.status field but :data:`KEPT_BESIDE` at its
+    default, and the view's own keys."""
+    doc = {name: value.copy() if isinstance(value, list | dict) else value  # none shared
+           for name, value in _DEFAULTS.items()}  # fmt: skip
+    doc.update(job_id=job_id, owner=owner, job_type=job_type, created_at_ms=created_at_ms)
+    return doc
 
 
 def created_ms(job_id: str, fallback_ms: int) -> int:

@@ -65,11 +65,11 @@ POOL_COUNT = b"P\x00"
 WORKFLOW = b"f\x00"
 OFFSETS = b"\x01"
 LAYOUT = b"\x02"
-LAYOUT_VERSION = b"8"
+LAYOUT_VERSION = b"9"
 """Raised when the keys change meaning (2: the counters; 3: the workflow index and a
 job's parents; 4: the counters by pool; 5: a job's commands; 6: where results are; 7: a
 job's retry policy and timeout; 8: a job's event timeline and the schedules, recurring
-jobs' and workflows'); older files are rebuilt."""
+jobs' and workflows'; 9: every jobs.status field); older files are rebuilt."""
 
 
 def text(part: str) -> bytes:

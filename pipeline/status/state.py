@@ -57,6 +57,11 @@ class JobRecord(NamedTuple):
     A named tuple rather than a frozen dataclass: every event copies it once or twice with
     a change (:meth:`evolve`), and a tuple is copied in C at a fraction of the cost of a
     dataclass's 24 attribute writes (the hot path of the status processor).
+
+    Its fields are written out rather than made from JobStatus's at import: mypy and a
+    reader of the machine need them in the class body. This module refuses to load when
+    one of JobStatus's is missing, and tests/pipeline/status/test_state.py holds the
+    defaults they share equal.
     """
 
     job_id: str
@@ -190,9 +195,12 @@ _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _UNREAD = object()
 """Not read in this transaction yet (None is a job known to be absent)."""
-_public = itemgetter(*(JobRecord._fields.index(name) for name in _PUBLIC))
 _STATUS = tuple(JobStatus.model_fields)
-_status = itemgetter(*(JobRecord._fields.index(name) for name in _STATUS))
+_LACKING = [name for name in _STATUS if name not in _POSITION]
+if _LACKING:  # status_json writes every jobs.status field straight from the record
+    raise TypeError(f"JobRecord lacks the jobs.status fields {_LACKING}")
+_status = itemgetter(*(_POSITION[name] for name in _STATUS))
+_public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
 
 ChangelogRecord = tuple[bytes, bytes | None]
 

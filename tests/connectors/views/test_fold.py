@@ -1,13 +1,23 @@
-"""The fold of the commands people give a job, as pure functions (no store, no broker):
-any order of the events, a replay, and the bound all leave the same list."""
+"""The fold as pure functions (no store, no broker): every jobs.status field reaches a
+job's document; the commands people give a job, in any order of the events, a replay,
+and the bound, leave the same list."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from connectors.views.fold import COMMANDS_KEPT, apply_command, apply_submitted, command_of
-from tests.connectors.views.records import event, submitted
+from connectors.views.fold import (
+    COMMANDS_KEPT,
+    KEPT_BESIDE,
+    apply_command,
+    apply_status,
+    apply_submitted,
+    command_of,
+    new_doc,
+)
+from pipeline.serde import Cancellation, JobStatus, LastError, Progress
+from tests.connectors.views.records import event, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
 JOB = submitted("acme", at_ms=T0)
@@ -100,3 +110,43 @@ def test_a_submission_keeps_its_retry_policy_and_timeout_for_a_backfill() -> Non
     assert doc["timeout_ms"] == 60_000
     bare = apply_submitted(None, submitted("acme", at_ms=T0))
     assert (bare["retry"], bare["timeout_ms"]) == (None, None)
+
+
+def test_every_jobs_status_field_reaches_the_document() -> None:
+    """A status sets each field of JobStatus the document holds (the submission's only in a
+    document no submission filled): waiting_for and throttled_ms too."""
+    record = submitted("acme", at_ms=T0)
+    blocked = status(record, "BLOCKED", at_ms=T0 + 5, waiting_for=["01JPARENT"],
+                     throttled_ms=1_500)  # fmt: skip
+    doc = apply_status(apply_submitted(None, record), blocked)
+    assert (doc["waiting_for"], doc["throttled_ms"]) == (["01JPARENT"], 1_500)
+    queued = apply_status(doc, status(record, "QUEUED", at_ms=T0 + 9))
+    assert (queued["waiting_for"], queued["throttled_ms"]) == ([], None)
+    fresh = new_doc(record["job_id"], "acme", "data.process", T0)
+    missing = set(JobStatus.model_fields) - KEPT_BESIDE - set(fresh)
+    assert not missing, f"the view's document lacks the jobs.status fields {sorted(missing)}"
+    alone = apply_status(None, FULL_STATUS)
+    values = FULL_STATUS.model_dump(mode="json")
+    differ = {name for name in set(JobStatus.model_fields) - KEPT_BESIDE
+              if alone[name] != values[name]}  # fmt: skip
+    assert not differ, f"fields of a status not copied to the document: {sorted(differ)}"
+
+
+FULL_STATUS = JobStatus(
+    job_id="01JD3W6Q8Z5X7M2K4N9P0R1S2T", workflow_id="wf.1", job_type="data.process",
+    owner="acme", state="CANCELLED", attempt=2, epoch=T0, priority="HIGH",
+    scheduled_at_ms=T0 + 1, next_fire_at_ms=T0 + 60_000, updated_at_ms=T0 + 2,
+    last_error=LastError(error_type="E", message="m"), result='{"ok": 1}', result_uri="s3://r",
+    runs=3, duplicates=1, step="load", waiting_for=["01JD3W6Q8Z5X7M2K4N9P0R1S2V"],
+    created_at_ms=T0, labels={"team": "red"}, params='{"n": 1}', params_bytes=8,
+    params_sha256="ab" * 32, throttled_ms=250, params_uri="/api/v1/jobs/x/params",
+    cancellation=Cancellation(by="api:acme", reason="no", at_ms=T0 + 2),
+    progress=Progress(fraction=0.5, message="half", at_ms=T0 + 1),
+)  # fmt: skip
+"""A status with every field set: a field added to JobStatus and left out here fails
+:func:`test_a_full_status_sets_every_field`."""
+
+
+def test_a_full_status_sets_every_field() -> None:
+    unset = set(JobStatus.model_fields) - FULL_STATUS.model_fields_set
+    assert not unset, f"FULL_STATUS leaves out {sorted(unset)}: set them"

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.serde import JobState, decode_status, encode_status
+from pipeline.serde import JobState, JobStatus, decode_status, encode_status
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.state import JobRecord, RecordCache, StatusState
@@ -183,6 +183,21 @@ def test_status_json_is_what_encode_status_writes(record: JobRecord) -> None:
 def test_status_json_writes_only_the_fields_of_last_error() -> None:
     extra = FULL.evolve(last_error={"error_type": "E", "message": "m", "traceback": "t"})
     assert extra.status_json() == encode_status(extra.to_status())
+
+
+def test_the_record_carries_every_jobs_status_field_with_its_default() -> None:
+    """JobRecord is written out for mypy's sake; what it shares with JobStatus must agree."""
+    lacking = [name for name in JobStatus.model_fields if name not in JobRecord._fields]
+    assert lacking == [], f"JobRecord lacks the jobs.status fields {lacking}"
+    for name, field in JobStatus.model_fields.items():
+        if field.is_required():
+            continue
+        default = field.get_default(call_default_factory=True)
+        held = JobRecord._field_defaults.get(name)
+        assert (list(held) if isinstance(held, tuple) else held) == default, name
+    blank = JobRecord(job_id=JOB, state=S.SCHEDULED, job_type="t", owner="o", updated_at_ms=T)
+    assert blank.to_status() == JobStatus(job_id=JOB, state=S.SCHEDULED, job_type="t",
+                                          owner="o", updated_at_ms=T)  # fmt: skip
 
 
 def test_the_cache_keeps_the_records_committed_last() -> None:
