@@ -33,7 +33,7 @@ from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.processor import StatusPolicy, StatusProcessor
+from pipeline.status.logic import StatusLogic, StatusPolicy
 from pipeline.status.state import RecordCache, StatusState
 from pipeline.topics import Topics
 
@@ -64,7 +64,7 @@ class Status(Processor[StatusState]):
         topics = Topics(settings)
         self.inputs = (topics.events,)
         self.changelog = topics.status_changelog
-        self.logic = StatusProcessor(topics, policy)
+        self.logic = StatusLogic(topics, policy)
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.cached_records = cached_records
         self.counts = Counters("malformed", "foreign", "statuses")

@@ -28,7 +28,7 @@ from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.timers.keys import SCHEDULE_LOWER_BOUND
-from pipeline.timers.processor import TimerPolicy, TimerProcessor
+from pipeline.timers.logic import TimerLogic, TimerPolicy
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 
@@ -53,7 +53,7 @@ class Timers(Processor[TimerState]):
         self.inputs = (self.topics.intake, self.topics.retry)
         self.changelog = self.topics.timers_changelog
         self.settings = settings
-        self.logic = TimerProcessor(
+        self.logic = TimerLogic(
             self.topics,
             policy
             or TimerPolicy(

@@ -18,7 +18,7 @@ from pipeline.retry.runner import Retries
 from pipeline.runtime import Output, Processor
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState
-from pipeline.status.processor import StatusPolicy
+from pipeline.status.logic import StatusPolicy
 from pipeline.status.runner import Status
 from pipeline.status.state import JobRecord
 from pipeline.timers.runner import Timers

@@ -13,7 +13,7 @@ from pipeline import cli_options
 from pipeline.config import Settings
 from pipeline.runtime import RunnerOptions
 from pipeline.status import cli
-from pipeline.status.processor import StatusPolicy
+from pipeline.status.logic import StatusPolicy
 from pipeline.status.runner import STATUS_OPTIONS
 
 

@@ -16,7 +16,7 @@ from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.processor import StatusPolicy
+from pipeline.status.logic import StatusPolicy
 from pipeline.status.runner import Status
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.timers.runner import Timers

@@ -14,8 +14,8 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.timers.logic import TimerPolicy
 from pipeline.timers.nodes import NODE_PREFIX, workflow_key
-from pipeline.timers.processor import TimerPolicy
 from pipeline.timers.runner import Timers
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics

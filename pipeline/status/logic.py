@@ -5,7 +5,7 @@ the timers of its workflow as a StepEnded command on jobs.intake, so that they r
 cancel its children (docs/workflows.md).
 
 Pure over a :class:`StatusState` (one partition's store within one transaction), like the
-timer processor: every call returns the records to produce, and the runner carries them,
+timers' logic: every call returns the records to produce, and the runner carries them,
 the changelog and the input offsets in one Kafka transaction. The clock is an argument,
 so tests drive leases with a clock of their own.
 
@@ -65,7 +65,9 @@ class StatusCounters(Counters):
         """Rejections by "STATE + KIND": which component breaks the contract, and how."""
 
 
-class StatusProcessor:
+class StatusLogic:
+    """The status processor's decisions (pipeline/status/runner.py carries them)."""
+
     def __init__(self, topics: Topics, policy: StatusPolicy | None = None) -> None:
         self.topics = topics
         self.policy = policy or StatusPolicy()

@@ -62,7 +62,9 @@ class TimerPolicy:
     (pipeline/concurrency.py)."""
 
 
-class TimerProcessor:
+class TimerLogic:
+    """The timer processor's decisions (pipeline/timers/runner.py carries them)."""
+
     def __init__(self, topics: Topics, policy: TimerPolicy | None = None,
                  throttle: Throttle | None = None) -> None:  # fmt: skip
         self.topics = topics
