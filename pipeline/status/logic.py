@@ -66,7 +66,7 @@ class StatusCounters(Counters):
 
 
 class StatusLogic:
-    """The status processor's decisions (pipeline/status/runner.py carries them)."""
+    """The status processor's decisions (pipeline/status/processor.py carries them)."""
 
     def __init__(self, topics: Topics, policy: StatusPolicy | None = None) -> None:
         self.topics = topics

@@ -63,7 +63,7 @@ class TimerPolicy:
 
 
 class TimerLogic:
-    """The timer processor's decisions (pipeline/timers/runner.py carries them)."""
+    """The timer processor's decisions (pipeline/timers/processor.py carries them)."""
 
     def __init__(self, topics: Topics, policy: TimerPolicy | None = None,
                  throttle: Throttle | None = None) -> None:  # fmt: skip
@@ -73,7 +73,7 @@ class TimerLogic:
         """The rate limits in force and their buckets (pipeline/limits/)."""
         self.refused_topics: dict[str, str] = {}
         """Execution topics the broker refused to create, with the reason: a job routed to
-        one is dead-lettered at firing (pipeline/timers/runner.py fills it)."""
+        one is dead-lettered at firing (pipeline/timers/processor.py fills it)."""
         self.duplicates = 0
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip

@@ -10,7 +10,7 @@ from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.store import PartitionStore
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 
 
@@ -34,7 +34,7 @@ def step_ended(job_id: str, workflow_id: str, outcome: str, at_ms: int,
     })  # fmt: skip
 
 
-def rebuilt(driver: ProcessorDriver[TimerState], timers: Timers,
+def rebuilt(driver: ProcessorDriver[TimerState], timers: TimerProcessor,
             folder: Path) -> ProcessorDriver[TimerState]:  # fmt: skip
     """A second timer driver in ``folder`` whose partition 0 is restored from the changelog
     ``driver`` wrote, as a process with no local state would restore it; close it after."""

@@ -22,8 +22,8 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.serde import Event, encode_status
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.heartbeat import RUNNING, WorkerIdentity

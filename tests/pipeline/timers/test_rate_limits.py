@@ -13,7 +13,7 @@ from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.machine import transition
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from tests.pipeline.timers.test_processor import TimersDriver, executions, kinds
 from tests.support.jobs import cancelled, cron_schedule, submitted
@@ -25,7 +25,7 @@ RENDER = LimitKey(job_type="image.render")
 
 
 def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
-    timers = Timers(Settings(timer_partitions=partitions))
+    timers = TimerProcessor(Settings(timer_partitions=partitions))
     for limit in limits:
         timers.logic.throttle.board.set(limit)
     return TimersDriver(timers, tmp_path, now_ms=T0)

@@ -15,7 +15,7 @@ from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
@@ -61,7 +61,7 @@ def dead_letters(outputs: list[Output]) -> list[str]:
 
 @pytest.fixture
 def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
-    driver = ProcessorDriver(Timers(SETTINGS), tmp_path / "a", now_ms=T0)
+    driver = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path / "a", now_ms=T0)
     yield driver
     driver.close()
 
@@ -234,7 +234,7 @@ def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
     timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 1))
     timers.advance(0)  # b and c fire
 
-    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    replica = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
     try:
         for driver in (timers, replica):  # the original and the rebuilt one decide alike
             driver.pipe(TOPICS.intake, step_ended(ids("b"), WF, "SUCCEEDED", T0 + 2))

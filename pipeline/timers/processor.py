@@ -39,7 +39,7 @@ TIMER_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=0, punctuate_limit=
 transaction per iteration, and at most 5,000 firings per transaction."""
 
 
-class Timers(Processor[TimerState]):
+class TimerProcessor(Processor[TimerState]):
     name = "timers"
     state_layout = 2
     """2: an owner schedule beside the one by fire time (fair firing)."""
@@ -162,4 +162,4 @@ def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,
                  policy: TimerPolicy | None = None) -> Runner[TimerState]:  # fmt: skip
-    return Runner(Timers(settings, policy), settings, options)
+    return Runner(TimerProcessor(settings, policy), settings, options)

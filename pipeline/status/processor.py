@@ -51,7 +51,7 @@ CACHED_RECORDS = 10_000
 usually span a few): about 1 KB each."""
 
 
-class Status(Processor[StatusState]):
+class StatusProcessor(Processor[StatusState]):
     name = "status"
     punctuate_when_caught_up = True
     consumer_tuning: ClassVar[Mapping[str, Any]] = {
@@ -114,4 +114,4 @@ class Status(Processor[StatusState]):
 
 def status_runner(settings: Settings, options: RunnerOptions = STATUS_OPTIONS,
                   policy: StatusPolicy | None = None) -> Runner[StatusState]:  # fmt: skip
-    return Runner(Status(settings, policy), settings, options)
+    return Runner(StatusProcessor(settings, policy), settings, options)
