@@ -19,8 +19,8 @@ import pytest
 
 from connectors.api.server import ApiServer
 from ops.kafka.acls import principal
+from ops.kafka.jars import classpath, java_executable
 from ops.kafka.ports import free_ports
-from ops.kafka.runtime import classpath, java_executable
 from ops.stack import Stack, components
 from pipeline.console.tail import tail_topic
 from pipeline.errors import AuthorizationError

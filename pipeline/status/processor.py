@@ -32,7 +32,7 @@ from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.status.logic import StatusLogic, StatusPolicy
 from pipeline.status.state import RecordCache, StatusState
 from pipeline.topics import Topics
@@ -73,14 +73,14 @@ class StatusProcessor(Processor[StatusState]):
         processor's business; ``statuses``: jobs.status records committed."""
         self._caches: dict[int, RecordCache] = {}
 
-    def open(self, tx: PartitionTransaction | None, partition: int) -> StatusState:
+    def open(self, tx: PartitionBatch | None, partition: int) -> StatusState:
         assert tx is not None
         cache = self._caches.get(partition)
         if cache is None:
             cache = self._caches[partition] = RecordCache(self.cached_records)
         return StatusState(tx, partition, cache)
 
-    def restore(self, tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         StatusState(tx).restore(key, value)
 
     def process(self, state: StatusState, record: Record, now_ms: int) -> Iterable[Output]:

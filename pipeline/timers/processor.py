@@ -26,10 +26,10 @@ from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.keys import SCHEDULE_LOWER_BOUND
+from pipeline.state.batch import PartitionBatch
 from pipeline.timers.logic import TimerLogic, TimerPolicy
 from pipeline.timers.state import TimerState
+from pipeline.timers.timer_keys import SCHEDULE_LOWER_BOUND
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class TimerProcessor(Processor[TimerState]):
     def close(self) -> None:
         self.limits.stop()
 
-    def open(self, tx: PartitionTransaction | None, partition: int) -> TimerState:
+    def open(self, tx: PartitionBatch | None, partition: int) -> TimerState:
         assert tx is not None
         if partition not in self.owned:
             self.owned.add(partition)
@@ -97,7 +97,7 @@ class TimerProcessor(Processor[TimerState]):
                 return super().topics_refused({name: why})
             self.logic.refused_topics[name] = refusal_reason(self.topics, job_type, name, why)
 
-    def restore(self, tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         TimerState(tx).restore(key, value)
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:

@@ -45,14 +45,14 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.kafka.transaction import (
+from pipeline.kafka.commit import (
     KAFKA_FAILURES,
     commit_offsets,
     is_fatal,
     kafka_error_of,
     send,
 )
+from pipeline.kafka.denied import denied
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics, routed

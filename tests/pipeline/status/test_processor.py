@@ -14,8 +14,8 @@ from pipeline.jobs.params import STATUS_PARAMS_INLINE_BYTES, params_digest
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.logic import StatusPolicy
 from pipeline.status.processor import StatusProcessor
 from pipeline.status.state import JobRecord, StatusState
@@ -45,7 +45,7 @@ class StatusDriver(ProcessorDriver[StatusState]):
         emits = [emit for event in events for emit in
                  self.pipe(EVENTS, ev.as_event(event), partition=PARTITION)]  # fmt: skip
         emits += self.advance()
-        cache = self.processor.open(PartitionTransaction(self.store(PARTITION)), PARTITION).cache
+        cache = self.processor.open(PartitionBatch(self.store(PARTITION)), PARTITION).cache
         assert cache is not None
         for job in (JOB, OTHER):  # the cache holds what the store holds
             if job in cache:
@@ -56,10 +56,10 @@ class StatusDriver(ProcessorDriver[StatusState]):
         return emits
 
     def record(self, job_id: str = JOB) -> JobRecord | None:
-        return StatusState(PartitionTransaction(self.store(PARTITION))).get(job_id)
+        return StatusState(PartitionBatch(self.store(PARTITION))).get(job_id)
 
     def execution(self, job_id: str = JOB) -> dict[str, Any] | None:
-        return StatusState(PartitionTransaction(self.store(PARTITION))).get_execution(job_id)
+        return StatusState(PartitionBatch(self.store(PARTITION))).get_execution(job_id)
 
 
 def status_driver(path: Path, policy: StatusPolicy | None = None) -> StatusDriver:
@@ -200,7 +200,7 @@ def restored(driver: StatusDriver, path: Path) -> StatusDriver:
     """A second processor over a store restored from ``driver``'s changelog."""
     twin = status_driver(path)
     changelog = driver.changelog[PARTITION]
-    tx = PartitionTransaction(twin.store(PARTITION))
+    tx = PartitionBatch(twin.store(PARTITION))
     state = StatusState(tx)
     for key, value in changelog:
         state.restore(key, value)

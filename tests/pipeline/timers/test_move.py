@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.limits.model import Limit
 from pipeline.serde import Event
-from pipeline.timers.keys import (
+from pipeline.timers.timer_keys import (
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,

@@ -13,11 +13,11 @@ from pipeline.jobs.commands import trigger_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.keys import due_upper_bound, encode_schedule_key
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
+from pipeline.timers.timer_keys import due_upper_bound, encode_schedule_key
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 
@@ -229,7 +229,7 @@ def test_retry_fires_the_next_attempt(driver: TimersDriver) -> None:
 
 def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) -> None:
     bad = submitted(now_ms=T0, run_at_ms=T0, cron=None, job_type="Not A Type!")
-    state = TimerState(PartitionTransaction(driver.store()))
+    state = TimerState(PartitionBatch(driver.store()))
     with pytest.raises(ValidationError) as caught:  # which the runtime dead-letters
         driver.processor.logic.process(state, bad, T0)
     assert caught.value.field == "spec.job_type"
@@ -241,7 +241,7 @@ def test_changelog_records_rebuild_the_same_state(driver: TimersDriver, tmp_path
     )
     driver.step(T0 + 1000)
     rebuilt = PartitionStore(tmp_path / "rebuilt")
-    state = TimerState(PartitionTransaction(rebuilt))
+    state = TimerState(PartitionBatch(rebuilt))
     for key, value in driver.changelog[0]:
         state.restore(key, value)
     state.tx.commit(None)

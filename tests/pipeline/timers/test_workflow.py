@@ -14,7 +14,7 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -251,6 +251,6 @@ def test_a_node_written_before_workflows_had_owners_is_skipped_on_restore(
 ) -> None:
     old = b'{"workflow_id":"wf","job_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","parents":[]}'
     key = b"n\x00\x02wf01ARZ3NDEKTSV4RRFFQ69G5FAV"
-    tx = PartitionTransaction(timers.store())
+    tx = PartitionBatch(timers.store())
     timers.processor.restore(tx, key, old)
     assert tx.get(key) is None, "skipped: no owner, so no key of today would find it"

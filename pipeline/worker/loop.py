@@ -103,7 +103,7 @@ from pipeline.worker.started import StartedEncoder
 log = logging.getLogger(__name__)
 
 
-class WorkerRuntime:
+class WorkerLoop:
     def __init__(self, settings: Settings, app: WorkerApp,
                  options: WorkerOptions | None = None) -> None:  # fmt: skip
         self.settings, self.app = settings, app
