@@ -3,7 +3,7 @@
 Workflows add step nodes and a blocked index (pipeline/timers/nodes.py); a blocked entry,
 like a paused one, has no schedule key until it is released.
 
-Three key spaces (pipeline/timers/timer_keys.py): ``j<timer id>`` holds the entry,
+Four key spaces (pipeline/timers/timer_keys.py): ``j<timer id>`` holds the entry,
 ``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
 range scan, and ``o<owner><fire ms><timer id>`` orders them again by owner, for fair
 firing. A job a rate limit holds back leaves both schedules for ``q<limit id><fire ms>
