@@ -102,7 +102,7 @@ def worker(
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         cancel_grace_s=cancel_grace_ms / 1000,
     )  # fmt: skip
-    runtime = WorkerLoop(settings, load_app(app), options)
+    loop = WorkerLoop(settings, load_app(app), options)
     if metrics_port:
         metrics.serve(metrics_port, settings.metrics_host)
     stop, abandon = threading.Event(), threading.Event()
@@ -112,4 +112,4 @@ def worker(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    runtime.run(stop, abandon)
+    loop.run(stop, abandon)
