@@ -170,10 +170,10 @@ def kafka_env(
 def kafka_jars() -> None:
     """Fetch the broker's jars (and Kafka's tools) with Maven into the cache (done by `up`
     when needed); print their folder on stdout: java -cp "$(jobstream kafka jars)/*" ..."""
-    from ops.kafka import runtime
+    from ops.kafka import jars
 
     with console.status("fetching Kafka jars with Maven ..."):
-        path = runtime.ensure_jars()
+        path = jars.ensure_jars()
     print(path)
 
 

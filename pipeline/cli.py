@@ -40,7 +40,6 @@ from pipeline.worker.cli import worker
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CONFIG = 3
 EXIT_BROKER = 4

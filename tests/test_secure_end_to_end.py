@@ -19,15 +19,15 @@ import pytest
 
 from connectors.api.server import ApiServer
 from ops.kafka.acls import principal
+from ops.kafka.jars import classpath, java_executable
 from ops.kafka.ports import free_ports
-from ops.kafka.runtime import classpath, java_executable
 from ops.stack import Stack, components
 from pipeline.console.tail import tail_topic
 from pipeline.errors import AuthorizationError
 from pipeline.jobs.client import JobClient
 from pipeline.jobs.model import JobRequest
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.status.query import read_statuses
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.support.secure import SecureKafka, secure_kafka

@@ -33,7 +33,7 @@ from typing import Any
 
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
-from connectors.views import ViewStore, counts, keys
+from connectors.views import ViewStore, counts, layout
 from pipeline.jobs.workflow import step_ids
 from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.limits.bucket import TokenBucket
@@ -221,7 +221,7 @@ class QuotaGate:
         while recent:
             oldest = recent[0]
             if oldest.at >= now - RECENT_JOBS_S:
-                while oldest.job_ids and store.get(keys.doc_key(oldest.job_ids[0])):
+                while oldest.job_ids and store.get(layout.doc_key(oldest.job_ids[0])):
                     oldest.job_ids.popleft()
                 if oldest.job_ids:
                     break

@@ -1,6 +1,6 @@
 """Queries on the views, each a prefix scan of one index (never a scan of everything).
 
-A listing picks the index that holds the most of its filters (:func:`keys.choose_index`)
+A listing picks the index that holds the most of its filters (:func:`layout.choose_index`)
 and checks the others on the documents it reads. A page ends when it holds ``limit``
 jobs or after ``max_scan`` index entries, whichever comes first, so a filter the index
 does not hold costs a bounded amount of work per page: a page may then hold fewer jobs
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.views import fold, keys
+from connectors.views import fold, layout
 from connectors.views.store import ViewStore
 from pipeline.errors import ValidationError
 
@@ -42,7 +42,7 @@ def decode_cursor(cursor: str) -> bytes:
                                     validate=True)  # fmt: skip
     except (binascii.Error, ValueError):
         position = b""
-    if len(position) != keys.SORT_PART_LENGTH:
+    if len(position) != layout.SORT_PART_LENGTH:
         raise ValidationError("cursor", "is not a cursor this API issued")
     return position
 
@@ -53,7 +53,7 @@ def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
     """Jobs matching every filter (``owner``, ``state``, ``job_type``, ``label`` as
     ``name=value``), newest first; created at or after ``since_ms`` and before ``until_ms``
     when given (bounds of the index's scan: every index sorts by creation)."""
-    index = keys.choose_index(filters)
+    index = layout.choose_index(filters)
     prefix = index.prefix(filters)
     rest = {name: value for name, value in filters.items() if name not in index.fields}
     lower, upper = created_range(prefix, since_ms, until_ms)
@@ -65,7 +65,7 @@ def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
         if len(items) >= limit or scanned >= max_scan:
             return Page(items, encode_cursor(last[len(prefix):]) if last else None)
         last = key
-        doc = store.doc(keys.job_id_of(key))
+        doc = store.doc(layout.job_id_of(key))
         if doc is not None and _matches(doc, rest):
             items.append(doc)
     return Page(items, None)
@@ -74,18 +74,18 @@ def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
 def created_range(prefix: bytes, since_ms: int | None,
                   until_ms: int | None) -> tuple[bytes, bytes]:  # fmt: skip
     """The keys under an index's ``prefix`` of jobs created in [since_ms, until_ms)."""
-    lower, upper = prefix, keys.upper_bound(prefix)
+    lower, upper = prefix, layout.upper_bound(prefix)
     if until_ms is not None:  # newest first: the latest instant bounds the scan below
-        lower = prefix + keys.created_part(until_ms - 1)
+        lower = prefix + layout.created_part(until_ms - 1)
     if since_ms is not None:
-        upper = min(upper, prefix + keys.created_part(since_ms - 1))
+        upper = min(upper, prefix + layout.created_part(since_ms - 1))
     return lower, upper
 
 
 def _matches(doc: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
     for name, value in filters.items():
         if name == "label":
-            if value not in keys.labels_of(doc.get("labels") or {}):
+            if value not in layout.labels_of(doc.get("labels") or {}):
                 return False
         elif doc.get(name) != value:
             return False
@@ -94,51 +94,51 @@ def _matches(doc: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
 
 def executions(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
     """Every execution of a job, by firing then attempt."""
-    prefix = keys.execution_prefix(job_id)
-    return [fold.loads(value) for _, value in store.scan(prefix, keys.upper_bound(prefix))]
+    prefix = layout.execution_prefix(job_id)
+    return [fold.loads(value) for _, value in store.scan(prefix, layout.upper_bound(prefix))]
 
 
 def commands(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
     """The commands people gave a job (the latest :data:`fold.COMMANDS_KEPT`), oldest
     first: kind, ``at_ms``, ``by`` and ``reason``."""
-    raw = store.get(keys.commands_key(job_id))
+    raw = store.get(layout.commands_key(job_id))
     return [] if raw is None else fold.loads_list(raw)
 
 
 def workflow_jobs(store: ViewStore, workflow_id: str) -> list[dict[str, Any]]:
     """The documents of every job of a workflow the views hold, by job id."""
-    prefix = keys.workflow_prefix(workflow_id)
+    prefix = layout.workflow_prefix(workflow_id)
     found = (store.doc(key[len(prefix):].decode())
-             for key, _ in store.scan(prefix, keys.upper_bound(prefix)))  # fmt: skip
+             for key, _ in store.scan(prefix, layout.upper_bound(prefix)))  # fmt: skip
     return [doc for doc in found if doc is not None]
 
 
 def params(store: ViewStore, job_id: str) -> bytes | None:
-    return store.get(keys.params_key(job_id))
+    return store.get(layout.params_key(job_id))
 
 
 def params_location(store: ViewStore, job_id: str) -> tuple[int, int] | None:
     """(partition, offset) on jobs.intake of the submission of parameters too large for
     the views; None when the views keep them or never read the submission."""
-    raw = store.get(keys.params_at_key(job_id))
-    return None if raw is None else keys.decode_location(raw)
+    raw = store.get(layout.params_at_key(job_id))
+    return None if raw is None else layout.decode_location(raw)
 
 
 def result_location(store: ViewStore, job_id: str,
                     execution_id: str | None = None) -> tuple[int, int] | None:  # fmt: skip
     """(partition, offset) on jobs.results of the job's latest result, or of one
     execution's; None when the views have read none."""
-    key = (keys.result_at_key(job_id) if execution_id is None
-           else keys.run_result_key(job_id, execution_id))  # fmt: skip
+    key = (layout.result_at_key(job_id) if execution_id is None
+           else layout.run_result_key(job_id, execution_id))  # fmt: skip
     raw = store.get(key)
-    return None if raw is None else keys.decode_location(raw)
+    return None if raw is None else layout.decode_location(raw)
 
 
 def logs_location(store: ViewStore, job_id: str, execution_id: str) -> tuple[int, int] | None:
     """(partition, offset) on jobs.logs of one execution's log lines; None when the views
     have read none."""
-    raw = store.get(keys.run_logs_key(job_id, execution_id))
-    return None if raw is None else keys.decode_location(raw)
+    raw = store.get(layout.run_logs_key(job_id, execution_id))
+    return None if raw is None else layout.decode_location(raw)
 
 
 def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
@@ -147,7 +147,7 @@ def workers(store: ViewStore, *, stale_after_ms: int, now_ms: int | None = None,
     within ``stale_after_ms``, or STOPPED)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     found = []
-    for _, value in store.scan(keys.WORKER, keys.upper_bound(keys.WORKER)):
+    for _, value in store.scan(layout.WORKER, layout.upper_bound(layout.WORKER)):
         worker = fold.loads(value)
         age = max(0, now - int(worker["at_ms"]))
         worker["age_ms"] = age
@@ -171,12 +171,12 @@ class Counts:
 def counts(store: ViewStore, owner: str | None = None) -> Counts:
     """The jobs of ``owner`` (every owner's when None), counted: a scan of the counters
     (one per owner, type and state), never of the jobs."""
-    prefix = keys.count_prefix(owner)
+    prefix = layout.count_prefix(owner)
     by_state: dict[str, int] = {}
     by_type: dict[str, dict[str, int]] = {}
-    for key, value in store.scan(prefix, keys.upper_bound(prefix)):
-        _, job_type, state = keys.count_parts(key)
-        count = keys.decode_offset(value)
+    for key, value in store.scan(prefix, layout.upper_bound(prefix)):
+        _, job_type, state = layout.count_parts(key)
+        count = layout.decode_offset(value)
         by_state[state] = by_state.get(state, 0) + count
         of_type = by_type.setdefault(job_type, {})
         of_type[state] = of_type.get(state, 0) + count
@@ -187,12 +187,12 @@ def pool_counts(store: ViewStore) -> dict[tuple[str, str, str], int]:
     """The jobs of every pool, counted by (pool, job type, state): a scan of the pool
     counters, never of the jobs."""
     found: dict[tuple[str, str, str], int] = {}
-    for key, value in store.scan(keys.POOL_COUNT, keys.upper_bound(keys.POOL_COUNT)):
-        found[keys.pool_count_parts(key)] = keys.decode_offset(value)
+    for key, value in store.scan(layout.POOL_COUNT, layout.upper_bound(layout.POOL_COUNT)):
+        found[layout.pool_count_parts(key)] = layout.decode_offset(value)
     return found
 
 
 def timeline(store: ViewStore, job_id: str) -> list[dict[str, Any]]:
     """A job's event timeline (connectors/views/timeline.py), oldest first."""
-    raw = store.get(keys.timeline_key(job_id))
+    raw = store.get(layout.timeline_key(job_id))
     return [] if raw is None else fold.loads_list(raw)

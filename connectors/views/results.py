@@ -1,7 +1,7 @@
 """Results read back from jobs.results, where the views say each one is.
 
 Kafka cannot look a record up by key, so the views keep, per job, the (partition,
-offset) of its latest result and of each execution's (connectors/views/keys.py, ``z``
+offset) of its latest result and of each execution's (connectors/views/layout.py, ``z``
 and ``Z``), and a result is read at its offset, as large parameters are from jobs.intake
 (large_params.py). The record read must be the job's (its key) and the run's (its
 ``execution-id`` header): an offset the topic no longer holds, compacted away by a later

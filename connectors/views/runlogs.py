@@ -1,7 +1,7 @@
 """A run's log lines read back from jobs.logs, where the views say they are.
 
 The views keep, per execution, the (partition, offset) of its record on jobs.logs
-(connectors/views/keys.py, ``g``), and the record is read at that offset, as a result is
+(connectors/views/layout.py, ``g``), and the record is read at that offset, as a result is
 from jobs.results (results.py). The record read must be the job's (its key) and the run's
 (its ``execution-id`` header): an offset past the topic's retention reads as nothing.
 """

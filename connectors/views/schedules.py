@@ -1,7 +1,7 @@
 """The schedules: recurring jobs and recurring workflows not ended, an owner's newest first.
 
-Each has an ``R`` entry (connectors/views/keys.py): a recurring job's while it has not
-ended (:func:`keys.index_keys` keeps it with its document), a recurring workflow's from
+Each has an ``R`` entry (connectors/views/layout.py): a recurring job's while it has not
+ended (:func:`layout.index_keys` keeps it with its document), a recurring workflow's from
 its template's submission until its cancel. A recurring workflow has no jobs.status
 record, so the views keep its template's schedule (``W``) themselves; its runs are
 workflows of their own whose steps carry the label ``jobstream.schedule=<its id>``, found
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from connectors.views import fold, keys
+from connectors.views import fold, layout
 from connectors.views.store import ViewStore
 from pipeline.errors import ValidationError
 from pipeline.lifecycle import TERMINAL_STATES
@@ -68,11 +68,11 @@ def _decode(cursor: str) -> bytes:
 def list_schedules(store: ViewStore, owner: str | None, *, limit: int = 50,
                    cursor: str | None = None) -> SchedulePage:  # fmt: skip
     """The schedules of ``owner`` (every owner's when None), newest first."""
-    prefix = keys.schedule_prefix(owner)
+    prefix = layout.schedule_prefix(owner)
     lower = prefix if cursor is None else prefix + _decode(cursor) + b"\x00"
     items: list[Schedule] = []
     last = lower
-    for key, _ in store.scan(lower, keys.upper_bound(prefix)):
+    for key, _ in store.scan(lower, layout.upper_bound(prefix)):
         if len(items) >= limit:
             return SchedulePage(items, _encode(last[len(prefix) :]))
         last = key
@@ -83,11 +83,11 @@ def list_schedules(store: ViewStore, owner: str | None, *, limit: int = 50,
 
 
 def _read(store: ViewStore, key: bytes) -> Schedule | None:
-    owner, kind, schedule_id = keys.schedule_parts(key)
-    if kind == keys.SCHEDULE_JOB:
+    owner, kind, schedule_id = layout.schedule_parts(key)
+    if kind == layout.SCHEDULE_JOB:
         doc = store.doc(schedule_id)
         return None if doc is None else Schedule("job", owner, doc)
-    raw = store.get(keys.workflow_schedule_key(owner, schedule_id))
+    raw = store.get(layout.workflow_schedule_key(owner, schedule_id))
     return None if raw is None else Schedule("workflow", owner, fold.loads(raw))
 
 
@@ -119,10 +119,10 @@ def workflow_runs(store: ViewStore, owner: str, workflow_id: str,
 
 
 def _run_steps(store: ViewStore, owner: str, workflow_id: str) -> Iterator[dict[str, Any]]:
-    index = keys.choose_index({"owner": owner, "label": ""})
+    index = layout.choose_index({"owner": owner, "label": ""})
     prefix = index.prefix({"owner": owner, "label": f"{RUN_LABEL}={workflow_id}"})
-    for key, _ in store.scan(prefix, keys.upper_bound(prefix)):
-        doc = store.doc(keys.job_id_of(key))
+    for key, _ in store.scan(prefix, layout.upper_bound(prefix)):
+        doc = store.doc(layout.job_id_of(key))
         if doc is not None:
             yield doc
 
@@ -144,13 +144,13 @@ def workflow_schedules(store: ViewStore, workflow_id: str,
     """The recurring workflows of id ``workflow_id`` not cancelled: ``owner``'s, or every
     owner's when None (a scan of the recurring workflows' schedules, not of the jobs)."""
     if owner is not None:
-        raw = store.get(keys.workflow_schedule_key(owner, workflow_id))
+        raw = store.get(layout.workflow_schedule_key(owner, workflow_id))
         found = [] if raw is None else [fold.loads(raw)]
     else:
         found = [
             fold.loads(value)
             for _, value in store.scan(
-                keys.WORKFLOW_SCHEDULE, keys.upper_bound(keys.WORKFLOW_SCHEDULE)
+                layout.WORKFLOW_SCHEDULE, layout.upper_bound(layout.WORKFLOW_SCHEDULE)
             )
         ]
         found = [held for held in found if held["workflow_id"] == workflow_id]  # fmt: skip

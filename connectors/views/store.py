@@ -2,7 +2,7 @@
 schedules and workers in one RocksDB.
 
 One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
-:mod:`connectors.views.keys`. Writes go through a :class:`ViewBatch`, which reads its own
+:mod:`connectors.views.layout`. Writes go through a :class:`ViewBatch`, which reads its own
 writes and is applied as one RocksDB write batch together with the offsets of the records
 it folded, so after a crash the files hold a prefix of each input partition and the
 updater resumes right after it. Readers see whole batches only: the API's threads, and the
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from connectors.views import fold, keys, timeline
+from connectors.views import fold, layout, timeline
 from pipeline.serde import JobStatus
 from pipeline.state.store import PartitionStore
 
@@ -47,15 +47,15 @@ class ViewStore:
         return self.db.scan(lower, upper)
 
     def doc(self, job_id: str) -> dict[str, Any] | None:
-        raw = self.db.get(keys.doc_key(job_id))
+        raw = self.db.get(layout.doc_key(job_id))
         return None if raw is None else fold.loads(raw)
 
     def offsets(self) -> dict[tuple[str, int], int]:
         """The next offset to read of every input partition folded so far."""
         found = {}
-        for key, value in self.db.scan(keys.OFFSETS, keys.upper_bound(keys.OFFSETS)):
+        for key, value in self.db.scan(layout.OFFSETS, layout.upper_bound(layout.OFFSETS)):
             topic, _, partition = key[1:].partition(b"\x00")
-            found[(topic.decode(), int.from_bytes(partition, "big"))] = keys.decode_offset(value)
+            found[(topic.decode(), int.from_bytes(partition, "big"))] = layout.decode_offset(value)
         return found
 
     def batch(self) -> ViewBatch:
@@ -68,12 +68,12 @@ class ViewStore:
     def wipe(self) -> None:
         """Drop every view: a replay from offset zero rebuilds them."""
         self.db.wipe()
-        self.db.write({keys.LAYOUT: keys.LAYOUT_VERSION}, None)
+        self.db.write({layout.LAYOUT: layout.LAYOUT_VERSION}, None)
 
     def ensure_layout(self) -> bool:
         """Wipe views written in an older layout (they lack what this one keeps, such as
         the counters), so that they are read again from the topics; whether it wiped."""
-        if self.db.get(keys.LAYOUT) == keys.LAYOUT_VERSION:
+        if self.db.get(layout.LAYOUT) == layout.LAYOUT_VERSION:
             return False
         stale = bool(self.offsets())
         if stale:
@@ -88,7 +88,7 @@ class ViewStore:
 
 def _schedule_entry(held: Mapping[str, Any]) -> bytes:
     """The ``R`` entry of a recurring workflow's schedule."""
-    return keys.schedule_key(held["owner"], held["created_at_ms"], keys.SCHEDULE_WORKFLOW,
+    return layout.schedule_key(held["owner"], held["created_at_ms"], layout.SCHEDULE_WORKFLOW,
                              held["workflow_id"])  # fmt: skip
 
 
@@ -109,25 +109,25 @@ class ViewBatch:
         return self.store.get(key)
 
     def _doc(self, job_id: str) -> dict[str, Any] | None:
-        raw = self.get(keys.doc_key(job_id))
+        raw = self.get(layout.doc_key(job_id))
         return None if raw is None else fold.loads(raw)
 
     def _put_doc(self, old: Mapping[str, Any] | None, new: dict[str, Any]) -> None:
         if old == new:
             return
-        gone, added = keys.changed(keys.index_keys(old) if old else (), keys.index_keys(new))
+        gone, added = layout.changed(layout.index_keys(old) if old else (), layout.index_keys(new))
         for key in gone:
             self.changes[key] = None
         for key in added:
             self.changes[key] = b""
-        self.changes[keys.doc_key(new["job_id"])] = fold.dumps(new)
+        self.changes[layout.doc_key(new["job_id"])] = fold.dumps(new)
         self.updated[new["job_id"]] = new
         self._move_count(old, new)
 
     def _move_count(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """Keep the counters (by owner, type and state; by pool, type and state) in step
         with the documents."""
-        for count_key in (keys.count_key, keys.pool_count_key):
+        for count_key in (layout.count_key, layout.pool_count_key):
             gone = None if old is None else count_key(old)
             added = None if new is None else count_key(new)
             if gone == added:
@@ -135,8 +135,8 @@ class ViewBatch:
             for key, step in ((gone, -1), (added, 1)):
                 if key is not None:
                     raw = self.get(key)
-                    count = (0 if raw is None else keys.decode_offset(raw)) + step  # a >q
-                    self.changes[key] = keys.encode_offset(count) if count > 0 else None
+                    count = (0 if raw is None else layout.decode_offset(raw)) + step  # a >q
+                    self.changes[key] = layout.encode_offset(count) if count > 0 else None
 
     def submitted(self, record: Mapping[str, Any],
                   location: tuple[int, int] | None = None) -> None:  # fmt: skip
@@ -148,9 +148,9 @@ class ViewBatch:
         if new is not old:
             params = fold.params_value(record)
             if params is not None:
-                self.changes[keys.params_key(job_id)] = params
+                self.changes[layout.params_key(job_id)] = params
             elif location is not None:
-                self.changes[keys.params_at_key(job_id)] = keys.encode_location(*location)
+                self.changes[layout.params_at_key(job_id)] = layout.encode_location(*location)
         self._put_doc(old, new)
 
     def status(self, status: JobStatus) -> None:
@@ -158,7 +158,7 @@ class ViewBatch:
         new = fold.apply_status(old, status)
         params = fold.status_params(new, status)
         if params is not None:
-            self.changes[keys.params_key(status.job_id)] = params
+            self.changes[layout.params_key(status.job_id)] = params
         self._put_doc(old, new)
 
     def event(self, record: Mapping[str, Any]) -> None:
@@ -170,7 +170,7 @@ class ViewBatch:
         execution_id = record.get("execution_id")
         if not execution_id:
             return
-        key = keys.execution_key(record["job_id"], execution_id)
+        key = layout.execution_key(record["job_id"], execution_id)
         raw = self.get(key)
         run = fold.apply_event(None if raw is None else fold.loads(raw), record)
         if run is not None:
@@ -180,7 +180,7 @@ class ViewBatch:
         """Keep the command ``record`` records beside the job's document; the document, if
         held, goes to the live stream, so that a page showing the job reads it again."""
         job_id = record["job_id"]
-        key = keys.commands_key(job_id)
+        key = layout.commands_key(job_id)
         raw = self.get(key)
         commands = fold.apply_command(None if raw is None else fold.loads_list(raw), record)
         if commands is None:
@@ -193,7 +193,7 @@ class ViewBatch:
 
     def _timeline(self, record: Mapping[str, Any]) -> None:
         """Keep the event in the job's timeline (connectors/views/timeline.py)."""
-        key = keys.timeline_key(record["job_id"])
+        key = layout.timeline_key(record["job_id"])
         raw = self.get(key)
         entries = timeline.apply_event(None if raw is None else fold.loads_list(raw), record)
         if entries is not None:
@@ -202,7 +202,7 @@ class ViewBatch:
     def workflow_schedule(self, record: Mapping[str, Any]) -> None:
         """A recurring workflow's submission (its template): its schedule, listed with the
         recurring jobs; the first one wins, and one cancelled stays so."""
-        key = keys.workflow_schedule_key(record["owner"], record["workflow_id"])
+        key = layout.workflow_schedule_key(record["owner"], record["workflow_id"])
         if self.get(key) is not None:
             return
         held = fold.workflow_schedule(record)
@@ -214,7 +214,7 @@ class ViewBatch:
         owner = record.get("owner")
         if not owner:
             return
-        key = keys.workflow_schedule_key(owner, record["workflow_id"])
+        key = layout.workflow_schedule_key(owner, record["workflow_id"])
         raw = self.get(key)
         if raw is None:
             return
@@ -226,48 +226,48 @@ class ViewBatch:
     def result(self, job_id: str, execution_id: str | None, location: tuple[int, int]) -> None:
         """A run's result on jobs.results at ``location`` (partition, offset): the job's
         latest, and its execution's when the record names it."""
-        at = keys.encode_location(*location)
-        self.changes[keys.result_at_key(job_id)] = at
+        at = layout.encode_location(*location)
+        self.changes[layout.result_at_key(job_id)] = at
         if execution_id:
-            self.changes[keys.run_result_key(job_id, execution_id)] = at
+            self.changes[layout.run_result_key(job_id, execution_id)] = at
 
     def run_logs(self, job_id: str, execution_id: str, location: tuple[int, int]) -> None:
         """An execution's log lines on jobs.logs at ``location`` (partition, offset)."""
-        at = keys.encode_location(*location)
-        self.changes[keys.run_logs_key(job_id, execution_id)] = at
+        at = layout.encode_location(*location)
+        self.changes[layout.run_logs_key(job_id, execution_id)] = at
 
     def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
         """A worker's latest heartbeat, or None for a tombstone."""
-        key = keys.worker_key(worker_id)
+        key = layout.worker_key(worker_id)
         self.changes[key] = None if heartbeat is None else fold.dumps(heartbeat)
 
     def offset(self, topic: str, partition: int, next_offset: int) -> None:
-        self.changes[keys.offset_key(topic, partition)] = keys.encode_offset(next_offset)
+        self.changes[layout.offset_key(topic, partition)] = layout.encode_offset(next_offset)
 
     def purge(self, before_ms: int, limit: int = 1000) -> int:
         """Drop jobs that ended before ``before_ms``: document, indexes, parameters,
         executions, commands and where their results and log lines are. Reads the store,
         not this batch: call it on a fresh batch."""
         purged = 0
-        for key, _ in self.store.scan(keys.RETENTION, keys.retention_upper(before_ms)):
+        for key, _ in self.store.scan(layout.RETENTION, layout.retention_upper(before_ms)):
             if purged >= limit:
                 break
-            job_id = key[-keys.JOB_ID_LENGTH:].decode()
+            job_id = key[-layout.JOB_ID_LENGTH:].decode()
             doc = self._doc(job_id)
             self.changes[key] = None
             if doc is not None:
-                for index_key in keys.index_keys(doc):
+                for index_key in layout.index_keys(doc):
                     self.changes[index_key] = None
                 self._move_count(doc, None)
-            self.changes[keys.doc_key(job_id)] = None
-            self.changes[keys.params_key(job_id)] = None
-            self.changes[keys.params_at_key(job_id)] = None
-            self.changes[keys.commands_key(job_id)] = None
-            self.changes[keys.timeline_key(job_id)] = None
-            self.changes[keys.result_at_key(job_id)] = None
-            for prefix in (keys.execution_prefix(job_id), keys.run_result_prefix(job_id),
-                           keys.run_logs_prefix(job_id)):  # fmt: skip
-                for key_of_run, _ in self.store.scan(prefix, keys.upper_bound(prefix)):
+            self.changes[layout.doc_key(job_id)] = None
+            self.changes[layout.params_key(job_id)] = None
+            self.changes[layout.params_at_key(job_id)] = None
+            self.changes[layout.commands_key(job_id)] = None
+            self.changes[layout.timeline_key(job_id)] = None
+            self.changes[layout.result_at_key(job_id)] = None
+            for prefix in (layout.execution_prefix(job_id), layout.run_result_prefix(job_id),
+                           layout.run_logs_prefix(job_id)):  # fmt: skip
+                for key_of_run, _ in self.store.scan(prefix, layout.upper_bound(prefix)):
                     self.changes[key_of_run] = None
             purged += 1
         return purged

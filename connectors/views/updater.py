@@ -183,11 +183,6 @@ class ViewUpdater:
             if purged < 1000:
                 break
 
-    def purge_now(self) -> None:
-        """Purge at once (tests, and after a change of the retention)."""
-        self._next_purge = 0.0
-        self._purge_if_due()
-
     # -- where it stands ------------------------------------------------------------------
 
     def _position_total(self) -> int:

@@ -43,7 +43,7 @@ from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, make_serde
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
 from pipeline.serde.schemas import event_schemas
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
 from pipeline.worker.results import encode_result
@@ -56,7 +56,7 @@ def hot_events() -> dict[str, Event]:
     settings = load_settings()
     submitted = JobRequest(job_type="bench.noop", owner="bench", params={}).to_event(T0)
     with tempfile.TemporaryDirectory() as folder:
-        driver = ProcessorDriver(Timers(settings), Path(folder), now_ms=T0)
+        driver = ProcessorDriver(TimerProcessor(settings), Path(folder), now_ms=T0)
         try:
             outputs = driver.pipe(Topics(settings).intake, submitted) + driver.advance(10)
         finally:

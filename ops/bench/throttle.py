@@ -30,7 +30,7 @@ from pipeline.config import load_settings
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 
 T0 = 1_798_000_000_000
@@ -51,7 +51,7 @@ def _job(i: int) -> Event:
 
 
 def run(way: str, jobs: int, work: Path) -> dict[str, float]:
-    timers = Timers(load_settings(timer_partitions=1))
+    timers = TimerProcessor(load_settings(timer_partitions=1))
     board = timers.logic.throttle.board
     driver: ProcessorDriver[TimerState] = ProcessorDriver(
         timers, work / way.replace(" ", "-").replace(",", ""), now_ms=T0

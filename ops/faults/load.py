@@ -17,7 +17,7 @@ from ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient, SubmissionError
-from pipeline.jobs.keys import idempotent_job_id
+from pipeline.jobs.idempotency import idempotent_job_id
 from pipeline.jobs.model import JobRequest
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from ops.kafka import runtime
+from ops.kafka import jars
 from ops.kafka.secure import ADMIN_USER, Security
 from pipeline.errors import BrokerError
 
@@ -184,8 +184,8 @@ class LocalCluster:
             layout = Layout.plan(nodes=nodes, port=port, heap_mb=heap_mb, secure=secure)
             self.home.mkdir(parents=True, exist_ok=True)
             layout.save(self.layout_file)
-        java = runtime.java_executable()
-        classpath = runtime.classpath()
+        java = jars.java_executable()
+        classpath = jars.classpath()
         for node in layout.nodes:
             if self.pid(node) is None:
                 self._start_node(layout, node, java, classpath)
@@ -197,7 +197,7 @@ class LocalCluster:
         layout = self._require_layout()
         node = next(n for n in layout.nodes if n.node_id == node_id)
         if self.pid(node) is None:
-            self._start_node(layout, node, runtime.java_executable(), runtime.classpath())
+            self._start_node(layout, node, jars.java_executable(), jars.classpath())
         self.wait_ready(layout, timeout_s=timeout_s, brokers=self.running_nodes(layout))
 
     def _start_node(self, layout: Layout, node: Node, java: str, classpath: str) -> None:
@@ -210,7 +210,7 @@ class LocalCluster:
         properties.write_text(server_properties(layout, node, node_dir, security))
         logs_flags = [
             f"-Dkafka.logs.dir={node_dir / 'logs'}",
-            f"-Dlog4j2.configurationFile={runtime.LOG4J2_CONFIG}",
+            f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}",
         ]
         if not (node_dir / "data" / "meta.properties").exists():
             format_command = [

@@ -15,7 +15,7 @@ from pipeline.jobs.commands import (
     update_schedule_event,
     validate_command,
 )
-from pipeline.jobs.keys import idempotent_job_id, is_job_id
+from pipeline.jobs.idempotency import idempotent_job_id, is_job_id
 from pipeline.jobs.model import JobRequest, validate_submitted
 from pipeline.retry.policy import RetryPolicy
 

@@ -41,7 +41,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import ValidationError
 from pipeline.jobs import rules
-from pipeline.jobs.keys import idempotent_job_id
+from pipeline.jobs.idempotency import idempotent_job_id
 from pipeline.retry.policy import RetryPolicy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
 from pipeline.serde import Event
@@ -191,7 +191,7 @@ class JobRequest(_Model):
     timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
     """Per-attempt timeout; None takes the job type's default."""
     idempotency_key: Annotated[str, AfterValidator(rules.idempotency_key)] | None = None
-    """Makes the job id deterministic, see :func:`pipeline.jobs.keys.idempotent_job_id`."""
+    """Makes the job id deterministic, see :func:`pipeline.jobs.idempotency.idempotent_job_id`."""
     workflow_id: Annotated[str, AfterValidator(rules.workflow_id)] | None = None
     """The DAG this job belongs to; the partition key when set."""
     labels: Annotated[dict[str, str], AfterValidator(rules.labels)] = Field(default_factory=dict)
@@ -318,7 +318,7 @@ def _check_consistency(record: Mapping[str, Any], request: JobRequest) -> None:
             raise ValidationError(
                 "job_id",
                 f"must be {expected}, the id of this owner and idempotency key "
-                "(see pipeline.jobs.keys.idempotent_job_id)",
+                "(see pipeline.jobs.idempotency.idempotent_job_id)",
             )
     if job_id in request.depends_on:
         raise ValidationError("spec.depends_on", "lists the job itself")

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import orjson
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.keys import is_job_id
+from pipeline.jobs.idempotency import is_job_id
 from pipeline.scheduling.ids import ID_LENGTH
 
 T = TypeVar("T")

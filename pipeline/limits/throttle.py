@@ -6,7 +6,7 @@ their key, so each process enforces the share of the limit that its partitions c
 token). docs/limits.md says what error that split brings.
 
 The limits themselves come from a :class:`LimitBoard` that the jobs.limits follower
-replaces as records arrive (pipeline/limits/follower.py), so a change applies at the next
+replaces as records arrive (pipeline/limits/topic.py), so a change applies at the next
 firing. Bucket levels live in memory: a restarted process starts its buckets full.
 """
 

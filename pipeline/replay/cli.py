@@ -15,7 +15,7 @@ from pipeline.cli_options import InstanceIdOption, StateDirOption
 from pipeline.config import load_settings
 from pipeline.replay.status import compare, live_statuses, rebuild_statuses, write
 from pipeline.replay.stores import rebuild_stores
-from pipeline.timers.runner import TIMER_OPTIONS, Timers
+from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor
 
 
 @contextmanager
@@ -56,6 +56,6 @@ def replay_timers(
     settings = load_settings()
     options = TIMER_OPTIONS.evolve(instance_id=instance_id, state_dir=state_dir)
     with progress_bar("jobs.timers.changelog") as step:
-        applied = rebuild_stores(settings, Timers(settings), options, step)
+        applied = rebuild_stores(settings, TimerProcessor(settings), options, step)
     typer.echo(f"timer stores rebuilt in {state_dir}: {applied} changelog records applied",
                err=True)  # fmt: skip

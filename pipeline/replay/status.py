@@ -1,7 +1,7 @@
 """Rebuild jobs.status by folding jobs.events again from offset zero.
 
 Every record of jobs.events goes through the live status processor's own code (its
-:class:`~pipeline.status.runner.Status` on the runtime's Task, over scratch RocksDB
+:class:`~pipeline.status.processor.StatusProcessor` on the runtime's Task, over scratch RocksDB
 stores), one batch per transaction, with no punctuation: a lease the live processor saw
 expire is in jobs.events as the LOST it wrote, so none needs to expire again, and the
 fold gives each job the status the live processor wrote last. Only ``updated_at_ms``
@@ -27,7 +27,7 @@ from pipeline.kafka import clients
 from pipeline.kafka.scan import TopicScan
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, decode_status
-from pipeline.status.runner import Status
+from pipeline.status.processor import StatusProcessor
 from pipeline.topics import Topics
 
 Progress = Callable[[int, int], None]
@@ -41,7 +41,7 @@ def rebuild_statuses(settings: Settings, *, progress: Progress | None = None,
     latest: dict[bytes, bytes] = {}
     with tempfile.TemporaryDirectory(dir=scratch, prefix="replay-status-") as work, \
             TopicScan(settings, topics.events) as scan:  # fmt: skip
-        driver = ProcessorDriver(Status(settings), Path(work), partitions=scan.partitions,
+        driver = ProcessorDriver(StatusProcessor(settings), Path(work), partitions=scan.partitions,
                                  keep=False)  # fmt: skip
         read = 0
         try:

@@ -2,5 +2,6 @@
 
 The policy and the backoff are pure (:mod:`pipeline.retry.policy`,
 :mod:`pipeline.retry.backoff`); :mod:`pipeline.retry.router` turns a failure into the
-records that route it, and :mod:`pipeline.retry.runner` carries them in transactions.
+records that route it, and :mod:`pipeline.retry.processor` (the runtime Processor) carries
+them in transactions.
 """

@@ -1,7 +1,7 @@
 """The retry router's processing step: one failure in, the records that route it out.
 
-Pure over events, like the timer processor: :meth:`RetryRouter.route` turns a FAILED,
-TIMED_OUT or LOST JobLifecycle into either
+Pure over events, like the timers' logic (pipeline/timers/logic.py):
+:meth:`RetryRouter.route` turns a FAILED, TIMED_OUT or LOST JobLifecycle into either
 
 - a RetryScheduled on jobs.retry (the timers fire it at ``retry_at_ms``, so a retry is as
   punctual as any firing) and a RETRY_SCHEDULED JobLifecycle on jobs.events, or

@@ -1,7 +1,7 @@
 """What a processor is: the contract between a processor and the runtime that carries it.
 
 In the spirit of Kafka Streams' processor API: a processor opens a state view over one
-partition's store transaction, turns each input record into outputs
+partition's store batch, turns each input record into outputs
 (:meth:`Processor.process`), may act on the wall clock (:meth:`Processor.punctuate`), and
 hears when its outputs have committed. It never touches Kafka, so a test drives it with
 records and a clock of its own (pipeline/runtime/driver.py).
@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
 from pipeline.errors import TopicRefusedError
 from pipeline.serde import Event
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 
 ChangelogRecord = tuple[bytes, bytes | None]
 
@@ -33,7 +33,7 @@ class Record(Protocol):
 class StateView(Protocol):
     """One partition's state within one transaction, as a stateful processor keeps it."""
 
-    tx: PartitionTransaction
+    tx: PartitionBatch
 
     @property
     def changed(self) -> bool:
@@ -105,11 +105,11 @@ class Processor(Generic[S]):
         elsewhere what it sent to them, or the error ends the process."""
         raise TopicRefusedError(dict(refused))
 
-    def open(self, tx: PartitionTransaction | None, partition: int) -> S:
+    def open(self, tx: PartitionBatch | None, partition: int) -> S:
         """The state view of ``partition`` over a new transaction (None: stateless)."""
         return None  # type: ignore[return-value]
 
-    def restore(self, tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record while a store is restored."""
         raise NotImplementedError(f"{self.name} keeps no state to restore")
 

@@ -6,7 +6,7 @@ its changelog. Each loop iteration consumes a batch, lets the processor fold it 
 the wall clock (pipeline/runtime/task.py), and commits the open transaction when the
 commit schedule says so (pipeline/runtime/schedule.py), at once when it holds an urgent
 output. A commit follows one order
-(:meth:`Runner.commit`, over pipeline/kafka/transaction.py):
+(:meth:`Runner.commit`, over pipeline/kafka/commit.py):
 
 1. a topic seen for the first time is created (one the broker refuses is reported to the
    processor and the batch redone without the transaction begun); every output is
@@ -54,9 +54,7 @@ from pipeline.errors import (
 )
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.denied import denied
-from pipeline.kafka.identity import topic_identity
-from pipeline.kafka.transaction import (
+from pipeline.kafka.commit import (
     KAFKA_FAILURES,
     is_fatal,
     kafka_error_of,
@@ -64,6 +62,8 @@ from pipeline.kafka.transaction import (
     send,
     transact,
 )
+from pipeline.kafka.denied import denied
+from pipeline.kafka.identity import topic_identity
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe_all

@@ -15,8 +15,8 @@ from typing import Generic, TypeVar
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Processor, Record
 from pipeline.runtime.transaction import OpenTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 
 S = TypeVar("S")
 
@@ -131,5 +131,5 @@ class Task(Generic[S]):
     def _state(self, partition: int) -> S:
         store = None if self.stores is None else self.stores[partition]
         return self.processor.open(
-            None if store is None else PartitionTransaction(store), partition
+            None if store is None else PartitionBatch(store), partition
         )

@@ -24,7 +24,7 @@ class PartitionWork(Generic[S]):
     """One partition's share of the open transaction."""
 
     state: S
-    """The processor's state view over this partition's store transaction (None: stateless)."""
+    """The processor's state view over this partition's store batch (None: stateless)."""
     outputs: list[Output] = field(default_factory=list)
     """Records to produce, in the order they were decided."""
     latest: dict[tuple[str, bytes | None], Output] = field(default_factory=dict)

@@ -14,11 +14,11 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
 from pipeline.errors import StoreError
+from pipeline.kafka.commit import send
 from pipeline.kafka.identity import TopicIdentity
-from pipeline.kafka.transaction import send
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.recovery import Apply, restore_partitions
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class PartitionStores:
             send(producer, self.changelog, last[1], last[0], partition=partition,
                  on_delivery=self._on_delivery)  # fmt: skip
 
-    def commit(self, transactions: dict[int, PartitionTransaction]) -> None:
+    def commit(self, transactions: dict[int, PartitionBatch]) -> None:
         """After the Kafka commit: write each store with the changelog offset it reached."""
         for p, tx in transactions.items():
             tx.commit(self._delivered.get(p))

@@ -18,13 +18,13 @@ from confluent_kafka import Consumer, TopicPartition
 
 from pipeline.kafka.identity import TopicIdentity
 from pipeline.kafka.watermarks import watermarks
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.state.validity import Checkpoint, Verdict, judge
 
 log = logging.getLogger(__name__)
 
-Apply = Callable[[PartitionTransaction, bytes, bytes | None], None]
+Apply = Callable[[PartitionBatch, bytes, bytes | None], None]
 
 ASK_AGAIN_S = 0.5
 """The pause between two readings of a changelog's end that lies before a checkpoint."""
@@ -88,7 +88,7 @@ def restore_partitions(
 class _Read:
     """A partition to read, from ``start`` up to ``high``, into ``tx``."""
 
-    tx: PartitionTransaction
+    tx: PartitionBatch
     start: int
     high: int
     last_offset: int
@@ -129,7 +129,7 @@ def _plan(stores: Mapping[int, PartitionStore], consumer: Consumer, topic: str, 
             start = low
             if start >= high:
                 continue
-        reads[p] = _Read(PartitionTransaction(store), start, high, last_offset=start - 1)
+        reads[p] = _Read(PartitionBatch(store), start, high, last_offset=start - 1)
     return reads
 
 

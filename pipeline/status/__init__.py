@@ -4,8 +4,9 @@
   epoch fencing, duplicate executions, recurring jobs).
 - :mod:`pipeline.status.state`: what is kept per job, in a RocksDB store per partition of
   jobs.events, with a lease index and the changelog ``jobs.status.changelog``.
-- :mod:`pipeline.status.processor`: events in, jobs.status records and LOST / DUPLICATE
+- :mod:`pipeline.status.logic`: events in, jobs.status records and LOST / DUPLICATE
   events out; leases expire here.
-- :mod:`pipeline.status.runner`: the transactional consume-fold-produce loop.
+- :mod:`pipeline.status.processor`: the runtime Processor (consume, fold, produce in
+  transactions) and its runner.
 - :mod:`pipeline.status.query`: jobs.status read back into a dict, for the CLI and demos.
 """

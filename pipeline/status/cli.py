@@ -11,8 +11,8 @@ from pipeline.cli_options import (
     run_processor,
 )
 from pipeline.durations import duration_option, format_duration
-from pipeline.status.processor import StatusPolicy
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
+from pipeline.status.logic import StatusPolicy
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
 
 LeaseOption = duration_option(
     "30s", "--lease", minimum="100ms",

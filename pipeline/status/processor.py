@@ -1,209 +1,117 @@
-"""Where a job's status is decided: events fold into records, leases expire into LOST.
+"""``jobstream status-processor``: the status processor on the processor runtime.
 
-A job of a workflow that ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) is also announced to
-the timers of its workflow as a StepEnded command on jobs.intake, so that they release or
-cancel its children (docs/workflows.md).
+One consumer in the status group reads jobs.events. Partition p owns one RocksDB store
+and partition p of ``jobs.status.changelog`` (co-partitioned with jobs.events). One Kafka
+transaction spans the loop iterations of up to ``commit_interval_ms`` (or
+``commit_max_records``): the events consumed, the leases expired on the wall clock, the
+jobs.status records, the LOST and DUPLICATE events, the changelog and the input offsets
+commit together, and the stores are written only after the commit (ADR 0001).
 
-Pure over a :class:`StatusState` (one partition's store within one transaction), like the
-timer processor: every call returns the records to produce, and the runner carries them,
-the changelog and the input offsets in one Kafka transaction. The clock is an argument,
-so tests drive leases with a clock of their own.
+Each transaction costs the broker a marker on every partition it wrote, and every job's
+status is written once per transaction however many of its events it holds (a compact
+output): fewer, larger transactions are what let the broker keep up, for statuses later
+by up to the interval. A transaction holding a StepEnded is the exception: the children
+of a workflow wait for it, so it commits at the end of the loop iteration that made it
+(an urgent output, pipeline/runtime/schedule.py).
 
-A lease is processing time: it runs from when this processor read the STARTED or the
-last HEARTBEAT, not from the worker's clock, so clock skew between hosts cannot expire
-it early. An expired lease emits LOST (with the execution, for the retry router) and
-fences the execution at once (a late heartbeat or outcome of it is a duplicate); the
-state moves to FAILED_RETRYING when the LOST is read back from jobs.events, so that
-replaying jobs.events rebuilds exactly the statuses that were written.
+Leases expire only on a partition read to its end (librdkafka's partition EOF): while a
+backlog is being read (after a restart, under load) the heartbeats in it have not been
+seen yet, and expiring then would declare healthy runs lost.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from pipeline.lifecycle import LEASE_EXPIRED, TERMINAL_STATES, JobState, LifecycleKind, epoch_of
-from pipeline.partitioning import partition_key
+from pipeline.config import Settings
+from pipeline.errors import DeserializationError
+from pipeline.kafka import clients
+from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.counters import Counters
-from pipeline.runtime.processor import Output
-from pipeline.serde import Event
-from pipeline.status.machine import Verdict, execution_id_of, transition
-from pipeline.status.state import JobRecord, StatusState
+from pipeline.runtime.runner import Runner
+from pipeline.serde import make_serde
+from pipeline.state.batch import PartitionBatch
+from pipeline.status.logic import StatusLogic, StatusPolicy
+from pipeline.status.state import RecordCache, StatusState
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
-_DAY_MS = 24 * 3600 * 1000
-_LEASED = frozenset({LifecycleKind.STARTED, LifecycleKind.HEARTBEAT})
-"""What a RUNNING job's run reports to take or renew its lease."""
+STATUS_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=100, commit_max_records=10_000,
+                               punctuate_limit=6000)  # fmt: skip
+"""Transactions of up to 100 ms (or 10,000 records), but at once for one that holds a
+StepEnded; a 20 ms poll (``consume()`` waits that long unless a batch fills), so that a
+workflow's release is not held longer here than at the timers; up to 6,000 leases
+expired (and as many records purged) per iteration."""
+
+CACHED_RECORDS = 10_000
+"""Committed job records kept decoded per partition between transactions (a job's events
+usually span a few): about 1 KB each."""
 
 
-@dataclass(frozen=True)
-class StatusPolicy:
-    lease_ms: int = 30_000
-    """A RUNNING job without a heartbeat for this long is declared lost (heartbeat: 10 s)."""
-    retention_ms: int = 7 * _DAY_MS
-    """How long a finished job's record stays to fence late outcomes; the same as the
-    timers keep an idempotency key, so a key reused after that starts a fresh record."""
+class StatusProcessor(Processor[StatusState]):
+    name = "status"
+    punctuate_when_caught_up = True
+    consumer_tuning: ClassVar[Mapping[str, Any]] = {
+        "partition.assignment.strategy": "range",
+        **clients.PROMPT_FETCH,
+    }
 
-    def __post_init__(self) -> None:
-        if self.lease_ms <= 0 or self.retention_ms <= 0:
-            raise ValueError("lease_ms and retention_ms must be positive")
+    def __init__(self, settings: Settings, policy: StatusPolicy | None = None,
+                 cached_records: int = CACHED_RECORDS) -> None:  # fmt: skip
+        topics = Topics(settings)
+        self.inputs = (topics.events,)
+        self.changelog = topics.status_changelog
+        self.logic = StatusLogic(topics, policy)
+        _, self.deserialize = make_serde(settings.schema_registry_url)
+        self.cached_records = cached_records
+        self.counts = Counters("malformed", "foreign", "statuses")
+        """``malformed``: records on jobs.events that are not Avro events, skipped (and
+        logged); ``foreign``: valid events that are not JobLifecycle, not the status
+        processor's business; ``statuses``: jobs.status records committed."""
+        self._caches: dict[int, RecordCache] = {}
+
+    def open(self, tx: PartitionBatch | None, partition: int) -> StatusState:
+        assert tx is not None
+        cache = self._caches.get(partition)
+        if cache is None:
+            cache = self._caches[partition] = RecordCache(self.cached_records)
+        return StatusState(tx, partition, cache)
+
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+        StatusState(tx).restore(key, value)
+
+    def process(self, state: StatusState, record: Record, now_ms: int) -> Iterable[Output]:
+        try:
+            event = self.deserialize(record.value())
+        except DeserializationError as exc:
+            self.counts.malformed += 1
+            log.warning("jobs.events record skipped", extra={"reason": str(exc),
+                        "partition": record.partition(), "offset": record.offset()})  # fmt: skip
+            return ()
+        if event.name != "JobLifecycle":
+            self.counts.foreign += 1
+            return ()
+        return self.logic.process(state, event.data, now_ms)
+
+    def punctuate(self, state: StatusState, now_ms: int, limit: int) -> Iterable[Output]:
+        expired = self.logic.expire_leases(state, now_ms, limit)
+        self.logic.purge(state, now_ms, limit)
+        return expired
+
+    def committed(self, state: StatusState, outputs: Sequence[Output]) -> None:
+        state.committed()
+        self.counts.statuses += sum(1 for output in outputs if output.compact)
+
+    def revoked(self, partition: int) -> None:
+        self._caches.pop(partition, None)  # its next owner changes its records
+
+    def counters(self) -> Mapping[str, object]:
+        return {**self.counts.snapshot(), **self.logic.counters.snapshot()}
 
 
-class StatusCounters(Counters):
-    """What the processor decided, for the periodic stats line; ``steps_ended`` counts the
-    StepEnded commands sent to the timers (jobs of workflows that ended)."""
-
-    def __init__(self) -> None:
-        super().__init__("applied", "illegal", "duplicates", "lost", "ignored", "purged",
-                         "steps_ended")  # fmt: skip
-        self.illegal_by_transition: Counter[str] = Counter()
-        """Rejections by "STATE + KIND": which component breaks the contract, and how."""
-
-
-class StatusProcessor:
-    def __init__(self, topics: Topics, policy: StatusPolicy | None = None) -> None:
-        self.topics = topics
-        self.policy = policy or StatusPolicy()
-        self.counters = StatusCounters()
-
-    def process(self, state: StatusState, event: Mapping[str, Any], now_ms: int) -> list[Output]:
-        """Fold one JobLifecycle (its fields) into its job; return what to produce."""
-        before = state.get(str(event["job_id"]))
-        decision = transition(before, event)
-        if decision.verdict is Verdict.ILLEGAL:
-            self.counters.illegal += 1
-            self.counters.illegal_by_transition[decision.reason] += 1
-            return []
-        if decision.verdict is Verdict.IGNORED:
-            self.counters.ignored += 1
-            return []
-        if decision.verdict is Verdict.DUPLICATE:
-            self.counters.duplicates += 1
-            return [self._duplicate(state, before, event, decision.reason, now_ms)]
-        record = decision.record
-        assert record is not None  # APPLIED always carries the new record
-        self.counters.applied += 1
-        changed = before is None or record.public() != before.public()
-        finished = record.state in TERMINAL_STATES
-        after = record.evolve(
-            lease_deadline_ms=self._lease(state, before, record, event, now_ms),
-            purge_at_ms=now_ms + self.policy.retention_ms if finished else None,
-            updated_at_ms=now_ms if changed else record.updated_at_ms,
-        )
-        state.put(after)
-        outputs = []
-        if decision.rerun_of is not None:
-            self.counters.duplicates += 1
-            outputs.append(self._duplicate(state, before, event, decision.reason, now_ms,
-                                           applied=True))  # fmt: skip
-        if (
-            finished
-            and after.workflow_id
-            and (before is None or before.state not in TERMINAL_STATES)
-        ):
-            outputs.append(self._step_ended(after, event))
-        if changed:
-            # jobs.status is compacted: only a job's last status in a transaction is written.
-            outputs.append(Output(self.topics.status, after.job_id.encode(), after, compact=True))
-        return outputs
-
-    def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
-        """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
-        emits = []
-        for record in state.expired_leases(now_ms, limit):
-            if record.state is not JobState.RUNNING:  # cannot happen: leases end with the run
-                state.put(record.evolve(lease_deadline_ms=None))
-                continue
-            execution = state.get_execution(record.job_id)
-            state.put(record.evolve(lease_deadline_ms=None,
-                                    finished=record.finish(record.execution_id)))  # fmt: skip
-            state.delete_execution(record.job_id)
-            self.counters.lost += 1
-            emits.append(self._lost(state, record, execution, now_ms))
-        return emits
-
-    def purge(self, state: StatusState, now_ms: int, limit: int = 1000) -> int:
-        """Drop the records of jobs finished longer than the retention; jobs.status keeps them."""
-        purged = state.purgeable(now_ms, limit)
-        for record in purged:
-            state.remove(record.job_id)
-        self.counters.purged += len(purged)
-        return len(purged)
-
-    # -- helpers -------------------------------------------------------------------------
-
-    def _lease(self, state: StatusState, before: JobRecord | None, after: JobRecord,
-               event: Mapping[str, Any], now_ms: int) -> int | None:  # fmt: skip
-        """The lease deadline after ``event``: taken or renewed by the run, or dropped (with
-        the run's execution) when it ends."""
-        kind = event.get("kind")
-        if after.state is JobState.RUNNING and kind in _LEASED:
-            if event.get("execution") and kind == LifecycleKind.STARTED:
-                state.put_execution(after.job_id, event["execution"])
-            return now_ms + self.policy.lease_ms
-        if after.state is not JobState.RUNNING:
-            if before is not None and before.state is JobState.RUNNING:
-                state.delete_execution(after.job_id)
-            return None
-        return after.lease_deadline_ms
-
-    def _lifecycle(self, state: StatusState, kind: LifecycleKind, job_id: str,
-                   workflow_id: str | None, now_ms: int, **fields: Any) -> Output:  # fmt: skip
-        """A JobLifecycle back to the job's own partition of jobs.events."""
-        data = {"kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": now_ms,
-                **fields}  # fmt: skip
-        return Output(self.topics.events, partition_key(job_id, workflow_id),
-                    Event("JobLifecycle", data), partition=state.partition)  # fmt: skip
-
-    def _duplicate(self, state: StatusState, record: JobRecord | None, event: Mapping[str, Any],
-                   reason: str, now_ms: int, *, applied: bool = False) -> Output:  # fmt: skip
-        """A DUPLICATE naming the second run: not applied (a zombie's, a finished
-        execution's), or applied as the live run of an execution started before."""
-        kind, worker = event.get("kind"), event.get("worker_id")
-        verdict = "applied, but" if applied else "not applied:"
-        return self._lifecycle(
-            state, LifecycleKind.DUPLICATE, str(event["job_id"]), event.get("workflow_id"), now_ms,
-            job_type=event.get("job_type") or (record.job_type if record else ""),
-            owner=event.get("owner") or (record.owner if record else ""),
-            attempt=int(event.get("attempt") or 0), epoch=epoch_of(event),
-            execution_id=execution_id_of(event), worker_id=worker,
-            detail=f"{kind} from {worker or 'an unknown worker'} {verdict} {reason}",
-        )  # fmt: skip
-
-    def _step_ended(self, record: JobRecord, event: Mapping[str, Any]) -> Output:
-        """StepEnded to the workflow's partition of jobs.intake: the timers there hold its
-        children. In the same transaction as the status that ends the job, so it is sent
-        once; a replay of jobs.events may send it again, which the timers ignore. Urgent:
-        the children wait for it, so its transaction commits without waiting for the
-        interval."""
-        assert record.workflow_id is not None
-        succeeded = record.state is JobState.SUCCEEDED
-        data = {
-            "job_id": record.job_id, "workflow_id": record.workflow_id, "owner": record.owner,
-            "outcome": record.state.value, "ended_at_ms": int(event["at_ms"]),
-            "result": record.result if succeeded else None,
-            "result_uri": record.result_uri if succeeded else None,
-            "detail": event.get("detail"),
-        }  # fmt: skip
-        self.counters.steps_ended += 1
-        return Output(self.topics.intake, partition_key(record.job_id, record.workflow_id),
-                      Event("StepEnded", data), urgent=True)  # fmt: skip
-
-    def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
-              now_ms: int) -> Output:  # fmt: skip
-        worker = record.worker_id or "an unknown worker"
-        message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
-        error = {"attempt": record.attempt, "error_type": LEASE_EXPIRED, "message": message,
-                 "traceback": None, "retryable": True, "at_ms": now_ms,
-                 "worker_id": record.worker_id}  # fmt: skip
-        return self._lifecycle(
-            state, LifecycleKind.LOST, record.job_id, record.workflow_id, now_ms,
-            job_type=record.job_type, owner=record.owner, attempt=record.attempt,
-            epoch=record.epoch, execution_id=record.execution_id, worker_id=record.worker_id,
-            error=error, detail=f"lease expired: {message}", execution=execution,
-        )  # fmt: skip
+def status_runner(settings: Settings, options: RunnerOptions = STATUS_OPTIONS,
+                  policy: StatusPolicy | None = None) -> Runner[StatusState]:  # fmt: skip
+    return Runner(StatusProcessor(settings, policy), settings, options)

@@ -7,7 +7,7 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
 - ``e<job id>``: the ExecutionRequested of the running attempt (JSON), kept apart because
   its parameters may reach 1 MB while the record changes on every heartbeat: the
   changelog then carries the large value once per run, not once per heartbeat.
-- ``l`` + a timer schedule key (pipeline/timers/keys.py) by lease deadline, and ``p`` + one
+- ``l`` + a timer schedule key (pipeline/timers/timer_keys.py) by lease deadline, and ``p`` + one
   by purge time: indexes, so that expired leases and finished jobs are range scans.
 
 Only ``j`` and ``e`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
@@ -31,8 +31,8 @@ import orjson
 
 from pipeline.lifecycle import JobState
 from pipeline.serde import JobStatus
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.keys import (
+from pipeline.state.batch import PartitionBatch
+from pipeline.timers.timer_keys import (
     SCHEDULE_LOWER_BOUND,
     decode_schedule_key,
     due_upper_bound,
@@ -243,7 +243,7 @@ class StatusState:
     transaction see them) and :meth:`flush` encodes each written record once.
     """
 
-    def __init__(self, tx: PartitionTransaction, partition: int = 0,
+    def __init__(self, tx: PartitionBatch, partition: int = 0,
                  cache: RecordCache | None = None) -> None:  # fmt: skip
         self.tx = tx
         self.partition = partition

@@ -11,7 +11,7 @@ from pipeline.cli_options import (
     run_processor,
 )
 from pipeline.durations import duration_option, format_duration
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 
 TickOption = duration_option(
     format_duration(TIMER_OPTIONS.poll_ms), "--tick", minimum="1ms", maximum="1s",

@@ -1,9 +1,10 @@
 """The workflow part of a timer store: step nodes, workflow records, the blocked index.
 
-Key spaces (beside the timers' own ``j``, ``s`` and ``m``, pipeline/timers/keys.py), where
-``<wf>`` is the owner's and then the workflow id's UTF-8 bytes, each after its length
-(u16 BE), so that one workflow's keys are one range whatever characters its names hold,
-and two owners' workflows of the same id are two ranges:
+Key spaces (beside the timers' own ``j``, ``s``, ``o`` and ``q``,
+pipeline/timers/timer_keys.py), where ``<wf>`` is the owner's and then the workflow id's
+UTF-8 bytes, each after its length (u16 BE), so that one workflow's keys are one range
+whatever characters its names hold, and two owners' workflows of the same id are two
+ranges:
 
 - ``n<wf><job id>``: the :class:`StepNode` of a job of the workflow.
 - ``w<wf>``: the :class:`WorkflowRecord` (submitted as one unit, cancelled).
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.workflows.node import StepNode, WorkflowRecord
 
 log = logging.getLogger(__name__)
@@ -63,13 +64,13 @@ def waiting_key(owner: str, workflow_id: str, parent: str, child: str) -> bytes:
 
 
 class WorkflowNodes:
-    """Reads and writes of step nodes within one partition transaction.
+    """Reads and writes of step nodes within one partition batch.
 
     Shares the timer state's transaction and changelog list, so that a release and the
     firing it allows commit together.
     """
 
-    def __init__(self, tx: PartitionTransaction, changelog: list[ChangelogRecord]) -> None:
+    def __init__(self, tx: PartitionBatch, changelog: list[ChangelogRecord]) -> None:
         self.tx = tx
         self.changelog = changelog
         self._nodes: dict[bytes, StepNode | None] = {}

@@ -1,506 +1,165 @@
-"""Where a job fires: intake commands and retries change timers, the ticker fires them.
+"""``jobstream timers``: the timer processor on the processor runtime.
 
-Pure over a :class:`TimerState` (one partition's store within one transaction): every
-call returns the records to emit, and the runner carries them, the changelog and the
-input offsets in one Kafka transaction. No Kafka here, so tests drive it with a clock
-of their own.
+One consumer in the timers group reads jobs.intake and jobs.retry. Partition p of both
+(co-partitioned; the range assignor hands them out together) owns one RocksDB store and
+partition p of the changelog. Each loop iteration is one Kafka transaction
+(pipeline/runtime/runner.py): the records consumed, the firings due on the wall clock, the
+changelog, the executions and the input offsets commit together, and the stores are
+written only after the commit. A record that is not a valid command goes to
+jobs.intake.dlq with the reason; the processor goes on.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
+from pipeline import metrics
 from pipeline.concurrency import ConcurrencyLimits
-from pipeline.errors import ValidationError
-from pipeline.jobs.cancel_request import CancelRequest
-from pipeline.jobs.commands import validate_command
-from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.params import submission_fields, summarize_params
-from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
-from pipeline.lifecycle import LifecycleKind
-from pipeline.limits.throttle import Throttle
-from pipeline.partitioning import partition_key
-from pipeline.runtime.processor import Output
-from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
-from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
-from pipeline.serde import Event
-from pipeline.timers.entry import TimerEntry, retry_timer_id
+from pipeline.config import Settings
+from pipeline.errors import DeserializationError, ValidationError
+from pipeline.kafka import clients
+from pipeline.limits.topic import LimitsFollower
+from pipeline.runtime import Output, Processor, Record, RunnerOptions
+from pipeline.runtime.counters import Counters
+from pipeline.runtime.runner import Runner
+from pipeline.serde import make_serde
+from pipeline.state.batch import PartitionBatch
+from pipeline.timers.logic import TimerLogic, TimerPolicy
 from pipeline.timers.state import TimerState
-from pipeline.timers.workflow import WorkflowTimers
+from pipeline.timers.timer_keys import SCHEDULE_LOWER_BOUND
 from pipeline.topics import Topics
-from pipeline.workflows import GateAction, WorkflowRecord
 
 log = logging.getLogger(__name__)
 
-K = LifecycleKind
+TIMER_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=0, punctuate_limit=5000)
+"""A 20 ms wall-clock ticker (the longest a due job waits for the next scan), one
+transaction per iteration, and at most 5,000 firings per transaction."""
 
 
-FIRES_JOB = frozenset({"job", "retry"})
-"""The entries whose firing runs a job: rate limits and topic refusals apply to them."""
+class TimerProcessor(Processor[TimerState]):
+    name = "timers"
+    state_layout = 2
+    """2: an owner schedule beside the one by fire time (fair firing)."""
+    consumer_tuning: ClassVar[Mapping[str, Any]] = {
+        "partition.assignment.strategy": "range",
+        **clients.PROMPT_FETCH,
+    }
 
-CANCELLED_ATTEMPT = 2**31 - 1
-"""The attempt a cancel's retry marker records: no retry request is above it."""
+    def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
+        self.topics = Topics(settings)
+        self.inputs = (self.topics.intake, self.topics.retry)
+        self.changelog = self.topics.timers_changelog
+        self.settings = settings
+        self.logic = TimerLogic(
+            self.topics,
+            policy
+            or TimerPolicy(
+                owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings)
+            ),
+        )
+        self.limits = LimitsFollower(settings, self.logic.throttle.board)
+        _, self.deserialize = make_serde(settings.schema_registry_url)
+        self.counts = Counters("fired", "dead_lettered", "throttled", "max_lateness_ms")
+        self.owned: set[int] = set()
+        self.floors: dict[int, bytes] = {}
+        """Each owned partition's due-scan floor as of its last commit (TimerState.floor)."""
 
+    def start(self) -> None:
+        self.limits.start()
 
-@dataclass(frozen=True)
-class TimerPolicy:
-    grace_ms: int = 60_000
-    """A cron run at most this late is on time; later ones follow the misfire policy."""
-    marker_ttl_ms: int = 7 * 24 * 3600 * 1000
-    """How long a fired job's idempotency key (an ended workflow's record) keeps
-    resubmissions a no-op."""
-    retry_marker_ttl_ms: int = 24 * 3600 * 1000
-    """How long a fired retry (or a cancel) keeps late duplicate retry requests a no-op."""
-    owner_weights: Mapping[str, float] = field(default_factory=dict)
-    """Each owner's weight in fair firing (pipeline/scheduling/fair_share.py); "*" sets the
-    default of the owners not named, otherwise 1."""
-    concurrency: ConcurrencyLimits = field(default_factory=ConcurrencyLimits)
-    """Types with a fleet-wide limit fire only to the partitions that carry its slots
-    (pipeline/concurrency.py)."""
+    def close(self) -> None:
+        self.limits.stop()
 
+    def open(self, tx: PartitionBatch | None, partition: int) -> TimerState:
+        assert tx is not None
+        if partition not in self.owned:
+            self.owned.add(partition)
+            # Restored or not, its schedule is read from the start.
+            self.floors[partition] = SCHEDULE_LOWER_BOUND
+            self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+        return TimerState(tx, self.floors[partition], partition)
 
-class TimerProcessor:
-    def __init__(self, topics: Topics, policy: TimerPolicy | None = None,
-                 throttle: Throttle | None = None) -> None:  # fmt: skip
-        self.topics = topics
-        self.policy = policy or TimerPolicy()
-        self.throttle = throttle or Throttle()
-        """The rate limits in force and their buckets (pipeline/limits/)."""
-        self.refused_topics: dict[str, str] = {}
-        """Execution topics the broker refused to create, with the reason: a job routed to
-        one is dead-lettered at firing (pipeline/timers/runner.py fills it)."""
-        self.duplicates = 0
-        self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
-                                        self.policy.marker_ttl_ms)  # fmt: skip
-        self.owner_weight = weight_of(self.policy.owner_weights)
+    def revoked(self, partition: int) -> None:
+        self.owned.discard(partition)
+        self.floors.pop(partition, None)
+        self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
 
-    # -- intake and retries --------------------------------------------------------------
+    def topics_refused(self, refused: Mapping[str, str]) -> None:
+        """A job routed to a refused execution topic is dead-lettered at firing, with the
+        reason: the job type its topic collides with, or the cluster's bound on execution
+        topics (JOBSTREAM_MAX_EXECUTION_TOPICS)."""
+        for name, why in refused.items():
+            job_type = self.topics.job_type_of(name)
+            if job_type is None:  # not a job type's topic: nothing to route elsewhere
+                return super().topics_refused({name: why})
+            self.logic.refused_topics[name] = refusal_reason(self.topics, job_type, name, why)
 
-    def process(self, state: TimerState, event: Event, now_ms: int) -> list[Output]:
-        """Apply one command; raise ValidationError for a record that must be dead-lettered."""
-        data = event.data
-        if event.name == "JobSubmitted":
-            return self._submitted(state, data, now_ms)
-        if event.name == "JobCancelled":
-            validate_command(event, now_ms=now_ms)
-            return self._cancelled(state, data, now_ms)
-        if event.name == "ScheduleChanged":
-            validate_command(event, now_ms=now_ms)
-            return self._schedule_changed(state, data, now_ms)
-        if event.name == "JobTriggered":
-            validate_command(event, now_ms=now_ms)
-            return self._triggered(state, data, now_ms)
-        if event.name == "RetryScheduled":
-            return self._retry(state, data, now_ms)
-        if event.name == "StepEnded":
-            return self.workflows.step_ended(state, data, now_ms)
-        if event.name == "WorkflowSubmitted":
-            return self._workflow_submitted(state, data, now_ms)
-        if event.name == "WorkflowCancelled":
-            validate_command(event, now_ms=now_ms)
-            return self.workflows.cancel_workflow(state, data, now_ms)
-        raise ValidationError("event", f"{event.name} does not belong on the timer topics")
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+        TimerState(tx).restore(key, value)
 
-    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int, *,
-                   step: str | None = None, checked: bool = False) -> list[Output]:  # fmt: skip
-        if not checked:
-            validate_submitted(job, now_ms=now_ms)
-        in_workflow = job.get("workflow_id") is not None
-        known = in_workflow and self.workflows.known(state, job)
-        if known or state.get(job["job_id"]) is not None:
-            self.duplicates += 1  # same job id: a resubmission with the same idempotency key
-            return []
-        due = self._first_fire(job, now_ms)
-        gate = self.workflows.admit(state, job, step) if in_workflow else None
-        # The first event of a job tells the status processor what only the submission holds.
-        first = submission_fields(job)
-        if due is None:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run",
-                                    **first)]  # fmt: skip
-        if gate is not None and gate.action is GateAction.CANCEL:
-            return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason, **first)]
-        blocked = gate is not None and gate.action is GateAction.WAIT
-        state.put(TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due,
-                             blocked=blocked))  # fmt: skip
-        if gate is not None and blocked:
-            return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
-        return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]
+    def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
+        try:
+            return self.logic.process(state, self.deserialize(record.value()), now_ms)
+        except (DeserializationError, ValidationError) as exc:
+            return [self._dead_letter(record, str(exc))]
 
-    def _workflow_submitted(self, state: TimerState, data: dict[str, Any],
-                            now_ms: int) -> list[Output]:  # fmt: skip
-        """Every step of a workflow, parents first, or (one rule broken) none of them."""
-        steps = expand_workflow(data, now_ms=now_ms)
-        workflow_id = data["workflow_id"]
-        if state.nodes.workflow(data["owner"], workflow_id) is not None:
-            self.duplicates += 1  # the same workflow again: same id, same idempotency key
-            return []
-        schedule = check_schedule(data)
-        if schedule is not None:
-            self.workflows.schedule(state, data, schedule, now_ms)
-            return []
-        state.nodes.put_workflow(WorkflowRecord(
-            owner=data["owner"], workflow_id=workflow_id, steps=len(steps),
-            idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
-            schedule_id=data.get("schedule_id"),
-        ))  # fmt: skip
-        emits: list[Output] = []
-        for name, job in steps:
-            emits.extend(self._submitted(state, job, now_ms, step=name, checked=True))
+    def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
+        if not self.logic.throttle.board.ready.is_set():
+            return ()  # the rate limits are still being read: nothing fires before them
+        emits = self.logic.fire_due(state, now_ms, limit)
+        if not state.changed and state.partition in self.floors:
+            self.floors[state.partition] = state.floor  # read only: holds once dropped
         return emits
 
-    def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
-        """Drop the job's pending fire or retry; a run of it that may be under way (it has
-        fired, or it is a schedule whose last run may still go on) is for the workers:
-        a CancelRequested on jobs.control (pipeline/jobs/cancel_request.py)."""
-        emits: list[Output] = []
-        in_flight = True
-        for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):
-            entry = state.get(timer_id)
-            if entry is None or entry.kind == "marker":
+    def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
+        if state.partition in self.floors:  # an aborted transaction's floor is not kept
+            self.floors[state.partition] = state.floor
+        fired = dead = 0
+        for output in outputs:
+            if output.topic == self.topics.intake_dlq:
+                dead += 1
                 continue
-            self._finish(state, entry, now_ms)
-            self.workflows.forget_waiting(state, entry.job)
-            in_flight = entry.kind == "job" and bool(entry.spec.get("cron"))
-            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason"),
-                                         requested_by=data.get("requested_by")))  # fmt: skip
-        # A failure reported after the cancel must not bring the job back.
-        self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
-        emits = emits[:1]
-        if in_flight:
-            emits.append(self._control(data, now_ms))
-        return emits
+            event = output.value
+            if getattr(event, "name", None) == "ExecutionRequested":
+                data = event.data  # type: ignore[union-attr]
+                fired += 1
+                lateness = data["fired_at_ms"] - data["scheduled_at_ms"]
+                self.counts.max_lateness_ms = max(self.counts.max_lateness_ms, lateness)
+        self.counts.fired += fired
+        self.counts.dead_lettered += dead
+        self.counts.throttled += len(state.held)
+        metrics.TIMER_DEAD_LETTERED.inc(dead)  # firings: the runtime counts their FIRED
+        for job_type, count in Counter(state.held).items():
+            metrics.THROTTLED.labels(job_type).inc(count)
 
-    def _control(self, data: dict[str, Any], now_ms: int) -> Output:
-        """The CancelRequested of a cancel that may find a run under way: it covers the
-        executions fired up to now, on this partition's clock as their epochs are."""
-        request = CancelRequest(job_id=data["job_id"], workflow_id=data.get("workflow_id"),
-                                requested_at_ms=int(data.get("requested_at_ms") or now_ms),
-                                up_to_epoch=now_ms, requested_by=data.get("requested_by"),
-                                reason=data.get("reason"))  # fmt: skip
-        return Output(self.topics.control, request.key, request.to_event())
+    def counters(self) -> Mapping[str, object]:
+        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates}
 
-    def _schedule_changed(self, state: TimerState, data: dict[str, Any],
-                          now_ms: int) -> list[Output]:  # fmt: skip
-        entry = state.get(data["job_id"])
-        if entry is None or entry.kind != "job":
-            if data.get("run_at_ms") is not None:
-                _ignored(data, "no pending run: it has fired, ended, or is unknown here")
-            return []
-        action = data["action"]
-        if action == "PAUSE" and not entry.paused:
-            state.put(entry.evolve(paused=True))
-            return [self._lifecycle(K.PAUSED, entry.job, now_ms, **_asked(data, "paused"))]
-        if action == "RESUME" and entry.paused:
-            due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
-            state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
-            return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due,
-                                    **_asked(data, "resumed"))]  # fmt: skip
-        if action == "UPDATE":
-            run_at = data.get("run_at_ms")
-            refusal = _update_refusal(entry, run_at)
-            if refusal is not None:
-                _ignored(data, refusal)
-                return []
-            spec = dict(entry.spec)
-            if data.get("cron") is not None:
-                spec["cron"] = data["cron"]
-            if data.get("params") is not None:
-                spec["params"] = data["params"]
-            job = {**entry.job, "spec": spec}
-            validate_submitted(job, now_ms=now_ms)
-            if spec.get("cron"):
-                updated = self._next_fire(job, now_ms, entry.runs)
-            else:
-                # spec.run_at_ms stays as submitted: the entry's due time is when it runs.
-                updated = entry.due_ms if run_at is None else int(run_at)
-            detail = "schedule updated" if run_at is None else "run time moved"
-            if updated is None:
-                self._finish(state, entry, now_ms)
-                return [self._lifecycle(K.CANCELLED, job, now_ms,
-                                        **_asked(data, "schedule ended"))]  # fmt: skip
-            state.put(entry.evolve(job=job, due_ms=updated, held_by=None, held_at_ms=None))
-            if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
-                return [self._lifecycle(K.PAUSED, job, now_ms,
-                                        **_asked(data, f"{detail}, still paused"))]  # fmt: skip
-            changed = {**summarize_params(spec.get("params"))._asdict(),
-                       "labels": dict(spec.get("labels") or {})}  # fmt: skip
-            return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
-                                    **_asked(data, detail), **changed)]  # fmt: skip
-        return []
-
-    def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
-        """Run a pending job now: a one-off job fires now instead of at its time; a
-        recurring one fires once more now, keeps its next occurrence, and counts the run
-        towards its max_runs. A job that fired already, ended, waits for its parents or is
-        paused (resume it first) has nothing to run now: the command changes nothing."""
-        entry = state.get(data["job_id"])
-        if entry is None or entry.kind != "job" or entry.blocked or entry.paused:
-            return []
-        if not entry.spec.get("cron"):
-            # Due now: this iteration's punctuation fires it, as any other due timer.
-            due = min(entry.due_ms, now_ms)
-            state.put(entry.evolve(due_ms=due))
-            return [self._lifecycle(K.SCHEDULED, entry.job, now_ms, scheduled_at_ms=due,
-                                    **_asked(data, "run now"))]  # fmt: skip
-        emits = self._fire(state, entry, now_ms, now_ms, asked=_asked(data, "run now"))
-        runs = entry.runs + 1
-        max_runs = CronSpec.from_avro(entry.spec["cron"]).max_runs
-        if max_runs is not None and runs >= max_runs:
-            self._finish(state, entry, now_ms)
-        else:
-            state.put(entry.evolve(runs=runs))
-        return emits
-
-    def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
-        """Schedule another attempt, unless this attempt is already pending or has fired.
-
-        Two failure reports of one execution (a zombie's FAILED after its LOST) ask for
-        the same attempt; the retry timer, or the marker it leaves after firing, makes
-        the second one a no-op.
-        """
-        current = state.get(retry_timer_id(data["job_id"]))
-        if current is not None and current.attempt >= data["attempt"]:
-            self.duplicates += 1
-            if current.attempt == CANCELLED_ATTEMPT:  # its status waits for the retry: end it
-                return [self._lifecycle(K.CANCELLED, data, now_ms,
-                                        detail="cancelled before its retry")]  # fmt: skip
-            return []
-        job = {
-            "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
-            "idempotency_key": data.get("idempotency_key"), "submitted_at_ms": now_ms,
-            "spec": data["spec"],
-        }  # fmt: skip
-        entry = TimerEntry(
-            timer_id=retry_timer_id(data["job_id"]), kind="retry", job=job,
-            due_ms=data["retry_at_ms"], attempt=data["attempt"], errors=data.get("errors", []),
-        )  # fmt: skip
-        state.put(entry)
-        return []
-
-    # -- firing ------------------------------------------------------------------------
-
-    def fire_due(self, state: TimerState, now_ms: int, limit: int) -> list[Output]:
-        """Fire the entries due at ``now_ms`` (at most ``limit``), owners interleaved, and
-        move schedules on. Jobs that rate limits held back go first, as their tokens allow;
-        a due job whose limit has no token left joins that limit's queue instead."""
-        released = self._release_held(state, now_ms, limit)
-        emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
-        for entry in self.due_batch(state, now_ms, limit - len(released)):
-            if entry.kind == "marker":
-                state.remove(entry.timer_id)
-                self.workflows.expired(state, entry)
-                continue
-            if self._hold(state, entry, now_ms):
-                continue
-            emits.extend(self._fire_entry(state, entry, now_ms))
-        return emits
-
-    def _fire_entry(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
-        """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
-        refused (a cron job too: it would be refused at every run) then ends."""
-        refused = (bool(self.refused_topics) and entry.kind in FIRES_JOB
-                   and self._refusal(entry) is not None)  # fmt: skip
-        if refused or entry.kind == "retry" or not entry.spec.get("cron"):
-            emits = self._fire(state, entry, entry.due_ms, now_ms)
-            self._finish(state, entry, now_ms)
-            return emits
-        return self._fire_recurring(state, entry, now_ms)
-
-    # -- rate limits -------------------------------------------------------------------
-
-    def _hold(self, state: TimerState, entry: TimerEntry, now_ms: int) -> bool:
-        """Put a due job in the queue of the limit that has no token for it; False when
-        every limit that applies gave one (and the job is to fire now)."""
-        if entry.kind not in FIRES_JOB:
-            return False
-        key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
-        if key is None:
-            return False
-        state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
-        state.held.append(entry.spec["job_type"])
-        return True
-
-    def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
-        """The held jobs that may fire now: each limit's queue in order, while its tokens
-        last. A job another limit still holds moves to that limit's queue."""
-        ready: list[TimerEntry] = []
-        for limit_id in state.held_limits():
-            for entry in state.held_by(limit_id):
-                if len(ready) >= limit:
-                    return ready
-                key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
-                if key is None:
-                    ready.append(entry)
-                elif key.id != limit_id:
-                    state.put(entry.evolve(held_by=key.id))
-                else:
-                    break
-        return ready
-
-    def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
-        """The entries to fire now, in weighted fair order across owners.
-
-        When every due entry fits the batch, the one scan in fire-time order already holds
-        them all and they are only reordered. When more are due, each owner's own schedule
-        gives its share: one owner's flood neither fills the batch nor goes first.
-        """
-        due = state.due(now_ms, limit + 1)
-        if len(due) <= limit:
-            return fair_batch(group_by(due, lambda e: e.owner), self.owner_weight, limit)
-        owners = state.due_owners(now_ms)
-        if len(owners) == 1:  # one owner's flood: its share is the whole batch, in fire order
-            return due[:limit]
-        queues = {owner: state.due_of(owner, now_ms) for owner in owners}
-        return fair_batch(queues, self.owner_weight, limit)
-
-    def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
-        cron = CronSpec.from_avro(entry.spec["cron"])
-        # A run a limit held back was due in time: the wait was the limit's, not a misfire.
-        if now_ms - entry.due_ms <= self.policy.grace_ms or entry.held_at_ms is not None:
-            fires: tuple[int, ...] = (entry.due_ms,)
-            following = next_fire_ms(
-                cron, max(entry.due_ms, now_ms), job_id=entry.job_id, runs_so_far=entry.runs + 1
-            )
-        else:
-            missed = due_runs(cron, last_fire_ms=entry.due_ms - 1, now_ms=now_ms,
-                              job_id=entry.job_id, runs_so_far=entry.runs,
-                              grace_ms=self.policy.grace_ms)  # fmt: skip
-            fires, following = missed.run_now, missed.next_fire_ms
-        fire_one = self.workflows.start_run if entry.kind == "workflow" else self._fire
-        emits = [emit for fire in fires for emit in fire_one(state, entry, fire, now_ms)]
-        if following is None:
-            self._finish(state, entry, now_ms)
-        else:
-            state.put(entry.evolve(due_ms=following, runs=entry.runs + len(fires),
-                                   held_by=None, held_at_ms=None))  # fmt: skip
-        return emits
-
-    def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int, now_ms: int,
-              asked: Mapping[str, Any] | None = None) -> list[Output]:  # fmt: skip
-        """The execution of ``entry`` due at ``fire_ms`` and its FIRED (with who ``asked``
-        for it and why, for a trigger)."""
-        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
-        topic = self._execution_topic(entry)
-        refusal = self.refused_topics.get(topic)
-        if refusal is not None:
-            return self._refuse(entry, key, refusal, now_ms)
-        spec = entry.spec
-        timeout = spec.get("timeout_ms")
-        execution = {
-            "job_id": entry.job_id,
-            "workflow_id": entry.job.get("workflow_id"),
-            "execution_id": execution_id(entry.job_id, entry.attempt, fire_ms),
-            "attempt": entry.attempt,
-            # The firing instant orders every execution of a job: a fencing token.
-            "epoch": now_ms,
-            "scheduled_at_ms": fire_ms,
-            "fired_at_ms": now_ms,
-            "deadline_ms": now_ms + timeout if timeout else None,
-            "spec": spec,
-            "idempotency_key": entry.job.get("idempotency_key"),
-            "errors": entry.errors,
-            "parent_results": self.workflows.parent_results(state, entry.job),
-        }
-        throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
-        fired = self._lifecycle(
-            K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
-            attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
-            throttled_ms=throttled, **(asked or {}),
-        )  # fmt: skip
-        partition = self.policy.concurrency.partition_for(spec["job_type"], key)
-        return [Output(topic, key, Event("ExecutionRequested", execution), partition), fired]
-
-    def _execution_topic(self, entry: TimerEntry) -> str:
-        spec = entry.spec
-        return self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
-                                     spec.get("pool"))  # fmt: skip
-
-    def _refusal(self, entry: TimerEntry) -> str | None:
-        """Why the job cannot fire: the broker refused its execution topic; else None."""
-        return self.refused_topics.get(self._execution_topic(entry))
-
-    def _refuse(self, entry: TimerEntry, key: bytes, reason: str, now_ms: int) -> list[Output]:
-        """The job goes to jobs.intake.dlq as its submission, with the reason, and ends."""
-        log.warning("job refused at firing", extra={"job_id": entry.job_id, "reason": reason})
-        dead = Output(self.topics.intake_dlq, key, Event("JobSubmitted", entry.job),
+    def _dead_letter(self, record: Record, reason: str) -> Output:
+        source = f"{record.topic()}/{record.partition()}/{record.offset()}"
+        log.warning("intake record dead-lettered", extra={"reason": reason,
+                    "topic": record.topic(), "offset": record.offset()})  # fmt: skip
+        return Output(self.topics.intake_dlq, record.key(), record.value() or b"",
                       headers=(("jobstream.error", reason.encode()),
-                               ("jobstream.source", b"timers: firing")))  # fmt: skip
-        return [dead, self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=reason)]
-
-    # -- helpers -----------------------------------------------------------------------
-
-    def _finish(self, state: TimerState, entry: TimerEntry, now_ms: int) -> None:
-        """Drop a timer, leaving a marker where a repeat must stay a no-op.
-
-        A job with an idempotency key keeps one for as long as a resubmission may come;
-        a fired retry keeps one recording its attempt, so a late duplicate request for
-        the same attempt is recognised.
-        """
-        if entry.kind == "job" and entry.job.get("idempotency_key"):
-            marker_job = {k: entry.job.get(k) for k in ("job_id", "idempotency_key")}
-            state.put(TimerEntry(timer_id=entry.timer_id, kind="marker", job=marker_job,
-                                 due_ms=now_ms + self.policy.marker_ttl_ms))  # fmt: skip
-        elif entry.kind == "retry":
-            self._retry_marker(state, entry.job, entry.attempt, now_ms)
-        else:
-            state.remove(entry.timer_id)
-
-    def _retry_marker(self, state: TimerState, job: dict[str, Any], attempt: int,
-                      now_ms: int) -> None:  # fmt: skip
-        state.put(TimerEntry(
-            timer_id=retry_timer_id(job["job_id"]), kind="marker", attempt=attempt,
-            job={"job_id": job["job_id"], "idempotency_key": None},
-            due_ms=now_ms + self.policy.retry_marker_ttl_ms,
-        ))  # fmt: skip
-
-    def _first_fire(self, job: dict[str, Any], now_ms: int) -> int | None:
-        spec = job["spec"]
-        if spec.get("cron"):
-            return self._next_fire(job, now_ms, 0)
-        run_at = spec.get("run_at_ms")
-        return now_ms if run_at is None else int(run_at)
-
-    @staticmethod
-    def _next_fire(job: dict[str, Any], now_ms: int, runs: int) -> int | None:
-        cron = job["spec"].get("cron")
-        if not cron:
-            return None
-        return next_fire_ms(CronSpec.from_avro(cron), now_ms, job_id=job["job_id"],
-                            runs_so_far=runs)  # fmt: skip
-
-    def _lifecycle(
-        self, kind: LifecycleKind, job: dict[str, Any], now_ms: int, **fields: Any
-    ) -> Output:
-        spec = job.get("spec") or {}
-        data = {
-            "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
-            "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-            "step": (spec.get("labels") or {}).get(STEP_LABEL), **fields,
-        }  # fmt: skip
-        key = partition_key(job["job_id"], job.get("workflow_id"))
-        return Output(self.topics.events, key, Event("JobLifecycle", data))
+                               ("jobstream.source", source.encode())))  # fmt: skip
 
 
-def _update_refusal(entry: TimerEntry, run_at_ms: int | None) -> str | None:
-    """Why an UPDATE leaves the pending ``entry`` as it is; None to apply it. The API
-    refuses these with 409 from its views; the timers decide on what they hold."""
-    if run_at_ms is None:
-        return None
-    if entry.spec.get("cron"):
-        return "the job is recurring: its runs follow its cron, not run_at_ms"
-    if entry.blocked:
-        return "the job waits for its parents: its run time can move once they have ended"
-    return None
+def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
+    """What a refused job's dead letter says: its type, its topic, why (the broker's
+    refusal, or the bound), and the type it collides with when the reason names one."""
+    others = [other for word in why.replace(",", " ").split()
+              if (other := topics.job_type_of(word)) is not None]  # fmt: skip
+    names = ", ".join(f"'{other}'" for other in others)
+    clash = f" (job type {names}: Kafka treats '.' and '_' in topic names alike)" if others else ""
+    return (
+        f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused: "
+        f"{why}{clash}"
+    )
 
 
-def _ignored(command: Mapping[str, Any], reason: str) -> None:
-    log.info("schedule change ignored", extra={"job_id": command["job_id"], "reason": reason})
-
-
-def _asked(command: Mapping[str, Any], done: str) -> dict[str, Any]:
-    """The fields a command's JobLifecycle carries: who asked, and why (the reason given,
-    else what was ``done``)."""
-    return {"requested_by": command.get("requested_by"), "detail": command.get("reason") or done}
+def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,
+                 policy: TimerPolicy | None = None) -> Runner[TimerState]:  # fmt: skip
+    return Runner(TimerProcessor(settings, policy), settings, options)

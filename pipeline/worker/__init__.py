@@ -1,4 +1,4 @@
-"""The worker runtime: handlers registered by decorator, run with bounded concurrency.
+"""Workers: handlers registered by decorator, run with bounded concurrency.
 
 ```python
 from pipeline.worker import JobContext, WorkerApp

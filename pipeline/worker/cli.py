@@ -23,9 +23,9 @@ from pipeline.durations import duration_option, format_duration
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
+from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import MIN_PREFETCH, Isolation, WorkerOptions
 from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
-from pipeline.worker.runtime import WorkerRuntime
 
 HeartbeatOption = duration_option(
     "10s", "--heartbeat", minimum="50ms", help="Time between heartbeats of a running job.",
@@ -102,7 +102,7 @@ def worker(
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         cancel_grace_s=cancel_grace_ms / 1000,
     )  # fmt: skip
-    runtime = WorkerRuntime(settings, load_app(app), options)
+    loop = WorkerLoop(settings, load_app(app), options)
     if metrics_port:
         metrics.serve(metrics_port, settings.metrics_host)
     stop, abandon = threading.Event(), threading.Event()
@@ -112,4 +112,4 @@ def worker(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    runtime.run(stop, abandon)
+    loop.run(stop, abandon)

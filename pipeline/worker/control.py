@@ -5,7 +5,7 @@ worker holds the execution, and none can tell which that is), and commits nothin
 start it begins ``lookback_ms`` back (offsets_for_times; by default the topic's whole
 retention) and reads to the end before the first run starts, so a cancel written while
 the worker was down still meets the record it cancels when that record is fetched. Then
-the runtime's loop polls it without waiting, on the thread that owns every Kafka client.
+the worker loop polls it without waiting, on the thread that owns every Kafka client.
 
 jobs.control is written in the timers' transactions: read_committed, a cancel is seen
 once the command that caused it has committed. Its fetches wait up to

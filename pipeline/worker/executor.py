@@ -6,13 +6,13 @@ handlers run elsewhere:
 - sync handlers on a pool of daemon threads, grown on demand up to the worker's
   concurrency. Daemon, so that a process handing its in-flight jobs back at shutdown can
   exit while a handler is still running; Python cannot interrupt a thread. A sync handler
-  that outlives its timeout is therefore reported TIMED_OUT by the runtime at the deadline
+  that outlives its timeout is therefore reported TIMED_OUT by the loop at the deadline
   and keeps its thread (and its slot of capacity) until it returns; its result is
   ignored. Because every busy thread holds a slot, the pool never needs more threads
   than the concurrency.
-- async handlers as tasks on one event loop thread. At its deadline the runtime cancels
+- async handlers as tasks on one event loop thread. At its deadline the loop cancels
   a coroutine (``AsyncRun.cancel(timed_out=True)``), so its slot frees as soon as the
-  cancellation completes: the runtime checks deadlines on every loop iteration anyway,
+  cancellation completes: the loop checks deadlines on every loop iteration anyway,
   which costs less than an ``asyncio.timeout`` timer per job. Runs submitted while the
   loop has not yet picked up the previous ones join them, so a burst of starts costs the
   loop one wake-up, not one each. A coroutine that blocks the loop (CPU work, blocking

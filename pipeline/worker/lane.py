@@ -3,7 +3,7 @@
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
 to the type's three tiers ``jobs.exec.<type>.<high|normal|low>`` (in a worker started with
 ``--pool gpu``: ``...workers.<type>.pool-gpu`` and ``jobs.exec.<type>.pool-gpu.<tier>``).
-Records wait in a buffer per tier until the runtime has a free slot (its partitions served
+Records wait in a buffer per tier until the loop has a free slot (its partitions served
 in turn, pipeline/worker/buffer.py); the :class:`PriorityPolicy` decides which tier goes
 next. A tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is full: its
 partitions are paused (the consumer stays in its group, it just fetches nothing more; a
@@ -16,7 +16,7 @@ runs' log lines, for jobs.logs) and the group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
-without a run). The runtime claims the records it starts (:meth:`Lane.claim`: a
+without a run). The loop claims the records it starts (:meth:`Lane.claim`: a
 transaction at once, before their handlers run); otherwise one transaction carries every
 outcome decided since the previous one: :class:`CommitSchedule` says when the next is due
 (by default 100 ms after the previous, or at 1,000 outcomes). A failed transaction is
@@ -45,14 +45,14 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.kafka.transaction import (
+from pipeline.kafka.commit import (
     KAFKA_FAILURES,
     commit_offsets,
     is_fatal,
     kafka_error_of,
     send,
 )
+from pipeline.kafka.denied import denied
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics, routed
@@ -126,10 +126,10 @@ class Lane:
         self.prefetch = prefetch
         self._deserialize = deserialize
         self._before_commit = before_commit
-        """Runs before outcomes are produced: the runtime flushes HEARTBEAT records there."""
+        """Runs before outcomes are produced: the loop flushes HEARTBEAT records there."""
         self.slots = PartitionSlots(job_type, ConcurrencyLimits.of(settings))
         self._before_revoke = before_revoke
-        """Runs before a limited lane's partitions are revoked: the runtime waits there for
+        """Runs before a limited lane's partitions are revoked: the loop waits there for
         the lane's runs to end."""
         self.closing = False
         prefix = settings.topic_prefix

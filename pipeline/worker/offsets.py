@@ -6,7 +6,7 @@ handler runs) or settled without a run (skipped, refused, unreadable). Records w
 buffers by tier and turn, so they are done in any order, and the offset committed is the
 lowest offset fetched but not yet done (or one past the last fetched when nothing is
 pending). A record fetched but not done when the worker dies is fetched again by the
-partition's next owner; a started one never is (pipeline/worker/runtime.py).
+partition's next owner; a started one never is (pipeline/worker/loop.py).
 
 Assignments come and go with rebalances. Each assignment of a partition gets a new
 incarnation number, carried by every :class:`OffsetRef`, so a job that finishes after its

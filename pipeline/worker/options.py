@@ -69,11 +69,11 @@ class WorkerOptions:
     is taken): bounds how late a deadline, a heartbeat or a due commit is noticed."""
     async_grace_s: float = 5.0
     """How long past its deadline an async handler may ignore its cancellation before
-    the runtime reports TIMED_OUT without it."""
+    the loop reports TIMED_OUT without it."""
     cancel_grace_s: float = 5.0
     """How long a run may go on after its cancel reached the worker (a sync handler that
     does not check ``ctx.cancelled``, an async one that swallows ``CancelledError``)
-    before the runtime reports it CANCELLED without it; its slot stays taken until it
+    before the loop reports it CANCELLED without it; its slot stays taken until it
     returns."""
     stats_interval_s: float = 30.0
     revoke_timeout_s: float = 60.0

@@ -1,7 +1,7 @@
 """Handlers in child processes (``--isolation process``): a crash or a hang costs one child.
 
 :class:`ProcessExecutor` has :class:`~pipeline.worker.executor.JobExecutor`'s interface as
-the runtime uses it (``submit``, ``close``, each end reported as a ``Finished`` on the
+the loop uses it (``submit``, ``close``, each end reported as a ``Finished`` on the
 callback) and runs every handler, sync or async, in a child process
 (pipeline/worker/child.py), one run per child at a time:
 
@@ -21,7 +21,7 @@ callback) and runs every handler, sync or async, in a child process
   failure; the worker goes on.
 - :meth:`kill` (a run past its timeout) and :meth:`cancel` stop the run's child: SIGTERM,
   then SIGKILL after a grace. The run ends TIMED_OUT or cancelled once the child is dead
-  and a new child has taken its place, so the slot the runtime holds for it comes back
+  and a new child has taken its place, so the slot the loop holds for it comes back
   only then, and never while the old child still runs.
 - Children die with the worker: each holds the read end of a lifeline whose only write
   end is the worker's (pipeline/lifeline.py), so even a SIGKILLed worker leaves none.
@@ -117,7 +117,7 @@ class ProcessExecutor:
         """Children without a run, the last one to finish last."""
         self._running: dict[int, _Child] = {}
         self._waiting: deque[Run] = deque()
-        """Runs submitted while every child is busy (the runtime's slots keep this empty)."""
+        """Runs submitted while every child is busy (the loop's slots keep this empty)."""
         self._sinks: dict[int, Callable[[ProgressReport], None]] = {}
         """The progress sink of each run's context, until the run ends."""
         self._logs: dict[int, RunLog] = {}

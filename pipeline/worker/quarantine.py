@@ -10,7 +10,7 @@ that was innocent runs a second time and succeeds. The poison job thus spends it
 attempts one by one and reaches its dead-letter topic, and no other job runs more than
 twice (docs/reliability.md, "A handler that kills its worker").
 
-Pure bookkeeping, no Kafka: the runtime asks :meth:`Quarantine.admit` for each record it
+Pure bookkeeping, no Kafka: the loop asks :meth:`Quarantine.admit` for each record it
 picked and starts only what is admitted.
 """
 

@@ -30,9 +30,6 @@ class StepOutcome(StrEnum):
 
 FAILED_OUTCOMES = frozenset({StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED})
 
-POLICIES = ("CANCEL", "RUN")
-"""The symbols of io.jobstream.ParentFailurePolicy."""
-
 
 class GateAction(StrEnum):
     WAIT = "WAIT"

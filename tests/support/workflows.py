@@ -8,9 +8,9 @@ from typing import Any
 from pipeline.jobs.workflow import workflow_event
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 
 
@@ -34,12 +34,12 @@ def step_ended(job_id: str, workflow_id: str, outcome: str, at_ms: int,
     })  # fmt: skip
 
 
-def rebuilt(driver: ProcessorDriver[TimerState], timers: Timers,
+def rebuilt(driver: ProcessorDriver[TimerState], timers: TimerProcessor,
             folder: Path) -> ProcessorDriver[TimerState]:  # fmt: skip
     """A second timer driver in ``folder`` whose partition 0 is restored from the changelog
     ``driver`` wrote, as a process with no local state would restore it; close it after."""
     store = PartitionStore(folder / "0")
-    tx = PartitionTransaction(store)
+    tx = PartitionBatch(store)
     for key, value in driver.changelog[0]:
         driver.processor.restore(tx, key, value)
     tx.commit(len(driver.changelog[0]) - 1)

@@ -19,7 +19,7 @@ from pipeline.jobs import JobClient
 from pipeline.jobs.backfill import OF_LABEL, BackfillSource, occurrence_request
 from pipeline.kafka import clients
 from pipeline.runtime.options import processor_group
-from pipeline.timers.runner import TIMER_OPTIONS, Timers, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
 from tests.connectors.api.test_jobs import submit, visible
@@ -41,7 +41,8 @@ def _iso(moment: datetime) -> str:
 
 def _intake_consumed(settings: Settings, topics: Topics) -> bool:
     """Whether the timers have committed every record on jobs.intake (read, decided)."""
-    consumer = clients.consumer(settings, processor_group(settings.topic_prefix, Timers.name))
+    group = processor_group(settings.topic_prefix, TimerProcessor.name)
+    consumer = clients.consumer(settings, group)
     try:
         parts = [TopicPartition(topics.intake, p) for p in range(settings.timer_partitions)]
         for tp in consumer.committed(parts, timeout=10):

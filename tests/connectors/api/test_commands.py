@@ -13,8 +13,8 @@ import pytest
 
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.connectors.api.test_jobs import read_intake, submit, visible
 from tests.support.pipeline import Executions, in_thread

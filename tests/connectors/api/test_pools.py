@@ -22,13 +22,13 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.serde import Event, encode_status
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.heartbeat import RUNNING, WorkerIdentity
+from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
-from pipeline.worker.runtime import WorkerRuntime
 from tests.connectors.api.conftest import TOKENS
 from tests.connectors.views.records import status, submitted
 from tests.pipeline.worker.support import Worker
@@ -118,7 +118,7 @@ def test_a_job_fired_to_a_pool_waits_in_the_listing_until_a_worker_of_the_pool_r
                            timeout_s=60, what="the job fired and QUEUED")  # fmt: skip
         assert waiting["pool"] == "gpu" and waiting["waiting_for_pool"] is True
         assert value(scrape(metrics_port), GAUGE, pool="gpu", job_type="image.render") == 1
-        worker = Worker(WorkerRuntime(settings, app, WorkerOptions(
+        worker = Worker(WorkerLoop(settings, app, WorkerOptions(
             worker_id="gpu-1", job_types=("image.render",), pool="gpu")))  # fmt: skip
         worker.thread = threading.Thread(target=worker.run, daemon=True)
         worker.thread.start()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.views import SUBMITTED, ViewStore, counts, keys
+from connectors.views import SUBMITTED, ViewStore, counts, layout
 from tests.connectors.views.records import status, submitted
 from tests.connectors.views.test_store import T0, fold
 
@@ -62,8 +62,8 @@ def test_views_of_an_older_layout_are_wiped_to_be_read_again(tmp_path: Path) -> 
     batch.submitted(submitted("acme", at_ms=T0))
     batch.offset("jobs.intake", 0, 1)
     old.db.write(batch.changes, None)  # as a version without counters wrote them
-    old.db.write({keys.LAYOUT: None, keys.count_key({"owner": "acme", "job_type": "data.process",
-                                                     "state": SUBMITTED}): None}, None)  # fmt: skip
+    count = layout.count_key({"owner": "acme", "job_type": "data.process", "state": SUBMITTED})
+    old.db.write({layout.LAYOUT: None, count: None}, None)
     assert old.ensure_layout() is True
     assert old.offsets() == {} and counts(old).total == 0
     assert old.ensure_layout() is False

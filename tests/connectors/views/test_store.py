@@ -12,7 +12,7 @@ from connectors.views import (
     ViewStore,
     commands,
     executions,
-    keys,
+    layout,
     list_jobs,
     workers,
 )
@@ -90,8 +90,8 @@ def test_every_index_answers_newest_first_and_moves_with_the_state(store: ViewSt
     assert ids(list_jobs(store, {"owner": "acme", "state": "RUNNING",
                                  "job_type": "image.render"})) == []  # fmt: skip
     # the old state's entries are gone, not just shadowed
-    stale = keys.INDEXES[2].prefix({"owner": "acme", "state": SUBMITTED})
-    assert [keys.job_id_of(k) for k, _ in store.scan(stale, keys.upper_bound(stale))] == [
+    stale = layout.INDEXES[2].prefix({"owner": "acme", "state": SUBMITTED})
+    assert [layout.job_id_of(k) for k, _ in store.scan(stale, layout.upper_bound(stale))] == [
         a2["job_id"]]  # fmt: skip
 
 
@@ -218,8 +218,8 @@ def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leav
     assert batch.purge(before_ms=T0 + 100) == 1
     batch.commit()
     assert [doc["job_id"] for doc in workflow_jobs(store, wf.data["workflow_id"])] == [b["job_id"]]
-    prefix = keys.workflow_prefix(wf.data["workflow_id"])
-    assert [k for k, _ in store.scan(prefix, keys.upper_bound(prefix))] == [
+    prefix = layout.workflow_prefix(wf.data["workflow_id"])
+    assert [k for k, _ in store.scan(prefix, layout.upper_bound(prefix))] == [
         prefix + b["job_id"].encode()
     ]  # the purged job's entry went with it
     assert len(workflow_jobs(store, other.data["workflow_id"])) == 2

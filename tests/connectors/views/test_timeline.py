@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from connectors.views import ViewStore, keys, list_jobs, timeline
+from connectors.views import ViewStore, layout, list_jobs, timeline
 from connectors.views.query import timeline as stored_timeline
 from connectors.views.schedules import list_schedules, next_runs, workflow_runs
 from pipeline.errors import ValidationError
@@ -197,4 +197,4 @@ def test_a_time_range_bounds_the_scan_of_any_index(store: ViewStore) -> None:
     assert [d["job_id"] for d in first.items + rest.items] == [
         j["job_id"] for j in jobs[:1:-1]]
     assert list_jobs(store, {"owner": "acme"}, until_ms=T0).items == []
-    assert keys.created_part(T0) < keys.created_part(T0 - 1)  # newest first
+    assert layout.created_part(T0) < layout.created_part(T0 - 1)  # newest first

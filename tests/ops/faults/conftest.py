@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.kafka import runtime
+from ops.kafka import jars
 from pipeline.errors import BrokerError
 from tests.conftest import IN_CI
 
@@ -13,8 +13,8 @@ from tests.conftest import IN_CI
 def kafka_runtime() -> None:
     """Java and the Kafka jars, which every run's own cluster needs."""
     try:
-        runtime.java_executable()
-        runtime.ensure_jars()
+        jars.java_executable()
+        jars.ensure_jars()
     except BrokerError as exc:
         if IN_CI:
             pytest.fail(f"Kafka cannot run here: {exc}")

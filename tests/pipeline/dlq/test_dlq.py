@@ -14,10 +14,10 @@ from pipeline.clock import now_ms
 from pipeline.dlq.cli import dlq_app, parse_instant
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord
 from pipeline.dlq.redrive import Redriver, TokenBucket, select
-from pipeline.jobs.keys import idempotent_job_id
+from pipeline.jobs.idempotency import idempotent_job_id
 from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution
 from tests.support.pipeline import Executions, in_thread, process_env, produce

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.keys import idempotent_job_id
+from pipeline.jobs.idempotency import idempotent_job_id
 from pipeline.jobs.model import JobRequest, RetryPolicy, validate_submitted
 from pipeline.jobs.rules import (
     MAX_LABEL_NAME_CHARS,

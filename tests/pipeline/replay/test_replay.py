@@ -18,9 +18,9 @@ from pipeline.lifecycle import JobState
 from pipeline.replay.status import compare, live_statuses, rebuild_statuses
 from pipeline.replay.stores import rebuild_stores
 from pipeline.state.store import PartitionStore
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.status.query import read_statuses
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
-from pipeline.timers.runner import TIMER_OPTIONS, Timers, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
 from pipeline.topics import Topics
 from tests.support.pipeline import in_thread, process_env
 from tests.support.waiting import wait_for
@@ -114,7 +114,7 @@ def test_the_timers_state_rebuilt_from_its_changelog_equals_the_live_one(
     assert sum(len(entries) for entries in before.values()) >= 4  # the pending jobs, indexed
 
     elsewhere = TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "rebuilt")
-    applied = rebuild_stores(settings, Timers(settings), elsewhere)
+    applied = rebuild_stores(settings, TimerProcessor(settings), elsewhere)
     assert applied > 0
     assert data(elsewhere.store_root(group)) == before
 

@@ -11,8 +11,8 @@ import pytest
 from pipeline.kafka import clients
 from pipeline.retry.backoff import compute_backoff
 from pipeline.retry.policy import RetryDefaults
-from pipeline.retry.runner import ROUTER_OPTIONS, Retries, router_runner
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.retry.processor import ROUTER_OPTIONS, RetryProcessor, router_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import (
     error_info,
@@ -30,7 +30,7 @@ TIMEOUT_S = 90  # a shared 2-core machine: group joins can take a while
 
 
 @pytest.fixture
-def router(topics: Topics) -> Iterator[Retries]:
+def router(topics: Topics) -> Iterator[RetryProcessor]:
     runner = router_runner(topics.settings, ROUTER_OPTIONS.evolve(instance_id="t", poll_ms=50),
                            RetryDefaults())  # fmt: skip
     with in_thread(runner):
@@ -51,7 +51,7 @@ def reader(topics: Topics) -> Iterator[Callable[[str, int], TopicReader]]:
 
 
 def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
-    topics: Topics, router: Retries, reader: Callable[[str, int], TopicReader]
+    topics: Topics, router: RetryProcessor, reader: Callable[[str, int], TopicReader]
 ) -> None:
     s = topics.settings
     policy = retry_policy(initial_backoff_ms=1500, jitter=0.5)
@@ -76,7 +76,7 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
 
 
 def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
-    topics: Topics, router: Retries, reader: Callable[[str, int], TopicReader]
+    topics: Topics, router: RetryProcessor, reader: Callable[[str, int], TopicReader]
 ) -> None:
     s = topics.settings
     earlier = [error_info(1), error_info(2)]
@@ -110,7 +110,7 @@ def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
 
 
 def test_retry_then_success_through_the_timers_at_the_backoff_times(
-    topics: Topics, router: Retries, tmp_path: Path
+    topics: Topics, router: RetryProcessor, tmp_path: Path
 ) -> None:
     s = topics.settings
     timers = timer_runner(s, TIMER_OPTIONS.evolve(instance_id="t", state_dir=tmp_path / "state"))

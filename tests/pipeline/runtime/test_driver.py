@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
-from pipeline.retry.runner import Retries
+from pipeline.retry.processor import RetryProcessor
 from pipeline.runtime import Output, Processor
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState
-from pipeline.status.processor import StatusPolicy
-from pipeline.status.runner import Status
+from pipeline.status.logic import StatusPolicy
+from pipeline.status.processor import StatusProcessor
 from pipeline.status.state import JobRecord
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info
@@ -65,7 +65,7 @@ def drive(tmp_path: Path) -> Iterator[Drive]:
 
 @pytest.fixture
 def timers(drive: Drive) -> ProcessorDriver[TimerState]:
-    return drive(Timers(SETTINGS))
+    return drive(TimerProcessor(SETTINGS))
 
 
 def test_a_job_fires_when_the_clock_reaches_it_and_its_timer_is_logged_and_dropped(
@@ -105,7 +105,7 @@ def test_timers_survive_a_reopen_of_their_store(timers: ProcessorDriver[TimerSta
 def test_status_writes_one_record_per_job_and_expires_a_lease_on_the_clock(
     drive: Drive,
 ) -> None:
-    processor = Status(SETTINGS, StatusPolicy(lease_ms=LEASE_MS))
+    processor = StatusProcessor(SETTINGS, StatusPolicy(lease_ms=LEASE_MS))
     driver = drive(processor)
     run = execution("01JD3W6Q8Z5X7M2K4N9P0R1S2T", epoch=T0)
     assert kinds(driver.pipe(TOPICS.events, as_event(scheduled(run["job_id"])))) == [
@@ -124,14 +124,14 @@ def test_status_writes_one_record_per_job_and_expires_a_lease_on_the_clock(
 
 
 def test_status_skips_records_it_cannot_read_and_counts_them(drive: Drive) -> None:
-    processor = Status(SETTINGS)
+    processor = StatusProcessor(SETTINGS)
     driver = drive(processor)
     assert driver.pipe(TOPICS.events, b"garbage") == []
     assert processor.counters()["malformed"] == 1
 
 
 def test_the_router_retries_a_failure_and_passes_over_the_rest(drive: Drive) -> None:
-    router = Retries(SETTINGS)
+    router = RetryProcessor(SETTINGS)
     driver = drive(router)
     run = failed_execution(fired_at_ms=T0)
     failure = outcome("FAILED", run, error=error_info(1, at_ms=T0 + 5))
@@ -144,7 +144,7 @@ def test_the_router_retries_a_failure_and_passes_over_the_rest(drive: Drive) -> 
 
 
 def test_a_job_state_is_what_the_status_store_holds_after_commit(drive: Drive) -> None:
-    driver = drive(Status(SETTINGS))
+    driver = drive(StatusProcessor(SETTINGS))
     job = "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
     driver.pipe(TOPICS.events, as_event(scheduled(job)))
     raw = driver.store().get(b"j" + job.encode())

@@ -10,7 +10,7 @@ from pathlib import Path
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
 from pipeline.runtime.runner import Runner
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import Executions, in_thread, produce

@@ -9,8 +9,8 @@ import pytest
 from pipeline.runtime import Output
 from pipeline.runtime.transaction import OpenTransaction
 from pipeline.serde import Event, JobState
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.state import JobRecord, StatusState
 
 S = JobState
@@ -29,7 +29,7 @@ def lost(job: str, partition: int) -> Output:
 def open_tx(tmp_path: Path) -> OpenTransaction:
     tx = OpenTransaction()
     for p in (0, 1):
-        tx.open(p, StatusState(PartitionTransaction(PartitionStore(tmp_path / str(p))), p))
+        tx.open(p, StatusState(PartitionBatch(PartitionStore(tmp_path / str(p))), p))
     return tx
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.kafka import clients
 from pipeline.kafka.identity import TopicIdentity, topic_identity
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.topics import Topics
 
 PARTITION = 1
@@ -37,7 +37,7 @@ def asked_again(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "asking again" in r.getMessage()]
 
 
-def put(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+def put(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
     if value is None:
         tx.delete(key)
     else:

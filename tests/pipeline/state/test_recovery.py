@@ -12,10 +12,10 @@ from confluent_kafka import Consumer
 
 from pipeline.kafka import clients
 from pipeline.kafka.identity import TopicIdentity
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.partitions import PartitionStores
 from pipeline.state.recovery import restore
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.topics import Topics
 from tests.pipeline.state.changelog import PARTITION, asked_again, identity_of, put, write_changelog
 from tests.support.topics import recreate
@@ -126,7 +126,7 @@ def test_a_restore_that_fails_releases_the_store_for_the_next_attempt(
 ) -> None:
     write_changelog(topics, [(b"a", b"1")])
 
-    def broken(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+    def broken(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         raise RuntimeError("the broker went away mid-restore")
 
     stores = PartitionStores(tmp_path / "state", topics.timers_changelog, lambda: restorer, broken,
@@ -148,7 +148,7 @@ def test_files_of_another_layout_are_rebuilt_from_the_changelog_start(
     store.bind_changelog(topics.timers_changelog)  # written before layouts were recorded
     store.write({b"a": b"1", b"b": b"2"}, changelog_offset=last)
 
-    def derive(tx: PartitionTransaction, key: bytes, value: bytes | None) -> None:
+    def derive(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         put(tx, key, value)
         put(tx, b"index-" + key, b"")  # what layout 2 keeps beside each record
 
@@ -173,7 +173,7 @@ def test_a_committed_batch_records_the_offset_of_its_last_changelog_record(
         stores.log(producer, PARTITION, batch)
         producer.flush(30)  # serves the delivery reports, as the commit order does
         producer.commit_transaction(30)
-        tx = PartitionTransaction(stores.stores[PARTITION])
+        tx = PartitionBatch(stores.stores[PARTITION])
         for key, value in batch:
             put(tx, key, value)
         stores.commit({PARTITION: tx})

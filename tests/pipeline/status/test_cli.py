@@ -13,8 +13,8 @@ from pipeline import cli_options
 from pipeline.config import Settings
 from pipeline.runtime import RunnerOptions
 from pipeline.status import cli
-from pipeline.status.processor import StatusPolicy
-from pipeline.status.runner import STATUS_OPTIONS
+from pipeline.status.logic import StatusPolicy
+from pipeline.status.processor import STATUS_OPTIONS
 
 
 def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -14,12 +14,12 @@ from pipeline.jobs.params import STATUS_PARAMS_INLINE_BYTES, params_digest
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.status.processor import StatusPolicy
-from pipeline.status.runner import Status
+from pipeline.status.logic import StatusPolicy
+from pipeline.status.processor import StatusProcessor
 from pipeline.status.state import JobRecord, StatusState
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.topics import Topics
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
@@ -38,14 +38,14 @@ class StatusDriver(ProcessorDriver[StatusState]):
     """One runner iteration per step: each event piped (and committed) in turn, then the
     leases and the purge on the clock."""
 
-    processor: Status
+    processor: StatusProcessor
 
     def step(self, now: int, *events: dict[str, Any]) -> list[Output]:
         self.now_ms = now
         emits = [emit for event in events for emit in
                  self.pipe(EVENTS, ev.as_event(event), partition=PARTITION)]  # fmt: skip
         emits += self.advance()
-        cache = self.processor.open(PartitionTransaction(self.store(PARTITION)), PARTITION).cache
+        cache = self.processor.open(PartitionBatch(self.store(PARTITION)), PARTITION).cache
         assert cache is not None
         for job in (JOB, OTHER):  # the cache holds what the store holds
             if job in cache:
@@ -56,14 +56,14 @@ class StatusDriver(ProcessorDriver[StatusState]):
         return emits
 
     def record(self, job_id: str = JOB) -> JobRecord | None:
-        return StatusState(PartitionTransaction(self.store(PARTITION))).get(job_id)
+        return StatusState(PartitionBatch(self.store(PARTITION))).get(job_id)
 
     def execution(self, job_id: str = JOB) -> dict[str, Any] | None:
-        return StatusState(PartitionTransaction(self.store(PARTITION))).get_execution(job_id)
+        return StatusState(PartitionBatch(self.store(PARTITION))).get_execution(job_id)
 
 
 def status_driver(path: Path, policy: StatusPolicy | None = None) -> StatusDriver:
-    processor = Status(Settings(), policy or StatusPolicy(lease_ms=LEASE))
+    processor = StatusProcessor(Settings(), policy or StatusPolicy(lease_ms=LEASE))
     return StatusDriver(processor, path, partitions=(PARTITION,), now_ms=T0)
 
 
@@ -200,7 +200,7 @@ def restored(driver: StatusDriver, path: Path) -> StatusDriver:
     """A second processor over a store restored from ``driver``'s changelog."""
     twin = status_driver(path)
     changelog = driver.changelog[PARTITION]
-    tx = PartitionTransaction(twin.store(PARTITION))
+    tx = PartitionBatch(twin.store(PARTITION))
     state = StatusState(tx)
     for key, value in changelog:
         state.restore(key, value)
@@ -287,7 +287,7 @@ def test_the_status_carries_the_submissions_creation_time_labels_and_parameters(
 ) -> None:
     """The timers' SCHEDULED (written as Avro by the real writer) into the real processor."""
 
-    timers = ProcessorDriver(Timers(Settings()), tmp_path / "timers", now_ms=T0)
+    timers = ProcessorDriver(TimerProcessor(Settings()), tmp_path / "timers", now_ms=T0)
     try:
         job = submitted(now_ms=T0, job_id=JOB, params={"month": "2024-10"})
         job.data["spec"]["labels"] = {"team": "billing"}
@@ -312,7 +312,7 @@ def test_the_status_carries_the_submissions_creation_time_labels_and_parameters(
 def test_parameters_over_the_inline_limit_travel_as_digest_size_and_uri(
     driver: StatusDriver, tmp_path: Path
 ) -> None:
-    timers = ProcessorDriver(Timers(Settings()), tmp_path / "timers", now_ms=T0)
+    timers = ProcessorDriver(TimerProcessor(Settings()), tmp_path / "timers", now_ms=T0)
     try:
         big = {"rows": "x" * STATUS_PARAMS_INLINE_BYTES}
         emits = timers.pipe(Topics(Settings()).intake, submitted(now_ms=T0, job_id=JOB,

@@ -24,9 +24,9 @@ from pipeline.kafka import clients
 from pipeline.runtime.runner import Runner
 from pipeline.scheduling import new_job_id
 from pipeline.serde import JobState, JobStatus
-from pipeline.status.processor import StatusPolicy
+from pipeline.status.logic import StatusPolicy
+from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.status.query import read_statuses, status
-from pipeline.status.runner import STATUS_OPTIONS, status_runner
 from pipeline.topics import Topics
 from tests.pipeline.status import events as ev
 from tests.support.pipeline import DESERIALIZE, in_thread, process_env, produce

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from pipeline.serde import JobState, JobStatus, decode_status, encode_status
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
 from pipeline.status.state import JobRecord, RecordCache, StatusState
 
 S = JobState
@@ -95,7 +95,7 @@ class Calls:
 
 
 def committed(store: PartitionStore, *records: JobRecord) -> None:
-    state = StatusState(PartitionTransaction(store))
+    state = StatusState(PartitionBatch(store))
     for record in records:
         state.put(record)
     state.flush()
@@ -109,7 +109,7 @@ def test_a_record_is_decoded_once_and_encoded_once_per_transaction(
     committed(store, queued)
     stored, final = queued.encode(), queued.evolve(epoch=T + 4)
     calls = Calls(monkeypatch)
-    state = StatusState(PartitionTransaction(store))
+    state = StatusState(PartitionBatch(store))
     for epoch in range(T, T + 5):
         before = state.get(JOB)
         assert before is not None
@@ -126,12 +126,12 @@ def test_a_record_is_decoded_once_and_encoded_once_per_transaction(
     )
     assert changelog == [(b"j" + JOB.encode(), JobRecord.encode(final))]
     state.tx.commit(1)
-    assert StatusState(PartitionTransaction(store)).get(JOB) == final
+    assert StatusState(PartitionBatch(store)).get(JOB) == final
 
 
 def test_indexes_follow_the_records_within_a_transaction(store: PartitionStore) -> None:
     committed(store, FULL)  # RUNNING, lease until T + 30 s
-    state = StatusState(PartitionTransaction(store))
+    state = StatusState(PartitionBatch(store))
     assert state.expired_leases(T + 30_000, 10) == [FULL]
     state.put(FULL.evolve(lease_deadline_ms=T + 60_000))  # renewed, not yet flushed
     assert state.expired_leases(T + 30_000, 10) == []
@@ -151,7 +151,7 @@ def test_indexes_follow_the_records_within_a_transaction(store: PartitionStore) 
 def test_a_job_created_and_removed_in_one_transaction_leaves_a_tombstone(
     store: PartitionStore,
 ) -> None:
-    state = StatusState(PartitionTransaction(store))
+    state = StatusState(PartitionBatch(store))
     state.remove(OTHER)
     assert state.flush() == [] and not state.tx.changes, "removing a job never seen writes nothing"
     state.put(JobRecord(job_id=OTHER, state=S.CANCELLED, purge_at_ms=T))
@@ -218,7 +218,7 @@ def test_records_committed_are_read_from_the_cache_and_aborted_ones_are_not(
     cache = RecordCache()
     calls = Calls(monkeypatch)
 
-    first = StatusState(PartitionTransaction(store), cache=cache)
+    first = StatusState(PartitionBatch(store), cache=cache)
     assert first.get(JOB) == FULL and first.get(OTHER) is None
     first.put(FULL.evolve(epoch=T + 1))
     first.flush()
@@ -226,23 +226,23 @@ def test_records_committed_are_read_from_the_cache_and_aborted_ones_are_not(
     first.committed()
     assert calls.decoded == [JOB]
 
-    aborted = StatusState(PartitionTransaction(store), cache=cache)
+    aborted = StatusState(PartitionBatch(store), cache=cache)
     assert aborted.get(JOB) == FULL.evolve(epoch=T + 1) and aborted.get(OTHER) is None
     aborted.put(FULL.evolve(epoch=T + 2))
     aborted.flush()
     aborted.tx.rollback()  # no committed(): the cache keeps what the store has
 
-    again = StatusState(PartitionTransaction(store), cache=cache)
+    again = StatusState(PartitionBatch(store), cache=cache)
     assert again.get(JOB) == FULL.evolve(epoch=T + 1)
     assert calls.decoded == [JOB], "the committed record is never decoded again"
-    assert StatusState(PartitionTransaction(store)).get(JOB) == again.get(JOB)
+    assert StatusState(PartitionBatch(store)).get(JOB) == again.get(JOB)
 
 
 def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     store: PartitionStore,
 ) -> None:
     execution = {"execution_id": "x1", "spec": {"params": {"n": 1}}}
-    state = StatusState(PartitionTransaction(store))
+    state = StatusState(PartitionBatch(store))
     state.put_execution(JOB, execution)
     assert state.get_execution(JOB) == execution
     state.delete_execution(JOB)
@@ -252,7 +252,7 @@ def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     state.put_execution(JOB, execution)  # this one commits
     assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(execution))]
     state.tx.commit(0)
-    later = StatusState(PartitionTransaction(store))
+    later = StatusState(PartitionBatch(store))
     assert later.get_execution(JOB) == execution
     later.delete_execution(JOB)
     assert later.flush() == [(b"e" + JOB.encode(), None)], "a stored run's end is a tombstone"

@@ -11,7 +11,7 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from tests.pipeline.timers.test_processor import T0, TimersDriver
 from tests.support.jobs import submitted
 
@@ -21,7 +21,7 @@ LIMITS = ConcurrencyLimits.of(SETTINGS)
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(Timers(SETTINGS), tmp_path, now_ms=T0)
+    driver = TimersDriver(TimerProcessor(SETTINGS), tmp_path, now_ms=T0)
     yield driver
     driver.close()
 

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.runner import Timers
+from pipeline.state.batch import PartitionBatch
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from tests.pipeline.timers.test_processor import TimersDriver, executions
 from tests.support.jobs import submitted
@@ -30,7 +30,8 @@ def load(driver: TimersDriver, counts: dict[str, int]) -> None:
 
 
 def make_driver(tmp_path: Path, **settings: object) -> TimersDriver:
-    return TimersDriver(Timers(Settings(**settings)), tmp_path, now_ms=T0, punctuate_limit=BATCH)
+    return TimersDriver(TimerProcessor(Settings(**settings)), tmp_path, now_ms=T0,
+                        punctuate_limit=BATCH)
 
 
 def test_a_small_owner_is_in_the_first_batch_behind_a_flood(tmp_path: Path) -> None:
@@ -95,11 +96,11 @@ def test_the_owner_schedule_is_rebuilt_from_the_changelog(tmp_path: Path) -> Non
     driver.close()
 
     restored = make_driver(tmp_path / "b")
-    tx = PartitionTransaction(restored.store())
+    tx = PartitionBatch(restored.store())
     for key, value in changelog:
         restored.processor.restore(tx, key, value)
     tx.commit(len(changelog) - 1)
-    state = TimerState(PartitionTransaction(restored.store()))
+    state = TimerState(PartitionBatch(restored.store()))
     assert sorted(state.due_owners(DUE)) == ["flood", "small"]
     assert Counter(owners_fired(restored.step(DUE))) == {"flood": 95, "small": 5}
     restored.close()

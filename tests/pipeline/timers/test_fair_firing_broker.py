@@ -17,8 +17,8 @@ from pathlib import Path
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
-from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.support import EventLog, Worker
 from tests.support.jobs import submitted
 from tests.support.pipeline import produce, start_timers
@@ -51,7 +51,7 @@ def test_a_small_owner_starts_before_a_tenth_of_a_flood(topics: Topics,
     events = EventLog(settings, topics.events, settings.events_partitions)
     timers = start_timers(settings, "a", tmp_path / "state", tmp_path / "timers.log")
     worker = Worker(
-        WorkerRuntime(
+        WorkerLoop(
             settings,
             app,
             # 32 slots: each round of starts is claimed in one transaction, and the

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline.limits.model import Limit
 from pipeline.serde import Event
-from pipeline.timers.keys import (
+from pipeline.timers.timer_keys import (
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,
@@ -119,7 +119,7 @@ def test_a_job_that_fired_or_ended_is_not_moved(
     gone = submitted(now_ms=T0, run_at_ms=T0 + HOUR)
     driver.step(T0, fired, gone, cancelled(gone.data["job_id"], now_ms=T0))
     assert len(executions(driver.step(T0 + 1000))) == 1
-    caplog.set_level(logging.INFO, logger="pipeline.timers.processor")
+    caplog.set_level(logging.INFO, logger="pipeline.timers.logic")
     for job in (fired, gone):  # fired: its idempotency marker stays; ended: nothing stays
         job_id = job.data["job_id"]
         before = fire_times(driver, job_id)

@@ -13,11 +13,11 @@ from pipeline.jobs.commands import trigger_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.keys import due_upper_bound, encode_schedule_key
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
+from pipeline.timers.timer_keys import due_upper_bound, encode_schedule_key
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 
@@ -30,7 +30,7 @@ class TimersDriver(ProcessorDriver[TimerState]):
     """One runner iteration per step: each command piped (and committed) in turn, then the
     timers due on the clock fired."""
 
-    processor: Timers
+    processor: TimerProcessor
 
     def step(self, now: int, *events: Event) -> list[Output]:
         self.now_ms = now
@@ -53,7 +53,7 @@ def executions(emits: list[Output]) -> list[dict]:
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(Timers(Settings()), tmp_path, now_ms=T0)
+    driver = TimersDriver(TimerProcessor(Settings()), tmp_path, now_ms=T0)
     yield driver
     driver.close()
 
@@ -229,7 +229,7 @@ def test_retry_fires_the_next_attempt(driver: TimersDriver) -> None:
 
 def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) -> None:
     bad = submitted(now_ms=T0, run_at_ms=T0, cron=None, job_type="Not A Type!")
-    state = TimerState(PartitionTransaction(driver.store()))
+    state = TimerState(PartitionBatch(driver.store()))
     with pytest.raises(ValidationError) as caught:  # which the runtime dead-letters
         driver.processor.logic.process(state, bad, T0)
     assert caught.value.field == "spec.job_type"
@@ -241,7 +241,7 @@ def test_changelog_records_rebuild_the_same_state(driver: TimersDriver, tmp_path
     )
     driver.step(T0 + 1000)
     rebuilt = PartitionStore(tmp_path / "rebuilt")
-    state = TimerState(PartitionTransaction(rebuilt))
+    state = TimerState(PartitionBatch(rebuilt))
     for key, value in driver.changelog[0]:
         state.restore(key, value)
     state.tx.commit(None)
@@ -379,7 +379,7 @@ def test_a_burst_due_in_one_millisecond_moves_the_floor_key_by_key(tmp_path: Pat
     each scan starts at the first key the one before found, not at the millisecond (which
     would walk every timer the burst fired before), and a job scheduled below the floor
     meanwhile (the same instant, an id sorting first) lowers it and still fires."""
-    driver = TimersDriver(Timers(Settings()), tmp_path, now_ms=T0, punctuate_limit=10)
+    driver = TimersDriver(TimerProcessor(Settings()), tmp_path, now_ms=T0, punctuate_limit=10)
     burst = [submitted(now_ms=T0, run_at_ms=T0 + 5000, job_id=f"{i + 1:026d}") for i in range(25)]
     driver.step(T0, *burst)
     ids = [job.data["job_id"] for job in burst]

@@ -11,9 +11,9 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
-from pipeline.state.transaction import PartitionTransaction
+from pipeline.state.batch import PartitionBatch
 from pipeline.status.machine import transition
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from tests.pipeline.timers.test_processor import TimersDriver, executions, kinds
 from tests.support.jobs import cancelled, cron_schedule, submitted
@@ -25,7 +25,7 @@ RENDER = LimitKey(job_type="image.render")
 
 
 def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
-    timers = Timers(Settings(timer_partitions=partitions))
+    timers = TimerProcessor(Settings(timer_partitions=partitions))
     for limit in limits:
         timers.logic.throttle.board.set(limit)
     return TimersDriver(timers, tmp_path, now_ms=T0)
@@ -56,7 +56,7 @@ def run_until(driver: TimersDriver, end_ms: int) -> list[dict]:
 
 
 def held(driver: TimersDriver, limit: LimitKey) -> int:
-    return sum(1 for _ in TimerState(PartitionTransaction(driver.store())).held_by(limit.id))
+    return sum(1 for _ in TimerState(PartitionBatch(driver.store())).held_by(limit.id))
 
 
 def test_a_limited_type_fires_at_its_rate_after_its_burst_and_none_early(
@@ -103,7 +103,7 @@ def test_held_jobs_survive_a_restore_from_the_changelog(tmp_path: Path) -> None:
     driver.close()
 
     restored = make_driver(tmp_path / "b", limit)
-    tx = PartitionTransaction(restored.store())
+    tx = PartitionBatch(restored.store())
     for key, value in changelog:
         restored.processor.restore(tx, key, value)
     tx.commit(len(changelog) - 1)
@@ -157,7 +157,7 @@ def test_a_held_cron_run_fires_as_that_run_and_the_schedule_goes_on(tmp_path: Pa
     assert executions(driver.step(minute)) == []
     fired = executions(driver.step(T0 + 120_000))  # 120 s later: the next token
     assert [(e["job_id"], e["scheduled_at_ms"]) for e in fired] == [(cron.data["job_id"], minute)]
-    entry = TimerState(PartitionTransaction(driver.store())).get(cron.data["job_id"])
+    entry = TimerState(PartitionBatch(driver.store())).get(cron.data["job_id"])
     assert entry is not None and entry.held_by is None and entry.due_ms > T0 + 120_000
     driver.close()
 

@@ -14,9 +14,9 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.timers.logic import TimerPolicy
 from pipeline.timers.nodes import NODE_PREFIX, workflow_key
-from pipeline.timers.processor import TimerPolicy
-from pipeline.timers.runner import Timers
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id
@@ -34,7 +34,7 @@ SCHEDULE = "nightly"
 
 @pytest.fixture
 def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
-    driver = ProcessorDriver(Timers(SETTINGS), tmp_path / "a", now_ms=T0)
+    driver = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path / "a", now_ms=T0)
     yield driver
     driver.close()
 
@@ -101,7 +101,7 @@ def test_runs_do_not_overlap_unless_the_schedule_allows_it(
             timers.pipe(TOPICS.intake, output.value, key=output.key)
     assert len(runs(timers.advance(MINUTE))) == 1, "ended: the next time starts a run"
 
-    allowing = ProcessorDriver(Timers(SETTINGS), tmp_path / "b", now_ms=T0)
+    allowing = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path / "b", now_ms=T0)
     try:
         allowing.pipe(TOPICS.intake, recurring(overlap="ALLOW"))
         assert len(runs(allowing.advance(FIRST - T0))) == 1
@@ -155,7 +155,7 @@ def test_an_ended_workflow_forgets_its_nodes_and_stays_a_no_op(
     tombstones = [key for key, value in timers.changelog[0] if value is None]
     assert sum(key.startswith(NODE_PREFIX) for key in tombstones) == 4, "purged on the changelog"
 
-    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    replica = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
     try:
         assert node_keys(replica) == [], "a restore does not bring them back"
         assert replica.pipe(TOPICS.intake, submitted) == []
@@ -193,7 +193,7 @@ def test_a_restored_schedule_starts_the_same_runs(
 ) -> None:
     timers.pipe(TOPICS.intake, recurring())
     [run] = runs(timers.advance(FIRST - T0))
-    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    replica = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
     try:
         for driver in (timers, replica):  # the original and the rebuilt one decide alike
             assert runs(driver.advance(MINUTE)) == [], "the first run still runs"

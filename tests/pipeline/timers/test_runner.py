@@ -14,7 +14,7 @@ from confluent_kafka import TopicPartition
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, submitted
 from tests.support.pipeline import SERIALIZE, Executions, in_thread, produce, start_timers

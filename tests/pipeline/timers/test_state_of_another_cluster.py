@@ -15,7 +15,7 @@ from pipeline.clock import now_ms
 from pipeline.kafka.identity import TopicIdentity, topic_identity
 from pipeline.runtime.options import processor_group
 from pipeline.state.store import PartitionStore
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import Executions, in_thread, produce

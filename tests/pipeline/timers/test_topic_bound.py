@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Settings
-from pipeline.timers.runner import refusal_reason
+from pipeline.timers.processor import refusal_reason
 from pipeline.topics import Topics
 from tests.pipeline.timers.test_topic_collision import refused_after_a_first_type
 from tests.support.jobs import submitted

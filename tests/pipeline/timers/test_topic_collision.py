@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.config import Settings
 from pipeline.kafka.admin import colliding
 from pipeline.serde import Event
-from pipeline.timers.runner import TIMER_OPTIONS, refusal_reason, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, refusal_reason, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.timers.test_types_on_demand import _dead_letter_reason
 from tests.support.jobs import submitted

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import DESERIALIZE, in_thread, produce

@@ -14,8 +14,8 @@ from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
-from pipeline.state.transaction import PartitionTransaction
-from pipeline.timers.runner import Timers
+from pipeline.state.batch import PartitionBatch
+from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
@@ -61,7 +61,7 @@ def dead_letters(outputs: list[Output]) -> list[str]:
 
 @pytest.fixture
 def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
-    driver = ProcessorDriver(Timers(SETTINGS), tmp_path / "a", now_ms=T0)
+    driver = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path / "a", now_ms=T0)
     yield driver
     driver.close()
 
@@ -234,7 +234,7 @@ def test_restoring_from_the_changelog_rebuilds_the_blocked_index(
     timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0 + 1))
     timers.advance(0)  # b and c fire
 
-    replica = rebuilt(timers, Timers(SETTINGS), tmp_path / "b")
+    replica = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
     try:
         for driver in (timers, replica):  # the original and the rebuilt one decide alike
             driver.pipe(TOPICS.intake, step_ended(ids("b"), WF, "SUCCEEDED", T0 + 2))
@@ -251,6 +251,6 @@ def test_a_node_written_before_workflows_had_owners_is_skipped_on_restore(
 ) -> None:
     old = b'{"workflow_id":"wf","job_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","parents":[]}'
     key = b"n\x00\x02wf01ARZ3NDEKTSV4RRFFQ69G5FAV"
-    tx = PartitionTransaction(timers.store())
+    tx = PartitionBatch(timers.store())
     timers.processor.restore(tx, key, old)
     assert tx.get(key) is None, "skipped: no owner, so no key of today would find it"

@@ -1,4 +1,4 @@
-"""Worker test fixtures: a worker runtime in a thread, readers of what it wrote."""
+"""Worker test fixtures: a worker loop in a thread, readers of what it wrote."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
-from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, Worker
 
 
@@ -69,7 +69,7 @@ def start_worker(topics: Topics) -> Iterator[StartWorker]:
     def start(app: WorkerApp, **options: Any) -> Worker:
         options.setdefault("worker_id", f"test-worker-{len(started)}")
         options.setdefault("heartbeat_s", 30.0)
-        worker = Worker(WorkerRuntime(topics.settings, app, WorkerOptions(**options)))
+        worker = Worker(WorkerLoop(topics.settings, app, WorkerOptions(**options)))
         worker.thread = threading.Thread(target=worker.run, daemon=True)
         worker.thread.start()
         started.append(worker)

@@ -1,4 +1,4 @@
-"""Readers of what a worker wrote, and a worker runtime run in a thread, for tests."""
+"""Readers of what a worker wrote, and a worker loop run in a thread, for tests."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.topics import Topics
 from pipeline.worker import WorkerApp
-from pipeline.worker.runtime import WorkerRuntime
+from pipeline.worker.loop import WorkerLoop
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
@@ -39,7 +39,7 @@ class EventLog(TopicReader):
 
 @dataclass
 class Worker:
-    runtime: WorkerRuntime
+    runtime: WorkerLoop
     stop: threading.Event = field(default_factory=threading.Event)
     abandon: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None

@@ -1,4 +1,4 @@
-"""Cancels on jobs.control reaching a worker runtime, against the real broker: a run under
+"""Cancels on jobs.control reaching a worker loop, against the real broker: a run under
 way is stopped (async: CancelledError; sync: ctx.cancelled) and a buffered record of a
 cancelled job never starts; each ends CANCELLED with who asked and why."""
 

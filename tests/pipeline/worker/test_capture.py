@@ -23,7 +23,7 @@ from tests.pipeline.worker.executions import execution_requested
 
 LOGGER = "tests.capture"
 log = logging.getLogger(LOGGER)
-worker_log = logging.getLogger("pipeline.worker.runtime")
+worker_log = logging.getLogger("pipeline.worker.loop")
 app = WorkerApp()
 turns = threading.Barrier(2, timeout=10)
 """Both thread runs log a line, then wait for each other: their lines interleave."""

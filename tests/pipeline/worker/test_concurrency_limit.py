@@ -19,9 +19,9 @@ from pipeline.errors import ConfigurationError
 from pipeline.kafka import clients
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
 from pipeline.worker.outcomes import event_key
-from pipeline.worker.runtime import WorkerRuntime
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.overlap import Runs, most_at_once
@@ -86,7 +86,7 @@ def test_a_limited_type_on_topics_of_another_partition_count_stops_the_worker(
 ) -> None:
     other = topics.settings.model_copy(update={"exec_partitions": 3})
     options = WorkerOptions(worker_id="c")
-    runtime = WorkerRuntime(other, sleeper(), options)
+    runtime = WorkerLoop(other, sleeper(), options)
     with pytest.raises(ConfigurationError) as error:
         runtime.run(threading.Event())
     topic = topics.execution(TYPE, "HIGH")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.timers.runner import TIMER_OPTIONS, timer_runner
+from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.support import EventLog, StartWorker

@@ -1,4 +1,4 @@
-"""Progress on jobs.events, from a worker runtime on the real broker: a handler that reports
+"""Progress on jobs.events, from a worker loop on the real broker: a handler that reports
 a thousand times a second sends a few HEARTBEATs carrying the latest report, and its last
 report lands before its outcome, on a thread and in a child process alike."""
 

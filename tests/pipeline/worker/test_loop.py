@@ -1,4 +1,4 @@
-"""The worker runtime against the real broker: outcomes, results, errors, timeouts, beats."""
+"""The worker loop against the real broker: outcomes, results, errors, timeouts, beats."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from pipeline.kafka.transaction import bounded, is_abortable
+from pipeline.kafka.commit import bounded, is_abortable
 
 
 def test_a_call_blocked_past_its_timeout_raises_a_fatal_timeout() -> None:

@@ -21,7 +21,10 @@ from pipeline.state.store import PartitionStore
 _DELETED = None
 
 
-class PartitionTransaction:
+class PartitionBatch:
+    """One partition's writes, read through before they reach the store: a write batch
+    applied only once the Kafka transaction that carries them has committed."""
+
     def __init__(self, store: PartitionStore) -> None:
         self.store = store
         self.changes: dict[bytes, bytes | None] = {}

@@ -1,17 +1,19 @@
 """Keys of the RocksDB timer store, encoded so that byte order is the order timers fire in.
 
-Two key spaces, told apart by their first byte (the store keeps its own metadata under
-``0x00`` keys, pipeline/state/store.py):
+Four key spaces, told apart by their first byte (the store keeps its own metadata under
+``0x00`` keys, pipeline/state/store.py; a workflow's nodes and records have theirs,
+pipeline/timers/nodes.py):
 
 - schedule ``b"s" | fire minute (u64 BE) | fire ms (u64 BE) | job id (UTF-8)``: one entry per
   pending fire. Big-endian fixed-width integers compare like the numbers, and the minute comes
   from the ms, so byte order is (fire_ms, job_id) order (UTF-8 preserves code point order).
   The leading minute lets a scan seek to a minute bucket without knowing exact instants.
-- index ``b"j" | job id``: from a job to its pending schedule key, for cancel and update.
+- index ``b"j" | timer id``: the timer's entry (pipeline/timers/entry.py), which says where it
+  is scheduled, for cancel and update.
 - owner schedule ``b"o" | owner length (u16 BE) | owner (UTF-8) | fire ms (u64 BE) | job id``:
-  the same firings again, one range per owner, so that fair firing (pipeline/timers/fair.py)
-  can take each owner's due timers in turn. The length prefix makes one owner's keys one
-  range whatever characters the owner holds.
+  the same firings again, one range per owner, so that fair firing (``TimerLogic.due_batch``,
+  pipeline/timers/logic.py) can take each owner's due timers in turn. The length prefix
+  makes one owner's keys one range whatever characters the owner holds.
 - held ``b"q" | limit id length (u16 BE) | limit id (UTF-8) | fire ms (u64 BE) | job id``: jobs
   a rate limit holds back, one queue per limit in fire-time order (pipeline/limits/). A held
   job has no schedule key: it leaves its queue when the limit's tokens allow.

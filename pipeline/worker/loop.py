@@ -41,7 +41,7 @@ free and nothing is buffered.
 - Concurrency limits: a type with a fleet-wide limit starts a run only on a free slot of
   its record's partition index, and before its partitions are revoked the loop lets its
   runs end and reports them (:meth:`_await_runs`), so the next owner of an index starts
-  nothing while a run of it goes on here (docs/adr/0003).
+  nothing while a run of it goes on here (docs/adr/0003-concurrency-limits.md).
 - Cancels (pipeline/worker/cancels.py, control.py): the loop follows jobs.control, read
   from its retention's start before the first run. A record of a cancelled job is not
   started but reported CANCELLED; a run of one is stopped (an async handler cancelled, a
@@ -103,7 +103,7 @@ from pipeline.worker.started import StartedEncoder
 log = logging.getLogger(__name__)
 
 
-class WorkerRuntime:
+class WorkerLoop:
     def __init__(self, settings: Settings, app: WorkerApp,
                  options: WorkerOptions | None = None) -> None:  # fmt: skip
         self.settings, self.app = settings, app

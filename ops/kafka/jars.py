@@ -1,4 +1,4 @@
-"""The Kafka broker's runtime: Java, and the jars that Maven copies from Maven Central.
+"""What the local Kafka broker runs on: Java, and the jars that Maven copies from Maven Central.
 
 The jars are cached outside the repository (``~/.cache/jobstream/kafka/<version>-<pom>``,
 where ``<pom>`` is a digest of the pom's text: a dependency added to it fetches the jars

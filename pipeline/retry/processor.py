@@ -32,7 +32,7 @@ ROUTER_OPTIONS = RunnerOptions(poll_ms=100, commit_interval_ms=0)
 """One transaction per batch; a 100 ms poll bounds how soon a stop request is noticed."""
 
 
-class Retries(Processor[None]):
+class RetryProcessor(Processor[None]):
     name = "retry"
     consumer_tuning = clients.BATCHED_FETCH
 
@@ -70,4 +70,4 @@ class Retries(Processor[None]):
 
 def router_runner(settings: Settings, options: RunnerOptions = ROUTER_OPTIONS,
                   defaults: RetryDefaults | None = None) -> Runner[None]:  # fmt: skip
-    return Runner(Retries(settings, defaults), settings, options)
+    return Runner(RetryProcessor(settings, defaults), settings, options)
