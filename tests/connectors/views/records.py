@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.views.store import ViewStore
 from pipeline.jobs.model import JobRequest
 from pipeline.serde import JobStatus
 
@@ -31,3 +32,17 @@ def event(record: dict[str, Any], kind: str, *, at_ms: int, attempt: int = 1,
         "scheduled_at_ms": None, "lateness_ms": None, "error": None, "result": None,
         "result_uri": None, "detail": None, "execution": None, **fields,
     }  # fmt: skip
+
+
+def fold(store: ViewStore, *records: Any) -> None:
+    """Fold ``records`` into ``store`` in one batch: a submission (a dict with a spec), an
+    event (any other dict) or a status."""
+    batch = store.batch()
+    for record in records:
+        if isinstance(record, dict) and "spec" in record:
+            batch.submitted(record)
+        elif isinstance(record, dict):
+            batch.event(record)
+        else:
+            batch.status(record)
+    batch.commit()

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from connectors.views import SUBMITTED, ViewStore, counts, layout
 from tests.connectors.views.records import status, submitted
 from tests.connectors.views.test_store import T0, fold
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ViewStore]:
-    opened = ViewStore(tmp_path / "views")
-    yield opened
-    opened.close()
 
 
 def test_counts_move_with_the_state_per_owner_and_type(store: ViewStore) -> None:

@@ -3,11 +3,7 @@ the flag the API shows and the counts the metric exports, on real RocksDB files.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from connectors.views import ViewStore
 from connectors.views.pools import Served, waiting_counts, with_waiting
@@ -49,13 +45,6 @@ def test_only_queued_jobs_of_a_pool_wait_for_one() -> None:
     assert not waiting_for_pool(job(pool=None), [])
     for state in ("SCHEDULED", "RUNNING", "SUCCEEDED"):
         assert not waiting_for_pool(job(state=state), [])
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ViewStore]:
-    opened = ViewStore(tmp_path / "views")
-    yield opened
-    opened.close()
 
 
 def beat(store: ViewStore, worker_id: str, pool: str | None, *types: str, at_ms: int,

@@ -3,23 +3,11 @@ kept per execution, leaving with the job; and the records the updater indexes.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from connectors.views import ViewStore
 from connectors.views.query import logs_location
 from tests.connectors.views.records import status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ViewStore]:
-    opened = ViewStore(tmp_path / "views")
-    yield opened
-    opened.close()
 
 
 def test_where_each_runs_lines_are_is_kept_per_execution_and_leaves_with_the_job(

@@ -20,28 +20,9 @@ from connectors.views.query import params, result_location, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.jobs.params import params_digest
 from pipeline.jobs.workflow import expand_workflow, workflow_event
-from tests.connectors.views.records import event, status, submitted
+from tests.connectors.views.records import event, fold, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ViewStore:
-    opened = ViewStore(tmp_path / "views")
-    yield opened
-    opened.close()
-
-
-def fold(store: ViewStore, *records: object) -> None:
-    batch = store.batch()
-    for record in records:
-        if isinstance(record, dict) and "spec" in record:
-            batch.submitted(record)
-        elif isinstance(record, dict):
-            batch.event(record)
-        else:
-            batch.status(record)  # type: ignore[arg-type]
-    batch.commit()
 
 
 def ids(page) -> list[str]:  # type: ignore[no-untyped-def]

@@ -4,8 +4,6 @@ into real RocksDB files (and the timeline's fold alone, a pure function)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,28 +14,9 @@ from connectors.views.schedules import list_schedules, next_runs, workflow_runs
 from pipeline.errors import ValidationError
 from pipeline.jobs.workflow import expand_workflow, workflow_event
 from pipeline.workflows.runs import RUN_LABEL
-from tests.connectors.views.records import event, status, submitted
+from tests.connectors.views.records import event, fold, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ViewStore]:
-    opened = ViewStore(tmp_path / "views")
-    yield opened
-    opened.close()
-
-
-def fold(store: ViewStore, *records: Any) -> None:
-    batch = store.batch()
-    for record in records:
-        if isinstance(record, dict) and "spec" in record:
-            batch.submitted(record)
-        elif isinstance(record, dict):
-            batch.event(record)
-        else:
-            batch.status(record)
-    batch.commit()
 
 
 def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
