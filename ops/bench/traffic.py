@@ -57,6 +57,8 @@ WRITERS = {
     "jobs.status": "status processor",
     "jobs.status.changelog": "status processor",
     "jobs.workers": "workers",
+    "jobs.results": "workers",
+    "jobs.logs": "workers",
     "jobs.dlq.": "retry router",
 }
 """Who writes each topic (the first key a topic name starts with)."""
@@ -70,6 +72,8 @@ READERS = {
     "jobs.status": "views (API), console consumers",
     "jobs.status.changelog": "status processor, on restore only",
     "jobs.workers": "views (API)",
+    "jobs.results": "views (API)",
+    "jobs.logs": "views (API)",
 }
 """Who reads each topic in production (the first key a topic name starts with)."""
 
