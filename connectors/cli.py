@@ -33,7 +33,7 @@ from pipeline.config import load_settings
 from pipeline.errors import ValidationError
 from pipeline.jobs.backfill import OF_LABEL
 from pipeline.jobs.cli import refusals
-from pipeline.lifecycle import TERMINAL_STATES
+from pipeline.model.lifecycle import TERMINAL_STATES
 from pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from pipeline.scheduling.backfill import check_rate, parse_instant_ms
 from pipeline.signals import stop_on_signals

@@ -22,9 +22,9 @@ from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
+from pipeline.model.job import JobRequest
 from pipeline.scheduling import CronSpec
 from pipeline.serde import JobStatus, decode_status
 from pipeline.status.query import read_statuses

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError
-from pipeline.jobs import rules
+from pipeline.model import rules
 
 SETTING = "JOBSTREAM_CONCURRENCY_LIMITS"
 

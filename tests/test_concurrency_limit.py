@@ -27,8 +27,8 @@ from ops.kafka.ports import free_ports
 from ops.stack import Stack, components, worker
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.kafka.admin import ensure_topics
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.overlap import Runs, most_at_once

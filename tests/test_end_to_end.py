@@ -14,7 +14,7 @@ from pipeline.config import Settings
 from pipeline.dlq.reader import DlqFilter, DlqReader
 from pipeline.dlq.redrive import Redriver
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics

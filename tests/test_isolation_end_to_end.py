@@ -16,7 +16,7 @@ from ops.stack import Stack, components, worker
 from pipeline.config import Settings
 from pipeline.dlq.reader import DlqFilter, DlqReader
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ops.stack import Stack
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.scrape import Samples, has, scrape, value

@@ -14,7 +14,7 @@ import pytest
 from ops.kafka.ports import free_ports
 from ops.stack import RestartBackoff, Stack, components
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.topics import Topics
 from tests.support.reader import events_of
 from tests.support.stack import APP, module_topics, running_stack

@@ -17,8 +17,8 @@ from ops.kafka.ports import free_ports
 from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
 from pipeline.kafka.admin import ensure_topics
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 from pipeline.topics import PRIORITIES, Topics
 from tests.support.reader import TopicReader

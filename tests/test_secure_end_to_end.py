@@ -25,7 +25,7 @@ from ops.stack import Stack, components
 from pipeline.console.tail import tail_topic
 from pipeline.errors import AuthorizationError
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
+from pipeline.model.job import JobRequest
 from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics

@@ -17,12 +17,12 @@ import pytest
 from ops.stack import Stack
 from pipeline.errors import ValidationError
 from pipeline.jobs.client import JobClient, WorkflowSubmission
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
+from pipeline.model.job import JobRequest
 from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
+from pipeline.workflows.commands import workflow_event
 from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
 from tests.support.stack import pipeline_fixtures

@@ -14,7 +14,7 @@ from typing import Any
 
 from ops.stack import Stack
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import RetryPolicy
+from pipeline.model.job import RetryPolicy
 from pipeline.topics import Topics
 from tests.support.stack import pipeline_fixtures
 from tests.support.workflow_runs import assert_released_after_parents, history

@@ -24,8 +24,8 @@ from connectors.api.models import CommandIn, CommandOut, Problem, ScheduleIn
 from connectors.api.services import Auth, Services, Svc
 from connectors.views import SUBMITTED
 from pipeline.clock import now_ms
-from pipeline.jobs import commands, rules
-from pipeline.lifecycle import TERMINAL_STATES, JobState
+from pipeline.model import commands, rules
+from pipeline.model.lifecycle import TERMINAL_STATES, JobState
 from pipeline.serde import Event
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["commands"])

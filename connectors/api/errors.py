@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.model import JobRequest
+from pipeline.model.job import JobRequest
 
 log = logging.getLogger(__name__)
 

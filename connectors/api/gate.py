@@ -34,12 +34,12 @@ from typing import Any
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
 from connectors.views import ViewStore, counts, layout
-from pipeline.jobs.workflow import step_ids
-from pipeline.lifecycle import TERMINAL_STATES
 from pipeline.limits.bucket import TokenBucket
+from pipeline.model.lifecycle import TERMINAL_STATES
 from pipeline.quotas.model import Quota, first_new_type_over
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.serde import Event
+from pipeline.workflows.commands import step_ids
 
 RECENT_JOBS_S = 60.0
 RECENT_TYPES_S = 600.0

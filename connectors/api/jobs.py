@@ -30,9 +30,9 @@ from connectors.views.query import params as stored_params
 from connectors.views.results import read_result
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.params import PARAMS_URI
-from pipeline.lifecycle import JobState
+from pipeline.model.job import JobRequest
+from pipeline.model.lifecycle import JobState
+from pipeline.model.params import PARAMS_URI
 from pipeline.scheduling.backfill import parse_instant_ms
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])

@@ -23,7 +23,7 @@ from connectors.api.quotas import quotas_out
 from connectors.api.services import Auth, Svc
 from connectors.views import counts, workers
 from pipeline.clock import now_ms
-from pipeline.lifecycle import JobState
+from pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["live"])
 

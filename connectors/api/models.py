@@ -1,7 +1,7 @@
 """The HTTP API's request and response bodies (what /openapi.json describes).
 
 A submission's body is loosely typed on purpose: the rules live in
-:class:`pipeline.jobs.model.JobRequest`, whose errors name the record path
+:class:`pipeline.model.job.JobRequest`, whose errors name the record path
 (``spec.cron.timezone``), so an HTTP client sees the same field names as a CLI user and a
 dead-letter reader.
 """
@@ -14,12 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from pipeline.dlq.reader import DlqFilter
-from pipeline.jobs import rules
+from pipeline.model import rules
 from pipeline.serde import JobStatus
 
 
 class JobIn(BaseModel):
-    """A job to submit; the fields of :class:`pipeline.jobs.model.JobRequest`."""
+    """A job to submit; the fields of :class:`pipeline.model.job.JobRequest`."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -27,7 +27,7 @@ from connectors.api.services import Auth, Services, Svc
 from connectors.views import workers
 from pipeline.dlq.reader import DlqFilter, DlqReader, summary
 from pipeline.dlq.redrive import Redriver, select
-from pipeline.jobs import rules
+from pipeline.model import rules
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 

@@ -22,7 +22,7 @@ from connectors.views.query import timeline
 from connectors.views.schedules import Schedule, list_schedules, next_runs, workflow_runs
 from connectors.views.timeline import last_runs
 from pipeline.clock import now_ms
-from pipeline.lifecycle import JobState
+from pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 

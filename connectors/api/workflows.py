@@ -3,7 +3,7 @@ GET /api/v1/workflows/{id}: its jobs, their states and parents (the job page's g
 POST /api/v1/workflows/{id}/cancel: cancel every job of it not ended, running ones too.
 
 The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
-(:func:`pipeline.jobs.workflow.workflow_event`), whose errors name ``steps.<i>.<field>``
+(:func:`pipeline.workflows.commands.workflow_event`), whose errors name ``steps.<i>.<field>``
 (``steps`` for a cycle), so nothing of a workflow with one bad step is sent.
 
 A workflow id names a workflow within its owner's: an owner token reads and cancels its
@@ -33,10 +33,10 @@ from connectors.views.query import workflow_jobs
 from connectors.views.schedules import workflow_schedules
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
-from pipeline.jobs import commands
-from pipeline.jobs.workflow import expand_workflow, step_ids, workflow_event
-from pipeline.lifecycle import TERMINAL_STATES
+from pipeline.model import commands
+from pipeline.model.lifecycle import TERMINAL_STATES
 from pipeline.workflows import topological_order
+from pipeline.workflows.commands import expand_workflow, step_ids, workflow_event
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 

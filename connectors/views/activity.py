@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.lifecycle import LifecycleKind
+from pipeline.model.lifecycle import LifecycleKind
 from pipeline.scheduling.ids import scheduled_ms_of
 
 ENDED = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,

@@ -28,11 +28,11 @@ from typing import Any
 import orjson
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.params import params_digest
-from pipeline.jobs.workflow import STEP_LABEL
-from pipeline.lifecycle import TERMINAL_STATES, LifecycleKind
+from pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
+from pipeline.model.params import params_digest
 from pipeline.scheduling.ids import job_id_time_ms
 from pipeline.serde import JobStatus
+from pipeline.workflows.commands import STEP_LABEL
 
 SUBMITTED = "SUBMITTED"
 """The view's state of a job whose submission it has read and whose status it has not."""

@@ -16,11 +16,11 @@ from connectors.views.store import ViewStore
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
-from pipeline.jobs.params import params_digest
-from pipeline.jobs.workflow import expand_workflow
 from pipeline.kafka.scan import read_at
+from pipeline.model.params import params_digest
 from pipeline.serde import make_serde
 from pipeline.topics import Topics
+from pipeline.workflows.commands import expand_workflow
 
 _, _DESERIALIZE = make_serde()
 

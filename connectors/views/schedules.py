@@ -25,7 +25,7 @@ from typing import Any
 from connectors.views import fold, layout
 from connectors.views.store import ViewStore
 from pipeline.errors import ValidationError
-from pipeline.lifecycle import TERMINAL_STATES
+from pipeline.model.lifecycle import TERMINAL_STATES
 from pipeline.scheduling.cron import CronSpec, iter_occurrences
 from pipeline.workflows.runs import RUN_LABEL
 

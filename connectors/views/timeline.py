@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.lifecycle import LifecycleKind
+from pipeline.model.lifecycle import LifecycleKind
 from pipeline.scheduling.ids import scheduled_ms_of
 
 EVENTS_KEPT = 200

@@ -29,14 +29,14 @@ from connectors.views.store import ViewBatch, ViewStore
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError, ValidationError
-from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.workflow import expand_workflow
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
+from pipeline.model.job import validate_submitted
 from pipeline.runtime.counters import Counters
 from pipeline.serde import Event, decode_status, make_serde
 from pipeline.topics import Topics
 from pipeline.worker.results import EXECUTION_HEADER, header
+from pipeline.workflows.commands import expand_workflow
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from rich.table import Table
 
 from ops.bench.report import console, load_average, write_results
 from pipeline.config import load_settings
-from pipeline.jobs.model import JobRequest
+from pipeline.model.job import JobRequest
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, make_serde
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE

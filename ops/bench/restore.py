@@ -14,8 +14,8 @@ from ops.bench.measure import disk_mb
 from ops.bench.submitter import OWNER
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
+from pipeline.model.job import JobRequest
 from pipeline.scheduling import new_job_id
 from pipeline.state.recovery import restore
 from pipeline.state.store import PartitionStore

@@ -11,7 +11,7 @@ from typing import Any
 from ops.bench.load import Load
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
+from pipeline.model.job import JobRequest
 
 OWNER = "bench"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -29,9 +29,9 @@ from ops.bench.release_hops import release_hops, step_ended_logged
 from ops.bench.submitter import OWNER, Submitter
 from pipeline.clock import now_ms
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.workflow import step_ids, workflow_event
+from pipeline.model.job import JobRequest
 from pipeline.scheduling import new_job_id
+from pipeline.workflows.commands import step_ids, workflow_event
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 DIAMOND_SPACING_MS = 10

@@ -17,8 +17,8 @@ from ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient, SubmissionError
-from pipeline.jobs.idempotency import idempotent_job_id
-from pipeline.jobs.model import JobRequest
+from pipeline.model.idempotency import idempotent_job_id
+from pipeline.model.job import JobRequest
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from ops.faults.supervisor import Supervisor
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest, RetryPolicy
+from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 
 RESTART_AFTER_S = 2.0

@@ -25,7 +25,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
-from pipeline.retry.policy import error_type_matches
+from pipeline.model.retry import error_type_matches
 from pipeline.serde import make_serde
 from pipeline.topics import Topics
 

@@ -29,7 +29,7 @@ from pipeline.config import Settings
 from pipeline.dlq.reader import DlqRecord
 from pipeline.errors import JobstreamError
 from pipeline.kafka import clients
-from pipeline.lifecycle import LifecycleKind
+from pipeline.model.lifecycle import LifecycleKind
 from pipeline.partitioning import partition_key
 from pipeline.retry.router import lifecycle_event
 from pipeline.runtime import Output

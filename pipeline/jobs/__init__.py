@@ -1,13 +1,13 @@
-"""Submitting jobs: the request model and its rules, the Avro events, the Python client.
+"""Submitting jobs: the Python client (the request model and its rules are in pipeline/model/).
 
-A request's ``retry`` is the retry router's own :class:`pipeline.retry.policy.RetryPolicy`,
+A request's ``retry`` is the retry router's own :class:`pipeline.model.retry.RetryPolicy`,
 exported here beside :class:`JobRequest`.
 
 The CLI commands are in :mod:`pipeline.jobs.cli` (imported by the root CLI, not here).
 """
 
 from pipeline.jobs.client import JobClient, SubmissionError
-from pipeline.jobs.commands import (
+from pipeline.model.commands import (
     cancel_event,
     pause_event,
     resume_event,
@@ -15,9 +15,9 @@ from pipeline.jobs.commands import (
     update_schedule_event,
     validate_command,
 )
-from pipeline.jobs.idempotency import idempotent_job_id, is_job_id
-from pipeline.jobs.model import JobRequest, validate_submitted
-from pipeline.retry.policy import RetryPolicy
+from pipeline.model.idempotency import idempotent_job_id, is_job_id
+from pipeline.model.job import JobRequest, validate_submitted
+from pipeline.model.retry import RetryPolicy
 
 __all__ = [
     "JobClient",

@@ -5,7 +5,7 @@ one-off job with the recurring job's type, owner, parameters, priority, retry po
 timeout, pool and labels, plus two labels that name what it stands for
 (:data:`OF_LABEL`, :data:`OCCURRENCE_LABEL`). Its idempotency key is
 :func:`backfill_key` of (job id, occurrence), so its job id is fixed by them
-(:func:`pipeline.jobs.idempotency.idempotent_job_id`): the same backfill sent twice, or two
+(:func:`pipeline.model.idempotency.idempotent_job_id`): the same backfill sent twice, or two
 overlapping ranges, submit each occurrence under one id, and the timers drop the repeat as
 a duplicate. The job is not part of the recurring job's workflow (it waits for nothing and
 nothing waits for it), and it does not count as a run of the schedule.
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pipeline.jobs.idempotency import idempotent_job_id
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.workflow import STEP_LABEL
+from pipeline.model.idempotency import idempotent_job_id
+from pipeline.model.job import JobRequest
+from pipeline.workflows.commands import STEP_LABEL
 
 OF_LABEL = "backfill.of"
 """The label naming the recurring job a backfilled occurrence belongs to."""

@@ -23,9 +23,9 @@ from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.durations import parse_duration
 from pipeline.errors import ValidationError
-from pipeline.jobs import commands
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
+from pipeline.model import commands
+from pipeline.model.job import JobRequest
 from pipeline.scheduling.backfill import parse_instant_ms
 from pipeline.serde import Event
 

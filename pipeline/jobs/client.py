@@ -26,15 +26,15 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
-from pipeline.jobs import commands
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.kafka import clients
 from pipeline.kafka.denied import denied
+from pipeline.model import commands
+from pipeline.model.job import JobRequest
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics
+from pipeline.workflows.commands import step_ids, workflow_event
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class JobClient:
         """Give a recurring job a new schedule, a pending one-off job a new run time
         (``run_at``), new parameters, or parameters with either.
 
-        ``cron`` and ``run_at`` as in :func:`pipeline.jobs.commands.update_schedule_event`.
+        ``cron`` and ``run_at`` as in :func:`pipeline.model.commands.update_schedule_event`.
         """
         event = commands.update_schedule_event(job_id, cron, params, workflow_id, run_at=run_at,
                                                now_ms=now_ms(), requested_by=requested_by,
@@ -201,7 +201,7 @@ class JobClient:
         self._send([event])
 
     def send_command(self, event: Event) -> None:
-        """Send one command built (and so checked) by :mod:`pipeline.jobs.commands`."""
+        """Send one command built (and so checked) by :mod:`pipeline.model.commands`."""
         self._send([event])
 
     def _send(self, events: list[Event]) -> None:

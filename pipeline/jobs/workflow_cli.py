@@ -43,10 +43,10 @@ import yaml
 from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.errors import ValidationError
-from pipeline.jobs import commands
 from pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester, send_command
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.workflow import workflow_event
+from pipeline.model import commands
+from pipeline.workflows.commands import workflow_event
 
 workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs).",
                            no_args_is_help=True)  # fmt: skip

@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.jobs.rules import field_check
+from pipeline.model import rules
+from pipeline.model.rules import field_check
 
 _SEPARATOR = "\x00"
 """Between owner and type in a key id: owners may hold any printable character, no NUL."""

@@ -11,9 +11,9 @@ from confluent_kafka import Message
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.jobs.rules import field_check
 from pipeline.kafka.follow import TopicFollower, read_settings_topic, write_setting
+from pipeline.model import rules
+from pipeline.model.rules import field_check
 from pipeline.quotas.model import Quota
 from pipeline.topics import Topics
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.cli_options import InstanceIdOption, MetricsPortOption, run_processor
 from pipeline.config import Settings
-from pipeline.retry.policy import RetryDefaults
+from pipeline.model.retry import RetryDefaults
 from pipeline.retry.processor import ROUTER_OPTIONS, router_runner
 from pipeline.runtime.runner import Runner
 

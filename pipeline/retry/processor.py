@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
 from pipeline.kafka import clients
-from pipeline.retry.policy import RetryDefaults
+from pipeline.model.retry import RetryDefaults
 from pipeline.retry.router import FAILURE_KINDS, RetryRouter
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.runner import Runner

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.errors import ValidationError
-from pipeline.lifecycle import FAILURE_KINDS, LifecycleKind, epoch_of
+from pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind, epoch_of
+from pipeline.model.retry import DeadLetter, Retry, RetryDefaults, decide
 from pipeline.partitioning import partition_key
-from pipeline.retry.policy import DeadLetter, Retry, RetryDefaults, decide
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
 from pipeline.serde import Event

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pipeline import metrics
-from pipeline.lifecycle import LifecycleKind as K
+from pipeline.model.lifecycle import LifecycleKind as K
 from pipeline.scheduling.ids import scheduled_ms_of
 from pipeline.serde import Event
 

@@ -4,7 +4,7 @@ Serialization happens at the edge (producer, consumer, state store's outer layer
 everything inside works on :class:`Event` and :class:`JobStatus` values.
 """
 
-from pipeline.lifecycle import JobState
+from pipeline.model.lifecycle import JobState
 from pipeline.serde.avro import AvroDeserializer, AvroSerializer, Event, make_serde
 from pipeline.serde.schemas import EVENT_NAMES, EventSchemas, WriterSchema, event_schemas
 from pipeline.serde.status_json import (

@@ -43,6 +43,7 @@ from fastavro.validation import ValidationError as AvroValidationError
 from fastavro.validation import validate as avro_validate
 
 from pipeline.errors import DeserializationError, JobstreamError, SerializationError
+from pipeline.model.records import Event
 from pipeline.serde.schemas import NAMESPACE, EventSchemas, event_schemas
 
 logger = logging.getLogger(__name__)
@@ -51,16 +52,6 @@ SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 SINGLE_OBJECT_HEADER_SIZE = 10
 CONFLUENT_MAGIC = 0
 CONFLUENT_HEADER_SIZE = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One decoded record: which event it is and its fields as Avro gives them."""
-
-    name: str
-    """Event name without namespace, e.g. ``JobSubmitted``."""
-    data: dict[str, Any]
-    """Field values; enums are symbol strings, optional records are dicts or None."""
 
 
 CAVRO_OPTIONS = cavro.DEFAULT_OPTIONS.replace(

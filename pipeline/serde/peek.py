@@ -30,7 +30,7 @@ def _kind_symbols(schemas: EventSchemas) -> dict[bytes, tuple[str, ...]]:
 _KINDS = _kind_symbols(event_schemas())
 LIFECYCLE_KINDS = _KINDS[event_schemas().current("JobLifecycle").fingerprint]
 """Every kind of the current JobLifecycle schema: the values of
-:class:`pipeline.lifecycle.LifecycleKind`, as the symbols :func:`lifecycle_kind` returns, so
+:class:`pipeline.model.lifecycle.LifecycleKind`, as the symbols :func:`lifecycle_kind` returns, so
 that a set of them finds a peeked kind by identity."""
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import DeserializationError, SerializationError
-from pipeline.lifecycle import JobState
+from pipeline.model.lifecycle import JobState
 
 
 class LastError(BaseModel):

@@ -25,7 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.lifecycle import LEASE_EXPIRED, TERMINAL_STATES, JobState, LifecycleKind, epoch_of
+from pipeline.model.lifecycle import (
+    LEASE_EXPIRED,
+    TERMINAL_STATES,
+    JobState,
+    LifecycleKind,
+    epoch_of,
+)
 from pipeline.partitioning import partition_key
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output

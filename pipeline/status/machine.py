@@ -48,8 +48,7 @@ from math import isfinite
 from typing import Any
 
 from pipeline.errors import JobstreamError
-from pipeline.jobs.params import params_uri, summarize_params
-from pipeline.lifecycle import (
+from pipeline.model.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
     PROGRESS_MESSAGE_CHARS,
@@ -58,6 +57,7 @@ from pipeline.lifecycle import (
     LifecycleKind,
     epoch_of,
 )
+from pipeline.model.params import params_uri, summarize_params
 from pipeline.scheduling import CronSpec, next_fire_ms
 from pipeline.status.state import JobRecord
 

@@ -7,7 +7,7 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
 - ``e<job id>``: the ExecutionRequested of the running attempt (JSON), kept apart because
   its parameters may reach 1 MB while the record changes on every heartbeat: the
   changelog then carries the large value once per run, not once per heartbeat.
-- ``l`` + a timer schedule key (pipeline/timers/timer_keys.py) by lease deadline, and ``p`` + one
+- ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, and ``p`` + one
   by purge time: indexes, so that expired leases and finished jobs are range scans.
 
 Only ``j`` and ``e`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
@@ -29,15 +29,15 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from pipeline.lifecycle import JobState
-from pipeline.serde import JobStatus
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.timer_keys import (
+from pipeline.model.lifecycle import JobState
+from pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     decode_schedule_key,
     due_upper_bound,
     encode_schedule_key,
 )
+from pipeline.serde import JobStatus
+from pipeline.state.batch import PartitionBatch
 
 RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"
@@ -105,7 +105,7 @@ class JobRecord(NamedTuple):
     """When the job was submitted; None until its first event (or a spec) told it."""
     labels: dict[str, str] | None = None
     params: str | None = None
-    """The parameters' JSON text, when small (pipeline/jobs/params.py)."""
+    """The parameters' JSON text, when small (pipeline/model/params.py)."""
     params_bytes: int | None = None
     params_sha256: str | None = None
     throttled_ms: int | None = None

@@ -15,13 +15,12 @@ from typing import Any
 
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.errors import ValidationError
-from pipeline.jobs.cancel_request import CancelRequest
-from pipeline.jobs.commands import validate_command
-from pipeline.jobs.model import validate_submitted
-from pipeline.jobs.params import submission_fields, summarize_params
-from pipeline.jobs.workflow import STEP_LABEL, check_schedule, expand_workflow
-from pipeline.lifecycle import LifecycleKind
 from pipeline.limits.throttle import Throttle
+from pipeline.model.cancel import CancelRequest
+from pipeline.model.commands import validate_command
+from pipeline.model.job import validate_submitted
+from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.params import submission_fields, summarize_params
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
@@ -32,6 +31,7 @@ from pipeline.timers.state import TimerState
 from pipeline.timers.workflow import WorkflowTimers
 from pipeline.topics import Topics
 from pipeline.workflows import GateAction, WorkflowRecord
+from pipeline.workflows.commands import STEP_LABEL, check_schedule, expand_workflow
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class TimerLogic:
     def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
         """Drop the job's pending fire or retry; a run of it that may be under way (it has
         fired, or it is a schedule whose last run may still go on) is for the workers:
-        a CancelRequested on jobs.control (pipeline/jobs/cancel_request.py)."""
+        a CancelRequested on jobs.control (pipeline/model/cancel.py)."""
         emits: list[Output] = []
         in_flight = True
         for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):

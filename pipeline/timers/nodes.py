@@ -1,7 +1,7 @@
 """The workflow part of a timer store: step nodes, workflow records, the blocked index.
 
 Key spaces (beside the timers' own ``j``, ``s``, ``o`` and ``q``,
-pipeline/timers/timer_keys.py), where ``<wf>`` is the owner's and then the workflow id's
+pipeline/model/time_keys.py), where ``<wf>`` is the owner's and then the workflow id's
 UTF-8 bytes, each after its length (u16 BE), so that one workflow's keys are one range
 whatever characters its names hold, and two owners' workflows of the same id are two
 ranges:

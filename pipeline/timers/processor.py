@@ -22,6 +22,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.limits.topic import LimitsFollower
+from pipeline.model.time_keys import SCHEDULE_LOWER_BOUND
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
@@ -29,7 +30,6 @@ from pipeline.serde import make_serde
 from pipeline.state.batch import PartitionBatch
 from pipeline.timers.logic import TimerLogic, TimerPolicy
 from pipeline.timers.state import TimerState
-from pipeline.timers.timer_keys import SCHEDULE_LOWER_BOUND
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Workflows add step nodes and a blocked index (pipeline/timers/nodes.py); a blocked entry,
 like a paused one, has no schedule key until it is released.
 
-Four key spaces (pipeline/timers/timer_keys.py): ``j<timer id>`` holds the entry,
+Four key spaces (pipeline/model/time_keys.py): ``j<timer id>`` holds the entry,
 ``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
 range scan, and ``o<owner><fire ms><timer id>`` orders them again by owner, for fair
 firing. A job a rate limit holds back leaves both schedules for ``q<limit id><fire ms>
@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.entry import TimerEntry
-from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
-from pipeline.timers.timer_keys import (
+from pipeline.model.time_keys import (
     HELD_PREFIX,
     HELD_UPPER_BOUND,
     OWNER_PREFIX,
@@ -38,6 +35,9 @@ from pipeline.timers.timer_keys import (
     owner_range_end,
     owner_range_start,
 )
+from pipeline.state.batch import PartitionBatch
+from pipeline.timers.entry import TimerEntry
+from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 ChangelogRecord = tuple[bytes, bytes | None]
 

@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.lifecycle import LifecycleKind
+from pipeline.model import rules
+from pipeline.model.lifecycle import LifecycleKind
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, next_fire_ms
 from pipeline.serde import Event

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pipeline.jobs.cancel_request import CancelRequest
+from pipeline.model.cancel import CancelRequest
 from pipeline.topics import CONTROL_RETENTION_MS
 
 DEFAULT_LIMIT = 100_000

@@ -23,9 +23,9 @@ from confluent_kafka import OFFSET_END, KafkaError, KafkaException, Message, Top
 
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, DeserializationError
-from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.kafka.admin import ensure_topics
 from pipeline.kafka.scan import partitions_of, scan_consumer
+from pipeline.model.cancel import CancelRequest
 from pipeline.serde import Event
 from pipeline.topics import CONTROL_RETENTION_MS, Topics
 

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.jobs.cancel_request import CancelRequest
+from pipeline.model.cancel import CancelRequest
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
 from pipeline.worker.executor import AsyncRun

@@ -71,10 +71,10 @@ from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ConfigurationError, ValidationError
-from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
-from pipeline.lifecycle import WORKER_STOPPED
+from pipeline.model.cancel import CancelRequest
+from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.jobs.cancel_request import CancelRequest
-from pipeline.lifecycle import LifecycleKind, epoch_of
+from pipeline.model.cancel import CancelRequest
+from pipeline.model.lifecycle import LifecycleKind, epoch_of
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
 from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.errors import InvalidArgumentError
-from pipeline.lifecycle import PROGRESS_MESSAGE_CHARS
+from pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
 
 DEFAULT_INTERVAL_S = 0.25
 """Least time between two reports of one run on jobs.events."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from pipeline.lifecycle import PROCESS_DIED
+from pipeline.model.lifecycle import PROCESS_DIED
 
 T = TypeVar("T")
 

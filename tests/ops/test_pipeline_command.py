@@ -22,9 +22,9 @@ from confluent_kafka.admin import AdminClient
 
 from ops.kafka.ports import free_ports
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
 from pipeline.kafka.admin import ensure_topics
 from pipeline.lifeline import GRACE_S
+from pipeline.model.job import JobRequest
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.pipeline import process_env

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.jobs.idempotency import idempotent_job_id
+from pipeline.model.idempotency import idempotent_job_id
 from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
 

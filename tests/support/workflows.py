@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.jobs.workflow import workflow_event
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
+from pipeline.workflows.commands import workflow_event
 
 
 def step(name: str, *parents: str, **fields: Any) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from connectors.api.auth import Principal
 from connectors.api.errors import ApiError
 from connectors.api.gate import RECENT_JOBS_S, QuotaGate, Submission, submissions_of
 from connectors.views import ViewStore
-from pipeline.jobs.model import JobRequest
-from pipeline.jobs.workflow import workflow_event
+from pipeline.model.job import JobRequest
 from pipeline.quotas.model import Quota
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.scheduling import new_job_id
+from pipeline.workflows.commands import workflow_event
 from tests.connectors.views.records import status, submitted
 
 DEFAULTS = Quota(job_types=3, submit_rate=10.0, submit_burst=20, pending_jobs=100, streams=2)

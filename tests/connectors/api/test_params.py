@@ -10,7 +10,7 @@ import httpx
 import orjson
 
 from connectors.views.fold import PARAMS_INLINE_BYTES
-from pipeline.jobs.params import PARAMS_URI
+from pipeline.model.params import PARAMS_URI
 from tests.support.waiting import wait_for
 
 

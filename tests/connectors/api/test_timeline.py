@@ -7,10 +7,10 @@ import httpx
 
 from pipeline.clock import now_ms
 from pipeline.config import Settings
-from pipeline.jobs.workflow import workflow_event
 from pipeline.kafka import clients
 from pipeline.serde import Event
 from pipeline.topics import Topics
+from pipeline.workflows.commands import workflow_event
 from tests.connectors.views.records import event
 from tests.support.pipeline import SERIALIZE, produce
 from tests.support.waiting import wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.views.store import ViewStore
-from pipeline.jobs.model import JobRequest
+from pipeline.model.job import JobRequest
 from pipeline.serde import JobStatus
 
 

@@ -18,8 +18,8 @@ from connectors.views import (
 )
 from connectors.views.query import params, result_location, workflow_jobs
 from pipeline.errors import ValidationError
-from pipeline.jobs.params import params_digest
-from pipeline.jobs.workflow import expand_workflow, workflow_event
+from pipeline.model.params import params_digest
+from pipeline.workflows.commands import expand_workflow, workflow_event
 from tests.connectors.views.records import event, fold, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01

@@ -12,7 +12,7 @@ from connectors.views import ViewStore, layout, list_jobs, timeline
 from connectors.views.query import timeline as stored_timeline
 from connectors.views.schedules import list_schedules, next_runs, workflow_runs
 from pipeline.errors import ValidationError
-from pipeline.jobs.workflow import expand_workflow, workflow_event
+from pipeline.workflows.commands import expand_workflow, workflow_event
 from pipeline.workflows.runs import RUN_LABEL
 from tests.connectors.views.records import event, fold, status, submitted
 

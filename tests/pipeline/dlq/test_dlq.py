@@ -14,7 +14,7 @@ from pipeline.clock import now_ms
 from pipeline.dlq.cli import dlq_app, parse_instant
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord
 from pipeline.dlq.redrive import Redriver, TokenBucket, select
-from pipeline.jobs.idempotency import idempotent_job_id
+from pipeline.model.idempotency import idempotent_job_id
 from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner

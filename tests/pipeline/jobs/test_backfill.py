@@ -6,7 +6,6 @@ import orjson
 import pytest
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import idempotent_job_id, rules
 from pipeline.jobs.backfill import (
     OCCURRENCE_LABEL,
     OF_LABEL,
@@ -16,7 +15,9 @@ from pipeline.jobs.backfill import (
     occurrence_job_id,
     occurrence_request,
 )
-from pipeline.jobs.workflow import STEP_LABEL
+from pipeline.model import rules
+from pipeline.model.idempotency import idempotent_job_id
+from pipeline.workflows.commands import STEP_LABEL
 
 NOW = 1_795_000_000_000
 OCCURRENCE = 1_772_323_200_000  # 2026-03-01T00:00Z

@@ -14,7 +14,7 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.jobs import JobClient, JobRequest, SubmissionError, idempotent_job_id
-from pipeline.jobs.model import validate_submitted
+from pipeline.model.job import validate_submitted
 from pipeline.scheduling import CronSpec
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import intake_size, java_partition, murmur2, read_intake

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.jobs.client import JobClient
-from pipeline.jobs.model import JobRequest
 from pipeline.kafka import clients
-from pipeline.lifecycle import JobState
+from pipeline.model.job import JobRequest
+from pipeline.model.lifecycle import JobState
 from pipeline.replay.status import compare, live_statuses, rebuild_statuses
 from pipeline.replay.stores import rebuild_stores
 from pipeline.state.store import PartitionStore

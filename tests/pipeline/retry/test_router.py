@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
+from pipeline.model.retry import RetryDefaults, RetryPolicy
 from pipeline.partitioning import partition_key
-from pipeline.retry.policy import RetryDefaults, RetryPolicy
 from pipeline.retry.router import RetryRouter
 from pipeline.serde import Event
 from pipeline.topics import Topics

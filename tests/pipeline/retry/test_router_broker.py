@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.kafka import clients
-from pipeline.retry.backoff import compute_backoff
-from pipeline.retry.policy import RetryDefaults
+from pipeline.model.backoff import compute_backoff
+from pipeline.model.retry import RetryDefaults
 from pipeline.retry.processor import ROUTER_OPTIONS, RetryProcessor, router_runner
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics

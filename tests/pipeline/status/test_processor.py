@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pipeline.config import Settings
-from pipeline.jobs.params import STATUS_PARAMS_INLINE_BYTES, params_digest
+from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, params_digest
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde

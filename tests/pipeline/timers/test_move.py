@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.limits.model import Limit
-from pipeline.serde import Event
-from pipeline.timers.timer_keys import (
+from pipeline.model.time_keys import (
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,
@@ -21,6 +20,7 @@ from pipeline.timers.timer_keys import (
     decode_owner_schedule_key,
     decode_schedule_key,
 )
+from pipeline.serde import Event
 from tests.pipeline.timers.test_processor import MINUTE, T0, TimersDriver, executions, kinds
 from tests.pipeline.timers.test_rate_limits import DUE, RENDER, held, load, make_driver
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted

@@ -9,7 +9,8 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
-from pipeline.jobs.commands import trigger_event
+from pipeline.model.commands import trigger_event
+from pipeline.model.time_keys import due_upper_bound, encode_schedule_key
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
@@ -17,7 +18,6 @@ from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
-from pipeline.timers.timer_keys import due_upper_bound, encode_schedule_key
 from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 

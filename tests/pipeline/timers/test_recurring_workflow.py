@@ -10,7 +10,6 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
-from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
@@ -20,6 +19,7 @@ from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id
+from pipeline.workflows.commands import step_ids, workflow_event
 from tests.support.jobs import submitted as submitted_job
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
-from pipeline.jobs.workflow import step_ids, workflow_event
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
@@ -19,6 +18,7 @@ from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
+from pipeline.workflows.commands import step_ids, workflow_event
 from tests.support.jobs import submitted
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 

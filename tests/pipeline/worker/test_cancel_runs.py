@@ -9,8 +9,8 @@ import threading
 import time
 
 from pipeline.clock import now_ms
-from pipeline.jobs.cancel_request import CancelRequest
 from pipeline.kafka import clients
+from pipeline.model.cancel import CancelRequest
 from pipeline.serde import Event
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.jobs.cancel_request import CancelRequest
+from pipeline.model.cancel import CancelRequest
 from pipeline.worker.cancels import CancelSet
 
 T0 = 1_800_000_000_000

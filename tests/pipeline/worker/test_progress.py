@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from pipeline.errors import InvalidArgumentError, ValidationError
-from pipeline.lifecycle import PROGRESS_MESSAGE_CHARS
+from pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
 from pipeline.worker.app import load_app
 from pipeline.worker.context import build_context
 from pipeline.worker.executor import Finished, JobExecutor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from pipeline.jobs.params import STATUS_PARAMS_INLINE_BYTES, submission_fields, summarize_params
+from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, submission_fields, summarize_params
 
 
 def test_small_parameters_travel_inline_with_their_size_and_digest() -> None:

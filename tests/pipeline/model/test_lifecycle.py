@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.lifecycle import JobState, LifecycleKind, epoch_of
+from pipeline.model.lifecycle import JobState, LifecycleKind, epoch_of
 from pipeline.serde import Event, event_schemas, make_serde
 
 SERIALIZE, DESERIALIZE = make_serde()

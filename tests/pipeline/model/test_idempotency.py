@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.idempotency import idempotent_job_id, is_job_id
+from pipeline.model.idempotency import idempotent_job_id, is_job_id
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import job_id_time_ms, new_job_id
 from pipeline.scheduling.ids import ALPHABET

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.lifecycle import epoch_of
+from pipeline.model.lifecycle import epoch_of
+from pipeline.model.records import Event
 from pipeline.partitioning import partition_key
-from pipeline.serde import Event
 
 CANCELLED_DETAIL = "cancelled"
 """The detail of a CANCELLED that names no reason."""

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
-from pipeline.jobs.model import JobRequest, validate_submitted
+from pipeline.model.job import JobRequest, validate_submitted
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
 

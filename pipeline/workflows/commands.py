@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.jobs.model import JobRequest, validate_submitted
+from pipeline.model import rules
+from pipeline.model.job import JobRequest, validate_submitted
 from pipeline.scheduling import CronSpec, new_job_id
 from pipeline.serde import Event
 from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order

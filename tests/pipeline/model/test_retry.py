@@ -9,8 +9,8 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.errors import ConfigurationError, ValidationError
-from pipeline.retry.backoff import compute_backoff
-from pipeline.retry.policy import (
+from pipeline.model.backoff import compute_backoff
+from pipeline.model.retry import (
     EXHAUSTED,
     NON_RETRYABLE,
     DeadLetter,

@@ -5,7 +5,7 @@ they say, once. :class:`LifecycleKind`'s values are the symbols of the Avro enum
 ``io.jobstream.LifecycleKind`` and :class:`JobState`'s the states written to jobs.status,
 so a member equals (and hashes like) the string read off the wire or out of JSON: code
 compares a decoded event's ``kind`` with a member as it is, and fastavro and orjson write
-a member as its symbol. tests/pipeline/test_lifecycle.py holds the enum to the schema.
+a member as its symbol. tests/pipeline/model/test_lifecycle.py holds the enum to the schema.
 
 No imports from the rest of the engine: the serde, the processors and the worker all use it.
 """

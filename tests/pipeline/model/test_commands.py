@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.commands import (
+from pipeline.model.commands import (
     cancel_event,
     pause_event,
     resume_event,

@@ -9,7 +9,7 @@ timer processor calls it and sends refusals to the intake dead-letter topic. Bot
 and a dead-letter reader all see the same name.
 
 The rules live in three places, each used by both paths: field rules in
-:mod:`pipeline.jobs.rules`, the cron rules in :class:`pipeline.scheduling.CronSpec`, and the
+:mod:`pipeline.model.rules`, the cron rules in :class:`pipeline.scheduling.CronSpec`, and the
 record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_consistency`).
 
 Record rules depend only on the record, never on when it is read: the fire time is checked
@@ -40,11 +40,11 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.jobs.idempotency import idempotent_job_id
-from pipeline.retry.policy import RetryPolicy
+from pipeline.model import rules
+from pipeline.model.idempotency import idempotent_job_id
+from pipeline.model.records import Event
+from pipeline.model.retry import RetryPolicy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
-from pipeline.serde import Event
 
 EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
 """2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
@@ -191,7 +191,7 @@ class JobRequest(_Model):
     timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
     """Per-attempt timeout; None takes the job type's default."""
     idempotency_key: Annotated[str, AfterValidator(rules.idempotency_key)] | None = None
-    """Makes the job id deterministic, see :func:`pipeline.jobs.idempotency.idempotent_job_id`."""
+    """Makes the job id deterministic, see :func:`pipeline.model.idempotency.idempotent_job_id`."""
     workflow_id: Annotated[str, AfterValidator(rules.workflow_id)] | None = None
     """The DAG this job belongs to; the partition key when set."""
     labels: Annotated[dict[str, str], AfterValidator(rules.labels)] = Field(default_factory=dict)
@@ -318,7 +318,7 @@ def _check_consistency(record: Mapping[str, Any], request: JobRequest) -> None:
             raise ValidationError(
                 "job_id",
                 f"must be {expected}, the id of this owner and idempotency key "
-                "(see pipeline.jobs.idempotency.idempotent_job_id)",
+                "(see pipeline.model.idempotency.idempotent_job_id)",
             )
     if job_id in request.depends_on:
         raise ValidationError("spec.depends_on", "lists the job itself")

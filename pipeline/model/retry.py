@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from pipeline.errors import ConfigurationError, ValidationError
-from pipeline.lifecycle import IMPLIED_ERRORS
-from pipeline.retry.backoff import compute_backoff
+from pipeline.model.backoff import compute_backoff
+from pipeline.model.lifecycle import IMPLIED_ERRORS
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ from typing import Any
 import pydantic
 
 from pipeline.errors import ValidationError
-from pipeline.jobs import rules
-from pipeline.jobs.model import EARLIEST_SUBMITTED_AT_MS, MAX_CLOCK_SKEW_MS, cron_spec
+from pipeline.model import rules
+from pipeline.model.job import EARLIEST_SUBMITTED_AT_MS, MAX_CLOCK_SKEW_MS, cron_spec
+from pipeline.model.records import Event
 from pipeline.scheduling import CronSpec
 from pipeline.scheduling.cron import FIELD_PREFIX as CRON_FIELD_PREFIX
 from pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS, normalize_fire_time
-from pipeline.serde import Event
 
 ACTIONS = ("PAUSE", "RESUME", "UPDATE")
 """The symbols of io.jobstream.ScheduleAction."""

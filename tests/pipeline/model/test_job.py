@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from pipeline.errors import ValidationError
-from pipeline.jobs.idempotency import idempotent_job_id
-from pipeline.jobs.model import JobRequest, RetryPolicy, validate_submitted
-from pipeline.jobs.rules import (
+from pipeline.model.idempotency import idempotent_job_id
+from pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
+from pipeline.model.rules import (
     MAX_LABEL_NAME_CHARS,
     MAX_LABEL_VALUE_CHARS,
     MAX_LABELS,
