@@ -30,9 +30,10 @@ import io
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import cavro
+import msgspec
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import Deserializer, SerializationContext, Serializer
@@ -43,7 +44,7 @@ from fastavro.validation import ValidationError as AvroValidationError
 from fastavro.validation import validate as avro_validate
 
 from pipeline.errors import DeserializationError, JobstreamError, SerializationError
-from pipeline.model.records import Event
+from pipeline.model.records import Event, Record, plain, typed
 from pipeline.serde.schemas import NAMESPACE, EventSchemas, event_schemas
 
 logger = logging.getLogger(__name__)
@@ -131,6 +132,8 @@ class AvroSerializer(Serializer):
         if not isinstance(obj, Event):
             raise SerializationError(f"expected an Event, got {type(obj).__name__}")
         header, parsed, fast = self._writers.get(obj.name) or self._register(obj.name)
+        if isinstance(obj.data, Record):
+            obj = Event(obj.name, plain(obj.data))
         if self._validate:
             self._check(obj, parsed)
         else:
@@ -252,7 +255,7 @@ class AvroDeserializer(Deserializer):
             try:
                 data = decoder.fast.binary_read(cavro.FileReader(buf))
                 if buf.tell() == len(value):
-                    return Event(decoder.name, data)
+                    return self._typed(decoder, data, value, ctx)
             except Exception:  # fastavro below reads it again and names what is wrong
                 pass
             buf.seek(offset)
@@ -270,7 +273,14 @@ class AvroDeserializer(Deserializer):
         if buf.tell() != len(value):
             reason = f"corrupt {decoder.label} body: {len(value) - buf.tell()} bytes left over"
             raise self._error(reason, value, ctx)
-        return Event(decoder.name, cast(dict[str, Any], data))
+        return self._typed(decoder, data, value, ctx)
+
+    def _typed(self, decoder: _Decoder, data: object, value: bytes,
+               ctx: SerializationContext | None) -> Event:  # fmt: skip
+        try:
+            return Event(decoder.name, typed(decoder.name, data))
+        except msgspec.ValidationError as exc:  # a schema and its type disagree: our bug
+            raise self._error(f"{decoder.label} does not fit its type: {exc}", value, ctx) from exc
 
     @staticmethod
     def _error(

@@ -18,15 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-class StepOutcome(StrEnum):
-    """How a job of a workflow ended: the symbols of io.jobstream.StepOutcome."""
-
-    UNKNOWN = "UNKNOWN"
-    SUCCEEDED = "SUCCEEDED"
-    DEAD_LETTERED = "DEAD_LETTERED"
-    CANCELLED = "CANCELLED"
-
+from pipeline.model.records import StepOutcome
 
 FAILED_OUTCOMES = frozenset({StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED})
 
