@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 import typer
@@ -14,10 +13,11 @@ from rich.table import Table
 
 from pipeline.clock import now_ms
 from pipeline.config import load_settings
-from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, summary
+from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
 from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
 from pipeline.durations import FORM, DurationError, parse_duration
 from pipeline.jobs.cli import ByOption, requester
+from pipeline.model.records import plain
 
 EPILOG = """Examples:
 
@@ -88,7 +88,8 @@ def _utc(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def _json_line(value: Mapping[str, Any]) -> None:
+def _json_line(value: Mapping[str, object]) -> None:
+    """One JSON object (of builtins) on a line."""
     typer.echo(orjson.dumps(value).decode())
 
 
@@ -104,7 +105,7 @@ def list_dead_letters(
     """List dead-lettered jobs, oldest first (the newest --limit of those that match)."""
     selection = _selection(job_type, error_type, any_attempt, owner, reason, since, until)
     with DlqReader(load_settings()) as reader:
-        rows = sorted((summary(r) for r in reader.read(selection)),
+        rows = sorted((line(r) for r in reader.read(selection)),
                       key=lambda row: (row["dead_lettered_at_ms"], row["job_id"]))  # fmt: skip
     shown = rows[-limit:]
     if as_json:
@@ -136,33 +137,32 @@ def show(
         raise typer.Exit(1)
     for record in records:
         if as_json:
-            _json_line({**record.data, "topic": record.topic, "partition": record.partition,
-                        "offset": record.offset})  # fmt: skip
+            _json_line(plain(record.data) | {"topic": record.topic,
+                       "partition": record.partition, "offset": record.offset})  # fmt: skip
         else:
             _print_record(record)
 
 
 def _print_record(record: DlqRecord) -> None:
     data = record.data
-    spec = data["spec"]
+    spec = data.spec
     console.rule(f"[bold]{record.job_id}[/bold]  {record.topic}/{record.partition}@{record.offset}")
     for name, value in (
-        ("type", spec["job_type"]), ("owner", spec["owner"]), ("priority", spec.get("priority")),
-        ("workflow", data.get("workflow_id")), ("idempotency key", data.get("idempotency_key")),
-        ("reason", data.get("reason")), ("attempts", data.get("attempts")),
-        ("dead-lettered", _utc(data.get("dead_lettered_at_ms"))),
-        ("params", _clip(spec.get("params", "{}"), 2000)),
+        ("type", spec.job_type), ("owner", spec.owner), ("priority", spec.priority),
+        ("workflow", data.workflow_id), ("idempotency key", data.idempotency_key),
+        ("reason", data.reason), ("attempts", data.attempts),
+        ("dead-lettered", _utc(data.dead_lettered_at_ms)), ("params", _clip(spec.params, 2000)),
     ):  # fmt: skip
         console.print(f"[bold]{name:>16}[/bold]  {value if value is not None else '-'}",
                       markup=True, highlight=False)  # fmt: skip
     for error in record.errors:
-        retryable = "retryable" if error.get("retryable", True) else "not retryable"
-        console.print(f"\n[bold]attempt {error['attempt']}[/bold] at {_utc(error.get('at_ms'))}"
-                      f" on {error.get('worker_id') or '-'}: [red]{error['error_type']}[/red]"
+        retryable = "retryable" if error.retryable else "not retryable"
+        console.print(f"\n[bold]attempt {error.attempt}[/bold] at {_utc(error.at_ms)}"
+                      f" on {error.worker_id or '-'}: [red]{error.error_type}[/red]"
                       f" ({retryable})", highlight=False)  # fmt: skip
-        console.print(error["message"], markup=False, highlight=False)
-        if error.get("traceback"):
-            console.print(error["traceback"], markup=False, highlight=False)
+        console.print(error.message, markup=False, highlight=False)
+        if error.traceback:
+            console.print(error.traceback, markup=False, highlight=False)
 
 
 def _clip(text: str, size: int) -> str:
@@ -209,10 +209,10 @@ def _print_redriven(records: Iterable[DlqRecord], dry_run: bool, elapsed_s: floa
     count = 0
     for record in records:
         count += 1
-        last = record.last_error or {}
-        next_attempt = str(int(record.data["attempts"]) + 1)
+        last = record.last_error
+        next_attempt = str(record.data.attempts + 1)
         table.add_row(record.job_id, record.job_type, record.owner, next_attempt,
-                      str(last.get("error_type", "-")))  # fmt: skip
+                      "-" if last is None else last.error_type)  # fmt: skip
     console.print(table)
     verb = "would be redriven (dry run)" if dry_run else f"redriven in {elapsed_s:.1f}s"
     console.print(f"{count} {'job' if count == 1 else 'jobs'} {verb}")

@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TypedDict
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
@@ -25,6 +25,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
+from pipeline.model.records import DeadLettered, ErrorInfo
 from pipeline.model.retry import error_type_matches
 from pipeline.serde import make_serde
 from pipeline.topics import Topics
@@ -39,8 +40,7 @@ class DlqRecord:
     topic: str
     partition: int
     offset: int
-    data: dict[str, Any]
-    """The DeadLettered fields as Avro gives them."""
+    data: DeadLettered
 
     @property
     def coordinates(self) -> tuple[str, int, int]:
@@ -48,27 +48,28 @@ class DlqRecord:
 
     @property
     def job_id(self) -> str:
-        return str(self.data["job_id"])
+        return self.data.job_id
 
     @property
     def job_type(self) -> str:
-        return str(self.data["spec"]["job_type"])
+        return self.data.spec.job_type
 
     @property
     def owner(self) -> str:
-        return str(self.data["spec"]["owner"])
+        return self.data.spec.owner
 
     @property
     def dead_lettered_at_ms(self) -> int:
-        return int(self.data["dead_lettered_at_ms"])
+        return self.data.dead_lettered_at_ms
 
     @property
-    def errors(self) -> list[dict[str, Any]]:
-        return list(self.data.get("errors") or [])
+    def errors(self) -> list[ErrorInfo]:
+        """Every attempt's error, oldest first."""
+        return self.data.errors
 
     @property
-    def last_error(self) -> dict[str, Any] | None:
-        errors = self.errors
+    def last_error(self) -> ErrorInfo | None:
+        errors = self.data.errors
         return errors[-1] if errors else None
 
 
@@ -96,7 +97,7 @@ class DlqFilter:
         checks = (
             self.job_type is None or record.job_type == self.job_type,
             self.owner is None or record.owner == self.owner,
-            self.reason is None or record.data.get("reason") == self.reason,
+            self.reason is None or record.data.reason == self.reason,
             self.job_id is None or record.job_id == self.job_id,
             self.since_ms is None or at >= self.since_ms,
             self.until_ms is None or at < self.until_ms,
@@ -107,7 +108,7 @@ class DlqFilter:
         if self.error_type is None:
             return True
         errors = record.errors if self.any_attempt else record.errors[-1:]
-        return any(error_type_matches(e["error_type"], self.error_type) for e in errors)
+        return any(error_type_matches(e.error_type, self.error_type) for e in errors)
 
 
 class DlqReader:
@@ -213,19 +214,43 @@ class DlqReader:
         return DlqRecord(where[0], where[1], offset, event.data)
 
 
-def summary(record: DlqRecord) -> Mapping[str, Any]:
+class DlqSummary(TypedDict):
+    """A dead letter as a listing shows it: the job, why, and its last error."""
+
+    job_id: str
+    job_type: str
+    owner: str
+    reason: str
+    attempts: int
+    dead_lettered_at_ms: int
+    error_type: str | None
+    message: str | None
+
+
+class DlqLine(DlqSummary):
+    """A line of ``jobstream dlq list --json``: the summary and where the record lies."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+def summary(record: DlqRecord) -> DlqSummary:
     """The fields a listing shows, small enough to keep for thousands of records."""
-    last = record.last_error or {}
+    last = record.last_error
     return {
         "job_id": record.job_id,
         "job_type": record.job_type,
         "owner": record.owner,
-        "reason": record.data.get("reason"),
-        "attempts": record.data.get("attempts"),
+        "reason": record.data.reason,
+        "attempts": record.data.attempts,
         "dead_lettered_at_ms": record.dead_lettered_at_ms,
-        "error_type": last.get("error_type"),
-        "message": last.get("message"),
-        "topic": record.topic,
-        "partition": record.partition,
-        "offset": record.offset,
+        "error_type": None if last is None else last.error_type,
+        "message": None if last is None else last.message,
     }
+
+
+def line(record: DlqRecord) -> DlqLine:
+    """The summary of ``record`` and its topic, partition and offset."""
+    return DlqLine(**summary(record), topic=record.topic, partition=record.partition,
+                   offset=record.offset)  # fmt: skip

@@ -30,10 +30,10 @@ from pipeline.dlq.reader import DlqRecord
 from pipeline.errors import JobstreamError
 from pipeline.kafka import clients
 from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import Event, RetryScheduled, lifecycle
 from pipeline.partitioning import partition_key
-from pipeline.retry.router import lifecycle_event
 from pipeline.runtime import Output
-from pipeline.serde import Event, make_serde
+from pipeline.serde import make_serde
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -98,21 +98,19 @@ def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int, *,
                     reason: str | None = None) -> list[Output]:  # fmt: skip
     """The RetryScheduled and the RETRY_SCHEDULED step that put ``record``'s job back; the
     step names who asked for the redrive and why, for the job's history."""
-    data = record.data
-    job_id, workflow_id, spec = data["job_id"], data.get("workflow_id"), data["spec"]
-    attempt = int(data["attempts"]) + 1
-    key = partition_key(job_id, workflow_id)
-    retry = Event("RetryScheduled", {
-        "job_id": job_id, "workflow_id": workflow_id, "attempt": attempt, "epoch": 0,
-        "retry_at_ms": now_ms, "spec": spec, "errors": record.errors,
-        "idempotency_key": data.get("idempotency_key"),
-    })  # fmt: skip
-    step = lifecycle_event(
-        LifecycleKind.RETRY_SCHEDULED, job_id=job_id, workflow_id=workflow_id, spec=spec,
-        at_ms=now_ms, attempt=attempt, scheduled_at_ms=now_ms, detail=reason or REDRIVEN,
-        requested_by=requested_by,
+    dead = record.data
+    attempt = dead.attempts + 1
+    key = partition_key(dead.job_id, dead.workflow_id)
+    retry = RetryScheduled(
+        job_id=dead.job_id, workflow_id=dead.workflow_id, attempt=attempt, epoch=0,
+        retry_at_ms=now_ms, spec=dead.spec, errors=dead.errors,
+        idempotency_key=dead.idempotency_key,
     )  # fmt: skip
-    return [Output(topics.retry, key, retry), Output(topics.events, key, step)]
+    step = lifecycle(
+        LifecycleKind.RETRY_SCHEDULED, dead, at_ms=now_ms, attempt=attempt,
+        scheduled_at_ms=now_ms, detail=reason or REDRIVEN, requested_by=requested_by,
+    )  # fmt: skip
+    return [Output(topics.retry, key, Event.of(retry)), Output(topics.events, key, Event.of(step))]
 
 
 @dataclass

@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
 
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.model.backoff import compute_backoff
 from pipeline.model.lifecycle import IMPLIED_ERRORS
+from pipeline.model.records import ErrorInfo, JobLifecycle, JobSpec, RetryPolicyRecord
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,11 @@ NON_RETRYABLE = "non_retryable"
 DEFAULTS_ENV = "JOBSTREAM_RETRY_DEFAULTS"
 GLOBAL_KEY = "*"
 """In JOBSTREAM_RETRY_DEFAULTS, the entry that changes the default of every type."""
+
+PolicyOverrides = Mapping[str, object]
+"""Some of RetryPolicy's fields by name, as configuration gives them (JSON values): one
+entry of JOBSTREAM_RETRY_DEFAULTS. Configuration, not a record: checked by name and by the
+policy's rules."""
 
 _UNREPORTED_ERROR = ("UnknownError", "the worker reported a failure without an error")
 """A FAILED without an ErrorInfo (defensive: workers always send one)."""
@@ -100,18 +105,27 @@ class RetryPolicy:
             raise ValidationError("retry.jitter", "must be within [0, 1]")
 
     @classmethod
-    def from_avro(cls, record: Mapping[str, Any]) -> RetryPolicy:
-        """The policy of a RetryPolicy record (or any subset of its fields)."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(record) - known)
-        if unknown:
-            raise ValidationError(f"retry.{unknown[0]}", "is not a field of RetryPolicy")
-        return cls(**record)
+    def from_avro(cls, record: RetryPolicyRecord) -> RetryPolicy:
+        """The policy of a RetryPolicy record; ValidationError if its values break a rule."""
+        return cls(
+            max_attempts=record.max_attempts,
+            initial_backoff_ms=record.initial_backoff_ms,
+            backoff_coefficient=record.backoff_coefficient,
+            max_backoff_ms=record.max_backoff_ms,
+            jitter=record.jitter,
+            non_retryable_errors=tuple(record.non_retryable_errors),
+        )
 
-    def to_avro(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {
-            "non_retryable_errors": list(self.non_retryable_errors)
-        }
+    def to_avro(self) -> RetryPolicyRecord:
+        """The RetryPolicy record of this policy, as a JobSpec carries it."""
+        return RetryPolicyRecord(
+            max_attempts=self.max_attempts,
+            initial_backoff_ms=self.initial_backoff_ms,
+            backoff_coefficient=self.backoff_coefficient,
+            max_backoff_ms=self.max_backoff_ms,
+            jitter=self.jitter,
+            non_retryable_errors=list(self.non_retryable_errors),
+        )
 
     def is_non_retryable(self, error_type: str) -> bool:
         return any(error_type_matches(error_type, name) for name in self.non_retryable_errors)
@@ -139,16 +153,18 @@ class RetryDefaults:
     def for_type(self, job_type: str) -> RetryPolicy:
         return self.by_type.get(job_type, self.default)
 
-    def policy_for(self, spec: Mapping[str, Any]) -> RetryPolicy:
+    def policy_for(self, spec: JobSpec) -> RetryPolicy:
         """``spec.retry`` when set, else the type's default; ValidationError if it is bad."""
-        own = spec.get("retry")
-        if own is not None:
-            return RetryPolicy.from_avro(own)
-        return self.for_type(str(spec.get("job_type", "")))
+        if spec.retry is not None:
+            return RetryPolicy.from_avro(spec.retry)
+        return self.for_type(spec.job_type)
 
     @classmethod
-    def from_overrides(cls, overrides: Mapping[str, Mapping[str, Any]]) -> RetryDefaults:
-        """Per-type field overrides on top of the default; key ``*`` changes the default."""
+    def from_overrides(cls, overrides: Mapping[str, PolicyOverrides]) -> RetryDefaults:
+        """Per-type field overrides on top of the default; key ``*`` changes the default.
+
+        ``overrides`` is configuration (JOBSTREAM_RETRY_DEFAULTS), not a record.
+        """
         base = RetryPolicy()
         if GLOBAL_KEY in overrides:
             base = _override(base, GLOBAL_KEY, overrides[GLOBAL_KEY])
@@ -160,7 +176,7 @@ class RetryDefaults:
         return cls(default=base, by_type=by_type)
 
 
-def _override(base: RetryPolicy, job_type: str, changes: Mapping[str, Any]) -> RetryPolicy:
+def _override(base: RetryPolicy, job_type: str, changes: PolicyOverrides) -> RetryPolicy:
     known = {f.name for f in fields(RetryPolicy)}
     try:
         if not isinstance(changes, Mapping):
@@ -168,7 +184,8 @@ def _override(base: RetryPolicy, job_type: str, changes: Mapping[str, Any]) -> R
         unknown = sorted(set(changes) - known)
         if unknown:
             raise ValidationError(f"retry.{unknown[0]}", "is not a field of RetryPolicy")
-        return replace(base, **changes)
+        # JSON values of any type: the policy's own rules refuse the wrong ones by field.
+        return replace(base, **changes)  # type: ignore[arg-type]
     except (ValidationError, TypeError) as exc:
         raise ConfigurationError(f"invalid setting: {DEFAULTS_ENV}: {job_type}: {exc}") from exc
 
@@ -183,7 +200,7 @@ class Retry:
     attempt: int
     retry_at_ms: int
     delay_ms: int
-    errors: list[dict[str, Any]]
+    errors: list[ErrorInfo]
     """Every attempt's error so far, oldest first."""
 
 
@@ -193,27 +210,25 @@ class DeadLetter:
 
     reason: str
     attempts: int
-    errors: list[dict[str, Any]]
+    errors: list[ErrorInfo]
 
 
-def failure_error(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The event's ErrorInfo, or one that says what the kind of failure implies."""
-    execution = event["execution"]
-    if event.get("error") is not None:
-        return dict(event["error"])
-    error_type, message = IMPLIED_ERRORS.get(event.get("kind", ""), _UNREPORTED_ERROR)
-    return {
-        "attempt": execution["attempt"],
-        "error_type": error_type,
-        "message": message,
-        "traceback": None,
-        "retryable": True,
-        "at_ms": event["at_ms"],
-        "worker_id": event.get("worker_id"),
-    }
+def failure_error(event: JobLifecycle) -> ErrorInfo:
+    """The event's ErrorInfo, or one that says what the kind of failure implies.
+
+    ValueError for an event without its ``execution``: the attempt is the execution's.
+    """
+    if event.error is not None:
+        return event.error
+    if event.execution is None:
+        raise ValueError("a failure without its execution cannot be routed")
+    error_type, message = IMPLIED_ERRORS.get(event.kind, _UNREPORTED_ERROR)
+    return ErrorInfo(attempt=event.execution.attempt, error_type=error_type, message=message,
+                     traceback=None, retryable=True, at_ms=event.at_ms,
+                     worker_id=event.worker_id)  # fmt: skip
 
 
-def decide(event: Mapping[str, Any], policy: RetryPolicy, now_ms: int) -> Retry | DeadLetter:
+def decide(event: JobLifecycle, policy: RetryPolicy, now_ms: int) -> Retry | DeadLetter:
     """Retry the failed attempt of ``event`` after its backoff, or dead-letter the job.
 
     ``now_ms`` is the instant the delay counts from; the router passes the failure's own
@@ -222,15 +237,15 @@ def decide(event: Mapping[str, Any], policy: RetryPolicy, now_ms: int) -> Retry 
     (``non_retryable``); so is the failure of attempt ``max_attempts`` (``exhausted``);
     anything else is retried with attempt + 1.
     """
-    execution = event.get("execution")
+    execution = event.execution
     if execution is None:
         raise ValueError("a failure without its execution cannot be routed")
     error = failure_error(event)
-    errors = [*execution.get("errors", []), error]
-    attempt = int(execution["attempt"])
-    if not error.get("retryable", True) or policy.is_non_retryable(error["error_type"]):
+    errors = [*execution.errors, error]
+    attempt = execution.attempt
+    if not error.retryable or policy.is_non_retryable(error.error_type):
         return DeadLetter(NON_RETRYABLE, attempt, errors)
     if attempt >= policy.max_attempts:
         return DeadLetter(EXHAUSTED, attempt, errors)
-    delay = policy.backoff_ms(attempt, seed=execution["execution_id"])
+    delay = policy.backoff_ms(attempt, seed=execution.execution_id)
     return Retry(attempt + 1, now_ms + delay, delay, errors)

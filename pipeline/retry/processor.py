@@ -61,7 +61,7 @@ class RetryProcessor(Processor[None]):
         outputs = self.router.route(event, now_ms)
         if self.router.stats.unroutable != unroutable:
             log.warning("failure the router cannot route skipped", extra={
-                "job_id": event.data.get("job_id"), "offset": record.offset()})  # fmt: skip
+                "job_id": event.data.job_id, "offset": record.offset()})  # fmt: skip
         return outputs
 
     def counters(self) -> Mapping[str, object]:

@@ -20,34 +20,24 @@ counted, never guessed at.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from pipeline.errors import ValidationError
-from pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind, epoch_of
+from pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind
+from pipeline.model.records import (
+    DeadLettered,
+    Event,
+    ExecutionRequested,
+    JobLifecycle,
+    RetryScheduled,
+    lifecycle,
+)
 from pipeline.model.retry import DeadLetter, Retry, RetryDefaults, decide
 from pipeline.partitioning import partition_key
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
-from pipeline.serde import Event
 from pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
-
-
-def lifecycle_event(
-    kind: LifecycleKind, *, job_id: str, workflow_id: str | None, spec: Mapping[str, Any],
-    at_ms: int, **fields: Any,
-) -> Event:  # fmt: skip
-    """A JobLifecycle with the fields every kind carries; ``fields`` adds the rest."""
-    return Event("JobLifecycle", {
-        "kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": at_ms,
-        "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""), **fields,
-    })  # fmt: skip
-
-
-def _job(execution: Mapping[str, Any]) -> tuple[str, str | None, Mapping[str, Any]]:
-    return execution["job_id"], execution.get("workflow_id"), execution["spec"]
 
 
 class RetryRouter:
@@ -65,21 +55,22 @@ class RetryRouter:
         ``now_ms`` (the router's clock) stamps the records it writes; the retry time counts
         from the failure's own ``at_ms``, so a replay of jobs.events decides the same time.
         """
-        data = event.data
-        if event.name != "JobLifecycle" or data.get("kind") not in FAILURE_KINDS:
+        if event.name != "JobLifecycle":
             return []
-        execution = data.get("execution")
+        failure: JobLifecycle = event.data
+        if failure.kind not in FAILURE_KINDS:
+            return []
+        execution = failure.execution
         if execution is None:
             self.stats.unroutable += 1
             return []
-        spec = execution["spec"]
         try:
-            policy = self.defaults.policy_for(spec)
+            policy = self.defaults.policy_for(execution.spec)
         except ValidationError:
             self.stats.bad_policies += 1
-            policy = self.defaults.for_type(spec["job_type"])
+            policy = self.defaults.for_type(execution.spec.job_type)
         try:
-            decision = decide(data, policy, now_ms=data["at_ms"])
+            decision = decide(failure, policy, now_ms=failure.at_ms)
         except ValueError:  # an execution whose attempt no backoff is defined for
             self.stats.unroutable += 1
             return []
@@ -89,39 +80,36 @@ class RetryRouter:
         self.stats.dead_lettered += 1
         return self._dead_letter(execution, decision, now_ms)
 
-    def _retry(self, execution: Mapping[str, Any], retry: Retry, now_ms: int) -> list[Output]:
-        job_id, workflow_id, spec = _job(execution)
-        key = partition_key(job_id, workflow_id)
-        scheduled = Event("RetryScheduled", {
-            "job_id": job_id, "workflow_id": workflow_id, "attempt": retry.attempt,
-            "epoch": epoch_of(execution), "retry_at_ms": retry.retry_at_ms, "spec": spec,
-            "errors": retry.errors, "idempotency_key": execution.get("idempotency_key"),
-        })  # fmt: skip
+    def _retry(self, execution: ExecutionRequested, retry: Retry, now_ms: int) -> list[Output]:
+        key = partition_key(execution.job_id, execution.workflow_id)
+        scheduled = RetryScheduled(
+            job_id=execution.job_id, workflow_id=execution.workflow_id, attempt=retry.attempt,
+            epoch=execution.epoch, retry_at_ms=retry.retry_at_ms, spec=execution.spec,
+            errors=retry.errors, idempotency_key=execution.idempotency_key,
+        )  # fmt: skip
         last = retry.errors[-1]
-        step = lifecycle_event(
-            LifecycleKind.RETRY_SCHEDULED, job_id=job_id, workflow_id=workflow_id, spec=spec,
-            at_ms=now_ms, attempt=retry.attempt, epoch=epoch_of(execution),
-            execution_id=execution["execution_id"], scheduled_at_ms=retry.retry_at_ms,
-            detail=f"attempt {retry.attempt - 1} failed ({last['error_type']}); "
+        step = lifecycle(
+            LifecycleKind.RETRY_SCHEDULED, execution, at_ms=now_ms, attempt=retry.attempt,
+            scheduled_at_ms=retry.retry_at_ms,
+            detail=f"attempt {retry.attempt - 1} failed ({last.error_type}); "
                    f"retry in {retry.delay_ms} ms",
         )  # fmt: skip
-        return [Output(self.topics.retry, key, scheduled), Output(self.topics.events, key, step)]
+        return [Output(self.topics.retry, key, Event.of(scheduled)),
+                Output(self.topics.events, key, Event.of(step))]  # fmt: skip
 
-    def _dead_letter(self, execution: Mapping[str, Any], dead: DeadLetter,
+    def _dead_letter(self, execution: ExecutionRequested, dead: DeadLetter,
                      now_ms: int) -> list[Output]:  # fmt: skip
-        job_id, workflow_id, spec = _job(execution)
-        key = partition_key(job_id, workflow_id)
-        record = Event("DeadLettered", {
-            "job_id": job_id, "workflow_id": workflow_id,
-            "idempotency_key": execution.get("idempotency_key"), "dead_lettered_at_ms": now_ms,
-            "reason": dead.reason, "attempts": dead.attempts, "spec": spec, "errors": dead.errors,
-        })  # fmt: skip
-        step = lifecycle_event(
-            LifecycleKind.DEAD_LETTERED, job_id=job_id, workflow_id=workflow_id, spec=spec,
-            at_ms=now_ms, attempt=dead.attempts, epoch=epoch_of(execution),
-            execution_id=execution["execution_id"], error=dead.errors[-1], detail=dead.reason,
+        key = partition_key(execution.job_id, execution.workflow_id)
+        record = DeadLettered(
+            job_id=execution.job_id, workflow_id=execution.workflow_id,
+            idempotency_key=execution.idempotency_key, dead_lettered_at_ms=now_ms,
+            reason=dead.reason, attempts=dead.attempts, spec=execution.spec, errors=dead.errors,
+        )  # fmt: skip
+        step = lifecycle(
+            LifecycleKind.DEAD_LETTERED, execution, at_ms=now_ms, attempt=dead.attempts,
+            error=dead.errors[-1], detail=dead.reason,
         )  # fmt: skip
         return [
-            Output(self.topics.dead_letter(spec["job_type"]), key, record),
-            Output(self.topics.events, key, step),
+            Output(self.topics.dead_letter(execution.spec.job_type), key, Event.of(record)),
+            Output(self.topics.events, key, Event.of(step)),
         ]

@@ -6,11 +6,12 @@ RETRY_SCHEDULED and DEAD_LETTERED, the status processor LOST and DUPLICATE).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pipeline import metrics
 from pipeline.model.lifecycle import LifecycleKind as K
+from pipeline.model.records import JobLifecycle
 from pipeline.scheduling.ids import scheduled_ms_of
 from pipeline.serde import Event
 
@@ -25,21 +26,21 @@ def _labels(metric: Any, *values: str) -> Any:
     return metric.labels(*values)
 
 
-def observe(event: Mapping[str, Any], labelled: Labelled = _labels) -> None:
+def observe(event: JobLifecycle, labelled: Labelled = _labels) -> None:
     """Count one JobLifecycle event (its ``data``)."""
-    kind, job_type = event.get("kind"), event.get("job_type") or ""
+    kind, job_type = event.kind, event.job_type
     if kind == K.FIRED:
         labelled(metrics.FIRED, job_type).inc()
-        throttled = event.get("throttled_ms") or 0
+        throttled = event.throttled_ms or 0
         if throttled:
             labelled(metrics.THROTTLED_SECONDS, job_type).observe(throttled / 1000)
-        if event.get("lateness_ms") is not None:  # the timers' own part: without the limits'
-            lateness_s = max(0, event["lateness_ms"] - throttled) / 1000
+        if event.lateness_ms is not None:  # the timers' own part: without the limits'
+            lateness_s = max(0, event.lateness_ms - throttled) / 1000
             labelled(metrics.FIRE_LATENESS, job_type).observe(lateness_s)
     elif kind == K.STARTED:
-        scheduled = scheduled_ms_of(event.get("execution_id"))
+        scheduled = scheduled_ms_of(event.execution_id)
         if scheduled is not None:
-            lateness = max(0, int(event["at_ms"]) - scheduled)
+            lateness = max(0, event.at_ms - scheduled)
             labelled(metrics.START_LATENESS, job_type).observe(lateness / 1000)
     elif kind == K.RETRY_SCHEDULED:
         labelled(metrics.RETRIES, job_type).inc()

@@ -11,16 +11,25 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.clock import now_ms
+from pipeline.config import Settings
 from pipeline.dlq.cli import dlq_app, parse_instant
-from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord
-from pipeline.dlq.redrive import Redriver, TokenBucket, select
+from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
+from pipeline.dlq.redrive import Redriver, TokenBucket, redrive_outputs, select
 from pipeline.model.idempotency import idempotent_job_id
+from pipeline.model.records import plain, typed
 from pipeline.scheduling import new_job_id
 from pipeline.serde import Event
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution
-from tests.support.pipeline import Executions, in_thread, process_env, produce
+from tests.support.pipeline import (
+    DESERIALIZE,
+    SERIALIZE,
+    Executions,
+    in_thread,
+    process_env,
+    produce,
+)
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
@@ -35,11 +44,11 @@ def dead_lettered(*, at_ms: int, errors: list[dict[str, Any]], owner: str = "acm
     if idempotency_key is not None:
         job_id = idempotent_job_id(owner, idempotency_key)
     run = execution(job_id=job_id or new_job_id(), job_type=job_type, owner=owner)
-    return Event("DeadLettered", {
+    return Event.of(typed("DeadLettered", {
         "job_id": run["job_id"], "workflow_id": None, "idempotency_key": idempotency_key,
         "dead_lettered_at_ms": at_ms, "reason": reason, "attempts": len(errors),
         "spec": run["spec"], "errors": errors,
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 def record(event: Event, offset: int = 0) -> DlqRecord:
@@ -66,7 +75,7 @@ def test_select_keeps_each_job_s_latest_dead_letter_oldest_first() -> None:
     t = now_ms()
     a1 = dead_lettered(at_ms=t - 3 * HOUR, errors=[error_info(1)])
     a2 = dead_lettered(at_ms=t - HOUR, errors=[error_info(1), error_info(2)],
-                       job_id=a1.data["job_id"])  # fmt: skip
+                       job_id=a1.data.job_id)  # fmt: skip
     b = dead_lettered(at_ms=t - 2 * HOUR, errors=[error_info(1)])
     records = [record(a1, 0), record(b, 1), record(a2, 2)]
     assert [r.offset for r in select(records)] == [1, 2]
@@ -83,6 +92,38 @@ def test_filters_on_the_last_error_or_any_attempt_s() -> None:
     assert DlqFilter(error_type="ValueError", any_attempt=True).matches(rec)
     assert DlqFilter(since_ms=1000, until_ms=1001, owner="acme", reason="exhausted").matches(rec)
     assert not DlqFilter(until_ms=1000).matches(rec)
+
+
+def test_a_redrive_is_the_next_attempt_at_once_with_the_job_s_history() -> None:
+    errors = [error_info(1, "ValueError"), error_info(2, "ConnectionError")]
+    dead = dead_lettered(at_ms=1000, errors=errors, idempotency_key="key-1")
+    topics = Topics(Settings(topic_prefix="t."))
+    retry, step = redrive_outputs(topics, record(dead), 5000, requested_by="ops", reason="fixed")
+    assert (retry.topic, step.topic) == ("t.jobs.retry", "t.jobs.events")
+    scheduled = DESERIALIZE(SERIALIZE(retry.value)).data
+    assert (scheduled.job_id, scheduled.attempt, scheduled.epoch, scheduled.retry_at_ms) == (
+        dead.data.job_id, 3, 0, 5000
+    )  # fmt: skip
+    assert (scheduled.spec, scheduled.errors) == (dead.data.spec, dead.data.errors)
+    assert scheduled.idempotency_key == "key-1"
+    event = DESERIALIZE(SERIALIZE(step.value)).data
+    assert (event.kind, event.attempt, event.scheduled_at_ms, event.at_ms) == (
+        "RETRY_SCHEDULED", 3, 5000, 5000
+    )  # fmt: skip
+    assert (event.job_type, event.owner, event.detail, event.requested_by) == (
+        "data.process", "acme", "fixed", "ops"
+    )  # fmt: skip
+
+
+def test_a_listing_line_is_the_last_error_and_where_the_record_lies() -> None:
+    errors = [error_info(1, "ValueError"), error_info(2, "ConnectionError")]
+    dead = dead_lettered(at_ms=1000, errors=errors)
+    assert line(record(dead, 7)) == {
+        "job_id": dead.data.job_id, "job_type": "data.process", "owner": "acme",
+        "reason": "exhausted", "attempts": 2, "dead_lettered_at_ms": 1000,
+        "error_type": "ConnectionError", "message": "ConnectionError on 2",
+        "topic": "jobs.dlq.data.process", "partition": 0, "offset": 7,
+    }  # fmt: skip
 
 
 def test_instants_are_iso_8601_or_ages() -> None:
@@ -111,8 +152,8 @@ def test_list_and_show_with_filters(topics: Topics, cli: Any) -> None:
     t = now_ms()
     a = dead_lettered(at_ms=t - 3 * HOUR, errors=[error_info(1, "ValueError"),
                                                   error_info(2, "ConnectionError")])  # fmt: skip
-    a_again = dead_lettered(at_ms=t - 5 * 60_000, job_id=a.data["job_id"], errors=[
-        *a.data["errors"], error_info(3, "ConnectionError")])  # fmt: skip
+    a_again = dead_lettered(at_ms=t - 5 * 60_000, job_id=a.data.job_id, errors=[
+        *map(plain, a.data.errors), error_info(3, "ConnectionError")])  # fmt: skip
     b = dead_lettered(at_ms=t - HOUR, reason="non_retryable",
                       errors=[error_info(1, "BadInput", retryable=False)])  # fmt: skip
     c = dead_lettered(owner="other", at_ms=t - 10 * 60_000, idempotency_key="key-c",
@@ -125,7 +166,7 @@ def test_list_and_show_with_filters(topics: Topics, cli: Any) -> None:
         with DlqReader(topics.settings) as reader:
             return [r.job_id for r in reader.read(DlqFilter(**selection))]
 
-    ids = {name: e.data["job_id"] for name, e in
+    ids = {name: e.data.job_id for name, e in
            {"a": a, "b": b, "c": c, "render": render}.items()}  # fmt: skip
     assert sorted(job_ids()) == sorted([ids["a"], ids["b"], ids["c"], ids["a"], ids["render"]])
     assert job_ids(job_type="data.process", owner="acme") == [ids["a"], ids["b"], ids["a"]]
@@ -170,7 +211,7 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
     with DlqReader(s) as reader:
         chosen = select(reader.read(DlqFilter(owner="acme")))
     report = Redriver(s, rate=rate).redrive([*chosen, *chosen])  # a repeat is not redriven
-    assert [r.job_id for r in report.redriven] == [e.data["job_id"] for e in others]
+    assert [r.job_id for r in report.redriven] == [e.data.job_id for e in others]
     assert report.elapsed_s >= (len(others) - 1) / rate * 0.9
 
     done = cli("redrive", "--owner", "other", "--error-type", "Timeout", "--rate", "50",
@@ -179,12 +220,12 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
 
     retries = TopicReader(s, topics.retry, s.timer_partitions)
     events = TopicReader(s, topics.events, s.events_partitions)
-    job_id = keyed.data["job_id"]
+    job_id = keyed.data.job_id
     try:
         wait_for(lambda: len(retries.poll()) >= 6, timeout_s=TIMEOUT_S, what="6 redrives")
         (retry,) = retries.of_job(job_id)
         assert (retry["attempt"], retry["idempotency_key"]) == (3, "key-r")
-        assert retry["errors"] == keyed.data["errors"] and retry["spec"] == keyed.data["spec"]
+        assert retry["errors"] == keyed.data.errors and retry["spec"] == keyed.data.spec
         (step,) = wait_for(lambda: events.of_job(job_id, kind="RETRY_SCHEDULED"),
                            timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
         assert (step["detail"], step["attempt"]) == ("the endpoint is back", 3)
@@ -199,4 +240,4 @@ def test_redrive_at_a_capped_rate_keeps_id_history_and_key_and_the_timers_fire_i
         wait_for(lambda: executions.poll() >= 6, timeout_s=TIMEOUT_S, what="6 executions")
         (run,) = [r for r in executions.records.values() if r["job_id"] == job_id]
         assert (run["attempt"], run["idempotency_key"]) == (3, "key-r")
-        assert run["errors"] == keyed.data["errors"]
+        assert run["errors"] == keyed.data.errors

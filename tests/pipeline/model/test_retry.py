@@ -10,6 +10,7 @@ import pytest
 from pipeline.config import load_settings
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.model.backoff import compute_backoff
+from pipeline.model.records import ErrorInfo, JobSpec, RetryPolicyRecord, plain, typed
 from pipeline.model.retry import (
     EXHAUSTED,
     NON_RETRYABLE,
@@ -28,17 +29,19 @@ NO_JITTER = RetryPolicy(jitter=0.0)
 
 def test_defaults_are_the_schema_s_defaults() -> None:
     schema = json.loads(SCHEMA.read_text())
-    assert RetryPolicy().to_avro() == {f["name"]: f["default"] for f in schema["fields"]}
+    defaults = {f["name"]: f["default"] for f in schema["fields"]}
+    assert plain(RetryPolicy().to_avro()) == defaults
+    assert RetryPolicy().to_avro() == RetryPolicyRecord()
 
 
-def test_from_avro_round_trip_and_unknown_fields() -> None:
-    record = retry_policy(max_attempts=7, non_retryable_errors=["BadInput"])
+def test_from_avro_round_trip_and_broken_records() -> None:
+    record = typed("RetryPolicy", retry_policy(max_attempts=7, non_retryable_errors=["BadInput"]))
     policy = RetryPolicy.from_avro(record)
     assert policy.non_retryable_errors == ("BadInput",)
     assert policy.to_avro() == record
     with pytest.raises(ValidationError) as caught:
-        RetryPolicy.from_avro({"max_attempt": 2})
-    assert caught.value.field == "retry.max_attempt"
+        RetryPolicy.from_avro(RetryPolicyRecord(max_attempts=0))
+    assert caught.value.field == "retry.max_attempts"
 
 
 @pytest.mark.parametrize(
@@ -66,9 +69,10 @@ def test_per_type_defaults_override_the_global_one_field_by_field() -> None:
     )
     assert defaults.for_type("image.render") == RetryPolicy(max_attempts=5, jitter=0.2)
     assert defaults.for_type("data.process") == RetryPolicy(jitter=0.2)
-    own = retry_policy(max_attempts=9)
-    assert defaults.policy_for({"job_type": "image.render", "retry": own}).max_attempts == 9
-    assert defaults.policy_for({"job_type": "image.render", "retry": None}).max_attempts == 5
+    own = RetryPolicyRecord(max_attempts=9)
+    spec = JobSpec(job_type="image.render", owner="tests", retry=own)
+    assert defaults.policy_for(spec).max_attempts == 9
+    assert defaults.policy_for(JobSpec(job_type="image.render", owner="tests")).max_attempts == 5
 
 
 def load_retry_defaults() -> RetryDefaults:
@@ -95,7 +99,7 @@ def test_a_retryable_failure_under_max_attempts_is_retried_after_its_backoff() -
     error = error_info(2)
     decision = decide(failure("FAILED", run, at_ms=T0, error=error).data, NO_JITTER, T0)
     assert decision == Retry(attempt=3, retry_at_ms=T0 + 2000, delay_ms=2000,
-                             errors=[earlier, error])  # fmt: skip
+                             errors=[ErrorInfo(**earlier), ErrorInfo(**error)])  # fmt: skip
 
 
 def test_the_delay_is_jittered_from_the_execution_id() -> None:
@@ -115,7 +119,7 @@ def test_the_last_attempt_s_failure_exhausts_the_job() -> None:
     decision = decide(failure("FAILED", run, error=error_info(3)).data, NO_JITTER, T0)
     assert isinstance(decision, DeadLetter)
     assert (decision.reason, decision.attempts) == (EXHAUSTED, 3)
-    assert [e["attempt"] for e in decision.errors] == [1, 2, 3]
+    assert [e.attempt for e in decision.errors] == [1, 2, 3]
     once = decide(failure("FAILED", execution(), error=error_info(1)).data,
                   RetryPolicy(max_attempts=1), T0)  # fmt: skip
     assert isinstance(once, DeadLetter) and once.reason == EXHAUSTED
@@ -124,7 +128,7 @@ def test_the_last_attempt_s_failure_exhausts_the_job() -> None:
 def test_an_error_marked_not_retryable_goes_straight_to_the_dead_letter_topic() -> None:
     error = error_info(1, "BadInput", retryable=False)
     decision = decide(failure("FAILED", execution(), error=error).data, NO_JITTER, T0)
-    assert decision == DeadLetter(NON_RETRYABLE, 1, [error])
+    assert decision == DeadLetter(NON_RETRYABLE, 1, [ErrorInfo(**error)])
 
 
 @pytest.mark.parametrize("error_type", ["BadInput", "app.errors.BadInput"])
@@ -153,13 +157,13 @@ def test_a_lost_run_without_an_error_is_retried_as_a_lease_expiry() -> None:
     assert isinstance(decision, Retry)
     assert decision.attempt == 2 and decision.retry_at_ms == T0 + 1000
     (error,) = decision.errors
-    assert error["error_type"] == "LeaseExpired" and error["retryable"] is True
-    assert (error["attempt"], error["at_ms"], error["worker_id"]) == (1, T0, "worker-1")
+    assert error.error_type == "LeaseExpired" and error.retryable is True
+    assert (error.attempt, error.at_ms, error.worker_id) == (1, T0, "worker-1")
 
 
 def test_a_timeout_without_an_error_is_a_timeout() -> None:
     decision = decide(failure("TIMED_OUT", execution(), at_ms=T0).data, NO_JITTER, T0)
-    assert isinstance(decision, Retry) and decision.errors[0]["error_type"] == "Timeout"
+    assert isinstance(decision, Retry) and decision.errors[0].error_type == "Timeout"
 
 
 def test_a_failure_without_its_execution_cannot_be_decided() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pipeline.clock import now_ms
+from pipeline.model.records import typed
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
 
@@ -46,9 +47,10 @@ def execution(*, job_id: str | None = None, attempt: int = 1, fired_at_ms: int |
 
 def failure(kind: str, run: dict[str, Any] | None, *, at_ms: int | None = None,
             error: dict[str, Any] | None = None, job_id: str | None = None) -> Event:  # fmt: skip
-    """A FAILED, TIMED_OUT or LOST JobLifecycle of ``run`` (None: one without its execution)."""
+    """A FAILED, TIMED_OUT or LOST JobLifecycle of ``run`` (None: one without its execution),
+    as the router reads it: typed."""
     at = now_ms() if at_ms is None else at_ms
-    return Event("JobLifecycle", {
+    return _typed("JobLifecycle", {
         "kind": kind, "job_id": run["job_id"] if run else (job_id or new_job_id()),
         "workflow_id": None, "at_ms": at,
         "job_type": run["spec"]["job_type"] if run else "", "owner": "tests",
@@ -59,8 +61,12 @@ def failure(kind: str, run: dict[str, Any] | None, *, at_ms: int | None = None,
 
 
 def succeeded(run: dict[str, Any]) -> Event:
-    return Event("JobLifecycle", {
+    return _typed("JobLifecycle", {
         "kind": "SUCCEEDED", "job_id": run["job_id"], "at_ms": now_ms(),
         "attempt": run["attempt"], "epoch": run["epoch"], "execution_id": run["execution_id"],
         "result": "{}",
     })  # fmt: skip
+
+
+def _typed(name: str, data: dict[str, Any]) -> Event:
+    return Event.of(typed(name, data))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import Settings
+from pipeline.model.records import plain
 from pipeline.model.retry import RetryDefaults, RetryPolicy
 from pipeline.partitioning import partition_key
 from pipeline.retry.router import RetryRouter
@@ -37,17 +38,17 @@ def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_k
     assert (retry.topic, step.topic) == ("t.jobs.retry", "t.jobs.events")
     assert retry.key == step.key == partition_key(run["job_id"], None)
     scheduled = encoded(retry.value).data
-    assert scheduled == {
+    assert plain(scheduled) == {
         "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
         "retry_at_ms": T0 + 1000, "spec": run["spec"], "errors": [error],
         "idempotency_key": "k-1",
     }  # fmt: skip
     lifecycle = encoded(step.value).data
-    assert lifecycle["kind"] == "RETRY_SCHEDULED"
-    assert (lifecycle["at_ms"], lifecycle["scheduled_at_ms"], lifecycle["attempt"]) == (
+    assert lifecycle.kind == "RETRY_SCHEDULED"
+    assert (lifecycle.at_ms, lifecycle.scheduled_at_ms, lifecycle.attempt) == (
         NOW, T0 + 1000, 2
     )  # fmt: skip
-    assert lifecycle["execution_id"] == run["execution_id"]
+    assert lifecycle.execution_id == run["execution_id"]
     assert router.stats.retried == 1
 
 
@@ -58,13 +59,13 @@ def test_a_dead_letter_goes_to_the_type_s_topic_with_every_error(router: RetryRo
     dead, step = router.route(failure("TIMED_OUT", run, error=last), NOW)
     assert dead.topic == "t.jobs.dlq.image.render"
     record = encoded(dead.value).data
-    assert record["errors"] == [*errors, last]
-    assert (record["reason"], record["attempts"], record["dead_lettered_at_ms"]) == (
+    assert [plain(e) for e in record.errors] == [*errors, last]
+    assert (record.reason, record.attempts, record.dead_lettered_at_ms) == (
         "exhausted", 3, NOW
     )  # fmt: skip
-    assert (record["idempotency_key"], record["spec"]) == ("k-2", run["spec"])
+    assert (record.idempotency_key, plain(record.spec)) == ("k-2", run["spec"])
     lifecycle = encoded(step.value).data
-    assert (lifecycle["kind"], lifecycle["detail"], lifecycle["error"]) == (
+    assert (lifecycle.kind, lifecycle.detail, plain(lifecycle.error)) == (
         "DEAD_LETTERED", "exhausted", last
     )  # fmt: skip
     assert router.stats.dead_lettered == 1
@@ -78,7 +79,7 @@ def test_the_job_s_own_policy_wins_and_a_broken_one_falls_back_to_the_default(
     assert dead.value.name == "DeadLettered"
     broken = execution(retry=retry_policy(max_backoff_ms=10, initial_backoff_ms=100))
     (retry, _) = router.route(failure("FAILED", broken, error=error_info(1), at_ms=T0), NOW)
-    assert retry.value.data["retry_at_ms"] == T0 + 1000
+    assert retry.value.data.retry_at_ms == T0 + 1000
     assert router.stats.bad_policies == 1
 
 

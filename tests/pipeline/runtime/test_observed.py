@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import REGISTRY
 
+from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import JobLifecycle
 from pipeline.runtime.observed import observe, observe_all
 from pipeline.serde import Event
 
@@ -14,9 +18,10 @@ def sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, {"job_type": TYPE, **labels}) or 0.0
 
 
-def event(kind: str, **fields: object) -> dict[str, object]:
-    return {"kind": kind, "job_type": TYPE, "at_ms": 10_000,
-            "execution_id": "01J00000000000000000000000:8500:1", **fields}  # fmt: skip
+def event(kind: str, **fields: Any) -> JobLifecycle:
+    return JobLifecycle(kind=LifecycleKind(kind), job_id="01J00000000000000000000000",
+                        job_type=TYPE, at_ms=10_000,
+                        execution_id="01J00000000000000000000000:8500:1", **fields)  # fmt: skip
 
 
 def test_each_kind_moves_its_series() -> None:
