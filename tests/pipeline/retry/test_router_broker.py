@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.kafka import clients
 from pipeline.model.backoff import compute_backoff
+from pipeline.model.records import plain
 from pipeline.model.retry import RetryDefaults
 from pipeline.retry.processor import ROUTER_OPTIONS, RetryProcessor, router_runner
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
@@ -67,12 +68,12 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
     backoff = compute_backoff(1, initial_ms=1500, coefficient=2.0, max_ms=300_000, jitter=0.5,
                               seed=run["execution_id"])  # fmt: skip
     assert 750 <= backoff <= 1500
-    assert scheduled["retry_at_ms"] == failed.data["at_ms"] + backoff
-    assert (scheduled["attempt"], scheduled["errors"]) == (2, [error])
-    assert (scheduled["idempotency_key"], scheduled["spec"]) == ("key-1", run["spec"])
+    assert scheduled.retry_at_ms == failed.data.at_ms + backoff
+    assert (scheduled.attempt, [plain(e) for e in scheduled.errors]) == (2, [error])
+    assert (scheduled.idempotency_key, plain(scheduled.spec)) == ("key-1", run["spec"])
     (step,) = wait_for(lambda: events.of_job(run["job_id"], kind="RETRY_SCHEDULED"),
                        timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
-    assert (step["scheduled_at_ms"], step["attempt"]) == (scheduled["retry_at_ms"], 2)
+    assert (step.scheduled_at_ms, step.attempt) == (scheduled.retry_at_ms, 2)
 
 
 def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
@@ -92,19 +93,21 @@ def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
     dlq = reader(topics.dead_letter("data.process"), s.dlq_partitions)
     (dead,) = wait_for(lambda: dlq.of_job(exhausted["job_id"]), timeout_s=TIMEOUT_S,
                        what="the exhausted job's dead letter")  # fmt: skip
-    assert (dead["reason"], dead["attempts"]) == ("exhausted", 3)
-    assert dead["errors"] == [*earlier, last]
+    assert (dead.reason, dead.attempts) == ("exhausted", 3)
+    assert [plain(e) for e in dead.errors] == [*earlier, last]
     _wait_for_topic(topics, topics.dead_letter("video.encode"))
     other = reader(topics.dead_letter("video.encode"), s.dlq_partitions)
     (dead,) = wait_for(lambda: other.of_job(bad_input["job_id"]), timeout_s=TIMEOUT_S,
                        what="the non-retryable job's dead letter")  # fmt: skip
-    assert (dead["reason"], dead["attempts"], dead["errors"]) == ("non_retryable", 1, [refused])
+    assert (dead.reason, dead.attempts, [plain(e) for e in dead.errors]) == (
+        "non_retryable", 1, [refused]
+    )  # fmt: skip
 
     events = reader(topics.events, s.events_partitions)
     for job in (exhausted, bad_input):
         (step,) = wait_for(lambda job=job: events.of_job(job["job_id"], kind="DEAD_LETTERED"),
                            timeout_s=TIMEOUT_S, what="the DEAD_LETTERED event")  # fmt: skip
-        assert step["error"] == (last if job is exhausted else refused)
+        assert plain(step.error) == (last if job is exhausted else refused)
     assert router.router.stats.unroutable == 1
     assert router.router.stats.retried == 0
 
@@ -130,11 +133,11 @@ def test_retry_then_success_through_the_timers_at_the_backoff_times(
             produce(s, topics.events, [failed])
             run = wait_for(lambda a=attempt: _attempt(executions, job_id, a + 1),
                            timeout_s=TIMEOUT_S, what=f"attempt {attempt + 1}")  # fmt: skip
-            due = failed.data["at_ms"] + backoff
-            assert run["scheduled_at_ms"] == due
-            assert due <= run["fired_at_ms"] < due + 2000, "fired early, or far too late"
-            assert run["idempotency_key"] == "key-e2e"
-            assert [e["attempt"] for e in run["errors"]] == list(range(1, attempt + 1))
+            due = failed.data.at_ms + backoff
+            assert run.scheduled_at_ms == due
+            assert due <= run.fired_at_ms < due + 2000, "fired early, or far too late"
+            assert run.idempotency_key == "key-e2e"
+            assert [e.attempt for e in run.errors] == list(range(1, attempt + 1))
 
         # The third attempt succeeds; a record after it on the same partition shows the
         # router has read past it without scheduling anything more.
