@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from rich.progress import Progress
 
 from ops.bench.harness import JOB_TYPE
@@ -16,10 +17,11 @@ from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
 from pipeline.model.job import JobRequest
+from pipeline.model.records import JobSubmitted
 from pipeline.scheduling import new_job_id
 from pipeline.state.recovery import restore
 from pipeline.state.store import PartitionStore
-from pipeline.timers.entry import TimerEntry
+from pipeline.timers.entry import JobEntry
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
 
@@ -45,7 +47,8 @@ def fill_changelog(settings: Settings, count: int, progress: Progress) -> float:
         job_id = new_job_id(start)
         due = start + DAY_MS + i
         job = {**template, "job_id": job_id, "spec": {**template["spec"], "run_at_ms": due}}
-        value = TimerEntry(timer_id=job_id, kind="job", job=job, due_ms=due).encode()
+        entry = JobEntry(timer_id=job_id, job=msgspec.convert(job, JobSubmitted), due_ms=due)
+        value = entry.encode()
         while True:
             try:
                 producer.produce(topic, value, job_id.encode(), partition=0)

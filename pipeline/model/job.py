@@ -42,7 +42,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.records import Event
+from pipeline.model.records import CronSchedule, Event, JobSpec, JobSubmitted, RetryPolicyRecord
 from pipeline.model.retry import RetryPolicy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
 
@@ -100,6 +100,8 @@ def _retry_policy(value: object, parse: ValidatorFunctionWrapHandler) -> RetryPo
     constructor applies its rules, and the bounds of the Avro record's int and longs come
     last.
     """
+    if isinstance(value, RetryPolicyRecord):  # a decoded record's: its fields
+        value = {name: getattr(value, name) for name in value.__struct_fields__}
     if not isinstance(value, Mapping | RetryPolicy):
         raise ValidationError("spec.retry", "input should be a valid dictionary or instance of "
                                             "RetryPolicy")  # fmt: skip
@@ -253,14 +255,14 @@ class JobRequest(_Model):
         return Event("JobSubmitted", record)
 
 
-def validate_submitted(record: Mapping[str, Any], *, now_ms: int) -> None:
+def validate_submitted(record: Mapping[str, Any] | JobSubmitted, *, now_ms: int) -> None:
     """Apply every submission rule to a decoded JobSubmitted record; ValidationError if broken.
 
     ``now_ms`` is the reader's clock; see the module docstring for why it matters so little.
     """
     _check_envelope(record, now_ms=now_ms)
     spec = record.get("spec")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, Mapping | JobSpec):
         raise ValidationError("spec", "must be a JobSpec record")
     _check_run_at(record)
     _check_consistency(record, _request_of(record, spec))
@@ -274,20 +276,21 @@ _SAME_IN_SPEC = (
 _SAME_AT_TOP = ("idempotency_key", "workflow_id")
 
 
-def _request_of(record: Mapping[str, Any], spec: Mapping[str, Any]) -> JobRequest:
+def _request_of(record: Mapping[str, Any] | JobSubmitted,
+                spec: Mapping[str, Any] | JobSpec) -> JobRequest:  # fmt: skip
     """The JobRequest a record stands for, built through the same field rules."""
     fields: dict[str, Any] = {name: spec[name] for name in _SAME_IN_SPEC if name in spec}
     fields.update({name: record[name] for name in _SAME_AT_TOP if name in record})
     if spec.get("run_at_ms") is not None:  # in range: _check_run_at came first
         fields["run_at"] = _EPOCH + spec["run_at_ms"] * _MS
     if spec.get("cron") is not None:
-        if not isinstance(spec["cron"], Mapping):
+        if not isinstance(spec["cron"], Mapping | CronSchedule):
             raise ValidationError("spec.cron", "must be a CronSchedule record or null")
-        fields["cron"] = CronSpec.from_avro(spec["cron"])
+        fields["cron"] = CronSpec.from_avro(spec["cron"])  # type: ignore[arg-type]  # a CronSchedule reads by key
     return JobRequest(**fields)
 
 
-def _check_envelope(record: Mapping[str, Any], *, now_ms: int) -> None:
+def _check_envelope(record: Mapping[str, Any] | JobSubmitted, *, now_ms: int) -> None:
     """The job id's shape, and a ``submitted_at_ms`` that is plausibly epoch milliseconds."""
     rules.field_check("job_id", rules.job_id, record.get("job_id"))
     submitted = record.get("submitted_at_ms")
@@ -304,12 +307,12 @@ def _check_envelope(record: Mapping[str, Any], *, now_ms: int) -> None:
         )
 
 
-def _check_run_at(record: Mapping[str, Any]) -> None:
+def _check_run_at(record: Mapping[str, Any] | JobSubmitted) -> None:
     """A one-off fire time in the range normalize_fire_time accepts, from the submission."""
     normalize_fire_time(record["spec"].get("run_at_ms"), now_ms=record["submitted_at_ms"])
 
 
-def _check_consistency(record: Mapping[str, Any], request: JobRequest) -> None:
+def _check_consistency(record: Mapping[str, Any] | JobSubmitted, request: JobRequest) -> None:
     """Rules across fields: the id matches the key, no self-dependency, the schedule runs."""
     job_id = record["job_id"]
     if request.idempotency_key is not None:

@@ -1,15 +1,26 @@
 """A timer entry: what the timer store holds for one pending firing.
 
 Entries are the values of the changelog (JSON, so an operator can read the changelog
-with a console consumer) and of the store's index by timer id.
+with a console consumer) and of the store's index by timer id. Each kind of entry is a
+type of its own, told apart in the JSON by its ``kind``; what it holds under ``job``
+depends on the kind:
+
+- :class:`JobEntry` (``job``) and :class:`RetryEntry` (``retry``): the JobSubmitted record;
+- :class:`MarkerEntry` (``marker``): a :class:`Marker`, the ids a repeat is recognised by;
+- :class:`ScheduleEntry` (``workflow``): a :class:`RecurringWorkflow`, whose template
+  every run is submitted from.
+
+The field names are those entries had when ``job`` was a plain JSON object, so a store
+restored from a changelog written then still loads (tests/pipeline/timers/test_entry.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
-import orjson
+import msgspec
+
+from pipeline.model.records import CronSchedule, ErrorInfo, JobSpec, JobSubmitted, WorkflowSubmitted
 
 Kind = Literal["job", "retry", "marker", "workflow"]
 
@@ -41,16 +52,44 @@ def ended_timer_id(owner: str, workflow_id: str) -> str:
     return ENDED_PREFIX + _scoped(owner, workflow_id)
 
 
-@dataclass(frozen=True, slots=True)
-class TimerEntry:
-    timer_id: str
-    """The job id; the job id + '/retry' for a pending retry."""
-    kind: Kind
+class Marker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a marker keeps of the job (or the workflow) it stands for."""
+
+    job_id: str
+    """The job's id; an ended workflow's id for its marker."""
+    idempotency_key: str | None
+    owner: str | None = None
+    """An ended workflow's owner (its record is kept under owner and id)."""
+
+
+class ScheduleSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A recurring workflow's schedule and owner, where a job's entry has its spec."""
+
+    cron: CronSchedule
+    owner: str
+    job_type: str = ""
+
+
+class RecurringWorkflow(msgspec.Struct, frozen=True, kw_only=True):
+    """A recurring workflow as its timer keeps it: the WorkflowSubmitted of its steps."""
+
+    job_id: str
+    """The workflow's id (the schedule's)."""
+    workflow_id: None = None
+    template: WorkflowSubmitted
+    idempotency_key: str | None = None
+    spec: ScheduleSpec
+
+
+class TimerEntry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """The fields every kind of entry has; an entry is one of the kinds below."""
+
+    kind: ClassVar[Kind]
     """job: a submission's schedule; retry: one more attempt; marker: an idempotency
     record kept after a one-off job fired, so a resubmission stays a no-op; workflow: a
-    recurring workflow's schedule (its job holds the template, see schedule_timer_id)."""
-    job: dict[str, Any]
-    """The JobSubmitted record (job_id, idempotency_key, workflow_id, spec, ...)."""
+    recurring workflow's schedule (see schedule_timer_id)."""
+    timer_id: str
+    """The job id; the job id + '/retry' for a pending retry."""
     due_ms: int
     """The instant to fire (cron jitter applied); for a marker, when it expires."""
     runs: int = 0
@@ -59,7 +98,7 @@ class TimerEntry:
     paused: bool = False
     blocked: bool = False
     """Waiting for parents (its step node says which): out of the schedule until released."""
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[ErrorInfo] = []
     """A retry's earlier attempts' errors."""
     held_by: str | None = None
     """The id of the rate limit holding the job back (pipeline/limits/model.py), while it
@@ -70,23 +109,93 @@ class TimerEntry:
 
     @property
     def job_id(self) -> str:
-        return str(self.job["job_id"])
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return self.job["spec"]
+        raise NotImplementedError
 
     @property
     def owner(self) -> str:
-        """The job's owner; "" for a marker, which keeps no spec."""
-        return str((self.job.get("spec") or {}).get("owner", ""))
+        """The owner its schedule is fair to; "" for a marker, which fires nothing."""
+        raise NotImplementedError
 
-    def evolve(self, **changes: Any) -> TimerEntry:
-        return replace(self, **changes)
+    def evolve(self, **changes: Any) -> Self:
+        return msgspec.structs.replace(self, **changes)
 
     def encode(self) -> bytes:
-        return orjson.dumps(self)  # orjson reads dataclasses natively, without a deep copy
+        return _ENCODER.encode(self)
 
-    @classmethod
-    def decode(cls, raw: bytes) -> TimerEntry:
-        return cls(**orjson.loads(raw))
+    @staticmethod
+    def decode(raw: bytes) -> AnyEntry:
+        return _DECODER.decode(raw)
+
+
+class FiringEntry(TimerEntry, frozen=True, kw_only=True):
+    """An entry whose firing runs the job it holds: a job's or a retry's."""
+
+    job: JobSubmitted
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.job.spec
+
+    @property
+    def owner(self) -> str:
+        return self.job.spec.owner
+
+
+class JobEntry(FiringEntry, frozen=True, kw_only=True, tag="job"):
+    """A submitted job's schedule: its one run, or its cron's next."""
+
+    kind: ClassVar[Kind] = "job"
+
+
+class RetryEntry(FiringEntry, frozen=True, kw_only=True, tag="retry"):
+    """One more attempt of a job that failed (``attempt``, after ``errors``)."""
+
+    kind: ClassVar[Kind] = "retry"
+
+
+class MarkerEntry(TimerEntry, frozen=True, kw_only=True, tag="marker"):
+    """Keeps a repeat a no-op until ``due_ms``: a resubmission of a fired job, a late
+    retry request (its ``attempt`` fired, or the job was cancelled), an ended workflow."""
+
+    kind: ClassVar[Kind] = "marker"
+    job: Marker
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def owner(self) -> str:
+        return ""
+
+
+class ScheduleEntry(TimerEntry, frozen=True, kw_only=True, tag="workflow"):
+    """A recurring workflow's next time: its firing submits a run of the template."""
+
+    kind: ClassVar[Kind] = "workflow"
+    job: RecurringWorkflow
+
+    @property
+    def job_id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def owner(self) -> str:
+        return self.job.spec.owner
+
+    @property
+    def cron(self) -> CronSchedule:
+        return self.job.spec.cron
+
+
+Firing = JobEntry | RetryEntry
+"""An entry whose firing runs a job (a :class:`FiringEntry`)."""
+AnyEntry = JobEntry | RetryEntry | MarkerEntry | ScheduleEntry
+"""An entry as the store holds it: one of the kinds."""
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(AnyEntry)

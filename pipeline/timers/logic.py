@@ -21,25 +21,44 @@ from pipeline.model.commands import validate_command
 from pipeline.model.job import validate_submitted
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.params import submission_fields, summarize_params
+from pipeline.model.records import (
+    CronSchedule,
+    ExecutionRequested,
+    JobCancelled,
+    JobSubmitted,
+    JobTriggered,
+    RetryScheduled,
+    ScheduleAction,
+    ScheduleChanged,
+    WorkflowSubmitted,
+    evolve,
+    lifecycle,
+)
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
-from pipeline.scheduling import CronSpec, due_runs, execution_id, next_fire_ms
+from pipeline.scheduling import due_runs, execution_id, next_fire_ms
 from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
 from pipeline.serde import Event
-from pipeline.timers.entry import TimerEntry, retry_timer_id
+from pipeline.timers.entry import (
+    AnyEntry,
+    Firing,
+    FiringEntry,
+    JobEntry,
+    Marker,
+    MarkerEntry,
+    RetryEntry,
+    ScheduleEntry,
+    retry_timer_id,
+)
 from pipeline.timers.state import TimerState
 from pipeline.timers.workflow import WorkflowTimers
 from pipeline.topics import Topics
 from pipeline.workflows import GateAction, WorkflowRecord
-from pipeline.workflows.commands import STEP_LABEL, check_schedule, expand_workflow
+from pipeline.workflows.commands import STEP_LABEL, check_schedule, cron_of, expand_workflow
 
 log = logging.getLogger(__name__)
 
 K = LifecycleKind
-
-
-FIRES_JOB = frozenset({"job", "retry"})
-"""The entries whose firing runs a job: rate limits and topic refusals apply to them."""
 
 CANCELLED_ATTEMPT = 2**31 - 1
 """The attempt a cancel's retry marker records: no retry request is above it."""
@@ -106,37 +125,35 @@ class TimerLogic:
             return self.workflows.cancel_workflow(state, data, now_ms)
         raise ValidationError("event", f"{event.name} does not belong on the timer topics")
 
-    def _submitted(self, state: TimerState, job: dict[str, Any], now_ms: int, *,
+    def _submitted(self, state: TimerState, job: JobSubmitted, now_ms: int, *,
                    step: str | None = None, checked: bool = False) -> list[Output]:  # fmt: skip
         if not checked:
             validate_submitted(job, now_ms=now_ms)
-        in_workflow = job.get("workflow_id") is not None
-        known = in_workflow and self.workflows.known(state, job)
-        if known or state.get(job["job_id"]) is not None:
+        workflow_id = job.workflow_id
+        known = workflow_id is not None and self.workflows.known(state, job, workflow_id)
+        if known or state.get(job.job_id) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
             return []
         due = self._first_fire(job, now_ms)
-        gate = self.workflows.admit(state, job, step) if in_workflow else None
+        gate = None if workflow_id is None else self.workflows.admit(state, job, workflow_id, step)
         # The first event of a job tells the status processor what only the submission holds.
-        first = submission_fields(job)
+        first = submission_fields(job)  # type: ignore[arg-type]  # reads a JobSubmitted by key
         if due is None:
             return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run",
                                     **first)]  # fmt: skip
         if gate is not None and gate.action is GateAction.CANCEL:
             return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason, **first)]
         blocked = gate is not None and gate.action is GateAction.WAIT
-        state.put(TimerEntry(timer_id=job["job_id"], kind="job", job=job, due_ms=due,
-                             blocked=blocked))  # fmt: skip
+        state.put(JobEntry(timer_id=job.job_id, job=job, due_ms=due, blocked=blocked))
         if gate is not None and blocked:
             return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
         return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]
 
-    def _workflow_submitted(self, state: TimerState, data: dict[str, Any],
+    def _workflow_submitted(self, state: TimerState, data: WorkflowSubmitted,
                             now_ms: int) -> list[Output]:  # fmt: skip
         """Every step of a workflow, parents first, or (one rule broken) none of them."""
         steps = expand_workflow(data, now_ms=now_ms)
-        workflow_id = data["workflow_id"]
-        if state.nodes.workflow(data["owner"], workflow_id) is not None:
+        if state.nodes.workflow(data.owner, data.workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
         schedule = check_schedule(data)
@@ -144,80 +161,80 @@ class TimerLogic:
             self.workflows.schedule(state, data, schedule, now_ms)
             return []
         state.nodes.put_workflow(WorkflowRecord(
-            owner=data["owner"], workflow_id=workflow_id, steps=len(steps),
-            idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
-            schedule_id=data.get("schedule_id"),
+            owner=data.owner, workflow_id=data.workflow_id, steps=len(steps),
+            idempotency_key=data.idempotency_key, submitted_at_ms=data.submitted_at_ms,
+            schedule_id=data.schedule_id,
         ))  # fmt: skip
         emits: list[Output] = []
         for name, job in steps:
             emits.extend(self._submitted(state, job, now_ms, step=name, checked=True))
         return emits
 
-    def _cancelled(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
+    def _cancelled(self, state: TimerState, data: JobCancelled, now_ms: int) -> list[Output]:
         """Drop the job's pending fire or retry; a run of it that may be under way (it has
         fired, or it is a schedule whose last run may still go on) is for the workers:
         a CancelRequested on jobs.control (pipeline/model/cancel.py)."""
         emits: list[Output] = []
         in_flight = True
-        for timer_id in (data["job_id"], retry_timer_id(data["job_id"])):
+        for timer_id in (data.job_id, retry_timer_id(data.job_id)):
             entry = state.get(timer_id)
-            if entry is None or entry.kind == "marker":
+            if not isinstance(entry, FiringEntry):  # none, or a marker
                 continue
             self._finish(state, entry, now_ms)
             self.workflows.forget_waiting(state, entry.job)
-            in_flight = entry.kind == "job" and bool(entry.spec.get("cron"))
-            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.get("reason"),
-                                         requested_by=data.get("requested_by")))  # fmt: skip
+            in_flight = isinstance(entry, JobEntry) and entry.spec.cron is not None
+            emits.append(self._lifecycle(K.CANCELLED, entry.job, now_ms, detail=data.reason,
+                                         requested_by=data.requested_by))  # fmt: skip
         # A failure reported after the cancel must not bring the job back.
-        self._retry_marker(state, data, CANCELLED_ATTEMPT, now_ms)
+        self._retry_marker(state, data.job_id, CANCELLED_ATTEMPT, now_ms)
         emits = emits[:1]
         if in_flight:
             emits.append(self._control(data, now_ms))
         return emits
 
-    def _control(self, data: dict[str, Any], now_ms: int) -> Output:
+    def _control(self, data: JobCancelled, now_ms: int) -> Output:
         """The CancelRequested of a cancel that may find a run under way: it covers the
         executions fired up to now, on this partition's clock as their epochs are."""
-        request = CancelRequest(job_id=data["job_id"], workflow_id=data.get("workflow_id"),
-                                requested_at_ms=int(data.get("requested_at_ms") or now_ms),
-                                up_to_epoch=now_ms, requested_by=data.get("requested_by"),
-                                reason=data.get("reason"))  # fmt: skip
+        request = CancelRequest(job_id=data.job_id, workflow_id=data.workflow_id,
+                                requested_at_ms=data.requested_at_ms or now_ms,
+                                up_to_epoch=now_ms, requested_by=data.requested_by,
+                                reason=data.reason)  # fmt: skip
         return Output(self.topics.control, request.key, request.to_event())
 
-    def _schedule_changed(self, state: TimerState, data: dict[str, Any],
+    def _schedule_changed(self, state: TimerState, data: ScheduleChanged,
                           now_ms: int) -> list[Output]:  # fmt: skip
-        entry = state.get(data["job_id"])
-        if entry is None or entry.kind != "job":
-            if data.get("run_at_ms") is not None:
+        entry = state.get(data.job_id)
+        if not isinstance(entry, JobEntry):
+            if data.run_at_ms is not None:
                 _ignored(data, "no pending run: it has fired, ended, or is unknown here")
             return []
-        action = data["action"]
-        if action == "PAUSE" and not entry.paused:
+        action = data.action
+        if action is ScheduleAction.PAUSE and not entry.paused:
             state.put(entry.evolve(paused=True))
             return [self._lifecycle(K.PAUSED, entry.job, now_ms, **_asked(data, "paused"))]
-        if action == "RESUME" and entry.paused:
+        if action is ScheduleAction.RESUME and entry.paused:
             due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
             state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
             return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due,
                                     **_asked(data, "resumed"))]  # fmt: skip
-        if action == "UPDATE":
-            run_at = data.get("run_at_ms")
+        if action is ScheduleAction.UPDATE:
+            run_at = data.run_at_ms
             refusal = _update_refusal(entry, run_at)
             if refusal is not None:
                 _ignored(data, refusal)
                 return []
-            spec = dict(entry.spec)
-            if data.get("cron") is not None:
-                spec["cron"] = data["cron"]
-            if data.get("params") is not None:
-                spec["params"] = data["params"]
-            job = {**entry.job, "spec": spec}
+            spec = entry.spec
+            if data.cron is not None:
+                spec = evolve(spec, cron=data.cron)
+            if data.params is not None:
+                spec = evolve(spec, params=data.params)
+            job = evolve(entry.job, spec=spec)
             validate_submitted(job, now_ms=now_ms)
-            if spec.get("cron"):
+            if spec.cron is not None:
                 updated = self._next_fire(job, now_ms, entry.runs)
             else:
                 # spec.run_at_ms stays as submitted: the entry's due time is when it runs.
-                updated = entry.due_ms if run_at is None else int(run_at)
+                updated = entry.due_ms if run_at is None else run_at
             detail = "schedule updated" if run_at is None else "run time moved"
             if updated is None:
                 self._finish(state, entry, now_ms)
@@ -227,21 +244,21 @@ class TimerLogic:
             if entry.paused:  # stays PAUSED: RESUME announces the schedule it then follows
                 return [self._lifecycle(K.PAUSED, job, now_ms,
                                         **_asked(data, f"{detail}, still paused"))]  # fmt: skip
-            changed = {**summarize_params(spec.get("params"))._asdict(),
-                       "labels": dict(spec.get("labels") or {})}  # fmt: skip
+            changed = {**summarize_params(spec.params)._asdict(), "labels": dict(spec.labels)}
             return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=updated,
                                     **_asked(data, detail), **changed)]  # fmt: skip
         return []
 
-    def _triggered(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
+    def _triggered(self, state: TimerState, data: JobTriggered, now_ms: int) -> list[Output]:
         """Run a pending job now: a one-off job fires now instead of at its time; a
         recurring one fires once more now, keeps its next occurrence, and counts the run
         towards its max_runs. A job that fired already, ended, waits for its parents or is
         paused (resume it first) has nothing to run now: the command changes nothing."""
-        entry = state.get(data["job_id"])
-        if entry is None or entry.kind != "job" or entry.blocked or entry.paused:
+        entry = state.get(data.job_id)
+        if not isinstance(entry, JobEntry) or entry.blocked or entry.paused:
             return []
-        if not entry.spec.get("cron"):
+        cron = entry.spec.cron
+        if cron is None:
             # Due now: this iteration's punctuation fires it, as any other due timer.
             due = min(entry.due_ms, now_ms)
             state.put(entry.evolve(due_ms=due))
@@ -249,37 +266,32 @@ class TimerLogic:
                                     **_asked(data, "run now"))]  # fmt: skip
         emits = self._fire(state, entry, now_ms, now_ms, asked=_asked(data, "run now"))
         runs = entry.runs + 1
-        max_runs = CronSpec.from_avro(entry.spec["cron"]).max_runs
-        if max_runs is not None and runs >= max_runs:
+        if cron.max_runs is not None and runs >= cron.max_runs:
             self._finish(state, entry, now_ms)
         else:
             state.put(entry.evolve(runs=runs))
         return emits
 
-    def _retry(self, state: TimerState, data: dict[str, Any], now_ms: int) -> list[Output]:
+    def _retry(self, state: TimerState, data: RetryScheduled, now_ms: int) -> list[Output]:
         """Schedule another attempt, unless this attempt is already pending or has fired.
 
         Two failure reports of one execution (a zombie's FAILED after its LOST) ask for
         the same attempt; the retry timer, or the marker it leaves after firing, makes
         the second one a no-op.
         """
-        current = state.get(retry_timer_id(data["job_id"]))
-        if current is not None and current.attempt >= data["attempt"]:
+        timer_id = retry_timer_id(data.job_id)
+        current = state.get(timer_id)
+        if current is not None and current.attempt >= data.attempt:
             self.duplicates += 1
             if current.attempt == CANCELLED_ATTEMPT:  # its status waits for the retry: end it
                 return [self._lifecycle(K.CANCELLED, data, now_ms,
                                         detail="cancelled before its retry")]  # fmt: skip
             return []
-        job = {
-            "job_id": data["job_id"], "workflow_id": data.get("workflow_id"),
-            "idempotency_key": data.get("idempotency_key"), "submitted_at_ms": now_ms,
-            "spec": data["spec"],
-        }  # fmt: skip
-        entry = TimerEntry(
-            timer_id=retry_timer_id(data["job_id"]), kind="retry", job=job,
-            due_ms=data["retry_at_ms"], attempt=data["attempt"], errors=data.get("errors", []),
-        )  # fmt: skip
-        state.put(entry)
+        job = JobSubmitted(job_id=data.job_id, workflow_id=data.workflow_id,
+                           idempotency_key=data.idempotency_key, submitted_at_ms=now_ms,
+                           spec=data.spec)  # fmt: skip
+        state.put(RetryEntry(timer_id=timer_id, job=job, due_ms=data.retry_at_ms,
+                             attempt=data.attempt, errors=data.errors))  # fmt: skip
         return []
 
     # -- firing ------------------------------------------------------------------------
@@ -291,49 +303,53 @@ class TimerLogic:
         released = self._release_held(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
         for entry in self.due_batch(state, now_ms, limit - len(released)):
-            if entry.kind == "marker":
+            if isinstance(entry, MarkerEntry):
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
                 continue
-            if self._hold(state, entry, now_ms):
+            if isinstance(entry, FiringEntry) and self._hold(state, entry, now_ms):
                 continue
             emits.extend(self._fire_entry(state, entry, now_ms))
         return emits
 
-    def _fire_entry(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
+    def _fire_entry(self, state: TimerState, entry: Firing | ScheduleEntry,
+                    now_ms: int) -> list[Output]:  # fmt: skip
         """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
         refused (a cron job too: it would be refused at every run) then ends."""
-        refused = (bool(self.refused_topics) and entry.kind in FIRES_JOB
-                   and self._refusal(entry) is not None)  # fmt: skip
-        if refused or entry.kind == "retry" or not entry.spec.get("cron"):
+        if isinstance(entry, ScheduleEntry):
+            return self._fire_recurring(state, entry, entry.cron, now_ms)
+        cron = entry.spec.cron
+        refused = bool(self.refused_topics) and self._refusal(entry) is not None
+        if refused or cron is None or isinstance(entry, RetryEntry):
             emits = self._fire(state, entry, entry.due_ms, now_ms)
             self._finish(state, entry, now_ms)
             return emits
-        return self._fire_recurring(state, entry, now_ms)
+        return self._fire_recurring(state, entry, cron, now_ms)
 
     # -- rate limits -------------------------------------------------------------------
 
-    def _hold(self, state: TimerState, entry: TimerEntry, now_ms: int) -> bool:
+    def _hold(self, state: TimerState, entry: Firing, now_ms: int) -> bool:
         """Put a due job in the queue of the limit that has no token for it; False when
         every limit that applies gave one (and the job is to fire now)."""
-        if entry.kind not in FIRES_JOB:
-            return False
-        key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
+        job_type = entry.spec.job_type
+        key = self.throttle.admit(entry.owner, job_type, now_ms)
         if key is None:
             return False
         state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
-        state.held.append(entry.spec["job_type"])
+        state.held.append(job_type)
         return True
 
-    def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
+    def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[Firing]:
         """The held jobs that may fire now: each limit's queue in order, while its tokens
         last. A job another limit still holds moves to that limit's queue."""
-        ready: list[TimerEntry] = []
+        ready: list[Firing] = []
         for limit_id in state.held_limits():
             for entry in state.held_by(limit_id):
                 if len(ready) >= limit:
                     return ready
-                key = self.throttle.admit(entry.owner, entry.spec["job_type"], now_ms)
+                if not isinstance(entry, FiringEntry):  # only jobs are held
+                    continue
+                key = self.throttle.admit(entry.owner, entry.spec.job_type, now_ms)
                 if key is None:
                     ready.append(entry)
                 elif key.id != limit_id:
@@ -342,7 +358,7 @@ class TimerLogic:
                     break
         return ready
 
-    def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[TimerEntry]:
+    def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[AnyEntry]:
         """The entries to fire now, in weighted fair order across owners.
 
         When every due entry fits the batch, the one scan in fire-time order already holds
@@ -358,8 +374,9 @@ class TimerLogic:
         queues = {owner: state.due_of(owner, now_ms) for owner in owners}
         return fair_batch(queues, self.owner_weight, limit)
 
-    def _fire_recurring(self, state: TimerState, entry: TimerEntry, now_ms: int) -> list[Output]:
-        cron = CronSpec.from_avro(entry.spec["cron"])
+    def _fire_recurring(self, state: TimerState, entry: Firing | ScheduleEntry,
+                        schedule: CronSchedule, now_ms: int) -> list[Output]:  # fmt: skip
+        cron = cron_of(schedule)
         # A run a limit held back was due in time: the wait was the limit's, not a misfire.
         if now_ms - entry.due_ms <= self.policy.grace_ms or entry.held_at_ms is not None:
             fires: tuple[int, ...] = (entry.due_ms,)
@@ -371,8 +388,12 @@ class TimerLogic:
                               job_id=entry.job_id, runs_so_far=entry.runs,
                               grace_ms=self.policy.grace_ms)  # fmt: skip
             fires, following = missed.run_now, missed.next_fire_ms
-        fire_one = self.workflows.start_run if entry.kind == "workflow" else self._fire
-        emits = [emit for fire in fires for emit in fire_one(state, entry, fire, now_ms)]
+        emits: list[Output] = []
+        for fire in fires:
+            if isinstance(entry, ScheduleEntry):
+                emits.extend(self.workflows.start_run(state, entry, fire, now_ms))
+            else:
+                emits.extend(self._fire(state, entry, fire, now_ms))
         if following is None:
             self._finish(state, entry, now_ms)
         else:
@@ -380,51 +401,50 @@ class TimerLogic:
                                    held_by=None, held_at_ms=None))  # fmt: skip
         return emits
 
-    def _fire(self, state: TimerState, entry: TimerEntry, fire_ms: int, now_ms: int,
-              asked: Mapping[str, Any] | None = None) -> list[Output]:  # fmt: skip
+    def _fire(self, state: TimerState, entry: Firing, fire_ms: int, now_ms: int,
+              asked: Mapping[str, str | None] | None = None) -> list[Output]:  # fmt: skip
         """The execution of ``entry`` due at ``fire_ms`` and its FIRED (with who ``asked``
         for it and why, for a trigger)."""
-        key = partition_key(entry.job_id, entry.job.get("workflow_id"))
+        job = entry.job
+        key = partition_key(job.job_id, job.workflow_id)
         topic = self._execution_topic(entry)
         refusal = self.refused_topics.get(topic)
         if refusal is not None:
             return self._refuse(entry, key, refusal, now_ms)
-        spec = entry.spec
-        timeout = spec.get("timeout_ms")
-        execution = {
-            "job_id": entry.job_id,
-            "workflow_id": entry.job.get("workflow_id"),
-            "execution_id": execution_id(entry.job_id, entry.attempt, fire_ms),
-            "attempt": entry.attempt,
+        spec = job.spec
+        timeout = spec.timeout_ms
+        execution = ExecutionRequested(
+            job_id=job.job_id,
+            workflow_id=job.workflow_id,
+            execution_id=execution_id(job.job_id, entry.attempt, fire_ms),
+            attempt=entry.attempt,
             # The firing instant orders every execution of a job: a fencing token.
-            "epoch": now_ms,
-            "scheduled_at_ms": fire_ms,
-            "fired_at_ms": now_ms,
-            "deadline_ms": now_ms + timeout if timeout else None,
-            "spec": spec,
-            "idempotency_key": entry.job.get("idempotency_key"),
-            "errors": entry.errors,
-            "parent_results": self.workflows.parent_results(state, entry.job),
-        }
+            epoch=now_ms,
+            scheduled_at_ms=fire_ms,
+            fired_at_ms=now_ms,
+            deadline_ms=now_ms + timeout if timeout else None,
+            spec=spec,
+            idempotency_key=job.idempotency_key,
+            errors=entry.errors,
+            parent_results=self.workflows.parent_results(state, job),
+        )
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
-        fired = self._lifecycle(
-            K.FIRED, entry.job, now_ms, scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
-            attempt=entry.attempt, epoch=now_ms, execution_id=execution["execution_id"],
-            throttled_ms=throttled, **(asked or {}),
-        )  # fmt: skip
-        partition = self.policy.concurrency.partition_for(spec["job_type"], key)
-        return [Output(topic, key, Event("ExecutionRequested", execution), partition), fired]
+        fired = lifecycle(K.FIRED, execution, at_ms=now_ms, step=spec.labels.get(STEP_LABEL),
+                          scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
+                          throttled_ms=throttled, **(asked or {}))  # fmt: skip
+        partition = self.policy.concurrency.partition_for(spec.job_type, key)
+        return [Output(topic, key, Event("ExecutionRequested", execution), partition),
+                Output(self.topics.events, key, Event("JobLifecycle", fired))]  # fmt: skip
 
-    def _execution_topic(self, entry: TimerEntry) -> str:
+    def _execution_topic(self, entry: Firing) -> str:
         spec = entry.spec
-        return self.topics.execution(spec["job_type"], spec.get("priority", "NORMAL"),
-                                     spec.get("pool"))  # fmt: skip
+        return self.topics.execution(spec.job_type, spec.priority, spec.pool)
 
-    def _refusal(self, entry: TimerEntry) -> str | None:
+    def _refusal(self, entry: Firing) -> str | None:
         """Why the job cannot fire: the broker refused its execution topic; else None."""
         return self.refused_topics.get(self._execution_topic(entry))
 
-    def _refuse(self, entry: TimerEntry, key: bytes, reason: str, now_ms: int) -> list[Output]:
+    def _refuse(self, entry: Firing, key: bytes, reason: str, now_ms: int) -> list[Output]:
         """The job goes to jobs.intake.dlq as its submission, with the reason, and ends."""
         log.warning("job refused at firing", extra={"job_id": entry.job_id, "reason": reason})
         dead = Output(self.topics.intake_dlq, key, Event("JobSubmitted", entry.job),
@@ -434,75 +454,67 @@ class TimerLogic:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _finish(self, state: TimerState, entry: TimerEntry, now_ms: int) -> None:
+    def _finish(self, state: TimerState, entry: Firing | ScheduleEntry, now_ms: int) -> None:
         """Drop a timer, leaving a marker where a repeat must stay a no-op.
 
         A job with an idempotency key keeps one for as long as a resubmission may come;
         a fired retry keeps one recording its attempt, so a late duplicate request for
         the same attempt is recognised.
         """
-        if entry.kind == "job" and entry.job.get("idempotency_key"):
-            marker_job = {k: entry.job.get(k) for k in ("job_id", "idempotency_key")}
-            state.put(TimerEntry(timer_id=entry.timer_id, kind="marker", job=marker_job,
-                                 due_ms=now_ms + self.policy.marker_ttl_ms))  # fmt: skip
-        elif entry.kind == "retry":
-            self._retry_marker(state, entry.job, entry.attempt, now_ms)
+        if isinstance(entry, JobEntry) and entry.job.idempotency_key:
+            marker = Marker(job_id=entry.job_id, idempotency_key=entry.job.idempotency_key)
+            state.put(MarkerEntry(timer_id=entry.timer_id, job=marker,
+                                  due_ms=now_ms + self.policy.marker_ttl_ms))  # fmt: skip
+        elif isinstance(entry, RetryEntry):
+            self._retry_marker(state, entry.job_id, entry.attempt, now_ms)
         else:
             state.remove(entry.timer_id)
 
-    def _retry_marker(self, state: TimerState, job: dict[str, Any], attempt: int,
-                      now_ms: int) -> None:  # fmt: skip
-        state.put(TimerEntry(
-            timer_id=retry_timer_id(job["job_id"]), kind="marker", attempt=attempt,
-            job={"job_id": job["job_id"], "idempotency_key": None},
+    def _retry_marker(self, state: TimerState, job_id: str, attempt: int, now_ms: int) -> None:
+        state.put(MarkerEntry(
+            timer_id=retry_timer_id(job_id), attempt=attempt,
+            job=Marker(job_id=job_id, idempotency_key=None),
             due_ms=now_ms + self.policy.retry_marker_ttl_ms,
         ))  # fmt: skip
 
-    def _first_fire(self, job: dict[str, Any], now_ms: int) -> int | None:
-        spec = job["spec"]
-        if spec.get("cron"):
+    def _first_fire(self, job: JobSubmitted, now_ms: int) -> int | None:
+        if job.spec.cron is not None:
             return self._next_fire(job, now_ms, 0)
-        run_at = spec.get("run_at_ms")
-        return now_ms if run_at is None else int(run_at)
+        run_at = job.spec.run_at_ms
+        return now_ms if run_at is None else run_at
 
     @staticmethod
-    def _next_fire(job: dict[str, Any], now_ms: int, runs: int) -> int | None:
-        cron = job["spec"].get("cron")
-        if not cron:
+    def _next_fire(job: JobSubmitted, now_ms: int, runs: int) -> int | None:
+        cron = job.spec.cron
+        if cron is None:
             return None
-        return next_fire_ms(CronSpec.from_avro(cron), now_ms, job_id=job["job_id"],
-                            runs_so_far=runs)  # fmt: skip
+        return next_fire_ms(cron_of(cron), now_ms, job_id=job.job_id, runs_so_far=runs)
 
-    def _lifecycle(
-        self, kind: LifecycleKind, job: dict[str, Any], now_ms: int, **fields: Any
-    ) -> Output:
-        spec = job.get("spec") or {}
-        data = {
-            "kind": kind, "job_id": job["job_id"], "workflow_id": job.get("workflow_id"),
-            "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-            "step": (spec.get("labels") or {}).get(STEP_LABEL), **fields,
-        }  # fmt: skip
-        key = partition_key(job["job_id"], job.get("workflow_id"))
-        return Output(self.topics.events, key, Event("JobLifecycle", data))
+    def _lifecycle(self, kind: LifecycleKind, job: JobSubmitted | RetryScheduled, now_ms: int,
+                   **fields: Any) -> Output:  # fmt: skip
+        """A JobLifecycle of ``job`` on jobs.events (a step's carries its name)."""
+        event = lifecycle(kind, job, at_ms=now_ms, step=job.spec.labels.get(STEP_LABEL), **fields)
+        return Output(self.topics.events, partition_key(job.job_id, job.workflow_id),
+                      Event("JobLifecycle", event))  # fmt: skip
 
 
-def _update_refusal(entry: TimerEntry, run_at_ms: int | None) -> str | None:
+def _update_refusal(entry: JobEntry, run_at_ms: int | None) -> str | None:
     """Why an UPDATE leaves the pending ``entry`` as it is; None to apply it. The API
     refuses these with 409 from its views; the timers decide on what they hold."""
     if run_at_ms is None:
         return None
-    if entry.spec.get("cron"):
+    if entry.spec.cron is not None:
         return "the job is recurring: its runs follow its cron, not run_at_ms"
     if entry.blocked:
         return "the job waits for its parents: its run time can move once they have ended"
     return None
 
 
-def _ignored(command: Mapping[str, Any], reason: str) -> None:
-    log.info("schedule change ignored", extra={"job_id": command["job_id"], "reason": reason})
+def _ignored(command: ScheduleChanged, reason: str) -> None:
+    log.info("schedule change ignored", extra={"job_id": command.job_id, "reason": reason})
 
 
-def _asked(command: Mapping[str, Any], done: str) -> dict[str, Any]:
+def _asked(command: ScheduleChanged | JobTriggered, done: str) -> dict[str, str | None]:
     """The fields a command's JobLifecycle carries: who asked, and why (the reason given,
     else what was ``done``)."""
-    return {"requested_by": command.get("requested_by"), "detail": command.get("reason") or done}
+    return {"requested_by": command.requested_by, "detail": command.reason or done}

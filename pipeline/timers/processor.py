@@ -22,6 +22,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka import clients
 from pipeline.limits.topic import LimitsFollower
+from pipeline.model.records import ExecutionRequested
 from pipeline.model.time_keys import SCHEDULE_LOWER_BOUND
 from pipeline.runtime import Output, Processor, Record, RunnerOptions
 from pipeline.runtime.counters import Counters
@@ -122,11 +123,10 @@ class TimerProcessor(Processor[TimerState]):
             if output.topic == self.topics.intake_dlq:
                 dead += 1
                 continue
-            event = output.value
-            if getattr(event, "name", None) == "ExecutionRequested":
-                data = event.data  # type: ignore[union-attr]
+            data = getattr(output.value, "data", None)
+            if isinstance(data, ExecutionRequested):
                 fired += 1
-                lateness = data["fired_at_ms"] - data["scheduled_at_ms"]
+                lateness = data.fired_at_ms - data.scheduled_at_ms
                 self.counts.max_lateness_ms = max(self.counts.max_lateness_ms, lateness)
         self.counts.fired += fired
         self.counts.dead_lettered += dead

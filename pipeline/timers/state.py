@@ -36,7 +36,7 @@ from pipeline.model.time_keys import (
     owner_range_start,
 )
 from pipeline.state.batch import PartitionBatch
-from pipeline.timers.entry import TimerEntry
+from pipeline.timers.entry import AnyEntry, TimerEntry
 from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 ChangelogRecord = tuple[bytes, bytes | None]
@@ -62,7 +62,7 @@ class TimerState:
         """The job type of each job a rate limit held back in this transaction (metrics)."""
         # Entries decoded in this transaction: firing reads an entry, then replaces or
         # removes it, and each of those needs the entry's current schedule key.
-        self._entries: dict[str, TimerEntry | None] = {}
+        self._entries: dict[str, AnyEntry | None] = {}
         self.nodes = WorkflowNodes(tx, self.changelog)
         """The workflows' step nodes, in the same transaction and changelog."""
 
@@ -74,13 +74,13 @@ class TimerState:
         """The changelog records of this transaction (for the runtime, at commit)."""
         return self.changelog
 
-    def get(self, timer_id: str) -> TimerEntry | None:
+    def get(self, timer_id: str) -> AnyEntry | None:
         if timer_id not in self._entries:
             raw = self.tx.get(encode_index_key(timer_id))
             self._entries[timer_id] = None if raw is None else TimerEntry.decode(raw)
         return self._entries[timer_id]
 
-    def put(self, entry: TimerEntry) -> None:
+    def put(self, entry: AnyEntry) -> None:
         raw = entry.encode()
         self._index(entry.timer_id, entry, raw)
         self.changelog.append((entry.timer_id.encode(), raw))
@@ -98,7 +98,7 @@ class TimerState:
         entry = None if value is None else TimerEntry.decode(value)
         self._index(timer_id, entry, value)
 
-    def due(self, now_ms: int, limit: int) -> list[TimerEntry]:
+    def due(self, now_ms: int, limit: int) -> list[AnyEntry]:
         """Entries whose fire time is at or before ``now_ms``, earliest first."""
         entries = []
         upper = due_upper_bound(now_ms)
@@ -125,7 +125,7 @@ class TimerState:
                                      decode_owner_schedule_key, owner_range_end)  # fmt: skip
         return [owner for owner, fire_ms in firsts if fire_ms <= now_ms]
 
-    def due_of(self, owner: str, now_ms: int) -> Iterator[TimerEntry]:
+    def due_of(self, owner: str, now_ms: int) -> Iterator[AnyEntry]:
         """The entries of ``owner`` due at ``now_ms``, earliest first, read as consumed."""
         for key, _ in self.tx.scan(owner_range_start(owner), owner_due_bound(owner, now_ms)):
             entry = self.get(decode_owner_schedule_key(key)[2])
@@ -137,7 +137,7 @@ class TimerState:
         firsts = self._first_of_each(HELD_PREFIX, HELD_UPPER_BOUND, decode_held_key, held_range_end)
         return [limit_id for limit_id, _ in firsts]
 
-    def held_by(self, limit_id: str) -> Iterator[TimerEntry]:
+    def held_by(self, limit_id: str) -> Iterator[AnyEntry]:
         """The jobs ``limit_id`` holds back, earliest due first, read as consumed."""
         for key, _ in self.tx.scan(held_range_start(limit_id), held_range_end(limit_id)):
             entry = self.get(decode_held_key(key)[2])
@@ -157,7 +157,7 @@ class TimerState:
             yield name, fire_ms
             lower = range_end(name)
 
-    def _index(self, timer_id: str, entry: TimerEntry | None, raw: bytes | None) -> bool:
+    def _index(self, timer_id: str, entry: AnyEntry | None, raw: bytes | None) -> bool:
         """Write or delete the entry and move its schedule key; False if nothing existed."""
         index_key = encode_index_key(timer_id)
         previous = self.get(timer_id)

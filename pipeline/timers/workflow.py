@@ -32,16 +32,33 @@ nodes and the firing it allows commit together with the input offset.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import (
+    JobCancelled,
+    JobSubmitted,
+    ParentResult,
+    StepEnded,
+    WorkflowCancelled,
+    WorkflowSubmitted,
+)
 from pipeline.runtime.processor import Output
 from pipeline.scheduling import CronSpec, next_fire_ms
 from pipeline.serde import Event
-from pipeline.timers.entry import ENDED_PREFIX, TimerEntry, ended_timer_id, schedule_timer_id
+from pipeline.timers.entry import (
+    ENDED_PREFIX,
+    JobEntry,
+    Marker,
+    MarkerEntry,
+    RecurringWorkflow,
+    ScheduleEntry,
+    ScheduleSpec,
+    ended_timer_id,
+    schedule_timer_id,
+)
 from pipeline.timers.state import TimerState
 from pipeline.workflows import (
     Gate,
@@ -69,10 +86,8 @@ _ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
 
 Lifecycle = Callable[..., Output]
 """``(kind, job, now_ms, **fields) -> Output``: a JobLifecycle of a job on jobs.events."""
-Cancel = Callable[[TimerState, dict[str, Any], int], list[Output]]
-"""``(state, {"job_id", "reason", ...}, now_ms) -> outputs``: the timers' cancel of one job
-(the fields of a JobCancelled; ``workflow_id``, ``requested_by`` and ``requested_at_ms`` may
-be left out)."""
+Cancel = Callable[[TimerState, JobCancelled, int], list[Output]]
+"""``(state, command, now_ms) -> outputs``: the timers' cancel of one job."""
 
 
 class WorkflowTimers:
@@ -91,18 +106,20 @@ class WorkflowTimers:
 
     # -- submissions ---------------------------------------------------------------------
 
-    def known(self, state: TimerState, job: Mapping[str, Any]) -> bool:
-        """Whether the job is already a step of its workflow (a resubmission)."""
-        return state.nodes.get(_owner(job), job["workflow_id"], job["job_id"]) is not None
+    @staticmethod
+    def known(state: TimerState, job: JobSubmitted, workflow_id: str) -> bool:
+        """Whether the job is already a step of its workflow ``workflow_id`` (a resubmission)."""
+        return state.nodes.get(job.spec.owner, workflow_id, job.job_id) is not None
 
-    def admit(self, state: TimerState, job: Mapping[str, Any], step: str | None) -> Gate:
-        """Record the job as a step of its workflow and tell whether it may run.
+    def admit(self, state: TimerState, job: JobSubmitted, workflow_id: str,
+              step: str | None) -> Gate:  # fmt: skip
+        """Record the job as a step of its workflow ``workflow_id`` and tell whether it may run.
 
         Raises ValidationError, before anything is written, for a parent that is not a
         job of the workflow and for a workflow that was cancelled.
         """
-        owner, workflow_id = _owner(job), job["workflow_id"]
-        parents = list(job["spec"].get("depends_on") or [])
+        owner = job.spec.owner
+        parents = list(job.spec.depends_on)
         record = state.nodes.workflow(owner, workflow_id)
         if record is not None and record.cancelled:
             raise ValidationError("workflow_id", f"workflow {workflow_id} was cancelled")
@@ -113,22 +130,21 @@ class WorkflowTimers:
                 raise ValidationError(f"spec.depends_on.{i}", f"{parent} is not a job of "
                                       f"{owner}'s workflow {workflow_id}")  # fmt: skip
             outcomes[parent] = node.outcome
-        gate = admit(outcomes, job["spec"].get("on_parent_failure") or "CANCEL")
+        gate = admit(outcomes, job.spec.on_parent_failure)
         if step is None and record is not None and record.steps and not record.schedule:
             # A job added to a workflow submitted as one unit: one more step to end.
             state.nodes.put_workflow(record.evolve(steps=record.steps + 1))
-        state.nodes.put(StepNode(owner=owner, workflow_id=workflow_id, job_id=job["job_id"],
+        state.nodes.put(StepNode(owner=owner, workflow_id=workflow_id, job_id=job.job_id,
                                  parents=parents, waiting=list(gate.waiting),
                                  step=step))  # fmt: skip
         return gate
 
     # -- a job of the workflow ended -----------------------------------------------------
 
-    def step_ended(self, state: TimerState, data: Mapping[str, Any], now_ms: int) -> list[Output]:
+    def step_ended(self, state: TimerState, data: StepEnded, now_ms: int) -> list[Output]:
         """Record how a job ended; release, cancel or keep waiting each of its children."""
-        check_step_ended(data)
-        owner, workflow_id = data["owner"], data["workflow_id"]
-        parent, outcome = data["job_id"], data["outcome"]
+        owner = check_step_ended(data)
+        workflow_id, parent, outcome = data.workflow_id, data.job_id, data.outcome
         node = state.nodes.get(owner, workflow_id, parent)
         if node is None:
             self.unknown_ends += 1
@@ -136,9 +152,9 @@ class WorkflowTimers:
         if node.outcome == outcome:
             return []  # the same end read again (a replayed jobs.events): done already
         first_end = node.outcome is None
-        state.nodes.put(node.evolve(outcome=outcome, result=data.get("result"),
-                                    result_uri=data.get("result_uri"),
-                                    ended_at_ms=data["ended_at_ms"]))  # fmt: skip
+        state.nodes.put(node.evolve(outcome=outcome, result=data.result,
+                                    result_uri=data.result_uri,
+                                    ended_at_ms=data.ended_at_ms))  # fmt: skip
         emits: list[Output] = []
         for child_id in state.nodes.waiting_on(owner, workflow_id, parent):
             child = state.nodes.get(owner, workflow_id, child_id)
@@ -148,7 +164,7 @@ class WorkflowTimers:
             emits.extend(self._count_end(state, owner, workflow_id, outcome, now_ms))
         return emits
 
-    def _count_end(self, state: TimerState, owner: str, workflow_id: str, outcome: str,
+    def _count_end(self, state: TimerState, owner: str, workflow_id: str, outcome: StepOutcome,
                    now_ms: int) -> list[Output]:  # fmt: skip
         """One more step of the workflow ended; once all have, forget its nodes and tell a
         recurring workflow that its run ended."""
@@ -158,21 +174,22 @@ class WorkflowTimers:
         if record.schedule:  # a run ended: keep the latest run's node only
             self._forget_ended_runs(state, record)
             return []
-        record = record.evolve(ended=record.ended + 1, outcome=run_outcome(record.outcome, outcome))
+        run_ended = run_outcome(record.outcome, outcome)
+        record = record.evolve(ended=record.ended + 1, outcome=run_ended)
         state.nodes.put_workflow(record)
         if record.ended < record.steps:
             return []
         for node in list(state.nodes.of_workflow(owner, workflow_id)):
             state.nodes.delete(node)
-        state.put(TimerEntry(timer_id=ended_timer_id(owner, workflow_id), kind="marker",
-                             job={"job_id": workflow_id, "idempotency_key": None, "owner": owner},
-                             due_ms=now_ms + self.record_ttl_ms))  # fmt: skip
+        marker = Marker(job_id=workflow_id, idempotency_key=None, owner=owner)
+        state.put(MarkerEntry(timer_id=ended_timer_id(owner, workflow_id), job=marker,
+                              due_ms=now_ms + self.record_ttl_ms))  # fmt: skip
         if record.schedule_id is None:
             return []
-        ended = {"job_id": workflow_id, "workflow_id": record.schedule_id, "owner": owner,
-                 "outcome": record.outcome, "ended_at_ms": now_ms, "result": None,
-                 "result_uri": None, "detail": f"run of {record.steps} steps ended"}  # fmt: skip
-        return [Output(self.intake, record.schedule_id.encode(), Event("StepEnded", ended))]
+        ended = StepEnded(job_id=workflow_id, workflow_id=record.schedule_id, owner=owner,
+                          outcome=run_ended, ended_at_ms=now_ms,
+                          detail=f"run of {record.steps} steps ended")  # fmt: skip
+        return [Output(self.intake, record.schedule_id.encode(), Event.of(ended))]
 
     @staticmethod
     def _forget_ended_runs(state: TimerState, record: WorkflowRecord) -> None:
@@ -180,72 +197,70 @@ class WorkflowTimers:
             if node.outcome is not None and node.job_id != record.last_run:
                 state.nodes.delete(node)
 
-    def _follow(self, state: TimerState, child: StepNode, parent: str, outcome: str,
+    def _follow(self, state: TimerState, child: StepNode, parent: str, outcome: StepOutcome,
                 now_ms: int) -> list[Output]:  # fmt: skip
         entry = state.get(child.job_id)
-        if entry is None or not entry.blocked:  # cancelled while it waited
+        if not isinstance(entry, JobEntry) or not entry.blocked:  # cancelled while it waited
             state.nodes.put(child.evolve(waiting=[]))
             return []
-        policy = entry.spec.get("on_parent_failure") or "CANCEL"
-        gate = after_parent_ended(child.waiting, parent, outcome, policy)
+        gate = after_parent_ended(child.waiting, parent, outcome, entry.spec.on_parent_failure)
         state.nodes.put(child.evolve(waiting=list(gate.waiting)))
         if gate.action is GateAction.WAIT:
             return [self.blocked(entry.job, now_ms, entry.due_ms, gate.waiting)]
         if gate.action is GateAction.CANCEL:
-            return self.cancel(state, {"job_id": child.job_id, "reason": gate.reason}, now_ms)
+            cancel = JobCancelled(job_id=child.job_id, workflow_id=child.workflow_id,
+                                  requested_at_ms=now_ms, reason=gate.reason)  # fmt: skip
+            return self.cancel(state, cancel, now_ms)
         due = max(entry.due_ms, now_ms)
         state.put(entry.evolve(blocked=False, due_ms=due))
         return [self.lifecycle(K.SCHEDULED, entry.job, now_ms, scheduled_at_ms=due,
                                detail=f"released: parent {parent} ended {outcome}")]  # fmt: skip
 
-    def blocked(self, job: Mapping[str, Any], now_ms: int, due_ms: int,
-                waiting: tuple[str, ...], **fields: Any) -> Output:  # fmt: skip
+    def blocked(self, job: JobSubmitted, now_ms: int, due_ms: int,
+                waiting: tuple[str, ...], **fields: object) -> Output:  # fmt: skip
         more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
         shown = ", ".join(waiting[:5]) + more
         return self.lifecycle(K.BLOCKED, job, now_ms, scheduled_at_ms=due_ms,
                               waiting_for=list(waiting), detail=f"waiting for {shown}",
                               **fields)  # fmt: skip
 
-    def forget_waiting(self, state: TimerState, job: Mapping[str, Any]) -> None:
+    @staticmethod
+    def forget_waiting(state: TimerState, job: JobSubmitted) -> None:
         """A job cancelled while it waited: it waits for nothing any more."""
-        workflow_id = job.get("workflow_id")
-        if workflow_id:
-            node = state.nodes.get(_owner(job), workflow_id, job["job_id"])
+        if job.workflow_id:
+            node = state.nodes.get(job.spec.owner, job.workflow_id, job.job_id)
             if node is not None and node.waiting:
                 state.nodes.put(node.evolve(waiting=[]))
 
     @staticmethod
-    def expired(state: TimerState, marker: TimerEntry) -> None:
+    def expired(state: TimerState, marker: MarkerEntry) -> None:
         """A marker expired: if it is an ended workflow's, forget the workflow's record."""
         if marker.timer_id.startswith(ENDED_PREFIX):
-            state.nodes.delete_workflow(str(marker.job.get("owner", "")), marker.job_id)
+            state.nodes.delete_workflow(marker.job.owner or "", marker.job_id)
 
     # -- recurring workflows -------------------------------------------------------------
 
-    def schedule(self, state: TimerState, data: Mapping[str, Any], cron: CronSpec,
+    def schedule(self, state: TimerState, data: WorkflowSubmitted, cron: CronSpec,
                  now_ms: int) -> None:  # fmt: skip
-        """Keep a recurring workflow: its record, and a timer at its first time."""
-        workflow_id = data["workflow_id"]
+        """Keep a recurring workflow (``cron``: its schedule, checked): its record, and a
+        timer at its first time."""
+        workflow_id, schedule = data.workflow_id, data.schedule
         first = next_fire_ms(cron, now_ms, job_id=workflow_id, runs_so_far=0)
-        if first is None:
+        if first is None or schedule is None:
             raise ValidationError("schedule", "has no future run")
         state.nodes.put_workflow(WorkflowRecord(
-            owner=data["owner"], workflow_id=workflow_id, steps=len(data["steps"]),
-            idempotency_key=data.get("idempotency_key"), submitted_at_ms=data["submitted_at_ms"],
+            owner=data.owner, workflow_id=workflow_id, steps=len(data.steps),
+            idempotency_key=data.idempotency_key, submitted_at_ms=data.submitted_at_ms,
             schedule=True,
         ))  # fmt: skip
-        job = {
-            "job_id": workflow_id,
-            "workflow_id": None,
-            "template": dict(data),
-            "idempotency_key": data.get("idempotency_key"),
-            "spec": {"cron": data["schedule"], "owner": data["owner"], "job_type": ""},
-        }
-        state.put(TimerEntry(timer_id=schedule_timer_id(data["owner"], workflow_id),
-                             kind="workflow", job=job, due_ms=first))  # fmt: skip
+        job = RecurringWorkflow(job_id=workflow_id, template=data,
+                                idempotency_key=data.idempotency_key,
+                                spec=ScheduleSpec(cron=schedule, owner=data.owner))  # fmt: skip
+        state.put(ScheduleEntry(timer_id=schedule_timer_id(data.owner, workflow_id), job=job,
+                                due_ms=first))  # fmt: skip
         log.info("recurring workflow %s: first run at %d", workflow_id, first)
 
-    def start_run(self, state: TimerState, entry: TimerEntry, fire_ms: int,
+    def start_run(self, state: TimerState, entry: ScheduleEntry, fire_ms: int,
                   now_ms: int) -> list[Output]:  # fmt: skip
         """The run of a recurring workflow due at ``fire_ms``, sent to its own partition."""
         owner, schedule_id = entry.owner, entry.job_id
@@ -253,7 +268,7 @@ class WorkflowTimers:
                   or WorkflowRecord(owner, schedule_id, schedule=True))  # fmt: skip
         previous = state.nodes.get(owner, schedule_id, record.last_run) if record.last_run else None
         ended = None if previous is None else previous.outcome is not None
-        if not may_start(entry.spec["cron"].get("overlap", "ALLOW"), ended):
+        if not may_start(entry.cron.overlap, ended):
             self.runs_skipped += 1
             log.info("recurring workflow %s: no run at %d, run %s has not ended",
                      schedule_id, fire_ms, record.last_run)  # fmt: skip
@@ -263,21 +278,20 @@ class WorkflowTimers:
                                  step=str(fire_ms)))  # fmt: skip
         state.nodes.put_workflow(record.evolve(last_run=run_id))
         self._forget_ended_runs(state, record.evolve(last_run=run_id))
-        run = run_record(entry.job["template"], run_id, now_ms=now_ms)
-        return [Output(self.intake, run_id.encode(), Event("WorkflowSubmitted", run))]
+        run = run_record(entry.job.template, run_id, now_ms=now_ms)
+        return [Output(self.intake, run_id.encode(), Event.of(run))]
 
     # -- cancelling a workflow -----------------------------------------------------------
 
-    def cancel_workflow(self, state: TimerState, data: Mapping[str, Any],
+    def cancel_workflow(self, state: TimerState, data: WorkflowCancelled,
                         now_ms: int) -> list[Output]:  # fmt: skip
         """Cancel every job of the workflow not ended yet; later submissions are refused.
 
         As for a job's cancel, a job that has fired is cancelled where a worker holds it
         (a CancelRequested on jobs.control), and its retries are dropped.
         """
-        owner, workflow_id = data["owner"], data["workflow_id"]
-        reason = data.get("reason") or f"workflow {workflow_id} cancelled"
-        by = data.get("requested_by")
+        owner, workflow_id = data.owner or "", data.workflow_id  # an owner: validate_command
+        reason = data.reason or f"workflow {workflow_id} cancelled"
         record = (state.nodes.workflow(owner, workflow_id)
                   or WorkflowRecord(owner=owner, workflow_id=workflow_id))  # fmt: skip
         state.nodes.put_workflow(record.evolve(cancelled=True))
@@ -287,49 +301,44 @@ class WorkflowTimers:
         emits: list[Output] = []
         for node in list(state.nodes.of_workflow(owner, workflow_id)):
             if node.outcome is None:
-                cancel = {"job_id": node.job_id, "workflow_id": workflow_id, "reason": reason,
-                          "requested_by": by,
-                          "requested_at_ms": data["requested_at_ms"]}  # fmt: skip
+                cancel = JobCancelled(job_id=node.job_id, workflow_id=workflow_id, reason=reason,
+                                      requested_by=data.requested_by,
+                                      requested_at_ms=data.requested_at_ms)  # fmt: skip
                 emits.extend(self.cancel(state, cancel, now_ms))
         return emits
 
     # -- firing --------------------------------------------------------------------------
 
-    def parent_results(self, state: TimerState, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    @staticmethod
+    def parent_results(state: TimerState, job: JobSubmitted) -> list[ParentResult]:
         """The ParentResult records of a job's execution, in its depends_on order."""
-        workflow_id, parents = job.get("workflow_id"), job["spec"].get("depends_on") or []
+        workflow_id, parents = job.workflow_id, job.spec.depends_on
         if not workflow_id or not parents:
             return []
         found, budget = [], PARENT_RESULTS_INLINE_BYTES
         for parent in parents:
-            node = state.nodes.get(_owner(job), workflow_id, parent)
+            node = state.nodes.get(job.spec.owner, workflow_id, parent)
             if node is None:
-                found.append({"job_id": parent, "outcome": StepOutcome.UNKNOWN})
+                found.append(ParentResult(job_id=parent, outcome=StepOutcome.UNKNOWN))
                 continue
             result = node.result
             if result is not None:
                 budget -= len(result.encode())
                 if budget < 0:
                     result = None
-            found.append({"job_id": parent, "outcome": node.outcome or StepOutcome.UNKNOWN,
-                          "result": result, "result_uri": node.result_uri,
-                          "step": node.step})  # fmt: skip
+            outcome = StepOutcome(node.outcome) if node.outcome else StepOutcome.UNKNOWN
+            found.append(ParentResult(job_id=parent, outcome=outcome, result=result,
+                                      result_uri=node.result_uri, step=node.step))  # fmt: skip
         return found
 
 
-def check_step_ended(data: Mapping[str, Any]) -> None:
-    """The rules of a StepEnded record; ValidationError naming the field at fault."""
-    rules.field_check("job_id", rules.job_id, data.get("job_id"))
-    rules.field_check("workflow_id", rules.workflow_id, data.get("workflow_id"))
-    rules.field_check("owner", rules.owner, data.get("owner"))
-    if data.get("outcome") not in _ENDED:
+def check_step_ended(data: StepEnded) -> str:
+    """The rules of a StepEnded record, and its owner; ValidationError naming the field at
+    fault."""
+    rules.field_check("job_id", rules.job_id, data.job_id)
+    rules.field_check("workflow_id", rules.workflow_id, data.workflow_id)
+    owner: str = rules.field_check("owner", rules.owner, data.owner)
+    if data.outcome not in _ENDED:
         raise ValidationError("outcome", f"must be one of {', '.join(sorted(_ENDED))}; "
-                                         f"got {data.get('outcome')!r}")  # fmt: skip
-    ended = data.get("ended_at_ms")
-    if isinstance(ended, bool) or not isinstance(ended, int):
-        raise ValidationError("ended_at_ms", "must be epoch milliseconds (an integer)")
-
-
-def _owner(job: Mapping[str, Any]) -> str:
-    """The owner of a JobSubmitted: its workflow is that owner's."""
-    return str(job["spec"]["owner"])
+                                         f"got {str(data.outcome)!r}")  # fmt: skip
+    return owner

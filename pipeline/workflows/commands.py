@@ -18,9 +18,19 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import msgspec
+
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.job import JobRequest, validate_submitted
+from pipeline.model.records import (
+    CronSchedule,
+    JobSpec,
+    JobSubmitted,
+    WorkflowStep,
+    WorkflowSubmitted,
+    evolve,
+)
 from pipeline.scheduling import CronSpec, new_job_id
 from pipeline.serde import Event
 from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
@@ -28,6 +38,10 @@ from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_
 MAX_STEP_NAME_CHARS = 100
 STEP_LABEL = "jobstream.step"
 """The label a step's job carries its name in (its handler and jobs.status see it)."""
+
+Fields = Mapping[str, Any]
+"""What a caller writes a step or a schedule as (the client, the CLI's file, the API's body):
+field names and values, checked into records here."""
 
 _STEP_FIELDS = frozenset({"name", "depends_on"})
 """What a step has besides the fields of a JobRequest (its owner is the workflow's)."""
@@ -50,18 +64,19 @@ def step_name(value: object) -> str:
     return value
 
 
-def workflow_event(owner: str, steps: Iterable[Mapping[str, Any]], *, now_ms: int,
+def workflow_event(owner: str, steps: Iterable[Fields], *, now_ms: int,
                    workflow_id: str | None = None, idempotency_key: str | None = None,
-                   schedule: CronSpec | Mapping[str, Any] | str | None = None,
+                   schedule: CronSpec | CronSchedule | Fields | str | None = None,
                    ) -> Event:  # fmt: skip
     """The WorkflowSubmitted of ``steps``; ValidationError naming the field at fault.
 
     A step is a mapping: ``name``, ``depends_on`` (names of other steps) and any field of
     :class:`JobRequest` but ``owner``, ``workflow_id`` and ``idempotency_key``. Without a
     ``workflow_id`` it is derived from the idempotency key, else a new ULID. With a
-    ``schedule`` (a CronSpec, its fields or a bare expression read in UTC) the workflow is
-    recurring: each time of the schedule starts a new run of the steps; unless the
-    schedule says ``overlap: ALLOW``, no run starts while the previous one runs.
+    ``schedule`` (a CronSpec, a CronSchedule record, its fields or a bare expression read
+    in UTC) the workflow is recurring: each time of the schedule starts a new run of the
+    steps; unless the schedule says ``overlap: ALLOW``, no run starts while the previous
+    one runs.
     """
     rules.field_check("owner", rules.owner, owner)
     if idempotency_key is not None:
@@ -73,22 +88,25 @@ def workflow_event(owner: str, steps: Iterable[Mapping[str, Any]], *, now_ms: in
     for i, step in enumerate(steps):
         with _at(f"steps.{i}."):
             records.append(_step_record(step, owner, workflow_id, now_ms))
-    event = Event("WorkflowSubmitted", {
-        "workflow_id": workflow_id, "idempotency_key": idempotency_key, "owner": owner,
-        "submitted_at_ms": now_ms, "steps": records, "schedule_id": None,
-        "schedule": None if schedule is None else _schedule_record(schedule),
-    })  # fmt: skip
-    expand_workflow(event.data, now_ms=now_ms)
-    return event
+    record = WorkflowSubmitted(
+        workflow_id=workflow_id, idempotency_key=idempotency_key, owner=owner,
+        submitted_at_ms=now_ms, steps=records, schedule_id=None,
+        schedule=None if schedule is None else _schedule_record(schedule),
+    )  # fmt: skip
+    expand_workflow(record, now_ms=now_ms)
+    return Event.of(record)
 
 
-def _schedule_record(schedule: CronSpec | Mapping[str, Any] | str) -> dict[str, Any]:
+def _schedule_record(schedule: CronSpec | CronSchedule | Fields | str,
+                     ) -> CronSchedule:  # fmt: skip
     """The CronSchedule of a recurring workflow; its runs do not overlap unless told."""
-    if isinstance(schedule, CronSpec):
-        return schedule.to_avro()
-    fields = {"expression": schedule} if isinstance(schedule, str) else dict(schedule)
-    with _renamed("spec.cron.", "schedule."):
-        return CronSpec.from_avro({"overlap": "SKIP", **fields}).to_avro()
+    if isinstance(schedule, CronSchedule):  # a record tells: checked as the workflow expands
+        return schedule
+    if not isinstance(schedule, CronSpec):
+        fields = {"expression": schedule} if isinstance(schedule, str) else dict(schedule)
+        with _renamed("spec.cron.", "schedule."):
+            schedule = CronSpec.from_avro({"overlap": "SKIP", **fields})
+    return msgspec.convert(schedule.to_avro(), CronSchedule)
 
 
 @contextmanager
@@ -102,19 +120,23 @@ def _renamed(prefix: str, replacement: str) -> Iterator[None]:
         raise ValidationError(replacement + exc.field[len(prefix) :], exc.message) from None
 
 
-def check_schedule(record: Mapping[str, Any]) -> CronSpec | None:
+def cron_of(schedule: CronSchedule) -> CronSpec:
+    """The schedule of a CronSchedule record, checked (errors name ``spec.cron.<field>``)."""
+    return CronSpec(**msgspec.structs.asdict(schedule))
+
+
+def check_schedule(record: WorkflowSubmitted) -> CronSpec | None:
     """A WorkflowSubmitted's schedule, checked; None for a workflow that runs once."""
-    schedule = record.get("schedule")
-    if schedule is None:
+    if record.schedule is None:
         return None
-    if record.get("schedule_id") is not None:
+    if record.schedule_id is not None:
         raise ValidationError("schedule", "a run of a recurring workflow has no schedule")
     with _renamed("spec.cron.", "schedule."):
-        return CronSpec.from_avro(schedule)
+        return cron_of(record.schedule)
 
 
-def _step_record(step: Mapping[str, Any], owner: str, workflow_id: str,
-                 now_ms: int) -> dict[str, Any]:  # fmt: skip
+def _step_record(step: Fields, owner: str, workflow_id: str,
+                 now_ms: int) -> WorkflowStep:  # fmt: skip
     if not isinstance(step, Mapping):
         raise ValidationError("", "a step must be a mapping of its fields")
     for name in ("owner", "workflow_id", "idempotency_key"):
@@ -128,19 +150,19 @@ def _step_record(step: Mapping[str, Any], owner: str, workflow_id: str,
     request = JobRequest(**fields, owner=owner, workflow_id=workflow_id)
     # The step's own label is added as it expands: the limit counts it here already.
     rules.field_check("spec.labels", rules.labels, {**request.labels, STEP_LABEL: name})
-    spec = request.to_event(now_ms).data["spec"]
-    return {"name": name, "depends_on": list(parents), "spec": spec}
+    spec = msgspec.convert(request.to_event(now_ms).data["spec"], JobSpec)
+    return WorkflowStep(name=name, depends_on=list(parents), spec=spec)
 
 
-def expand_workflow(record: Mapping[str, Any], *, now_ms: int) -> list[tuple[str, dict[str, Any]]]:
+def expand_workflow(record: WorkflowSubmitted, *, now_ms: int) -> list[tuple[str, JobSubmitted]]:
     """The (step name, JobSubmitted record) of every step, parents first.
 
     Applies every rule of a workflow to a decoded WorkflowSubmitted, whoever wrote it, and
     raises ValidationError naming the field at fault.
     """
-    owner = rules.field_check("owner", rules.owner, record.get("owner"))
-    workflow_id = rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
-    key = record.get("idempotency_key")
+    owner = rules.field_check("owner", rules.owner, record.owner)
+    workflow_id = rules.field_check("workflow_id", rules.workflow_id, record.workflow_id)
+    key = record.idempotency_key
     if key is not None:
         rules.field_check("idempotency_key", rules.idempotency_key, key)
         expected = idempotent_workflow_id(owner, key)
@@ -151,48 +173,42 @@ def expand_workflow(record: Mapping[str, Any], *, now_ms: int) -> list[tuple[str
                 "idempotency key (pipeline.workflows.idempotent_workflow_id)",
             )
     check_schedule(record)
-    steps = record.get("steps")
-    if not isinstance(steps, Sequence):
-        raise ValidationError("steps", "must be a list of WorkflowStep records")
+    steps = record.steps
     for i, step in enumerate(steps):
         with _at(f"steps.{i}."):
-            rules.field_check("name", step_name, step.get("name"))
-    order = topological_order([(step["name"], step.get("depends_on") or []) for step in steps])
-    by_name = {step["name"]: (i, step) for i, step in enumerate(steps)}
+            rules.field_check("name", step_name, step.name)
+    order = topological_order([(step.name, step.depends_on) for step in steps])
+    by_name = {step.name: (i, step) for i, step in enumerate(steps)}
     expanded = []
     for name in order:
         i, step = by_name[name]
         with _at(f"steps.{i}."):
-            job = _step_job(step, owner, workflow_id, record.get("submitted_at_ms"))
+            job = _step_job(step, owner, workflow_id, record.submitted_at_ms)
             validate_submitted(job, now_ms=now_ms)
         expanded.append((name, job))
     return expanded
 
 
-def _step_job(step: Mapping[str, Any], owner: str, workflow_id: str,
-              submitted_at_ms: object) -> dict[str, Any]:  # fmt: skip
-    spec = step.get("spec")
-    if not isinstance(spec, Mapping):
-        raise ValidationError("spec", "must be a JobSpec record")
-    if spec.get("owner") != owner:
+def _step_job(step: WorkflowStep, owner: str, workflow_id: str,
+              submitted_at_ms: int) -> JobSubmitted:  # fmt: skip
+    spec = step.spec
+    if spec.owner != owner:
         raise ValidationError("spec.owner", f"must be the workflow's owner {owner!r}")
-    if spec.get("depends_on"):
+    if spec.depends_on:
         raise ValidationError("spec.depends_on", "must be empty: a step names its parents "
                                                  "in depends_on, beside its spec")  # fmt: skip
-    if spec.get("cron") is not None:
+    if spec.cron is not None:
         raise ValidationError("spec.cron", "a workflow step runs once: a recurring workflow "
                                            "has a schedule of its own")  # fmt: skip
-    parents = [step_job_id(owner, workflow_id, parent) for parent in step.get("depends_on") or []]
-    return {
-        "job_id": step_job_id(owner, workflow_id, step["name"]), "idempotency_key": None,
-        "workflow_id": workflow_id, "submitted_at_ms": submitted_at_ms,
-        "spec": {**spec, "depends_on": parents,
-                 "labels": {**(spec.get("labels") or {}), STEP_LABEL: step["name"]}},
-    }  # fmt: skip
+    parents = [step_job_id(owner, workflow_id, parent) for parent in step.depends_on]
+    labels = {**spec.labels, STEP_LABEL: step.name}
+    return JobSubmitted(job_id=step_job_id(owner, workflow_id, step.name), idempotency_key=None,
+                        workflow_id=workflow_id, submitted_at_ms=submitted_at_ms,
+                        spec=evolve(spec, depends_on=parents, labels=labels))  # fmt: skip
 
 
 def step_ids(event: Event) -> dict[str, str]:
     """Step name -> job id of a WorkflowSubmitted, in submission order."""
-    owner, workflow_id = event.data["owner"], event.data["workflow_id"]
-    return {step["name"]: step_job_id(owner, workflow_id, step["name"])
-            for step in event.data["steps"]}  # fmt: skip
+    record: WorkflowSubmitted = event.data
+    return {step.name: step_job_id(record.owner, record.workflow_id, step.name)
+            for step in record.steps}  # fmt: skip

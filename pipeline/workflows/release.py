@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.model.records import StepOutcome
+from pipeline.model.records import ParentFailurePolicy, StepOutcome
 
 FAILED_OUTCOMES = frozenset({StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED})
 
@@ -38,9 +38,10 @@ class Gate:
     """CANCEL: which parent ended how."""
 
 
-def admit(parents: Mapping[str, str | None], policy: str = "CANCEL") -> Gate:
+def admit(parents: Mapping[str, str | None],
+          policy: ParentFailurePolicy = ParentFailurePolicy.CANCEL) -> Gate:  # fmt: skip
     """The gate of a child whose parents ended as ``parents`` says (None: not yet)."""
-    if policy == "CANCEL":
+    if policy == ParentFailurePolicy.CANCEL:
         for parent, outcome in parents.items():
             if outcome in FAILED_OUTCOMES:
                 return Gate(GateAction.CANCEL, reason=f"parent {parent} ended {outcome}")
@@ -51,7 +52,8 @@ def admit(parents: Mapping[str, str | None], policy: str = "CANCEL") -> Gate:
 
 
 def after_parent_ended(waiting: Sequence[str], parent: str, outcome: str,
-                       policy: str = "CANCEL") -> Gate:  # fmt: skip
+                       policy: ParentFailurePolicy = ParentFailurePolicy.CANCEL,
+                       ) -> Gate:  # fmt: skip
     """The gate of a child waiting for ``waiting`` once ``parent`` has ended ``outcome``.
 
     Parents no longer waited for have already succeeded (or failed under RUN): only the

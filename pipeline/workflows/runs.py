@@ -16,10 +16,8 @@ Pure: what the timers need to start a run and to know when one has ended.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from pipeline.workflows.release import StepOutcome
+from pipeline.model.records import StepOutcome, WorkflowSubmitted, evolve
+from pipeline.scheduling.cron import OverlapPolicy
 
 RUN_LABEL = "jobstream.schedule"
 """The label each step of a run carries the schedule's id in (a run is found by it)."""
@@ -27,27 +25,24 @@ RUN_LABEL = "jobstream.schedule"
 _WORST_FIRST = (StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED, StepOutcome.SUCCEEDED)
 
 
-def run_record(template: Mapping[str, Any], run_id: str, *, now_ms: int) -> dict[str, Any]:
+def run_record(template: WorkflowSubmitted, run_id: str, *, now_ms: int) -> WorkflowSubmitted:
     """The WorkflowSubmitted of one run of the recurring workflow ``template``."""
-    steps = []
-    for step in template["steps"]:
-        spec = step["spec"]
-        labels = {**(spec.get("labels") or {}), RUN_LABEL: template["workflow_id"]}
-        steps.append({**step, "spec": {**spec, "labels": labels}})
-    return {
-        **template, "workflow_id": run_id, "idempotency_key": None, "submitted_at_ms": now_ms,
-        "steps": steps, "schedule": None, "schedule_id": template["workflow_id"],
-    }  # fmt: skip
+    schedule_id = template.workflow_id
+    steps = [evolve(step, spec=evolve(step.spec, labels={**step.spec.labels,
+                                                         RUN_LABEL: schedule_id}))
+             for step in template.steps]  # fmt: skip
+    return evolve(template, workflow_id=run_id, idempotency_key=None, submitted_at_ms=now_ms,
+                  steps=steps, schedule=None, schedule_id=schedule_id)  # fmt: skip
 
 
-def run_outcome(so_far: str | None, step: str) -> str:
+def run_outcome(so_far: str | None, step: str) -> StepOutcome:
     """A run's outcome once one more step ended ``step``: the worst of its steps'
     (DEAD_LETTERED, then CANCELLED, then SUCCEEDED)."""
     seen = {so_far, step}
-    return next(str(outcome) for outcome in _WORST_FIRST if outcome in seen)
+    return next(outcome for outcome in _WORST_FIRST if outcome in seen)
 
 
-def may_start(overlap: str, previous_run_ended: bool | None) -> bool:
+def may_start(overlap: OverlapPolicy, previous_run_ended: bool | None) -> bool:
     """Whether a run starts now: always with ``ALLOW``; with ``SKIP`` only when there was
     no previous run (None) or it has ended."""
-    return overlap == "ALLOW" or previous_run_ended is not False
+    return overlap == OverlapPolicy.ALLOW or previous_run_ended is not False

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pipeline.config import Settings
+from pipeline.model.records import evolve, plain
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
@@ -85,8 +86,10 @@ def test_a_diamond_runs_each_step_once_its_parents_succeeded(
     fired = timers.advance(0)  # siblings go in job id order
     assert sorted(lifecycle(fired)) == sorted([("RUN", b), ("FIRED", b), ("RUN", c), ("FIRED", c)])
     run_b = data(fired, "ExecutionRequested", b)
-    assert run_b["parent_results"] == [{"job_id": a, "outcome": "SUCCEEDED", "result": '{"rows":3}',
-                                        "result_uri": None, "step": "a"}]  # fmt: skip
+    assert [plain(r) for r in run_b["parent_results"]] == [{
+        "job_id": a, "outcome": "SUCCEEDED", "result": '{"rows":3}', "result_uri": None,
+        "step": "a",
+    }]  # fmt: skip
     assert run_b["scheduled_at_ms"] == timers.now_ms, "due from when it became runnable"
 
     narrowed = timers.pipe(TOPICS.intake, step_ended(b, WF, "SUCCEEDED", T0 + 600, "1"))
@@ -165,8 +168,9 @@ def test_cancelling_a_workflow_cancels_every_job_not_ended(
 def test_refused_workflows_and_parents_go_to_the_dead_letter_topic(
     timers: ProcessorDriver[TimerState],
 ) -> None:
-    cyclic = diamond(T0, workflow_id="wf-cycle")
-    cyclic.data["steps"][0]["depends_on"] = ["d"]
+    acyclic = diamond(T0, workflow_id="wf-cycle").data
+    first, *others = acyclic.steps
+    cyclic = Event.of(evolve(acyclic, steps=[evolve(first, depends_on=["d"]), *others]))
     assert dead_letters(timers.pipe(TOPICS.intake, cyclic)) == ["steps: cycle: a -> b -> d -> a"]
     orphan = submitted(now_ms=T0)
     orphan.data["workflow_id"] = "wf-2"
