@@ -44,7 +44,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from math import isfinite
-from typing import Any
 
 import msgspec
 
@@ -60,7 +59,7 @@ from pipeline.model.lifecycle import (
 from pipeline.model.params import params_uri, summarize_params
 from pipeline.model.records import CronSchedule, JobLifecycle, JobSpec, Progress
 from pipeline.scheduling import CronSpec, next_fire_ms
-from pipeline.status.state import Cancellation, JobRecord
+from pipeline.status.state import Cancellation, Changes, JobRecord
 
 S, K = JobState, LifecycleKind
 
@@ -218,7 +217,7 @@ def transition(record: JobRecord | None, event: JobLifecycle) -> Decision:
 def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
            event: JobLifecycle) -> JobRecord:  # fmt: skip
     """The record after a legal transition: state, then what this kind of event carries."""
-    changes: dict[str, Any] = {"state": target, **_identity(record, event)}
+    changes: Changes = {"state": target, **_identity(record, event)}
     recurring = changes.get("recurring", record.recurring)
     attempt = event.attempt or 0
     if kind in _TAKES_EPOCH:
@@ -267,9 +266,9 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     return record.evolve(**changes)
 
 
-def _identity(record: JobRecord, event: JobLifecycle) -> dict[str, Any]:
+def _identity(record: JobRecord, event: JobLifecycle) -> Changes:
     """Who the job is, from whatever the event tells: its fields, its execution's spec."""
-    found: dict[str, Any] = {}
+    found: Changes = {}
     for name in _IDENTITY:
         value = getattr(event, name)
         if value:
@@ -294,13 +293,13 @@ def _identity(record: JobRecord, event: JobLifecycle) -> dict[str, Any]:
     return {name: value for name, value in found.items() if getattr(record, name) != value}
 
 
-def _submission(spec: JobSpec) -> dict[str, Any]:
+def _submission(spec: JobSpec) -> Changes:
     """Labels and the parameters' summary, from an execution's spec."""
     return {"labels": dict(spec.labels or {}), **summarize_params(spec.params)._asdict()}
 
 
-def _after_success(record: JobRecord, changes: dict[str, Any],
-                   event: JobLifecycle) -> dict[str, Any]:  # fmt: skip
+def _after_success(record: JobRecord, changes: Changes,
+                   event: JobLifecycle) -> Changes:  # fmt: skip
     """A recurring job with runs left is SCHEDULED again for its next fire time.
 
     ``changes`` are those the event already makes to ``record`` (its spec may tell that the

@@ -235,6 +235,9 @@ _public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
 
 ChangelogRecord = tuple[bytes, bytes | None]
 
+Changes = dict[str, Any]
+"""Fields of a :class:`JobRecord` by name, to :meth:`JobRecord.evolve` it with."""
+
 _EXECUTION_JSON = msgspec.json.Encoder()
 _EXECUTION_READER = msgspec.json.Decoder(ExecutionRequested)
 """An ``e`` entry: the ExecutionRequested's fields as a JSON object (the Avro record's
