@@ -11,15 +11,26 @@ minus the scheduled time its execution id carries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import JobLifecycle
 from pipeline.scheduling.ids import scheduled_ms_of
 
 ENDED = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,
                    LifecycleKind.LOST})  # fmt: skip
+
+
+class Counted(NamedTuple):
+    """What the activity reads of a JobLifecycle (a view updater in a process of its own
+    sends these as JSON lists: connectors/views/process.py)."""
+
+    at_ms: int
+    kind: str
+    owner: str
+    lateness_ms: int | None
+    execution_id: str | None
 
 
 @dataclass
@@ -51,25 +62,30 @@ class Activity:
         self._buckets: dict[tuple[str, int], _Bucket] = {}
         self._lock = threading.Lock()
 
-    def record(self, event: Mapping[str, Any], now_ms: int) -> None:
+    def record(self, event: JobLifecycle, now_ms: int) -> None:
         """Count one lifecycle event, if it happened within the window."""
-        at = int(event.get("at_ms") or 0)
+        self.count(Counted(event.at_ms, event.kind, event.owner, event.lateness_ms,
+                           event.execution_id), now_ms)  # fmt: skip
+
+    def count(self, event: Counted, now_ms: int) -> None:
+        """Count what :meth:`record` reads of a lifecycle event."""
+        at = event.at_ms or 0
         if at < now_ms - self.window_ms:
             return
-        kind = event.get("kind")
+        kind = event.kind
         if kind not in (LifecycleKind.FIRED, LifecycleKind.STARTED) and kind not in ENDED:
             return
         with self._lock:
-            bucket = self._buckets.setdefault((event["owner"], at - at % self.bucket_ms),
+            bucket = self._buckets.setdefault((event.owner, at - at % self.bucket_ms),
                                               _Bucket())  # fmt: skip
             if kind == LifecycleKind.FIRED:
                 bucket.fired += 1
-                lateness = event.get("lateness_ms")
+                lateness = event.lateness_ms
                 if lateness is not None and len(bucket.fire_lateness_ms) < self.samples:
                     bucket.fire_lateness_ms.append(max(0, int(lateness)))
             elif kind == LifecycleKind.STARTED:
                 bucket.started += 1
-                scheduled = scheduled_ms_of(event.get("execution_id"))
+                scheduled = scheduled_ms_of(event.execution_id)
                 if scheduled is not None and len(bucket.start_lateness_ms) < self.samples:
                     bucket.start_lateness_ms.append(max(0, at - scheduled))
             else:

@@ -22,14 +22,16 @@ topics' partitions in another interleaving, folds into the same documents.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+import msgspec
 import orjson
 
 from pipeline.errors import ValidationError
 from pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
 from pipeline.model.params import params_digest
+from pipeline.model.records import JobLifecycle, JobSubmitted, WorkflowSubmitted, plain
 from pipeline.scheduling.ids import job_id_time_ms
 from pipeline.serde import JobStatus
 from pipeline.workflows.commands import STEP_LABEL
@@ -100,33 +102,34 @@ def created_ms(job_id: str, fallback_ms: int) -> int:
         return fallback_ms
 
 
-def apply_submitted(doc: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
+def apply_submitted(doc: dict[str, Any] | None, record: JobSubmitted) -> dict[str, Any]:
     """The document after the job's JobSubmitted ``record``; the first one wins."""
-    spec = record["spec"]
-    job_id, submitted = record["job_id"], int(record["submitted_at_ms"])
+    spec = record.spec
+    job_id, submitted = record.job_id, record.submitted_at_ms
     if doc is None:
-        doc = new_doc(job_id, spec["owner"], spec["job_type"], submitted)
+        doc = new_doc(job_id, spec.owner, spec.job_type, submitted)
     elif doc["submitted"]:
         return doc
-    params = str(spec.get("params") or "{}").encode()
-    cron = spec.get("cron")
+    params = (spec.params or "{}").encode()
+    labels = dict(spec.labels or {})
     return {
         **doc,
-        "owner": spec["owner"], "job_type": spec["job_type"], "created_at_ms": submitted,
-        "workflow_id": record.get("workflow_id"), "labels": dict(spec.get("labels") or {}),
-        "priority": doc["priority"] if doc["updated_at_ms"] else spec.get("priority", "NORMAL"),
-        "idempotency_key": record.get("idempotency_key"),
-        "schedule": {"run_at_ms": spec.get("run_at_ms"), "cron": cron},
+        "owner": spec.owner, "job_type": spec.job_type, "created_at_ms": submitted,
+        "workflow_id": record.workflow_id, "labels": labels,
+        "priority": doc["priority"] if doc["updated_at_ms"] else str(spec.priority),
+        "idempotency_key": record.idempotency_key,
+        "schedule": {"run_at_ms": spec.run_at_ms,
+                     "cron": None if spec.cron is None else plain(spec.cron)},
         "params_bytes": len(params), "params_sha256": params_digest(params),
-        "submitted": True, "depends_on": list(spec.get("depends_on") or []),
-        "step": (spec.get("labels") or {}).get(STEP_LABEL), "pool": spec.get("pool"),
-        "retry": spec.get("retry"), "timeout_ms": spec.get("timeout_ms"),
+        "submitted": True, "depends_on": list(spec.depends_on or []),
+        "step": labels.get(STEP_LABEL), "pool": spec.pool,
+        "retry": None if spec.retry is None else plain(spec.retry), "timeout_ms": spec.timeout_ms,
     }  # fmt: skip
 
 
-def params_value(record: Mapping[str, Any]) -> bytes | None:
+def params_value(record: JobSubmitted) -> bytes | None:
     """The parameters to keep beside the document, or None when they are too large."""
-    params = str(record["spec"].get("params") or "{}").encode()
+    params = (record.spec.params or "{}").encode()
     return params if len(params) <= PARAMS_INLINE_BYTES else None
 
 
@@ -164,58 +167,58 @@ def status_params(doc: Mapping[str, Any], status: JobStatus) -> bytes | None:
 
 
 def apply_event(
-    execution: dict[str, Any] | None, event: Mapping[str, Any]
+    execution: dict[str, Any] | None, event: JobLifecycle
 ) -> dict[str, Any] | None:
     """The execution record after a JobLifecycle ``event``; None for an event that names
     no execution (RETRY_SCHEDULED of a redrive, CANCELLED, PAUSED, ...)."""
-    execution_id = event.get("execution_id")
+    execution_id = event.execution_id
     if not execution_id:
         return None
-    kind = event["kind"]
-    at = int(event["at_ms"])
+    kind = event.kind
+    at = event.at_ms
     run = dict(execution or {
-        "execution_id": execution_id, "attempt": int(event.get("attempt") or 0),
-        "epoch": int(event.get("epoch") or 0), "scheduled_at_ms": None, "fired_at_ms": None,
+        "execution_id": execution_id, "attempt": event.attempt or 0,
+        "epoch": event.epoch or 0, "scheduled_at_ms": None, "fired_at_ms": None,
         "lateness_ms": None, "worker_id": None, "started_at_ms": None,
         "last_heartbeat_ms": None, "ended_at_ms": None, "outcome": "QUEUED", "error": None,
         "result": None, "result_uri": None, "detail": None, "starts": 0, "duplicates": 0,
     })  # fmt: skip
-    if event.get("attempt") and kind not in _NEXT_ATTEMPT:
-        run["attempt"] = int(event["attempt"])
+    if event.attempt and kind not in _NEXT_ATTEMPT:
+        run["attempt"] = event.attempt
     if kind == LifecycleKind.FIRED:
-        run.update(fired_at_ms=at, scheduled_at_ms=event.get("scheduled_at_ms"),
-                   lateness_ms=event.get("lateness_ms"))  # fmt: skip
+        run.update(fired_at_ms=at, scheduled_at_ms=event.scheduled_at_ms,
+                   lateness_ms=event.lateness_ms)  # fmt: skip
     elif kind == LifecycleKind.STARTED:
-        run.update(worker_id=event.get("worker_id"), started_at_ms=at, starts=run["starts"] + 1,
+        run.update(worker_id=event.worker_id, started_at_ms=at, starts=run["starts"] + 1,
                    last_heartbeat_ms=at)  # fmt: skip
         if run["ended_at_ms"] is None:
             run["outcome"] = "RUNNING"
     elif kind == LifecycleKind.HEARTBEAT:
         run["last_heartbeat_ms"] = max(at, run["last_heartbeat_ms"] or 0)
     elif kind in _OUTCOMES:
-        error = event.get("error")
+        error = event.error
         run.update(ended_at_ms=at, outcome=_OUTCOMES[LifecycleKind(kind)],
-                   result=event.get("result"), result_uri=event.get("result_uri"),
-                   worker_id=event.get("worker_id") or run["worker_id"],
-                   detail=event.get("detail") or run["detail"])  # fmt: skip
+                   result=event.result, result_uri=event.result_uri,
+                   worker_id=event.worker_id or run["worker_id"],
+                   detail=event.detail or run["detail"])  # fmt: skip
         if error is not None:
-            run["error"] = {k: error.get(k) for k in
-                            ("error_type", "message", "traceback", "retryable")}  # fmt: skip
+            run["error"] = {"error_type": error.error_type, "message": error.message,
+                            "traceback": error.traceback, "retryable": error.retryable}  # fmt: skip
     elif kind == LifecycleKind.DUPLICATE:
         run["duplicates"] += 1
-    elif event.get("detail"):
-        run["detail"] = event["detail"]
+    elif event.detail:
+        run["detail"] = event.detail
     return run
 
 
-def command_of(event: Mapping[str, Any]) -> dict[str, Any] | None:
+def command_of(event: JobLifecycle) -> dict[str, Any] | None:
     """The command a JobLifecycle ``event`` records: its kind, instant, who asked
     (``requested_by``) and why (its ``detail``); None when no person's command caused it."""
-    by = event.get("requested_by")
+    by = event.requested_by
     if by is None:
         return None
-    return {"kind": str(event["kind"]), "at_ms": int(event["at_ms"]), "by": str(by),
-            "reason": event.get("detail")}  # fmt: skip
+    return {"kind": str(event.kind), "at_ms": event.at_ms, "by": by,
+            "reason": event.detail}  # fmt: skip
 
 
 def _command_order(command: Mapping[str, Any]) -> tuple[int, str, str, str]:
@@ -223,7 +226,7 @@ def _command_order(command: Mapping[str, Any]) -> tuple[int, str, str, str]:
 
 
 def apply_command(
-    commands: list[dict[str, Any]] | None, event: Mapping[str, Any]
+    commands: list[dict[str, Any]] | None, event: JobLifecycle
 ) -> list[dict[str, Any]] | None:
     """A job's commands after a JobLifecycle ``event``, by instant; None when it changes
     nothing (no person's command caused it, they hold it already, or it is older than the
@@ -243,21 +246,32 @@ def apply_command(
     return None if merged == held else merged
 
 
-def workflow_schedule(record: Mapping[str, Any]) -> dict[str, Any]:
+def workflow_schedule(record: WorkflowSubmitted) -> dict[str, Any]:
     """What the views keep of a recurring workflow's WorkflowSubmitted (its template, whose
     steps are no jobs): its schedule, owner, steps' names and types, and when it was
     submitted; ``cancelled_at_ms`` is set by its cancel (connectors/views/schedules.py)."""
+    assert record.schedule is not None  # a template: a recurring workflow
     return {
-        "workflow_id": record["workflow_id"], "owner": record["owner"],
-        "cron": dict(record["schedule"]), "created_at_ms": int(record["submitted_at_ms"]),
-        "steps": [{"name": step["name"], "job_type": (step.get("spec") or {}).get("job_type")}
-                  for step in record.get("steps") or []],
+        "workflow_id": record.workflow_id, "owner": record.owner,
+        "cron": plain(record.schedule), "created_at_ms": record.submitted_at_ms,
+        "steps": [{"name": step.name, "job_type": step.spec.job_type}
+                  for step in record.steps or []],
         "cancelled_at_ms": None,
     }  # fmt: skip
 
 
-def dumps(value: Mapping[str, Any] | list[Any]) -> bytes:
-    return orjson.dumps(value)
+def step_submissions(steps: Iterable[tuple[str, JobSubmitted | Mapping[str, Any]]],
+                     ) -> list[JobSubmitted]:  # fmt: skip
+    """The JobSubmitted of each (step name, job) of ``expand_workflow``, which gives a job as
+    the dict of its fields (records among them); a record is taken as it is."""
+    return [job if isinstance(job, JobSubmitted)
+            else msgspec.convert(job, JobSubmitted, from_attributes=True) for _, job in steps]
+
+
+def dumps(value: object) -> bytes:
+    """JSON of a view's value; a record in it (a worker's heartbeat) as an object of its
+    fields, enums as their symbols."""
+    return orjson.dumps(value, default=msgspec.to_builtins)
 
 
 def loads(raw: bytes) -> dict[str, Any]:

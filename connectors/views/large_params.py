@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.views.fold import step_submissions
 from connectors.views.query import params_location
 from connectors.views.store import ViewStore
 from pipeline.clock import now_ms
@@ -18,6 +19,7 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, ValidationError
 from pipeline.kafka.scan import read_at
 from pipeline.model.params import params_digest
+from pipeline.model.records import JobSubmitted
 from pipeline.serde import make_serde
 from pipeline.topics import Topics
 from pipeline.workflows.commands import expand_workflow
@@ -47,14 +49,14 @@ def _params_of(value: bytes, job_id: str) -> bytes | None:
     try:
         event = _DESERIALIZE(value)
         if event.name == "JobSubmitted":
-            jobs = [event.data]
+            jobs: list[JobSubmitted] = [event.data]
         elif event.name == "WorkflowSubmitted":
-            jobs = [job for _, job in expand_workflow(event.data, now_ms=now_ms())]
+            jobs = step_submissions(expand_workflow(event.data, now_ms=now_ms()))
         else:
             return None
     except (DeserializationError, ValidationError):
         return None
     for job in jobs:
-        if job["job_id"] == job_id:
-            return str(job["spec"].get("params") or "{}").encode()
+        if job.job_id == job_id:
+            return (job.spec.params or "{}").encode()
     return None

@@ -22,7 +22,6 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
 from contextlib import suppress
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -31,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from connectors.views.activity import Activity
+from connectors.views.activity import Activity, Counted
 from connectors.views.store import ViewStore
 from connectors.views.updater import STALE_AFTER_S, Listener, UpdaterStats, ViewUpdater
 from pipeline.clock import now_ms
@@ -41,19 +40,17 @@ from pipeline.logs import configure_logging
 
 log = logging.getLogger(__name__)
 
-_ACTIVITY_FIELDS = ("at_ms", "kind", "owner", "lateness_ms", "execution_id")
-"""What :meth:`Activity.record` reads of an event: all the child sends of one."""
-
-
 class _Forwarded(Activity):
-    """The child's activity: the events it would count, kept for the next report."""
+    """The child's activity: what it would count of each event, kept for the next report
+    (:class:`Counted`, all the child sends of one)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.events: list[dict[str, Any]] = []
+        self.events: list[tuple[Any, ...]] = []
+        """As plain tuples: orjson writes no named tuple."""
 
-    def record(self, event: Mapping[str, Any], now_ms: int) -> None:
-        self.events.append({name: event.get(name) for name in _ACTIVITY_FIELDS})
+    def count(self, event: Counted, now_ms: int) -> None:
+        self.events.append(tuple(event))
 
 
 def _follow(settings: Settings, path: Path, retention_ms: int, log_level: str,
@@ -169,7 +166,7 @@ class UpdaterProcess:
             self._caught_up = report["caught_up"]
             now = now_ms()
             for event in report["events"]:
-                self.activity.record(event, now)
+                self.activity.count(Counted(*event), now)
             if report["docs"]:
                 for listener in self.listeners:
                     listener(report["docs"])

@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from connectors.views import fold, layout, timeline
+from pipeline.model.records import (
+    JobLifecycle,
+    JobSubmitted,
+    WorkerHeartbeat,
+    WorkflowCancelled,
+    WorkflowSubmitted,
+)
 from pipeline.serde import JobStatus
 from pipeline.state.store import PartitionStore
 
@@ -138,11 +145,11 @@ class ViewBatch:
                     count = (0 if raw is None else layout.decode_offset(raw)) + step  # a >q
                     self.changes[key] = layout.encode_offset(count) if count > 0 else None
 
-    def submitted(self, record: Mapping[str, Any],
+    def submitted(self, record: JobSubmitted,
                   location: tuple[int, int] | None = None) -> None:  # fmt: skip
         """A job's submission; ``location``, the (partition, offset) of its record on
         jobs.intake, is kept for parameters too large to keep here."""
-        job_id = record["job_id"]
+        job_id = record.job_id
         old = self._doc(job_id)
         new = fold.apply_submitted(old, record)
         if new is not old:
@@ -161,25 +168,25 @@ class ViewBatch:
             self.changes[layout.params_key(status.job_id)] = params
         self._put_doc(old, new)
 
-    def event(self, record: Mapping[str, Any]) -> None:
+    def event(self, record: JobLifecycle) -> None:
         """An execution's step, and the command a person gave the job if the event records
         one; events of a job the view does not hold yet are kept too (its status or
         submission is on its way on another topic)."""
         self._command(record)
         self._timeline(record)
-        execution_id = record.get("execution_id")
+        execution_id = record.execution_id
         if not execution_id:
             return
-        key = layout.execution_key(record["job_id"], execution_id)
+        key = layout.execution_key(record.job_id, execution_id)
         raw = self.get(key)
         run = fold.apply_event(None if raw is None else fold.loads(raw), record)
         if run is not None:
             self.changes[key] = fold.dumps(run)
 
-    def _command(self, record: Mapping[str, Any]) -> None:
+    def _command(self, record: JobLifecycle) -> None:
         """Keep the command ``record`` records beside the job's document; the document, if
         held, goes to the live stream, so that a page showing the job reads it again."""
-        job_id = record["job_id"]
+        job_id = record.job_id
         key = layout.commands_key(job_id)
         raw = self.get(key)
         commands = fold.apply_command(None if raw is None else fold.loads_list(raw), record)
@@ -191,36 +198,36 @@ class ViewBatch:
             if doc is not None:
                 self.updated[job_id] = doc
 
-    def _timeline(self, record: Mapping[str, Any]) -> None:
+    def _timeline(self, record: JobLifecycle) -> None:
         """Keep the event in the job's timeline (connectors/views/timeline.py)."""
-        key = layout.timeline_key(record["job_id"])
+        key = layout.timeline_key(record.job_id)
         raw = self.get(key)
         entries = timeline.apply_event(None if raw is None else fold.loads_list(raw), record)
         if entries is not None:
             self.changes[key] = fold.dumps(entries)
 
-    def workflow_schedule(self, record: Mapping[str, Any]) -> None:
+    def workflow_schedule(self, record: WorkflowSubmitted) -> None:
         """A recurring workflow's submission (its template): its schedule, listed with the
         recurring jobs; the first one wins, and one cancelled stays so."""
-        key = layout.workflow_schedule_key(record["owner"], record["workflow_id"])
+        key = layout.workflow_schedule_key(record.owner, record.workflow_id)
         if self.get(key) is not None:
             return
         held = fold.workflow_schedule(record)
         self.changes[key] = fold.dumps(held)
         self.changes[_schedule_entry(held)] = b""
 
-    def workflow_cancelled(self, record: Mapping[str, Any]) -> None:
+    def workflow_cancelled(self, record: WorkflowCancelled) -> None:
         """A workflow's cancel: a recurring one's schedule ends (it leaves the listing)."""
-        owner = record.get("owner")
+        owner = record.owner
         if not owner:
             return
-        key = layout.workflow_schedule_key(owner, record["workflow_id"])
+        key = layout.workflow_schedule_key(owner, record.workflow_id)
         raw = self.get(key)
         if raw is None:
             return
         held = fold.loads(raw)
         if held.get("cancelled_at_ms") is None:
-            self.changes[key] = fold.dumps({**held, "cancelled_at_ms": record["requested_at_ms"]})
+            self.changes[key] = fold.dumps({**held, "cancelled_at_ms": record.requested_at_ms})
             self.changes[_schedule_entry(held)] = None
 
     def result(self, job_id: str, execution_id: str | None, location: tuple[int, int]) -> None:
@@ -236,8 +243,9 @@ class ViewBatch:
         at = layout.encode_location(*location)
         self.changes[layout.run_logs_key(job_id, execution_id)] = at
 
-    def worker(self, worker_id: str, heartbeat: Mapping[str, Any] | None) -> None:
-        """A worker's latest heartbeat, or None for a tombstone."""
+    def worker(self, worker_id: str, heartbeat: WorkerHeartbeat | None) -> None:
+        """A worker's latest heartbeat (kept as the JSON object of its fields), or None for
+        a tombstone."""
         key = layout.worker_key(worker_id)
         self.changes[key] = None if heartbeat is None else fold.dumps(heartbeat)
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import ErrorInfo, JobLifecycle
 from pipeline.scheduling.ids import scheduled_ms_of
 
 EVENTS_KEPT = 200
@@ -39,38 +40,36 @@ _RANK = {kind.value: rank for rank, kind in enumerate([
 _LATE = frozenset({LifecycleKind.FIRED, LifecycleKind.STARTED})
 
 
-def entry_of(event: Mapping[str, Any]) -> dict[str, Any] | None:
+def entry_of(event: JobLifecycle) -> dict[str, Any] | None:
     """The timeline entry of a JobLifecycle ``event``; None for a kind it does not show
     (UNKNOWN)."""
-    kind = str(event["kind"])
+    kind = str(event.kind)
     if kind not in _RANK:
         return None
-    at = int(event["at_ms"])
-    execution_id = event.get("execution_id") or None
-    scheduled = event.get("scheduled_at_ms")
-    lateness = event.get("lateness_ms")
+    at = event.at_ms
+    execution_id = event.execution_id or None
+    scheduled = event.scheduled_at_ms
+    lateness = event.lateness_ms
     if kind in _LATE:
         scheduled = scheduled if scheduled is not None else scheduled_ms_of(execution_id)
         if lateness is None and scheduled is not None:
-            lateness = at - int(scheduled)
-    error = event.get("error")
+            lateness = at - scheduled
     return {
-        "kind": kind, "at_ms": at, "attempt": int(event.get("attempt") or 0) or None,
-        "execution_id": execution_id, "worker_id": event.get("worker_id") or None,
-        "scheduled_at_ms": None if scheduled is None else int(scheduled),
-        "lateness_ms": None if lateness is None else int(lateness),
-        "error": _error_text(error), "detail": event.get("detail") or None,
-        "by": event.get("requested_by") or None,
+        "kind": kind, "at_ms": at, "attempt": event.attempt or None,
+        "execution_id": execution_id, "worker_id": event.worker_id or None,
+        "scheduled_at_ms": scheduled, "lateness_ms": lateness,
+        "error": _error_text(event.error), "detail": event.detail or None,
+        "by": event.requested_by or None,
         "count": 1 if kind == LifecycleKind.HEARTBEAT else None,
         "last_at_ms": at if kind == LifecycleKind.HEARTBEAT else None,
     }  # fmt: skip
 
 
-def _error_text(error: Mapping[str, Any] | None) -> str | None:
-    if not error:
+def _error_text(error: ErrorInfo | None) -> str | None:
+    if error is None:
         return None
-    kind, message = error.get("error_type") or "Error", error.get("message") or ""
-    return f"{kind}: {message}" if message else str(kind)
+    kind, message = error.error_type or "Error", error.message or ""
+    return f"{kind}: {message}" if message else kind
 
 
 def _order(entry: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -81,7 +80,7 @@ def _order(entry: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def apply_event(held: list[dict[str, Any]] | None,
-                event: Mapping[str, Any]) -> list[dict[str, Any]] | None:  # fmt: skip
+                event: JobLifecycle) -> list[dict[str, Any]] | None:  # fmt: skip
     """A job's timeline after ``event``, oldest first; None when it changes nothing (a kind
     not shown, an entry held already, or one older than the :data:`EVENTS_KEPT` held)."""
     entry = entry_of(event)

@@ -25,6 +25,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from connectors.views.activity import Activity
+from connectors.views.fold import step_submissions
 from connectors.views.store import ViewBatch, ViewStore
 from pipeline.clock import now_ms
 from pipeline.config import Settings
@@ -32,6 +33,7 @@ from pipeline.errors import DeserializationError, JobstreamError, ValidationErro
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
 from pipeline.model.job import validate_submitted
+from pipeline.model.records import JobSubmitted
 from pipeline.runtime.counters import Counters
 from pipeline.serde import Event, decode_status, make_serde
 from pipeline.topics import Topics
@@ -232,13 +234,13 @@ class ViewUpdater:
         try:  # the timers refuse what breaks a rule (to jobs.intake.dlq): so does the view
             if event.name == "JobSubmitted":
                 validate_submitted(event.data, now_ms=now)
-                jobs = [event.data]
+                jobs: list[JobSubmitted] = [event.data]
             else:
-                jobs = [job for _, job in expand_workflow(event.data, now_ms=now)]
+                jobs = step_submissions(expand_workflow(event.data, now_ms=now))
         except ValidationError as exc:
             self._skip(message, str(exc))
             return
-        if event.name == "WorkflowSubmitted" and event.data.get("schedule") is not None:
+        if event.name == "WorkflowSubmitted" and event.data.schedule is not None:
             batch.workflow_schedule(event.data)  # a template: its steps are no jobs
             return
         location = (int(message.partition() or 0), int(message.offset() or 0))
@@ -258,7 +260,7 @@ class ViewUpdater:
             return
         event = self._decode(message, "WorkerHeartbeat")
         if event is not None:
-            batch.worker(event.data["worker_id"], event.data)
+            batch.worker(event.data.worker_id, event.data)
 
     def _result(self, batch: ViewBatch, message: Message) -> None:
         key = message.key()

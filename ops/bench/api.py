@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import orjson
 import typer
 from rich.table import Table
@@ -47,6 +48,7 @@ from ops.bench.options import (
     kafka_home_of,
 )
 from ops.bench.report import console, write_results
+from pipeline.model.records import JobSubmitted
 from pipeline.scheduling import new_job_id
 
 JOB = {"job_type": "data.process", "params": {"input": "sales.csv"}}
@@ -119,13 +121,13 @@ def _fill(views: Path, jobs: int, owners: int) -> float:
     now = int(time.time() * 1000) - jobs
     batch = store.batch()
     for n in range(jobs):
-        batch.submitted({
+        batch.submitted(msgspec.convert({
             "job_id": new_job_id(now + n), "workflow_id": None, "idempotency_key": None,
             "submitted_at_ms": now + n,
             "spec": {"job_type": "data.process", "owner": f"owner-{n % owners}", "params": "{}",
                      "priority": "NORMAL", "run_at_ms": None, "cron": None,
                      "labels": {"shard": str(n % 10)}},
-        })  # fmt: skip
+        }, JobSubmitted))  # fmt: skip
         if len(batch.changes) > 100_000:
             batch.commit()
     batch.commit()

@@ -18,7 +18,6 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pipeline.clock import now_ms
 from pipeline.config import Settings
@@ -26,7 +25,7 @@ from pipeline.errors import BrokerError
 from pipeline.kafka import clients
 from pipeline.kafka.scan import TopicScan
 from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, decode_status
+from pipeline.serde import Event, JobStatus, decode_status
 from pipeline.status.processor import StatusProcessor
 from pipeline.topics import Topics
 
@@ -78,9 +77,9 @@ def live_statuses(settings: Settings, progress: Progress | None = None) -> dict[
     return latest
 
 
-def comparable(raw: bytes) -> dict[str, Any]:
-    """A status's fields but the time it was written."""
-    return decode_status(raw).model_dump(mode="json", exclude={"updated_at_ms"})
+def comparable(raw: bytes) -> JobStatus:
+    """A status, but the time it was written (left at 0)."""
+    return decode_status(raw).model_copy(update={"updated_at_ms": 0})
 
 
 @dataclass

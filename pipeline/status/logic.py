@@ -21,21 +21,21 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from pipeline.model.lifecycle import (
-    LEASE_EXPIRED,
-    TERMINAL_STATES,
-    JobState,
-    LifecycleKind,
-    epoch_of,
+from pipeline.model.lifecycle import LEASE_EXPIRED, TERMINAL_STATES, JobState, LifecycleKind
+from pipeline.model.records import (
+    ErrorInfo,
+    Event,
+    ExecutionRequested,
+    JobLifecycle,
+    StepEnded,
+    StepOutcome,
+    lifecycle,
 )
 from pipeline.partitioning import partition_key
 from pipeline.runtime.counters import Counters
 from pipeline.runtime.processor import Output
-from pipeline.serde import Event
 from pipeline.status.machine import Verdict, execution_id_of, transition
 from pipeline.status.state import JobRecord, StatusState
 from pipeline.topics import Topics
@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 _DAY_MS = 24 * 3600 * 1000
 _LEASED = frozenset({LifecycleKind.STARTED, LifecycleKind.HEARTBEAT})
 """What a RUNNING job's run reports to take or renew its lease."""
+_STEP_OUTCOMES = {JobState.SUCCEEDED: StepOutcome.SUCCEEDED,
+                  JobState.DEAD_LETTERED: StepOutcome.DEAD_LETTERED,
+                  JobState.CANCELLED: StepOutcome.CANCELLED}  # fmt: skip
+"""How a job of a workflow ended, by its finished state (:data:`TERMINAL_STATES`)."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,9 @@ class StatusLogic:
         self.policy = policy or StatusPolicy()
         self.counters = StatusCounters()
 
-    def process(self, state: StatusState, event: Mapping[str, Any], now_ms: int) -> list[Output]:
-        """Fold one JobLifecycle (its fields) into its job; return what to produce."""
-        before = state.get(str(event["job_id"]))
+    def process(self, state: StatusState, event: JobLifecycle, now_ms: int) -> list[Output]:
+        """Fold one JobLifecycle into its job; return what to produce."""
+        before = state.get(event.job_id)
         decision = transition(before, event)
         if decision.verdict is Verdict.ILLEGAL:
             self.counters.illegal += 1
@@ -91,6 +95,7 @@ class StatusLogic:
             self.counters.ignored += 1
             return []
         if decision.verdict is Verdict.DUPLICATE:
+            assert before is not None  # only an outcome for a job known is a duplicate
             self.counters.duplicates += 1
             return [self._duplicate(state, before, event, decision.reason, now_ms)]
         record = decision.record
@@ -106,6 +111,7 @@ class StatusLogic:
         state.put(after)
         outputs = []
         if decision.rerun_of is not None:
+            assert before is not None  # a rerun of the execution the job runs
             self.counters.duplicates += 1
             outputs.append(self._duplicate(state, before, event, decision.reason, now_ms,
                                            applied=True))  # fmt: skip
@@ -146,13 +152,13 @@ class StatusLogic:
     # -- helpers -------------------------------------------------------------------------
 
     def _lease(self, state: StatusState, before: JobRecord | None, after: JobRecord,
-               event: Mapping[str, Any], now_ms: int) -> int | None:  # fmt: skip
+               event: JobLifecycle, now_ms: int) -> int | None:  # fmt: skip
         """The lease deadline after ``event``: taken or renewed by the run, or dropped (with
         the run's execution) when it ends."""
-        kind = event.get("kind")
+        kind = event.kind
         if after.state is JobState.RUNNING and kind in _LEASED:
-            if event.get("execution") and kind == LifecycleKind.STARTED:
-                state.put_execution(after.job_id, event["execution"])
+            if event.execution is not None and kind == LifecycleKind.STARTED:
+                state.put_execution(after.job_id, event.execution)
             return now_ms + self.policy.lease_ms
         if after.state is not JobState.RUNNING:
             if before is not None and before.state is JobState.RUNNING:
@@ -160,30 +166,26 @@ class StatusLogic:
             return None
         return after.lease_deadline_ms
 
-    def _lifecycle(self, state: StatusState, kind: LifecycleKind, job_id: str,
-                   workflow_id: str | None, now_ms: int, **fields: Any) -> Output:  # fmt: skip
-        """A JobLifecycle back to the job's own partition of jobs.events."""
-        data = {"kind": kind, "job_id": job_id, "workflow_id": workflow_id, "at_ms": now_ms,
-                **fields}  # fmt: skip
-        return Output(self.topics.events, partition_key(job_id, workflow_id),
-                    Event("JobLifecycle", data), partition=state.partition)  # fmt: skip
+    def _back(self, state: StatusState, event: JobLifecycle) -> Output:
+        """``event`` back to the job's own partition of jobs.events."""
+        return Output(self.topics.events, partition_key(event.job_id, event.workflow_id),
+                      Event.of(event), partition=state.partition)  # fmt: skip
 
-    def _duplicate(self, state: StatusState, record: JobRecord | None, event: Mapping[str, Any],
+    def _duplicate(self, state: StatusState, record: JobRecord, event: JobLifecycle,
                    reason: str, now_ms: int, *, applied: bool = False) -> Output:  # fmt: skip
         """A DUPLICATE naming the second run: not applied (a zombie's, a finished
         execution's), or applied as the live run of an execution started before."""
-        kind, worker = event.get("kind"), event.get("worker_id")
+        worker = event.worker_id
         verdict = "applied, but" if applied else "not applied:"
-        return self._lifecycle(
-            state, LifecycleKind.DUPLICATE, str(event["job_id"]), event.get("workflow_id"), now_ms,
-            job_type=event.get("job_type") or (record.job_type if record else ""),
-            owner=event.get("owner") or (record.owner if record else ""),
-            attempt=int(event.get("attempt") or 0), epoch=epoch_of(event),
+        return self._back(state, lifecycle(
+            LifecycleKind.DUPLICATE, record, at_ms=now_ms,
+            job_type=event.job_type or record.job_type, owner=event.owner or record.owner,
+            attempt=event.attempt or 0, epoch=event.epoch or 0,
             execution_id=execution_id_of(event), worker_id=worker,
-            detail=f"{kind} from {worker or 'an unknown worker'} {verdict} {reason}",
-        )  # fmt: skip
+            detail=f"{event.kind} from {worker or 'an unknown worker'} {verdict} {reason}",
+        ))  # fmt: skip
 
-    def _step_ended(self, record: JobRecord, event: Mapping[str, Any]) -> Output:
+    def _step_ended(self, record: JobRecord, event: JobLifecycle) -> Output:
         """StepEnded to the workflow's partition of jobs.intake: the timers there hold its
         children. In the same transaction as the status that ends the job, so it is sent
         once; a replay of jobs.events may send it again, which the timers ignore. Urgent:
@@ -191,27 +193,24 @@ class StatusLogic:
         interval."""
         assert record.workflow_id is not None
         succeeded = record.state is JobState.SUCCEEDED
-        data = {
-            "job_id": record.job_id, "workflow_id": record.workflow_id, "owner": record.owner,
-            "outcome": record.state.value, "ended_at_ms": int(event["at_ms"]),
-            "result": record.result if succeeded else None,
-            "result_uri": record.result_uri if succeeded else None,
-            "detail": event.get("detail"),
-        }  # fmt: skip
+        ended = StepEnded(
+            job_id=record.job_id, workflow_id=record.workflow_id, owner=record.owner,
+            outcome=_STEP_OUTCOMES[record.state], ended_at_ms=event.at_ms,
+            result=record.result if succeeded else None,
+            result_uri=record.result_uri if succeeded else None, detail=event.detail,
+        )  # fmt: skip
         self.counters.steps_ended += 1
         return Output(self.topics.intake, partition_key(record.job_id, record.workflow_id),
-                      Event("StepEnded", data), urgent=True)  # fmt: skip
+                      Event.of(ended), urgent=True)  # fmt: skip
 
-    def _lost(self, state: StatusState, record: JobRecord, execution: Mapping[str, Any] | None,
+    def _lost(self, state: StatusState, record: JobRecord, execution: ExecutionRequested | None,
               now_ms: int) -> Output:  # fmt: skip
         worker = record.worker_id or "an unknown worker"
         message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
-        error = {"attempt": record.attempt, "error_type": LEASE_EXPIRED, "message": message,
-                 "traceback": None, "retryable": True, "at_ms": now_ms,
-                 "worker_id": record.worker_id}  # fmt: skip
-        return self._lifecycle(
-            state, LifecycleKind.LOST, record.job_id, record.workflow_id, now_ms,
-            job_type=record.job_type, owner=record.owner, attempt=record.attempt,
+        error = ErrorInfo(attempt=record.attempt, error_type=LEASE_EXPIRED, message=message,
+                          at_ms=now_ms, worker_id=record.worker_id)  # fmt: skip
+        return self._back(state, lifecycle(
+            LifecycleKind.LOST, record, at_ms=now_ms, attempt=record.attempt,
             epoch=record.epoch, execution_id=record.execution_id, worker_id=record.worker_id,
             error=error, detail=f"lease expired: {message}", execution=execution,
-        )  # fmt: skip
+        ))  # fmt: skip

@@ -41,11 +41,11 @@ spec was never seen is taken as one-off, so SUCCEEDED ends it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from math import isfinite
-from typing import Any
+
+import msgspec
 
 from pipeline.errors import JobstreamError
 from pipeline.model.lifecycle import (
@@ -55,11 +55,11 @@ from pipeline.model.lifecycle import (
     TERMINAL_STATES,
     JobState,
     LifecycleKind,
-    epoch_of,
 )
 from pipeline.model.params import params_uri, summarize_params
+from pipeline.model.records import CronSchedule, JobLifecycle, JobSpec, Progress
 from pipeline.scheduling import CronSpec, next_fire_ms
-from pipeline.status.state import JobRecord
+from pipeline.status.state import Cancellation, Changes, JobRecord
 
 S, K = JobState, LifecycleKind
 
@@ -70,8 +70,8 @@ KINDS = frozenset(K) - {K.UNKNOWN, K.DUPLICATE}
 """Every kind the machine folds; DUPLICATE is its own output and UNKNOWN is illegal."""
 
 _FOLDED: dict[object, LifecycleKind] = {kind: kind for kind in KINDS}
-"""A kind read off the wire (a str) to its member, which the sets and the table below then
-find by identity rather than by comparing strings."""
+"""A kind to its member (a record built in code may hold the symbol, a str), which the
+sets and the table below then find by identity rather than by comparing strings."""
 # The kinds the rules test one at a time, read off the enum once: on Python 3.11 a member
 # read through its class (EnumType has a __getattr__) costs several global reads, and
 # transition() runs for every event on jobs.events.
@@ -85,7 +85,7 @@ _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
-_PARAMS = ("params", "params_bytes", "params_sha256")
+_IDENTITY = ("job_type", "owner", "workflow_id", "step")
 
 
 def _failed(target: JobState) -> dict[str, JobState]:
@@ -171,21 +171,22 @@ class Decision:
         return None if self.record is None else self.record.state
 
 
-def execution_id_of(event: Mapping[str, Any]) -> str | None:
+def execution_id_of(event: JobLifecycle) -> str | None:
     """The execution an event is about: its own field, else its execution's."""
-    found = event.get("execution_id") or (event.get("execution") or {}).get("execution_id")
-    return None if found is None else str(found)
+    if event.execution_id:
+        return event.execution_id
+    return None if event.execution is None else event.execution.execution_id
 
 
-def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
-    """Fold one JobLifecycle event (its Avro fields) into what is known of its job."""
-    raw = event.get("kind")
+def transition(record: JobRecord | None, event: JobLifecycle) -> Decision:
+    """Fold one JobLifecycle event into what is known of its job."""
+    raw = event.kind
     kind = _FOLDED.get(raw)
     if kind is None:
         if raw == _DUPLICATE:
             return Decision(Verdict.IGNORED, record, "a DUPLICATE record")
         return Decision(Verdict.ILLEGAL, record, f"unknown kind {raw}")
-    epoch = epoch_of(event)
+    epoch = event.epoch or 0
     execution = execution_id_of(event)
     outcome = kind in OUTCOMES or (kind is _CANCELLED and execution is not None)
     if record is not None and epoch < record.epoch:
@@ -204,7 +205,7 @@ def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
         (current, kind) in CRON_ONLY and record is not None and record.recurring is False
     ):
         return Decision(Verdict.ILLEGAL, record, f"{current or 'NEW'} + {kind}")
-    base = record or JobRecord(job_id=str(event["job_id"]), state=target)
+    base = record or JobRecord(job_id=event.job_id, state=target)
     after = _apply(base, kind, epoch, target, event)
     if kind is _STARTED and current is S.RUNNING and execution == base.execution_id:
         first = base.worker_id or "an unknown worker"
@@ -214,11 +215,11 @@ def transition(record: JobRecord | None, event: Mapping[str, Any]) -> Decision:
 
 
 def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
-           event: Mapping[str, Any]) -> JobRecord:  # fmt: skip
+           event: JobLifecycle) -> JobRecord:  # fmt: skip
     """The record after a legal transition: state, then what this kind of event carries."""
-    changes: dict[str, Any] = {"state": target, **_identity(record, event)}
+    changes: Changes = {"state": target, **_identity(record, event)}
     recurring = changes.get("recurring", record.recurring)
-    attempt = int(event.get("attempt") or 0)
+    attempt = event.attempt or 0
     if kind in _TAKES_EPOCH:
         changes["epoch"] = max(record.epoch, epoch)
     if attempt > 0 and kind != _HEARTBEAT:
@@ -227,37 +228,36 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     if record.state is S.DEAD_LETTERED:  # a redrive: the failure is history now
         changes["last_error"] = None
     if kind is _BLOCKED:
-        changes.update(scheduled_at_ms=event.get("scheduled_at_ms"),
-                       waiting_for=tuple(event.get("waiting_for") or ()))  # fmt: skip
+        changes.update(scheduled_at_ms=event.scheduled_at_ms,
+                       waiting_for=tuple(event.waiting_for or ()))  # fmt: skip
     elif record.waiting_for:
         changes["waiting_for"] = ()
     if kind in _SETS_SCHEDULE:
-        changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
+        changes["scheduled_at_ms"] = event.scheduled_at_ms
         if recurring:
-            changes["next_fire_at_ms"] = event.get("scheduled_at_ms")
+            changes["next_fire_at_ms"] = event.scheduled_at_ms
     elif kind == _FIRED:
-        changes.update(scheduled_at_ms=event.get("scheduled_at_ms"), execution_id=execution,
+        changes.update(scheduled_at_ms=event.scheduled_at_ms, execution_id=execution,
                        fires=record.fires + (1 if attempt <= 1 else 0),
-                       throttled_ms=event.get("throttled_ms"), progress=None)  # fmt: skip
+                       throttled_ms=event.throttled_ms, progress=None)  # fmt: skip
     elif kind == _STARTED:
-        changes.update(execution_id=execution, worker_id=event.get("worker_id"), progress=None)
+        changes.update(execution_id=execution, worker_id=event.worker_id, progress=None)
     elif kind == _HEARTBEAT:
-        report = event.get("progress")
-        if report:
-            changes["progress"] = _progress(report, record.progress)
+        if event.progress is not None:
+            changes["progress"] = _progress(event.progress, record.progress)
     elif kind == _RETRY_SCHEDULED:
-        changes["scheduled_at_ms"] = event.get("scheduled_at_ms")
+        changes["scheduled_at_ms"] = event.scheduled_at_ms
     elif kind in FINISHING:
         changes["finished"] = record.finish(execution)
         if kind == _SUCCEEDED:
-            changes.update(result=event.get("result"), result_uri=event.get("result_uri"),
+            changes.update(result=event.result, result_uri=event.result_uri,
                            last_error=None)  # fmt: skip
             changes.update(_after_success(record, changes, event))
         else:
             changes["last_error"] = _last_error(kind, event)
     elif kind == _DEAD_LETTERED:
         changes["scheduled_at_ms"] = None
-        if event.get("error"):
+        if event.error:
             changes["last_error"] = _last_error(kind, event)
     elif kind is _CANCELLED:
         changes["cancellation"] = _cancellation(event)
@@ -266,40 +266,40 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     return record.evolve(**changes)
 
 
-def _identity(record: JobRecord, event: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(record: JobRecord, event: JobLifecycle) -> Changes:
     """Who the job is, from whatever the event tells: its fields, its execution's spec."""
-    found: dict[str, Any] = {}
-    for name in ("job_type", "owner", "workflow_id", "step"):
-        if event.get(name):
-            found[name] = event[name]
-    execution = event.get("execution") or {}
-    spec = execution.get("spec")
-    if spec:
-        found.update({name: spec[name] for name in ("job_type", "owner", "priority")
-                      if spec.get(name)})  # fmt: skip
-        found.update(cron=spec.get("cron"), recurring=spec.get("cron") is not None)
+    found: Changes = {}
+    for name in _IDENTITY:
+        value = getattr(event, name)
+        if value:
+            found[name] = value
+    execution = event.execution
+    if execution is not None:
+        spec = execution.spec
+        found.update({name: value for name in ("job_type", "owner", "priority")
+                      if (value := getattr(spec, name))})  # fmt: skip
+        found.update(cron=spec.cron, recurring=spec.cron is not None)
         if record.params_sha256 is None:  # first seen here: a processor that started late
             found.update(_submission(spec))
-    if execution.get("workflow_id"):
-        found["workflow_id"] = execution["workflow_id"]
-    if event.get("created_at_ms") is not None:
-        found["created_at_ms"] = event["created_at_ms"]
-    if event.get("params_sha256") is not None:  # labels travel with the parameters' summary
-        found.update({name: event.get(name) for name in _PARAMS},
-                     labels=dict(event.get("labels") or {}))  # fmt: skip
+        if execution.workflow_id:
+            found["workflow_id"] = execution.workflow_id
+    if event.created_at_ms is not None:
+        found["created_at_ms"] = event.created_at_ms
+    if event.params_sha256 is not None:  # labels travel with the parameters' summary
+        found.update(params=event.params, params_bytes=event.params_bytes,
+                     params_sha256=event.params_sha256, labels=dict(event.labels or {}))
     if "params_sha256" in found:
         found["params_uri"] = params_uri(record.job_id, found["params"])
     return {name: value for name, value in found.items() if getattr(record, name) != value}
 
 
-def _submission(spec: Mapping[str, Any]) -> dict[str, Any]:
+def _submission(spec: JobSpec) -> Changes:
     """Labels and the parameters' summary, from an execution's spec."""
-    return {"labels": dict(spec.get("labels") or {}),
-            **summarize_params(spec.get("params"))._asdict()}  # fmt: skip
+    return {"labels": dict(spec.labels or {}), **summarize_params(spec.params)._asdict()}
 
 
-def _after_success(record: JobRecord, changes: dict[str, Any],
-                   event: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _after_success(record: JobRecord, changes: Changes,
+                   event: JobLifecycle) -> Changes:  # fmt: skip
     """A recurring job with runs left is SCHEDULED again for its next fire time.
 
     ``changes`` are those the event already makes to ``record`` (its spec may tell that the
@@ -310,7 +310,7 @@ def _after_success(record: JobRecord, changes: dict[str, Any],
         return {}
     runs = record.runs + 1
     try:
-        following = next_fire_ms(CronSpec.from_avro(cron), int(event["at_ms"]),
+        following = next_fire_ms(_cron_spec(cron), event.at_ms,
                                  job_id=record.job_id,
                                  runs_so_far=max(record.fires, runs))  # fmt: skip
     except (ValueError, JobstreamError):  # a schedule no longer valid: nothing follows
@@ -321,30 +321,36 @@ def _after_success(record: JobRecord, changes: dict[str, Any],
             "next_fire_at_ms": following}  # fmt: skip
 
 
-def _progress(report: Mapping[str, Any],
-              held: dict[str, Any] | None) -> dict[str, Any] | None:  # fmt: skip
+def _cron_spec(cron: CronSchedule) -> CronSpec:
+    """The schedule's rules of a CronSchedule record."""
+    return CronSpec(**msgspec.structs.asdict(cron))
+
+
+def _progress(report: Progress, held: Progress | None) -> Progress | None:
     """A HEARTBEAT's progress as jobs.status shows it: the fraction held to 0..1, the
     message cut to its bound (a faulty writer's record must not make the status one that
     readers refuse). A fraction that is no number leaves the ``held`` one as it was."""
-    fraction = float(report.get("fraction") or 0.0)
+    fraction = float(report.fraction or 0.0)
     if not isfinite(fraction):
         return held
-    message = report.get("message")
-    return {"fraction": min(1.0, max(0.0, fraction)),
-            "message": None if message is None else str(message)[:PROGRESS_MESSAGE_CHARS],
-            "at_ms": int(report.get("at_ms") or 0)}  # fmt: skip
+    message = report.message
+    if (type(report.fraction) is float and 0.0 <= fraction <= 1.0
+            and (message is None or len(message) <= PROGRESS_MESSAGE_CHARS)):  # fmt: skip
+        return report  # as written: the usual case
+    return Progress(fraction=min(1.0, max(0.0, fraction)), at_ms=report.at_ms,
+                    message=None if message is None else message[:PROGRESS_MESSAGE_CHARS])
 
 
-def _cancellation(event: Mapping[str, Any]) -> dict[str, Any]:
+def _cancellation(event: JobLifecycle) -> Cancellation:
     """Who asked for the cancel (None: jobstream itself, e.g. a parent failed) and why; a
     worker's CANCELLED also names the worker that stopped the run."""
-    return {"by": event.get("requested_by"), "reason": event.get("detail"),
-            "at_ms": int(event["at_ms"]), "worker_id": event.get("worker_id")}  # fmt: skip
+    return Cancellation(by=event.requested_by, reason=event.detail, at_ms=event.at_ms,
+                        worker_id=event.worker_id)  # fmt: skip
 
 
-def _last_error(kind: str, event: Mapping[str, Any]) -> dict[str, str]:
-    error = event.get("error")
+def _last_error(kind: LifecycleKind, event: JobLifecycle) -> dict[str, str]:
+    error = event.error
     if error:
-        return {"error_type": str(error["error_type"]), "message": str(error["message"])}
-    error_type, message = IMPLIED_ERRORS.get(kind, ("UnknownError", event.get("detail") or kind))
+        return {"error_type": error.error_type, "message": error.message}
+    error_type, message = IMPLIED_ERRORS.get(kind, ("UnknownError", event.detail or kind))
     return {"error_type": error_type, "message": message}

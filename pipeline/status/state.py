@@ -4,9 +4,10 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
 
 - ``j<job id>``: the :class:`JobRecord` (JSON): the public JobStatus fields and the
   internal ones the machine needs (current epoch, finished executions, lease deadline).
-- ``e<job id>``: the ExecutionRequested of the running attempt (JSON), kept apart because
-  its parameters may reach 1 MB while the record changes on every heartbeat: the
-  changelog then carries the large value once per run, not once per heartbeat.
+- ``e<job id>``: the ExecutionRequested of the running attempt (JSON, its Avro fields),
+  kept apart because
+  its parameters may reach 1 MB while the record changes on every heartbeat: the changelog
+  then carries the large value once per run, not once per heartbeat.
 - ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, and ``p`` + one
   by purge time: indexes, so that expired leases and finished jobs are range scans.
 
@@ -27,9 +28,11 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+import msgspec
 import orjson
 
 from pipeline.model.lifecycle import JobState
+from pipeline.model.records import CronSchedule, ExecutionRequested, Priority, Progress
 from pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     decode_schedule_key,
@@ -49,6 +52,23 @@ FINISHED_KEPT = 20
 zombie outcome of the recent runs; older ones are fenced by their epoch."""
 
 _PUBLIC = tuple(name for name in JobStatus.model_fields if name != "updated_at_ms")
+
+
+class Cancellation(msgspec.Struct, frozen=True):
+    """Why a CANCELLED job was cancelled: jobs.status's ``cancellation``, as kept here."""
+
+    by: str | None
+    """Who asked; None when jobstream cancelled it itself (a parent failed)."""
+    reason: str | None
+    at_ms: int
+    worker_id: str | None
+    """The worker that stopped its run; None if none ran."""
+
+
+def _builtins(value: object) -> Any:
+    """orjson's fallback for the records a JobRecord holds (cron, progress, cancellation):
+    their fields as an object, in field order, enums as their symbols."""
+    return msgspec.to_builtins(value)
 
 
 class JobRecord(NamedTuple):
@@ -72,7 +92,7 @@ class JobRecord(NamedTuple):
     attempt: int = 0
     epoch: int = 0
     """The newest epoch seen (fencing token): outcomes of older epochs are duplicates."""
-    priority: str = "NORMAL"
+    priority: Priority = Priority.NORMAL
     scheduled_at_ms: int | None = None
     next_fire_at_ms: int | None = None
     updated_at_ms: int = 0
@@ -89,7 +109,7 @@ class JobRecord(NamedTuple):
     """RUNNING only: the run is declared lost when no heartbeat arrives before this."""
     finished: tuple[str, ...] = ()
     """Execution ids that already finished (succeeded, failed, timed out or were lost)."""
-    cron: dict[str, Any] | None = None
+    cron: CronSchedule | None = None
     """The job's CronSchedule, learnt from an execution's spec."""
     recurring: bool | None = None
     """None until an execution's spec has been seen: SCHEDULED and FIRED carry no spec."""
@@ -112,9 +132,9 @@ class JobRecord(NamedTuple):
     """How long rate limits held the current execution back (its FIRED tells)."""
     params_uri: str | None = None
     """Where the HTTP API serves parameters too large to be inline."""
-    cancellation: dict[str, Any] | None = None
+    cancellation: Cancellation | None = None
     """CANCELLED: who asked, why, when, and the worker that stopped a run."""
-    progress: dict[str, Any] | None = None
+    progress: Progress | None = None
     """The current run's latest progress report (fraction, message, at_ms)."""
 
     def evolve(self, **changes: Any) -> JobRecord:
@@ -143,6 +163,9 @@ class JobRecord(NamedTuple):
 
     def to_status(self) -> JobStatus:
         values = dict(zip(_PUBLIC, _public(self), strict=True))
+        for name in ("progress", "cancellation"):
+            if values[name] is not None:
+                values[name] = _builtins(values[name])
         return JobStatus.model_validate({**values, "updated_at_ms": self.updated_at_ms})
 
     def __bytes__(self) -> bytes:
@@ -162,10 +185,11 @@ class JobRecord(NamedTuple):
         error = values["last_error"]
         if error is not None:  # LastError's fields only, as the model writes them
             values["last_error"] = {"error_type": error["error_type"], "message": error["message"]}
-        return orjson.dumps(values)
+        return orjson.dumps(values, default=_builtins)
 
     def encode(self) -> bytes:
-        """JSON: an object of every field, in field order (tuples as lists).
+        """JSON: an object of every field, in field order (tuples as lists; the schedule,
+        progress and cancellation as objects of their fields, as before they were typed).
 
         Fields added after the first release are left out while empty: a reader from
         before them (a rolling upgrade) then decodes every record that does not use them.
@@ -174,7 +198,7 @@ class JobRecord(NamedTuple):
         for name in _ADDED:
             if not fields[name]:
                 del fields[name]
-        return orjson.dumps(fields)
+        return orjson.dumps(fields, default=_builtins)
 
     @classmethod
     def decode(cls, raw: bytes) -> JobRecord:
@@ -184,6 +208,10 @@ class JobRecord(NamedTuple):
         data["waiting_for"] = tuple(data.get("waiting_for", ()))
         if "params_sha256" in data:  # labels, set with the summary, are left out when empty
             data.setdefault("labels", {})
+        data["priority"] = Priority(data["priority"])
+        for name, kind in _NESTED:
+            if data.get(name) is not None:
+                data[name] = msgspec.convert(data[name], kind)
         return cls(**data)
 
 
@@ -191,6 +219,9 @@ _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_by
           "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
 large parameters' URI, cancels, progress."""
+_NESTED: tuple[tuple[str, type], ...] = (
+    ("cron", CronSchedule), ("progress", Progress), ("cancellation", Cancellation))
+"""Fields kept as objects of their own fields, typed again when a record is decoded."""
 _POSITION = {name: i for i, name in enumerate(JobRecord._fields)}
 _new_tuple = tuple.__new__
 _UNREAD = object()
@@ -203,6 +234,14 @@ _status = itemgetter(*(_POSITION[name] for name in _STATUS))
 _public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
 
 ChangelogRecord = tuple[bytes, bytes | None]
+
+Changes = dict[str, Any]
+"""Fields of a :class:`JobRecord` by name, to :meth:`JobRecord.evolve` it with."""
+
+_EXECUTION_JSON = msgspec.json.Encoder()
+_EXECUTION_READER = msgspec.json.Decoder(ExecutionRequested)
+"""An ``e`` entry: the ExecutionRequested's fields as a JSON object (the Avro record's
+fields, enums as their symbols), as orjson wrote the decoded dict before records were typed."""
 
 
 class RecordCache:
@@ -255,7 +294,7 @@ class StatusState:
         """Every record read or written in this transaction, as it is now (None: absent)."""
         self._written: set[str] = set()
         """Job ids whose record changed since the last :meth:`flush`."""
-        self._executions: dict[str, Mapping[str, Any] | None] = {}
+        self._executions: dict[str, ExecutionRequested | None] = {}
         """Executions put (or deleted: None) since the last :meth:`flush`."""
         self._changelog: dict[bytes, bytes | None] = {}
 
@@ -278,7 +317,7 @@ class StatusState:
         for job_id, execution in self._executions.items():
             key = EXECUTION_PREFIX + job_id.encode()
             if execution is not None:
-                raw = orjson.dumps(execution)
+                raw = _EXECUTION_JSON.encode(execution)
                 self.tx.put(key, raw)
                 self._changelog[key] = raw
             # A run that started and ended within this transaction never reached the store
@@ -329,13 +368,13 @@ class StatusState:
 
     # -- the running attempt's execution -------------------------------------------------
 
-    def get_execution(self, job_id: str) -> Mapping[str, Any] | None:
+    def get_execution(self, job_id: str) -> ExecutionRequested | None:
         if job_id in self._executions:
             return self._executions[job_id]
         raw = self.tx.get(EXECUTION_PREFIX + job_id.encode())
-        return None if raw is None else orjson.loads(raw)
+        return None if raw is None else _EXECUTION_READER.decode(raw)
 
-    def put_execution(self, job_id: str, execution: Mapping[str, Any]) -> None:
+    def put_execution(self, job_id: str, execution: ExecutionRequested) -> None:
         self._executions[job_id] = execution
 
     def delete_execution(self, job_id: str) -> None:

@@ -16,8 +16,9 @@ from pipeline.model.job import JobRequest
 from pipeline.quotas.model import Quota
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.scheduling import new_job_id
+from pipeline.serde import JobStatus
 from pipeline.workflows.commands import workflow_event
-from tests.connectors.views.records import status, submitted
+from tests.connectors.views.records import as_submitted, status, submitted
 
 DEFAULTS = Quota(job_types=3, submit_rate=10.0, submit_burst=20, pending_jobs=100, streams=2)
 ACME = Principal("acme", token="acme-token")
@@ -66,10 +67,10 @@ def refusal(call: object, *args: object) -> ApiError:
 def fold(store: ViewStore, *records: object) -> None:
     batch = store.batch()
     for record in records:
-        if isinstance(record, dict):
-            batch.submitted(record)
+        if isinstance(record, JobStatus):
+            batch.status(record)
         else:
-            batch.status(record)  # type: ignore[arg-type]
+            batch.submitted(as_submitted(record))
     batch.commit()
 
 

@@ -16,6 +16,7 @@ from connectors.views.fold import (
     command_of,
     new_doc,
 )
+from pipeline.model.records import plain
 from pipeline.serde import Cancellation, JobStatus, LastError, Progress
 from tests.connectors.views.records import event, status, submitted
 
@@ -106,7 +107,8 @@ def test_the_latest_commands_are_kept_whatever_the_order() -> None:
 def test_a_submission_keeps_its_retry_policy_and_timeout_for_a_backfill() -> None:
     record = submitted("acme", at_ms=T0, retry={"max_attempts": 5}, timeout_ms=60_000)
     doc = apply_submitted(None, record)
-    assert doc["retry"] == record["spec"]["retry"] and doc["retry"]["max_attempts"] == 5
+    assert record.spec.retry is not None
+    assert doc["retry"] == plain(record.spec.retry) and doc["retry"]["max_attempts"] == 5
     assert doc["timeout_ms"] == 60_000
     bare = apply_submitted(None, submitted("acme", at_ms=T0))
     assert (bare["retry"], bare["timeout_ms"]) == (None, None)

@@ -8,6 +8,7 @@ from typing import Any
 from connectors.views import ViewStore
 from connectors.views.pools import Served, waiting_counts, with_waiting
 from pipeline.clock import now_ms
+from pipeline.model.records import WorkerHeartbeat, WorkerState
 from tests.connectors.views.records import status, submitted
 from tests.connectors.views.test_store import T0, fold
 
@@ -50,8 +51,9 @@ def test_only_queued_jobs_of_a_pool_wait_for_one() -> None:
 def beat(store: ViewStore, worker_id: str, pool: str | None, *types: str, at_ms: int,
          state: str = "RUNNING") -> None:  # fmt: skip
     batch = store.batch()
-    batch.worker(worker_id, {"worker_id": worker_id, "job_types": list(types), "pool": pool,
-                             "state": state, "at_ms": at_ms})  # fmt: skip
+    batch.worker(worker_id, WorkerHeartbeat(
+        worker_id=worker_id, host="h", pid=1, job_types=list(types), capacity=1, pool=pool,
+        state=WorkerState(state), started_at_ms=at_ms, at_ms=at_ms))  # fmt: skip
     batch.commit()
 
 

@@ -16,9 +16,11 @@ from connectors.views import (
     list_jobs,
     workers,
 )
+from connectors.views.fold import step_submissions
 from connectors.views.query import params, result_location, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.model.params import params_digest
+from pipeline.model.records import WorkerHeartbeat, WorkerState
 from pipeline.workflows.commands import expand_workflow, workflow_event
 from tests.connectors.views.records import event, fold, status, submitted
 
@@ -185,10 +187,10 @@ def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leav
     steps = [{"name": "a", "job_type": "data.process"},
              {"name": "b", "job_type": "data.process", "depends_on": ["a"]}]  # fmt: skip
     wf = workflow_event("acme", steps, now_ms=T0)
-    (_, a), (_, b) = expand_workflow(wf.data, now_ms=T0)
+    a, b = step_submissions(expand_workflow(wf.data, now_ms=T0))
     other = workflow_event("acme", steps, now_ms=T0)  # another workflow, same step names
     fold(store, a, b, submitted("acme", at_ms=T0),
-         *(job for _, job in expand_workflow(other.data, now_ms=T0)))  # fmt: skip
+         *step_submissions(expand_workflow(other.data, now_ms=T0)))  # fmt: skip
     found = workflow_jobs(store, wf.data["workflow_id"])
     assert [(doc["job_id"], doc["step"], doc["depends_on"]) for doc in sorted(
         found, key=lambda doc: doc["step"])] == [(a["job_id"], "a", []),
@@ -227,9 +229,10 @@ def test_workers_show_their_age_and_staleness(store: ViewStore) -> None:
         "started_at_ms": T0,
         "at_ms": T0,
     }
-    batch.worker("w1", beat)
-    batch.worker("w2", {**beat, "worker_id": "w2", "at_ms": T0 + 20_000})
-    batch.worker("w3", {**beat, "worker_id": "w3", "at_ms": T0 + 20_000, "state": "STOPPED"})
+    batch.worker("w1", WorkerHeartbeat(**beat))
+    batch.worker("w2", WorkerHeartbeat(**{**beat, "worker_id": "w2", "at_ms": T0 + 20_000}))
+    batch.worker("w3", WorkerHeartbeat(**{**beat, "worker_id": "w3", "at_ms": T0 + 20_000,
+                                          "state": WorkerState.STOPPED}))  # fmt: skip
     batch.commit()
     found = {w["worker_id"]: (w["age_ms"], w["stale"])
              for w in workers(store, stale_after_ms=15_000, now_ms=T0 + 21_000)}  # fmt: skip

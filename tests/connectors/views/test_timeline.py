@@ -6,12 +6,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import msgspec
 import pytest
 
 from connectors.views import ViewStore, layout, list_jobs, timeline
+from connectors.views.fold import step_submissions
 from connectors.views.query import timeline as stored_timeline
 from connectors.views.schedules import list_schedules, next_runs, workflow_runs
 from pipeline.errors import ValidationError
+from pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
 from pipeline.workflows.commands import expand_workflow, workflow_event
 from pipeline.workflows.runs import RUN_LABEL
 from tests.connectors.views.records import event, fold, status, submitted
@@ -36,7 +39,8 @@ def a_run(job: dict[str, Any]) -> list[dict[str, Any]]:
         *(event(job, "HEARTBEAT", at_ms=fire + 100 + i * 500, fire_ms=fire, worker_id="w-1")
           for i in range(3)),
         event(job, "FAILED", at_ms=fire + 1700, fire_ms=fire, worker_id="w-1",
-              error={"error_type": "Transient", "message": "try again"}),
+              error={"attempt": 1, "error_type": "Transient", "message": "try again",
+                     "at_ms": fire + 1700}),
         event(job, "RETRY_SCHEDULED", at_ms=fire + 1710, fire_ms=fire, attempt=2,
               scheduled_at_ms=fire + 2000),
         event(job, "FIRED", at_ms=fire + 2003, fire_ms=fire + 2000, attempt=2,
@@ -136,8 +140,9 @@ def test_a_recurring_workflow_is_a_schedule_not_jobs_until_its_cancel(store: Vie
     steps = [{"name": "extract", "job_type": "data.process"},
              {"name": "load", "job_type": "data.process", "depends_on": ["extract"]}]
     template = workflow_event("acme", steps, now_ms=T0, schedule="0 3 * * *")
+    typed_template = msgspec.convert(template.data, WorkflowSubmitted, from_attributes=True)
     batch = store.batch()
-    batch.workflow_schedule(template.data)
+    batch.workflow_schedule(typed_template)
     batch.commit()
     assert list_jobs(store, {"owner": "acme"}).items == []
     (listed,) = list_schedules(store, "acme").items
@@ -147,14 +152,14 @@ def test_a_recurring_workflow_is_a_schedule_not_jobs_until_its_cancel(store: Vie
     run = workflow_event("acme", [{**s, "labels": {RUN_LABEL: template.data["workflow_id"]}}
                                   for s in steps], now_ms=T0 + 10_800_000,
                          workflow_id="R-run-1")  # fmt: skip
-    jobs = [job for _, job in expand_workflow(run.data, now_ms=T0 + 10_800_000)]
+    jobs = step_submissions(expand_workflow(run.data, now_ms=T0 + 10_800_000))
     fold(store, *jobs, *(status(job, "SUCCEEDED", at_ms=T0 + 10_900_000) for job in jobs))
     (done,) = workflow_runs(store, "acme", template.data["workflow_id"])
     assert (done["run_id"], done["outcome"], done["steps"]) == ("R-run-1", "SUCCEEDED", 2)
     batch = store.batch()
-    batch.workflow_cancelled({"workflow_id": template.data["workflow_id"], "owner": "acme",
-                              "requested_at_ms": T0 + 20})  # fmt: skip
-    batch.workflow_schedule(template.data)  # submitted again: still cancelled
+    batch.workflow_cancelled(WorkflowCancelled(workflow_id=template.data["workflow_id"],
+                                               owner="acme", requested_at_ms=T0 + 20))
+    batch.workflow_schedule(typed_template)  # submitted again: still cancelled
     batch.commit()
     assert list_schedules(store, "acme").items == []
 

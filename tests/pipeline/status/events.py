@@ -1,13 +1,17 @@
 """JobLifecycle events as the timers, workers and retry router write them, for status tests.
 
-Every builder returns the full Avro field set, so the same dicts feed the pure machine and
-the real broker.
+Every builder of an event returns a JobLifecycle record, as the deserializer gives it, so
+the same events feed the pure machine and the real broker; an execution is the dict of its
+Avro fields.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from pipeline.model.records import JobLifecycle
 from pipeline.scheduling import execution_id as make_execution_id
 from pipeline.serde import Event
 from tests.support.jobs import cron_schedule, submitted
@@ -36,7 +40,7 @@ def execution(job_id: str, *, epoch: int, attempt: int = 1, cron: dict[str, Any]
     }  # fmt: skip
 
 
-def lifecycle(kind: str, job_id: str, *, at_ms: int = T0, **fields: Any) -> dict[str, Any]:
+def lifecycle(kind: str, job_id: str, *, at_ms: int = T0, **fields: Any) -> JobLifecycle:
     data: dict[str, Any] = {
         "kind": kind, "job_id": job_id, "workflow_id": None, "at_ms": at_ms,
         "job_type": "data.process", "owner": "tests", "attempt": 0, "epoch": 0,
@@ -44,14 +48,14 @@ def lifecycle(kind: str, job_id: str, *, at_ms: int = T0, **fields: Any) -> dict
         "error": None, "result": None, "result_uri": None, "detail": None, "execution": None,
     }  # fmt: skip
     data.update(fields)
-    return data
+    return msgspec.convert(data, JobLifecycle, from_attributes=True)
 
 
-def scheduled(job_id: str, *, at_ms: int = T0, due_ms: int | None = None) -> dict[str, Any]:
+def scheduled(job_id: str, *, at_ms: int = T0, due_ms: int | None = None) -> JobLifecycle:
     return lifecycle("SCHEDULED", job_id, at_ms=at_ms, scheduled_at_ms=due_ms or at_ms)
 
 
-def fired(run: dict[str, Any], *, at_ms: int | None = None) -> dict[str, Any]:
+def fired(run: dict[str, Any], *, at_ms: int | None = None) -> JobLifecycle:
     """The timers' FIRED of an execution (no spec: the timers send that to the workers)."""
     return lifecycle("FIRED", run["job_id"], at_ms=at_ms or run["epoch"],
                      scheduled_at_ms=run["scheduled_at_ms"], lateness_ms=0,
@@ -60,7 +64,7 @@ def fired(run: dict[str, Any], *, at_ms: int | None = None) -> dict[str, Any]:
 
 
 def outcome(kind: str, run: dict[str, Any], *, worker: str = "w1", at_ms: int | None = None,
-            **fields: Any) -> dict[str, Any]:  # fmt: skip
+            **fields: Any) -> JobLifecycle:  # fmt: skip
     """What a worker reports about ``run``: STARTED, HEARTBEAT, SUCCEEDED, FAILED, TIMED_OUT."""
     carried: dict[str, Any] = {}
     if kind in ("STARTED", "FAILED", "TIMED_OUT"):
@@ -75,11 +79,11 @@ def outcome(kind: str, run: dict[str, Any], *, worker: str = "w1", at_ms: int | 
                      **{**carried, **fields})  # fmt: skip
 
 
-def retry_scheduled(run: dict[str, Any], *, retry_at_ms: int) -> dict[str, Any]:
+def retry_scheduled(run: dict[str, Any], *, retry_at_ms: int) -> JobLifecycle:
     return lifecycle("RETRY_SCHEDULED", run["job_id"], at_ms=run["epoch"] + 2,
                      attempt=run["attempt"] + 1, epoch=run["epoch"],
                      execution_id=run["execution_id"], scheduled_at_ms=retry_at_ms)  # fmt: skip
 
 
-def as_event(data: dict[str, Any]) -> Event:
+def as_event(data: JobLifecycle) -> Event:
     return Event("JobLifecycle", data)

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.serde import JobState
 from pipeline.status.machine import CRON_ONLY, KINDS, OUTCOMES, TABLE, Verdict, transition
-from pipeline.status.state import FINISHED_KEPT, JobRecord
+from pipeline.status.state import FINISHED_KEPT, Cancellation, JobRecord
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
 
@@ -336,8 +336,8 @@ def test_a_worker_cancels_a_running_job_naming_who_and_why() -> None:
     running = fold(ev.fired(run), ev.outcome("STARTED", run))
     done = fold(worker_cancelled(run, at_ms=E1 + 500), start=running)
     assert done is not None and done.state is S.CANCELLED
-    assert done.cancellation == {"by": "cli:ann@box", "reason": "wrong month",
-                                 "at_ms": E1 + 500, "worker_id": "w1"}  # fmt: skip
+    assert done.cancellation == Cancellation(by="cli:ann@box", reason="wrong month",
+                                             at_ms=E1 + 500, worker_id="w1")  # fmt: skip
     assert done.to_status().cancellation is not None
     late = transition(done, ev.outcome("SUCCEEDED", run, at_ms=E1 + 900))
     assert late.verdict is Verdict.DUPLICATE, "the run it stopped has finished"
@@ -362,7 +362,7 @@ def test_the_stopped_run_of_a_cancelled_schedule_changes_nothing() -> None:
     cancelled = fold(ev.lifecycle("CANCELLED", JOB, at_ms=E1 + 10, detail="done with it"),
                      start=record(S.RUNNING, epoch=E1))  # fmt: skip
     assert cancelled is not None
-    assert cancelled.cancellation == {"by": None, "reason": "done with it", "at_ms": E1 + 10,
-                                      "worker_id": None}  # fmt: skip
+    assert cancelled.cancellation == Cancellation(by=None, reason="done with it",
+                                                  at_ms=E1 + 10, worker_id=None)  # fmt: skip
     decision = transition(cancelled, worker_cancelled(run, at_ms=E1 + 20))
     assert decision.verdict is Verdict.IGNORED and decision.record == cancelled

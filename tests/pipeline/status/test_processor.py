@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, params_digest
+from pipeline.model.records import ExecutionRequested, JobLifecycle, evolve, plain
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, JobState, JobStatus, encode_status, make_serde
@@ -40,7 +41,7 @@ class StatusDriver(ProcessorDriver[StatusState]):
 
     processor: StatusProcessor
 
-    def step(self, now: int, *events: dict[str, Any]) -> list[Output]:
+    def step(self, now: int, *events: JobLifecycle) -> list[Output]:
         self.now_ms = now
         emits = [emit for event in events for emit in
                  self.pipe(EVENTS, ev.as_event(event), partition=PARTITION)]  # fmt: skip
@@ -58,7 +59,7 @@ class StatusDriver(ProcessorDriver[StatusState]):
     def record(self, job_id: str = JOB) -> JobRecord | None:
         return StatusState(PartitionBatch(self.store(PARTITION))).get(job_id)
 
-    def execution(self, job_id: str = JOB) -> dict[str, Any] | None:
+    def execution(self, job_id: str = JOB) -> ExecutionRequested | None:
         return StatusState(PartitionBatch(self.store(PARTITION))).get_execution(job_id)
 
 
@@ -67,7 +68,7 @@ def status_driver(path: Path, policy: StatusPolicy | None = None) -> StatusDrive
     return StatusDriver(processor, path, partitions=(PARTITION,), now_ms=T0)
 
 
-def lifecycles(emits: list[Output]) -> list[dict[str, Any]]:
+def lifecycles(emits: list[Output]) -> list[JobLifecycle]:
     return [e.value.data for e in emits if isinstance(e.value, Event)]
 
 
@@ -96,7 +97,8 @@ def test_each_step_writes_the_latest_status(driver: StatusDriver) -> None:
     assert all(e.topic == "jobs.status" and e.key == JOB.encode() for e in emits)
     final = statuses(emits)[-1]
     assert (final.epoch, final.attempt, final.updated_at_ms) == (E1, 1, T0)
-    assert driver.execution() == run
+    execution = driver.execution()
+    assert execution is not None and plain(execution) == run
 
 
 def test_a_heartbeat_renews_the_lease_and_writes_no_status(driver: StatusDriver) -> None:
@@ -115,7 +117,7 @@ def test_an_expired_lease_emits_lost_with_the_execution(driver: StatusDriver) ->
     assert (emits[0].topic, emits[0].key, emits[0].partition) == ("jobs.events", JOB.encode(), 2)
     lost = lifecycles(emits)[0]
     assert lost["kind"] == "LOST"
-    assert lost["execution"] == run
+    assert lost.execution is not None and plain(lost.execution) == run
     assert (lost["epoch"], lost["attempt"], lost["worker_id"]) == (E1, 1, "w1")
     assert lost["execution_id"] == run["execution_id"]
     assert lost["error"]["error_type"] == "LeaseExpired"
@@ -235,8 +237,8 @@ def test_restore_from_the_changelog_rebuilds_the_same_state(
 # -- workflows -----------------------------------------------------------------------------
 
 
-def in_workflow(event: dict[str, Any]) -> dict[str, Any]:
-    return {**event, "workflow_id": "wf-1"}
+def in_workflow(event: JobLifecycle) -> JobLifecycle:
+    return evolve(event, workflow_id="wf-1")
 
 
 def steps_ended(emits: list[Output]) -> list[Output]:
@@ -267,7 +269,7 @@ def test_a_job_of_a_workflow_that_ends_is_announced_to_its_timers_once(
     assert (ended.topic, ended.key, ended.partition) == ("jobs.intake", b"wf-1", None)
     assert ended.urgent, "the children wait for it: its transaction does not wait"
     assert not any(e.urgent for e in emits if e is not ended), "the status waits as usual"
-    assert ended.value.data == {"job_id": JOB, "workflow_id": "wf-1", "owner": "tests",
+    assert plain(ended.value.data) == {"job_id": JOB, "workflow_id": "wf-1", "owner": "tests",
                                 "outcome": "SUCCEEDED",
                                 "ended_at_ms": E2 + 1, "result": '{"n":1}', "result_uri": None,
                                 "detail": None}  # fmt: skip

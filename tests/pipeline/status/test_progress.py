@@ -13,6 +13,7 @@ import orjson
 import pytest
 from rich.console import Console
 
+from pipeline.model.records import JobLifecycle, Progress
 from pipeline.serde import JobState, decode_status
 from pipeline.status.machine import Verdict, transition
 from pipeline.status.query import status_table
@@ -32,19 +33,19 @@ JOB = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 E1, E2 = T0, T0 + 60_000
 
 
-def progress(fraction: float, message: str | None = None, at_ms: int = T0) -> dict[str, Any]:
-    return {"fraction": fraction, "message": message, "at_ms": at_ms}
+def progress(fraction: float, message: str | None = None, at_ms: int = T0) -> Progress:
+    return Progress(fraction=fraction, message=message, at_ms=at_ms)
 
 
 def beat(run: dict[str, Any], fraction: float | None = None, message: str | None = None,
-         *, at_ms: int | None = None) -> dict[str, Any]:  # fmt: skip
+         *, at_ms: int | None = None) -> JobLifecycle:  # fmt: skip
     """The run's HEARTBEAT, carrying a progress report unless ``fraction`` is None."""
     at = at_ms or run["epoch"] + 5
     report = None if fraction is None else progress(fraction, message, at)
     return ev.outcome("HEARTBEAT", run, at_ms=at, progress=report)
 
 
-def fold(record: JobRecord | None, *events: dict[str, Any]) -> JobRecord:
+def fold(record: JobRecord | None, *events: JobLifecycle) -> JobRecord:
     for event in events:
         decision = transition(record, event)
         assert decision.verdict is Verdict.APPLIED, (event["kind"], decision.reason)
@@ -120,7 +121,7 @@ def test_a_redelivered_run_of_the_same_execution_starts_from_nothing() -> None:
     (progress(-3.0, "back"), progress(0.0, "back")),
 ])  # fmt: skip
 def test_a_faulty_writers_progress_is_held_to_what_jobs_status_allows(
-    sent: dict[str, Any], folded: dict[str, Any]
+    sent: Progress, folded: Progress
 ) -> None:
     run = ev.execution(JOB, epoch=E1)
     running = fold(None, ev.fired(run), ev.outcome("STARTED", run))

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
+from pipeline.model.records import JobLifecycle, evolve, plain
 from pipeline.runtime.runner import Runner
 from pipeline.scheduling import new_job_id
 from pipeline.serde import JobState, JobStatus
@@ -43,9 +44,9 @@ class EventLog:
         self.consumer = clients.consumer(settings, "unused")
         self.consumer.assign([TopicPartition(Topics(settings).events, p, 0)
                               for p in range(settings.events_partitions)])  # fmt: skip
-        self.events: list[dict[str, Any]] = []
+        self.events: list[JobLifecycle] = []
 
-    def of(self, job_id: str, kind: str) -> list[dict[str, Any]]:
+    def of(self, job_id: str, kind: str) -> list[JobLifecycle]:
         for message in self.consumer.consume(10_000, timeout=0.2):
             if message.error() is None:
                 self.events.append(DESERIALIZE(message.value()).data)
@@ -75,7 +76,7 @@ def status_in_thread(topics: Topics, tmp_path: Path) -> Iterator[Callable[..., N
         yield start
 
 
-def produce_events(settings: Settings, *events: dict[str, Any]) -> None:
+def produce_events(settings: Settings, *events: JobLifecycle) -> None:
     produce(settings, Topics(settings).events, [ev.as_event(e) for e in events])
 
 
@@ -147,7 +148,7 @@ def test_a_workflow_jobs_end_is_announced_without_waiting_for_the_commit_interva
     settings, t = topics.settings, now_ms()
     job = new_job_id()
     run = {**ev.execution(job, epoch=t), "workflow_id": "wf-1"}
-    in_workflow = [{**event, "workflow_id": "wf-1"} for event in (
+    in_workflow = [evolve(event, workflow_id="wf-1") for event in (
         ev.scheduled(job, at_ms=t), ev.fired(run), ev.outcome("STARTED", run),
         ev.outcome("SUCCEEDED", run, result='"done"'))]  # fmt: skip
     # An interval far longer than the wait below: only an urgent commit can meet it.
@@ -190,7 +191,7 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
     try:
         [lost] = wait_for(lambda: event_log.of(lost_job, "LOST"), timeout_s=60, what="LOST")
         assert lost["at_ms"] >= started + 3000, "declared lost before the lease ran out"
-        assert lost["execution"] == first
+        assert lost.execution is not None and plain(lost.execution) == first
         assert (lost["epoch"], lost["worker_id"]) == (t, "a")
         states_reach(settings, {lost_job: S.FAILED_RETRYING, alive_job: S.RUNNING})
 

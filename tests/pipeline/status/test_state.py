@@ -9,10 +9,19 @@ from pathlib import Path
 import orjson
 import pytest
 
+from pipeline.model.records import (
+    CronSchedule,
+    ExecutionRequested,
+    JobSpec,
+    Priority,
+    Progress,
+    plain,
+)
 from pipeline.serde import JobState, JobStatus, decode_status, encode_status
 from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
-from pipeline.status.state import JobRecord, RecordCache, StatusState
+from pipeline.status.state import Cancellation, JobRecord, RecordCache, StatusState
+from tests.support.jobs import cron_schedule
 
 S = JobState
 JOB, OTHER = "01JD3W6Q8Z5X7M2K4N9P0R1S2T", "01JD3W6Q8Z5X7M2K4N9P0R1S2V"
@@ -20,12 +29,11 @@ T = 1_798_000_000_000
 
 FULL = JobRecord(
     job_id=JOB, state=S.RUNNING, job_type="data.process", owner="tests", workflow_id="wf",
-    attempt=2, epoch=T, priority="HIGH", scheduled_at_ms=T, next_fire_at_ms=T + 60_000,
+    attempt=2, epoch=T, priority=Priority.HIGH, scheduled_at_ms=T, next_fire_at_ms=T + 60_000,
     updated_at_ms=T + 1, last_error={"error_type": "ValueError", "message": "boom"},
     result=None, result_uri="s3://r", runs=3, duplicates=1, execution_id="x1",
     worker_id="w1", lease_deadline_ms=T + 30_000, finished=("x0", "y0"),
-    cron={"expression": "* * * * *", "timezone": "UTC"}, recurring=True, fires=4,
-    purge_at_ms=None,
+    cron=CronSchedule(expression="* * * * *"), recurring=True, fires=4, purge_at_ms=None,
 )  # fmt: skip
 
 
@@ -51,7 +59,7 @@ STORED = {
     "last_error": {"error_type": "ValueError", "message": "boom"}, "result": None,
     "result_uri": "s3://r", "runs": 3, "duplicates": 1, "execution_id": "x1", "worker_id": "w1",
     "lease_deadline_ms": T + 30_000, "finished": ["x0", "y0"],
-    "cron": {"expression": "* * * * *", "timezone": "UTC"}, "recurring": True, "fires": 4,
+    "cron": cron_schedule("* * * * *"), "recurring": True, "fires": 4,
     "purge_at_ms": None,
 }  # fmt: skip
 """FULL as the stores and the changelog hold it (the frozen dataclass's ``asdict`` JSON)."""
@@ -66,6 +74,24 @@ def test_a_record_is_stored_as_before_and_decodes_back() -> None:
     assert isinstance(JobRecord.decode(new.encode()).finished, tuple)
     blocked = JobRecord(job_id=OTHER, state=S.BLOCKED, waiting_for=(JOB,))
     assert JobRecord.decode(blocked.encode()) == blocked
+
+
+def test_the_records_a_record_holds_are_stored_as_objects_of_their_fields() -> None:
+    cancelled = FULL.evolve(
+        state=S.CANCELLED, progress=Progress(fraction=0.5, message="half", at_ms=T),
+        cancellation=Cancellation(by="cli:ann@box", reason="why", at_ms=T, worker_id="w1"),
+    )  # fmt: skip
+    stored = {**STORED, "state": "CANCELLED",
+              "cancellation": {"by": "cli:ann@box", "reason": "why", "at_ms": T,
+                               "worker_id": "w1"},
+              "progress": {"fraction": 0.5, "message": "half", "at_ms": T}}  # fmt: skip
+    assert cancelled.encode() == orjson.dumps(stored)
+    decoded = JobRecord.decode(orjson.dumps(stored))
+    assert decoded == cancelled and isinstance(decoded.progress, Progress)
+    assert isinstance(decoded.cron, CronSchedule) and decoded.priority is Priority.HIGH
+    # A schedule stored with fields left out (a hand-made record) takes their defaults.
+    partial = {**STORED, "cron": {"expression": "* * * * *", "timezone": "UTC"}}
+    assert JobRecord.decode(orjson.dumps(partial)) == FULL
 
 
 @pytest.fixture
@@ -166,11 +192,14 @@ def test_a_job_created_and_removed_in_one_transaction_leaves_a_tombstone(
     [
         FULL,
         JobRecord(job_id=OTHER, state=S.SCHEDULED),
-        FULL.evolve(state=S.SUCCEEDED, result='{"ok": "ünïcødé ✓"}', last_error=None),
+        FULL.evolve(state=S.SUCCEEDED, result='{"ok": "ünïcødé ✓"}', last_error=None,
+                    progress=Progress(fraction=1.0, message=None, at_ms=T)),
+        FULL.evolve(state=S.CANCELLED, cancellation=Cancellation(by=None, reason="parent failed",
+                                                                 at_ms=T, worker_id=None)),
         FULL.evolve(
             state=S.FAILED_RETRYING,
             workflow_id=None,
-            priority="LOW",
+            priority=Priority.LOW,
             last_error={"error_type": "LeaseExpired", "message": "no heartbeat"},
         ),
     ],
@@ -241,7 +270,9 @@ def test_records_committed_are_read_from_the_cache_and_aborted_ones_are_not(
 def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     store: PartitionStore,
 ) -> None:
-    execution = {"execution_id": "x1", "spec": {"params": {"n": 1}}}
+    execution = ExecutionRequested(job_id=JOB, execution_id="x1", scheduled_at_ms=T,
+                                   fired_at_ms=T, spec=JobSpec(job_type="t", owner="o",
+                                                               params='{"n": 1}'))  # fmt: skip
     state = StatusState(PartitionBatch(store))
     state.put_execution(JOB, execution)
     assert state.get_execution(JOB) == execution
@@ -250,7 +281,7 @@ def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     assert state.flush() == [] and not state.tx.changes, "no write, no tombstone"
 
     state.put_execution(JOB, execution)  # this one commits
-    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(execution))]
+    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(plain(execution)))]
     state.tx.commit(0)
     later = StatusState(PartitionBatch(store))
     assert later.get_execution(JOB) == execution
@@ -258,3 +289,31 @@ def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     assert later.flush() == [(b"e" + JOB.encode(), None)], "a stored run's end is a tombstone"
     later.tx.commit(1)
     assert store.get(b"e" + JOB.encode()) is None
+
+
+def test_a_stored_execution_written_as_its_decoded_dict_reads_as_its_record(
+    store: PartitionStore,
+) -> None:
+    """``e`` entries written before records were typed: orjson's JSON of fastavro's dict."""
+    old = {
+        "job_id": JOB, "workflow_id": None, "execution_id": "x1", "attempt": 2, "epoch": T,
+        "scheduled_at_ms": T, "fired_at_ms": T, "deadline_ms": None,
+        "spec": {"job_type": "t", "owner": "o", "params": "{}", "priority": "LOW",
+                 "run_at_ms": None, "cron": cron_schedule("0 * * * *"), "depends_on": [],
+                 "retry": {"max_attempts": 3, "initial_backoff_ms": 1000,
+                           "backoff_coefficient": 2.0, "max_backoff_ms": 300000, "jitter": 0.1,
+                           "non_retryable_errors": []},
+                 "timeout_ms": None, "labels": {"a": "b"}, "on_parent_failure": "CANCEL",
+                 "pool": None},
+        "idempotency_key": None, "errors": [], "parent_results": [],
+    }  # fmt: skip
+    tx = PartitionBatch(store)
+    tx.put(b"e" + JOB.encode(), orjson.dumps(old))
+    tx.commit(0)
+    execution = StatusState(PartitionBatch(store)).get_execution(JOB)
+    assert isinstance(execution, ExecutionRequested) and plain(execution) == old
+    assert execution.spec.priority is Priority.LOW
+    assert isinstance(execution.spec.cron, CronSchedule)
+    state = StatusState(PartitionBatch(store))
+    state.put_execution(JOB, execution)
+    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(old))], "written as before"
