@@ -94,7 +94,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
     request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
     _check_parents(svc, request)
     event = request.to_event(now_ms())
-    job_id = event.data["job_id"]
+    job_id = event.data.job_id
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
     if request.idempotency_key is not None:
         known = svc.store.doc(job_id) or svc.pending.get(job_id)
@@ -129,7 +129,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
     await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)
-    return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
+    return BatchAccepted(job_ids=[event.data.job_id for event in events])
 
 
 _INSTANT = ("Jobs created {} this instant: ISO 8601 with a zone (2026-03-01T09:00:00Z) or "

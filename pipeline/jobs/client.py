@@ -77,7 +77,7 @@ def _on_delivery(
         codes.append(err.code())
 
 
-def _names(event: Event) -> tuple[str, str | None]:
+def names_of(event: Event) -> tuple[str, str | None]:
     """The id a record is named by (in refusals) and the workflow id of its partition key.
 
     A workflow's records have no job id: they are named (and keyed) by the workflow.
@@ -225,7 +225,7 @@ class JobClient:
         codes: list[int] = []
         produce, poll = self._producer.produce, self._producer.poll
         for event in events:
-            job_id, workflow_id = _names(event)
+            job_id, workflow_id = names_of(event)
             value = self._serialize(event, None)
             key = partition_key(job_id, workflow_id)
             callback = functools.partial(_on_delivery, failures, codes, job_id)
