@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
+from connectors.api.errors import ApiError, Responses
 from connectors.api.models import (
     Accepted,
     BatchAccepted,
@@ -37,7 +37,7 @@ from pipeline.scheduling.backfill import parse_instant_ms
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 429, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
@@ -214,7 +214,7 @@ def history(job_id: str, who: Auth, svc: Svc) -> Executions:
                                       "executions": executions(svc.store, job_id)})
 
 
-_RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
+_RESULT_RESPONSES: Responses = {
     **ERRORS, 200: {"content": {"application/json": {}, "application/octet-stream": {}},
                     "description": "The result's bytes, with the content type it was "
                     "written with; header X-Jobstream-Execution names the run."}}  # fmt: skip

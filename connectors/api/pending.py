@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from connectors.api.feed import Doc
 from connectors.views.fold import apply_submitted
 
 
@@ -33,7 +34,7 @@ class Pending:
         while len(self._held) > self.capacity:
             self._held.popitem(last=False)
 
-    def get(self, job_id: str) -> dict[str, Any] | None:
+    def get(self, job_id: str) -> Doc | None:
         """The SUBMITTED document of a job held, or None."""
         held = self._held.get(job_id)
         if held is None:
