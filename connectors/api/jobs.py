@@ -12,6 +12,7 @@ from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
 from connectors.api.errors import ApiError, Responses
+from connectors.api.feed import Doc
 from connectors.api.models import (
     Accepted,
     BatchAccepted,
@@ -70,7 +71,7 @@ def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
 
 
 def _check_parents(svc: Services, request: JobRequest, path: str = "",
-                   batch: Mapping[str, Mapping[str, Any]] | None = None) -> None:  # fmt: skip
+                   batch: Mapping[str, Doc] | None = None) -> None:  # fmt: skip
     """A job depends only on jobs of its own owner's workflow: each parent must be one the
     views, the jobs this process just accepted or the same batch hold as such. (A raw
     record is held to it by the timers, which refuse it to jobs.intake.dlq.) The refusal
@@ -116,7 +117,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         raise ApiError(413, f"at most {svc.api.api_max_batch_jobs} jobs in a batch", "jobs")
     now = now_ms()
     events = []
-    earlier: dict[str, Mapping[str, Any]] = {}
+    earlier: dict[str, Doc] = {}  # the batch's jobs: what a child of one checks
     for i, job in enumerate(batch.jobs):
         request = _request(dict(job), who, None, f"jobs[{i}].")
         _check_parents(svc, request, f"jobs[{i}].", earlier)
@@ -125,7 +126,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         data = events[-1].data
-        earlier[data["job_id"]] = {"owner": request.owner, "workflow_id": request.workflow_id}
+        earlier[data.job_id] = {"owner": request.owner, "workflow_id": request.workflow_id}
     await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)

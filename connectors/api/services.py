@@ -6,9 +6,9 @@ request and :func:`services` the one that hands the routes their parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -23,6 +23,7 @@ from connectors.views import ViewStore
 from connectors.views.pools import with_waiting
 from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
+from pipeline.model.records import JobSubmitted
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.serde import Event
 
@@ -85,7 +86,7 @@ class Services:
                 self.quotas.release(reservation)
             raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
 
-    def accept(self, submitted: Mapping[str, Any]) -> None:
+    def accept(self, submitted: JobSubmitted) -> None:
         """Hold a JobSubmitted record just sent, shown SUBMITTED until the views read it."""
         self.pending.add(submitted)
 

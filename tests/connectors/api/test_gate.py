@@ -13,6 +13,7 @@ from connectors.api.errors import ApiError
 from connectors.api.gate import RECENT_JOBS_S, QuotaGate, Submission, submissions_of
 from connectors.views import ViewStore
 from pipeline.model.job import JobRequest
+from pipeline.model.records import JobSubmitted, plain
 from pipeline.quotas.model import Quota
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.scheduling import new_job_id
@@ -66,7 +67,9 @@ def refusal(call: object, *args: object) -> ApiError:
 def fold(store: ViewStore, *records: object) -> None:
     batch = store.batch()
     for record in records:
-        if isinstance(record, dict):
+        if isinstance(record, JobSubmitted):
+            batch.submitted(plain(record))  # the views fold a submission's builtins
+        elif isinstance(record, dict):
             batch.submitted(record)
         else:
             batch.status(record)  # type: ignore[arg-type]
