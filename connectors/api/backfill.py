@@ -20,12 +20,12 @@ quota, the broker) leaves the earlier batches sent, and asking again sends the r
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from fastapi import APIRouter
 
 from connectors.api.commands import ERRORS, recurring
 from connectors.api.errors import ApiError
+from connectors.api.feed import Doc
 from connectors.api.models import BackfillIn, BackfillOccurrence, BackfillOut
 from connectors.api.services import Auth, Services, Svc
 from connectors.views.large_params import read_large_params
@@ -99,7 +99,7 @@ def _held(svc: Services, job_id: str) -> bool:
     return svc.store.doc(job_id) is not None or svc.pending.get(job_id) is not None
 
 
-async def _source(svc: Services, doc: dict[str, Any]) -> BackfillSource:
+async def _source(svc: Services, doc: Doc) -> BackfillSource:
     """What the occurrences copy: the job's submission as the views hold it, with its
     parameters from the views or, too large for them, from jobs.intake."""
     raw = stored_params(svc.store, doc["job_id"])

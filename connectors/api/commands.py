@@ -14,12 +14,13 @@ who asked (:func:`requester`) and, from its optional body, why (``reason``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from fastapi import APIRouter
 
 from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
+from connectors.api.errors import ApiError, Responses
+from connectors.api.feed import Doc
 from connectors.api.models import CommandIn, CommandOut, Problem, ScheduleIn
 from connectors.api.services import Auth, Services, Svc
 from connectors.views import SUBMITTED
@@ -30,24 +31,31 @@ from pipeline.serde import Event
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["commands"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 503)
 }
 PENDING = frozenset({JobState.SCHEDULED.value, SUBMITTED})
 """A one-off job's states before it fires: the only ones it can be triggered or changed in."""
 
-Build = Callable[[str, str | None, dict[str, Any]], Event]
-"""``(job id, workflow id, {"requested_by", "reason"}) -> the command``."""
+class Actor(TypedDict):
+    """Who asks for a command, and why: the fields every command builder takes."""
+
+    requested_by: str
+    reason: str | None
 
 
-def recurring(doc: dict[str, Any]) -> bool | None:
+Build = Callable[[str, str | None, Actor], Event]
+"""``(job id, workflow id, actor) -> the command``."""
+
+
+def recurring(doc: Doc) -> bool | None:
     """Whether the job has a cron schedule; None when the view has not read its submission."""
     if not doc.get("submitted"):
         return None
     return (doc.get("schedule") or {}).get("cron") is not None
 
 
-def refusal(name: str, doc: dict[str, Any]) -> str | None:
+def refusal(name: str, doc: Doc) -> str | None:
     """Why command ``name`` cannot apply to the job ``doc`` (409), or None."""
     state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
     if state in TERMINAL_STATES:
@@ -64,7 +72,7 @@ def refusal(name: str, doc: dict[str, Any]) -> str | None:
     return None
 
 
-def update_refusal(doc: dict[str, Any], body: ScheduleIn) -> str | None:
+def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
     """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: a recurring job
     takes a cron, a one-off job a run time until it fires (while the views have not read
     the submission, the timers decide)."""
@@ -93,7 +101,7 @@ def requester(who: Principal) -> str:
 
 async def _command(svc: Services, who: Principal, job_id: str, name: str, build: Build,
                    body: CommandIn | None,
-                   refuse: Callable[[dict[str, Any]], str | None] | None = None,
+                   refuse: Callable[[Doc], str | None] | None = None,
                    ) -> CommandOut:  # fmt: skip
     """Send command ``name`` built by ``build(job id, workflow id, actor fields)`` unless
     the job's view shows it pointless (409); a bad reason is 422 first."""
@@ -103,7 +111,7 @@ async def _command(svc: Services, who: Principal, job_id: str, name: str, build:
     reason = refusal(name, doc) if refuse is None else refuse(doc)
     if reason is not None:
         raise ApiError(409, reason, "job_id")
-    asked = {"requested_by": requester(who), "reason": body.reason if body else None}
+    asked = Actor(requested_by=requester(who), reason=body.reason if body else None)
     await svc.send([build(job_id, doc.get("workflow_id"), asked)])
     return CommandOut(job_id=job_id, command=name)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +22,9 @@ from pipeline.errors import ValidationError
 from pipeline.model.job import JobRequest
 
 log = logging.getLogger(__name__)
+
+Responses = dict[int | str, dict[str, Any]]
+"""A route's other responses as FastAPI's ``responses`` takes them (OpenAPI objects)."""
 
 _SPEC_PATHS: Mapping[str, str] = JobRequest._paths
 

@@ -60,9 +60,9 @@ def submissions_of(events: Iterable[Event], *, batch: bool = False) -> Iterator[
     """The jobs that ``events`` submit (JobSubmitted, a WorkflowSubmitted's steps)."""
     for i, event in enumerate(events):
         if event.name == "JobSubmitted":
-            spec = event.data["spec"]
+            spec = event.data.spec
             where = f"jobs[{i}].spec.job_type" if batch else "spec.job_type"
-            yield Submission(spec["owner"], spec["job_type"], where, event.data["job_id"])
+            yield Submission(spec.owner, spec.job_type, where, event.data.job_id)
         elif event.name == "WorkflowSubmitted":
             ids = step_ids(event)
             for j, step in enumerate(event.data["steps"]):

@@ -11,7 +11,8 @@ import orjson
 from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
+from connectors.api.errors import ApiError, Responses
+from connectors.api.feed import Doc
 from connectors.api.models import (
     Accepted,
     BatchAccepted,
@@ -37,7 +38,7 @@ from pipeline.scheduling.backfill import parse_instant_ms
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 404, 409, 413, 422, 429, 503)
 }
 STATES = {state.value for state in JobState} | {SUBMITTED}
@@ -70,7 +71,7 @@ def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
 
 
 def _check_parents(svc: Services, request: JobRequest, path: str = "",
-                   batch: Mapping[str, Mapping[str, Any]] | None = None) -> None:  # fmt: skip
+                   batch: Mapping[str, Doc] | None = None) -> None:  # fmt: skip
     """A job depends only on jobs of its own owner's workflow: each parent must be one the
     views, the jobs this process just accepted or the same batch hold as such. (A raw
     record is held to it by the timers, which refuse it to jobs.intake.dlq.) The refusal
@@ -94,7 +95,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
     request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
     _check_parents(svc, request)
     event = request.to_event(now_ms())
-    job_id = event.data["job_id"]
+    job_id = event.data.job_id
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
     if request.idempotency_key is not None:
         known = svc.store.doc(job_id) or svc.pending.get(job_id)
@@ -116,7 +117,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         raise ApiError(413, f"at most {svc.api.api_max_batch_jobs} jobs in a batch", "jobs")
     now = now_ms()
     events = []
-    earlier: dict[str, Mapping[str, Any]] = {}
+    earlier: dict[str, Doc] = {}  # the batch's jobs: what a child of one checks
     for i, job in enumerate(batch.jobs):
         request = _request(dict(job), who, None, f"jobs[{i}].")
         _check_parents(svc, request, f"jobs[{i}].", earlier)
@@ -125,11 +126,11 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         data = events[-1].data
-        earlier[data["job_id"]] = {"owner": request.owner, "workflow_id": request.workflow_id}
+        earlier[data.job_id] = {"owner": request.owner, "workflow_id": request.workflow_id}
     await svc.send(events, who, batch=True)
     for event in events:
         svc.accept(event.data)
-    return BatchAccepted(job_ids=[event.data["job_id"] for event in events])
+    return BatchAccepted(job_ids=[event.data.job_id for event in events])
 
 
 _INSTANT = ("Jobs created {} this instant: ISO 8601 with a zone (2026-03-01T09:00:00Z) or "
@@ -214,7 +215,7 @@ def history(job_id: str, who: Auth, svc: Svc) -> Executions:
                                       "executions": executions(svc.store, job_id)})
 
 
-_RESULT_RESPONSES: dict[int | str, dict[str, Any]] = {
+_RESULT_RESPONSES: Responses = {
     **ERRORS, 200: {"content": {"application/json": {}, "application/octet-stream": {}},
                     "description": "The result's bytes, with the content type it was "
                     "written with; header X-Jobstream-Execution names the run."}}  # fmt: skip

@@ -10,13 +10,13 @@ only.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
 from connectors.api.auth import Principal
+from connectors.api.errors import Responses
 from connectors.api.feed import CLOSED, Feed
 from connectors.api.models import ActivityOut, JobOut, Me, Overview, Problem
 from connectors.api.quotas import quotas_out
@@ -27,7 +27,7 @@ from pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["live"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem}}
+ERRORS: Responses = {401: {"model": Problem}}
 KEEPALIVE_S = 15.0
 PROMISE_MS = 2000
 """The design's promise: a job fires within 2 s of its time."""

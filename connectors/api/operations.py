@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query
 
 from connectors.api.auth import Principal
 from connectors.api.commands import requester
+from connectors.api.errors import Responses
 from connectors.api.models import (
     DeadLetterOut,
     DeadLetters,
@@ -31,7 +32,7 @@ from pipeline.model import rules
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 422)}
+ERRORS: Responses = {code: {"model": Problem} for code in (401, 422)}
 
 
 @router.get("/workers", response_model=Workers, responses=ERRORS)

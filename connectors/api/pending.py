@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any
 
+from connectors.api.feed import Doc
 from connectors.views.fold import apply_submitted
+from pipeline.model.records import JobSubmitted
 
 
 class Pending:
     def __init__(self, *, ttl_s: float = 600.0, capacity: int = 100_000) -> None:
         self.ttl_s = ttl_s
         self.capacity = capacity
-        self._held: OrderedDict[str, tuple[float, Mapping[str, Any]]] = OrderedDict()
+        self._held: OrderedDict[str, tuple[float, JobSubmitted]] = OrderedDict()
 
-    def add(self, submitted: Mapping[str, Any]) -> None:
+    def add(self, submitted: JobSubmitted) -> None:
         """Hold a JobSubmitted record just sent."""
-        job_id = submitted["job_id"]
+        job_id = submitted.job_id
         self._held[job_id] = (time.monotonic() + self.ttl_s, submitted)
         self._held.move_to_end(job_id)
         while len(self._held) > self.capacity:
             self._held.popitem(last=False)
 
-    def get(self, job_id: str) -> dict[str, Any] | None:
+    def get(self, job_id: str) -> Doc | None:
         """The SUBMITTED document of a job held, or None."""
         held = self._held.get(job_id)
         if held is None:

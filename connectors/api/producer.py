@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
+from pipeline.jobs.client import names_of
 from pipeline.kafka import clients
 from pipeline.kafka.denied import denied
 from pipeline.partitioning import partition_key
@@ -59,9 +60,7 @@ class AsyncIntake:
         acks = _Acks(loop, loop.create_future(), len(events))
         for event in events:
             value = self._serialize(event, None)
-            # A workflow's records have no job id: they are keyed by the workflow.
-            key = partition_key(event.data.get("job_id") or event.data["workflow_id"],
-                                event.data.get("workflow_id"))  # fmt: skip
+            key = partition_key(*names_of(event))
             while True:
                 try:
                     self._producer.produce(self.topic, value, key, on_delivery=acks)

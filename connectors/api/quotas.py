@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from confluent_kafka import KafkaException
 from fastapi import APIRouter, Response
 
 from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
+from connectors.api.errors import ApiError, Responses
 from connectors.api.models import Problem, QuotaIn, QuotasOut
 from connectors.api.services import Auth, Services, Svc
 from pipeline.errors import JobstreamError
@@ -24,7 +23,7 @@ from pipeline.quotas.topic import check_owner, clear_quota, set_quota
 
 router = APIRouter(prefix="/api/v1/quotas", tags=["quotas"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 403, 404, 422, 503)
 }
 

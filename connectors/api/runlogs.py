@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, ValidationError
 
 from connectors.api.errors import ApiError
+from connectors.api.feed import Doc
 from connectors.api.jobs import ERRORS
 from connectors.api.services import Auth, Services, Svc
 from connectors.views import executions
@@ -65,7 +66,7 @@ def _line(line: dict[str, Any]) -> LogLineOut:
         return LogLineOut(msg=orjson.dumps(line, default=str).decode())
 
 
-def _run_of(svc: Services, job_id: str, attempt: str) -> dict[str, Any]:
+def _run_of(svc: Services, job_id: str, attempt: str) -> Doc:
     """The execution ``attempt`` names: by id, or the latest firing's of that number."""
     runs = executions(svc.store, job_id)
     if attempt.isdigit():

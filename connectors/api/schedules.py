@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from connectors.api.errors import Responses
 from connectors.api.models import Problem
 from connectors.api.services import Auth, Svc
 from connectors.views.query import timeline
@@ -26,7 +27,7 @@ from pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 422)}
+ERRORS: Responses = {code: {"model": Problem} for code in (401, 422)}
 NEXT_RUNS = 5
 LAST_RUNS = 5
 

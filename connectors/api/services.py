@@ -6,15 +6,15 @@ request and :func:`services` the one that hands the routes their parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 
 from connectors.api.auth import Principal, TokenTable
 from connectors.api.errors import ApiError
-from connectors.api.feed import Feed
+from connectors.api.feed import Doc, Feed
 from connectors.api.gate import QuotaGate, submissions_of
 from connectors.api.pending import Pending
 from connectors.api.producer import AsyncIntake, NotAcknowledged
@@ -23,6 +23,7 @@ from connectors.views import ViewStore
 from connectors.views.pools import with_waiting
 from connectors.views.process import UpdaterProcess
 from pipeline.config import Settings
+from pipeline.model.records import JobSubmitted
 from pipeline.quotas.topic import QuotaBoard
 from pipeline.serde import Event
 
@@ -46,7 +47,7 @@ class Services:
     def __post_init__(self) -> None:
         self.quotas = QuotaGate(self.api.default_quota(), self.quota_board)
 
-    def job(self, job_id: str, principal: Principal) -> dict[str, Any]:
+    def job(self, job_id: str, principal: Principal) -> Doc:
         """The job as the views (or, just accepted, this API) hold it; 404 when it is not
         there or belongs to another owner, so an id tells nothing about other owners."""
         doc = self.store.doc(job_id)
@@ -58,11 +59,11 @@ class Services:
             raise ApiError(404, f"job {job_id} not found", "job_id")
         return doc
 
-    def shown(self, docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def shown(self, docs: Sequence[Doc]) -> list[Doc]:
         """``docs`` as the API shows them: with ``waiting_for_pool`` (connectors/views/pools.py)."""
         return with_waiting(docs, self.store, stale_after_ms=self.api.worker_stale_after)
 
-    def publish(self, docs: list[dict[str, Any]]) -> None:
+    def publish(self, docs: list[Doc]) -> None:
         """The view updater's listener: hand its changed documents, as shown, to the live
         stream's subscribers (none: nothing to compute)."""
         if len(self.feed):
@@ -85,7 +86,7 @@ class Services:
                 self.quotas.release(reservation)
             raise ApiError(503, f"the broker did not take the submission: {exc}") from exc
 
-    def accept(self, submitted: Mapping[str, Any]) -> None:
+    def accept(self, submitted: JobSubmitted) -> None:
         """Hold a JobSubmitted record just sent, shown SUBMITTED until the views read it."""
         self.pending.add(submitted)
 

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from connectors.api.errors import Responses
 from connectors.api.models import Problem
 from connectors.api.services import Auth, Svc
 from connectors.views.query import timeline
@@ -15,7 +14,7 @@ from connectors.views.timeline import EVENTS_KEPT
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Problem} for code in (401, 404)}
+ERRORS: Responses = {code: {"model": Problem} for code in (401, 404)}
 
 
 class EventOut(BaseModel):

@@ -12,13 +12,14 @@ own owner's, an admin token names the owner (``?owner=``) when two owners use th
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
 from connectors.api.auth import Principal
 from connectors.api.commands import requester
-from connectors.api.errors import ApiError
+from connectors.api.errors import ApiError, Responses
+from connectors.api.feed import Doc
 from connectors.api.models import (
     CommandIn,
     Problem,
@@ -40,15 +41,15 @@ from pipeline.workflows.commands import expand_workflow, step_ids, workflow_even
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 413, 422, 503)
 }
-READ_ERRORS: dict[int | str, dict[str, Any]] = {
+READ_ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 404, 422)
 }
 OwnerQuery = Annotated[str | None, Query(description="The workflow's owner; an admin token's "
                                          "choice when two owners use the id.")]  # fmt: skip
-CANCEL_ERRORS: dict[int | str, dict[str, Any]] = {
+CANCEL_ERRORS: Responses = {
     code: {"model": Problem} for code in (401, 404, 409, 422, 503)
 }
 
@@ -86,7 +87,7 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
 
 
 def _visible_jobs(svc: Services, who: Principal, workflow_id: str,
-                  owner: str | None) -> list[dict[str, Any]]:  # fmt: skip
+                  owner: str | None) -> list[Doc]:  # fmt: skip
     """The jobs of one owner's workflow the views hold: the token's owner's, or for an
     admin the one ``owner`` names (needed only when several owners use the id); 404 when
     there are none."""

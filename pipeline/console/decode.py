@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 from confluent_kafka import Message
 
 from pipeline.errors import DeserializationError
+from pipeline.model.records import plain
 from pipeline.serde import Event
 
 AVRO_MAGICS = (b"\xc3\x01", b"\x00")
 """Single-object encoding, and the Confluent wire format."""
 
 Deserialize = Callable[[bytes], Event]
+JsonObject = dict[str, object]
+"""A JSON line's object, before orjson writes it."""
 
 
 def text_or_base64(raw: bytes) -> dict[str, str]:
@@ -33,7 +35,7 @@ def text_or_base64(raw: bytes) -> dict[str, str]:
         return {"base64": base64.b64encode(raw).decode()}
 
 
-def decode_value(raw: bytes, deserialize: Deserialize) -> dict[str, Any]:
+def decode_value(raw: bytes, deserialize: Deserialize) -> JsonObject:
     """``{"event", "value"}`` for Avro, ``{"value"}`` for JSON, else the bytes (and why
     Avro framing did not decode)."""
     error = None
@@ -43,11 +45,11 @@ def decode_value(raw: bytes, deserialize: Deserialize) -> dict[str, Any]:
         except DeserializationError as exc:
             error = exc.reason
         else:
-            return {"event": event.name, "value": event.data}
+            return {"event": event.name, "value": plain(event.data)}
     try:
         return {"value": orjson.loads(raw)}
     except orjson.JSONDecodeError:
-        found: dict[str, Any] = {"value": None, "raw": text_or_base64(raw)}
+        found: JsonObject = {"value": None, "raw": text_or_base64(raw)}
         if error is not None:
             found["error"] = error
         return found
@@ -59,7 +61,7 @@ def record_line(message: Message, deserialize: Deserialize) -> bytes:
     A tombstone (no value) has ``"value": null`` and no ``event``.
     """
     key, value = message.key(), message.value()
-    line: dict[str, Any] = {
+    line: JsonObject = {
         "topic": message.topic(), "partition": message.partition(),
         "offset": message.offset(), "timestamp_ms": message.timestamp()[1],
         "key": None if key is None else _plain(key),

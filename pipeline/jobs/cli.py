@@ -82,7 +82,7 @@ def _whole(value: str, field: str) -> int:
         raise ValidationError(field, f"must be a whole number, got {value!r}") from None
 
 
-_CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+_CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], str | int]]] = {
     "skipped_hour": ("--skipped-hour", lambda v, _: _symbol(v)),
     "repeated_hour": ("--repeated-hour", lambda v, _: _symbol(v)),
     "misfire": ("--misfire", lambda v, _: _symbol(v)),
@@ -98,7 +98,7 @@ _CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 
 
 def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None], *,
-                prefix: str = _CRON_FIELD) -> dict[str, Any] | None:  # fmt: skip
+                prefix: str = _CRON_FIELD) -> dict[str, str | int] | None:  # fmt: skip
     """The CronSchedule fields of ``--cron``, ``--tz`` and the policy options (``policies``:
     CronSchedule field -> text as typed); ValidationError naming ``prefix`` + the field at
     fault."""
@@ -109,7 +109,7 @@ def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None
         for name in given:
             raise ValidationError(prefix + name, f"{_CRON_OPTIONS[name][0]} needs --cron")
         return None
-    fields: dict[str, Any] = {"expression": cron, "timezone": tz or "UTC"}
+    fields: dict[str, str | int] = {"expression": cron, "timezone": tz or "UTC"}
     for name, text in given.items():
         fields[name] = _CRON_OPTIONS[name][1](text, prefix + name)
     return fields

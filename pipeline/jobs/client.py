@@ -30,6 +30,7 @@ from pipeline.kafka import clients
 from pipeline.kafka.denied import denied
 from pipeline.model import commands
 from pipeline.model.job import JobRequest
+from pipeline.model.records import WorkflowCancelled
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event, make_serde
@@ -76,6 +77,19 @@ def _on_delivery(
         codes.append(err.code())
 
 
+def names_of(event: Event) -> tuple[str, str | None]:
+    """The id a record is named by (in refusals) and the workflow id of its partition key.
+
+    A workflow's records have no job id: they are named (and keyed) by the workflow.
+    """
+    record = event.data
+    if event.name == "WorkflowSubmitted":  # workflow_event's: read by key, dict or record
+        return record["workflow_id"], record["workflow_id"]
+    if isinstance(record, WorkflowCancelled):
+        return record.workflow_id, record.workflow_id
+    return record.job_id, record.workflow_id
+
+
 @dataclass(frozen=True)
 class WorkflowSubmission:
     """A workflow the broker has acknowledged."""
@@ -120,7 +134,7 @@ class JobClient:
         now = now_ms()
         events = [request.to_event(now) for request in requests]
         self._send(events)
-        return [event.data["job_id"] for event in events]
+        return [event.data.job_id for event in events]
 
     def submit_workflow(self, steps: Iterable[Mapping[str, Any]], *, owner: str,
                         workflow_id: str | None = None, idempotency_key: str | None = None,
@@ -144,6 +158,7 @@ class JobClient:
     def submit_workflows(self, events: Sequence[Event]) -> list[WorkflowSubmission]:
         """Submit WorkflowSubmitted records built by :func:`workflow_event` in one batch."""
         self._send(list(events))
+        # workflow_event's record (pipeline/workflows) is read by key, as a dict or a record
         return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
                                    step_ids(e)) for e in events]  # fmt: skip
 
@@ -210,10 +225,9 @@ class JobClient:
         codes: list[int] = []
         produce, poll = self._producer.produce, self._producer.poll
         for event in events:
-            # A workflow's records have no job id: they are named (and keyed) by the workflow.
-            job_id = event.data.get("job_id") or event.data["workflow_id"]
+            job_id, workflow_id = names_of(event)
             value = self._serialize(event, None)
-            key = partition_key(job_id, event.data["workflow_id"])
+            key = partition_key(job_id, workflow_id)
             callback = functools.partial(_on_delivery, failures, codes, job_id)
             while True:
                 try:

@@ -129,7 +129,7 @@ def submit(
                                workflow_id=workflow_id or document.get("workflow_id"),
                                idempotency_key=idempotency_key
                                or document.get("idempotency_key"), schedule=schedule)  # fmt: skip
-    with JobClient(load_settings()) as client:
+    with JobClient(load_settings()) as client:  # workflow_event's record, read by key
         submitted = client.submit_workflow(
             [dict(s) for s in document["steps"]], owner=owner, schedule=event.data["schedule"],
             workflow_id=event.data["workflow_id"], idempotency_key=event.data["idempotency_key"],

@@ -14,10 +14,9 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, TopicMetadata
 
 from pipeline.errors import TopicMismatchError, TopicRefusedError
 from pipeline.topics import TopicBound, TopicSpec
@@ -93,14 +92,15 @@ def colliding(name: str, present: Iterable[str]) -> list[str]:
                   and other.replace(".", "_") == folded)  # fmt: skip
 
 
-def _refusal(name: str, present: Mapping[str, Any], broker_says: str) -> str:
+def _refusal(name: str, present: Mapping[str, TopicMetadata], broker_says: str) -> str:
     others = colliding(name, present)
     if others:
         return f"collides with existing topic {', '.join(others)}"
     return broker_says
 
 
-def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, Any]:
+def _wait_visible(admin: AdminClient, names: list[str],
+                  timeout_s: float) -> dict[str, TopicMetadata]:  # fmt: skip
     """Metadata lags a creation briefly; wait until every topic shows with its partitions."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -114,7 +114,8 @@ def _wait_visible(admin: AdminClient, names: list[str], timeout_s: float) -> dic
 
 
 def _differences(
-    admin: AdminClient, specs: list[TopicSpec], present: Mapping[str, Any], timeout_s: float
+    admin: AdminClient, specs: list[TopicSpec], present: Mapping[str, TopicMetadata],
+    timeout_s: float,
 ) -> list[str]:
     if not specs:
         return []

@@ -11,7 +11,7 @@ consumers whose reading may lag a little ask for bigger, rarer fetches
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer
 
@@ -19,7 +19,13 @@ from pipeline.config import MAX_MESSAGE_BYTES, Settings
 
 log = logging.getLogger(__name__)
 
-PRODUCER_TUNING: dict[str, Any] = {
+KafkaValue = str | int | float | bool | logging.Logger | Callable[..., object]
+"""One librdkafka setting: text, a number, a flag, or (confluent-kafka's) a logger or a
+callback."""
+KafkaConfig = dict[str, KafkaValue]
+"""A librdkafka client's configuration."""
+
+PRODUCER_TUNING: KafkaConfig = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
     "compression.type": "lz4",
@@ -38,7 +44,7 @@ at the commit in one request per broker rather than every 5 ms in small ones; on
 transaction open longer than this sends some before. In a burst of 20,000 jobs the small
 requests were the broker's extra work (docs/benchmarks.md)."""
 
-CONSUMER_TUNING: dict[str, Any] = {
+CONSUMER_TUNING: KafkaConfig = {
     "fetch.wait.max.ms": 10,
     "fetch.min.bytes": 1,
     "enable.auto.commit": False,
@@ -60,53 +66,53 @@ open transaction holds back what read_committed readers see on every partition i
 processor's lease (30 s) minus the heartbeat interval (10 s): a run finished by another
 worker meanwhile is seen finished before its lease could expire."""
 
-BATCHED_FETCH: dict[str, Any] = {"fetch.min.bytes": 256 * 1024, "fetch.wait.max.ms": 100}
+BATCHED_FETCH: KafkaConfig = {"fetch.min.bytes": 256 * 1024, "fetch.wait.max.ms": 100}
 """For the retry router: a fetch waits for 256 KB or 100 ms, which bounds its fetches to
 ten a second when quiet, and makes them large when busy."""
 
-PROMPT_FETCH: dict[str, Any] = {"fetch.min.bytes": 64 * 1024, "fetch.wait.max.ms": 20}
+PROMPT_FETCH: KafkaConfig = {"fetch.min.bytes": 64 * 1024, "fetch.wait.max.ms": 20}
 """For the two processors a workflow's release passes through, the timers (their intake)
 and the status processor (jobs.events): a fetch waits for 64 KB or 20 ms, one tick of
 the timers, so that a child is not held 100 ms at each hop. Still five times fewer
 fetches than a worker's when quiet, and large ones when busy."""
 
 
-def _librdkafka_logger(config: dict[str, Any], name: str) -> dict[str, Any]:
+def _librdkafka_logger(config: KafkaConfig, name: str) -> KafkaConfig:
     """Route librdkafka's own log lines through logging instead of raw stderr."""
     return {**config, "logger": logging.getLogger(f"librdkafka.{name}")}
 
 
-def producer_config(settings: Settings, **overrides: Any) -> dict[str, Any]:
+def producer_config(settings: Settings, **overrides: KafkaValue) -> KafkaConfig:
     """An idempotent producer's settings; ``transactional_id`` makes it transactional.
 
     The user's own librdkafka settings (``JOBSTREAM_LIBRDKAFKA``) come last: they win over
     the tuning here and the caller's overrides, for producers and consumers alike."""
-    config = {**settings.kafka_config, **PRODUCER_TUNING}
+    config: KafkaConfig = {**settings.kafka_config, **PRODUCER_TUNING}
     if "transactional_id" in overrides:
         config["transactional.id"] = overrides.pop("transactional_id")
         config["linger.ms"] = TRANSACTIONAL_LINGER_MS
     return {**config, **overrides, **settings.librdkafka}
 
 
-def consumer_config(settings: Settings, group_id: str, **overrides: Any) -> dict[str, Any]:
+def consumer_config(settings: Settings, group_id: str, **overrides: KafkaValue) -> KafkaConfig:
     """A consumer's settings in ``group_id``; it commits nothing by itself."""
-    config = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
+    config: KafkaConfig = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
     return {**config, **overrides, **settings.librdkafka}
 
 
-def producer(settings: Settings, **overrides: Any) -> Producer:
+def producer(settings: Settings, **overrides: KafkaValue) -> Producer:
     """An idempotent producer (:func:`producer_config`)."""
     return Producer(_librdkafka_logger(producer_config(settings, **overrides), "producer"))
 
 
-def consumer(settings: Settings, group_id: str, **overrides: Any) -> Consumer:
+def consumer(settings: Settings, group_id: str, **overrides: KafkaValue) -> Consumer:
     """A consumer in ``group_id`` (:func:`consumer_config`)."""
     return Consumer(_librdkafka_logger(consumer_config(settings, group_id, **overrides),
                                        "consumer"))  # fmt: skip
 
 
 def processor_clients(
-    settings: Settings, group: str, instance_id: str, **consumer_overrides: Any
+    settings: Settings, group: str, instance_id: str, **consumer_overrides: KafkaValue
 ) -> tuple[Consumer, Producer]:
     """The consumer and transactional producer of a consume-transform-produce processor.
 
@@ -116,7 +122,8 @@ def processor_clients(
     that leaves for good hands its partitions over after ``session.timeout.ms``.
     """
     member = f"{group}.{instance_id}"
-    membership = {"group.instance.id": member, "session.timeout.ms": SESSION_TIMEOUT_MS}
+    membership: KafkaConfig = {"group.instance.id": member,
+                               "session.timeout.ms": SESSION_TIMEOUT_MS}  # fmt: skip
     return (
         consumer(settings, group, **{**membership, **consumer_overrides}),
         producer(

@@ -11,7 +11,6 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
@@ -35,7 +34,7 @@ def partitions_of(consumer: Consumer, topic: str) -> list[int]:
     return sorted(metadata.partitions)
 
 
-def scan_consumer(settings: Settings, **tuning: Any) -> Consumer:
+def scan_consumer(settings: Settings, **tuning: clients.KafkaValue) -> Consumer:
     return clients.consumer(settings, f"jobstream.scan.{uuid.uuid4().hex}",
                             **{"enable.partition.eof": True, **tuning})  # fmt: skip
 
@@ -73,7 +72,7 @@ class TopicScan:
     settings: Settings
     topic: str
     chunk: int = 10_000
-    tuning: Mapping[str, Any] = field(default_factory=dict)
+    tuning: Mapping[str, clients.KafkaValue] = field(default_factory=dict)
     """The consumer's own settings (a follower that keeps reading sets its fetch wait)."""
 
     def __post_init__(self) -> None:

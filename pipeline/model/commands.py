@@ -8,8 +8,9 @@ Every command names who asked (``requested_by``: the actor, e.g. ``api:acme``) a
 (``reason``), both optional and bounded; the timers carry them onto the JobLifecycle the
 command causes, so a job's history tells who paused, moved or cancelled it.
 
-The builders check their arguments with the submission's field rules and return the event;
-:func:`validate_command` applies the same checks to a decoded command from the topic.
+The builders check their arguments with the submission's field rules and return the event
+of its record; :func:`validate_command` applies the same checks to a command record read
+from the topic (its decoding has already given every field its type).
 """
 
 from __future__ import annotations
@@ -17,20 +18,35 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 
 from pipeline.errors import ValidationError
 from pipeline.model import rules
-from pipeline.model.job import EARLIEST_SUBMITTED_AT_MS, MAX_CLOCK_SKEW_MS, cron_spec
-from pipeline.model.records import Event
+from pipeline.model.job import (
+    EARLIEST_SUBMITTED_AT_MS,
+    MAX_CLOCK_SKEW_MS,
+    cron_of,
+    cron_record,
+    cron_spec,
+)
+from pipeline.model.records import (
+    Event,
+    JobCancelled,
+    JobTriggered,
+    ScheduleAction,
+    ScheduleChanged,
+    WorkflowCancelled,
+)
 from pipeline.scheduling import CronSpec
 from pipeline.scheduling.cron import FIELD_PREFIX as CRON_FIELD_PREFIX
 from pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS, normalize_fire_time
 
-ACTIONS = ("PAUSE", "RESUME", "UPDATE")
-"""The symbols of io.jobstream.ScheduleAction."""
+Command = JobCancelled | JobTriggered | ScheduleChanged | WorkflowCancelled
+"""The records a command is."""
+C = TypeVar("C", JobCancelled, JobTriggered, ScheduleChanged)
+_ACTIONS = tuple(ScheduleAction)
 
 RUN_AT_GRACE_MS = 60_000
 """How far before the command's ``requested_at_ms`` a one-off job's new run time may be.
@@ -49,31 +65,29 @@ def cancel_event(
 ) -> Event:  # fmt: skip
     """JobCancelled: drop the job's pending fire (and, for a schedule, every later one) and
     stop a run of it under way; ``requested_by`` names who asked, for the history."""
-    return _command("JobCancelled", job_id, workflow_id, now_ms, reason=reason,
+    return _command(JobCancelled, job_id, workflow_id, now_ms, reason=reason,
                     requested_by=requested_by)  # fmt: skip
 
 
 def trigger_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
                   requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """JobTriggered: run a scheduled job now (a recurring one keeps its schedule)."""
-    return _command("JobTriggered", job_id, workflow_id, now_ms, reason=reason,
+    return _command(JobTriggered, job_id, workflow_id, now_ms, reason=reason,
                     requested_by=requested_by)  # fmt: skip
 
 
 def pause_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
                 requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """ScheduleChanged PAUSE: a recurring job stops firing until resumed."""
-    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="PAUSE",
-                    cron=None, params=None, run_at_ms=None, requested_by=requested_by,
-                    reason=reason)  # fmt: skip
+    return _command(ScheduleChanged, job_id, workflow_id, now_ms, action=ScheduleAction.PAUSE,
+                    requested_by=requested_by, reason=reason)  # fmt: skip
 
 
 def resume_event(job_id: str, workflow_id: str | None = None, *, now_ms: int,
                  requested_by: str | None = None, reason: str | None = None) -> Event:  # fmt: skip
     """ScheduleChanged RESUME: a paused job fires again from its next occurrence."""
-    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="RESUME",
-                    cron=None, params=None, run_at_ms=None, requested_by=requested_by,
-                    reason=reason)  # fmt: skip
+    return _command(ScheduleChanged, job_id, workflow_id, now_ms, action=ScheduleAction.RESUME,
+                    requested_by=requested_by, reason=reason)  # fmt: skip
 
 
 def update_schedule_event(
@@ -102,13 +116,13 @@ def update_schedule_event(
             raise ValidationError(
                 "cron", f"must be a CronSpec, an expression or a mapping: {cron!r}"
             )
-        schedule = spec.to_avro()
+        schedule = cron_record(spec)
     text = None
     if params is not None:
         checked = rules.field_check("params", rules.params, params)
         text = rules.field_check("params", rules.encode_params, checked)
     run_at_ms = None if run_at is None else instant_ms(run_at)
-    return _command("ScheduleChanged", job_id, workflow_id, now_ms, action="UPDATE",
+    return _command(ScheduleChanged, job_id, workflow_id, now_ms, action=ScheduleAction.UPDATE,
                     cron=schedule, params=text, run_at_ms=run_at_ms, requested_by=requested_by,
                     reason=reason)  # fmt: skip
 
@@ -140,11 +154,11 @@ def _command_cron_path() -> Iterator[None]:
         raise ValidationError(field, exc.message) from None
 
 
-def _command(name: str, job_id: str, workflow_id: str | None, now_ms: int,
+def _command(kind: type[C], job_id: str, workflow_id: str | None, now_ms: int,
              **fields: Any) -> Event:  # fmt: skip
     """A command on a job, requested at ``now_ms``, checked before it is sent."""
-    record = {"job_id": job_id, "workflow_id": workflow_id, "requested_at_ms": now_ms, **fields}
-    event = Event(name, record)
+    record = kind(job_id=job_id, workflow_id=workflow_id, requested_at_ms=now_ms, **fields)
+    event = Event.of(record)
     validate_command(event, now_ms=now_ms)
     return event
 
@@ -153,59 +167,54 @@ def cancel_workflow_event(owner: str, workflow_id: str, reason: str | None = Non
                           now_ms: int, requested_by: str | None = None) -> Event:  # fmt: skip
     """WorkflowCancelled: cancel every job of ``owner``'s workflow that has not ended yet,
     running ones too."""
-    record = {"workflow_id": workflow_id, "owner": owner, "requested_at_ms": now_ms,
-              "reason": reason, "requested_by": requested_by}  # fmt: skip
-    event = Event("WorkflowCancelled", record)
+    event = Event.of(WorkflowCancelled(workflow_id=workflow_id, owner=owner,
+                                       requested_at_ms=now_ms, reason=reason,
+                                       requested_by=requested_by))  # fmt: skip
     validate_command(event, now_ms=now_ms)
     return event
 
 
 def validate_command(event: Event, *, now_ms: int) -> None:
-    """Check a JobCancelled, JobTriggered, ScheduleChanged or WorkflowCancelled;
-    ValidationError naming the field at fault.
+    """Check a JobCancelled, JobTriggered, ScheduleChanged or WorkflowCancelled record
+    (the event's data); ValidationError naming the field at fault.
 
     Paths are those of the command's own record (``cron.timezone``, not ``spec.cron...``).
     """
     record = event.data
-    if event.name == "WorkflowCancelled":
-        rules.field_check("workflow_id", rules.workflow_id, record.get("workflow_id"))
-        rules.field_check("owner", rules.owner, record.get("owner"))
-        _check_requested_at(record.get("requested_at_ms"), now_ms)
+    if isinstance(record, WorkflowCancelled):
+        rules.field_check("workflow_id", rules.workflow_id, record.workflow_id)
+        rules.field_check("owner", rules.owner, record.owner)
+        _check_requested_at(record.requested_at_ms, now_ms)
         _check_actor(record)
         return
-    rules.field_check("job_id", rules.job_id, record.get("job_id"))
-    if record.get("workflow_id") is not None:
-        rules.field_check("workflow_id", rules.workflow_id, record["workflow_id"])
-    _check_requested_at(record.get("requested_at_ms"), now_ms)
-    _check_actor(record)
-    if event.name in ("JobCancelled", "JobTriggered"):
-        return
-    if event.name == "ScheduleChanged":
-        _check_schedule_change(record)
-    else:
+    if not isinstance(record, JobCancelled | JobTriggered | ScheduleChanged):
         raise ValidationError("name", f"{event.name} is not a command")
+    rules.field_check("job_id", rules.job_id, record.job_id)
+    if record.workflow_id is not None:
+        rules.field_check("workflow_id", rules.workflow_id, record.workflow_id)
+    _check_requested_at(record.requested_at_ms, now_ms)
+    _check_actor(record)
+    if isinstance(record, ScheduleChanged):
+        _check_schedule_change(record)
 
 
-def _check_actor(record: Mapping[str, Any]) -> None:
+def _check_actor(record: Command) -> None:
     """A command's free texts: why, and who asked (both for the history, both bounded)."""
-    for name in ("reason", "requested_by"):
-        if record.get(name) is not None:
-            rules.field_check(name, rules.reason, record[name])
+    for name, value in (("reason", record.reason), ("requested_by", record.requested_by)):
+        if value is not None:
+            rules.field_check(name, rules.reason, value)
 
 
-def _check_requested_at(value: object, now_ms: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("requested_at_ms", "must be epoch milliseconds (an integer)")
+def _check_requested_at(value: int, now_ms: int) -> None:
     if not EARLIEST_SUBMITTED_AT_MS <= value <= now_ms + MAX_CLOCK_SKEW_MS:
         raise ValidationError("requested_at_ms", f"is not a plausible instant in ms: {value}")
 
 
-def _check_schedule_change(record: Mapping[str, Any]) -> None:
-    action, cron, params = record.get("action"), record.get("cron"), record.get("params")
-    run_at = record.get("run_at_ms")
-    if action not in ACTIONS:
-        raise ValidationError("action", f"must be one of {', '.join(ACTIONS)}; got {action!r}")
-    if action != "UPDATE":
+def _check_schedule_change(record: ScheduleChanged) -> None:
+    action, cron, params, run_at = record.action, record.cron, record.params, record.run_at_ms
+    if action not in _ACTIONS:
+        raise ValidationError("action", f"must be one of {', '.join(_ACTIONS)}; got {action!r}")
+    if action != ScheduleAction.UPDATE:
         for name, value in (("cron", cron), ("params", params), ("run_at_ms", run_at)):
             if value is not None:
                 raise ValidationError(name, f"only UPDATE carries {name}, not {action}")
@@ -219,17 +228,15 @@ def _check_schedule_change(record: Mapping[str, Any]) -> None:
             raise ValidationError(
                 "run_at_ms", "cannot be set together with cron: a job is one-off or recurring"
             )
-        _check_run_at(run_at, record["requested_at_ms"])
+        _check_run_at(run_at, record.requested_at_ms)
     if params is not None:
         rules.field_check("params", rules.params, params)
     if cron is not None:
-        if not isinstance(cron, Mapping):
-            raise ValidationError("cron", "must be a CronSchedule record or null")
         with _command_cron_path():
-            CronSpec.from_avro(cron)
+            cron_of(cron)
 
 
-def _check_run_at(run_at_ms: Any, requested_at_ms: int) -> None:
+def _check_run_at(run_at_ms: int, requested_at_ms: int) -> None:
     """A new run time: from :data:`RUN_AT_GRACE_MS` before the request to the furthest a
     submission may name (about 10 years after it)."""
     try:

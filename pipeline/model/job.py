@@ -2,8 +2,9 @@
 
 :class:`JobRequest` is what a Python caller, the CLI and the HTTP API build; ``to_event``
 turns it into the JobSubmitted record that goes on jobs.intake. :func:`validate_submitted`
-applies the same rules to a decoded JobSubmitted from the topic, whoever produced it: the
-timer processor calls it and sends refusals to the intake dead-letter topic. Both raise
+applies the same rules to a JobSubmitted record read from the topic, whoever produced it
+(its decoding has already given every field its type): the timer processor calls it once,
+where the record enters, and sends refusals to the intake dead-letter topic. Both raise
 :class:`pipeline.errors.ValidationError` whose ``field`` is the record path at fault
 (``spec.params``, ``spec.cron.timezone``, ``idempotency_key``), so a CLI user, an HTTP client
 and a dead-letter reader all see the same name.
@@ -42,7 +43,15 @@ from pydantic import ValidationError as PydanticValidationError
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.records import CronSchedule, Event, JobSpec, JobSubmitted, RetryPolicyRecord
+from pipeline.model.records import (
+    CronSchedule,
+    Event,
+    JobSpec,
+    JobSubmitted,
+    ParentFailurePolicy,
+    Priority,
+    RetryPolicyRecord,
+)
 from pipeline.model.retry import RetryPolicy
 from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
 
@@ -100,7 +109,7 @@ def _retry_policy(value: object, parse: ValidatorFunctionWrapHandler) -> RetryPo
     constructor applies its rules, and the bounds of the Avro record's int and longs come
     last.
     """
-    if isinstance(value, RetryPolicyRecord):  # a decoded record's: its fields
+    if isinstance(value, RetryPolicyRecord):  # a record's policy: its fields
         value = {name: getattr(value, name) for name in value.__struct_fields__}
     if not isinstance(value, Mapping | RetryPolicy):
         raise ValidationError("spec.retry", "input should be a valid dictionary or instance of "
@@ -142,6 +151,17 @@ def cron_spec(value: object) -> object:
             raise ValidationError("spec.cron.expression", "is required")
         return CronSpec(**value)
     return value
+
+
+def cron_record(spec: CronSpec) -> CronSchedule:
+    """The CronSchedule record of a schedule."""
+    return CronSchedule(**{name: getattr(spec, name) for name in CronSchedule.__struct_fields__})
+
+
+def cron_of(record: CronSchedule) -> CronSpec:
+    """The schedule of a CronSchedule record, checked by CronSpec (errors name
+    ``spec.cron.<field>``)."""
+    return CronSpec(**{name: getattr(record, name) for name in record.__struct_fields__})
 
 
 JobId = Annotated[str, AfterValidator(rules.job_id)]
@@ -229,73 +249,65 @@ class JobRequest(_Model):
             job_id = idempotent_job_id(self.owner, self.idempotency_key)
         else:
             job_id = new_job_id(now_ms)
-        record = {
-            "job_id": job_id,
-            "idempotency_key": self.idempotency_key,
-            "workflow_id": self.workflow_id,
-            "submitted_at_ms": now_ms,
-            "spec": {
-                "job_type": self.job_type,
-                "owner": self.owner,
-                "params": rules.field_check("spec.params", rules.encode_params, self.params),
-                "priority": self.priority,
-                "run_at_ms": None if self.run_at is None else (self.run_at - _EPOCH) // _MS,
-                "cron": None if self.cron is None else self.cron.to_avro(),
-                "depends_on": list(self.depends_on),
-                "retry": None if self.retry is None else self.retry.to_avro(),
-                "timeout_ms": self.timeout_ms,
-                "labels": dict(self.labels),
-                "on_parent_failure": self.on_parent_failure,
-                "pool": self.pool,
-            },
-        }
+        record = JobSubmitted(
+            job_id=job_id,
+            idempotency_key=self.idempotency_key,
+            workflow_id=self.workflow_id,
+            submitted_at_ms=now_ms,
+            spec=JobSpec(
+                job_type=self.job_type,
+                owner=self.owner,
+                params=rules.field_check("spec.params", rules.encode_params, self.params),
+                priority=Priority(self.priority),
+                run_at_ms=None if self.run_at is None else (self.run_at - _EPOCH) // _MS,
+                cron=None if self.cron is None else cron_record(self.cron),
+                depends_on=list(self.depends_on),
+                retry=None if self.retry is None else RetryPolicyRecord(**self.retry.to_avro()),
+                timeout_ms=self.timeout_ms,
+                labels=dict(self.labels),
+                on_parent_failure=ParentFailurePolicy(self.on_parent_failure),
+                pool=self.pool,
+            ),
+        )
         _check_envelope(record, now_ms=now_ms)
         _check_run_at(record)
         _check_consistency(record, self)
-        return Event("JobSubmitted", record)
+        return Event.of(record)
 
 
-def validate_submitted(record: Mapping[str, Any] | JobSubmitted, *, now_ms: int) -> None:
-    """Apply every submission rule to a decoded JobSubmitted record; ValidationError if broken.
+def validate_submitted(record: JobSubmitted, *, now_ms: int) -> None:
+    """Apply every submission rule to a JobSubmitted record; ValidationError if broken.
 
-    ``now_ms`` is the reader's clock; see the module docstring for why it matters so little.
+    Its decoding gave each field its type (a ``spec``, an integer ``submitted_at_ms``):
+    what remains are the rules on values. ``now_ms`` is the reader's clock; see the module
+    docstring for why it matters so little.
     """
     _check_envelope(record, now_ms=now_ms)
-    spec = record.get("spec")
-    if not isinstance(spec, Mapping | JobSpec):
-        raise ValidationError("spec", "must be a JobSpec record")
     _check_run_at(record)
-    _check_consistency(record, _request_of(record, spec))
+    _check_consistency(record, _request_of(record))
 
 
-_SAME_IN_SPEC = (
-    "job_type", "owner", "params", "priority", "depends_on", "retry", "timeout_ms", "labels",
-    "on_parent_failure", "pool",
-)  # fmt: skip
-"""JobRequest fields that have the same name and form in the record's spec."""
-_SAME_AT_TOP = ("idempotency_key", "workflow_id")
-
-
-def _request_of(record: Mapping[str, Any] | JobSubmitted,
-                spec: Mapping[str, Any] | JobSpec) -> JobRequest:  # fmt: skip
+def _request_of(record: JobSubmitted) -> JobRequest:
     """The JobRequest a record stands for, built through the same field rules."""
-    fields: dict[str, Any] = {name: spec[name] for name in _SAME_IN_SPEC if name in spec}
-    fields.update({name: record[name] for name in _SAME_AT_TOP if name in record})
-    if spec.get("run_at_ms") is not None:  # in range: _check_run_at came first
-        fields["run_at"] = _EPOCH + spec["run_at_ms"] * _MS
-    if spec.get("cron") is not None:
-        if not isinstance(spec["cron"], Mapping | CronSchedule):
-            raise ValidationError("spec.cron", "must be a CronSchedule record or null")
-        fields["cron"] = CronSpec.from_avro(spec["cron"])  # type: ignore[arg-type]  # a CronSchedule reads by key
-    return JobRequest(**fields)
+    spec = record.spec  # its run_at_ms is in range: _check_run_at came first
+    fields: dict[str, object] = {
+        "job_type": spec.job_type, "owner": spec.owner, "params": spec.params,
+        "priority": spec.priority, "depends_on": spec.depends_on, "retry": spec.retry,
+        "on_parent_failure": spec.on_parent_failure, "timeout_ms": spec.timeout_ms,
+        "labels": spec.labels, "pool": spec.pool,
+        "idempotency_key": record.idempotency_key, "workflow_id": record.workflow_id,
+        "run_at": None if spec.run_at_ms is None else _EPOCH + spec.run_at_ms * _MS,
+        "cron": None if spec.cron is None else cron_of(spec.cron),
+    }  # fmt: skip
+    # The record's forms (JSON text, a list, enums, the RetryPolicy record) are what the
+    # field rules take: they convert them as they do a caller's.
+    return JobRequest(**fields)  # type: ignore[arg-type]
 
 
-def _check_envelope(record: Mapping[str, Any] | JobSubmitted, *, now_ms: int) -> None:
+def _check_envelope(record: JobSubmitted, *, now_ms: int) -> None:
     """The job id's shape, and a ``submitted_at_ms`` that is plausibly epoch milliseconds."""
-    rules.field_check("job_id", rules.job_id, record.get("job_id"))
-    submitted = record.get("submitted_at_ms")
-    if isinstance(submitted, bool) or not isinstance(submitted, int):
-        raise ValidationError("submitted_at_ms", "must be epoch milliseconds (an integer)")
+    rules.field_check("job_id", rules.job_id, record.job_id)
+    submitted = record.submitted_at_ms
     if submitted < EARLIEST_SUBMITTED_AT_MS:
         raise ValidationError(
             "submitted_at_ms", f"is before 2020-01-01 ({submitted}): seconds, not milliseconds?"
@@ -307,14 +319,14 @@ def _check_envelope(record: Mapping[str, Any] | JobSubmitted, *, now_ms: int) ->
         )
 
 
-def _check_run_at(record: Mapping[str, Any] | JobSubmitted) -> None:
+def _check_run_at(record: JobSubmitted) -> None:
     """A one-off fire time in the range normalize_fire_time accepts, from the submission."""
-    normalize_fire_time(record["spec"].get("run_at_ms"), now_ms=record["submitted_at_ms"])
+    normalize_fire_time(record.spec.run_at_ms, now_ms=record.submitted_at_ms)
 
 
-def _check_consistency(record: Mapping[str, Any] | JobSubmitted, request: JobRequest) -> None:
+def _check_consistency(record: JobSubmitted, request: JobRequest) -> None:
     """Rules across fields: the id matches the key, no self-dependency, the schedule runs."""
-    job_id = record["job_id"]
+    job_id = record.job_id
     if request.idempotency_key is not None:
         expected = idempotent_job_id(request.owner, request.idempotency_key)
         if job_id != expected:
@@ -331,6 +343,6 @@ def _check_consistency(record: Mapping[str, Any] | JobSubmitted, request: JobReq
     if request.depends_on and request.cron is not None:
         raise ValidationError("spec.depends_on", "a recurring job cannot wait for other jobs")
     if request.cron is not None:
-        submitted = record["submitted_at_ms"]
+        submitted = record.submitted_at_ms
         if next_fire_ms(request.cron, submitted - 1, job_id=job_id) is None:
             raise ValidationError("spec.cron", "has no run at or after the submission time")

@@ -12,7 +12,9 @@ ExecutionRequested).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
+
+from pipeline.model.records import JobSubmitted
 
 STATUS_PARAMS_INLINE_BYTES = 4 * 1024
 """Largest parameters (bytes of JSON text) written inline in a jobs.status record."""
@@ -44,14 +46,21 @@ def params_uri(job_id: str, inline: str | None) -> str | None:
     return None if inline is not None else PARAMS_URI.format(job_id=job_id)
 
 
-def submission_fields(job: dict[str, Any]) -> dict[str, Any]:
+class SubmissionFields(TypedDict):
+    """JobLifecycle's fields that tell what a submission was."""
+
+    created_at_ms: int
+    labels: dict[str, str]
+    params: str | None
+    params_bytes: int
+    params_sha256: str
+
+
+def submission_fields(job: JobSubmitted) -> SubmissionFields:
     """What the first lifecycle event of a JobSubmitted tells the status processor:
     creation time, labels and the parameters' summary (JobLifecycle's optional fields;
     labels always travel with the summary)."""
-    spec = job.get("spec") or {}
-    summary = summarize_params(spec.get("params"))
-    return {
-        "created_at_ms": job.get("submitted_at_ms"),
-        "labels": dict(spec.get("labels") or {}),
-        **summary._asdict(),
-    }
+    summary = summarize_params(job.spec.params)
+    return SubmissionFields(created_at_ms=job.submitted_at_ms, labels=dict(job.spec.labels),
+                            params=summary.params, params_bytes=summary.params_bytes,
+                            params_sha256=summary.params_sha256)  # fmt: skip

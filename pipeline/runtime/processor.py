@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, SupportsBytes, TypeVar
+from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
 from pipeline.errors import TopicRefusedError
+from pipeline.kafka.clients import KafkaValue
 from pipeline.serde import Event
 from pipeline.state.batch import PartitionBatch
 
@@ -90,7 +91,7 @@ class Processor(Generic[S]):
     punctuate_when_caught_up: bool = False
     """Punctuate a partition only once it has been read to its end (the status processor's
     leases: heartbeats still in a backlog must not expire them)."""
-    consumer_tuning: ClassVar[Mapping[str, Any]] = {}
+    consumer_tuning: ClassVar[Mapping[str, KafkaValue]] = {}
 
     def start(self) -> None:
         """Before the runner joins its group: open what the processor reads beside its

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -451,10 +451,17 @@ class Runner(Generic[S]):
             log.warning("consume error: %s", error)
 
 
-def _placement(output: Output) -> dict[str, Any]:
+class Placement(TypedDict, total=False):
+    """Where an output goes beyond its topic and key: produce()'s keyword arguments."""
+
+    partition: int
+    headers: list[tuple[str, bytes]]
+
+
+def _placement(output: Output) -> Placement:
     if output.partition is None and output.headers is None:
         return {}
-    placement: dict[str, Any] = {}
+    placement: Placement = {}
     if output.partition is not None:
         placement["partition"] = output.partition
     if output.headers is not None:

@@ -137,7 +137,7 @@ class TimerLogic:
         due = self._first_fire(job, now_ms)
         gate = None if workflow_id is None else self.workflows.admit(state, job, workflow_id, step)
         # The first event of a job tells the status processor what only the submission holds.
-        first = submission_fields(job)  # type: ignore[arg-type]  # reads a JobSubmitted by key
+        first = submission_fields(job)
         if due is None:
             return [self._lifecycle(K.CANCELLED, job, now_ms, detail="schedule has no future run",
                                     **first)]  # fmt: skip

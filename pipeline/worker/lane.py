@@ -141,7 +141,7 @@ class Lane:
         # assignor splits each tier's partitions among the workers; cooperative-sticky
         # balances counts over the three tiers, and could leave a worker none of the one
         # that holds the jobs.
-        self._membership: dict[str, object] = {
+        self._membership: clients.KafkaConfig = {
             "session.timeout.ms": clients.SESSION_TIMEOUT_MS,
             "partition.assignment.strategy": "range",
         }

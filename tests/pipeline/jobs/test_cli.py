@@ -15,6 +15,7 @@ from pipeline.clock import now_ms
 from pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
 from pipeline.jobs import cli as cli_module
 from pipeline.jobs.cli import EXIT_INVALID, register, requester
+from pipeline.model import records
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event
 from pipeline.topics import Topics
@@ -220,7 +221,7 @@ def test_reschedule_at_moves_a_one_off_job(topics: Topics, unique_name: str) -> 
 class RecordingClient:
     """Stands in for JobClient: the submit command's request, not the broker, is tested."""
 
-    sent: ClassVar[list[dict[str, Any]]] = []
+    sent: ClassVar[list[Any]] = []
 
     def __init__(self, settings: object) -> None:
         pass
@@ -252,7 +253,7 @@ def test_each_schedule_policy_reaches_the_cron_schedule_record(
     result = CliRunner().invoke(make_app(), args, env=unreachable_env)
     assert result.exit_code == 0, result.output
     (record,) = RecordingClient.sent
-    assert record["spec"]["cron"] == {
+    assert records.plain(record.spec.cron) == {
         "expression": "30 2 * * *", "timezone": "Europe/Paris",
         "skipped_hour": "SKIP", "repeated_hour": "BOTH", "misfire": "RUN_ALL",
         "catchup_window_ms": 6 * 3_600_000, "overlap": "SKIP", "jitter_ms": 30_000,
@@ -262,7 +263,7 @@ def test_each_schedule_policy_reaches_the_cron_schedule_record(
     plain = CliRunner().invoke(make_app(), [*SUBMIT, "--cron", "0 9 * * *"], env=unreachable_env)
     assert plain.exit_code == 0, plain.output
     (record,) = RecordingClient.sent
-    assert record["spec"]["cron"] == CronSpec(expression="0 9 * * *").to_avro()
+    assert records.plain(record.spec.cron) == CronSpec(expression="0 9 * * *").to_avro()
 
 
 def test_a_reschedule_takes_the_policies_too(
@@ -275,6 +276,6 @@ def test_a_reschedule_takes_the_policies_too(
     result = CliRunner().invoke(make_app(), args, env=unreachable_env)
     assert result.exit_code == 0, result.output
     (record,) = RecordingClient.sent
-    assert record["cron"] == CronSpec(expression="0 3 * * *", timezone="Europe/Paris",
-                                      skipped_hour="SKIP", misfire="SKIP",
-                                      overlap="SKIP").to_avro()  # fmt: skip
+    expected = CronSpec(expression="0 3 * * *", timezone="Europe/Paris", skipped_hour="SKIP",
+                        misfire="SKIP", overlap="SKIP")  # fmt: skip
+    assert records.plain(record.cron) == expected.to_avro()

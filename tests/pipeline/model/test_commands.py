@@ -15,6 +15,7 @@ from pipeline.model.commands import (
     update_schedule_event,
     validate_command,
 )
+from pipeline.model.records import CronSchedule, JobCancelled, evolve, plain
 from pipeline.scheduling import CronSpec
 from pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
@@ -33,17 +34,17 @@ def test_cancel_event() -> None:
     event = cancel_event(JOB_ID, "wf-1", "not needed", now_ms=NOW_MS)
     assert event == Event(
         "JobCancelled",
-        {
-            "job_id": JOB_ID,
-            "workflow_id": "wf-1",
-            "requested_at_ms": NOW_MS,
-            "reason": "not needed",
-            "requested_by": None,
-        },
+        JobCancelled(
+            job_id=JOB_ID,
+            workflow_id="wf-1",
+            requested_at_ms=NOW_MS,
+            reason="not needed",
+            requested_by=None,
+        ),
     )
     assert DESERIALIZE(SERIALIZE(event)) == event
     by = cancel_event(JOB_ID, now_ms=NOW_MS, requested_by="cli:ann@host")
-    assert by.data["requested_by"] == "cli:ann@host"
+    assert by.data.requested_by == "cli:ann@host"
     assert refused_field(cancel_event, JOB_ID, now_ms=NOW_MS, requested_by="x" * 5000) == (
         "requested_by"
     )
@@ -53,7 +54,7 @@ def test_pause_and_resume_events() -> None:
     for build, action in ((pause_event, "PAUSE"), (resume_event, "RESUME")):
         event = build(JOB_ID, now_ms=NOW_MS)
         assert event.name == "ScheduleChanged"
-        assert (event.data["action"], event.data["cron"], event.data["params"]) == (
+        assert (event.data.action, event.data.cron, event.data.params) == (
             action,
             None,
             None,
@@ -64,13 +65,13 @@ def test_pause_and_resume_events() -> None:
 def test_update_schedule_event() -> None:
     cron = CronSpec(expression="30 8 * * *", timezone="Asia/Tokyo")
     event = update_schedule_event(JOB_ID, cron, {"month": "2026-12"}, now_ms=NOW_MS)
-    assert event.data["action"] == "UPDATE"
-    assert event.data["cron"] == cron.to_avro()
-    assert event.data["params"] == '{"month":"2026-12"}'
+    assert event.data.action == "UPDATE"
+    assert plain(event.data.cron) == cron.to_avro()
+    assert event.data.params == '{"month":"2026-12"}'
     assert DESERIALIZE(SERIALIZE(event)) == event
     as_text = update_schedule_event(JOB_ID, "30 8 * * *", None, now_ms=NOW_MS)
-    assert as_text.data["cron"] == CronSpec(expression="30 8 * * *").to_avro()
-    assert event.data["run_at_ms"] is None and as_text.data["run_at_ms"] is None
+    assert plain(as_text.data.cron) == CronSpec(expression="30 8 * * *").to_avro()
+    assert event.data.run_at_ms is None and as_text.data.run_at_ms is None
 
 
 def test_move_event_takes_an_instant_in_any_form() -> None:
@@ -78,11 +79,11 @@ def test_move_event_takes_an_instant_in_any_form() -> None:
     instant = datetime.fromtimestamp(later / 1000, tz=UTC)
     for run_at in (later, instant, instant.isoformat()):
         event = update_schedule_event(JOB_ID, run_at=run_at, now_ms=NOW_MS)
-        assert (event.data["action"], event.data["run_at_ms"]) == ("UPDATE", later)
-        assert (event.data["cron"], event.data["params"]) == (None, None)
+        assert (event.data.action, event.data.run_at_ms) == ("UPDATE", later)
+        assert (event.data.cron, event.data.params) == (None, None)
         assert DESERIALIZE(SERIALIZE(event)) == event
     with_params = update_schedule_event(JOB_ID, None, {"v": 2}, run_at=later, now_ms=NOW_MS)
-    assert (with_params.data["run_at_ms"], with_params.data["params"]) == (later, '{"v":2}')
+    assert (with_params.data.run_at_ms, with_params.data.params) == (later, '{"v":2}')
     # a moment in the past (a client's clock behind): accepted, the job fires at once
     assert update_schedule_event(JOB_ID, run_at=NOW_MS - 60_000, now_ms=NOW_MS)
 
@@ -123,9 +124,9 @@ def test_builders_refuse_naming_the_field(
     ("changes", "field"),
     [
         ({"action": "STOP"}, "action"),
-        ({"action": "PAUSE", "cron": CronSpec(expression="0 9 * * *").to_avro()}, "cron"),
+        ({"action": "PAUSE", "cron": CronSchedule(expression="0 9 * * *")}, "cron"),
         ({"action": "RESUME", "cron": None}, "params"),
-        ({"cron": {"expression": "0 9 * * *", "timezone": "Mars/Base"}}, "cron.timezone"),
+        ({"cron": CronSchedule(expression="0 9 * * *", timezone="Mars/Base")}, "cron.timezone"),
         ({"cron": None, "params": None}, "cron"),
         ({"params": "not json"}, "params"),
         ({"requested_at_ms": NOW_MS // 1000}, "requested_at_ms"),
@@ -140,7 +141,7 @@ def test_validate_command_refuses_records_from_other_clients(
     changes: dict[str, Any], field: str
 ) -> None:
     event = update_schedule_event(JOB_ID, "0 9 * * *", {"a": 1}, now_ms=NOW_MS)
-    bad = Event(event.name, {**event.data, **changes})
+    bad = Event(event.name, evolve(event.data, **changes))
     assert refused_field(validate_command, bad, now_ms=NOW_MS) == field
 
 

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
 from pipeline.errors import ValidationError
 from pipeline.model.idempotency import idempotent_job_id
 from pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
+from pipeline.model.records import (
+    CronSchedule,
+    JobSubmitted,
+    Record,
+    RetryPolicyRecord,
+    evolve,
+    plain,
+    typed,
+)
 from pipeline.model.rules import (
     MAX_LABEL_NAME_CHARS,
     MAX_LABEL_VALUE_CHARS,
@@ -120,7 +129,7 @@ def test_missing_required_fields_are_named() -> None:
 def test_params_limit_is_one_megabyte_of_json() -> None:
     at_limit = params_of_size(MAX_PARAMS_BYTES)
     event = JobRequest(**BASE, params=at_limit).to_event(NOW_MS)
-    assert len(event.data["spec"]["params"].encode()) == MAX_PARAMS_BYTES
+    assert len(event.data.spec.params.encode()) == MAX_PARAMS_BYTES
 
     over = refusal(params=params_of_size(MAX_PARAMS_BYTES + 1))
     assert over.field == "spec.params"
@@ -146,7 +155,7 @@ def test_a_cron_mapping_without_its_expression_is_refused_naming_it() -> None:
 
 def test_priority_is_case_insensitive() -> None:
     assert JobRequest(**BASE, priority="High").priority == "HIGH"
-    assert JobRequest(**BASE, priority="low").to_event(NOW_MS).data["spec"]["priority"] == "LOW"
+    assert JobRequest(**BASE, priority="low").to_event(NOW_MS).data.spec.priority == "LOW"
 
 
 def test_retry_policy_on_its_own_names_its_field_and_in_a_job_the_record_path() -> None:
@@ -194,22 +203,22 @@ def test_to_event_builds_a_full_job_submitted() -> None:
 def test_run_at_becomes_epoch_ms_and_may_be_a_little_in_the_past() -> None:
     soon = JobRequest(**BASE, run_at="2026-11-18T10:00:00.123+01:00").to_event(NOW_MS)
     expected = int(datetime(2026, 11, 18, 9, 0, 0, 123_000, tzinfo=UTC).timestamp() * 1000)
-    assert soon.data["spec"]["run_at_ms"] == expected
+    assert soon.data.spec.run_at_ms == expected
     late = JobRequest(**BASE, run_at=NOW - timedelta(days=6)).to_event(NOW_MS)
-    assert late.data["spec"]["run_at_ms"] == NOW_MS - 6 * DAY_MS
+    assert late.data.spec.run_at_ms == NOW_MS - 6 * DAY_MS
 
 
 def test_idempotency_key_makes_the_id_deterministic() -> None:
     request = JobRequest(**BASE, idempotency_key="nightly-2026-11-18")
     first, again = request.to_event(NOW_MS), request.to_event(NOW_MS + 5000)
     assert (
-        first.data["job_id"]
-        == again.data["job_id"]
+        first.data.job_id
+        == again.data.job_id
         == idempotent_job_id("acme", "nightly-2026-11-18")
     )
     assert (
-        JobRequest(**BASE).to_event(NOW_MS).data["job_id"]
-        != JobRequest(**BASE).to_event(NOW_MS).data["job_id"]
+        JobRequest(**BASE).to_event(NOW_MS).data.job_id
+        != JobRequest(**BASE).to_event(NOW_MS).data.job_id
     )
 
 
@@ -227,7 +236,7 @@ def test_to_event_round_trips_through_the_avro_serde() -> None:
 # --- validate_submitted
 
 
-def good_records() -> list[dict[str, Any]]:
+def good_records() -> list[JobSubmitted]:
     requests = [
         JobRequest(**BASE),
         JobRequest(**BASE, run_at=NOW + timedelta(days=30), priority="low", timeout_ms=1),
@@ -254,15 +263,15 @@ def test_validate_submitted_is_unaffected_by_replay_much_later() -> None:
         validate_submitted(record, now_ms=NOW_MS + 60 * DAY_MS)
 
 
-def edit(path: str, value: Any) -> dict[str, Any]:
-    """A good one-off record with one field (a dotted path) replaced."""
-    record = copy.deepcopy(good_records()[1])
-    *parents, last = path.split(".")
-    target = record
-    for name in parents:
-        target = target[name]
-    target[last] = value
-    return record
+def edit(path: str, value: Any, record: Record | None = None) -> Any:
+    """A good record (by default a one-off one) with one field (a dotted path) replaced.
+
+    The value is not checked against the field's type: a record from any client may hold
+    any value its schema allows, and the rules must refuse the bad ones.
+    """
+    record = good_records()[1] if record is None else record
+    head, _, rest = path.partition(".")
+    return evolve(record, **{head: edit(rest, value, getattr(record, head)) if rest else value})
 
 
 @pytest.mark.parametrize(
@@ -272,8 +281,6 @@ def edit(path: str, value: Any) -> dict[str, Any]:
         ("job_id", "01jd3w6q8z5x7m2k4n9p0r1s2t", "job_id"),
         ("submitted_at_ms", NOW_MS // 1000, "submitted_at_ms"),  # seconds
         ("submitted_at_ms", NOW_MS * 1000, "submitted_at_ms"),  # microseconds
-        ("submitted_at_ms", None, "submitted_at_ms"),
-        ("spec", None, "spec"),
         ("spec.job_type", "Report", "spec.job_type"),
         ("spec.owner", "", "spec.owner"),
         ("spec.params", "[1]", "spec.params"),
@@ -283,9 +290,9 @@ def edit(path: str, value: Any) -> dict[str, Any]:
         ("spec.priority", "URGENT", "spec.priority"),
         ("spec.run_at_ms", NOW_MS - 8 * DAY_MS, "spec.run_at_ms"),
         ("spec.run_at_ms", (NOW_MS + 30 * DAY_MS) * 1000, "spec.run_at_ms"),
-        ("spec.cron", {"expression": "0 9 * * *"}, "spec.cron"),  # with run_at_ms
+        ("spec.cron", CronSchedule(expression="0 9 * * *"), "spec.cron"),  # with run_at_ms
         ("spec.depends_on", ["nope"], "spec.depends_on.0"),
-        ("spec.retry", {"max_attempts": 0}, "spec.retry.max_attempts"),
+        ("spec.retry", RetryPolicyRecord(max_attempts=0), "spec.retry.max_attempts"),
         ("spec.timeout_ms", -1, "spec.timeout_ms"),
         ("spec.labels", {"k": None}, "spec.labels.k"),
         ("idempotency_key", "", "idempotency_key"),
@@ -298,6 +305,17 @@ def test_validate_submitted_refuses_naming_the_field(path: str, value: Any, fiel
     assert refused.value.field == field
 
 
+@pytest.mark.parametrize(("path", "value"), [("submitted_at_ms", None), ("spec", None)])
+def test_a_record_missing_its_required_parts_is_refused_when_decoded(path: str,
+                                                                     value: Any) -> None:
+    """The checks of a record's shape are its decoding's: validate_submitted never sees one
+    without a spec or a submission time."""
+    record = plain(good_records()[1])
+    record[path] = value
+    with pytest.raises(msgspec.ValidationError, match=f"at `\\$.{path}`"):
+        typed("JobSubmitted", record)
+
+
 def test_validate_submitted_cron_fields_are_named() -> None:
     cron = good_records()[2]
     for name, value, field in [
@@ -306,34 +324,31 @@ def test_validate_submitted_cron_fields_are_named() -> None:
         ("end_at_ms", NOW_MS - 2 * DAY_MS, "spec.cron.end_at_ms"),  # before start_at_ms
         ("jitter_ms", -5, "spec.cron.jitter_ms"),
     ]:
-        record = copy.deepcopy(cron)
-        record["spec"]["cron"][name] = value
+        record = edit(f"spec.cron.{name}", value, cron)
         if name == "end_at_ms":
-            record["spec"]["cron"]["start_at_ms"] = NOW_MS - DAY_MS
+            record = edit("spec.cron.start_at_ms", NOW_MS - DAY_MS, record)
         with pytest.raises(ValidationError) as refused:
             validate_submitted(record, now_ms=NOW_MS)
         assert refused.value.field == field, name
 
 
 def test_validate_submitted_refuses_a_schedule_that_never_runs_again() -> None:
-    record = copy.deepcopy(good_records()[2])
-    record["spec"]["cron"]["end_at_ms"] = NOW_MS - DAY_MS
+    record = edit("spec.cron.end_at_ms", NOW_MS - DAY_MS, good_records()[2])
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS)
     assert refused.value.field == "spec.cron"
 
 
 def test_validate_submitted_refuses_run_at_with_cron() -> None:
-    record = copy.deepcopy(good_records()[2])
-    record["spec"]["run_at_ms"] = NOW_MS + DAY_MS
+    record = edit("spec.run_at_ms", NOW_MS + DAY_MS, good_records()[2])
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS)
     assert refused.value.field == "spec.cron"
 
 
 def test_validate_submitted_refuses_an_id_that_does_not_match_the_key() -> None:
-    record = copy.deepcopy(good_records()[3])
-    record["job_id"] = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"  # a ULID: the key would dedupe nothing
+    # a ULID: the key would dedupe nothing
+    record = edit("job_id", "01JD3W6Q8Z5X7M2K4N9P0R1S2T", good_records()[3])
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS)
     assert refused.value.field == "job_id"
@@ -341,8 +356,8 @@ def test_validate_submitted_refuses_an_id_that_does_not_match_the_key() -> None:
 
 
 def test_validate_submitted_refuses_a_job_depending_on_itself() -> None:
-    record = copy.deepcopy(good_records()[4])
-    record["spec"]["depends_on"] = [record["job_id"]]
+    record = good_records()[4]
+    record = edit("spec.depends_on", [record.job_id], record)
     with pytest.raises(ValidationError) as refused:
         validate_submitted(record, now_ms=NOW_MS)
     assert refused.value.field == "spec.depends_on"
@@ -379,4 +394,4 @@ def test_limits_at_their_bound_and_workflow_ids_of_every_kind_are_accepted() -> 
 
 def test_finite_params_are_kept_as_sent() -> None:
     event = JobRequest(**BASE, params={"x": 1.5, "y": [0.0, -2e300]}).to_event(NOW_MS)
-    assert orjson.loads(event.data["spec"]["params"]) == {"x": 1.5, "y": [0.0, -2e300]}
+    assert orjson.loads(event.data.spec.params) == {"x": 1.5, "y": [0.0, -2e300]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, submission_fields, summarize_params
+from pipeline.model.records import JobSpec, JobSubmitted
 
 
 def test_small_parameters_travel_inline_with_their_size_and_digest() -> None:
@@ -30,8 +31,8 @@ def test_the_limit_is_in_bytes_of_utf8_not_characters() -> None:
 
 
 def test_a_submission_gives_its_creation_time_labels_and_summary() -> None:
-    job = {"job_id": "j", "submitted_at_ms": 123,
-           "spec": {"params": "{}", "labels": {"team": "a"}}}  # fmt: skip
+    job = JobSubmitted(job_id="j", submitted_at_ms=123,
+                       spec=JobSpec(job_type="t", owner="o", params="{}", labels={"team": "a"}))
     fields = submission_fields(job)
     assert fields["created_at_ms"] == 123
     assert fields["labels"] == {"team": "a"}

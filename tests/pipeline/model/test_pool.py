@@ -7,6 +7,7 @@ import pytest
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.model.job import JobRequest, validate_submitted
+from pipeline.model.records import JobSubmitted, evolve, typed
 from pipeline.topics import Topics
 from tests.support.jobs import submitted
 
@@ -15,10 +16,10 @@ NOW = 1_798_000_000_000
 
 def test_a_pool_travels_in_the_spec_and_none_is_the_default() -> None:
     assert (
-        JobRequest(job_type="render", owner="a", pool="gpu").to_event(NOW).data["spec"]["pool"]
+        JobRequest(job_type="render", owner="a", pool="gpu").to_event(NOW).data.spec.pool
         == "gpu"
     )
-    assert JobRequest(job_type="render", owner="a").to_event(NOW).data["spec"]["pool"] is None
+    assert JobRequest(job_type="render", owner="a").to_event(NOW).data.spec.pool is None
 
 
 @pytest.mark.parametrize("name", ["GPU", "eu west", "-gpu", "x" * 51, "gpu.big"])
@@ -28,13 +29,12 @@ def test_a_pool_name_not_allowed_is_refused_naming_it(name: str) -> None:
 
 
 def test_a_record_from_any_producer_meets_the_same_rule() -> None:
-    job = submitted(now_ms=NOW)
-    validate_submitted(job.data, now_ms=NOW)  # no pool at all: an older writer's record
-    job.data["spec"]["pool"] = "eu-west"
-    validate_submitted(job.data, now_ms=NOW)
-    job.data["spec"]["pool"] = "Reports/Q3"
+    job = typed("JobSubmitted", submitted(now_ms=NOW).data)
+    assert isinstance(job, JobSubmitted)
+    validate_submitted(job, now_ms=NOW)  # no pool at all: an older writer's record
+    validate_submitted(evolve(job, spec=evolve(job.spec, pool="eu-west")), now_ms=NOW)
     with pytest.raises(ValidationError, match=r"spec\.pool.*Reports/Q3"):
-        validate_submitted(job.data, now_ms=NOW)
+        validate_submitted(evolve(job, spec=evolve(job.spec, pool="Reports/Q3")), now_ms=NOW)
 
 
 def test_a_pools_topics_are_its_own_and_share_the_types_dead_letter_topic() -> None:

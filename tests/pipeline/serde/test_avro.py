@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import DeserializationError, JobstreamError, SerializationError
+from pipeline.model.records import plain
 from pipeline.serde import (
     EVENT_NAMES,
     AvroDeserializer,
@@ -141,20 +142,25 @@ def event_strategy(name: str) -> st.SearchStrategy[Event]:
     return strategy_for(parsed, parsed["__named_schemas"]).map(lambda data: Event(name, data))
 
 
+def as_written(event: Event) -> Event:
+    """A decoded event with its record as the builtins it was written from."""
+    return Event(event.name, plain(event.data))
+
+
 ANY_EVENT = st.one_of([event_strategy(name) for name in EVENT_NAMES])
 
 
 @given(event=ANY_EVENT)
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 def test_round_trip_hypothesis(event: Event) -> None:
-    assert DESERIALIZER(SERIALIZER(event)) == event
+    assert as_written(DESERIALIZER(SERIALIZER(event))) == event
 
 
 @pytest.mark.parametrize("name", EVENT_NAMES)
 def test_round_trip_generated_records(name: str) -> None:
     for record in generate_many(SCHEMAS.current(name).parsed, 50):
         event = Event(name, record)
-        assert DESERIALIZER(SERIALIZER(event)) == event
+        assert as_written(DESERIALIZER(SERIALIZER(event))) == event
 
 
 def test_missing_fields_with_defaults_are_written_as_defaults() -> None:
@@ -445,7 +451,7 @@ def test_confluent_frame_is_zero_then_big_endian_id_then_same_body(
             assert value[0] == 0
             assert value[1:5] == schema_id.to_bytes(4, "big")
             assert value[5:] == SERIALIZER(event)[10:]
-            assert reader(value) == event
+            assert as_written(reader(value)) == event
 
     posts = [path for method, path in registry.requests if method == "POST"]
     gets = [path for method, path in registry.requests if method == "GET"]
@@ -517,5 +523,6 @@ def test_make_serde_with_url_uses_the_registry(registry: FakeRegistry) -> None:
     data = {"job_id": "j", "workflow_id": None, "requested_at_ms": 1, "reason": None,
             "requested_by": None}  # fmt: skip
     for _ in range(3):
-        assert deserializer(serializer(Event("JobCancelled", data))) == Event("JobCancelled", data)
+        decoded = deserializer(serializer(Event("JobCancelled", data)))
+        assert as_written(decoded) == Event("JobCancelled", data)
     assert [method for method, _ in registry.requests] == ["POST", "GET"]
