@@ -39,6 +39,7 @@ from rich.table import Table
 from ops.bench.report import console, load_average, write_results
 from pipeline.config import load_settings
 from pipeline.model.job import JobRequest
+from pipeline.model.records import ExecutionRequested, typed
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, make_serde
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
@@ -68,7 +69,8 @@ def hot_events() -> dict[str, Event]:
             continue
         label = event.name if event.name != "JobLifecycle" else str(event.data["kind"])
         found[label] = event
-    execution = found["ExecutionRequested"].data
+    execution = typed("ExecutionRequested", found["ExecutionRequested"].data)
+    assert isinstance(execution, ExecutionRequested)
     found["STARTED"] = outcomes.started(execution, worker_id="w-0", now_ms=T0 + 20)
     found["SUCCEEDED"] = outcomes.succeeded(execution, encode_result(None),
                                             results_topic=Topics(settings).results,

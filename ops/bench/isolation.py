@@ -29,6 +29,7 @@ from rich.table import Table
 from ops.bench import measure
 from ops.bench.app import NOOP
 from ops.bench.report import console, load_average, write_results
+from pipeline.model.records import ExecutionRequested, JobSpec
 from pipeline.worker.app import load_app
 from pipeline.worker.context import JobContext, build_context
 from pipeline.worker.executor import Finished, JobExecutor
@@ -39,11 +40,10 @@ WARM_JOBS = 200
 
 
 def _context() -> JobContext:
-    execution = {
-        "job_id": "01JBENCHISOLATION000000000", "execution_id": "01JBENCHISOLATION:1:0",
-        "attempt": 1, "epoch": 0, "scheduled_at_ms": 0, "parent_results": [],
-        "spec": {"job_type": NOOP, "owner": "bench", "params": "{}"},
-    }  # fmt: skip
+    execution = ExecutionRequested(
+        job_id="01JBENCHISOLATION000000000", execution_id="01JBENCHISOLATION:1:0",
+        scheduled_at_ms=0, fired_at_ms=0, spec=JobSpec(job_type=NOOP, owner="bench"),
+    )  # fmt: skip
     return build_context(execution, worker_id="bench", started_ms=0, timeout_s=30)
 
 

@@ -14,12 +14,9 @@ request with the instant they read the cancel), never a later firing of the same
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from pipeline.model.lifecycle import epoch_of
-from pipeline.model.records import Event
+from pipeline.model.records import CancelRequested, Event, ExecutionRequested
 from pipeline.partitioning import partition_key
 
 CANCELLED_DETAIL = "cancelled"
@@ -46,27 +43,26 @@ class CancelRequest:
         """The detail of the CANCELLED it ends a run with: the reason."""
         return self.reason or CANCELLED_DETAIL
 
-    def covers(self, execution: Mapping[str, Any]) -> bool:
-        """Whether ``execution`` (an ExecutionRequested or a JobLifecycle) is one it cancels."""
-        if execution.get("job_id") != self.job_id:
+    def covers(self, execution: ExecutionRequested) -> bool:
+        """Whether ``execution`` is one it cancels."""
+        if execution.job_id != self.job_id:
             return False
-        return not self.up_to_epoch or epoch_of(execution) <= self.up_to_epoch
+        return not self.up_to_epoch or execution.epoch <= self.up_to_epoch
 
     @property
     def key(self) -> bytes:
         return partition_key(self.job_id, self.workflow_id)
 
     def to_event(self) -> Event:
-        return Event("CancelRequested", {
-            "job_id": self.job_id, "workflow_id": self.workflow_id,
-            "requested_at_ms": self.requested_at_ms, "up_to_epoch": self.up_to_epoch,
-            "requested_by": self.requested_by, "reason": self.reason,
-        })  # fmt: skip
+        return Event.of(CancelRequested(
+            job_id=self.job_id, workflow_id=self.workflow_id,
+            requested_at_ms=self.requested_at_ms, up_to_epoch=self.up_to_epoch,
+            requested_by=self.requested_by, reason=self.reason,
+        ))  # fmt: skip
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> CancelRequest:
-        """From a decoded CancelRequested (its Avro fields)."""
-        return cls(job_id=str(data["job_id"]), workflow_id=data.get("workflow_id"),
-                   requested_at_ms=int(data["requested_at_ms"]),
-                   up_to_epoch=int(data.get("up_to_epoch") or 0),
-                   requested_by=data.get("requested_by"), reason=data.get("reason"))  # fmt: skip
+    def from_record(cls, record: CancelRequested) -> CancelRequest:
+        """From a CancelRequested record."""
+        return cls(job_id=record.job_id, workflow_id=record.workflow_id,
+                   requested_at_ms=record.requested_at_ms, up_to_epoch=record.up_to_epoch,
+                   requested_by=record.requested_by, reason=record.reason)  # fmt: skip

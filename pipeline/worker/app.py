@@ -13,10 +13,13 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipeline.errors import ConfigurationError
 from pipeline.worker.context import JobContext
+
+if TYPE_CHECKING:  # a handler's child process imports this module, not the records
+    from pipeline.model.records import ExecutionRequested
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +39,13 @@ class Handler:
     is_async: bool
     """Coroutine functions run on the worker's event loop, others on its threads."""
 
-    def timeout_for(self, execution: dict[str, Any]) -> float:
+    def timeout_for(self, execution: ExecutionRequested) -> float:
         """Seconds this attempt may run: ``spec.timeout_ms``, else the handler's, else 300.
 
         The job's own timeout wins because the schema defines ``timeout_ms`` as "null takes
         the job type's default", and the handler's ``timeout_s`` is that default.
         """
-        timeout_ms = (execution.get("spec") or {}).get("timeout_ms")
+        timeout_ms = execution.spec.timeout_ms
         if timeout_ms:
             return timeout_ms / 1000
         return self.timeout_s if self.timeout_s is not None else DEFAULT_TIMEOUT_S

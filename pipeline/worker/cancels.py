@@ -13,10 +13,10 @@ Pure: the clock is an argument.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from pipeline.model.cancel import CancelRequest
+from pipeline.model.records import ExecutionRequested
 from pipeline.topics import CONTROL_RETENTION_MS
 
 DEFAULT_LIMIT = 100_000
@@ -44,9 +44,9 @@ class CancelSet:
             self._requests.popitem(last=False)
         return True
 
-    def match(self, execution: Mapping[str, Any]) -> CancelRequest | None:
-        """The cancel that covers ``execution`` (an ExecutionRequested), if any."""
-        request = self._requests.get(execution["job_id"])
+    def match(self, execution: ExecutionRequested) -> CancelRequest | None:
+        """The cancel that covers ``execution``, if any."""
+        request = self._requests.get(execution.job_id)
         return request if request is not None and request.covers(execution) else None
 
     def expire(self, now_ms: int) -> int:

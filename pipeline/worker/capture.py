@@ -23,8 +23,8 @@ bytes of them (as JSON lines). It keeps the head: the first line that does not f
 every line after it, is counted in :attr:`RunLog.dropped` instead (so the log reads
 straight through to the cut, and says where it was cut). A single message or traceback
 is cut to :data:`FIELD_CHARS` characters first, so that one huge line cannot take the
-whole log. Each line is a dict: ``at_ms``, ``level``, ``logger``, ``msg`` and, for a
-record with an exception, ``exc`` (its traceback).
+whole log. Each line is a :class:`LogLine`: ``at_ms``, ``level``, ``logger``, ``msg``
+and, for a record with an exception, ``exc`` (its traceback).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import orjson
 
@@ -46,6 +46,17 @@ OWN_LOGGERS = ("pipeline.worker", "pipeline.lifeline")
 """The worker's own loggers: their records are never a run's, on whatever thread."""
 
 _FORMATTER = logging.Formatter()
+
+
+class LogLine(TypedDict):
+    """One line of a run's log, a JSON object on jobs.logs (not an Avro record)."""
+
+    at_ms: int
+    level: str
+    logger: str
+    msg: str
+    exc: NotRequired[str]
+    """The traceback of a record with an exception (and its stack, if it had one)."""
 
 
 class RunLog:
@@ -63,7 +74,7 @@ class RunLog:
         self.dropped = 0
         """Lines not kept: the first that did not fit and every one after it."""
 
-    def add(self, line: dict[str, Any]) -> None:
+    def add(self, line: LogLine) -> None:
         """Keep ``line`` while the head has room; count it as dropped otherwise. Once the
         run's log has been taken, nothing more is kept or counted."""
         # Once the head has ended (or the log was taken) a line is only counted: unencoded.
@@ -116,10 +127,10 @@ def cut(text: str, limit: int = FIELD_CHARS) -> str:
     return f"{text[:limit]} [{len(text) - limit:,} characters cut]"
 
 
-def line_of(record: logging.LogRecord) -> dict[str, Any]:
+def line_of(record: logging.LogRecord) -> LogLine:
     """A record as one line of a run's log."""
-    line: dict[str, Any] = {"at_ms": int(record.created * 1000), "level": record.levelname,
-                            "logger": record.name, "msg": cut(record.getMessage())}  # fmt: skip
+    line: LogLine = {"at_ms": int(record.created * 1000), "level": record.levelname,
+                     "logger": record.name, "msg": cut(record.getMessage())}  # fmt: skip
     exc = record.exc_text
     if record.exc_info and not exc:
         exc = _FORMATTER.formatException(record.exc_info)

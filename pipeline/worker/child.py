@@ -43,17 +43,17 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import FrameType, MappingProxyType
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from pipeline.clock import now_ms
 from pipeline.lifeline import watch_supervisor
 from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
-from pipeline.worker.context import JobContext
+from pipeline.worker.context import JobContext, ParentResult
 from pipeline.worker.failures import ErrorDescription, describe_error
 from pipeline.worker.output import RunLinesHandler, log_to
 from pipeline.worker.progress import ProgressReport
@@ -99,6 +99,25 @@ class Ready:
     pid: int
 
 
+class PortableContext(TypedDict):
+    """A :class:`JobContext` as it crosses to a child (:func:`portable`): its plain fields,
+    without the cancel signal and the progress sink."""
+
+    job_id: str
+    execution_id: str
+    attempt: int
+    epoch: int
+    job_type: str
+    owner: str
+    params: dict[str, Any]
+    scheduled_at_ms: int
+    deadline_ms: int | None
+    worker_id: str
+    parent_results: Mapping[str, ParentResult]
+    """A dict as it crosses (a read-only view does not pickle), a read-only view again in
+    the child."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One run to start."""
@@ -106,8 +125,7 @@ class Run:
     token: int
     job_type: str
     """Whose handler runs it."""
-    context: dict[str, Any]
-    """The run's :class:`JobContext` as :func:`portable` makes it."""
+    context: PortableContext
 
 
 @dataclass(frozen=True)
@@ -132,14 +150,14 @@ class Terminated(BaseException):
     """Raised by SIGTERM in whatever the child runs: the worker is stopping this run."""
 
 
-def portable(ctx: JobContext) -> dict[str, Any]:
+def portable(ctx: JobContext) -> PortableContext:
     """What of a context crosses to a child: every field but the cancel signal (a child's
     run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler) and the
     progress sink (a child's reports cross as :class:`Progressed`)."""
     fields = dict(vars(ctx))
     del fields["cancel_signal"], fields["progress_sink"]
     fields["parent_results"] = dict(ctx.parent_results)
-    return fields
+    return cast("PortableContext", fields)
 
 
 def send(conn: Connection, message: Setup | Ready | Run | Progressed | Ended | None) -> None:
@@ -230,11 +248,11 @@ def _flush() -> None:
             log.warning("could not flush the run's %s: %s", stream.name, exc)
 
 
-def _context(fields: dict[str, Any],
+def _context(fields: PortableContext,
              progress_sink: Callable[[ProgressReport], None]) -> JobContext:  # fmt: skip
     """The context :func:`portable` took apart, its reports going to ``progress_sink``."""
-    parents = MappingProxyType(fields["parent_results"])
-    return JobContext(**{**fields, "parent_results": parents, "progress_sink": progress_sink})
+    fields["parent_results"] = MappingProxyType(fields["parent_results"])
+    return JobContext(**fields, progress_sink=progress_sink)
 
 
 _terminating = False

@@ -1,7 +1,8 @@
 """What a handler is told about the execution it runs.
 
-A frozen value built from the ExecutionRequested record as received, so handlers never
-touch Avro dicts and cannot change what the worker later reports. The one thing in it that
+A frozen value built from the ExecutionRequested record as received, of plain values
+only (it crosses to a child process, pipeline/worker/child.py), so handlers never touch
+the records and cannot change what the worker later reports. The one thing in it that
 changes is whether the run was cancelled (docs/lifecycle.md, "Cancelling a run"): a sync
 handler that may run long checks ``ctx.cancelled`` between steps (or waits with
 ``ctx.wait_cancelled(seconds)`` instead of sleeping) and returns early; an async handler
@@ -21,13 +22,16 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from pipeline.clock import now_ms
 from pipeline.errors import ValidationError
 from pipeline.worker.progress import ProgressReport, checked
+
+if TYPE_CHECKING:  # a handler's child process imports this module, not the records
+    from pipeline.model import records
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,44 +126,44 @@ def parse_params(text: str | None) -> dict[str, Any]:
     return params
 
 
-def parent_results(records: list[dict[str, Any]] | None) -> Mapping[str, ParentResult]:
+def parent_results(parents: list[records.ParentResult]) -> Mapping[str, ParentResult]:
     """The ``parent_results`` of an ExecutionRequested, read-only, by step name or job id."""
     found = {}
-    for record in records or ():
-        text = record.get("result")
+    for record in parents:
+        text = record.result
         try:
             value = None if text is None else orjson.loads(text)
         except orjson.JSONDecodeError:
             value = text  # a result written by another client: handed over as it is
-        parent = ParentResult(job_id=record["job_id"], step=record.get("step"),
-                              outcome=str(record.get("outcome")), result=value,
-                              result_uri=record.get("result_uri"))  # fmt: skip
+        parent = ParentResult(job_id=record.job_id, step=record.step,
+                              outcome=str(record.outcome), result=value,
+                              result_uri=record.result_uri)  # fmt: skip
         found[parent.step or parent.job_id] = parent
     return MappingProxyType(found)
 
 
 def build_context(
-    execution: dict[str, Any],
+    execution: records.ExecutionRequested,
     *,
     worker_id: str,
     started_ms: int,
     timeout_s: float | None,
     progress_sink: Callable[[ProgressReport], None] | None = None,
 ) -> JobContext:
-    """The context of an ExecutionRequested record (an Avro dict) started at ``started_ms``;
-    its handler's progress reports go to ``progress_sink``."""
-    spec = execution["spec"]
+    """The context of an ExecutionRequested started at ``started_ms``; its handler's
+    progress reports go to ``progress_sink``."""
+    spec = execution.spec
     return JobContext(
-        job_id=execution["job_id"],
-        execution_id=execution["execution_id"],
-        attempt=execution.get("attempt", 1),
-        epoch=execution.get("epoch", 0),
-        job_type=spec["job_type"],
-        owner=spec["owner"],
-        params=parse_params(spec.get("params")),
-        scheduled_at_ms=execution["scheduled_at_ms"],
+        job_id=execution.job_id,
+        execution_id=execution.execution_id,
+        attempt=execution.attempt,
+        epoch=execution.epoch,
+        job_type=spec.job_type,
+        owner=spec.owner,
+        params=parse_params(spec.params),
+        scheduled_at_ms=execution.scheduled_at_ms,
         deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
         worker_id=worker_id,
-        parent_results=parent_results(execution.get("parent_results")),
+        parent_results=parent_results(execution.parent_results),
         progress_sink=progress_sink or dropped,
     )

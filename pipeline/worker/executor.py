@@ -34,10 +34,9 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.clock import now_ms
-from pipeline.serde import Event
+from pipeline.model.records import Event, ExecutionRequested
 from pipeline.worker import capture, outcomes
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
@@ -59,7 +58,7 @@ class Finished:
     timed_out: bool = False
     cancelled: bool = False
 
-    def outcome(self, execution: dict[str, Any], *, timeout_s: float, worker_id: str,
+    def outcome(self, execution: ExecutionRequested, *, timeout_s: float, worker_id: str,
                 results_topic: str) -> Event | None:  # fmt: skip
         """The final event this end reports; None for a run cancelled because it was given up."""
         if self.result is not None:

@@ -14,9 +14,10 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pipeline.serde import Event
+from pipeline.model.records import Event, WorkerHeartbeat, WorkerState
 
-STARTING, RUNNING, DRAINING, STOPPED = "STARTING", "RUNNING", "DRAINING", "STOPPED"
+STARTING, RUNNING, DRAINING, STOPPED = (WorkerState.STARTING, WorkerState.RUNNING,
+                                        WorkerState.DRAINING, WorkerState.STOPPED)  # fmt: skip
 
 
 def default_worker_id() -> str:
@@ -35,11 +36,11 @@ class WorkerIdentity:
     pool: str | None = None
     """The pool it serves; None: the jobs that require no pool."""
 
-    def record(self, state: str, running: Iterable[str], now_ms: int) -> Event:
+    def record(self, state: WorkerState, running: Iterable[str], now_ms: int) -> Event:
         """The WorkerHeartbeat for this instant."""
-        return Event("WorkerHeartbeat", {
-            "worker_id": self.worker_id, "host": self.host, "pid": self.pid,
-            "job_types": list(self.job_types), "capacity": self.capacity,
-            "running": sorted(running), "state": state,
-            "started_at_ms": self.started_at_ms, "at_ms": now_ms, "pool": self.pool,
-        })  # fmt: skip
+        return Event.of(WorkerHeartbeat(
+            worker_id=self.worker_id, host=self.host, pid=self.pid,
+            job_types=list(self.job_types), capacity=self.capacity,
+            running=sorted(running), state=state,
+            started_at_ms=self.started_at_ms, at_ms=now_ms, pool=self.pool,
+        ))  # fmt: skip

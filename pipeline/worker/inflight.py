@@ -20,9 +20,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipeline.model.cancel import CancelRequest
+from pipeline.model.records import ExecutionRequested
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
 from pipeline.worker.executor import AsyncRun
@@ -39,7 +39,7 @@ RECENT_EXECUTIONS = 10_000
 class RunningJob:
     token: int
     lane: Lane
-    execution: dict[str, Any]
+    execution: ExecutionRequested
     ref: OffsetRef
     """The record of this run (claimed: its offset is committed when the run starts)."""
     handler: Handler
@@ -65,7 +65,7 @@ class RunningJob:
 
     @property
     def execution_id(self) -> str:
-        return str(self.execution["execution_id"])
+        return self.execution.execution_id
 
     @property
     def partition(self) -> int:
@@ -87,7 +87,7 @@ class InFlight:
         self.slots[job.token] = job
         job.lane.slots.take(job.partition)
         self.active[job.execution_id] = job
-        job_id = job.execution["job_id"]
+        job_id = job.execution.job_id
         self._job_ids[job_id] = self._job_ids.get(job_id, 0) + 1
 
     def release(self, token: int) -> RunningJob | None:
@@ -101,7 +101,7 @@ class InFlight:
         """Its outcome is decided; it may still hold a slot."""
         job.reported = True
         self.active.pop(job.execution_id, None)
-        count_down(self._job_ids, job.execution["job_id"])
+        count_down(self._job_ids, job.execution.job_id)
 
     def remember(self, execution_id: str) -> None:
         self._recent[execution_id] = None
@@ -118,7 +118,7 @@ class InFlight:
         """The runs of ``job_id`` whose outcome is still to come."""
         if job_id not in self._job_ids:
             return []
-        return [job for job in self.active.values() if job.execution["job_id"] == job_id]
+        return [job for job in self.active.values() if job.execution.job_id == job_id]
 
     def overdue(self, now: float) -> list[RunningJob]:
         """The runs past their deadline whose outcome is still to come."""

@@ -36,7 +36,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
@@ -53,6 +52,7 @@ from pipeline.kafka.commit import (
     send,
 )
 from pipeline.kafka.denied import denied
+from pipeline.model.records import ExecutionRequested
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics, routed
@@ -82,7 +82,7 @@ class Record:
 
     ref: OffsetRef
     tier: str
-    execution: dict[str, Any]
+    execution: ExecutionRequested
     raw: bytes | None
     """The record's value as fetched: STARTED reuses its bytes (see started.py)."""
 

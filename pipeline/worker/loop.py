@@ -63,9 +63,9 @@ import time
 from collections import Counter
 from functools import partial
 from itertools import count
-from typing import Any
 
 from confluent_kafka import Consumer
+from confluent_kafka.admin import TopicMetadata
 
 from pipeline import metrics
 from pipeline.clock import now_ms
@@ -75,10 +75,12 @@ from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.model.cancel import CancelRequest
 from pipeline.model.lifecycle import WORKER_STOPPED
+from pipeline.model.records import ExecutionRequested
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe
 from pipeline.runtime.schedule import CommitSchedule
+from pipeline.scheduling.cron import OverlapPolicy
 from pipeline.serde import Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from pipeline.worker import outcomes
@@ -203,7 +205,7 @@ class WorkerLoop:
                           replication_factor=self.settings.replication_factor)  # fmt: skip
         self._check_limited_partitions(present)
 
-    def _check_limited_partitions(self, present: dict[str, Any]) -> None:
+    def _check_limited_partitions(self, present: dict[str, TopicMetadata]) -> None:
         """A limited type's slots are split over ``JOBSTREAM_EXEC_PARTITIONS`` indices, by
         the timers as by the workers: its topics must have that many partitions."""
         wanted = self.settings.exec_partitions
@@ -340,9 +342,9 @@ class WorkerLoop:
                                 results_topic=self.topics.results)  # fmt: skip
             if end.result is not None:  # the result joins the SUCCEEDED's transaction
                 execution = job.execution
-                job.lane.add_result(execution["job_id"].encode(), end.result.body,
-                                    result_headers(end.result, execution["execution_id"],
-                                                   execution.get("attempt", 1)))  # fmt: skip
+                job.lane.add_result(execution.job_id.encode(), end.result.body,
+                                    result_headers(end.result, execution.execution_id,
+                                                   execution.attempt))  # fmt: skip
         if event is not None:  # None: cancelled when given up at the stop
             self._report(job, event)
 
@@ -387,7 +389,7 @@ class WorkerLoop:
     def _report(self, job: RunningJob, event: Event) -> None:
         """Queue a run's final outcome for its lane's next transaction."""
         self._last_progress(job)
-        self.stats.count(event.data["kind"].lower())
+        self.stats.count(event.data.kind.lower())
         observe(event.data)
         self.inflight.reported(job)
         self._queue_outcome(job.lane, event, job.execution)
@@ -400,18 +402,18 @@ class WorkerLoop:
             job.lane.add_log(*logs_record(lines, job.execution))
 
     def _settle(self, lane: Lane, ref: OffsetRef, event: Event | None,
-                execution: dict[str, Any]) -> None:  # fmt: skip
+                execution: ExecutionRequested) -> None:  # fmt: skip
         """A record finished without a run: its offset is done, and ``event``, if any, goes
         in with it."""
         if event is not None:
             self._queue_outcome(lane, event, execution)
         lane.tracker.done(ref)
 
-    def _queue_outcome(self, lane: Lane, event: Event, execution: dict[str, Any]) -> None:
+    def _queue_outcome(self, lane: Lane, event: Event, execution: ExecutionRequested) -> None:
         """An outcome for the lane's next transaction."""
         lane.pending.append((outcomes.event_key(execution), self.serialize(event)))
-        self.inflight.remember(execution["execution_id"])
-        if execution.get("workflow_id"):
+        self.inflight.remember(execution.execution_id)
+        if execution.workflow_id:
             lane.schedule.hurry()  # the workflow's next steps may wait on this outcome
 
     # -- starting runs ------------------------------------------------------------------
@@ -487,7 +489,7 @@ class WorkerLoop:
     def _start(self, lane: Lane, record: Record) -> tuple[RunningJob, JobContext] | None:
         """Take a slot and queue STARTED for ``record``; the run to launch, if any."""
         execution, worker = record.execution, self.options.worker_id
-        execution_id = execution["execution_id"]
+        execution_id = execution.execution_id
         running = self.inflight.active.get(execution_id)
         if running is not None:
             self.stats.redelivered += 1
@@ -501,8 +503,9 @@ class WorkerLoop:
             return None
         if self._cancelled_before_start(lane, record):
             return None
-        cron = execution["spec"].get("cron") or {}
-        if cron.get("overlap") == "SKIP" and self.inflight.job_running(execution["job_id"]):
+        cron = execution.spec.cron
+        if (cron is not None and cron.overlap == OverlapPolicy.SKIP
+                and self.inflight.job_running(execution.job_id)):  # fmt: skip
             self.stats.skipped += 1
             event = outcomes.skipped(execution, worker_id=worker, now_ms=now_ms())
             self._settle(lane, record.ref, event, execution)
@@ -589,13 +592,13 @@ class WorkerLoop:
         self._settle(lane, record.ref, event, record.execution)
         return True
 
-    def _cancelled(self, execution: dict[str, Any], request: CancelRequest) -> Event:
+    def _cancelled(self, execution: ExecutionRequested, request: CancelRequest) -> Event:
         return outcomes.cancelled(execution, request, worker_id=self.options.worker_id,
                                   now_ms=now_ms())  # fmt: skip
 
     # -- plain records ------------------------------------------------------------------
 
-    def _emit(self, event: Event, execution: dict[str, Any]) -> None:
+    def _emit(self, event: Event, execution: ExecutionRequested) -> None:
         self.events.produce(self.topics.events, self.serialize(event),
                             outcomes.event_key(execution), on_delivery=_on_delivery)  # fmt: skip
 

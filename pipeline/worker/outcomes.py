@@ -25,12 +25,10 @@ detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retr
 
 from __future__ import annotations
 
-from typing import Any
-
 from pipeline.model.cancel import CancelRequest
-from pipeline.model.lifecycle import LifecycleKind, epoch_of
+from pipeline.model.lifecycle import LifecycleKind
+from pipeline.model.records import ErrorInfo, Event, ExecutionRequested, Progress, lifecycle
 from pipeline.partitioning import partition_key
-from pipeline.serde import Event
 from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
 from pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
 from pipeline.worker.failures import ErrorDescription, timeout_error
@@ -41,71 +39,64 @@ from pipeline.worker.results import EncodedResult, result_uri
 SKIPPED_DETAIL = "skipped: previous run still running"
 
 
-def event_key(execution: dict[str, Any]) -> bytes:
-    return partition_key(execution["job_id"], execution.get("workflow_id"))
+def event_key(execution: ExecutionRequested) -> bytes:
+    return partition_key(execution.job_id, execution.workflow_id)
 
 
-def _lifecycle(
-    kind: LifecycleKind, run: dict[str, Any], worker_id: str, now_ms: int, **fields: Any
-) -> Event:
-    """The fields every worker event shares, from the ExecutionRequested ``run``."""
-    spec = run.get("spec") or {}
-    return Event("JobLifecycle", {
-        "kind": kind, "job_id": run["job_id"], "workflow_id": run.get("workflow_id"),
-        "at_ms": now_ms, "job_type": spec.get("job_type", ""), "owner": spec.get("owner", ""),
-        "attempt": run.get("attempt", 1), "epoch": epoch_of(run),
-        "execution_id": run["execution_id"], "worker_id": worker_id, **fields,
-    })  # fmt: skip
+def started(execution: ExecutionRequested, *, worker_id: str, now_ms: int) -> Event:
+    return Event.of(lifecycle(LifecycleKind.STARTED, execution, at_ms=now_ms,
+                              worker_id=worker_id, execution=execution))  # fmt: skip
 
 
-def started(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle(LifecycleKind.STARTED, execution, worker_id, now_ms, execution=execution)
-
-
-def heartbeat(execution: dict[str, Any], *, worker_id: str, now_ms: int,
+def heartbeat(execution: ExecutionRequested, *, worker_id: str, now_ms: int,
               progress: ProgressReport | None = None) -> Event:  # fmt: skip
     """HEARTBEAT of a run, carrying its handler's latest ``progress`` report if one waits."""
     if progress is None:
-        return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms)
-    return _lifecycle(LifecycleKind.HEARTBEAT, execution, worker_id, now_ms,
-                      progress=progress.to_avro())  # fmt: skip
+        return Event.of(lifecycle(LifecycleKind.HEARTBEAT, execution, at_ms=now_ms,
+                                  worker_id=worker_id))  # fmt: skip
+    report = Progress(fraction=progress.fraction, message=progress.message,
+                      at_ms=progress.at_ms)  # fmt: skip
+    return Event.of(lifecycle(LifecycleKind.HEARTBEAT, execution, at_ms=now_ms,
+                              worker_id=worker_id, progress=report))  # fmt: skip
 
 
 def succeeded(
-    execution: dict[str, Any], result: EncodedResult, *, results_topic: str, worker_id: str,
-    now_ms: int,
+    execution: ExecutionRequested, result: EncodedResult, *, results_topic: str,
+    worker_id: str, now_ms: int,
 ) -> Event:  # fmt: skip
     """SUCCEEDED with the result inline when small JSON, else where jobs.results holds it."""
-    uri = None if result.inline is not None else result_uri(results_topic, execution["job_id"])
-    return _lifecycle(LifecycleKind.SUCCEEDED, execution, worker_id, now_ms,
-                      result=result.inline, result_uri=uri)  # fmt: skip
+    uri = None if result.inline is not None else result_uri(results_topic, execution.job_id)
+    return Event.of(lifecycle(LifecycleKind.SUCCEEDED, execution, at_ms=now_ms,
+                              worker_id=worker_id, result=result.inline,
+                              result_uri=uri))  # fmt: skip
 
 
-def skipped(execution: dict[str, Any], *, worker_id: str, now_ms: int) -> Event:
-    return _lifecycle(LifecycleKind.SUCCEEDED, execution, worker_id, now_ms, detail=SKIPPED_DETAIL)
+def skipped(execution: ExecutionRequested, *, worker_id: str, now_ms: int) -> Event:
+    return Event.of(lifecycle(LifecycleKind.SUCCEEDED, execution, at_ms=now_ms,
+                              worker_id=worker_id, detail=SKIPPED_DETAIL))  # fmt: skip
 
 
 def failed(
-    execution: dict[str, Any], error: ErrorDescription, *, worker_id: str, now_ms: int,
+    execution: ExecutionRequested, error: ErrorDescription, *, worker_id: str, now_ms: int,
     kind: LifecycleKind = LifecycleKind.FAILED,
 ) -> Event:  # fmt: skip
     """FAILED (or TIMED_OUT, with ``kind``) carrying the error and the execution."""
-    info = {
-        "attempt": execution.get("attempt", 1), "error_type": error.error_type,
-        "message": error.message, "traceback": error.traceback, "retryable": error.retryable,
-        "at_ms": now_ms, "worker_id": worker_id,
-    }  # fmt: skip
-    return _lifecycle(kind, execution, worker_id, now_ms, error=info, execution=execution)
+    info = ErrorInfo(attempt=execution.attempt, error_type=error.error_type,
+                     message=error.message, traceback=error.traceback,
+                     retryable=error.retryable, at_ms=now_ms, worker_id=worker_id)  # fmt: skip
+    return Event.of(lifecycle(kind, execution, at_ms=now_ms, worker_id=worker_id, error=info,
+                              execution=execution))  # fmt: skip
 
 
-def timed_out(execution: dict[str, Any], timeout_s: float, *, worker_id: str, now_ms: int) -> Event:
+def timed_out(execution: ExecutionRequested, timeout_s: float, *, worker_id: str,
+              now_ms: int) -> Event:  # fmt: skip
     return failed(execution, timeout_error(timeout_s), worker_id=worker_id, now_ms=now_ms,
                   kind=LifecycleKind.TIMED_OUT)  # fmt: skip
 
 
 def cancelled(
-    execution: dict[str, Any], request: CancelRequest, *, worker_id: str, now_ms: int
+    execution: ExecutionRequested, request: CancelRequest, *, worker_id: str, now_ms: int
 ) -> Event:
-    return _lifecycle(LifecycleKind.CANCELLED, execution, worker_id, now_ms,
-                      requested_by=request.requested_by, detail=request.detail,
-                      execution=execution)  # fmt: skip
+    return Event.of(lifecycle(LifecycleKind.CANCELLED, execution, at_ms=now_ms,
+                              worker_id=worker_id, requested_by=request.requested_by,
+                              detail=request.detail, execution=execution))  # fmt: skip

@@ -21,7 +21,6 @@ import math
 import numbers
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from pipeline.errors import InvalidArgumentError
 from pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
@@ -32,7 +31,9 @@ DEFAULT_INTERVAL_S = 0.25
 
 @dataclass(frozen=True, slots=True)
 class ProgressReport:
-    """One report of a handler, as the HEARTBEAT's ``progress`` record carries it."""
+    """One report of a handler: the HEARTBEAT's ``progress`` record (records.Progress) is
+    made of it in the worker (pipeline/worker/outcomes.py); a process-isolated run's child
+    sends it as it is, without importing the records."""
 
     fraction: float
     """From 0 (nothing done) to 1 (all done)."""
@@ -40,9 +41,6 @@ class ProgressReport:
     """What the handler is doing, at most :data:`PROGRESS_MESSAGE_CHARS` characters."""
     at_ms: int
     """When the handler reported it (epoch ms, the worker's clock)."""
-
-    def to_avro(self) -> dict[str, Any]:
-        return {"fraction": self.fraction, "message": self.message, "at_ms": self.at_ms}
 
 
 def checked(fraction: object, message: object) -> tuple[float, str | None]:

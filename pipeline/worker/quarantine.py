@@ -18,17 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from pipeline.model.lifecycle import PROCESS_DIED
+from pipeline.model.records import ExecutionRequested
 
 T = TypeVar("T")
 
 
-def is_suspect(execution: Mapping[str, Any]) -> bool:
+def is_suspect(execution: ExecutionRequested) -> bool:
     """Whether the attempt before this one ended with its process dying under it."""
-    errors: list[Mapping[str, Any]] = execution.get("errors") or []
-    return bool(errors) and errors[-1].get("error_type") in PROCESS_DIED
+    errors = execution.errors
+    return bool(errors) and errors[-1].error_type in PROCESS_DIED
 
 
 @dataclass(slots=True)

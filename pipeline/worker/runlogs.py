@@ -15,8 +15,8 @@ cancelled before it started) has none.
 | header ``attempt`` | its attempt, as decimal text |
 | header ``dropped-lines`` | lines past the bounds, not kept (decimal; ``0`` when none) |
 
-A line has ``at_ms``, ``level``, ``logger``, ``msg`` and, for a record with an exception,
-``exc`` (its traceback).
+A line (:class:`~pipeline.worker.capture.LogLine`) has ``at_ms``, ``level``, ``logger``,
+``msg`` and, for a record with an exception, ``exc`` (its traceback).
 The lines of a process-isolated run's stdout and stderr have ``logger`` ``stdout`` and
 ``stderr`` and ``level`` ``INFO`` and ``ERROR``.
 
@@ -29,11 +29,12 @@ do. Deletion by age bounds the topic by time whatever the jobs do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 
+from pipeline.model.records import ExecutionRequested
 from pipeline.worker.capture import RunLog
 from pipeline.worker.results import ATTEMPT_HEADER, EXECUTION_HEADER
 
@@ -44,19 +45,20 @@ Record = tuple[bytes, bytes, list[tuple[str, bytes]]]
 """(key, value, headers) of a record to produce."""
 
 
-def logs_record(log: RunLog, execution: dict[str, Any]) -> Record:
+def logs_record(log: RunLog, execution: ExecutionRequested) -> Record:
     """(key, value, headers) of a run's record on jobs.logs; takes the run's lines, so
     that what its handler writes afterwards is not kept."""
     value, _, dropped = log.take()
-    headers = [(EXECUTION_HEADER, str(execution["execution_id"]).encode()),
-               (ATTEMPT_HEADER, str(execution.get("attempt", 1)).encode()),
+    headers = [(EXECUTION_HEADER, execution.execution_id.encode()),
+               (ATTEMPT_HEADER, str(execution.attempt).encode()),
                (DROPPED_HEADER, str(dropped).encode())]  # fmt: skip
-    return str(execution["job_id"]).encode(), value, headers
+    return execution.job_id.encode(), value, headers
 
 
-def decode_lines(value: bytes) -> list[dict[str, Any]]:
-    """The lines of a record's value; a line that is not a JSON object is kept as the
-    message of a line of its own (a record written by another client)."""
+def decode_lines(value: bytes) -> list[dict[str, object]]:
+    """The lines of a record's value, each a JSON object: a worker's are LogLines, another
+    client's may hold anything; a line that is not a JSON object is kept as the message of
+    a line of its own."""
     lines = []
     for raw in value.splitlines():
         if not raw.strip():
@@ -71,7 +73,7 @@ def decode_lines(value: bytes) -> list[dict[str, Any]]:
     return lines
 
 
-def format_line(line: dict[str, Any]) -> str:
+def format_line(line: Mapping[str, object]) -> str:
     """A line as ``jobstream logs`` prints it: UTC time, level, logger, message, and the
     traceback below it."""
     at = line.get("at_ms")

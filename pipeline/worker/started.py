@@ -20,11 +20,10 @@ is encoded whole, as before.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastavro.schema import expand_schema, fingerprint, to_parsing_canonical_form
 
-from pipeline.serde import Event, EventSchemas
+from pipeline.model.records import evolve
+from pipeline.serde import Event, EventSchemas, WriterSchema
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE, SINGLE_OBJECT_MAGIC, AvroSerializer
 
 _NULL_BRANCH, _RECORD_BRANCH = b"\x00", b"\x02"
@@ -38,7 +37,7 @@ class StartedEncoder:
     def __init__(self, serialize: AvroSerializer, schemas: EventSchemas) -> None:
         self._serialize = serialize
         execution = schemas.current("ExecutionRequested")
-        spliceable = _execution_is_last_branch(schemas.current("JobLifecycle").parsed,
+        spliceable = _execution_is_last_branch(schemas.current("JobLifecycle"),
                                                execution.fingerprint)  # fmt: skip
         self._header = SINGLE_OBJECT_MAGIC + execution.fingerprint if spliceable else None
 
@@ -52,18 +51,18 @@ class StartedEncoder:
         execution record as it came off the topic, if at hand."""
         if self._header is None or received is None or not received.startswith(self._header):
             return self._serialize(event)
-        head = self._serialize(Event(event.name, {**event.data, "execution": None}))
+        head = self._serialize(Event(event.name, evolve(event.data, execution=None)))
         if not head.endswith(_NULL_BRANCH):  # cannot happen while the schema check holds
             return self._serialize(event)
         body = memoryview(received)[SINGLE_OBJECT_HEADER_SIZE:]
         return b"".join((head[:-1], _RECORD_BRANCH, body))
 
 
-def _execution_is_last_branch(lifecycle: dict[str, Any], execution_fingerprint: bytes) -> bool:
+def _execution_is_last_branch(lifecycle: WriterSchema, execution_fingerprint: bytes) -> bool:
     """JobLifecycle ends with ``execution: ["null", <the current ExecutionRequested>]``."""
     # Named types defined earlier in JobLifecycle (ErrorInfo) are only referenced inside
     # its execution branch; expanded, the branch stands alone and has a fingerprint.
-    expanded = expand_schema(lifecycle)
+    expanded = expand_schema(lifecycle.parsed)
     fields = expanded.get("fields") if isinstance(expanded, dict) else None
     if not fields or fields[-1].get("name") != "execution":
         return False

@@ -10,13 +10,15 @@ from ops.faults import app as fault_app
 from ops.faults.journal import RUNS_DIR_ENV, Journal, Run, read_runs
 from ops.faults.scenarios import SCENARIOS
 from pipeline.errors import ConfigurationError
+from pipeline.model.records import ExecutionRequested, JobSpec
 from pipeline.worker.context import build_context
 
 
-def execution(attempt: int = 1, params: str = "{}") -> dict[str, object]:
-    return {"job_id": "J1", "execution_id": f"E{attempt}", "attempt": attempt, "epoch": 7,
-            "scheduled_at_ms": 0, "spec": {"job_type": fault_app.JOB_TYPE, "owner": "faults",
-                                           "params": params}}  # fmt: skip
+def execution(attempt: int = 1, params: str = "{}") -> ExecutionRequested:
+    return ExecutionRequested(job_id="J1", execution_id=f"E{attempt}", attempt=attempt, epoch=7,
+                              scheduled_at_ms=0, fired_at_ms=0,
+                              spec=JobSpec(job_type=fault_app.JOB_TYPE, owner="faults",
+                                           params=params))  # fmt: skip
 
 
 def test_runs_from_every_process_file_are_read_back(tmp_path: Path) -> None:

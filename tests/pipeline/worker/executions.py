@@ -8,6 +8,7 @@ import orjson
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
+from pipeline.model.records import typed
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
 from pipeline.topics import Topics
@@ -34,21 +35,21 @@ def execution_requested(
         "depends_on": [], "retry": None, "timeout_ms": timeout_ms, "labels": {},
         "on_parent_failure": "CANCEL", "pool": None,
     }  # fmt: skip
-    return Event("ExecutionRequested", {
+    return Event.of(typed("ExecutionRequested", {
         "job_id": job_id, "workflow_id": None,
         "execution_id": execution_id(job_id, attempt, fire_ms), "attempt": attempt,
         "epoch": fired, "scheduled_at_ms": fire_ms, "fired_at_ms": fired,
         "deadline_ms": fired + timeout_ms if timeout_ms else None, "spec": spec,
         "idempotency_key": None, "errors": [], "parent_results": [],
-    })  # fmt: skip
+    }))  # fmt: skip
 
 
 def submit(topics: Topics, *events: Event) -> list[str]:
     """Produce executions to their tiers' topics, as the timers do; their ids, in order."""
     producer = clients.producer(topics.settings)
     for event in events:
-        spec = event.data["spec"]
-        producer.produce(topics.execution(spec["job_type"], spec["priority"]),
+        spec = event.data.spec
+        producer.produce(topics.execution(spec.job_type, spec.priority),
                          SERIALIZE(event), outcomes.event_key(event.data))  # fmt: skip
     assert producer.flush(60) == 0
-    return [event.data["execution_id"] for event in events]
+    return [event.data.execution_id for event in events]

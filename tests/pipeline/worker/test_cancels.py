@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.model.cancel import CancelRequest
+from pipeline.model.records import ExecutionRequested, JobSpec
 from pipeline.worker.cancels import CancelSet
 
 T0 = 1_800_000_000_000
@@ -16,8 +17,10 @@ def request(job_id: str = "job-a", *, at: int = T0, up_to: int = T0,
     return CancelRequest(job_id=job_id, requested_at_ms=at, up_to_epoch=up_to, **fields)
 
 
-def execution(job_id: str = "job-a", *, epoch: int = T0 - 1000) -> dict[str, object]:
-    return {"job_id": job_id, "execution_id": f"{job_id}-1-{epoch}", "epoch": epoch}
+def execution(job_id: str = "job-a", *, epoch: int = T0 - 1000) -> ExecutionRequested:
+    return ExecutionRequested(job_id=job_id, execution_id=f"{job_id}-1-{epoch}", epoch=epoch,
+                              scheduled_at_ms=epoch, fired_at_ms=epoch,
+                              spec=JobSpec(job_type="data.process", owner="tests"))  # fmt: skip
 
 
 def test_a_cancel_covers_the_executions_fired_up_to_it_and_no_later_one() -> None:

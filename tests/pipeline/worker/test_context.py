@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from pipeline.errors import ValidationError
+from pipeline.model.records import ExecutionRequested, plain, typed
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.app import DEFAULT_TIMEOUT_S
 from pipeline.worker.context import build_context
@@ -50,8 +51,7 @@ def test_the_jobs_own_timeout_wins_then_the_handlers_then_300_s() -> None:
 
 
 def test_a_child_sees_its_parents_results_by_step_name() -> None:
-    record = execution_requested().data
-    record["parent_results"] = [
+    parents = [
         {"job_id": "W1", "outcome": "SUCCEEDED", "result": '{"rows": 3}', "result_uri": None,
          "step": "extract"},
         {"job_id": "W2", "outcome": "SUCCEEDED", "result": None,
@@ -59,6 +59,9 @@ def test_a_child_sees_its_parents_results_by_step_name() -> None:
         {"job_id": "01JD3W6Q8Z5X7M2K4N9P0R1S2T", "outcome": "DEAD_LETTERED", "result": None,
          "result_uri": None, "step": None},
     ]  # fmt: skip
+    record = typed("ExecutionRequested", {**plain(execution_requested().data),
+                                          "parent_results": parents})
+    assert isinstance(record, ExecutionRequested)
     ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=1)  # fmt: skip
     assert list(ctx.parent_results) == ["extract", "chart", "01JD3W6Q8Z5X7M2K4N9P0R1S2T"]
     assert ctx.parent_results["extract"].result == {"rows": 3}

@@ -9,6 +9,7 @@ import threading
 import orjson
 
 from pipeline.errors import NonRetryableError
+from pipeline.model.records import evolve
 from pipeline.serde import Event
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
@@ -255,9 +256,7 @@ def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval
     wait_for(lambda: lane.transactions >= 1, timeout_s=60, what="a first transaction")
     # From here on a plain outcome waits 120 s for the next transaction.
     step = execution_requested()
-    [in_workflow] = submit(
-        topics, Event("ExecutionRequested", {**step.data, "workflow_id": "wf-1"})
-    )
+    [in_workflow] = submit(topics, Event.of(evolve(step.data, workflow_id="wf-1")))
     [succeeded] = events.wait(in_workflow, "SUCCEEDED", timeout_s=30)
     assert succeeded["workflow_id"] == "wf-1"
     assert events.kinds(lone) == ["STARTED", "SUCCEEDED"], "it went in the same transaction"

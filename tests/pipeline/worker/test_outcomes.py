@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from pipeline.errors import NonRetryableError, ValidationError
+from pipeline.model.records import evolve
 from pipeline.serde import Event, make_serde
 from pipeline.worker import outcomes
 from pipeline.worker.results import ResultEncodingError, encode_result
@@ -102,4 +103,4 @@ def test_succeeded_failed_timed_out_and_skipped() -> None:
 def test_events_are_keyed_like_every_record_of_the_job() -> None:
     execution = execution_requested().data
     assert outcomes.event_key(execution) == execution["job_id"].encode()
-    assert outcomes.event_key({**execution, "workflow_id": "WF"}) == b"WF"
+    assert outcomes.event_key(evolve(execution, workflow_id="WF")) == b"WF"

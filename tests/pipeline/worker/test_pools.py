@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.model.records import Event, JobSubmitted, evolve, typed
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
@@ -21,12 +22,16 @@ def no_op(ctx: JobContext) -> None:
     return None
 
 
+def in_pool(job: Event, pool: str) -> Event:
+    record = typed("JobSubmitted", job.data)
+    assert isinstance(record, JobSubmitted)
+    return Event.of(evolve(record, spec=evolve(record.spec, pool=pool)))
+
+
 def test_a_gpu_job_never_runs_on_a_worker_outside_the_gpu_pool(
     topics: Topics, start_worker: StartWorker, events: EventLog, tmp_path: Path
 ) -> None:
-    gpu_jobs = [submitted(owner="tests") for _ in range(20)]
-    for job in gpu_jobs:
-        job.data["spec"]["pool"] = "gpu"
+    gpu_jobs = [in_pool(submitted(owner="tests"), "gpu") for _ in range(20)]
     plain_jobs = [submitted(owner="tests") for _ in range(20)]
     # Two plain workers and one in the pool: most of the plain capacity, were routing by
     # type alone, would take gpu jobs.

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from pipeline.model.records import ErrorInfo, ExecutionRequested, JobSpec
 from pipeline.worker.quarantine import Quarantine, is_suspect
 
 
-def _after(error_type: str | None) -> dict:
-    errors = [] if error_type is None else [{"error_type": "Boom"}, {"error_type": error_type}]
-    return {"execution_id": "e", "errors": errors}
+def _error(error_type: str) -> ErrorInfo:
+    return ErrorInfo(attempt=1, error_type=error_type, message="", at_ms=0)
+
+
+def _failed(*error_types: str) -> ExecutionRequested:
+    return ExecutionRequested(job_id="j", execution_id="e", scheduled_at_ms=0, fired_at_ms=0,
+                              spec=JobSpec(job_type="t", owner="o"),
+                              errors=[_error(kind) for kind in error_types])  # fmt: skip
+
+
+def _after(error_type: str | None) -> ExecutionRequested:
+    return _failed() if error_type is None else _failed("Boom", error_type)
 
 
 def test_a_run_is_a_suspect_when_its_last_attempt_lost_its_process() -> None:
@@ -16,8 +26,8 @@ def test_a_run_is_a_suspect_when_its_last_attempt_lost_its_process() -> None:
     assert not is_suspect(_after(None)), "a first attempt"
     assert not is_suspect(_after("ValueError")), "a handler that raised"
     assert not is_suspect(_after("WorkerStopped")), "a worker stopped on purpose"
-    assert not is_suspect({"execution_id": "e"})
-    crashed_then_raised = {"errors": [{"error_type": "LeaseExpired"}, {"error_type": "Boom"}]}
+    assert not is_suspect(_failed())
+    crashed_then_raised = _failed("LeaseExpired", "Boom")
     assert not is_suspect(crashed_then_raised), "only the last attempt counts"
 
 

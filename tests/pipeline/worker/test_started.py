@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastavro import schemaless_writer
 
+from pipeline.model.records import ErrorInfo, RetryPolicyRecord, evolve, plain
 from pipeline.serde import AvroSerializer, Event, EventSchemas, event_schemas
 from pipeline.serde.avro import SINGLE_OBJECT_MAGIC
 from pipeline.worker import outcomes
@@ -18,22 +19,22 @@ from tests.pipeline.worker.executions import execution_requested
 from tests.support.pipeline import DESERIALIZE, SERIALIZE
 
 
-def error(attempt: int) -> dict:
-    return {"attempt": attempt, "error_type": "ConnectionError", "message": "refused",
-            "traceback": "Traceback ...", "retryable": True, "at_ms": 1_700_000_000_000,
-            "worker_id": "w-1"}  # fmt: skip
+def error(attempt: int) -> ErrorInfo:
+    return ErrorInfo(attempt=attempt, error_type="ConnectionError", message="refused",
+                     traceback="Traceback ...", retryable=True, at_ms=1_700_000_000_000,
+                     worker_id="w-1")  # fmt: skip
 
 
 def executions() -> list[Event]:
     plain = execution_requested(params={"n": 1})
     cron = execution_requested(overlap="SKIP", timeout_ms=5_000, priority="HIGH")
     retried = execution_requested(attempt=3, raw_params='{"é": "ünïcode"}')
-    retried.data.update(workflow_id="wf-1", idempotency_key="key-1",
-                        errors=[error(1), error(2)])  # fmt: skip
-    retried.data["spec"].update(labels={"team": "data"}, depends_on=["a", "b"],
-                                retry={"max_attempts": 5, "initial_backoff_ms": 10,
-                                       "backoff_coefficient": 2.0, "max_backoff_ms": 100,
-                                       "jitter": 0.0, "non_retryable_errors": ["X"]})  # fmt: skip
+    spec = evolve(retried.data.spec, labels={"team": "data"}, depends_on=["a", "b"],
+                  retry=RetryPolicyRecord(max_attempts=5, initial_backoff_ms=10,
+                                          backoff_coefficient=2.0, max_backoff_ms=100,
+                                          jitter=0.0, non_retryable_errors=["X"]))  # fmt: skip
+    retried = Event.of(evolve(retried.data, workflow_id="wf-1", idempotency_key="key-1",
+                              errors=[error(1), error(2)], spec=spec))  # fmt: skip
     return [plain, cron, retried]
 
 
@@ -56,7 +57,7 @@ def test_bytes_of_another_schema_version_or_framing_are_encoded_whole() -> None:
     started = outcomes.started(data, worker_id="w-1", now_ms=1)
     v1 = schemas.released("v1")["ExecutionRequested"]
     body = io.BytesIO()
-    schemaless_writer(body, v1.parsed, data)
+    schemaless_writer(body, v1.parsed, plain(data))
     older = SINGLE_OBJECT_MAGIC + v1.fingerprint + body.getvalue()
     confluent = b"\x00\x00\x00\x00\x07" + SERIALIZE(Event("ExecutionRequested", data))[10:]
     for received in (older, confluent, None):
