@@ -11,16 +11,17 @@ from pipeline.jobs import JobClient, JobRequest
 from pipeline.kafka import clients
 from pipeline.serde import Event, encode_status
 from pipeline.topics import Topics
-from tests.connectors.views.records import event, status
+from tests.connectors.views.records import as_submitted, event, status
 from tests.support.pipeline import SERIALIZE
 from tests.support.waiting import wait_for
 
 DAY_MS = 86_400_000
 
 
-def _produce_rest(settings: Settings, topics: Topics, record: dict) -> None:
+def _produce_rest(settings: Settings, topics: Topics, fields: dict) -> None:
+    record = as_submitted(fields)
     producer = clients.producer(settings)
-    job_id, at = record["job_id"], record["submitted_at_ms"]
+    job_id, at = record.job_id, record.submitted_at_ms
     producer.produce(topics.status, encode_status(status(record, "RUNNING", at_ms=at + 5,
                                                          attempt=1)), job_id.encode())  # fmt: skip
     for kind, dt in (("FIRED", 1), ("STARTED", 2)):

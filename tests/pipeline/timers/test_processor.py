@@ -10,6 +10,7 @@ import pytest
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.model.commands import trigger_event
+from pipeline.model.records import typed
 from pipeline.model.time_keys import due_upper_bound, encode_schedule_key
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
@@ -231,7 +232,7 @@ def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) ->
     bad = submitted(now_ms=T0, run_at_ms=T0, cron=None, job_type="Not A Type!")
     state = TimerState(PartitionBatch(driver.store()))
     with pytest.raises(ValidationError) as caught:  # which the runtime dead-letters
-        driver.processor.logic.process(state, bad, T0)
+        driver.processor.logic.process(state, Event(bad.name, typed(bad.name, bad.data)), T0)
     assert caught.value.field == "spec.job_type"
 
 

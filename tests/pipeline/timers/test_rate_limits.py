@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
+from pipeline.model.records import typed
 from pipeline.state.batch import PartitionBatch
 from pipeline.status.machine import transition
 from pipeline.timers.processor import TimerProcessor
@@ -173,8 +174,9 @@ def test_the_status_shows_the_throttled_time_of_the_firing(driver: TimersDriver)
     load(driver, 6)
     fired = run_until(driver, DUE + 200)
     event = next(f for f in fired if f["throttled_ms"])
-    record = transition(None, {"kind": "SCHEDULED", "job_id": event["job_id"],
-                               "at_ms": T0, "scheduled_at_ms": DUE}).record  # fmt: skip
+    scheduled = typed("JobLifecycle", {"kind": "SCHEDULED", "job_id": event["job_id"],
+                                       "at_ms": T0, "scheduled_at_ms": DUE})  # fmt: skip
+    record = transition(None, scheduled).record
     after = transition(record, event).record
     assert after is not None and after.throttled_ms == event["throttled_ms"]
     assert after.to_status().throttled_ms == event["throttled_ms"]
