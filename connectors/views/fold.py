@@ -22,7 +22,7 @@ topics' partitions in another interleaving, folds into the same documents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -258,14 +258,6 @@ def workflow_schedule(record: WorkflowSubmitted) -> dict[str, Any]:
                   for step in record.steps or []],
         "cancelled_at_ms": None,
     }  # fmt: skip
-
-
-def step_submissions(steps: Iterable[tuple[str, JobSubmitted | Mapping[str, Any]]],
-                     ) -> list[JobSubmitted]:  # fmt: skip
-    """The JobSubmitted of each (step name, job) of ``expand_workflow``, which gives a job as
-    the dict of its fields (records among them); a record is taken as it is."""
-    return [job if isinstance(job, JobSubmitted)
-            else msgspec.convert(job, JobSubmitted, from_attributes=True) for _, job in steps]
 
 
 def dumps(value: object) -> bytes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.views.fold import step_submissions
 from connectors.views.query import params_location
 from connectors.views.store import ViewStore
 from pipeline.clock import now_ms
@@ -51,7 +50,7 @@ def _params_of(value: bytes, job_id: str) -> bytes | None:
         if event.name == "JobSubmitted":
             jobs: list[JobSubmitted] = [event.data]
         elif event.name == "WorkflowSubmitted":
-            jobs = step_submissions(expand_workflow(event.data, now_ms=now_ms()))
+            jobs = [job for _, job in expand_workflow(event.data, now_ms=now_ms())]
         else:
             return None
     except (DeserializationError, ValidationError):

@@ -25,7 +25,6 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from connectors.views.activity import Activity
-from connectors.views.fold import step_submissions
 from connectors.views.store import ViewBatch, ViewStore
 from pipeline.clock import now_ms
 from pipeline.config import Settings
@@ -236,7 +235,7 @@ class ViewUpdater:
                 validate_submitted(event.data, now_ms=now)
                 jobs: list[JobSubmitted] = [event.data]
             else:
-                jobs = step_submissions(expand_workflow(event.data, now_ms=now))
+                jobs = [job for _, job in expand_workflow(event.data, now_ms=now)]
         except ValidationError as exc:
             self._skip(message, str(exc))
             return

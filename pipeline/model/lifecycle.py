@@ -1,4 +1,4 @@
-"""The vocabulary of a job's life (docs/lifecycle.md): event kinds, job states, the epoch.
+"""The vocabulary of a job's life (docs/lifecycle.md): event kinds, job states, their errors.
 
 Every component speaks through JobLifecycle events on jobs.events; this module names what
 they say, once. :class:`LifecycleKind`'s values are the symbols of the Avro enum
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
 
 
 class LifecycleKind(StrEnum):
@@ -82,11 +81,3 @@ IMPLIED_ERRORS: Mapping[str, tuple[str, str]] = {
 }
 """The (error type, message) a failure without an ErrorInfo stands for: the status
 processor declares a run LOST without any error from the worker."""
-
-
-def epoch_of(record: Mapping[str, Any]) -> int:
-    """The epoch (fencing token) of a JobLifecycle or an ExecutionRequested; 0 if unset.
-
-    Both schemas default it to 0; events built in code may leave it out or set None.
-    """
-    return int(record.get("epoch") or 0)

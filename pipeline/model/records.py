@@ -371,15 +371,16 @@ def lifecycle(kind: LifecycleKind, about: About, *, at_ms: int, **fields: Any) -
     """The one builder of JobLifecycle: the fields every kind carries, taken from the job it
     is ``about`` (with an ExecutionRequested, its attempt, epoch and execution id too);
     ``fields`` adds (or overrides) the rest."""
-    if isinstance(about, JobSubmitted | ExecutionRequested | RetryScheduled | DeadLettered):
-        common: dict[str, Any] = {"job_type": about.spec.job_type, "owner": about.spec.owner}
-    else:
-        common = {"job_type": about.job_type, "owner": about.owner}
     if isinstance(about, ExecutionRequested):
-        common |= {"attempt": about.attempt, "epoch": about.epoch,
-                   "execution_id": about.execution_id}  # fmt: skip
+        fields = {"attempt": about.attempt, "epoch": about.epoch,
+                  "execution_id": about.execution_id, **fields}  # fmt: skip
+    if isinstance(about, JobSubmitted | ExecutionRequested | RetryScheduled | DeadLettered):
+        job_type, owner = about.spec.job_type, about.spec.owner
+    else:
+        job_type, owner = about.job_type, about.owner
     return JobLifecycle(kind=kind, job_id=about.job_id, workflow_id=about.workflow_id,
-                        at_ms=at_ms, **(common | fields))  # fmt: skip
+                        at_ms=at_ms, job_type=fields.pop("job_type", job_type),
+                        owner=fields.pop("owner", owner), **fields)  # fmt: skip
 
 
 def typed(name: str, data: Any) -> Record:

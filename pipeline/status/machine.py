@@ -45,9 +45,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from math import isfinite
 
-import msgspec
-
 from pipeline.errors import JobstreamError
+from pipeline.model.job import cron_of
 from pipeline.model.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
@@ -57,8 +56,8 @@ from pipeline.model.lifecycle import (
     LifecycleKind,
 )
 from pipeline.model.params import params_uri, summarize_params
-from pipeline.model.records import CronSchedule, JobLifecycle, JobSpec, Progress
-from pipeline.scheduling import CronSpec, next_fire_ms
+from pipeline.model.records import JobLifecycle, JobSpec, Progress
+from pipeline.scheduling import next_fire_ms
 from pipeline.status.state import Cancellation, Changes, JobRecord
 
 S, K = JobState, LifecycleKind
@@ -310,7 +309,7 @@ def _after_success(record: JobRecord, changes: Changes,
         return {}
     runs = record.runs + 1
     try:
-        following = next_fire_ms(_cron_spec(cron), event.at_ms,
+        following = next_fire_ms(cron_of(cron), event.at_ms,
                                  job_id=record.job_id,
                                  runs_so_far=max(record.fires, runs))  # fmt: skip
     except (ValueError, JobstreamError):  # a schedule no longer valid: nothing follows
@@ -319,11 +318,6 @@ def _after_success(record: JobRecord, changes: Changes,
         return {"runs": runs, "next_fire_at_ms": None}
     return {"runs": runs, "state": S.SCHEDULED, "scheduled_at_ms": following,
             "next_fire_at_ms": following}  # fmt: skip
-
-
-def _cron_spec(cron: CronSchedule) -> CronSpec:
-    """The schedule's rules of a CronSchedule record."""
-    return CronSpec(**msgspec.structs.asdict(cron))
 
 
 def _progress(report: Progress, held: Progress | None) -> Progress | None:

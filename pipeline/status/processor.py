@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
@@ -54,7 +54,7 @@ usually span a few): about 1 KB each."""
 class StatusProcessor(Processor[StatusState]):
     name = "status"
     punctuate_when_caught_up = True
-    consumer_tuning: ClassVar[Mapping[str, Any]] = {
+    consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
     }

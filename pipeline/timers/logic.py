@@ -18,7 +18,7 @@ from pipeline.errors import ValidationError
 from pipeline.limits.throttle import Throttle
 from pipeline.model.cancel import CancelRequest
 from pipeline.model.commands import validate_command
-from pipeline.model.job import validate_submitted
+from pipeline.model.job import cron_of, validate_submitted
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.params import submission_fields, summarize_params
 from pipeline.model.records import (
@@ -54,7 +54,7 @@ from pipeline.timers.state import TimerState
 from pipeline.timers.workflow import WorkflowTimers
 from pipeline.topics import Topics
 from pipeline.workflows import GateAction, WorkflowRecord
-from pipeline.workflows.commands import STEP_LABEL, check_schedule, cron_of, expand_workflow
+from pipeline.workflows.commands import STEP_LABEL, check_schedule, expand_workflow
 
 log = logging.getLogger(__name__)
 

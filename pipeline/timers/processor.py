@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pipeline import metrics
 from pipeline.concurrency import ConcurrencyLimits
@@ -44,7 +44,7 @@ class TimerProcessor(Processor[TimerState]):
     name = "timers"
     state_layout = 2
     """2: an owner schedule beside the one by fire time (fair firing)."""
-    consumer_tuning: ClassVar[Mapping[str, Any]] = {
+    consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
     }

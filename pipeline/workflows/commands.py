@@ -22,7 +22,7 @@ import msgspec
 
 from pipeline.errors import ValidationError
 from pipeline.model import rules
-from pipeline.model.job import JobRequest, validate_submitted
+from pipeline.model.job import JobRequest, cron_of, validate_submitted
 from pipeline.model.records import (
     CronSchedule,
     JobSpec,
@@ -118,11 +118,6 @@ def _renamed(prefix: str, replacement: str) -> Iterator[None]:
         if not exc.field.startswith(prefix):
             raise
         raise ValidationError(replacement + exc.field[len(prefix) :], exc.message) from None
-
-
-def cron_of(schedule: CronSchedule) -> CronSpec:
-    """The schedule of a CronSchedule record, checked (errors name ``spec.cron.<field>``)."""
-    return CronSpec(**msgspec.structs.asdict(schedule))
 
 
 def check_schedule(record: WorkflowSubmitted) -> CronSpec | None:

@@ -16,7 +16,6 @@ from connectors.views import (
     list_jobs,
     workers,
 )
-from connectors.views.fold import step_submissions
 from connectors.views.query import params, result_location, workflow_jobs
 from pipeline.errors import ValidationError
 from pipeline.model.params import params_digest
@@ -187,10 +186,10 @@ def test_a_workflows_jobs_are_one_prefix_scan_with_their_parents_until_they_leav
     steps = [{"name": "a", "job_type": "data.process"},
              {"name": "b", "job_type": "data.process", "depends_on": ["a"]}]  # fmt: skip
     wf = workflow_event("acme", steps, now_ms=T0)
-    a, b = step_submissions(expand_workflow(wf.data, now_ms=T0))
+    a, b = [job for _, job in expand_workflow(wf.data, now_ms=T0)]
     other = workflow_event("acme", steps, now_ms=T0)  # another workflow, same step names
     fold(store, a, b, submitted("acme", at_ms=T0),
-         *step_submissions(expand_workflow(other.data, now_ms=T0)))  # fmt: skip
+         *[job for _, job in expand_workflow(other.data, now_ms=T0)])  # fmt: skip
     found = workflow_jobs(store, wf.data["workflow_id"])
     assert [(doc["job_id"], doc["step"], doc["depends_on"]) for doc in sorted(
         found, key=lambda doc: doc["step"])] == [(a["job_id"], "a", []),

@@ -10,7 +10,6 @@ import msgspec
 import pytest
 
 from connectors.views import ViewStore, layout, list_jobs, timeline
-from connectors.views.fold import step_submissions
 from connectors.views.query import timeline as stored_timeline
 from connectors.views.schedules import list_schedules, next_runs, workflow_runs
 from pipeline.errors import ValidationError
@@ -152,7 +151,7 @@ def test_a_recurring_workflow_is_a_schedule_not_jobs_until_its_cancel(store: Vie
     run = workflow_event("acme", [{**s, "labels": {RUN_LABEL: template.data["workflow_id"]}}
                                   for s in steps], now_ms=T0 + 10_800_000,
                          workflow_id="R-run-1")  # fmt: skip
-    jobs = step_submissions(expand_workflow(run.data, now_ms=T0 + 10_800_000))
+    jobs = [job for _, job in expand_workflow(run.data, now_ms=T0 + 10_800_000)]
     fold(store, *jobs, *(status(job, "SUCCEEDED", at_ms=T0 + 10_900_000) for job in jobs))
     (done,) = workflow_runs(store, "acme", template.data["workflow_id"])
     assert (done["run_id"], done["outcome"], done["steps"]) == ("R-run-1", "SUCCEEDED", 2)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from pipeline.model.lifecycle import JobState, LifecycleKind, epoch_of
+from pipeline.model.lifecycle import JobState, LifecycleKind
 from pipeline.serde import Event, event_schemas, make_serde
 
 SERIALIZE, DESERIALIZE = make_serde()
@@ -31,12 +29,3 @@ def test_fastavro_writes_a_member_as_its_symbol(kind: LifecycleKind) -> None:
     as_text = SERIALIZE(Event("JobLifecycle", {"kind": kind.value, "job_id": "j", "at_ms": 1}))
     assert as_member == as_text
     assert DESERIALIZE(as_member).data["kind"] == kind
-
-
-@pytest.mark.parametrize(
-    ("record", "epoch"),
-    [({"epoch": 1_798_000_000_000}, 1_798_000_000_000), ({"epoch": 0}, 0), ({"epoch": None}, 0),
-     ({}, 0)],
-)  # fmt: skip
-def test_epoch_of_an_event_or_execution(record: dict[str, Any], epoch: int) -> None:
-    assert epoch_of(record) == epoch
