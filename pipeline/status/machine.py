@@ -58,6 +58,7 @@ from pipeline.model.lifecycle import (
 from pipeline.model.params import params_uri, summarize_params
 from pipeline.model.records import JobLifecycle, JobSpec, Progress
 from pipeline.scheduling import next_fire_ms
+from pipeline.serde.status_json import JobStatus
 from pipeline.status.state import Cancellation, Changes, JobRecord
 
 S, K = JobState, LifecycleKind
@@ -85,6 +86,12 @@ _FENCED = OUTCOMES | {K.FIRED}
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
 _IDENTITY = ("job_type", "owner", "workflow_id", "step")
+_SUMMARIZED = ("labels", "params")
+"""Spec fields jobs.status shows through the submission's summary (:func:`_submission`)."""
+_FROM_SPEC = tuple(name for name in JobStatus.model_fields
+                   if name in JobSpec.__struct_fields__ and name not in _SUMMARIZED)  # fmt: skip
+"""Spec fields jobs.status shows as they are (job_type, owner, priority): a field added to
+both JobSpec and JobStatus is copied from an execution's spec with no change here."""
 
 
 def _failed(target: JobState) -> dict[str, JobState]:
@@ -275,8 +282,7 @@ def _identity(record: JobRecord, event: JobLifecycle) -> Changes:
     execution = event.execution
     if execution is not None:
         spec = execution.spec
-        found.update({name: value for name in ("job_type", "owner", "priority")
-                      if (value := getattr(spec, name))})  # fmt: skip
+        found.update({name: value for name in _FROM_SPEC if (value := getattr(spec, name))})
         found.update(cron=spec.cron, recurring=spec.cron is not None)
         if record.params_sha256 is None:  # first seen here: a processor that started late
             found.update(_submission(spec))
