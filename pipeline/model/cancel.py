@@ -14,7 +14,7 @@ request with the instant they read the cancel), never a later firing of the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from pipeline.model.records import CancelRequested, Event, ExecutionRequested
 from pipeline.partitioning import partition_key
@@ -23,20 +23,9 @@ CANCELLED_DETAIL = "cancelled"
 """The detail of a CANCELLED that names no reason."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CancelRequest:
-    """Stop the runs of one job fired at or before ``up_to_epoch``."""
-
-    job_id: str
-    workflow_id: str | None = None
-    """The job's workflow, if any: with the job id, the record's key."""
-    requested_at_ms: int
-    """When the cancel was asked for (the command's time, epoch ms)."""
-    up_to_epoch: int = 0
-    """The latest firing instant it cancels; 0: every execution of the job."""
-    requested_by: str | None = None
-    """Who asked: ``cli:<user>@<host>``, ``api:<owner>``, a client's own name."""
-    reason: str | None = None
+class CancelRequest(CancelRequested, frozen=True, kw_only=True):
+    """Stop the runs of one job fired at or before ``up_to_epoch``: the CancelRequested
+    record, with what a worker asks of it."""
 
     @property
     def detail(self) -> str:
@@ -54,15 +43,9 @@ class CancelRequest:
         return partition_key(self.job_id, self.workflow_id)
 
     def to_event(self) -> Event:
-        return Event.of(CancelRequested(
-            job_id=self.job_id, workflow_id=self.workflow_id,
-            requested_at_ms=self.requested_at_ms, up_to_epoch=self.up_to_epoch,
-            requested_by=self.requested_by, reason=self.reason,
-        ))  # fmt: skip
+        return Event("CancelRequested", self)
 
     @classmethod
     def from_record(cls, record: CancelRequested) -> CancelRequest:
         """From a CancelRequested record."""
-        return cls(job_id=record.job_id, workflow_id=record.workflow_id,
-                   requested_at_ms=record.requested_at_ms, up_to_epoch=record.up_to_epoch,
-                   requested_by=record.requested_by, reason=record.reason)  # fmt: skip
+        return cls(**msgspec.structs.asdict(record))

@@ -15,6 +15,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
+import msgspec
+
 from pipeline.errors import ConfigurationError, ValidationError
 from pipeline.model.backoff import compute_backoff
 from pipeline.model.lifecycle import IMPLIED_ERRORS
@@ -107,24 +109,13 @@ class RetryPolicy:
     @classmethod
     def from_avro(cls, record: RetryPolicyRecord) -> RetryPolicy:
         """The policy of a RetryPolicy record; ValidationError if its values break a rule."""
-        return cls(
-            max_attempts=record.max_attempts,
-            initial_backoff_ms=record.initial_backoff_ms,
-            backoff_coefficient=record.backoff_coefficient,
-            max_backoff_ms=record.max_backoff_ms,
-            jitter=record.jitter,
-            non_retryable_errors=tuple(record.non_retryable_errors),
-        )
+        return cls(**msgspec.structs.asdict(record))
 
     def to_avro(self) -> RetryPolicyRecord:
         """The RetryPolicy record of this policy, as a JobSpec carries it."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
         return RetryPolicyRecord(
-            max_attempts=self.max_attempts,
-            initial_backoff_ms=self.initial_backoff_ms,
-            backoff_coefficient=self.backoff_coefficient,
-            max_backoff_ms=self.max_backoff_ms,
-            jitter=self.jitter,
-            non_retryable_errors=list(self.non_retryable_errors),
+            **values | {"non_retryable_errors": list(self.non_retryable_errors)}
         )
 
     def is_non_retryable(self, error_type: str) -> bool:
