@@ -65,9 +65,9 @@ def submissions_of(events: Iterable[Event], *, batch: bool = False) -> Iterator[
             yield Submission(spec.owner, spec.job_type, where, event.data.job_id)
         elif event.name == "WorkflowSubmitted":
             ids = step_ids(event)
-            for j, step in enumerate(event.data["steps"]):
-                yield Submission(event.data["owner"], step["spec"]["job_type"],
-                                 f"steps.{j}.spec.job_type", ids[step["name"]])  # fmt: skip
+            for j, step in enumerate(event.data.steps):
+                yield Submission(event.data.owner, step.spec.job_type,
+                                 f"steps.{j}.spec.job_type", ids[step.name])  # fmt: skip
 
 
 def refused(quota: str, detail: str, field: str | None = None,

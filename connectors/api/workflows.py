@@ -76,7 +76,7 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     event = workflow_event(body.owner or who.owner or "", body.steps, now_ms=now,
                            workflow_id=body.workflow_id, idempotency_key=key)  # fmt: skip
     ids = step_ids(event)
-    workflow_id = event.data["workflow_id"]
+    workflow_id = event.data.workflow_id
     if any(svc.store.doc(job_id) or svc.pending.get(job_id) for job_id in ids.values()):
         response.status_code = 200
         return WorkflowAccepted(workflow_id=workflow_id, job_ids=ids, created=False)

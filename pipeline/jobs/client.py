@@ -30,7 +30,7 @@ from pipeline.kafka import clients
 from pipeline.kafka.denied import denied
 from pipeline.model import commands
 from pipeline.model.job import JobRequest
-from pipeline.model.records import WorkflowCancelled
+from pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
 from pipeline.partitioning import partition_key
 from pipeline.scheduling import CronSpec
 from pipeline.serde import Event, make_serde
@@ -83,9 +83,7 @@ def names_of(event: Event) -> tuple[str, str | None]:
     A workflow's records have no job id: they are named (and keyed) by the workflow.
     """
     record = event.data
-    if event.name == "WorkflowSubmitted":  # workflow_event's: read by key, dict or record
-        return record["workflow_id"], record["workflow_id"]
-    if isinstance(record, WorkflowCancelled):
+    if isinstance(record, WorkflowSubmitted | WorkflowCancelled):
         return record.workflow_id, record.workflow_id
     return record.job_id, record.workflow_id
 
@@ -158,9 +156,8 @@ class JobClient:
     def submit_workflows(self, events: Sequence[Event]) -> list[WorkflowSubmission]:
         """Submit WorkflowSubmitted records built by :func:`workflow_event` in one batch."""
         self._send(list(events))
-        # workflow_event's record (pipeline/workflows) is read by key, as a dict or a record
-        return [WorkflowSubmission(e.data["workflow_id"], {} if e.data.get("schedule") else
-                                   step_ids(e)) for e in events]  # fmt: skip
+        return [WorkflowSubmission(e.data.workflow_id, {} if e.data.schedule else step_ids(e))
+                for e in events]  # fmt: skip
 
     def cancel_workflow(self, owner: str, workflow_id: str, *, reason: str | None = None,
                         requested_by: str | None = None) -> None:  # fmt: skip

@@ -129,10 +129,10 @@ def submit(
                                workflow_id=workflow_id or document.get("workflow_id"),
                                idempotency_key=idempotency_key
                                or document.get("idempotency_key"), schedule=schedule)  # fmt: skip
-    with JobClient(load_settings()) as client:  # workflow_event's record, read by key
+    with JobClient(load_settings()) as client:
         submitted = client.submit_workflow(
-            [dict(s) for s in document["steps"]], owner=owner, schedule=event.data["schedule"],
-            workflow_id=event.data["workflow_id"], idempotency_key=event.data["idempotency_key"],
+            [dict(s) for s in document["steps"]], owner=owner, schedule=event.data.schedule,
+            workflow_id=event.data.workflow_id, idempotency_key=event.data.idempotency_key,
         )  # fmt: skip
     typer.echo(submitted.workflow_id)
     for name, job_id in submitted.steps.items():

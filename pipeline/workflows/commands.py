@@ -25,7 +25,6 @@ from pipeline.model import rules
 from pipeline.model.job import JobRequest, cron_of, validate_submitted
 from pipeline.model.records import (
     CronSchedule,
-    JobSpec,
     JobSubmitted,
     WorkflowStep,
     WorkflowSubmitted,
@@ -145,7 +144,7 @@ def _step_record(step: Fields, owner: str, workflow_id: str,
     request = JobRequest(**fields, owner=owner, workflow_id=workflow_id)
     # The step's own label is added as it expands: the limit counts it here already.
     rules.field_check("spec.labels", rules.labels, {**request.labels, STEP_LABEL: name})
-    spec = msgspec.convert(request.to_event(now_ms).data["spec"], JobSpec)
+    spec = request.to_event(now_ms).data.spec
     return WorkflowStep(name=name, depends_on=list(parents), spec=spec)
 
 
