@@ -19,6 +19,7 @@ from pipeline.errors import ValidationError
 from pipeline.jobs.client import JobClient, WorkflowSubmission
 from pipeline.kafka import clients
 from pipeline.model.job import JobRequest
+from pipeline.model.records import Event, evolve
 from pipeline.status.query import read_statuses, workflow_table
 from pipeline.topics import Topics
 from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
@@ -171,7 +172,8 @@ def test_a_cycle_is_refused_by_the_client_and_by_the_timers(
     # The same record from another client reaches the timers, which dead-letter it.
     event = workflow_event(OWNER, [step("a"), step("b", "a"), step("c", "b")], now_ms=_now(),
                            workflow_id="wf-cyclic")  # fmt: skip
-    event.data["steps"][0]["depends_on"] = ["c"]
+    first, *rest = event.data.steps
+    event = Event.of(evolve(event.data, steps=[evolve(first, depends_on=["c"]), *rest]))
     producer = clients.producer(settings)
     producer.produce(pipeline_topics.intake, SERIALIZE(event), b"wf-cyclic")
     assert producer.flush(30) == 0

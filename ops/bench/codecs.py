@@ -39,7 +39,7 @@ from rich.table import Table
 from ops.bench.report import console, load_average, write_results
 from pipeline.config import load_settings
 from pipeline.model.job import JobRequest
-from pipeline.model.records import ExecutionRequested, typed
+from pipeline.model.records import ExecutionRequested, plain, typed
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event, make_serde
 from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
@@ -96,7 +96,7 @@ def ways(event: Event) -> dict[str, tuple[Call, Call]]:
     serialize, deserialize = make_serde()
     current = event_schemas().current(event.name)
     parsed, raw = current.parsed, json.loads(current.to_json())
-    data = dict(event.data)
+    data = plain(event.data)  # what the Avro writers take
     encoded = serialize(event)
     body = encoded[SINGLE_OBJECT_HEADER_SIZE:]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -25,20 +26,25 @@ def as_submitted(data: Any) -> JobSubmitted:
     return msgspec.convert(data, JobSubmitted, from_attributes=True)
 
 
-def status(record: JobSubmitted, state: str, *, at_ms: int, **fields: Any) -> JobStatus:
-    spec = record.spec
-    return JobStatus(job_id=record.job_id, job_type=spec.job_type, owner=spec.owner,
+Job = JobSubmitted | Mapping[str, Any]
+"""A submission, or the fields of one a test spells out (those read below): both read by
+field name."""
+
+
+def status(record: Job, state: str, *, at_ms: int, **fields: Any) -> JobStatus:
+    spec = record["spec"]
+    return JobStatus(job_id=record["job_id"], job_type=spec["job_type"], owner=spec["owner"],
                      state=state, updated_at_ms=at_ms, **fields)  # fmt: skip
 
 
-def event(record: JobSubmitted, kind: str, *, at_ms: int, attempt: int = 1,
+def event(record: Job, kind: str, *, at_ms: int, attempt: int = 1,
           fire_ms: int | None = None, **fields: Any) -> JobLifecycle:  # fmt: skip
-    spec = record.spec
-    fire = record.submitted_at_ms if fire_ms is None else fire_ms
+    spec, job_id = record["spec"], record["job_id"]
+    fire = record["submitted_at_ms"] if fire_ms is None else fire_ms
     return msgspec.convert({
-        "kind": kind, "job_id": record.job_id, "workflow_id": None, "at_ms": at_ms,
-        "job_type": spec.job_type, "owner": spec.owner, "attempt": attempt, "epoch": fire,
-        "execution_id": f"{record.job_id}:{fire}:{attempt}", "worker_id": None,
+        "kind": kind, "job_id": job_id, "workflow_id": None, "at_ms": at_ms,
+        "job_type": spec["job_type"], "owner": spec["owner"], "attempt": attempt, "epoch": fire,
+        "execution_id": f"{job_id}:{fire}:{attempt}", "worker_id": None,
         "scheduled_at_ms": None, "lateness_ms": None, "error": None, "result": None,
         "result_uri": None, "detail": None, "execution": None, **fields,
     }, JobLifecycle, from_attributes=True)  # fmt: skip

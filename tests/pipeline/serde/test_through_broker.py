@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastavro.utils import generate_many
 
 from pipeline.kafka import clients
+from pipeline.model.records import typed
 from pipeline.serde import EVENT_NAMES, Event, event_schemas, make_serde
 from pipeline.topics import Topics
 from tests.support.waiting import wait_for
@@ -13,8 +14,8 @@ from tests.support.waiting import wait_for
 def test_every_event_round_trips_through_kafka(topics: Topics, unique_name: str) -> None:
     serialize, deserialize = make_serde()
     schemas = event_schemas()
-    sent = [
-        Event(name, record)
+    sent = [  # as the deserializer gives them back: their records typed
+        Event(name, typed(name, record))
         for name in EVENT_NAMES
         for record in generate_many(schemas.current(name).parsed, 5)
     ]

@@ -46,6 +46,10 @@ async def lines_async(ctx: JobContext) -> None:
         log.info("%s line %d", ctx.params["name"], i)
         order.append(ctx.params["name"])
         await asyncio.sleep(0)  # the other run's turn
+        for _ in range(500):  # the other run may start later on a busy machine: wait for it
+            if len(set(order)) == 2:
+                break
+            await asyncio.sleep(0.01)
     await asyncio.to_thread(log.info, "%s from a thread of its own", ctx.params["name"])
 
 
