@@ -26,10 +26,13 @@ def work(ctx: JobContext) -> dict[str, Any]:
     (as a segfault or the OOM killer would), refuses for good with ``non_retryable``;
     otherwise answers with its attempt, and with ``echo_parents`` also its parents'
     outcomes and results (workflow tests); with ``result_bytes``, answers that many bytes
-    of :func:`pattern` instead (results tests). First, with ``progress_steps``, it reports
-    each step's progress (``step k of n``) and waits ``progress_pause_s`` after it."""
+    of :func:`pattern` instead (results tests). First, with ``progress_steps``, it waits
+    ``progress_delay_s``, then reports each step's progress (``step k of n``) and waits
+    ``progress_pause_s`` after it."""
     params = ctx.params
     steps = int(params.get("progress_steps", 0))
+    if steps:
+        time.sleep(float(params.get("progress_delay_s", 0)))
     for step in range(1, steps + 1):
         ctx.progress(step / steps, f"step {step} of {steps}")
         time.sleep(float(params.get("progress_pause_s", 0)))
