@@ -188,3 +188,17 @@ def test_a_long_log_keeps_its_head_and_says_how_many_lines_were_dropped(
     assert len(printed.stdout.splitlines()) == MAX_LINES
     assert '"msg":"bulk line 0"' in printed.stdout.splitlines()[0]
     assert "30 more lines dropped" in printed.stderr
+
+
+def test_a_run_that_logged_nothing_serves_an_empty_log_from_its_outcome(
+    api: ApiServer, acme: httpx.Client
+) -> None:
+    job_id = submit(acme, "logs.work")
+    succeeded(acme, job_id)
+    found = logs_of(acme, job_id, 1)
+    assert (found["lines"], found["dropped_lines"]) == ([], 0)
+    (run,) = acme.get(f"/api/v1/jobs/{job_id}/executions").json()["executions"]
+    assert run["log_lines"] == 0, "no jobs.logs record: the outcome told the views"
+    printed = cli(api, "logs", job_id)
+    assert printed.returncode == 0 and printed.stdout == "", printed
+

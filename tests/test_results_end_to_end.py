@@ -22,6 +22,7 @@ from pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS, client
 from tests.support.e2e_app import pattern
 from tests.support.pipeline import process_env
+from tests.support.reader import TopicReader
 from tests.support.stack import APP, api_fixtures, module_topics
 from tests.support.waiting import wait_for
 
@@ -140,6 +141,30 @@ def test_a_small_json_result_is_inline_and_served_as_json(
     assert response.json() == {"attempt": 1}
     printed = cli(api, tmp_path, "result", job_id)
     assert printed.returncode == 0 and printed.stdout == b'{"attempt":1}'
+
+
+def test_a_handler_that_returns_none_leaves_no_record_and_its_result_is_null(
+    api: ApiServer, acme: httpx.Client, pipeline_topics: Topics, tmp_path: Path
+) -> None:
+    job_id = submit(acme, no_result=True)
+    doc = ended(acme, job_id)
+    assert (doc["state"], doc["result"], doc["result_uri"]) == ("SUCCEEDED", "null", None)
+    (run,) = acme.get(f"/api/v1/jobs/{job_id}/executions").json()["executions"]
+    for path in ("result", "executions/1/result", f"executions/{run['execution_id']}/result"):
+        response = acme.get(f"/api/v1/jobs/{job_id}/{path}")
+        assert response.status_code == 200, (path, response.text)
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["x-jobstream-execution"] == run["execution_id"]
+        assert response.json() is None
+    printed = cli(api, tmp_path, "result", job_id)
+    assert printed.returncode == 0 and printed.stdout == b"null", printed
+    reader = TopicReader(pipeline_topics.settings, pipeline_topics.results,
+                         pipeline_topics.settings.results_partitions)  # fmt: skip
+    try:
+        keys = [message.key() for message in reader.raw_to_end()]
+    finally:
+        reader.close()
+    assert job_id.encode() not in keys, "nothing on jobs.results: SUCCEEDED's null says it"
 
 
 def test_a_result_over_the_limit_fails_its_run_naming_the_limit(

@@ -35,6 +35,7 @@ from pipeline.model.job import JobRequest
 from pipeline.model.lifecycle import JobState
 from pipeline.model.params import PARAMS_URI
 from pipeline.scheduling.backfill import parse_instant_ms
+from pipeline.worker.results import JSON
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -255,12 +256,26 @@ def _execution_of(svc: Services, job_id: str, attempt: str) -> str:
 
 
 async def _result(svc: Services, job_id: str, execution_id: str | None, missing: str) -> Response:
+    run = _succeeded(svc, job_id, execution_id)
+    if run is not None and run["result"] == "null":  # returned None: no jobs.results record
+        return _result_response(b"null", JSON, run["execution_id"])
     found = await asyncio.to_thread(read_result, svc.settings, svc.store, job_id, execution_id)
     if found is None:
         raise ApiError(404, f"{missing}: no run has returned yet, it failed, or jobs.results "
                             "no longer holds it", "job_id")  # fmt: skip
+    return _result_response(found.body, found.content_type, found.execution_id)
+
+
+def _succeeded(svc: Services, job_id: str, execution_id: str | None) -> Doc | None:
+    """The run ``execution_id`` if it succeeded; with None, the latest run that did."""
+    ended = [run for run in executions(svc.store, job_id) if run["outcome"] == "SUCCEEDED"
+             and execution_id in (None, run["execution_id"])]  # fmt: skip
+    return ended[-1] if ended else None  # runs sort by firing, then attempt
+
+
+def _result_response(body: bytes, content_type: str, execution_id: str | None) -> Response:
     # attachment: a handler's text/html is never rendered as a page of the API's origin
     headers = {"Content-Disposition": "attachment"}
-    if found.execution_id:
-        headers["X-Jobstream-Execution"] = found.execution_id
-    return Response(found.body, media_type=found.content_type, headers=headers)
+    if execution_id:
+        headers["X-Jobstream-Execution"] = execution_id
+    return Response(body, media_type=content_type, headers=headers)

@@ -174,6 +174,9 @@ class ExecutionOut(BaseModel):
     detail: str | None = None
     starts: int = 0
     duplicates: int = 0
+    log_lines: int | None = Field(
+        default=None, description="An ended run: the log lines it kept on jobs.logs "
+        "(0: it wrote none); null while it runs, or when its worker did not tell.")  # fmt: skip
 
 
 class Executions(BaseModel):

@@ -50,6 +50,9 @@ async def run_logs(job_id: str, attempt: str, who: Auth, svc: Svc) -> RunLogsOut
     svc.job(job_id, who)
     run = _run_of(svc, job_id, attempt)
     execution_id = str(run["execution_id"])
+    if run.get("log_lines") == 0:  # its worker wrote no record: the run logged nothing
+        return RunLogsOut(job_id=job_id, execution_id=execution_id,
+                          attempt=int(run["attempt"]), lines=[], dropped_lines=0)  # fmt: skip
     found = await asyncio.to_thread(read_logs, svc.settings, svc.store, job_id, execution_id)
     if found is None:
         raise ApiError(404, f"no log lines held of execution {execution_id}: it has not "

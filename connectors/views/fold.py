@@ -182,6 +182,7 @@ def apply_event(
         "lateness_ms": None, "worker_id": None, "started_at_ms": None,
         "last_heartbeat_ms": None, "ended_at_ms": None, "outcome": "QUEUED", "error": None,
         "result": None, "result_uri": None, "detail": None, "starts": 0, "duplicates": 0,
+        "log_lines": None,
     })  # fmt: skip
     if event.attempt and kind not in _NEXT_ATTEMPT:
         run["attempt"] = event.attempt
@@ -200,7 +201,7 @@ def apply_event(
         run.update(ended_at_ms=at, outcome=_OUTCOMES[LifecycleKind(kind)],
                    result=event.result, result_uri=event.result_uri,
                    worker_id=event.worker_id or run["worker_id"],
-                   detail=event.detail or run["detail"])  # fmt: skip
+                   detail=event.detail or run["detail"], log_lines=event.log_lines)  # fmt: skip
         if error is not None:
             run["error"] = {"error_type": error.error_type, "message": error.message,
                             "traceback": error.traceback, "retryable": error.retryable}  # fmt: skip

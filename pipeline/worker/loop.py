@@ -75,7 +75,7 @@ from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.model.cancel import CancelRequest
 from pipeline.model.lifecycle import WORKER_STOPPED
-from pipeline.model.records import ExecutionRequested
+from pipeline.model.records import ExecutionRequested, evolve
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
 from pipeline.runtime.observed import observe
@@ -267,8 +267,7 @@ class WorkerLoop:
             event = (self._cancelled(job.execution, job.cancel) if job.cancel is not None else
                      outcomes.failed(job.execution, error, worker_id=self.options.worker_id,
                                      now_ms=now_ms()))  # fmt: skip
-            self._queue_outcome(job.lane, event, job.execution)
-            self._queue_logs(job)
+            self._queue_outcome(job.lane, self._with_logs(job, event), job.execution)
         for lane in self.lanes:
             lane.commit(force=True)
             lane.close()
@@ -340,7 +339,7 @@ class WorkerLoop:
             event = end.outcome(job.execution, timeout_s=job.timeout_s,
                                 worker_id=self.options.worker_id,
                                 results_topic=self.topics.results)  # fmt: skip
-            if end.result is not None:  # the result joins the SUCCEEDED's transaction
+            if end.result is not None and end.result.kept:  # joins the SUCCEEDED's transaction
                 execution = job.execution
                 job.lane.add_result(execution.job_id.encode(), end.result.body,
                                     result_headers(end.result, execution.execution_id,
@@ -392,14 +391,18 @@ class WorkerLoop:
         self.stats.count(event.data.kind.lower())
         observe(event.data)
         self.inflight.reported(job)
-        self._queue_outcome(job.lane, event, job.execution)
-        self._queue_logs(job)
+        self._queue_outcome(job.lane, self._with_logs(job, event), job.execution)
 
-    def _queue_logs(self, job: RunningJob) -> None:
-        """A launched run's log lines, for jobs.logs in the transaction of its outcome."""
+    def _with_logs(self, job: RunningJob, event: Event) -> Event:
+        """A launched run's outcome telling how many lines it kept; its lines, if any, go
+        to jobs.logs in the transaction of its outcome."""
         lines, job.log = job.log, None
-        if lines is not None:
-            job.lane.add_log(*logs_record(lines, job.execution))
+        if lines is None:
+            return event
+        record, kept = logs_record(lines, job.execution)
+        if record is not None:
+            job.lane.add_log(*record)
+        return Event(event.name, evolve(event.data, log_lines=kept))
 
     def _settle(self, lane: Lane, ref: OffsetRef, event: Event | None,
                 execution: ExecutionRequested) -> None:  # fmt: skip

@@ -1,8 +1,10 @@
 """A handler's result: encoded once, kept on jobs.results, inline in SUCCEEDED when small.
 
-Every run whose handler returns leaves one record on the results topic (``jobs.results``,
-compacted; see pipeline/topics.py), produced in the same transaction as its SUCCEEDED, so
-no host's disk holds a result and any Kafka client reads it:
+Every run whose handler returns a value leaves one record on the results topic
+(``jobs.results``, compacted; see pipeline/topics.py), produced in the same transaction as
+its SUCCEEDED, so no host's disk holds a result and any Kafka client reads it. A handler
+that returns None leaves none (most handlers of a busy type return nothing: a record
+each was a tenth of a no-op job's records): its SUCCEEDED's inline ``null`` is its result.
 
 | part | what |
 |---|---|
@@ -74,6 +76,12 @@ class EncodedResult:
     inline: str | None
     """The JSON text SUCCEEDED carries (at most ``INLINE_LIMIT``); None: too large, or
     not JSON, so SUCCEEDED carries :func:`result_uri` instead."""
+
+    @property
+    def kept(self) -> bool:
+        """Whether the result goes to jobs.results: not for a handler that returned None,
+        whose SUCCEEDED carries its ``null`` inline, and readers answer it from there."""
+        return not (self.inline == "null" and self.content_type == JSON)
 
 
 def encode_result(value: Any, *, max_bytes: int = DEFAULT_MAX_RESULT_BYTES,

@@ -1,10 +1,14 @@
-"""A run's log lines on jobs.logs: one record per ended run, in its outcome's transaction.
+"""A run's log lines on jobs.logs: one record per ended run that wrote any, in its
+outcome's transaction.
 
 Whatever way a run ends (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, its child process
 crashed, given up when the worker stopped), the worker produces what was captured of it
 (pipeline/worker/capture.py; for ``--isolation process`` also its child's stdout and
 stderr, pipeline/worker/output.py) to jobs.logs in the transaction of its outcome, so the
-lines are there exactly when the outcome is. A record that never ran its handler (skipped,
+lines are there exactly when the outcome is. The outcome's ``log_lines`` tells how many
+lines the run kept: a run that kept none and dropped none writes no record (most runs of
+a busy type log nothing: a record each was a tenth of a no-op job's records), and readers
+answer its empty log from that count. A record that never ran its handler (skipped,
 cancelled before it started) has none.
 
 | part | what |
@@ -45,14 +49,16 @@ Record = tuple[bytes, bytes, list[tuple[str, bytes]]]
 """(key, value, headers) of a record to produce."""
 
 
-def logs_record(log: RunLog, execution: ExecutionRequested) -> Record:
-    """(key, value, headers) of a run's record on jobs.logs; takes the run's lines, so
-    that what its handler writes afterwards is not kept."""
-    value, _, dropped = log.take()
+def logs_record(log: RunLog, execution: ExecutionRequested) -> tuple[Record | None, int]:
+    """(the run's record on jobs.logs, None when it kept and dropped no line; the lines it
+    kept); takes the run's lines, so that what its handler writes afterwards is not kept."""
+    value, kept, dropped = log.take()
+    if not kept and not dropped:
+        return None, 0
     headers = [(EXECUTION_HEADER, execution.execution_id.encode()),
                (ATTEMPT_HEADER, str(execution.attempt).encode()),
                (DROPPED_HEADER, str(dropped).encode())]  # fmt: skip
-    return execution.job_id.encode(), value, headers
+    return (execution.job_id.encode(), value, headers), kept
 
 
 def decode_lines(value: bytes) -> list[dict[str, object]]:

@@ -19,16 +19,16 @@ class Transient(Exception):
 
 
 @app.handler("data.process")
-def work(ctx: JobContext) -> dict[str, Any]:
+def work(ctx: JobContext) -> dict[str, Any] | bytes | None:
     """Sleeps ``sleep_s`` (``first_attempt_sleep_s`` on attempt 1, when given; with
     ``cancellable``, waking when the run is cancelled, and then returning), fails while the
     attempt is below ``fail_until_attempt``, kills its own process with ``kill_process``
     (as a segfault or the OOM killer would), refuses for good with ``non_retryable``;
     otherwise answers with its attempt, and with ``echo_parents`` also its parents'
     outcomes and results (workflow tests); with ``result_bytes``, answers that many bytes
-    of :func:`pattern` instead (results tests). First, with ``progress_steps``, it waits
-    ``progress_delay_s``, then reports each step's progress (``step k of n``) and waits
-    ``progress_pause_s`` after it."""
+    of :func:`pattern` instead, with ``no_result`` nothing (results tests). First, with
+    ``progress_steps``, it waits ``progress_delay_s``, then reports each step's progress
+    (``step k of n``) and waits ``progress_pause_s`` after it."""
     params = ctx.params
     steps = int(params.get("progress_steps", 0))
     if steps:
@@ -52,6 +52,8 @@ def work(ctx: JobContext) -> dict[str, Any]:
         raise Transient(f"attempt {ctx.attempt} fails")
     if "result_bytes" in params:
         return pattern(int(params["result_bytes"]))
+    if params.get("no_result"):
+        return None
     if params.get("echo_parents"):
         parents = {name: [p.outcome, p.result] for name, p in ctx.parent_results.items()}
         return {"attempt": ctx.attempt, "parents": parents}

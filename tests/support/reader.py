@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
@@ -45,6 +45,22 @@ class TopicReader:
 
         wait_for(at_end, timeout_s=60, what="the reader to reach the end of the topic")
         return self.records
+
+    def raw_to_end(self) -> list[Message]:
+        """Every committed record up to the end of each partition as it is now, undecoded:
+        for topics whose values are not Avro (jobs.results, jobs.logs)."""
+        ends = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1]
+                for tp in self.partitions}  # fmt: skip
+        found: list[Message] = []
+
+        def at_end() -> bool:
+            found.extend(message for message in self.consumer.consume(1000, timeout=0.1)
+                         if message.error() is None)  # fmt: skip
+            positions = self.consumer.position(self.partitions)
+            return all(tp.offset >= ends[tp.partition] for tp in positions if ends[tp.partition])
+
+        wait_for(at_end, timeout_s=60, what="the reader to reach the end of the topic")
+        return found
 
     def of_job(self, job_id: str, name: str | None = None,
                kind: str | None = None) -> list[dict[str, Any]]:  # fmt: skip

@@ -190,12 +190,22 @@ def test_the_record_on_jobs_logs_names_the_run_and_what_was_dropped() -> None:
     run = RunLog(max_lines=1)
     run.add({"at_ms": 1, "level": "INFO", "logger": "x", "msg": "kept"})
     run.add({"at_ms": 2, "level": "INFO", "logger": "x", "msg": "dropped"})
-    key, value, headers = logs_record(run, execution)
+    (key, value, headers), kept = logs_record(run, execution)
+    assert kept == 1
     assert key == execution["job_id"].encode()
     assert dict(headers) == {"execution-id": execution["execution_id"].encode(),
                              "attempt": b"2", DROPPED_HEADER: b"1"}  # fmt: skip
     assert decode_lines(value) == [{"at_ms": 1, "level": "INFO", "logger": "x", "msg": "kept"}]
     assert decode_lines(b"plain text\n\n") == [{"msg": "plain text"}]
+
+
+def test_a_run_that_kept_and_dropped_no_line_has_no_record() -> None:
+    execution = execution_requested().data
+    assert logs_record(RunLog(), execution) == (None, 0)
+    only_dropped = RunLog(max_lines=0)
+    only_dropped.add({"at_ms": 1, "level": "INFO", "logger": "x", "msg": "dropped"})
+    record, kept = logs_record(only_dropped, execution)
+    assert kept == 0 and record is not None and dict(record[2])[DROPPED_HEADER] == b"1"
 
 
 def test_jobstream_logs_prints_a_line_with_its_time_level_logger_and_traceback() -> None:
