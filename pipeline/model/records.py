@@ -387,7 +387,7 @@ def lifecycle(kind: LifecycleKind, about: About, *, at_ms: int, **fields: Any) -
 
 _SPECCED = (JobSubmitted, ExecutionRequested, RetryScheduled, DeadLettered)
 """The records that carry their job's spec (a tuple: ``isinstance`` with a union of
-classes builds the union on every call, a few µs on the workers' path)."""
+classes would build the union on every call)."""
 
 
 def typed(name: str, data: Any) -> Record:
