@@ -237,28 +237,33 @@ async def execution_result(job_id: str, attempt: str, who: Auth, svc: Svc) -> Re
     recurring job) or an execution id. 404 when that run returned nothing held: it failed,
     or a later run of the job has replaced it on the compacted topic."""
     svc.job(job_id, who)
-    execution_id = _execution_of(svc, job_id, attempt)
-    return await _result(svc, job_id, execution_id,
+    return await _result(svc, job_id, run_of(svc, job_id, attempt, succeeded=True),
                          f"execution {attempt} of job {job_id} has no result held")
 
 
-def _execution_of(svc: Services, job_id: str, attempt: str) -> str:
+def run_of(svc: Services, job_id: str, attempt: str, *, succeeded: bool = False) -> Doc:
+    """The execution ``attempt`` names: by id, or the latest firing's of that number (with
+    ``succeeded``, the latest that succeeded, if one did)."""
     runs = executions(svc.store, job_id)
     if not attempt.isdigit():
-        if any(run["execution_id"] == attempt for run in runs):
-            return attempt
+        for run in runs:
+            if run["execution_id"] == attempt:
+                return run
         raise ApiError(404, f"job {job_id} has no execution {attempt}", "attempt")
     matching = [run for run in runs if run["attempt"] == int(attempt)]
     if not matching:
         raise ApiError(404, f"job {job_id} has no attempt {attempt}", "attempt")
-    ended = [run for run in matching if run["outcome"] == "SUCCEEDED"] or matching
-    return str(ended[-1]["execution_id"])  # the latest firing's: runs sort by firing
+    if succeeded:
+        matching = [run for run in matching if run["outcome"] == "SUCCEEDED"] or matching
+    return matching[-1]  # runs sort by firing, then attempt
 
 
-async def _result(svc: Services, job_id: str, execution_id: str | None, missing: str) -> Response:
-    run = _succeeded(svc, job_id, execution_id)
-    if run is not None and run["result"] == "null":  # returned None: no jobs.results record
-        return _result_response(b"null", JSON, run["execution_id"])
+async def _result(svc: Services, job_id: str, run: Doc | None, missing: str) -> Response:
+    """``run``'s result; with None, the job's latest."""
+    ended = run if run is not None else _latest_succeeded(svc, job_id)
+    if ended is not None and ended["outcome"] == "SUCCEEDED" and ended["result"] == "null":
+        return _result_response(b"null", JSON, ended["execution_id"])  # no jobs.results record
+    execution_id = None if run is None else str(run["execution_id"])
     found = await asyncio.to_thread(read_result, svc.settings, svc.store, job_id, execution_id)
     if found is None:
         raise ApiError(404, f"{missing}: no run has returned yet, it failed, or jobs.results "
@@ -266,10 +271,8 @@ async def _result(svc: Services, job_id: str, execution_id: str | None, missing:
     return _result_response(found.body, found.content_type, found.execution_id)
 
 
-def _succeeded(svc: Services, job_id: str, execution_id: str | None) -> Doc | None:
-    """The run ``execution_id`` if it succeeded; with None, the latest run that did."""
-    ended = [run for run in executions(svc.store, job_id) if run["outcome"] == "SUCCEEDED"
-             and execution_id in (None, run["execution_id"])]  # fmt: skip
+def _latest_succeeded(svc: Services, job_id: str) -> Doc | None:
+    ended = [run for run in executions(svc.store, job_id) if run["outcome"] == "SUCCEEDED"]
     return ended[-1] if ended else None  # runs sort by firing, then attempt
 
 

@@ -10,10 +10,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field, ValidationError
 
 from connectors.api.errors import ApiError
-from connectors.api.feed import Doc
-from connectors.api.jobs import ERRORS
-from connectors.api.services import Auth, Services, Svc
-from connectors.views import executions
+from connectors.api.jobs import ERRORS, run_of
+from connectors.api.services import Auth, Svc
 from connectors.views.runlogs import read_logs
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
@@ -48,7 +46,7 @@ async def run_logs(job_id: str, attempt: str, who: Auth, svc: Svc) -> RunLogsOut
     execution id. 404 for a run that has not ended (or whose record the views have not
     read yet: a moment), and once jobs.logs no longer holds it (its retention)."""
     svc.job(job_id, who)
-    run = _run_of(svc, job_id, attempt)
+    run = run_of(svc, job_id, attempt)
     execution_id = str(run["execution_id"])
     if run.get("log_lines") == 0:  # its worker wrote no record: the run logged nothing
         return RunLogsOut(job_id=job_id, execution_id=execution_id,
@@ -67,17 +65,3 @@ def _line(line: dict[str, Any]) -> LogLineOut:
         return LogLineOut.model_validate(line)
     except ValidationError:  # written by another client, in a shape of its own: shown whole
         return LogLineOut(msg=orjson.dumps(line, default=str).decode())
-
-
-def _run_of(svc: Services, job_id: str, attempt: str) -> Doc:
-    """The execution ``attempt`` names: by id, or the latest firing's of that number."""
-    runs = executions(svc.store, job_id)
-    if attempt.isdigit():
-        matching = [run for run in runs if run["attempt"] == int(attempt)]
-        if matching:
-            return matching[-1]  # runs sort by firing, then attempt
-        raise ApiError(404, f"job {job_id} has no attempt {attempt}", "attempt")
-    for run in runs:
-        if run["execution_id"] == attempt:
-            return run
-    raise ApiError(404, f"job {job_id} has no execution {attempt}", "attempt")

@@ -372,17 +372,16 @@ def lifecycle(kind: LifecycleKind, about: About, *, at_ms: int, **fields: Any) -
     """The one builder of JobLifecycle: the fields every kind carries, taken from the job it
     is ``about`` (with an ExecutionRequested, its attempt, epoch and execution id too);
     ``fields`` adds (or overrides) the rest."""
+    if isinstance(about, ExecutionRequested):
+        fields = {"attempt": about.attempt, "epoch": about.epoch,
+                  "execution_id": about.execution_id, **fields}  # fmt: skip
     if isinstance(about, _SPECCED):
-        spec = about.spec
-        if isinstance(about, ExecutionRequested):
-            fields = {"job_type": spec.job_type, "owner": spec.owner, "attempt": about.attempt,
-                      "epoch": about.epoch, "execution_id": about.execution_id, **fields}
-        else:
-            fields = {"job_type": spec.job_type, "owner": spec.owner, **fields}
+        job_type, owner = about.spec.job_type, about.spec.owner
     else:
-        fields = {"job_type": about.job_type, "owner": about.owner, **fields}
+        job_type, owner = about.job_type, about.owner
     return JobLifecycle(kind=kind, job_id=about.job_id, workflow_id=about.workflow_id,
-                        at_ms=at_ms, **fields)  # fmt: skip
+                        at_ms=at_ms, job_type=fields.pop("job_type", job_type),
+                        owner=fields.pop("owner", owner), **fields)  # fmt: skip
 
 
 _SPECCED = (JobSubmitted, ExecutionRequested, RetryScheduled, DeadLettered)

@@ -49,16 +49,18 @@ Record = tuple[bytes, bytes, list[tuple[str, bytes]]]
 """(key, value, headers) of a record to produce."""
 
 
-def logs_record(log: RunLog, execution: ExecutionRequested) -> tuple[Record | None, int]:
-    """(the run's record on jobs.logs, None when it kept and dropped no line; the lines it
-    kept); takes the run's lines, so that what its handler writes afterwards is not kept."""
+def logs_record(log: RunLog, execution: ExecutionRequested) -> tuple[Record | None, int | None]:
+    """(the run's record on jobs.logs, None when it kept and dropped no line; the outcome's
+    ``log_lines``: the lines kept, 0 only when there is no record, so None for a run that
+    kept none but dropped some); takes the run's lines, so that what its handler writes
+    afterwards is not kept."""
     value, kept, dropped = log.take()
     if not kept and not dropped:
         return None, 0
     headers = [(EXECUTION_HEADER, execution.execution_id.encode()),
                (ATTEMPT_HEADER, str(execution.attempt).encode()),
                (DROPPED_HEADER, str(dropped).encode())]  # fmt: skip
-    return (execution.job_id.encode(), value, headers), kept
+    return (execution.job_id.encode(), value, headers), kept or None
 
 
 def decode_lines(value: bytes) -> list[dict[str, object]]:
