@@ -36,14 +36,11 @@ def state_of(admin: httpx.Client, job_id: str) -> str:
 
 
 def shown_counts(page: Page) -> dict[str, int]:
-    cells = page.locator("[data-state-count]")
-    found = {}
-    for i in range(cells.count()):
-        cell = cells.nth(i)
-        count = int(cell.inner_text())
-        if count:
-            found[str(cell.get_attribute("data-state-count"))] = count
-    return found
+    """The overview's counts, read in one go: the live page redraws them between reads, so
+    a cell counted first may be gone when read one by one."""
+    cells = page.eval_on_selector_all(
+        "[data-state-count]", "els => els.map(e => [e.dataset.stateCount, e.innerText])")
+    return {str(state): int(text) for state, text in cells if int(text)}
 
 
 def test_a_wrong_token_is_refused(page: Page, tmp_path: Path) -> None:
