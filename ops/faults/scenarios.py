@@ -59,8 +59,12 @@ POISON_ATTEMPTS = 3
 POISON_OWNER = "faults-poison"
 HANG_TIMEOUT_MS = 2000
 """The timeout of a poison job that never returns."""
-CANCEL_WITHIN_MS = 2000
-"""How soon after its cancel a running job must be seen CANCELLED."""
+CANCEL_WITHIN_MS = 5000
+"""How soon after its cancel a running job must be seen CANCELLED in a fault run. The
+promise is 2 s, held on a quiet stack by tests/test_cancel_end_to_end.py; the suite runs
+two scenarios side by side, each with its brokers, pipeline and load, on two cores, where
+the cancel's three hops (intake, the timers' transaction, jobs.control) took up to 2.7 s.
+A cancel that never reached the run would take the handler's whole wait (600 s)."""
 
 
 @dataclass(frozen=True)
