@@ -45,6 +45,12 @@ class Settings(BaseSettings):
         6, ge=1, description="Partitions of jobs.intake, jobs.retry and the timer changelog."
     )
     exec_partitions: int = Field(6, ge=1, description="Partitions of each execution topic.")
+    fire_lead: Annotated[int, NoDecode] = Field(
+        0, ge=0, le=10_000,
+        description="How long before its due instant the timers hand a job to its "
+        "execution topic (a duration, e.g. 500ms; in ms once read): the worker holds it "
+        "and starts it on the instant. 0 fires at the due instant.",
+    )
     events_partitions: int = Field(6, ge=1, description="Partitions of jobs.events.")
     status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
@@ -150,9 +156,9 @@ class Settings(BaseSettings):
         description="Further librdkafka settings as a JSON object, passed through as they are.",
     )
 
-    @field_validator("results_retention", "logs_retention", mode="before")
+    @field_validator("results_retention", "logs_retention", "fire_lead", mode="before")
     @classmethod
-    def _parse_retention(cls, value: object, info: ValidationInfo) -> object:
+    def _parse_duration(cls, value: object, info: ValidationInfo) -> object:
         if not isinstance(value, str):
             return value
         try:

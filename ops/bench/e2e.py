@@ -201,6 +201,8 @@ def _ratios(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, float | N
 
 
 def _fmt(value: Any) -> str:
+    if isinstance(value, dict) and "p50_within_ms" in value:  # a histogram's buckets
+        return " / ".join(_fmt(value[f"p{q}_within_ms"]) for q in (50, 90, 99))
     if isinstance(value, dict) and "p50" in value:
         return " / ".join(f"{value[q]:,.0f}" for q in ("p50", "p90", "p99", "max"))
     if isinstance(value, float):
@@ -214,6 +216,7 @@ ROWS = (
     ("end-to-end jobs/s", "jobs_per_s"),
     ("fire lateness ms p50 / p90 / p99 / max", "fire_lateness_ms"),
     ("start lateness ms p50 / p90 / p99 / max", "start_lateness_ms"),
+    ("handler launch lateness ms, within p50 / p90 / p99", "launch_lateness"),
     ("end lateness ms p50 / p90 / p99 / max", "end_lateness_ms"),
     ("CPU µs per job (pipeline + broker)", "cpu_us_per_job"),
     ("status processor caught up, s after the last end", "status_caught_up_after_s"),

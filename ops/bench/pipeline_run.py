@@ -23,6 +23,7 @@ from ops.bench import app as bench_app
 from ops.bench import measure
 from ops.bench.events import EventsReader
 from ops.bench.harness import CommittedWatch, create_topics, settings_env, workdir_for
+from ops.bench.launches import read_buckets, summarize_buckets
 from ops.bench.load import Load
 from ops.bench.profile import Recording, py_spy
 from ops.bench.submitter import Submitter
@@ -80,6 +81,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         status_lag_s = _status_caught_up(settings, progress, timeout_s=shape.stall_s)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
+        launched = read_buckets(shape.metrics_port + 3 + i for i in range(shape.workers))
     finally:
         submitter.halt.set()
         submitter.join()
@@ -98,6 +100,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         "workers": shape.workers, "concurrency": shape.concurrency,
         "submit_per_s": len(submitter.ids) / max(submitter.seconds, 1e-3),
         **result,
+        "launch_lateness": summarize_buckets(launched),
         "rss_mb": {name: round(s.peak_rss_mb(), 1) for name, s in samplers.items()},
         "timer_rss_all_pending_mb": round(pending_rss, 1),
         "status_caught_up_after_s": status_lag_s,

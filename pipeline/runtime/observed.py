@@ -1,7 +1,9 @@
 """The job metrics, read off the lifecycle events a process commits: one function for every
 process, so a firing, a run, a retry or a lost lease is counted the same way wherever it
-happens (the timers write FIRED, the workers STARTED and the outcomes, the retry router
-RETRY_SCHEDULED and DEAD_LETTERED, the status processor LOST and DUPLICATE).
+happens (the timers write FIRED, the workers the outcomes, the retry router
+RETRY_SCHEDULED and DEAD_LETTERED, the status processor LOST and DUPLICATE). A run's start
+lateness is the exception: :func:`observe_launch` counts it when its handler is launched,
+which may come after its STARTED was written (a run claimed ahead of its due instant).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from typing import Any
 from pipeline import metrics
 from pipeline.model.lifecycle import LifecycleKind as K
 from pipeline.model.records import JobLifecycle
-from pipeline.scheduling.ids import scheduled_ms_of
 from pipeline.serde import Event
 
 _OUTCOMES = frozenset({K.SUCCEEDED, K.FAILED, K.TIMED_OUT, K.LOST})
@@ -37,11 +38,6 @@ def observe(event: JobLifecycle, labelled: Labelled = _labels) -> None:
         if event.lateness_ms is not None:  # the timers' own part: without the limits'
             lateness_s = max(0, event.lateness_ms - throttled) / 1000
             labelled(metrics.FIRE_LATENESS, job_type).observe(lateness_s)
-    elif kind == K.STARTED:
-        scheduled = scheduled_ms_of(event.execution_id)
-        if scheduled is not None:
-            lateness = max(0, event.at_ms - scheduled)
-            labelled(metrics.START_LATENESS, job_type).observe(lateness / 1000)
     elif kind == K.RETRY_SCHEDULED:
         labelled(metrics.RETRIES, job_type).inc()
     elif kind == K.DEAD_LETTERED:
@@ -74,3 +70,9 @@ def observe_all(values: Iterable[object]) -> None:
     for value in values:
         if isinstance(value, Event) and value.name == "JobLifecycle":
             observe(value.data, labelled)
+
+
+def observe_launch(job_type: str, scheduled_at_ms: int, launched_ms: int) -> None:
+    """A run's handler was launched at ``launched_ms``: its start lateness."""
+    lateness = max(0, launched_ms - scheduled_at_ms)
+    metrics.START_LATENESS.labels(job_type).observe(lateness / 1000)

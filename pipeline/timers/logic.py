@@ -79,6 +79,11 @@ class TimerPolicy:
     concurrency: ConcurrencyLimits = field(default_factory=ConcurrencyLimits)
     """Types with a fleet-wide limit fire only to the partitions that carry its slots
     (pipeline/concurrency.py)."""
+    lead_ms: int = 0
+    """How long before its due instant an entry fires (JOBSTREAM_FIRE_LEAD): its
+    execution waits on the worker, which starts it on the instant (pipeline/worker/early.py).
+    Every entry of the time index meets that horizon: the idempotency and retry markers
+    expire that much sooner, which their windows of hours do not notice."""
 
 
 class TimerLogic:
@@ -199,7 +204,7 @@ class TimerLogic:
                                 requested_at_ms=data.requested_at_ms or now_ms,
                                 up_to_epoch=now_ms, requested_by=data.requested_by,
                                 reason=data.reason)  # fmt: skip
-        return Output(self.topics.control, request.key, request.to_event())
+        return Output(self.topics.control, request.key, request.to_event(), urgent=True)
 
     def _schedule_changed(self, state: TimerState, data: ScheduleChanged,
                           now_ms: int) -> list[Output]:  # fmt: skip
@@ -302,7 +307,7 @@ class TimerLogic:
         a due job whose limit has no token left joins that limit's queue instead."""
         released = self._release_held(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
-        for entry in self.due_batch(state, now_ms, limit - len(released)):
+        for entry in self.due_batch(state, now_ms + self.policy.lead_ms, limit - len(released)):
             if isinstance(entry, MarkerEntry):
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
@@ -422,7 +427,7 @@ class TimerLogic:
             epoch=now_ms,
             scheduled_at_ms=fire_ms,
             fired_at_ms=now_ms,
-            deadline_ms=now_ms + timeout if timeout else None,
+            deadline_ms=max(now_ms, fire_ms) + timeout if timeout else None,
             spec=spec,
             idempotency_key=job.idempotency_key,
             errors=entry.errors,
@@ -430,10 +435,13 @@ class TimerLogic:
         )
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = lifecycle(K.FIRED, execution, at_ms=now_ms, step=spec.labels.get(STEP_LABEL),
-                          scheduled_at_ms=fire_ms, lateness_ms=now_ms - fire_ms,
+                          scheduled_at_ms=fire_ms, lateness_ms=max(0, now_ms - fire_ms),
                           throttled_ms=throttled, **(asked or {}))  # fmt: skip
         partition = self.policy.concurrency.partition_for(spec.job_type, key)
-        return [Output(topic, key, Event("ExecutionRequested", execution), partition),
+        # Due within half the lead (or late): it cannot wait for the timers' commit interval.
+        urgent = fire_ms - now_ms < self.policy.lead_ms // 2
+        return [Output(topic, key, Event("ExecutionRequested", execution), partition,
+                       urgent=urgent),
                 Output(self.topics.events, key, Event("JobLifecycle", fired))]  # fmt: skip
 
     def _execution_topic(self, entry: Firing) -> str:

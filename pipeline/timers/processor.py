@@ -5,7 +5,9 @@ One consumer in the timers group reads jobs.intake and jobs.retry. Partition p o
 partition p of the changelog. Each loop iteration is one Kafka transaction
 (pipeline/runtime/runner.py): the records consumed, the firings due on the wall clock, the
 changelog, the executions and the input offsets commit together, and the stores are
-written only after the commit. A record that is not a valid command goes to
+written only after the commit. With a fire lead (``JOBSTREAM_FIRE_LEAD``) jobs fire that
+long before they are due, and a transaction spans the iterations of up to half of it
+(:func:`timer_runner`). A record that is not a valid command goes to
 jobs.intake.dlq with the reason; the processor goes on.
 """
 
@@ -38,6 +40,9 @@ log = logging.getLogger(__name__)
 TIMER_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=0, punctuate_limit=5000)
 """A 20 ms wall-clock ticker (the longest a due job waits for the next scan), one
 transaction per iteration, and at most 5,000 firings per transaction."""
+MAX_COMMIT_INTERVAL_MS = 250
+"""The longest a timers' transaction waits to carry more, with a fire lead: intake's
+SCHEDULED events and the changelog wait with it."""
 
 
 class TimerProcessor(Processor[TimerState]):
@@ -58,7 +63,8 @@ class TimerProcessor(Processor[TimerState]):
             self.topics,
             policy
             or TimerPolicy(
-                owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings)
+                owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings),
+                lead_ms=settings.fire_lead,
             ),
         )
         self.limits = LimitsFollower(settings, self.logic.throttle.board)
@@ -162,4 +168,10 @@ def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,
                  policy: TimerPolicy | None = None) -> Runner[TimerState]:  # fmt: skip
+    """The timers; with a fire lead, each transaction waits up to half of it (at most
+    :data:`MAX_COMMIT_INTERVAL_MS`) to carry more: a job fired ahead still reaches its
+    workers half a lead early, and one due sooner (or a cancel) commits at once."""
+    if settings.fire_lead and not options.commit_interval_ms:
+        interval = min(settings.fire_lead // 2, MAX_COMMIT_INTERVAL_MS)
+        options = options.evolve(commit_interval_ms=interval)
     return Runner(TimerProcessor(settings, policy), settings, options)

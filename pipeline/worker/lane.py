@@ -9,7 +9,9 @@ next. A tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is 
 partitions are paused (the consumer stays in its group, it just fetches nothing more; a
 fetch already under way may add one more batch) until half of its buffer has started
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
-tier is paused while draining.
+tier is paused while draining. A record fetched before its due instant (fired ahead, or
+this worker's clock behind the timers') waits apart until ``claim_ahead_ms`` before it
+(pipeline/worker/early.py).
 
 Final outcomes of the type's executions (with their results, for jobs.results, and their
 runs' log lines, for jobs.logs) and the group's offsets commit in transactions
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 
 from pipeline import metrics
+from pipeline.clock import now_ms
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
@@ -57,6 +60,7 @@ from pipeline.runtime.schedule import CommitSchedule
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
+from pipeline.worker.early import EarlyRecords
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from pipeline.worker.priorities import PriorityPolicy
 from pipeline.worker.slots import PartitionSlots
@@ -113,7 +117,7 @@ def transactional_prefix(prefix: str, route: str) -> str:
 
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
-                 static_member: bool = False, pool: str | None = None,
+                 static_member: bool = False, pool: str | None = None, claim_ahead_ms: int = 0,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None,
                  before_revoke: Callable[[Lane], object] = lambda lane: None) -> None:  # fmt: skip
@@ -153,6 +157,9 @@ class Lane:
         self.policy = PriorityPolicy()
         self.schedule = schedule or CommitSchedule()
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
+        self.early: EarlyRecords[Record] = EarlyRecords()
+        """Records fetched before their due instant, until ``claim_ahead_ms`` before it."""
+        self.claim_ahead_ms = claim_ahead_ms
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
         self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
@@ -243,6 +250,7 @@ class Lane:
         self._paused -= gone
         for buffer in self.buffers.values():
             buffer.forget(gone)
+        self.early.forget(gone)
 
     # -- records ------------------------------------------------------------------------
 
@@ -250,7 +258,10 @@ class Lane:
         """Consume what has arrived into the tier buffers: at most one partition's share
         at a time, so that a partition holding its share is paused before it takes more."""
         share = self._share(max(self._partitions_of().values(), default=1))
-        for message in self.consumer.consume(share, timeout=timeout_s):
+        messages = self.consumer.consume(share, timeout=timeout_s)
+        now = now_ms()
+        self.release_early(now)
+        for message in messages:
             if message.error() is not None:
                 self._consume_error(message)
                 continue
@@ -271,8 +282,17 @@ class Lane:
                 continue
             tier = self.tier_of[topic]
             self.slots.check_fetched(partition)
-            self.buffers[tier].append((topic, partition), Record(ref, tier, event.data, raw),
-                                      len(raw or b""))  # fmt: skip
+            record = Record(ref, tier, event.data, raw)
+            release = record.execution.scheduled_at_ms - self.claim_ahead_ms
+            if release > now:
+                self.early.add(release, (topic, partition), record)
+            else:
+                self.buffers[tier].append((topic, partition), record, _size(record))
+
+    def release_early(self, now: int) -> None:
+        """Hand the records held before their time to their tier buffers, as it comes."""
+        for partition, record in self.early.due(now):
+            self.buffers[record.tier].append(partition, record, _size(record))
 
     def pick(self) -> Record | None:
         """The next record to start, by the priority policy; with a concurrency limit,

@@ -32,6 +32,10 @@ free and nothing is buffered.
 - Progress (``ctx.progress``): a run's latest report rides on its next HEARTBEAT, sent as
   soon as the previous report is ``progress_interval_s`` old, and its last report goes
   before its outcome (pipeline/worker/progress.py).
+- On the instant: a record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``)
+  waits in its lane until ``claim_ahead_s`` before it, is claimed then (its STARTED
+  telling the due instant) and launched on it; the loop's waits end at the next such
+  instant. A cancel that arrives meanwhile ends it CANCELLED, never launched.
 - Redeliveries (a rebalance racing a claim): a record whose execution id is running here
   joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
@@ -78,7 +82,7 @@ from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.model.records import ExecutionRequested, evolve
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
-from pipeline.runtime.observed import observe
+from pipeline.runtime.observed import observe, observe_launch
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.scheduling.cron import OverlapPolicy
 from pipeline.serde import Event, event_schemas, make_serde
@@ -129,6 +133,7 @@ class WorkerLoop:
         )
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
                            static_member=options.static_member, pool=options.pool,
+                           claim_ahead_ms=round(options.claim_ahead_s * 1000),
                            deserialize=deserialize, before_commit=self._flush_events,
                            before_revoke=self._await_runs,
                            schedule=CommitSchedule(options.commit_interval_s,
@@ -151,6 +156,8 @@ class WorkerLoop:
         """A crash in a child process takes only its own run down: no suspects there."""
         self._unclaimed: list[tuple[RunningJob, JobContext]] = []
         """Runs started whose claim has not committed yet: their handlers wait."""
+        self._claimed_early: list[tuple[RunningJob, JobContext]] = []
+        """Runs claimed ahead of their due instant, to launch on it."""
         self.cancels = CancelSet()
         self.control = ControlReader(settings, deserialize)
         self._cancelling: list[RunningJob] = []
@@ -254,6 +261,7 @@ class WorkerLoop:
 
     def _close(self) -> None:
         self._unclaimed.clear()
+        self._claimed_early.clear()
         given_up = self.inflight.give_up()
         self.stats.given_up = len(given_up)
         if given_up:
@@ -306,7 +314,7 @@ class WorkerLoop:
         for the next iteration, at most ``poll_timeout_s``); with a free slot and nothing
         buffered, the wait is for records to arrive; with both, there is no wait at all.
         """
-        wait = self.options.poll_timeout_s
+        wait = self._until_next_instant(self.options.poll_timeout_s)
         ready = any(lane.has_buffered for lane in self.lanes)
         for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
         full = len(self.inflight.slots) >= self.options.concurrency
@@ -317,6 +325,16 @@ class WorkerLoop:
             wait = 0
         for lane in self.lanes:
             lane.fetch(wait / len(self.lanes))
+
+    def _until_next_instant(self, wait_s: float) -> float:
+        """``wait_s``, or less if a record held before its time is due to be claimed, or
+        a claimed run to be launched, sooner."""
+        instants = [lane.early.next_ms() for lane in self.lanes]
+        instants.extend(job.execution.scheduled_at_ms for job, _ in self._claimed_early)
+        soonest = min((ms for ms in instants if ms is not None), default=None)
+        if soonest is None:
+            return wait_s
+        return min(wait_s, max(0.0, (soonest - now_ms()) / 1000))
 
     def _collect(self, wait_s: float = 0) -> None:
         """Report the runs that ended; wait up to ``wait_s`` for one if none has."""
@@ -449,12 +467,13 @@ class WorkerLoop:
         (this one, or a revocation's). A run whose STARTED is still waiting waits with it,
         for the lane's next try; unless its partition was revoked or lost meanwhile: then
         it is dropped with its STARTED, and the partition's next owner runs its record."""
-        if not self._unclaimed:
+        if not self._unclaimed and not self._claimed_early:
             return
         for lane in dict.fromkeys(job.lane for job, _ in self._unclaimed):
             lane.claim()
-        waiting, now = [], time.monotonic()
-        for job, ctx in self._unclaimed:
+        waiting, early = [], []
+        now, wall = time.monotonic(), now_ms()
+        for job, ctx in [*self._claimed_early, *self._unclaimed]:
             if job.lane.holds_pending(job.started):
                 if job.lane.holds(job.ref):
                     waiting.append((job, ctx))
@@ -467,10 +486,14 @@ class WorkerLoop:
                     self._report(job, self._cancelled(job.execution, job.cancel))
                 self.inflight.release(job.token)
                 continue
+            if job.execution.scheduled_at_ms > wall:  # claimed ahead: it starts on the instant
+                early.append((job, ctx))
+                continue
+            observe_launch(job.lane.job_type, job.execution.scheduled_at_ms, wall)
             job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
             job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
             job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
-        self._unclaimed = waiting
+        self._unclaimed, self._claimed_early = waiting, early
 
     def _forget(self, job: RunningJob) -> None:
         """A run never launched, whose record is someone else's now: no outcome."""
@@ -515,7 +538,7 @@ class WorkerLoop:
             return None
         handler = self.app.get(lane.job_type)
         timeout_s = handler.timeout_for(execution)
-        started_ms = now_ms()
+        started_ms = max(now_ms(), execution.scheduled_at_ms)  # claimed ahead: its instant
         progress = ProgressReporter(self.options.progress_interval_s)
         try:
             ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
@@ -537,7 +560,6 @@ class WorkerLoop:
         lane.pending.append(job.started)
         lane.tracker.done(record.ref)  # claimed with the STARTED, in one transaction
         self.stats.started += 1
-        observe(started.data)
         return job, ctx
 
     # -- cancels --------------------------------------------------------------------------

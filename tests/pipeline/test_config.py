@@ -116,3 +116,15 @@ def test_run_log_settings_bound_a_runs_lines_and_read_a_retention(
     monkeypatch.setenv("JOBSTREAM_MAX_LOG_BYTES", str(4 * 1024 * 1024))
     with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_LOG_BYTES"):
         load_settings()
+
+
+def test_the_fire_lead_reads_a_duration_of_at_most_ten_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().fire_lead == 0
+    monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", "750ms")
+    assert load_settings().fire_lead == 750
+    for bad in ("20s", "soon"):
+        monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", bad)
+        with pytest.raises(ConfigurationError, match="JOBSTREAM_FIRE_LEAD"):
+            load_settings()

@@ -8,7 +8,7 @@ from prometheus_client import REGISTRY
 
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.records import JobLifecycle
-from pipeline.runtime.observed import observe, observe_all
+from pipeline.runtime.observed import observe, observe_all, observe_launch
 from pipeline.serde import Event
 
 TYPE = "observed.test"
@@ -32,7 +32,8 @@ def test_each_kind_moves_its_series() -> None:
     before = {name: sample(name) for name in names}
     outcomes = {o: sample("jobstream_executions_total", outcome=o) for o in ("SUCCEEDED", "LOST")}
     observe(event("FIRED", lateness_ms=250))
-    observe(event("STARTED"))  # 1.5 s after its scheduled time, 8500 ms
+    observe(event("STARTED"))  # counts nothing: the launch below does
+    observe_launch(TYPE, 8500, 10_000)  # 1.5 s after its scheduled time
     observe(event("HEARTBEAT"))
     observe(event("SUCCEEDED"))
     observe(event("LOST"))

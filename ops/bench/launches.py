@@ -1,0 +1,50 @@
+"""How late the workers launched the handlers, from their own histogram.
+
+A run's STARTED tells when its worker decided to start it (for a run claimed ahead of its
+due instant, that instant); the handler is launched after the claim's commit, or on the
+instant. ``jobstream_start_lateness_seconds`` is observed at the launch
+(pipeline/runtime/observed.py), so the workers' /metrics, read at the end of a run, give
+the lateness of the launches themselves, to the resolution of the histogram's buckets.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+METRIC = "jobstream_start_lateness_seconds"
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def read_buckets(ports: Iterable[int], timeout_s: float = 5.0) -> dict[float, float]:
+    """The histogram's cumulative bucket counts (by upper bound, seconds), summed over the
+    workers serving /metrics on ``ports``."""
+    buckets: dict[float, float] = {}
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout_s) as r:
+            text = r.read().decode()
+        for family in text_string_to_metric_families(text):
+            if family.name != METRIC:
+                continue
+            for sample in family.samples:
+                if sample.name == f"{METRIC}_bucket":
+                    bound = float(sample.labels["le"])
+                    buckets[bound] = buckets.get(bound, 0.0) + sample.value
+    return dict(sorted(buckets.items()))
+
+
+def summarize_buckets(buckets: dict[float, float]) -> dict[str, Any]:
+    """Launches counted, the share within each bound, and for each quantile the bound it
+    is within (ms; None past the last finite bound)."""
+    total = buckets.get(float("inf"), 0.0)
+    if not total:
+        return {"count": 0}
+    finite = {bound: n for bound, n in buckets.items() if bound != float("inf")}
+    shares = {f"{bound * 1000:g}": round(n / total, 4) for bound, n in finite.items()}
+    within = {f"p{round(q * 100)}_within_ms": next(
+        (bound * 1000 for bound, n in finite.items() if n >= q * total), None)
+        for q in QUANTILES}  # fmt: skip
+    return {"count": int(total), "share_within_ms": shares, **within}
