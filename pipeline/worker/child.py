@@ -43,13 +43,14 @@ import pickle
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import FrameType, MappingProxyType
 from typing import Any, TypedDict, cast
 
-from pipeline.clock import now_ms
+from pipeline.clock import now_ms, seconds_until
 from pipeline.lifeline import watch_supervisor
 from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
@@ -228,6 +229,7 @@ def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
     try:
         handler = app.get(run.job_type)
         ctx = _context(run.context, progress_sink)
+        time.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead of its instant
         value = handler.func(ctx)
         if handler.is_async:
             value = loop.run_until_complete(value)

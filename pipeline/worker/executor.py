@@ -18,6 +18,11 @@ handlers run elsewhere:
   loop one wake-up, not one each. A coroutine that blocks the loop (CPU work, blocking
   I/O) stalls every async job of the process; such work belongs in a sync handler.
 
+A run claimed ahead of its due instant (pipeline/worker/early.py) waits here for it: no
+handler starts before its job's ``scheduled_at_ms`` on this host's clock, and a cancel
+that comes meanwhile ends the run before its handler starts. The start lateness is
+observed at the handler's start.
+
 Encoding the result happens here too (pipeline/worker/results.py), so a large result
 never costs the polling thread any time; the polling thread produces it to jobs.results
 with the run's SUCCEEDED. A run's log lines go to the :class:`RunLog` it was submitted
@@ -35,8 +40,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.clock import now_ms
+from pipeline.clock import now_ms, seconds_until
 from pipeline.model.records import Event, ExecutionRequested
+from pipeline.runtime.observed import observe_launch
 from pipeline.worker import capture, outcomes
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
@@ -181,6 +187,10 @@ class JobExecutor:
 
     def _run_sync(self, token: int, handler: Handler, ctx: JobContext,
                   log: RunLog | None) -> None:  # fmt: skip
+        if ctx.wait_cancelled(seconds_until(ctx.scheduled_at_ms)):  # before its instant
+            self._on_finish(Finished(token, now_ms(), cancelled=True))
+            return
+        observe_launch(ctx.job_type, ctx.scheduled_at_ms, now_ms())
         try:
             with capture.capturing(log):
                 value = handler.func(ctx)
@@ -203,6 +213,8 @@ class JobExecutor:
         token, ctx = run.token, run.ctx
         capture.CURRENT.set(run.log)  # this task's own context: no other run sees it
         try:
+            await asyncio.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead
+            observe_launch(ctx.job_type, ctx.scheduled_at_ms, now_ms())
             value = await run.handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)
         except asyncio.CancelledError:

@@ -33,9 +33,10 @@ free and nothing is buffered.
   soon as the previous report is ``progress_interval_s`` old, and its last report goes
   before its outcome (pipeline/worker/progress.py).
 - On the instant: a record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``)
-  waits in its lane until ``claim_ahead_s`` before it, is claimed then (its STARTED
-  telling the due instant) and launched on it; the loop's waits end at the next such
-  instant. A cancel that arrives meanwhile ends it CANCELLED, never launched.
+  waits in its lane until ``claim_ahead_s`` before it (the loop's waits end then), is
+  claimed (its STARTED telling the due instant) and handed to the executor, which starts
+  the handler on the instant (pipeline/worker/executor.py). A cancel that arrives before
+  the claim ends it CANCELLED, never started; one after it, like any cancel of a run.
 - Redeliveries (a rebalance racing a claim): a record whose execution id is running here
   joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
@@ -82,7 +83,7 @@ from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.model.records import ExecutionRequested, evolve
 from pipeline.runtime.health import LoopHealth
 from pipeline.runtime.lag import ConsumerLag
-from pipeline.runtime.observed import observe, observe_launch
+from pipeline.runtime.observed import observe
 from pipeline.runtime.schedule import CommitSchedule
 from pipeline.scheduling.cron import OverlapPolicy
 from pipeline.serde import Event, event_schemas, make_serde
@@ -156,8 +157,6 @@ class WorkerLoop:
         """A crash in a child process takes only its own run down: no suspects there."""
         self._unclaimed: list[tuple[RunningJob, JobContext]] = []
         """Runs started whose claim has not committed yet: their handlers wait."""
-        self._claimed_early: list[tuple[RunningJob, JobContext]] = []
-        """Runs claimed ahead of their due instant, to launch on it."""
         self.cancels = CancelSet()
         self.control = ControlReader(settings, deserialize)
         self._cancelling: list[RunningJob] = []
@@ -261,7 +260,6 @@ class WorkerLoop:
 
     def _close(self) -> None:
         self._unclaimed.clear()
-        self._claimed_early.clear()
         given_up = self.inflight.give_up()
         self.stats.given_up = len(given_up)
         if given_up:
@@ -327,11 +325,10 @@ class WorkerLoop:
             lane.fetch(wait / len(self.lanes))
 
     def _until_next_instant(self, wait_s: float) -> float:
-        """``wait_s``, or less if a record held before its time is due to be claimed, or
-        a claimed run to be launched, sooner."""
-        instants = [lane.early.next_ms() for lane in self.lanes]
-        instants.extend(job.execution.scheduled_at_ms for job, _ in self._claimed_early)
-        soonest = min((ms for ms in instants if ms is not None), default=None)
+        """``wait_s``, or less if a record held before its time is due to be claimed
+        sooner."""
+        soonest = min((ms for lane in self.lanes if (ms := lane.early.next_ms()) is not None),
+                      default=None)  # fmt: skip
         if soonest is None:
             return wait_s
         return min(wait_s, max(0.0, (soonest - now_ms()) / 1000))
@@ -467,13 +464,12 @@ class WorkerLoop:
         (this one, or a revocation's). A run whose STARTED is still waiting waits with it,
         for the lane's next try; unless its partition was revoked or lost meanwhile: then
         it is dropped with its STARTED, and the partition's next owner runs its record."""
-        if not self._unclaimed and not self._claimed_early:
+        if not self._unclaimed:
             return
         for lane in dict.fromkeys(job.lane for job, _ in self._unclaimed):
             lane.claim()
-        waiting, early = [], []
-        now, wall = time.monotonic(), now_ms()
-        for job, ctx in [*self._claimed_early, *self._unclaimed]:
+        waiting, now, wall = [], time.monotonic(), now_ms()
+        for job, ctx in self._unclaimed:
             if job.lane.holds_pending(job.started):
                 if job.lane.holds(job.ref):
                     waiting.append((job, ctx))
@@ -486,14 +482,11 @@ class WorkerLoop:
                     self._report(job, self._cancelled(job.execution, job.cancel))
                 self.inflight.release(job.token)
                 continue
-            if job.execution.scheduled_at_ms > wall:  # claimed ahead: it starts on the instant
-                early.append((job, ctx))
-                continue
-            observe_launch(job.lane.job_type, job.execution.scheduled_at_ms, wall)
-            job.deadline, job.next_beat = now + job.timeout_s, now + self.options.heartbeat_s
+            start = now + max(0, job.execution.scheduled_at_ms - wall) / 1000  # claimed ahead
+            job.deadline, job.next_beat = start + job.timeout_s, start + self.options.heartbeat_s
             job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
             job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
-        self._unclaimed, self._claimed_early = waiting, early
+        self._unclaimed = waiting
 
     def _forget(self, job: RunningJob) -> None:
         """A run never launched, whose record is someone else's now: no outcome."""

@@ -64,10 +64,13 @@ class WorkerOptions:
     drain_timeout_s: float = 30.0
     """After stop, how long running jobs may finish before they are given up (reported
     FAILED, ``WorkerStopped``, and retried by the job's policy)."""
-    claim_ahead_s: float = 0.05
+    claim_ahead_s: float = 0.02
     """A record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``) is claimed this
-    long before it, and its handler launched on the instant: a claim's round trip is not
-    added to its start (pipeline/worker/early.py). Its STARTED tells the due instant."""
+    long before it (to half as much again, with the records due just after it), and its
+    handler started on the instant: a claim's round trip is not added to its start
+    (pipeline/worker/early.py). Its STARTED tells the due instant. It holds a slot from
+    the claim, so at a worker's full rate about ``rate x 1.5 x claim_ahead_s`` slots wait
+    for their instant."""
     poll_timeout_s: float = 0.02
     """Longest wait per loop iteration (for records, or for a run to end when every slot
     is taken): bounds how late a deadline, a heartbeat or a due commit is noticed."""

@@ -55,6 +55,7 @@ from typing import Literal
 from pipeline.clock import now_ms
 from pipeline.errors import ConfigurationError
 from pipeline.lifeline import ENV as LIFELINE_ENV
+from pipeline.runtime.observed import observe_launch
 from pipeline.worker.app import Handler, WorkerApp
 from pipeline.worker.capture import RunLog
 from pipeline.worker.child import (
@@ -150,6 +151,8 @@ class ProcessExecutor:
         """Start a run in an idle child (a new one while there are fewer than ``size``);
         what the child writes during it goes to ``log``."""
         run = Run(token, handler.job_type, portable(ctx))
+        # The child starts it on its instant (a run claimed ahead waits there for it).
+        observe_launch(handler.job_type, ctx.scheduled_at_ms, max(now_ms(), ctx.scheduled_at_ms))
         with self._lock:
             if self._closing:
                 raise RuntimeError("the process executor is closed")

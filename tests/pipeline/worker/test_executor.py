@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipeline.clock import now_ms
 from pipeline.errors import NonRetryableError
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.context import build_context
@@ -152,3 +153,44 @@ def test_an_async_run_cancelled_before_it_began_is_reported_cancelled(
     assert ends[2].cancelled, "its slot is freed although its body never ran"
     assert ends[3].timed_out and not ends[3].cancelled
     assert ends[1].result is not None
+
+
+started_at: dict[str, int] = {}
+
+
+@app.handler("stamps")
+def stamps(ctx: JobContext) -> None:
+    started_at[ctx.execution_id] = now_ms()
+
+
+@app.handler("async.stamps")
+async def async_stamps(ctx: JobContext) -> None:
+    started_at[ctx.execution_id] = now_ms()
+
+
+@pytest.mark.parametrize("job_type", ["stamps", "async.stamps"])
+def test_a_run_claimed_ahead_starts_on_its_instant_not_before(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
+) -> None:
+    due = now_ms() + 300
+    record = execution_requested(job_type=job_type, fire_ms=due).data
+    ctx = build_context(record, worker_id="w", started_ms=due, timeout_s=30)
+    runner[0].submit(9, app.get(job_type), ctx)
+    end = runner[1].get(timeout=30)
+    assert end.token == 9 and end.result is not None
+    assert started_at[record.execution_id] >= due
+
+
+@pytest.mark.parametrize("job_type", ["stamps", "async.stamps"])
+def test_a_cancel_before_the_instant_ends_the_run_before_its_handler(
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
+) -> None:
+    record = execution_requested(job_type=job_type, fire_ms=now_ms() + 5000).data
+    ctx = build_context(record, worker_id="w", started_ms=record.scheduled_at_ms, timeout_s=30)
+    handle = runner[0].submit(10, app.get(job_type), ctx)
+    ctx.cancel_signal.set()  # as the loop stops a run: the signal, and an async run's cancel
+    if handle is not None:
+        handle.cancel()
+    end = runner[1].get(timeout=3)
+    assert end.token == 10 and end.cancelled and end.result is None
+    assert record.execution_id not in started_at
