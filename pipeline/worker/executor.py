@@ -18,10 +18,11 @@ handlers run elsewhere:
   loop one wake-up, not one each. A coroutine that blocks the loop (CPU work, blocking
   I/O) stalls every async job of the process; such work belongs in a sync handler.
 
-A run claimed ahead of its due instant (pipeline/worker/early.py) waits here for it: no
-handler starts before its job's ``scheduled_at_ms`` on this host's clock, and a cancel
-that comes meanwhile ends the run before its handler starts. The start lateness is
-observed at the handler's start.
+A run claimed ahead of its due instant (pipeline/worker/early.py) waits here for it, so no
+handler starts before its job's ``scheduled_at_ms`` on this host's clock: a sync run is
+handed to a thread on the instant by one alarm thread (pipeline/worker/alarms.py), an
+async one sleeps on the event loop first. A cancel that comes meanwhile ends the run
+before its handler starts. The start lateness is observed at the handler's start.
 
 Encoding the result happens here too (pipeline/worker/results.py), so a large result
 never costs the polling thread any time; the polling thread produces it to jobs.results
@@ -44,6 +45,7 @@ from pipeline.clock import now_ms, seconds_until
 from pipeline.model.records import Event, ExecutionRequested
 from pipeline.runtime.observed import observe_launch
 from pipeline.worker import capture, outcomes
+from pipeline.worker.alarms import Alarms
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
 from pipeline.worker.context import JobContext
@@ -134,6 +136,8 @@ class JobExecutor:
         self._loop_thread: threading.Thread | None = None
         self._ready: list[AsyncRun] = []
         """Async runs submitted and not yet picked up by the loop."""
+        self._alarms: Alarms | None = None
+        """Started with the first sync run claimed ahead of its instant."""
 
     def submit(self, token: int, handler: Handler, ctx: JobContext,
                log: RunLog | None = None) -> AsyncRun | None:  # fmt: skip
@@ -149,6 +153,14 @@ class JobExecutor:
             if first:  # the loop picks up every run that joins before it gets to it
                 self._event_loop().call_soon_threadsafe(self._launch)
             return run
+        if ctx.scheduled_at_ms > now_ms():  # claimed ahead: a thread takes it on the instant
+            self._on_time().add(ctx.scheduled_at_ms, lambda: self._run_on_thread(
+                lambda: self._run_sync(token, handler, ctx, log)))
+        else:
+            self._run_on_thread(lambda: self._run_sync(token, handler, ctx, log))
+        return None
+
+    def _run_on_thread(self, task: Callable[[], None]) -> None:
         with self._lock:
             self._busy += 1
             if self._busy > len(self._threads) and len(self._threads) < self._max_threads:
@@ -156,11 +168,17 @@ class JobExecutor:
                 thread = threading.Thread(target=self._serve, daemon=True, name=name)
                 self._threads.append(thread)
                 thread.start()
-        self._tasks.put(lambda: self._run_sync(token, handler, ctx, log))
-        return None
+        self._tasks.put(task)
+
+    def _on_time(self) -> Alarms:
+        if self._alarms is None:
+            self._alarms = Alarms()
+        return self._alarms
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the threads once idle and cancel what still runs on the event loop."""
+        if self._alarms is not None:
+            self._alarms.close()
         for _ in self._threads:
             self._tasks.put(None)
         loop, thread = self._loop, self._loop_thread
@@ -187,7 +205,7 @@ class JobExecutor:
 
     def _run_sync(self, token: int, handler: Handler, ctx: JobContext,
                   log: RunLog | None) -> None:  # fmt: skip
-        if ctx.wait_cancelled(seconds_until(ctx.scheduled_at_ms)):  # before its instant
+        if ctx.cancelled:  # before its instant, for a run claimed ahead
             self._on_finish(Finished(token, now_ms(), cancelled=True))
             return
         observe_launch(ctx.job_type, ctx.scheduled_at_ms, now_ms())

@@ -291,12 +291,12 @@ class Lane:
 
     def release_early(self, now: int) -> None:
         """Once the first record held before its time is to be claimed, hand it to its
-        tier buffer with those due within half a claim-ahead after it: they are claimed
-        in one transaction, not one each."""
+        tier buffer with those due within a claim-ahead after it: they are claimed in one
+        transaction, not one each."""
         first = self.early.next_ms()
         if first is None or first > now:
             return
-        for partition, record in self.early.due(now + self.claim_ahead_ms // 2):
+        for partition, record in self.early.due(now + self.claim_ahead_ms):
             self.buffers[record.tier].append(partition, record, _size(record))
 
     def pick(self) -> Record | None:

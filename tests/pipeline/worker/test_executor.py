@@ -185,12 +185,12 @@ def test_a_run_claimed_ahead_starts_on_its_instant_not_before(
 def test_a_cancel_before_the_instant_ends_the_run_before_its_handler(
     runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
 ) -> None:
-    record = execution_requested(job_type=job_type, fire_ms=now_ms() + 5000).data
+    record = execution_requested(job_type=job_type, fire_ms=now_ms() + 500).data
     ctx = build_context(record, worker_id="w", started_ms=record.scheduled_at_ms, timeout_s=30)
     handle = runner[0].submit(10, app.get(job_type), ctx)
     ctx.cancel_signal.set()  # as the loop stops a run: the signal, and an async run's cancel
     if handle is not None:
         handle.cancel()
-    end = runner[1].get(timeout=3)
+    end = runner[1].get(timeout=10)
     assert end.token == 10 and end.cancelled and end.result is None
     assert record.execution_id not in started_at
