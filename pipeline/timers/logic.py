@@ -82,8 +82,8 @@ class TimerPolicy:
     lead_ms: int = 0
     """How long before its due instant an entry fires (JOBSTREAM_FIRE_LEAD): its
     execution waits on the worker, which starts it on the instant (pipeline/worker/early.py).
-    Every entry of the time index meets that horizon: the idempotency and retry markers
-    expire that much sooner, which their windows of hours do not notice."""
+    The idempotency and retry markers expire that much sooner too, which their windows of
+    hours do not notice; a recurring workflow's runs start on their time, not ahead."""
 
 
 class TimerLogic:
@@ -308,6 +308,8 @@ class TimerLogic:
         released = self._release_held(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
         for entry in self.due_batch(state, now_ms + self.policy.lead_ms, limit - len(released)):
+            if isinstance(entry, ScheduleEntry) and entry.due_ms > now_ms:
+                continue  # a workflow's run is submitted on its time: its steps are due then
             if isinstance(entry, MarkerEntry):
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)

@@ -204,3 +204,14 @@ def test_a_restored_schedule_starts_the_same_runs(
             assert second["workflow_id"] == run_workflow_id(SCHEDULE, FIRST + 2 * MINUTE)
     finally:
         replica.close()
+
+
+def test_with_a_fire_lead_a_run_still_starts_on_its_time(tmp_path: Path) -> None:
+    ahead = ProcessorDriver(TimerProcessor(Settings(fire_lead=500)), tmp_path / "c", now_ms=T0)
+    try:
+        ahead.pipe(TOPICS.intake, recurring())
+        assert runs(ahead.advance(FIRST - 400 - T0)) == [], "its steps would be due at once"
+        [run] = runs(ahead.advance(400))
+        assert run["workflow_id"] == run_workflow_id(SCHEDULE, FIRST)
+    finally:
+        ahead.close()
