@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from ops.faults.groups import wait_assigned
 from ops.kafka.ports import free_ports
+from ops.scrape import scrape, value
 from ops.stack import Stack, components
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
@@ -22,7 +23,6 @@ from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.status.query import read_statuses
 from pipeline.topics import PRIORITIES, Topics
 from tests.support.reader import TopicReader
-from tests.support.scrape import scrape, value
 from tests.support.stack import APP, running_stack
 from tests.support.waiting import wait_for
 

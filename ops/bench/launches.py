@@ -9,30 +9,24 @@ the lateness of the launches themselves, to the resolution of the histogram's bu
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
+from ops.scrape import scrape
 
 METRIC = "jobstream_start_lateness_seconds"
 QUANTILES = (0.5, 0.9, 0.99)
 
 
-def read_buckets(ports: Iterable[int], timeout_s: float = 5.0) -> dict[float, float]:
+def read_buckets(ports: Iterable[int]) -> dict[float, float]:
     """The histogram's cumulative bucket counts (by upper bound, seconds), summed over the
     workers serving /metrics on ``ports``."""
     buckets: dict[float, float] = {}
     for port in ports:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout_s) as r:
-            text = r.read().decode()
-        for family in text_string_to_metric_families(text):
-            if family.name != METRIC:
-                continue
-            for sample in family.samples:
-                if sample.name == f"{METRIC}_bucket":
-                    bound = float(sample.labels["le"])
-                    buckets[bound] = buckets.get(bound, 0.0) + sample.value
+        for (name, labels), count in scrape(port).items():
+            if name == f"{METRIC}_bucket":
+                bound = float(dict(labels)["le"])
+                buckets[bound] = buckets.get(bound, 0.0) + count
     return dict(sorted(buckets.items()))
 
 

@@ -40,6 +40,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from pipeline.clock import now_ms, seconds_until
 from pipeline.model.records import Event, ExecutionRequested
@@ -153,11 +154,11 @@ class JobExecutor:
             if first:  # the loop picks up every run that joins before it gets to it
                 self._event_loop().call_soon_threadsafe(self._launch)
             return run
+        start = partial(self._run_on_thread, partial(self._run_sync, token, handler, ctx, log))
         if ctx.scheduled_at_ms > now_ms():  # claimed ahead: a thread takes it on the instant
-            self._on_time().add(ctx.scheduled_at_ms, lambda: self._run_on_thread(
-                lambda: self._run_sync(token, handler, ctx, log)))
+            self._on_time().add(ctx.scheduled_at_ms, start)
         else:
-            self._run_on_thread(lambda: self._run_sync(token, handler, ctx, log))
+            start()
         return None
 
     def _run_on_thread(self, task: Callable[[], None]) -> None:

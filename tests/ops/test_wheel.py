@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from ops.kafka.ports import free_ports
+from ops.scrape import scrape
 from tests.support.compose import LOOPBACK, METRICS_PORT, ComposeRun
-from tests.support.scrape import scrape
 from tests.support.tools import debian_tool
 from tests.support.waiting import wait_for
 from tests.support.wheel import ROOT, Installed

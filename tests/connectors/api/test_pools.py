@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from connectors.api.server import ApiServer
+from ops.scrape import has, scrape, value
 from pipeline import metrics
 from pipeline.clock import now_ms
 from pipeline.config import Settings
@@ -34,7 +35,6 @@ from tests.connectors.views.records import status, submitted
 from tests.pipeline.worker.support import Worker
 from tests.support.pipeline import SERIALIZE, in_thread, produce
 from tests.support.reader import TopicReader
-from tests.support.scrape import has, scrape, value
 from tests.support.waiting import wait_for
 
 GAUGE = "jobstream_jobs_waiting_for_pool"

@@ -1,4 +1,5 @@
-"""Read a process's /metrics into {(sample name, labels): value}."""
+"""Read a process's /metrics into {(sample name, labels): value}: the benchmarks read the
+workers' histograms so (ops/bench/launches.py), and the tests every process's series."""
 
 from __future__ import annotations
 
