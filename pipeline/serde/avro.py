@@ -15,11 +15,13 @@ recognises either from the first byte, so records written before a registry was
 configured stay readable after. The reader schema is always the current schema of
 the event, so records from every released writer version resolve into today's shape.
 
-Hot path: one dictionary lookup, one precomputed header, one call of cavro's compiled
-(Cython) codec for the current schema, which writes fastavro's bytes at about a third
-of its CPU (docs/benchmarks.md, "Codecs"). fastavro does the rest: reading records of an
-older writer into today's shape, ``validate=True``, and every record cavro refuses, so
-that an error names the field at fault as it always has. Schemas are parsed when the
+Hot path: one dictionary lookup, one precomputed header, one call of the current
+schema's codec written for the typed records (pipeline/serde/direct.py), at a quarter of
+cavro's CPU writing and under half reading (docs/benchmarks.md, "Issue 29, third step").
+cavro's compiled (Cython) codec writes a record given as a dict, at a third of
+fastavro's CPU (docs/benchmarks.md, "Codecs"). fastavro does the rest: reading records of
+an older writer into today's shape, ``validate=True``, and every record the others
+refuse, so that an error names the field at fault as it always has. Schemas are parsed when the
 serde is built; the registry is asked once per event (writing) or once per schema id
 (reading), and the answer is cached.
 """
@@ -45,7 +47,8 @@ from fastavro.validation import validate as avro_validate
 
 from pipeline.errors import DeserializationError, JobstreamError, SerializationError
 from pipeline.model.records import Event, Record, plain, typed
-from pipeline.serde.schemas import NAMESPACE, EventSchemas, event_schemas
+from pipeline.serde import direct
+from pipeline.serde.schemas import NAMESPACE, EventSchemas, WriterSchema, event_schemas
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,37 @@ def compiled(schema_json: str) -> Any:
     return cavro.Schema(schema_json, options=CAVRO_OPTIONS)
 
 
+_DIRECT: dict[bytes, tuple[direct.Writer, direct.Reader] | None] = {}
+
+
+def direct_codecs(schema: WriterSchema) -> tuple[direct.Writer, direct.Reader] | None:
+    """The typed records' codecs of a current schema, made once per process; None for a
+    schema its record type does not mirror (a test's own schemas), which cavro serves."""
+    if schema.fingerprint not in _DIRECT:
+        try:
+            _DIRECT[schema.fingerprint] = direct.codecs(schema.parsed)
+        except (KeyError, TypeError, NotImplementedError) as exc:
+            logger.debug("no direct codec for %s: %s", schema.name, exc)
+            _DIRECT[schema.fingerprint] = None
+    return _DIRECT[schema.fingerprint]
+
+
+@dataclass(frozen=True, slots=True)
+class _Writer:
+    header: bytes
+    parsed: dict[str, Any]
+    fast: Any
+    """cavro's codec: dicts."""
+    direct: direct.Writer | None
+    """The typed record's codec (None: cavro writes it too)."""
+
+
+def _writer(header: bytes, current: WriterSchema) -> _Writer:
+    codecs = direct_codecs(current)
+    return _Writer(header, current.parsed, compiled(current.to_json()),
+                   codecs[0] if codecs else None)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class _Decoder:
     name: str
@@ -82,6 +116,8 @@ class _Decoder:
     """None when the writer is the current schema: fastavro then skips resolution."""
     fast: Any = None
     """cavro's codec when the writer is the current schema (no resolution to do)."""
+    direct: direct.Reader | None = None
+    """The typed record's codec, likewise."""
 
 
 def _problems(exc: AvroValidationError, limit: int = 300) -> str:
@@ -121,34 +157,40 @@ class AvroSerializer(Serializer):
         self._schemas = schemas if schemas is not None else event_schemas()
         self._registry = registry
         self._validate = validate
-        self._writers: dict[str, tuple[bytes, dict[str, Any], Any]] = {}
+        self._writers: dict[str, _Writer] = {}
         if registry is None:
             for name in self._schemas.names:
                 current = self._schemas.current(name)
-                self._writers[name] = (SINGLE_OBJECT_MAGIC + current.fingerprint,
-                                       current.parsed, compiled(current.to_json()))  # fmt: skip
+                self._writers[name] = _writer(SINGLE_OBJECT_MAGIC + current.fingerprint, current)
 
     def __call__(self, obj: Event, ctx: SerializationContext | None = None) -> bytes:
         if not isinstance(obj, Event):
             raise SerializationError(f"expected an Event, got {type(obj).__name__}")
-        header, parsed, fast = self._writers.get(obj.name) or self._register(obj.name)
+        writer = self._writers.get(obj.name) or self._register(obj.name)
         if isinstance(obj.data, Record):
+            if writer.direct is not None and not self._validate:
+                out = bytearray(writer.header)
+                try:
+                    writer.direct(obj.data, out)
+                    return bytes(out)
+                except Exception:  # fastavro below says what is wrong
+                    pass
             obj = Event(obj.name, plain(obj.data))
         if self._validate:
-            self._check(obj, parsed)
+            self._check(obj, writer.parsed)
         else:
             try:
-                return header + fast.binary_encode(obj.data)
+                return writer.header + writer.fast.binary_encode(obj.data)
             except Exception:  # fastavro below says what is wrong, or writes it after all
                 pass
         buf = io.BytesIO()
-        buf.write(header)
+        buf.write(writer.header)
         try:
-            schemaless_writer(buf, parsed, obj.data, strict_allow_default=True)
+            schemaless_writer(buf, writer.parsed, obj.data, strict_allow_default=True)
         # fastavro reports bad data as ValueError, TypeError, OverflowError, KeyError or
         # AttributeError depending on the field type and on its C or Python writer.
         except Exception as exc:
-            raise SerializationError(self._explain(obj, parsed, exc)) from exc
+            raise SerializationError(self._explain(obj, writer.parsed, exc)) from exc
         return buf.getvalue()
 
     def _check(self, obj: Event, parsed: dict[str, Any]) -> None:
@@ -172,7 +214,7 @@ class AvroSerializer(Serializer):
                 logger.debug("validator failed explaining %s", obj.name, exc_info=True)
         return f"cannot encode {obj.name}: {detail}"
 
-    def _register(self, name: str) -> tuple[bytes, dict[str, Any], Any]:
+    def _register(self, name: str) -> _Writer:
         """First use of an event with a registry (or an unknown event name)."""
         try:
             current = self._schemas.current(name)
@@ -192,8 +234,7 @@ class AvroSerializer(Serializer):
         # whichever is installed), so anything else here means the registry is unreachable.
         except Exception as exc:
             raise _registry_failure(f"registering {subject}", exc) from exc
-        writer = (bytes([CONFLUENT_MAGIC]) + schema_id.to_bytes(4, "big"), current.parsed,
-                  compiled(current.to_json()))  # fmt: skip
+        writer = _writer(bytes([CONFLUENT_MAGIC]) + schema_id.to_bytes(4, "big"), current)
         self._writers[name] = writer
         return writer
 
@@ -227,7 +268,9 @@ class AvroDeserializer(Deserializer):
     def _decoder(self, name: str, label: str, writer: dict[str, Any], fp: bytes) -> _Decoder:
         current = self._schemas.current(name)
         if fp == current.fingerprint:
-            return _Decoder(name, label, writer, None, compiled(current.to_json()))
+            codecs = direct_codecs(current)
+            return _Decoder(name, label, writer, None, compiled(current.to_json()),
+                            codecs[1] if codecs else None)  # fmt: skip
         return _Decoder(name, label, writer, current.parsed)
 
     def __call__(self, value: bytes | None, ctx: SerializationContext | None = None) -> Event:
@@ -249,6 +292,13 @@ class AvroDeserializer(Deserializer):
         else:
             raise self._error(f"unknown magic bytes {value[:2].hex()}", value, ctx)
 
+        if decoder.direct is not None:
+            try:
+                record, end = decoder.direct(value, offset)
+                if end == len(value):
+                    return Event(decoder.name, record)
+            except Exception:  # fastavro below reads it again and names what is wrong
+                pass
         buf = io.BytesIO(value)
         buf.seek(offset)
         if decoder.fast is not None:

@@ -9,7 +9,6 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -31,6 +30,7 @@ from pipeline.serde import (
     event_schemas,
     make_serde,
 )
+from tests.support.avro_events import ANY_EVENT
 
 SCHEMAS = event_schemas()
 SERIALIZER = AvroSerializer()
@@ -106,48 +106,9 @@ def test_every_event_header_uses_its_own_fingerprint(name: str) -> None:
 
 # --- Round trips ----------------------------------------------------------------
 
-PRIMITIVES: dict[str, st.SearchStrategy[Any]] = {
-    "null": st.none(),
-    "boolean": st.booleans(),
-    "int": st.integers(-(2**31), 2**31 - 1),
-    "long": st.integers(-(2**63), 2**63 - 1),
-    "double": st.floats(allow_nan=False),
-    "string": st.text(max_size=20),
-}
-
-
-def strategy_for(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Valid values for a parsed fastavro schema (the subset our schemas use)."""
-    if isinstance(schema, str):
-        return PRIMITIVES[schema] if schema in PRIMITIVES else strategy_for(named[schema], named)
-    if isinstance(schema, list):
-        return st.one_of([strategy_for(branch, named) for branch in schema])
-    kind = schema["type"]
-    if kind == "record":
-        fields = {f["name"]: strategy_for(f["type"], named) for f in schema["fields"]}
-        return st.fixed_dictionaries(fields)
-    if kind == "enum":
-        return st.sampled_from(schema["symbols"])
-    if kind == "array":
-        return st.lists(strategy_for(schema["items"], named), max_size=3)
-    if kind == "map":
-        return st.dictionaries(
-            st.text(max_size=8), strategy_for(schema["values"], named), max_size=3
-        )
-    return strategy_for(kind, named)
-
-
-def event_strategy(name: str) -> st.SearchStrategy[Event]:
-    parsed = SCHEMAS.current(name).parsed
-    return strategy_for(parsed, parsed["__named_schemas"]).map(lambda data: Event(name, data))
-
-
 def as_written(event: Event) -> Event:
     """A decoded event with its record as the builtins it was written from."""
     return Event(event.name, plain(event.data))
-
-
-ANY_EVENT = st.one_of([event_strategy(name) for name in EVENT_NAMES])
 
 
 @given(event=ANY_EVENT)
