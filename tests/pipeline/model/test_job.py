@@ -305,6 +305,23 @@ def test_validate_submitted_refuses_naming_the_field(path: str, value: Any, fiel
     assert refused.value.field == field
 
 
+def test_a_known_spec_still_has_its_params_checked_and_words_the_error_alike() -> None:
+    """validate_submitted remembers specs that passed; their parameters are still checked."""
+    record = good_records()[1]
+    validate_submitted(record, now_ms=NOW_MS)  # the spec is known from here on
+    validate_submitted(evolve(record, spec=evolve(record.spec, params='{"other": 2}',
+                                                  run_at_ms=NOW_MS + 1)), now_ms=NOW_MS)  # fmt: skip
+    bad = edit("spec.params", "[1]", record)
+    with pytest.raises(ValidationError) as refused:
+        validate_submitted(bad, now_ms=NOW_MS)
+    with pytest.raises(ValidationError) as cold:
+        JobRequest(**{**BASE, "params": "[1]"})
+    assert (refused.value.field, refused.value.message) == (cold.value.field, cold.value.message)
+    with pytest.raises(ValidationError, match="run_at"):  # a known spec, now with a cron too
+        validate_submitted(edit("spec.cron", CronSchedule(expression="0 9 * * *"), record),
+                           now_ms=NOW_MS)  # fmt: skip
+
+
 @pytest.mark.parametrize(("path", "value"), [("submitted_at_ms", None), ("spec", None)])
 def test_a_record_missing_its_required_parts_is_refused_when_decoded(path: str,
                                                                      value: Any) -> None:
