@@ -1,9 +1,9 @@
 """Avro binary straight to and from the typed records, one codec made per schema.
 
 cavro and fastavro write and read dicts: a typed record went through ``plain`` (a dict
-of it), cavro's encoder (about 19 µs for a STARTED), and back through ``typed`` after
-cavro's decoder (10 µs, 18 µs from a file object). Profiles of the whole pipeline put a
-fifth of its Python CPU there (docs/benchmarks.md, "Issue 29, third step"). The schemas
+of it) and cavro's writer, 22 µs for a STARTED that this writes in 6, and came back
+through cavro's reader and ``typed``, 11 µs against 9 here. Profiles put a tenth to a
+fifth of each process's CPU there (docs/benchmarks.md, "Issue 29, third step"). The schemas
 are ours and use few shapes (records, enums, arrays, maps, strings, numbers and
 ``["null", X]`` unions), so each record's codec is written out as Python source once, at
 start, from its current schema: a write is one function of straight-line appends, a
