@@ -5,8 +5,8 @@ builds them (a JobSubmitted through the timer processor on a driver: SCHEDULED,
 ExecutionRequested, FIRED; the worker's STARTED and SUCCEEDED), then times encoding and
 decoding each of them several ways:
 
-- ``serde``: the engine's ``AvroSerializer`` / ``AvroDeserializer`` (header, schema parsed
-  once, one fastavro call);
+- ``serde``: the engine's ``AvroSerializer`` / ``AvroDeserializer`` (header, then the typed
+  record's own codec, pipeline/serde/direct.py);
 - ``fastavro``: ``schemaless_writer`` / ``schemaless_reader`` alone on the parsed schema;
 - ``parse per call``: the same with the schema parsed for every record;
 - ``resolve``: decoding with a reader schema as well as the writer's (what a record of an

@@ -85,14 +85,23 @@ def _named(schema: Any, types: dict[str, Any]) -> Any:
     return schema
 
 
-def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, Any],
-           records: dict[str, str]) -> None:  # fmt: skip
-    """Append to ``src.lines`` the statements that write ``value`` (an expression)."""
+def _shape(schema: Any, types: dict[str, Any]) -> tuple[Any, str]:
+    """The schema (a named one resolved) and its kind: an Avro type's name, or
+    ``optional`` for a ``["null", X]`` union, the only union the codecs write."""
     schema = _named(schema, types)
-    emit = src.lines.append
     if isinstance(schema, list):
         if len(schema) != 2 or schema[0] != "null":
             raise NotImplementedError(f"union {schema}")
+        return schema, "optional"
+    return schema, schema if isinstance(schema, str) else schema["type"]
+
+
+def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, Any],
+           records: dict[str, str]) -> None:  # fmt: skip
+    """Append to ``src.lines`` the statements that write ``value`` (an expression)."""
+    schema, kind = _shape(schema, types)
+    emit = src.lines.append
+    if kind == "optional":
         v = src.temp()
         emit(f"{indent}{v} = {value}")
         emit(f"{indent}if {v} is None:")
@@ -101,7 +110,6 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
         emit(f"{indent}    out.append(2)")
         _write(src, schema[1], v, indent + "    ", types, records)
         return
-    kind = schema if isinstance(schema, str) else schema["type"]
     if kind in ("long", "int"):
         emit(f"{indent}write_long(out, {value})")
     elif kind == "string":
@@ -144,11 +152,9 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
 def _read(src: _Source, schema: Any, target: str, indent: str, types: dict[str, Any],
           records: dict[str, str]) -> None:  # fmt: skip
     """Append the statements that read one value at ``p`` of ``b`` into ``target``."""
-    schema = _named(schema, types)
+    schema, kind = _shape(schema, types)
     emit = src.lines.append
-    if isinstance(schema, list):
-        if len(schema) != 2 or schema[0] != "null":
-            raise NotImplementedError(f"union {schema}")
+    if kind == "optional":
         emit(f"{indent}c = b[p]")
         emit(f"{indent}p += 1")
         emit(f"{indent}if c == 0:")
@@ -158,7 +164,6 @@ def _read(src: _Source, schema: Any, target: str, indent: str, types: dict[str, 
         emit(f"{indent}else:")
         emit(f"{indent}    raise ValueError('union index')")
         return
-    kind = schema if isinstance(schema, str) else schema["type"]
     if kind in ("long", "int"):
         emit(f"{indent}c = b[p]")
         emit(f"{indent}if c < 128:")

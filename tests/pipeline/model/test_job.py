@@ -309,8 +309,8 @@ def test_a_known_spec_still_has_its_params_checked_and_words_the_error_alike() -
     """validate_submitted remembers specs that passed; their parameters are still checked."""
     record = good_records()[1]
     validate_submitted(record, now_ms=NOW_MS)  # the spec is known from here on
-    validate_submitted(evolve(record, spec=evolve(record.spec, params='{"other": 2}',
-                                                  run_at_ms=NOW_MS + 1)), now_ms=NOW_MS)  # fmt: skip
+    other = evolve(record.spec, params='{"other": 2}', run_at_ms=NOW_MS + 1)
+    validate_submitted(evolve(record, spec=other), now_ms=NOW_MS)
     bad = edit("spec.params", "[1]", record)
     with pytest.raises(ValidationError) as refused:
         validate_submitted(bad, now_ms=NOW_MS)
