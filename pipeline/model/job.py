@@ -292,7 +292,8 @@ def validate_submitted(record: JobSubmitted, *, now_ms: int) -> None:
 _CHECKED_KEPT = 4096
 """Specs remembered as passing the field rules (a producer's jobs mostly share theirs)."""
 _checked: dict[bytes, JobRequest] = {}
-_spec_key = msgspec.json.Encoder()
+_spec_key = msgspec.msgpack.Encoder()
+"""MessagePack, not JSON: a float keeps its bits (JSON writes NaN and the infinities as null)."""
 
 
 def _checked_request(record: JobSubmitted) -> JobRequest:

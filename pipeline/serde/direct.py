@@ -33,13 +33,26 @@ Reader = Callable[[bytes, int], tuple[Record, int]]
 _DOUBLE = struct.Struct("<d")
 
 
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
 def write_long(out: bytearray, n: int) -> None:
     """Avro's long: zig-zag, then base-128 little-endian groups."""
+    if not _LONG_MIN <= n <= _LONG_MAX:
+        raise OverflowError(f"{n} is out of a long's range")
     n = (n << 1) ^ (n >> 63)
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
+
+
+def write_int(out: bytearray, n: int) -> None:
+    """Avro's int: a long of 32 bits."""
+    if not _INT_MIN <= n <= _INT_MAX:
+        raise OverflowError(f"{n} is out of an int's range")
+    write_long(out, n)
 
 
 def read_long(b: bytes, p: int) -> tuple[int, int]:
@@ -52,8 +65,14 @@ def read_long(b: bytes, p: int) -> tuple[int, int]:
         if c < 0x80:
             return (n >> 1) ^ -(n & 1), p
         shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
+        if shift == 63 and b[p] > 1:
+            raise ValueError("varint beyond 64 bits")
+
+
+def _long_bytes(n: int) -> bytes:
+    out = bytearray()
+    write_long(out, n)
+    return bytes(out)
 
 
 class _Source:
@@ -61,7 +80,8 @@ class _Source:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.names: dict[str, Any] = {"write_long": write_long, "read_long": read_long,
+        self.names: dict[str, Any] = {"write_long": write_long, "write_int": write_int,
+                                      "read_long": read_long,
                                       "pack_double": _DOUBLE.pack,
                                       "unpack_double": _DOUBLE.unpack_from}  # fmt: skip
         self._temps = 0
@@ -93,6 +113,8 @@ def _shape(schema: Any, types: dict[str, Any]) -> tuple[Any, str]:
         if len(schema) != 2 or schema[0] != "null":
             raise NotImplementedError(f"union {schema}")
         return schema, "optional"
+    if isinstance(schema, dict) and "logicalType" in schema:
+        raise NotImplementedError(f"logical type {schema['logicalType']}")
     return schema, schema if isinstance(schema, str) else schema["type"]
 
 
@@ -111,7 +133,7 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
         _write(src, schema[1], v, indent + "    ", types, records)
         return
     if kind in ("long", "int"):
-        emit(f"{indent}write_long(out, {value})")
+        emit(f"{indent}write_{kind}(out, {value})")
     elif kind == "string":
         v = src.temp()
         emit(f"{indent}{v} = {value}.encode()")
@@ -124,12 +146,13 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
     elif kind == "null":
         emit(f"{indent}if {value} is not None: raise TypeError('null expected')")
     elif kind == "enum":
-        index = src.name("symbols", {s: bytes([i << 1]) for i, s in enumerate(schema["symbols"])})
+        index = src.name("symbols", {symbol: _long_bytes(i)
+                                     for i, symbol in enumerate(schema["symbols"])})  # fmt: skip
         emit(f"{indent}out += {index}[{value}]")
     elif kind == "array":
         v, item = src.temp(), src.temp()
         emit(f"{indent}{v} = {value}")
-        emit(f"{indent}if {v}:")
+        emit(f"{indent}if len({v}):")  # len(): None is refused, not written as empty
         emit(f"{indent}    write_long(out, len({v}))")
         emit(f"{indent}    for {item} in {v}:")
         _write(src, schema["items"], item, indent + "        ", types, records)
@@ -137,7 +160,7 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
     elif kind == "map":
         v, key, item = src.temp(), src.temp(), src.temp()
         emit(f"{indent}{v} = {value}")
-        emit(f"{indent}if {v}:")
+        emit(f"{indent}if len({v}):")
         emit(f"{indent}    write_long(out, len({v}))")
         emit(f"{indent}    for {key}, {item} in {v}.items():")
         _write(src, "string", key, indent + "        ", types, records)

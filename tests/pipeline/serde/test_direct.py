@@ -10,6 +10,7 @@ from fastavro.utils import generate_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline.errors import SerializationError
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.records import JobLifecycle, Progress, evolve, plain, typed
 from pipeline.serde import EVENT_NAMES, AvroDeserializer, AvroSerializer, Event, event_schemas
@@ -87,6 +88,19 @@ def test_a_value_its_codec_cannot_write_gets_fastavros_error() -> None:
     bad = evolve(JobLifecycle(kind=LifecycleKind.STARTED, job_id="j", at_ms=1), at_ms="soon")
     with pytest.raises(Exception, match="at_ms"):
         AvroSerializer()(Event("JobLifecycle", bad))
+
+
+@pytest.mark.parametrize(("field", "value"), [("at_ms", 1 << 63), ("at_ms", -(1 << 63) - 1),
+                                               ("waiting_for", None)])
+def test_what_avro_cannot_carry_is_refused_not_written(field: str, value: object) -> None:
+    bad = evolve(JobLifecycle(kind=LifecycleKind.STARTED, job_id="j", at_ms=1), **{field: value})
+    with pytest.raises(SerializationError):
+        AvroSerializer()(Event("JobLifecycle", bad))
+
+
+def test_a_long_past_64_bits_is_not_read() -> None:
+    with pytest.raises(ValueError, match="64 bits"):
+        read_long(b"\xff" * 9 + b"\x02", 0)
 
 
 def test_bytes_left_over_are_not_read_as_the_record() -> None:
