@@ -30,7 +30,10 @@ pipeline_topics, stack = pipeline_fixtures("dash", lease_s=5)
 @pytest.fixture(scope="module")
 def api(pipeline_topics: Topics, stack: Stack,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
-    settings = api_settings(tmp_path_factory.mktemp("api"), worker_stale_after=5000)
+    # The default staleness, 15 s: three of a worker's 5 s heartbeats. At 5 s, as it was, a
+    # live worker whose heartbeat was a little late read as stale until the page's next
+    # 5 s reload (tests/connectors/dashboard/test_pages.py failed so on a loaded CI).
+    settings = api_settings(tmp_path_factory.mktemp("api"))
     with ApiServer(pipeline_topics.settings, settings) as running:
         yield running
 
