@@ -149,22 +149,18 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
         index = src.name("symbols", {symbol: _long_bytes(i)
                                      for i, symbol in enumerate(schema["symbols"])})  # fmt: skip
         emit(f"{indent}out += {index}[{value}]")
-    elif kind == "array":
+    elif kind in ("array", "map"):  # one block of every item, then the empty block
         v, item = src.temp(), src.temp()
         emit(f"{indent}{v} = {value}")
         emit(f"{indent}if len({v}):")  # len(): None is refused, not written as empty
         emit(f"{indent}    write_long(out, len({v}))")
-        emit(f"{indent}    for {item} in {v}:")
-        _write(src, schema["items"], item, indent + "        ", types, records)
-        emit(f"{indent}out.append(0)")
-    elif kind == "map":
-        v, key, item = src.temp(), src.temp(), src.temp()
-        emit(f"{indent}{v} = {value}")
-        emit(f"{indent}if len({v}):")
-        emit(f"{indent}    write_long(out, len({v}))")
-        emit(f"{indent}    for {key}, {item} in {v}.items():")
-        _write(src, "string", key, indent + "        ", types, records)
-        _write(src, schema["values"], item, indent + "        ", types, records)
+        if kind == "array":
+            emit(f"{indent}    for {item} in {v}:")
+        else:
+            key = src.temp()
+            emit(f"{indent}    for {key}, {item} in {v}.items():")
+            _write(src, "string", key, indent + "        ", types, records)
+        _write(src, _items(schema), item, indent + "        ", types, records)
         emit(f"{indent}out.append(0)")
     elif kind == "record":
         emit(f"{indent}{records[schema['name']]}_write({value}, out)")
@@ -214,33 +210,32 @@ def _read(src: _Source, schema: Any, target: str, indent: str, types: dict[str, 
         _read(src, "long", "n", indent, types, records)
         emit(f"{indent}if n < 0: raise ValueError('enum index')")
         emit(f"{indent}{target} = {symbols}[n]")
-    elif kind == "array":
+    elif kind in ("array", "map"):  # blocks of items until an empty one
         items, count, item = src.temp(), src.temp(), src.temp()
-        emit(f"{indent}{items} = []")
+        emit(f"{indent}{items} = {'[]' if kind == 'array' else '{}'}")
         _read(src, "long", count, indent, types, records)
         emit(f"{indent}while {count}:")
-        emit(f"{indent}    if {count} < 0: raise ValueError('array block with a size')")
+        emit(f"{indent}    if {count} < 0: raise ValueError('{kind} block with a size')")
         emit(f"{indent}    for _ in range({count}):")
-        _read(src, schema["items"], item, indent + "        ", types, records)
-        emit(f"{indent}        {items}.append({item})")
-        _read(src, "long", count, indent + "    ", types, records)
-        emit(f"{indent}{target} = {items}")
-    elif kind == "map":
-        items, count, key, item = src.temp(), src.temp(), src.temp(), src.temp()
-        emit(f"{indent}{items} = {{}}")
-        _read(src, "long", count, indent, types, records)
-        emit(f"{indent}while {count}:")
-        emit(f"{indent}    if {count} < 0: raise ValueError('map block with a size')")
-        emit(f"{indent}    for _ in range({count}):")
-        _read(src, "string", key, indent + "        ", types, records)
-        _read(src, schema["values"], item, indent + "        ", types, records)
-        emit(f"{indent}        {items}[{key}] = {item}")
+        if kind == "array":
+            _read(src, _items(schema), item, indent + "        ", types, records)
+            emit(f"{indent}        {items}.append({item})")
+        else:
+            key = src.temp()
+            _read(src, "string", key, indent + "        ", types, records)
+            _read(src, _items(schema), item, indent + "        ", types, records)
+            emit(f"{indent}        {items}[{key}] = {item}")
         _read(src, "long", count, indent + "    ", types, records)
         emit(f"{indent}{target} = {items}")
     elif kind == "record":
         emit(f"{indent}{target}, p = {records[schema['name']]}_read(b, p)")
     else:
         raise NotImplementedError(f"Avro type {kind}")
+
+
+def _items(schema: dict[str, Any]) -> Any:
+    """The schema of an array's items or of a map's values."""
+    return schema["items"] if schema["type"] == "array" else schema["values"]
 
 
 def _members(schema: dict[str, Any]) -> tuple[StrEnum, ...]:
@@ -275,10 +270,8 @@ def _records(schema: Any, types: dict[str, Any]) -> Iterator[dict[str, Any]]:
             for field in schema["fields"]:
                 yield from _records(field["type"], types)
             yield schema
-        elif schema["type"] == "array":
-            yield from _records(schema["items"], types)
-        elif schema["type"] == "map":
-            yield from _records(schema["values"], types)
+        elif schema["type"] in ("array", "map"):
+            yield from _records(_items(schema), types)
 
 
 def _short(full_name: str) -> str:
