@@ -40,7 +40,8 @@ class AsyncIntake:
         self.topic = Topics(settings).intake
         self._serialize, _ = make_serde(settings.schema_registry_url)
         self._producer = clients.producer(
-            settings, **{"message.timeout.ms": int(delivery_timeout_s * 1000)}
+            settings, client_id="jobstream.api",
+            **{"message.timeout.ms": int(delivery_timeout_s * 1000)},
         )
         self._stop = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="intake-poll", daemon=True)

@@ -111,7 +111,7 @@ class JobClient:
         self._serialize, _ = make_serde(settings.schema_registry_url)
         self._timeout_s = delivery_timeout_s
         self._producer = clients.producer(
-            settings,
+            settings, client_id="jobstream.client",
             **{"message.timeout.ms": int(delivery_timeout_s * 1000)},
         )
 

@@ -70,6 +70,14 @@ BATCHED_FETCH: KafkaConfig = {"fetch.min.bytes": 256 * 1024, "fetch.wait.max.ms"
 """For the retry router: a fetch waits for 256 KB or 100 ms, which bounds its fetches to
 ten a second when quiet, and makes them large when busy."""
 
+WORKER_FETCH: KafkaConfig = {"fetch.min.bytes": 1, "fetch.wait.max.ms": 100}
+"""For the workers' executions, on the latency path: a fetch is answered as soon as one
+committed record is there, whatever the wait (the broker answers a waiting read_committed
+fetch when a transaction's marker moves the stable offset: within 2 ms of the commit at a
+wait of 10 ms as of 500 ms, docs/kafka-tuning.md). So the wait bounds only the empty
+fetches of a worker with nothing to do, ten a second rather than a hundred, and how late a
+partition resumed beside idle ones is fetched again."""
+
 PROMPT_FETCH: KafkaConfig = {"fetch.min.bytes": 64 * 1024, "fetch.wait.max.ms": 20}
 """For the two processors a workflow's release passes through, the timers (their intake)
 and the status processor (jobs.events): a fetch waits for 64 KB or 20 ms, one tick of
@@ -77,32 +85,46 @@ the timers, so that a child is not held 100 ms at each hop. Still five times few
 fetches than a worker's when quiet, and large ones when busy."""
 
 
+CLIENT_ID = "jobstream"
+"""What a plain producer tells the broker it is. A consumer tells its group and a
+transactional producer its transactional id, so that the broker's request log and its
+per-client metrics and quotas say which component sent what."""
+
+
 def _librdkafka_logger(config: KafkaConfig, name: str) -> KafkaConfig:
     """Route librdkafka's own log lines through logging instead of raw stderr."""
     return {**config, "logger": logging.getLogger(f"librdkafka.{name}")}
 
 
-def producer_config(settings: Settings, **overrides: KafkaValue) -> KafkaConfig:
-    """An idempotent producer's settings; ``transactional_id`` makes it transactional.
+def producer_config(settings: Settings, *, client_id: str = CLIENT_ID,
+                    **overrides: KafkaValue) -> KafkaConfig:  # fmt: skip
+    """An idempotent producer's settings; ``transactional_id`` makes it transactional
+    (lingering until its commit, aborted by the broker after ``TRANSACTION_TIMEOUT_MS``).
 
-    The user's own librdkafka settings (``JOBSTREAM_LIBRDKAFKA``) come last: they win over
-    the tuning here and the caller's overrides, for producers and consumers alike."""
-    config: KafkaConfig = {**settings.kafka_config, **PRODUCER_TUNING}
+    ``client_id`` names the producer to the broker; a transactional one is named by its
+    transactional id. The user's own librdkafka settings (``JOBSTREAM_LIBRDKAFKA``) come
+    last: they win over the tuning here and the caller's overrides, for producers and
+    consumers alike."""
+    config: KafkaConfig = {**settings.kafka_config, **PRODUCER_TUNING, "client.id": client_id}
     if "transactional_id" in overrides:
-        config["transactional.id"] = overrides.pop("transactional_id")
+        config["transactional.id"] = config["client.id"] = overrides.pop("transactional_id")
         config["linger.ms"] = TRANSACTIONAL_LINGER_MS
+        config["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
     return {**config, **overrides, **settings.librdkafka}
 
 
 def consumer_config(settings: Settings, group_id: str, **overrides: KafkaValue) -> KafkaConfig:
     """A consumer's settings in ``group_id``; it commits nothing by itself."""
-    config: KafkaConfig = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id}
+    config: KafkaConfig = {**settings.kafka_config, **CONSUMER_TUNING, "group.id": group_id,
+                           "client.id": group_id}  # fmt: skip
     return {**config, **overrides, **settings.librdkafka}
 
 
-def producer(settings: Settings, **overrides: KafkaValue) -> Producer:
+def producer(settings: Settings, *, client_id: str = CLIENT_ID,
+             **overrides: KafkaValue) -> Producer:  # fmt: skip
     """An idempotent producer (:func:`producer_config`)."""
-    return Producer(_librdkafka_logger(producer_config(settings, **overrides), "producer"))
+    config = producer_config(settings, client_id=client_id, **overrides)
+    return Producer(_librdkafka_logger(config, "producer"))
 
 
 def consumer(settings: Settings, group_id: str, **overrides: KafkaValue) -> Consumer:
@@ -126,7 +148,5 @@ def processor_clients(
                                "session.timeout.ms": SESSION_TIMEOUT_MS}  # fmt: skip
     return (
         consumer(settings, group, **{**membership, **consumer_overrides}),
-        producer(
-            settings, transactional_id=member, **{"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS}
-        ),
+        producer(settings, transactional_id=member),
     )

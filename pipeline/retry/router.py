@@ -7,7 +7,9 @@ Pure over events, like the timers' logic (pipeline/timers/logic.py):
   punctual as any firing) and a RETRY_SCHEDULED JobLifecycle on jobs.events, or
 - a DeadLettered on ``jobs.dlq.<type>`` and a DEAD_LETTERED JobLifecycle,
 
-and the runner commits both records of a pair with the input offset in one transaction.
+and the runner commits both records of a pair with the input offset in one transaction,
+at the end of the loop iteration that routed it (both are urgent outputs: a retry's time
+or a workflow's release may be near).
 Every record is keyed by the job's partition key, so the retry lands on the jobs.retry
 partition that holds the job's own timers (a cancel finds both) and the history of a job
 stays in order on jobs.events.
@@ -94,8 +96,8 @@ class RetryRouter:
             detail=f"attempt {retry.attempt - 1} failed ({last.error_type}); "
                    f"retry in {retry.delay_ms} ms",
         )  # fmt: skip
-        return [Output(self.topics.retry, key, Event.of(scheduled)),
-                Output(self.topics.events, key, Event.of(step))]  # fmt: skip
+        return [Output(self.topics.retry, key, Event.of(scheduled), urgent=True),
+                Output(self.topics.events, key, Event.of(step), urgent=True)]  # fmt: skip
 
     def _dead_letter(self, execution: ExecutionRequested, dead: DeadLetter,
                      now_ms: int) -> list[Output]:  # fmt: skip
@@ -110,6 +112,7 @@ class RetryRouter:
             error=dead.errors[-1], detail=dead.reason,
         )  # fmt: skip
         return [
-            Output(self.topics.dead_letter(execution.spec.job_type), key, Event.of(record)),
-            Output(self.topics.events, key, Event.of(step)),
+            Output(self.topics.dead_letter(execution.spec.job_type), key, Event.of(record),
+                   urgent=True),
+            Output(self.topics.events, key, Event.of(step), urgent=True),
         ]

@@ -179,13 +179,11 @@ class Lane:
     # -- lifecycle ----------------------------------------------------------------------
 
     def _new_producer(self) -> Producer:
-        return clients.producer(
-            self._settings, transactional_id=self._transactional_id,
-            **{"transaction.timeout.ms": clients.TRANSACTION_TIMEOUT_MS},
-        )  # fmt: skip
+        return clients.producer(self._settings, transactional_id=self._transactional_id)
 
     def _new_consumer(self) -> Consumer:
-        return clients.consumer(self._settings, self.group, **self._membership)
+        return clients.consumer(self._settings, self.group,
+                                **{**clients.WORKER_FETCH, **self._membership})  # fmt: skip
 
     def start(self) -> None:
         try:

@@ -130,7 +130,8 @@ class WorkerLoop:
         # per record is a Python callback each. A linger of 50 ms, not 5, puts ten times
         # as many HEARTBEAT records in a request.
         self.events = clients.producer(
-            settings, **{"delivery.report.only.error": True, "linger.ms": 50}
+            settings, client_id=f"jobstream.worker.{options.worker_id}",
+            **{"delivery.report.only.error": True, "linger.ms": 50},
         )
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
                            static_member=options.static_member, pool=options.pool,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import load_settings
-from pipeline.kafka.clients import TRANSACTIONAL_LINGER_MS, consumer_config, producer_config
+from pipeline.kafka.clients import (
+    CLIENT_ID,
+    TRANSACTION_TIMEOUT_MS,
+    TRANSACTIONAL_LINGER_MS,
+    consumer_config,
+    producer_config,
+)
 
 
 def test_the_users_librdkafka_settings_win_over_the_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,3 +44,19 @@ def test_a_transactional_producer_lingers_until_its_commit(monkeypatch: pytest.M
     assert producer_config(settings)["linger.ms"] == 5
     assert producer_config(settings, transactional_id="t-1")["linger.ms"] == TRANSACTIONAL_LINGER_MS
     assert TRANSACTIONAL_LINGER_MS >= 1000
+    assert producer_config(settings, transactional_id="t-1")["transaction.timeout.ms"] == (
+        TRANSACTION_TIMEOUT_MS
+    )  # fmt: skip
+
+
+def test_each_client_tells_the_broker_which_component_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("JOBSTREAM_LIBRDKAFKA", raising=False)
+    settings = load_settings()
+
+    assert producer_config(settings)["client.id"] == CLIENT_ID
+    assert producer_config(settings, transactional_id="p.timers.0")["client.id"] == "p.timers.0"
+    assert consumer_config(settings, "p.status")["client.id"] == "p.status"
+    monkeypatch.setenv("JOBSTREAM_LIBRDKAFKA", '{"client.id": "mine"}')
+    assert consumer_config(load_settings(), "p.status")["client.id"] == "mine"

@@ -37,6 +37,7 @@ def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_k
     retry, step = router.route(failure("FAILED", run, at_ms=T0, error=error), NOW)
     assert (retry.topic, step.topic) == ("t.jobs.retry", "t.jobs.events")
     assert retry.key == step.key == partition_key(run["job_id"], None)
+    assert retry.urgent and step.urgent  # committed with their batch, not after the interval
     scheduled = encoded(retry.value).data
     assert plain(scheduled) == {
         "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
@@ -58,6 +59,7 @@ def test_a_dead_letter_goes_to_the_type_s_topic_with_every_error(router: RetryRo
     last = error_info(3, "Timeout")
     dead, step = router.route(failure("TIMED_OUT", run, error=last), NOW)
     assert dead.topic == "t.jobs.dlq.image.render"
+    assert dead.urgent and step.urgent
     record = encoded(dead.value).data
     assert [plain(e) for e in record.errors] == [*errors, last]
     assert (record.reason, record.attempts, record.dead_lettered_at_ms) == (

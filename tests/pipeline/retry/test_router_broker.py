@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -23,7 +24,7 @@ from tests.pipeline.retry.events import (
     succeeded,
 )
 from tests.support.jobs import submitted
-from tests.support.pipeline import Executions, in_thread, produce
+from tests.support.pipeline import SERIALIZE, Executions, in_thread, produce
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 
@@ -74,6 +75,33 @@ def test_a_failure_becomes_a_retry_at_failure_time_plus_backoff(
     (step,) = wait_for(lambda: events.of_job(run["job_id"], kind="RETRY_SCHEDULED"),
                        timeout_s=TIMEOUT_S, what="the RETRY_SCHEDULED event")  # fmt: skip
     assert (step.scheduled_at_ms, step.attempt) == (scheduled.retry_at_ms, 2)
+
+
+def test_records_passed_over_commit_once_a_second_and_a_failure_with_its_batch(
+    topics: Topics, reader: Callable[[str, int], TopicReader]
+) -> None:
+    s = topics.settings
+    runner = router_runner(s, ROUTER_OPTIONS.evolve(instance_id="t", poll_ms=50), RetryDefaults())
+    with in_thread(runner):
+        produce(s, topics.events, [succeeded(execution())])
+        wait_for(lambda: runner.task.stats.consumed, timeout_s=TIMEOUT_S, what="a first record")
+        before, started = runner.task.stats.transactions, time.monotonic()
+        producer = clients.producer(s)
+        for _ in range(20):  # two seconds of records the router passes over
+            run = execution()
+            producer.produce(topics.events, SERIALIZE(succeeded(run)), run["job_id"].encode())
+            producer.flush(10)
+            time.sleep(0.1)
+        wait_for(lambda: runner.task.stats.consumed >= 21, timeout_s=TIMEOUT_S,
+                 what="every record read")  # fmt: skip
+        seconds = time.monotonic() - started
+        # one transaction a second, not one per batch (20)
+        assert runner.task.stats.transactions - before <= seconds + 2
+        run = execution()
+        produce(s, topics.events, [failure("FAILED", run, error=error_info(1))])
+        retries = reader(topics.retry, s.timer_partitions)
+        wait_for(lambda: retries.of_job(run["job_id"]), timeout_s=TIMEOUT_S,
+                 what="the RetryScheduled")  # fmt: skip
 
 
 def test_exhausted_and_non_retryable_jobs_go_to_their_dead_letter_topic(
