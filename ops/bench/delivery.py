@@ -17,12 +17,10 @@ from statistics import median
 import typer
 from confluent_kafka import Message
 
-from ops.bench.harness import broker, run_settings
+from ops.bench.harness import scratch_topic
 from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
 from ops.bench.report import console
 from pipeline.kafka import clients
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import TopicSpec
 
 
 def main(
@@ -33,11 +31,8 @@ def main(
     port: int = PortOption,
 ) -> None:
     """CPU per record of a transaction, a delivery report per record against one per batch."""
-    with broker(bootstrap, kafka_home_of(kafka_home), port) as kafka:
-        settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
-        topic = f"{settings.topic_prefix}delivery"
-        ensure_topics(settings.kafka_config, [TopicSpec(topic, 1, compacted=True)],
-                      replication_factor=settings.replication_factor)  # fmt: skip
+    home = kafka_home_of(kafka_home)
+    with scratch_topic(bootstrap, home, port, "delivery", compacted=True) as (settings, topic):
         producer = clients.producer(settings, transactional_id=uuid.uuid4().hex)
         producer.init_transactions(30)
         offsets: list[int] = []

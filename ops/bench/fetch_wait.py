@@ -13,16 +13,15 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import typer
 
-from ops.bench.harness import broker, run_settings
+from ops.bench.harness import scratch_topic
 from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
 from ops.bench.report import console
 from pipeline.kafka import clients
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import TopicSpec
 
 
 def main(
@@ -34,20 +33,17 @@ def main(
     port: int = PortOption,
 ) -> None:
     """Delay from a commit to its record's arrival, and fetches, for each fetch wait."""
-    with broker(bootstrap, kafka_home_of(kafka_home), port) as kafka:
-        settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
-        topic = f"{settings.topic_prefix}fetch-wait"
-        ensure_topics(settings.kafka_config, [TopicSpec(topic, 1)],
-                      replication_factor=settings.replication_factor)  # fmt: skip
+    home = kafka_home_of(kafka_home)
+    with scratch_topic(bootstrap, home, port, "fetch-wait") as (settings, topic):
         producer = clients.producer(settings, transactional_id=uuid.uuid4().hex)
         producer.init_transactions(30)
         for wait in waits:
-            fetches: list[int] = []
+            fetches: list[tuple[float, int]] = []
             consumer = clients.consumer(
                 settings, f"{topic}-{wait}-{uuid.uuid4().hex[:6]}",
                 **{**clients.WORKER_FETCH, "fetch.wait.max.ms": wait,
                    "auto.offset.reset": "latest", "statistics.interval.ms": 1000,
-                   "stats_cb": lambda stats: fetches.append(_fetches(stats))},
+                   "stats_cb": partial(_count_fetches, fetches)},
             )  # fmt: skip
             consumer.subscribe([topic])
             deadline = time.monotonic() + 30
@@ -69,21 +65,30 @@ def main(
                     raise SystemExit(f"wait {wait} ms: commit {i} not read within 10 s")
                 delays.append(1000 * (time.monotonic() - committed))
                 time.sleep(gap_ms / 1000)
-            seconds = time.monotonic() - started
             consumer.poll(1.2)  # one more statistics report
             consumer.close()
             delays.sort()
             console.print(
                 f"fetch.wait.max.ms {wait}: commit to arrival p50 {delays[len(delays) // 2]:.1f}"
-                f" ms, max {delays[-1]:.1f} ms; about {max(fetches, default=0) / seconds:.0f}"
-                " fetches a second"
+                f" ms, max {delays[-1]:.1f} ms; {_rate(fetches, started):.0f} fetches a second"
             )
 
 
-def _fetches(stats: str) -> int:
-    """Fetch requests the consumer has sent to its brokers, from librdkafka's statistics."""
+def _count_fetches(counts: list[tuple[float, int]], stats: str) -> None:
+    """Append when, and how many fetch requests the consumer has sent so far (librdkafka's
+    statistics)."""
     brokers = json.loads(stats).get("brokers", {})
-    return sum(b.get("req", {}).get("Fetch", 0) for b in brokers.values())
+    counts.append((time.monotonic(),
+                   sum(b.get("req", {}).get("Fetch", 0) for b in brokers.values())))  # fmt: skip
+
+
+def _rate(counts: list[tuple[float, int]], since: float) -> float:
+    """Fetches a second between the reports after ``since`` (0 with fewer than two)."""
+    during = [(at, n) for at, n in counts if at >= since]
+    if len(during) < 2:
+        return 0.0
+    (first_at, first), (last_at, last) = during[0], during[-1]
+    return (last - first) / (last_at - first_at)
 
 
 if __name__ == "__main__":

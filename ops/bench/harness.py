@@ -29,7 +29,7 @@ from pipeline.config import Settings, load_settings
 from pipeline.kafka import clients
 from pipeline.kafka.admin import ensure_topics
 from pipeline.serde import make_serde
-from pipeline.topics import Topics
+from pipeline.topics import Topics, TopicSpec
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,19 @@ def run_settings(bootstrap: str, *, timer_partitions: int, exec_partitions: int,
     return load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
                          timer_partitions=timer_partitions, exec_partitions=exec_partitions,
                          job_types=job_types)  # fmt: skip
+
+
+@contextmanager
+def scratch_topic(bootstrap: str | None, home: Path, port: int, name: str, *,
+                  compacted: bool = False) -> Iterator[tuple[Settings, str]]:  # fmt: skip
+    """A broker (``bootstrap``'s, or one started here) with a fresh topic of one partition:
+    the run's settings and the topic's name."""
+    with broker(bootstrap, home, port) as kafka:
+        settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
+        topic = f"{settings.topic_prefix}{name}"
+        ensure_topics(settings.kafka_config, [TopicSpec(topic, 1, compacted=compacted)],
+                      replication_factor=settings.replication_factor)  # fmt: skip
+        yield settings, topic
 
 
 def create_topics(settings: Settings) -> None:
