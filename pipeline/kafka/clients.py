@@ -73,8 +73,8 @@ ten a second when quiet, and makes them large when busy."""
 WORKER_FETCH: KafkaConfig = {"fetch.min.bytes": 1, "fetch.wait.max.ms": 100}
 """For the workers' executions, on the latency path: a fetch is answered as soon as one
 committed record is there, whatever the wait (the broker answers a waiting read_committed
-fetch when a transaction's marker moves the stable offset: within 2 ms of the commit at a
-wait of 10 ms as of 500 ms, docs/kafka-tuning.md). So the wait bounds only the empty
+fetch when a transaction's marker moves the stable offset: about 1 ms after the commit at
+a wait of 10 ms as at 500 ms, docs/kafka-tuning.md). So the wait bounds only the empty
 fetches of a worker with nothing to do, ten a second rather than a hundred, and how late a
 partition resumed beside idle ones is fetched again."""
 

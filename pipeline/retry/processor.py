@@ -31,7 +31,7 @@ PASSED_OVER = frozenset(LIFECYCLE_KINDS) - FAILURE_KINDS
 ROUTER_OPTIONS = RunnerOptions(poll_ms=100, commit_interval_ms=1000)
 """A failure routed commits at the end of its batch (its outputs are urgent); the offsets
 of the records passed over, most of jobs.events, at most once a second: a transaction
-holding offsets only cost the broker four requests and a marker, ten times a second
+holding offsets only cost the broker three requests and a marker, ten times a second
 (docs/benchmarks.md). A 100 ms poll bounds how soon a stop request is noticed."""
 
 
