@@ -3,9 +3,10 @@
 The timers may fire a job ahead of its due instant (``JOBSTREAM_FIRE_LEAD``), and a
 worker's clock may run behind the timers'. Either way a record arrives before it is due;
 its lane keeps it here, not in its tier buffer, so no slot is taken and no record behind
-it waits, and hands it to the buffer ``claim_ahead_ms`` before it is due: claimed then,
-its handler starts on the instant (pipeline/worker/executor.py waits for it), not a
-claim's round trip after it.
+it waits, and releases it ``claim_ahead_ms`` before it is due, with the others due within
+as much again: claimed then in one transaction, its run holds no slot until its launch
+comes near (pipeline/worker/loop.py), and its handler starts on the instant
+(pipeline/worker/executor.py waits for it), not a claim's round trip after it.
 
 Pure: the clock is an argument.
 """

@@ -10,9 +10,13 @@ again.
 A run whose cancel arrived (pipeline/worker/cancels.py) keeps its request in ``cancel``:
 whatever way it then ends, it is reported CANCELLED.
 
-A run in ``slots`` also holds a slot of its partition index in its lane's
+A run claimed ahead of its due instant (a record fired ahead, ``JOBSTREAM_FIRE_LEAD``)
+waits in ``ahead`` instead, holding no slot, until its launch comes near (:meth:`seat`);
+one that ends without a launch (cancelled, given up) never takes one.
+
+A run in ``slots`` or ``ahead`` also holds a slot of its partition index in its lane's
 :class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
-when it is added, given back when its handler returns.
+when it is added, given back when its handler returns (or it ends unlaunched).
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ class RunningJob:
 class InFlight:
     def __init__(self, recent_limit: int = RECENT_EXECUTIONS) -> None:
         self.slots: dict[int, RunningJob] = {}
+        self.ahead: dict[int, RunningJob] = {}
+        """Runs claimed ahead of their instant, waiting for it without a slot."""
         self.active: dict[str, RunningJob] = {}
         self._job_ids: dict[str, int] = {}
         """Active runs per job id (for the overlap policy); a plain dict, as Counter's
@@ -83,16 +89,22 @@ class InFlight:
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_limit = recent_limit
 
-    def add(self, job: RunningJob) -> None:
-        self.slots[job.token] = job
+    def add(self, job: RunningJob, *, ahead: bool = False) -> None:
+        """A run started: it takes a slot now, or (``ahead``) once :meth:`seat` gives it one."""
+        (self.ahead if ahead else self.slots)[job.token] = job
         job.lane.slots.take(job.partition)
         self.active[job.execution_id] = job
         job_id = job.execution.job_id
         self._job_ids[job_id] = self._job_ids.get(job_id, 0) + 1
 
+    def seat(self, job: RunningJob) -> None:
+        """A run claimed ahead takes its slot: its launch has come."""
+        del self.ahead[job.token]
+        self.slots[job.token] = job
+
     def release(self, token: int) -> RunningJob | None:
-        """The run behind ``token`` has returned: free its slot."""
-        job = self.slots.pop(token, None)
+        """The run behind ``token`` has returned, or ended unlaunched: free its slot."""
+        job = self.slots.pop(token, None) or self.ahead.pop(token, None)
         if job is not None:
             job.lane.slots.give(job.partition)
         return job

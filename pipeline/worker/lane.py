@@ -11,7 +11,9 @@ fetch already under way may add one more batch) until half of its buffer has sta
 (:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
 tier is paused while draining. A record fetched before its due instant (fired ahead, or
 this worker's clock behind the timers') waits apart until ``claim_ahead_ms`` before it
-(pipeline/worker/early.py).
+(pipeline/worker/early.py); then, if its instant is still more than ``launch_ahead_ms``
+away, it goes to ``ahead``, to be claimed without waiting for a slot, else to its tier
+buffer.
 
 Final outcomes of the type's executions (with their results, for jobs.results, and their
 runs' log lines, for jobs.logs) and the group's offsets commit in transactions
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -118,6 +121,7 @@ def transactional_prefix(prefix: str, route: str) -> str:
 class Lane:
     def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
                  static_member: bool = False, pool: str | None = None, claim_ahead_ms: int = 0,
+                 launch_ahead_ms: int = 0,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  before_commit: Callable[[], object] = lambda: None,
                  before_revoke: Callable[[Lane], object] = lambda lane: None) -> None:  # fmt: skip
@@ -159,7 +163,12 @@ class Lane:
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         self.early: EarlyRecords[Record] = EarlyRecords()
         """Records fetched before their due instant, until ``claim_ahead_ms`` before it."""
-        self.claim_ahead_ms = claim_ahead_ms
+        self.launch_ahead_ms = launch_ahead_ms
+        self.claim_ahead_ms = launch_ahead_ms if self.slots.limited else claim_ahead_ms
+        """A limited type's claims hold its limit's slots: they come no sooner than launches."""
+        self.ahead: deque[Record] = deque()
+        """Records whose claim has come more than ``launch_ahead_ms`` before their instant:
+        the loop claims them without a slot (they take one at their launch)."""
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
         self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
@@ -249,6 +258,8 @@ class Lane:
         for buffer in self.buffers.values():
             buffer.forget(gone)
         self.early.forget(gone)
+        if self.ahead:
+            self.ahead = deque(r for r in self.ahead if (r.ref.topic, r.ref.partition) not in gone)
 
     # -- records ------------------------------------------------------------------------
 
@@ -285,17 +296,30 @@ class Lane:
             if release > now:
                 self.early.add(release, (topic, partition), record)
             else:
-                self.buffers[tier].append((topic, partition), record, _size(record))
+                self._place((topic, partition), record, now)
 
     def release_early(self, now: int) -> None:
-        """Once the first record held before its time is to be claimed, hand it to its
-        tier buffer with those due within a claim-ahead after it: they are claimed in one
-        transaction, not one each."""
+        """Once the first record held before its time is to be claimed, release it with
+        those due within a claim-ahead after it: they are claimed in one transaction, not
+        one each."""
         first = self.early.next_ms()
         if first is None or first > now:
             return
         for partition, record in self.early.due(now + self.claim_ahead_ms):
+            self._place(partition, record, now)
+
+    def _place(self, partition: Partition, record: Record, now: int) -> None:
+        """A record whose claim has come: ahead of a slot while its launch is still to
+        come, else in its tier buffer."""
+        if record.execution.scheduled_at_ms - now > self.launch_ahead_ms and not self.slots.limited:
+            self.ahead.append(record)
+        else:
             self.buffers[record.tier].append(partition, record, _size(record))
+
+    def wait_for_slot(self, record: Record) -> None:
+        """A record taken from ``ahead`` that must wait for a slot after all."""
+        self.buffers[record.tier].append((record.ref.topic, record.ref.partition), record,
+                                         _size(record))  # fmt: skip
 
     def pick(self) -> Record | None:
         """The next record to start, by the priority policy; with a concurrency limit,

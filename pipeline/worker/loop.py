@@ -33,10 +33,14 @@ free and nothing is buffered.
   soon as the previous report is ``progress_interval_s`` old, and its last report goes
   before its outcome (pipeline/worker/progress.py).
 - On the instant: a record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``)
-  waits in its lane until ``claim_ahead_s`` before it (the loop's waits end then), is
-  claimed (its STARTED telling the due instant) and handed to the executor, which starts
-  the handler on the instant (pipeline/worker/executor.py). A cancel that arrives before
-  the claim ends it CANCELLED, never started; one after it, like any cancel of a run.
+  waits in its lane until ``claim_ahead_s`` before it (the loop's waits end then), and is
+  claimed (its STARTED telling the due instant) with the others due within as much again,
+  in one transaction, holding no slot: up to ``claimed_ahead_most`` such runs wait for
+  their launch. ``launch_ahead_s`` before its instant, a run takes a slot (claimed runs
+  before any record waiting in a buffer) and goes to the executor, which starts the
+  handler on the instant (pipeline/worker/executor.py). A cancel that arrives before the
+  claim ends it CANCELLED, never started; one after the claim and before the launch, at
+  once, never launched; one after the launch, like any cancel of a run.
 - Redeliveries (a rebalance racing a claim): a record whose execution id is running here
   joins that run; one whose outcome was already produced here is skipped.
 - Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
@@ -60,6 +64,7 @@ free and nothing is buffered.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import queue
@@ -136,6 +141,7 @@ class WorkerLoop:
         self.lanes = [Lane(settings, t, worker_id=options.worker_id, prefetch=prefetch,
                            static_member=options.static_member, pool=options.pool,
                            claim_ahead_ms=round(options.claim_ahead_s * 1000),
+                           launch_ahead_ms=round(options.launch_ahead_s * 1000),
                            deserialize=deserialize, before_commit=self._flush_events,
                            before_revoke=self._await_runs,
                            schedule=CommitSchedule(options.commit_interval_s,
@@ -158,6 +164,10 @@ class WorkerLoop:
         """A crash in a child process takes only its own run down: no suspects there."""
         self._unclaimed: list[tuple[RunningJob, JobContext]] = []
         """Runs started whose claim has not committed yet: their handlers wait."""
+        self._claimed_ahead: list[tuple[int, int, RunningJob, JobContext]] = []
+        """Runs claimed ahead of their instant, waiting for their launch: a heap by due
+        instant (then token)."""
+        self._launch_ahead_ms = round(options.launch_ahead_s * 1000)
         self.cancels = CancelSet()
         self.control = ControlReader(settings, deserialize)
         self._cancelling: list[RunningJob] = []
@@ -261,6 +271,7 @@ class WorkerLoop:
 
     def _close(self) -> None:
         self._unclaimed.clear()
+        self._claimed_ahead.clear()
         given_up = self.inflight.give_up()
         self.stats.given_up = len(given_up)
         if given_up:
@@ -294,8 +305,10 @@ class WorkerLoop:
         self._cancel_requested(now)
         self._time_out(now)
         self._beat_jobs(now)
+        self._launch_ahead()
         if fetching:
             self._dispatch()
+            self._dispatch_ahead()
         self._launch_claimed()
         for lane in self.lanes:
             lane.commit()
@@ -314,7 +327,7 @@ class WorkerLoop:
         buffered, the wait is for records to arrive; with both, there is no wait at all.
         """
         wait = self._until_next_instant(self.options.poll_timeout_s)
-        ready = any(lane.has_buffered for lane in self.lanes)
+        ready = any(lane.has_buffered for lane in self.lanes) or self._may_claim_ahead()
         for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
         full = len(self.inflight.slots) >= self.options.concurrency
         if not fetching or for_slot or full or self.quarantine.blocks(self.inflight.active):
@@ -330,6 +343,9 @@ class WorkerLoop:
         sooner."""
         soonest = min((ms for lane in self.lanes if (ms := lane.early.next_ms()) is not None),
                       default=None)  # fmt: skip
+        if self._claimed_ahead:
+            launch = self._claimed_ahead[0][0] - self._launch_ahead_ms
+            soonest = launch if soonest is None else min(soonest, launch)
         if soonest is None:
             return wait_s
         return min(wait_s, max(0.0, (soonest - now_ms()) / 1000))
@@ -483,11 +499,56 @@ class WorkerLoop:
                     self._report(job, self._cancelled(job.execution, job.cancel))
                 self.inflight.release(job.token)
                 continue
-            start = now + max(0, job.execution.scheduled_at_ms - wall) / 1000  # claimed ahead
-            job.deadline, job.next_beat = start + job.timeout_s, start + self.options.heartbeat_s
-            job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
-            job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
+            if job.token in self.inflight.ahead:  # its launch is still to come
+                job.next_beat = now + self.options.heartbeat_s
+                heapq.heappush(self._claimed_ahead,
+                               (job.execution.scheduled_at_ms, job.token, job, ctx))  # fmt: skip
+                continue
+            self._launch(job, ctx, now, wall)
         self._unclaimed = waiting
+
+    def _launch(self, job: RunningJob, ctx: JobContext, now: float, wall: int) -> None:
+        """Hand a claimed run holding a slot to the executor; one claimed ahead starts on
+        its instant, and its deadline and heartbeats count from there."""
+        start = now + max(0, job.execution.scheduled_at_ms - wall) / 1000
+        job.deadline, job.next_beat = start + job.timeout_s, start + self.options.heartbeat_s
+        job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
+        job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
+
+    def _launch_ahead(self) -> None:
+        """The runs claimed ahead whose launch has come take the free slots, earliest
+        instant first; those that ended meanwhile (cancelled) are passed over."""
+        heap, now, wall = self._claimed_ahead, time.monotonic(), now_ms()
+        launch_by, slots = wall + self._launch_ahead_ms, self.inflight.slots
+        while heap and heap[0][0] <= launch_by and len(slots) < self.options.concurrency:
+            _, _, job, ctx = heapq.heappop(heap)
+            if job.token in self.inflight.ahead:
+                self.inflight.seat(job)
+                self._launch(job, ctx, now, wall)
+
+    def _may_claim_ahead(self) -> bool:
+        """Whether records wait to be claimed ahead and there is room for them."""
+        return (len(self.inflight.ahead) < self.options.claimed_ahead_most
+                and any(lane.ahead for lane in self.lanes))  # fmt: skip
+
+    def _dispatch_ahead(self) -> None:
+        """Start the records whose claim has come ahead of their instant, holding no slot
+        (their STARTED joins the lane's next transaction, as a slot's do), up to
+        ``claimed_ahead_most`` waiting. A record the quarantine would hold waits for a slot
+        in its tier buffer instead."""
+        room = self.options.claimed_ahead_most - len(self.inflight.ahead)
+        for lane in self.lanes:
+            while room > 0 and lane.ahead:
+                record = lane.ahead.popleft()
+                if not lane.holds(record.ref):
+                    continue  # its partition went to another worker
+                if self._quarantines and is_suspect(record.execution):
+                    lane.wait_for_slot(record)
+                    continue
+                launch = self._start(lane, record, ahead=True)
+                if launch is not None:
+                    self._unclaimed.append(launch)
+                    room -= 1
 
     def _forget(self, job: RunningJob) -> None:
         """A run never launched, whose record is someone else's now: no outcome."""
@@ -506,8 +567,10 @@ class WorkerLoop:
                 return lane, record
         return None
 
-    def _start(self, lane: Lane, record: Record) -> tuple[RunningJob, JobContext] | None:
-        """Take a slot and queue STARTED for ``record``; the run to launch, if any."""
+    def _start(self, lane: Lane, record: Record, *,
+               ahead: bool = False) -> tuple[RunningJob, JobContext] | None:  # fmt: skip
+        """Take a slot (``ahead``: not yet) and queue STARTED for ``record``; the run to
+        launch, if any."""
         execution, worker = record.execution, self.options.worker_id
         execution_id = execution.execution_id
         running = self.inflight.active.get(execution_id)
@@ -550,7 +613,7 @@ class WorkerLoop:
             deadline=math.inf, next_beat=math.inf,  # set when its handler is launched
             signal=ctx.cancel_signal, progress=progress,
         )  # fmt: skip
-        self.inflight.add(job)
+        self.inflight.add(job, ahead=ahead)
         lane.pending.append(job.started)
         lane.tracker.done(record.ref)  # claimed with the STARTED, in one transaction
         self.stats.started += 1
@@ -588,8 +651,15 @@ class WorkerLoop:
     def _stop(self, job: RunningJob, request: CancelRequest, now: float) -> None:
         """Tell a run it is cancelled: an async one gets CancelledError, a sync one sees
         ``ctx.cancelled``, a run in a child process is terminated (SIGTERM, SIGKILL after
-        ``cancel_grace_s``). Its end is reported CANCELLED (:meth:`_end`)."""
+        ``cancel_grace_s``). Its end is reported CANCELLED (:meth:`_end`); a run claimed
+        ahead and not launched yet ends CANCELLED at once (one whose claim still waits,
+        when the claim commits: :meth:`_launch_claimed`)."""
         job.cancel, job.cancel_deadline = request, now + self.options.cancel_grace_s
+        if job.token in self.inflight.ahead:
+            if not job.lane.holds_pending(job.started):
+                self._report(job, self._cancelled(job.execution, request))
+                self.inflight.release(job.token)
+            return
         if job.signal is not None:
             job.signal.set()
         if job.async_run is not None and not job.async_run.cancel_requested:

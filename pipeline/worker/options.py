@@ -64,13 +64,19 @@ class WorkerOptions:
     drain_timeout_s: float = 30.0
     """After stop, how long running jobs may finish before they are given up (reported
     FAILED, ``WorkerStopped``, and retried by the job's policy)."""
-    claim_ahead_s: float = 0.02
+    claim_ahead_s: float = 0.2
     """A record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``) is claimed this
-    long before it (to half as much again, with the records due just after it), and its
-    handler started on the instant: a claim's round trip is not added to its start
-    (pipeline/worker/early.py). Its STARTED tells the due instant. It holds a slot from
-    the claim, so at a worker's full rate about ``rate x 1.5 x claim_ahead_s`` slots wait
-    for their instant."""
+    long before it, with the others due within as much again after it: one claim's
+    transaction for all of them, about one per ``claim_ahead_s`` (pipeline/worker/early.py).
+    Its STARTED tells the due instant. A run claimed so holds no slot until
+    ``launch_ahead_s`` before its instant; a type with a concurrency limit claims only
+    ``launch_ahead_s`` ahead, since its claims hold the limit's slots."""
+    launch_ahead_s: float = 0.02
+    """A run claimed ahead takes a slot this long before its instant, when one is free, and
+    its handler starts on the instant (pipeline/worker/executor.py waits for it)."""
+    claimed_ahead_most: int = 2000
+    """Runs claimed ahead and waiting for their instant, at most (each keeps its record and
+    context in memory); records past it wait to be claimed."""
     poll_timeout_s: float = 0.02
     """Longest wait per loop iteration (for records, or for a run to end when every slot
     is taken): bounds how late a deadline, a heartbeat or a due commit is noticed."""

@@ -5,6 +5,7 @@ arrives meanwhile ends it CANCELLED, never started."""
 from __future__ import annotations
 
 import threading
+import time
 
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
@@ -67,3 +68,70 @@ def test_a_cancel_before_the_instant_ends_the_record_never_started(
     assert_cancelled(ended)
     events.catch_up()
     assert events.kinds(execution_id) == ["CANCELLED"] and not ran.is_set()
+
+
+def test_runs_claimed_ahead_hold_no_slot_until_their_instant(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    """Forty records due at one instant, a worker of four slots: every one is claimed
+    (its STARTED committed) before the instant, not four at a time after it, and still no
+    more than four handlers run at once, none before the instant."""
+    app = WorkerApp()
+    started: dict[str, int] = {}
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        with lock:
+            started[ctx.execution_id] = now_ms()
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+
+    worker = start_worker(app, concurrency=4, claim_ahead_s=2.0)
+    wait_for(lambda: worker.runtime.lanes[0].tracker.assigned(), timeout_s=60,
+             what="the worker's partitions")  # fmt: skip
+    due = now_ms() + 6000
+    ids = submit(topics, *(execution_requested(fire_ms=due) for _ in range(40)))
+
+    def all_started() -> bool:
+        events.poll()
+        return {r["execution_id"] for r in events.records if r["kind"] == "STARTED"} >= set(ids)
+
+    wait_for(all_started, timeout_s=max(0.1, (due - now_ms()) / 1000 - 0.2),
+             what="every STARTED before the instant")  # fmt: skip
+    assert now_ms() < due and not started, "claimed ahead, none launched yet"
+    assert len(worker.runtime.inflight.ahead) == 40
+    for execution_id in ids:
+        events.wait(execution_id, "SUCCEEDED", timeout_s=30)
+    assert min(started.values()) >= due and most[0] <= 4
+    assert not worker.runtime.inflight.ahead and not worker.runtime.inflight.slots
+
+
+def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+    ran = threading.Event()
+
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        ran.set()
+
+    worker = start_worker(app, claim_ahead_s=4.0)
+    wait_for(lambda: worker.runtime.lanes[0].tracker.assigned(), timeout_s=60,
+             what="the worker's partitions")  # fmt: skip
+    job = execution_requested(fire_ms=now_ms() + 6000)
+    (execution_id,) = submit(topics, job)
+    events.wait(execution_id, "STARTED", timeout_s=5)
+    cancel(topics, job)
+    [ended] = events.wait(execution_id, "CANCELLED", timeout_s=30)
+    assert_cancelled(ended)
+    assert now_ms() < job.data.scheduled_at_ms, "cancelled between its claim and its instant"
+    time.sleep(max(0.0, (job.data.scheduled_at_ms - now_ms()) / 1000 + 0.5))
+    events.catch_up()
+    assert events.kinds(execution_id) == ["STARTED", "CANCELLED"] and not ran.is_set()
+    assert not worker.runtime.inflight.ahead and not worker.runtime.inflight.slots
