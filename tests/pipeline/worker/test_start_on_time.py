@@ -11,7 +11,7 @@ from pipeline.clock import now_ms
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
-from tests.pipeline.worker.support import EventLog, StartWorker
+from tests.pipeline.worker.support import EventLog, StartWorker, Worker
 from tests.pipeline.worker.test_cancel_runs import assert_cancelled, cancel
 from tests.support.waiting import wait_for
 
@@ -46,9 +46,8 @@ def test_records_fired_ahead_start_on_their_instant_not_before(
     assert order == ids, "they start in the order of their instants"
 
 
-def test_a_cancel_before_the_instant_ends_the_record_never_started(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
+def _flagging_worker(start_worker: StartWorker, **options: float) -> tuple[Worker, threading.Event]:
+    """A worker whose handler only sets the event it returns, its partitions assigned."""
     app = WorkerApp()
     ran = threading.Event()
 
@@ -56,9 +55,16 @@ def test_a_cancel_before_the_instant_ends_the_record_never_started(
     def work(ctx: JobContext) -> None:
         ran.set()
 
-    worker = start_worker(app)
+    worker = start_worker(app, **options)
     wait_for(lambda: worker.runtime.lanes[0].tracker.assigned(), timeout_s=60,
              what="the worker's partitions")  # fmt: skip
+    return worker, ran
+
+
+def test_a_cancel_before_the_instant_ends_the_record_never_started(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    worker, ran = _flagging_worker(start_worker)
     job = execution_requested(fire_ms=now_ms() + 8000)
     (execution_id,) = submit(topics, job)
     wait_for(lambda: len(worker.runtime.lanes[0].early) == 1, timeout_s=6,
@@ -114,16 +120,7 @@ def test_runs_claimed_ahead_hold_no_slot_until_their_instant(
 def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
     topics: Topics, start_worker: StartWorker, events: EventLog
 ) -> None:
-    app = WorkerApp()
-    ran = threading.Event()
-
-    @app.handler("data.process")
-    def work(ctx: JobContext) -> None:
-        ran.set()
-
-    worker = start_worker(app, claim_ahead_s=4.0)
-    wait_for(lambda: worker.runtime.lanes[0].tracker.assigned(), timeout_s=60,
-             what="the worker's partitions")  # fmt: skip
+    worker, ran = _flagging_worker(start_worker, claim_ahead_s=4.0)
     job = execution_requested(fire_ms=now_ms() + 6000)
     (execution_id,) = submit(topics, job)
     events.wait(execution_id, "STARTED", timeout_s=5)
