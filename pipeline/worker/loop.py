@@ -340,11 +340,11 @@ class WorkerLoop:
 
     def _until_next_instant(self, wait_s: float) -> float:
         """``wait_s``, or less if a record held before its time is due to be claimed
-        sooner."""
+        sooner, or a run claimed ahead to take a free slot."""
         soonest = min((ms for lane in self.lanes if (ms := lane.early.next_ms()) is not None),
                       default=None)  # fmt: skip
-        if self._claimed_ahead:
-            launch = self._claimed_ahead[0][0] - self._launch_ahead_ms
+        if self._claimed_ahead and len(self.inflight.slots) < self.options.concurrency:
+            launch = self._claimed_ahead[0][0] - self._launch_ahead_ms  # else: a run's end
             soonest = launch if soonest is None else min(soonest, launch)
         if soonest is None:
             return wait_s
