@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,7 +16,10 @@ from pipeline.clock import now_ms
 CHUNK = 10_000
 """Most jobs submitted in one go."""
 PACE_S = 0.05
-"""How often a paced submitter looks for jobs whose time to be submitted has come."""
+"""How often a paced submitter looks for jobs whose time to be submitted has come: it
+submits what came within the lead since its last look in one go, as a batching producer
+would, rather than each job the moment its turn comes (at 1,200 jobs/s that was about
+2.5 records a Produce request, a third of the broker's requests in a run)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class Load:
                size: int = CHUNK) -> Iterator[tuple[int, int]]:  # fmt: skip
         """Index ranges ``[first, upto)`` of jobs to submit now, in order, until all are
         or ``halt`` is set. Paced, a job's turn comes ``lead_s`` before it falls due
-        (jobs due at ``t0_ms + offsets_ms[i]``); otherwise all come at once."""
+        (jobs due at ``t0_ms + offsets_ms[i]``), and the jobs whose turn came are looked
+        for every ``PACE_S``; otherwise all come at once."""
         done, total = 0, len(self.offsets_ms)
         lead_ms = int(self.lead_s * 1000)
         while done < total and not halt.is_set():
@@ -75,10 +78,12 @@ class Load:
                 horizon = now_ms() - t0_ms + lead_ms
                 upto = min(upto, bisect.bisect_right(self.offsets_ms, horizon, lo=done))
                 if upto == done:
-                    time.sleep(PACE_S)
+                    halt.wait(PACE_S)
                     continue
             yield done, upto
             done = upto
+            if self.paced and done < total and self.offsets_ms[done] > horizon:
+                halt.wait(PACE_S)  # caught up with the lead: the next look in a pace
 
 
 def _check(ok: bool, problem: str) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
 
-from ops.bench.load import CHUNK, Load
+from ops.bench.load import CHUNK, PACE_S, Load
 from pipeline.clock import now_ms
 
 
@@ -38,6 +40,19 @@ def test_paced_jobs_come_only_when_within_the_lead_of_their_due_time() -> None:
     assert next(chunks) == (0, 2)  # due now and in 100 ms; the third is a minute away
     halt.set()
     assert list(chunks) == []
+
+
+def test_paced_jobs_come_in_one_chunk_a_pace_not_one_a_turn() -> None:
+    # 2,000 jobs/s for 0.4 s: a job's turn every half millisecond, a look every 50 ms,
+    # and each chunk takes its submitter 3 ms (a flush), in which six more turns come.
+    load = Load.steady(rate=2000, duration_s=0.4, lead_s=0.001)
+    chunks = []
+    for chunk in load.chunks(now_ms(), threading.Event()):
+        chunks.append(chunk)
+        time.sleep(0.003)
+    assert chunks[0][0] == 0 and chunks[-1][1] == len(load.offsets_ms) == 800
+    assert all(upto == first for (_, first), (upto, _) in itertools.pairwise(chunks))
+    assert len(chunks) <= 0.4 / PACE_S + 2, chunks
 
 
 @pytest.mark.parametrize("make", [
