@@ -37,7 +37,7 @@ from connectors.api.auth import hash_token
 from connectors.api.server import ApiServer
 from connectors.api.settings import load_api_settings
 from connectors.views import ViewStore
-from ops.bench.harness import broker, create_topics, run_settings
+from ops.bench.harness import broker, create_topics, run_topics
 from ops.bench.measure import cpu_seconds
 from ops.bench.options import (
     BootstrapOption,
@@ -185,8 +185,10 @@ def bench_api(
     """Measure the HTTP API: accepted jobs/s (batch and single) and owner listing p99."""
     views = workdir / "api-views"
     shutil.rmtree(views, ignore_errors=True)
-    with broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as running:
-        settings = run_settings(running.bootstrap, timer_partitions=6, exec_partitions=2)
+    with (
+        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as running,
+        run_topics(running.bootstrap, timer_partitions=6, exec_partitions=2) as settings,
+    ):
         create_topics(settings)
         server = _server(settings, views, owners)
         try:

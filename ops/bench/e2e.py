@@ -30,7 +30,7 @@ import typer
 from rich.table import Table
 
 from ops.bench.app import HANDLERS
-from ops.bench.harness import broker, run_settings
+from ops.bench.harness import broker, run_topics
 from ops.bench.load import Load
 from ops.bench.options import (
     BootstrapOption,
@@ -114,7 +114,7 @@ def bench(
     exec_partitions: int = ExecPartitionsOption,
     bootstrap: str | None = BootstrapOption,
     port: int = PortOption,
-    metrics_port: int = typer.Option(39600, "--metrics-port",
+    metrics_port: int = typer.Option(29600, "--metrics-port",
                                      help="First /healthz port of the pipeline's processes."),
     workdir: Path = WorkdirOption,
     kafka_home: Path | None = KafkaHomeOption,
@@ -153,10 +153,9 @@ def bench(
     with (
         broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
+        run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=exec_partitions,
+                   job_types=(HANDLERS[handler.value],)) as settings,
     ):
-        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
-                                exec_partitions=exec_partitions,
-                                job_types=(HANDLERS[handler.value],))  # fmt: skip
         report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source))
         if with_peer:
             from ops.bench.peer import run_peer
@@ -166,7 +165,7 @@ def bench(
             if scenario is Scenario.burst:
                 peer_load = Load.burst(burst, lead_s or 10 + burst / 600)
             report["peer"] = run_peer(load=peer_load, handler=handler.value,
-                                      workdir=workdir / "celery", port=port + 7000,
+                                      workdir=workdir / "celery", port=port + 1000,
                                       progress=bar)  # fmt: skip
             report["ratios"] = _ratios(report, report["peer"])
     report["load_average_end"] = load_average()

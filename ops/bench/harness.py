@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from ops.kafka.cluster import Layout, LocalCluster
 from ops.kafka.warmup import WARM_UP_S, warm_up
@@ -83,13 +84,40 @@ def settings_env(settings: Settings) -> dict[str, str]:
     }
 
 
-def run_settings(bootstrap: str, *, timer_partitions: int, exec_partitions: int,
-                 job_types: tuple[str, ...] = (JOB_TYPE,)) -> Settings:  # fmt: skip
-    """Settings of one run: a topic prefix no other run uses, only the run's job types."""
+@contextmanager
+def run_topics(bootstrap: str, *, timer_partitions: int, exec_partitions: int,
+               job_types: tuple[str, ...] = (JOB_TYPE,)) -> Iterator[Settings]:  # fmt: skip
+    """Settings of one run: a topic prefix no other run uses, only the run's job types.
+    Every topic under the prefix is deleted when the run ends: a broker reused by run after
+    run (``--bootstrap``) would otherwise keep each run's partitions (76 for an end-to-end
+    run) and answer slower as they pile up."""
     prefix = f"bench-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}."
-    return load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
-                         timer_partitions=timer_partitions, exec_partitions=exec_partitions,
-                         job_types=job_types)  # fmt: skip
+    settings = load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
+                             timer_partitions=timer_partitions, exec_partitions=exec_partitions,
+                             job_types=job_types)  # fmt: skip
+    try:
+        yield settings
+    finally:
+        delete_run_topics(settings)
+
+
+def delete_run_topics(settings: Settings) -> None:
+    """Delete the topics under the run's prefix; a failure is logged, not raised: the run's
+    results stand without it."""
+    admin = AdminClient(dict(settings.kafka_config))
+    try:
+        names = [name for name in admin.list_topics(timeout=_ADMIN_TIMEOUT_S).topics
+                 if name.startswith(settings.topic_prefix)]  # fmt: skip
+        if names:
+            futures = admin.delete_topics(names, operation_timeout=_ADMIN_TIMEOUT_S,
+                                          request_timeout=_ADMIN_TIMEOUT_S)  # fmt: skip
+            for future in futures.values():
+                future.result()
+    except KafkaException as exc:
+        log.warning("could not delete the topics under %s: %s", settings.topic_prefix, exc)
+
+
+_ADMIN_TIMEOUT_S = 30
 
 
 @contextmanager
@@ -97,8 +125,10 @@ def scratch_topic(bootstrap: str | None, home: Path, port: int, name: str, *,
                   compacted: bool = False) -> Iterator[tuple[Settings, str]]:  # fmt: skip
     """A broker (``bootstrap``'s, or one started here) with a fresh topic of one partition:
     the run's settings and the topic's name."""
-    with broker(bootstrap, home, port) as kafka:
-        settings = run_settings(kafka.bootstrap, timer_partitions=1, exec_partitions=1)
+    with (
+        broker(bootstrap, home, port) as kafka,
+        run_topics(kafka.bootstrap, timer_partitions=1, exec_partitions=1) as settings,
+    ):
         topic = f"{settings.topic_prefix}{name}"
         ensure_topics(settings.kafka_config, [TopicSpec(topic, 1, compacted=compacted)],
                       replication_factor=settings.replication_factor)  # fmt: skip

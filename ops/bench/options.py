@@ -11,7 +11,7 @@ BootstrapOption = typer.Option(
     None, "--bootstrap", envvar="JOBSTREAM_BOOTSTRAP_SERVERS",
     help="Use this broker instead of starting one.",
 )  # fmt: skip
-PortOption = typer.Option(39092, "--port", help="Port of the local broker started otherwise.")
+PortOption = typer.Option(29092, "--port", help="Port of the local broker started otherwise.")
 DEFAULT_WORKDIR = Path(".jobstream/bench")
 WorkdirOption = typer.Option(DEFAULT_WORKDIR, "--workdir")
 KafkaHomeOption = typer.Option(

@@ -40,7 +40,7 @@ class PipelineShape:
     handler: str = "noop"
     workers: int = 1
     concurrency: int = 64
-    metrics_port: int = 39600
+    metrics_port: int = 29600
     stall_s: float = 60.0
     """Stop waiting when no job has ended for this long after the last due time."""
     py_spy_s: float = 0.0

@@ -19,7 +19,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ops.bench.harness import broker, run_settings
+from ops.bench.harness import broker, run_topics
 from ops.bench.options import (
     BootstrapOption,
     ExecPartitionsOption,
@@ -85,10 +85,10 @@ def bench_timers(
     with (
         broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
+        run_topics(kafka.bootstrap, exec_partitions=exec_partitions,
+                   timer_partitions=1 if scenario is Scenario.restore else partitions) as settings,
     ):
-        partitions = 1 if scenario is Scenario.restore else partitions
-        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
-                                exec_partitions=exec_partitions)  # fmt: skip
+        partitions = settings.timer_partitions
         run = Run(settings, workdir, bar, py_spy_s)
         try:
             if scenario is Scenario.steady:

@@ -31,7 +31,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.table import Table
 
-from ops.bench.harness import broker, run_settings
+from ops.bench.harness import broker, run_topics
 from ops.bench.load import Load
 from ops.bench.options import (
     BootstrapOption,
@@ -186,9 +186,12 @@ def main(
     """Count the records and bytes per job on every topic, for one-off no-op jobs."""
     home = kafka_home_of(kafka_home, workdir)
     report: dict[str, Any] = {"jobs": jobs, "rate": rate, "load_average_start": load_average()}
-    with broker(bootstrap, home, port) as kafka, progress_bar() as bar:
-        settings = run_settings(kafka.bootstrap, timer_partitions=partitions,
-                                exec_partitions=partitions, job_types=("bench.noop",))  # fmt: skip
+    with (
+        broker(bootstrap, home, port) as kafka,
+        progress_bar() as bar,
+        run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=partitions,
+                   job_types=("bench.noop",)) as settings,
+    ):
         load = Load.steady(rate, jobs / rate, 5.0)
         shape = PipelineShape(metrics_port=free_ports(4))  # beside other runs' processes
         run = run_pipeline(settings, load, shape, workdir, kafka.pids, bar)

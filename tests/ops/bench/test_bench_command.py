@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner
 
 from ops.bench.peer.procs import family
@@ -40,6 +41,11 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
     assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
     assert report["status_caught_up_after_s"] is not None
     assert "end-to-end jobs/s" in result.output
+    prefix = Path(report["work_dir"]).name + "."
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    wait_for(lambda: not [name for name in admin.list_topics(timeout=10).topics
+                          if name.startswith(prefix)],
+             timeout_s=10, what="the run's topics deleted when it ends")  # fmt: skip
 
 
 def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
