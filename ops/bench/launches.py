@@ -31,8 +31,8 @@ def read_buckets(ports: Iterable[int]) -> dict[float, float]:
 
 
 def summarize_buckets(buckets: dict[float, float]) -> dict[str, Any]:
-    """Launches counted, the share within each bound, and for each quantile the bound it
-    is within (ms; None past the last finite bound)."""
+    """Launches counted, the share within each bound, for each quantile the bound it is
+    within, and the bound every launch is within (ms; None past the last finite bound)."""
     total = buckets.get(float("inf"), 0.0)
     if not total:
         return {"count": 0}
@@ -41,4 +41,5 @@ def summarize_buckets(buckets: dict[float, float]) -> dict[str, Any]:
     within = {f"p{round(q * 100)}_within_ms": next(
         (bound * 1000 for bound, n in finite.items() if n >= q * total), None)
         for q in QUANTILES}  # fmt: skip
-    return {"count": int(total), "share_within_ms": shares, **within}
+    every = next((bound * 1000 for bound, n in finite.items() if n >= total), None)
+    return {"count": int(total), "share_within_ms": shares, **within, "max_within_ms": every}

@@ -39,12 +39,13 @@ def verdicts(report: dict[str, Any]) -> list[Row]:
                             ok=achieved >= KEEPS_UP * rate))  # fmt: skip
         bound = next((p99 for upto, p99 in START_P99_MS if rate <= upto), None)
         if bound is not None:
-            rows.append(Row(f"p99 start lateness <= {bound:,} ms", f"{start['p99']:,.0f} ms",
-                            ok=start["p99"] <= bound))  # fmt: skip
+            rows.append(_judged_on_launches(
+                f"p99 start lateness <= {bound:,} ms", bound, start["p99"],
+                report.get("launch_lateness", {}), "p99_within_ms"))  # fmt: skip
     elif scenario == "burst" and report["submitted"] >= BURST_JOBS:
-        rows.append(Row(f"all started within {BURST_ALL_STARTED_MS:,} ms",
-                        f"last after {start['max']:,.0f} ms",
-                        ok=start["max"] <= BURST_ALL_STARTED_MS))  # fmt: skip
+        rows.append(_judged_on_launches(
+            f"all started within {BURST_ALL_STARTED_MS:,} ms", BURST_ALL_STARTED_MS,
+            start["max"], report.get("launch_lateness", {}), "max_within_ms"))  # fmt: skip
     elif scenario == "backlog" and report["submitted"] >= PENDING_JOBS:
         rss = report["timer_rss_all_pending_mb"]
         rows.append(Row(f"timers < {PENDING_RSS_MB} MB RSS, all pending", f"{rss:,.0f} MB",
@@ -59,3 +60,20 @@ def verdicts(report: dict[str, Any]) -> list[Row]:
             )
         )
     return rows
+
+
+def _judged_on_launches(metric: str, bound: int, started_ms: float,
+                        launches: dict[str, Any], within: str) -> Row:  # fmt: skip
+    """A start target, judged on the handlers' launches when the workers counted them
+    (launches[within]: the histogram bucket the figure is within), else on STARTED.
+
+    A run claimed ahead of its instant (a fire lead) has its STARTED at the instant, even
+    when it then waits for a slot (docs/lifecycle.md): STARTED would show it on time. A
+    figure between two buckets is judged on the upper one, so never met wrongly.
+    """
+    if not launches.get("count"):
+        return Row(metric, f"{started_ms:,.0f} ms", ok=started_ms <= bound)
+    launched_ms = launches[within]
+    if launched_ms is None:
+        return Row(metric, "launched past the last bucket", ok=False)
+    return Row(metric, f"launched within {launched_ms:,.0f} ms", ok=launched_ms <= bound)
