@@ -74,6 +74,11 @@ class Throttle:
             bucket.take(now_ms)
         return None
 
+    def applies(self, owner: str, job_type: str) -> bool:
+        """Whether a limit applies to the job (its type's, its owner's, or both's)."""
+        limits = self.board.limits
+        return bool(limits) and any(key in limits for key in keys_of(owner, job_type))
+
     def limited(self, key: LimitKey) -> bool:
         return key in self.board.limits
 

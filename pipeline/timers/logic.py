@@ -308,8 +308,8 @@ class TimerLogic:
         released = self._release_held(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
         for entry in self.due_batch(state, now_ms + self.policy.lead_ms, limit - len(released)):
-            if isinstance(entry, ScheduleEntry) and entry.due_ms > now_ms:
-                continue  # a workflow's run is submitted on its time: its steps are due then
+            if entry.due_ms > now_ms and self._on_its_instant(entry):
+                continue
             if isinstance(entry, MarkerEntry):
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
@@ -332,6 +332,16 @@ class TimerLogic:
             self._finish(state, entry, now_ms)
             return emits
         return self._fire_recurring(state, entry, cron, now_ms)
+
+    def _on_its_instant(self, entry: AnyEntry) -> bool:
+        """Whether an entry fires on its instant, not a lead ahead: a workflow's run (it is
+        submitted on its time, its steps due then), and a job under a rate limit (a limit
+        caps firings, and the runs fired within the lead would all start on their
+        instant, beyond the limit)."""
+        if isinstance(entry, ScheduleEntry):
+            return True
+        return isinstance(entry, FiringEntry) and self.throttle.applies(entry.owner,
+                                                                         entry.spec.job_type)
 
     # -- rate limits -------------------------------------------------------------------
 

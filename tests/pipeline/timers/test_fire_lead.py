@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import Settings
+from pipeline.limits.model import Limit, LimitKey
 from pipeline.timers.processor import TimerProcessor
 from tests.pipeline.timers.test_processor import (
     MINUTE,
@@ -74,3 +75,19 @@ def test_a_schedule_fires_each_run_a_lead_ahead_and_skips_none(driver: TimersDri
         fired += [(run["scheduled_at_ms"], run["fired_at_ms"]) for run in executions(emits)]
         assert executions(driver.step(start + minute * MINUTE)) == []
     assert fired == [(start + m * MINUTE, start + m * MINUTE - LEAD) for m in (1, 2, 3)]
+
+
+def test_a_job_under_a_rate_limit_fires_on_its_instant_not_ahead(driver: TimersDriver) -> None:
+    # A limit caps firings: fired a lead ahead, the jobs it admits would all start on the
+    # instant, beyond it. Another type's job still fires ahead.
+    driver.processor.logic.throttle.board.set(Limit(LimitKey(job_type="image.render"), rate=50,
+                                                    burst=5))  # fmt: skip
+    limited = submitted(now_ms=T0, run_at_ms=T0 + 1000, job_type="image.render")
+    free = submitted(now_ms=T0, run_at_ms=T0 + 1000, job_type="report.generate")
+    driver.step(T0, limited, free)
+    ahead = executions(driver.step(T0 + 1000 - LEAD))
+    assert [run["job_id"] for run in ahead] == [free.data["job_id"]]
+    assert executions(driver.step(T0 + 999)) == []
+    on_time = executions(driver.step(T0 + 1000))
+    assert [(run["job_id"], run["fired_at_ms"]) for run in on_time] == [
+        (limited.data["job_id"], T0 + 1000)]  # fmt: skip
