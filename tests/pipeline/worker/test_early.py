@@ -27,3 +27,16 @@ def test_a_revoked_partitions_records_are_forgotten() -> None:
     early.forget([A])
     assert early.next_ms() == 10
     assert early.due(100) == [(B, "b1"), (B, "b2")]
+
+
+def test_records_due_at_one_instant_leave_with_the_partitions_in_turn() -> None:
+    # A flood fetched whole from partition A before B's: B's head leaves second, not last.
+    early: EarlyRecords[str] = EarlyRecords()
+    for name in ("a1", "a2", "a3", "a4"):
+        early.add(100, A, name)
+    for name in ("b1", "b2"):
+        early.add(100, B, name)
+    early.add(50, A, "a0")
+    assert [name for _, name in early.due(100)] == ["a0", "a1", "b1", "a2", "b2", "a3", "a4"]
+    early.add(100, B, "b3")  # after the instant's records left: its turn starts over
+    assert early.due(100) == [(B, "b3")]
