@@ -23,10 +23,10 @@ def test_a_run_claimed_ahead_is_judged_on_its_launches_not_on_its_started() -> N
     # STARTED carries the instant for a run claimed ahead: 0 ms late by construction.
     late = {"count": 36_000, "p99_within_ms": 250.0, "max_within_ms": 500.0}
     assert _start_row(_report("steady", {"p99": 0.0, "max": 0.0}, late)) == (
-        "launched within 250 ms", False)  # fmt: skip
+        "launched within 250 ms (STARTED 0 ms)", False)  # fmt: skip
     prompt = {**late, "p99_within_ms": 50.0}
     assert _start_row(_report("steady", {"p99": 0.0, "max": 0.0}, prompt)) == (
-        "launched within 50 ms", True)  # fmt: skip
+        "launched within 50 ms (STARTED 0 ms)", True)  # fmt: skip
 
 
 def test_without_launches_counted_started_is_the_measure() -> None:
@@ -39,10 +39,10 @@ def test_a_burst_is_judged_on_the_bucket_every_launch_is_within() -> None:
     # Within 5 s, not within 2 s: 4 s cannot be told, so it is not met.
     launches = {"count": 20_000, "p99_within_ms": 2_000.0, "max_within_ms": 5_000.0}
     value, ok = _start_row(_report("burst", {"p99": 0.0, "max": 0.0}, launches))
-    assert (value, ok) == ("launched within 5,000 ms", False)
+    assert (value, ok) == ("launched within 5,000 ms (STARTED 0 ms)", False)
     value, ok = _start_row(_report("burst", {"p99": 0.0, "max": 0.0},
                                    {**launches, "max_within_ms": None}))  # fmt: skip
-    assert (value, ok) == ("launched past the last bucket", False)
+    assert (value, ok) == ("launched past the last bucket (STARTED 0 ms)", False)
     value, ok = _start_row(_report("burst", {"p99": 0.0, "max": 0.0},
                                    {**launches, "max_within_ms": 2_000.0}))  # fmt: skip
-    assert (value, ok) == ("launched within 2,000 ms", True)
+    assert (value, ok) == ("launched within 2,000 ms (STARTED 0 ms)", True)
