@@ -329,7 +329,7 @@ class WorkerLoop:
         wait = self._until_next_instant(self.options.poll_timeout_s)
         ready = any(lane.has_buffered for lane in self.lanes) or self._may_claim_ahead()
         for_slot = not ready and any(lane.waits_for_slot for lane in self.lanes)
-        full = len(self.inflight.slots) >= self.options.concurrency
+        full = not self._slot_free()
         if not fetching or for_slot or full or self.quarantine.blocks(self.inflight.active):
             self._collect(wait_s=wait)
             wait = 0
@@ -338,12 +338,15 @@ class WorkerLoop:
         for lane in self.lanes:
             lane.fetch(wait / len(self.lanes))
 
+    def _slot_free(self) -> bool:
+        return len(self.inflight.slots) < self.options.concurrency
+
     def _until_next_instant(self, wait_s: float) -> float:
         """``wait_s``, or less if a record held before its time is due to be claimed
         sooner, or a run claimed ahead to take a free slot."""
         soonest = min((ms for lane in self.lanes if (ms := lane.early.next_ms()) is not None),
                       default=None)  # fmt: skip
-        if self._claimed_ahead and len(self.inflight.slots) < self.options.concurrency:
+        if self._claimed_ahead and self._slot_free():
             launch = self._claimed_ahead[0][0] - self._launch_ahead_ms  # else: a run's end
             soonest = launch if soonest is None else min(soonest, launch)
         if soonest is None:
@@ -457,8 +460,7 @@ class WorkerLoop:
         """Start what fits: each start's STARTED joins its lane's next transaction, which
         :meth:`_launch_claimed` commits before the handlers run."""
         running = self.inflight.active
-        while (len(self.inflight.slots) < self.options.concurrency
-               and not self.quarantine.blocks(running)):  # fmt: skip
+        while self._slot_free() and not self.quarantine.blocks(running):
             picked = self.quarantine.take_held(running) or self._next_record()
             if picked is None:
                 break
@@ -519,8 +521,8 @@ class WorkerLoop:
         """The runs claimed ahead whose launch has come take the free slots, earliest
         instant first; those that ended meanwhile (cancelled) are passed over."""
         heap, now, wall = self._claimed_ahead, time.monotonic(), now_ms()
-        launch_by, slots = wall + self._launch_ahead_ms, self.inflight.slots
-        while heap and heap[0][0] <= launch_by and len(slots) < self.options.concurrency:
+        launch_by = wall + self._launch_ahead_ms
+        while heap and heap[0][0] <= launch_by and self._slot_free():
             _, _, job, ctx = heapq.heappop(heap)
             if job.token in self.inflight.ahead:
                 self.inflight.seat(job)
