@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -60,6 +59,7 @@ from pipeline.kafka.commit import (
 from pipeline.kafka.denied import denied
 from pipeline.model.records import ExecutionRequested
 from pipeline.runtime.schedule import CommitSchedule
+from pipeline.scheduling.fair_share import weight_of
 from pipeline.serde import AvroDeserializer
 from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
@@ -161,14 +161,16 @@ class Lane:
         self.policy = PriorityPolicy()
         self.schedule = schedule or CommitSchedule()
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
-        self.early: EarlyRecords[Record] = EarlyRecords()
+        weight = weight_of(settings.owner_weights)
+        self.early: EarlyRecords[Record] = EarlyRecords(weight)
         """Records fetched before their due instant, until ``claim_ahead_ms`` before it."""
         self.launch_ahead_ms = launch_ahead_ms
         self.claim_ahead_ms = launch_ahead_ms if self.slots.limited else claim_ahead_ms
         """A limited type's claims hold its limit's slots: they come no sooner than launches."""
-        self.ahead: deque[Record] = deque()
-        """Records whose claim has come more than ``launch_ahead_ms`` before their instant:
-        the loop claims them without a slot (they take one at their launch)."""
+        self.ahead: EarlyRecords[Record] = EarlyRecords(weight)
+        """Records whose claim has come more than ``launch_ahead_ms`` before their instant,
+        by instant and owners in turn: the loop claims them without a slot (they take one
+        at their launch)."""
         self.pending: list[tuple[bytes, bytes]] = []
         """Serialized outcomes (key, value) waiting for the next transaction."""
         self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
@@ -258,8 +260,7 @@ class Lane:
         for buffer in self.buffers.values():
             buffer.forget(gone)
         self.early.forget(gone)
-        if self.ahead:
-            self.ahead = deque(r for r in self.ahead if (r.ref.topic, r.ref.partition) not in gone)
+        self.ahead.forget(gone)
 
     # -- records ------------------------------------------------------------------------
 
@@ -294,7 +295,7 @@ class Lane:
             record = Record(ref, tier, event.data, raw)
             release = record.execution.scheduled_at_ms - self.claim_ahead_ms
             if release > now:
-                self.early.add(release, (topic, partition), record)
+                self.early.add(release, (topic, partition), record.execution.spec.owner, record)
             else:
                 self._place((topic, partition), record, now)
 
@@ -312,7 +313,8 @@ class Lane:
         """A record whose claim has come: ahead of a slot while its launch is still to
         come, else in its tier buffer."""
         if record.execution.scheduled_at_ms - now > self.launch_ahead_ms and not self.slots.limited:
-            self.ahead.append(record)
+            self.ahead.add(record.execution.scheduled_at_ms, partition,
+                           record.execution.spec.owner, record)  # fmt: skip
         else:
             self.buffers[record.tier].append(partition, record, _size(record))
 

@@ -541,7 +541,7 @@ class WorkerLoop:
         room = self.options.claimed_ahead_most - len(self.inflight.ahead)
         for lane in self.lanes:
             while room > 0 and lane.ahead:
-                record = lane.ahead.popleft()
+                _, record = lane.ahead.pop()
                 if not lane.holds(record.ref):
                     continue  # its partition went to another worker
                 if self._quarantines and is_suspect(record.execution):

@@ -49,6 +49,7 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
         "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
         "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
+        "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
         "JOBSTREAM_LOG_LEVEL": "INFO",
     })  # fmt: skip
     return env

@@ -15,7 +15,7 @@ from pipeline.timers.processor import TimerProcessor
 from tests.pipeline.timers.test_processor import T0, TimersDriver
 from tests.support.jobs import submitted
 
-SETTINGS = Settings(exec_partitions=6, concurrency_limits={"report.generate": 2})
+SETTINGS = Settings(fire_lead=0, exec_partitions=6, concurrency_limits={"report.generate": 2})
 LIMITS = ConcurrencyLimits.of(SETTINGS)
 
 

@@ -30,8 +30,8 @@ def load(driver: TimersDriver, counts: dict[str, int]) -> None:
 
 
 def make_driver(tmp_path: Path, **settings: object) -> TimersDriver:
-    return TimersDriver(TimerProcessor(Settings(**settings)), tmp_path, now_ms=T0,
-                        punctuate_limit=BATCH)
+    timers = TimerProcessor(Settings(fire_lead=0, **settings))  # on the instant
+    return TimersDriver(timers, tmp_path, now_ms=T0, punctuate_limit=BATCH)
 
 
 def test_a_small_owner_is_in_the_first_batch_behind_a_flood(tmp_path: Path) -> None:

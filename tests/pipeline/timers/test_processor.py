@@ -25,6 +25,8 @@ from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submi
 T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z
 MINUTE = 60_000
 TOPICS = Topics(Settings())
+ON_THE_INSTANT = Settings(fire_lead=0)
+"""These tests fire each job on its instant; test_fire_lead.py fires ahead."""
 
 
 class TimersDriver(ProcessorDriver[TimerState]):
@@ -54,7 +56,7 @@ def executions(emits: list[Output]) -> list[dict]:
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(TimerProcessor(Settings()), tmp_path, now_ms=T0)
+    driver = TimersDriver(TimerProcessor(ON_THE_INSTANT), tmp_path, now_ms=T0)
     yield driver
     driver.close()
 
@@ -380,7 +382,7 @@ def test_a_burst_due_in_one_millisecond_moves_the_floor_key_by_key(tmp_path: Pat
     each scan starts at the first key the one before found, not at the millisecond (which
     would walk every timer the burst fired before), and a job scheduled below the floor
     meanwhile (the same instant, an id sorting first) lowers it and still fires."""
-    driver = TimersDriver(TimerProcessor(Settings()), tmp_path, now_ms=T0, punctuate_limit=10)
+    driver = TimersDriver(TimerProcessor(ON_THE_INSTANT), tmp_path, now_ms=T0, punctuate_limit=10)
     burst = [submitted(now_ms=T0, run_at_ms=T0 + 5000, job_id=f"{i + 1:026d}") for i in range(25)]
     driver.step(T0, *burst)
     ids = [job.data["job_id"] for job in burst]

@@ -26,7 +26,7 @@ RENDER = LimitKey(job_type="image.render")
 
 
 def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
-    timers = TimerProcessor(Settings(timer_partitions=partitions))
+    timers = TimerProcessor(Settings(fire_lead=0, timer_partitions=partitions))  # on the instant
     for limit in limits:
         timers.logic.throttle.board.set(limit)
     return TimersDriver(timers, tmp_path, now_ms=T0)

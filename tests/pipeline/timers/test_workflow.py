@@ -23,7 +23,8 @@ from pipeline.workflows.commands import step_ids, workflow_event
 from tests.support.jobs import submitted
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 
-SETTINGS = Settings()
+SETTINGS = Settings(fire_lead=0)
+"""Firing on the instant; test_fire_lead.py fires ahead."""
 TOPICS = Topics(SETTINGS)
 T0 = 1_798_000_000_000
 WF = "wf-diamond"
