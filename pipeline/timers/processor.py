@@ -43,6 +43,10 @@ transaction per iteration, and at most 5,000 firings per transaction."""
 MAX_COMMIT_INTERVAL_MS = 250
 """The longest a timers' transaction waits to carry more, with a fire lead: intake's
 SCHEDULED events and the changelog wait with it."""
+LEAD_FIRINGS_MOST = 1000
+"""The most firings one transaction carries, with a fire lead: a burst fired ahead reaches
+its workers a piece at a time, the first soon after the lead begins, so they fetch and
+claim it before its instant (docs/benchmarks.md, issue 29's seventh step)."""
 
 
 class TimerProcessor(Processor[TimerState]):
@@ -168,10 +172,18 @@ def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,
                  policy: TimerPolicy | None = None) -> Runner[TimerState]:  # fmt: skip
-    """The timers; with a fire lead, each transaction waits up to half of it (at most
+    return Runner(TimerProcessor(settings, policy), settings, timer_options(settings, options))
+
+
+def timer_options(settings: Settings, options: RunnerOptions) -> RunnerOptions:
+    """With a fire lead, each transaction waits up to half of it (at most
     :data:`MAX_COMMIT_INTERVAL_MS`) to carry more: a job fired ahead still reaches its
-    workers half a lead early, and one due sooner (or a cancel) commits at once."""
-    if settings.fire_lead and not options.commit_interval_ms:
-        interval = min(settings.fire_lead // 2, MAX_COMMIT_INTERVAL_MS)
-        options = options.evolve(commit_interval_ms=interval)
-    return Runner(TimerProcessor(settings, policy), settings, options)
+    workers half a lead early, and one due sooner (or a cancel) commits at once. It
+    carries at most :data:`LEAD_FIRINGS_MOST` firings (each an execution and a FIRED),
+    and commits once it holds them."""
+    if not settings.fire_lead or options.commit_interval_ms:
+        return options
+    firings = min(options.punctuate_limit, LEAD_FIRINGS_MOST)
+    return options.evolve(commit_interval_ms=min(settings.fire_lead // 2, MAX_COMMIT_INTERVAL_MS),
+                          punctuate_limit=firings,
+                          commit_max_records=min(options.commit_max_records, 2 * firings))

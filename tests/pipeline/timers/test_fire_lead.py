@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
-from pipeline.timers.processor import TimerProcessor
+from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_options
 from tests.pipeline.timers.test_processor import (
     MINUTE,
     T0,
@@ -91,3 +91,13 @@ def test_a_job_under_a_rate_limit_fires_on_its_instant_not_ahead(driver: TimersD
     on_time = executions(driver.step(T0 + 1000))
     assert [(run["job_id"], run["fired_at_ms"]) for run in on_time] == [
         (limited.data["job_id"], T0 + 1000)]  # fmt: skip
+
+
+def test_with_a_lead_a_transaction_carries_at_most_a_thousand_firings_and_commits_then() -> None:
+    assert timer_options(Settings(fire_lead=0), TIMER_OPTIONS) == TIMER_OPTIONS
+    ahead = timer_options(Settings(fire_lead=1000), TIMER_OPTIONS)
+    assert (ahead.commit_interval_ms, ahead.punctuate_limit, ahead.commit_max_records) == (
+        250, 1000, 2000)  # each firing is two records: an execution and its FIRED
+    assert timer_options(Settings(fire_lead=300), TIMER_OPTIONS).commit_interval_ms == 150
+    chosen = TIMER_OPTIONS.evolve(commit_interval_ms=40)
+    assert timer_options(Settings(fire_lead=1000), chosen) == chosen
