@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 TIMER_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=0, punctuate_limit=5000)
 """A 20 ms wall-clock ticker (the longest a due job waits for the next scan), one
-transaction per iteration, and at most 5,000 firings per transaction."""
+transaction per iteration, and at most 5,000 firings per transaction (with a fire lead,
+:func:`timer_options` changes the last two)."""
 MAX_COMMIT_INTERVAL_MS = 250
 """The longest a timers' transaction waits to carry more, with a fire lead: intake's
 SCHEDULED events and the changelog wait with it."""
