@@ -29,7 +29,7 @@ from tests.pipeline.retry.events import execution as failed_execution
 from tests.pipeline.status.events import T0, as_event, execution, fired, outcome, scheduled
 from tests.support.jobs import submitted
 
-SETTINGS = Settings()
+SETTINGS = Settings(fire_lead=0)  # the timers below fire on the instant
 TOPICS = Topics(SETTINGS)
 LEASE_MS = 30_000
 Drive = Callable[[Processor[Any]], ProcessorDriver[Any]]
