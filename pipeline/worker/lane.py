@@ -20,13 +20,14 @@ runs' log lines, for jobs.logs) and the group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
-without a run). The loop claims the records it starts (:meth:`Lane.claim`: a
-transaction at once, before their handlers run); otherwise one transaction carries every
-outcome decided since the previous one: :class:`CommitSchedule` says when the next is due
-(by default 100 ms after the previous, or at 1,000 outcomes). A failed transaction is
-aborted and its outcomes are kept for the next one; nothing is rewound, because no record
-needs consuming again. Before a partition is revoked, and at the end of a drain, the lane
-commits what it has whatever the schedule says.
+without a run; the offsets done above a watermark go in its commit's metadata, read back
+by the partition's next owner at its assignment). The loop claims the records it starts
+(:meth:`Lane.claim`: a transaction at once, before their handlers run); otherwise one
+transaction carries every outcome decided since the previous one: :class:`CommitSchedule`
+says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes). A
+failed transaction is aborted and its outcomes are kept for the next one; nothing is
+rewound, because no record needs consuming again. Before a partition is revoked, and at
+the end of a drain, the lane commits what it has whatever the schedule says.
 
 A type with a fleet-wide concurrency limit (pipeline/concurrency.py) starts a record only
 while its partition index has a free slot (:class:`PartitionSlots`), and before its
@@ -233,12 +234,26 @@ class Lane:
         self.producer.flush(10)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.tracker.assign(tp.topic, tp.partition)
+        for tp in self._last_commits(consumer, partitions):
+            self.tracker.assign(tp.topic, tp.partition, tp.offset, tp.metadata)
         # librdkafka keeps a partition paused through its revocation and a new assignment
         # to this consumer (an eager rebalance hands most back), while the lane forgot the
         # pause with the revocation: resumed here, or it would never fetch again.
         consumer.resume(partitions)
+
+    def _last_commits(self, consumer: Consumer,
+                      partitions: list[TopicPartition]) -> list[TopicPartition]:  # fmt: skip
+        """The partitions' committed offsets, with the offsets done above them in the
+        metadata (pipeline/worker/offsets.py); without them if they cannot be read: the
+        records done out of order by the last owner would start again, flagged as
+        duplicates by the status processor."""
+        try:
+            return consumer.committed(partitions, timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            log.warning("committed offsets unreadable at assignment, records done out of "
+                        "order by the last owner may start again: %s", exc,
+                        extra={"job_type": self.job_type})  # fmt: skip
+            return partitions
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self.slots.limited and not self.closing:
@@ -442,7 +457,8 @@ class Lane:
             for key, value, headers in self.logs:
                 send(self.producer, self.logs_topic, value, key, headers=headers)
             commit_offsets(self.producer, self.consumer,
-                           [TopicPartition(t, p, o) for (t, p), o in offsets.items()])  # fmt: skip
+                           [TopicPartition(t, p, mark.offset, metadata=mark.metadata)
+                            for (t, p), mark in offsets.items()])  # fmt: skip
         except KAFKA_FAILURES as failure:
             exc = kafka_error_of(failure)
             if exc is None:

@@ -44,12 +44,14 @@ def execution_requested(
     }))  # fmt: skip
 
 
-def submit(topics: Topics, *events: Event) -> list[str]:
-    """Produce executions to their tiers' topics, as the timers do; their ids, in order."""
+def submit(topics: Topics, *events: Event, partition: int = -1) -> list[str]:
+    """Produce executions to their tiers' topics, as the timers do (or all to ``partition``
+    of them, in order); their ids, in order."""
     producer = clients.producer(topics.settings)
     for event in events:
         spec = event.data.spec
         producer.produce(topics.execution(spec.job_type, spec.priority),
-                         SERIALIZE(event), outcomes.event_key(event.data))  # fmt: skip
+                         SERIALIZE(event), outcomes.event_key(event.data),
+                         partition=partition)  # fmt: skip
     assert producer.flush(60) == 0
     return [event.data.execution_id for event in events]
