@@ -537,7 +537,10 @@ class WorkerLoop:
         """Start the records whose claim has come ahead of their instant, holding no slot
         (their STARTED joins the lane's next transaction, as a slot's do), up to
         ``claimed_ahead_most`` waiting. A record the quarantine would hold waits for a slot
-        in its tier buffer instead."""
+        in its tier buffer instead; and none is claimed while a suspect waits or runs
+        alone, or it would be launched beside the suspect."""
+        if self.quarantine.blocks(self.inflight.active):
+            return  # a suspect waits for the runs in hand, or runs alone: none claimed now
         room = self.options.claimed_ahead_most - len(self.inflight.ahead)
         for lane in self.lanes:
             while room > 0 and lane.ahead:
