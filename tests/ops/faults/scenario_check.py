@@ -71,19 +71,21 @@ def assert_scenario_holds(name: str, tmp_path: Path) -> None:
     expected = SCENARIOS[name].poison
     if expected is not None:
         poison = result["poison"]
-        assert poison["ended"] == {expected.ends: POISON_JOBS}, poison
-        assert poison["starts"] == [expected.starts] * POISON_JOBS, poison
+        assert poison["ended"] == {expected.ends: POISON_JOBS}, poison_evidence(result)
+        assert poison["starts"] == [expected.starts] * POISON_JOBS, poison_evidence(result)
         if SCENARIOS[name].restarts_workers:
             assert len(result["worker_deaths"]) >= POISON_ATTEMPTS, result["worker_deaths"]
         if expected.kind == "cancel":
             assert max(poison["cancelled_within_ms"]) <= CANCEL_WITHIN_MS, poison
-        assert poison["most_starts_of_another_job"] <= 2, (
-            f"{poison}; deaths {result['worker_deaths']}; "
-            + "".join(
-                f"\n  {job_id}:\n    "
-                + "\n    ".join(
-                    result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"]
-                )
-                for job_id in [*poison["ids_started_more_than_twice"][:2], *result["poison_ids"]]
-            )
-        )
+        assert poison["most_starts_of_another_job"] <= 2, poison_evidence(result)
+
+
+def poison_evidence(result: dict[str, Any]) -> str:
+    """What a failed poison check shows: the tally, the worker deaths, and the history of
+    the poison jobs and of two other jobs that started more than twice."""
+    poison = result["poison"]
+    shown = [*poison["ids_started_more_than_twice"][:2], *result["poison_ids"]]
+    histories = "".join(f"\n  {job_id}:\n    " + "\n    ".join(
+        result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"])
+        for job_id in shown)  # fmt: skip
+    return f"{poison}; deaths {result['worker_deaths']}; logs in {result['logs']}{histories}"
