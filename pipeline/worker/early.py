@@ -25,6 +25,7 @@ Pure: the clock is an argument.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable
 from itertools import count
 from typing import Generic, TypeVar
@@ -35,8 +36,9 @@ T = TypeVar("T")
 
 
 class EarlyRecords(Generic[T]):
-    def __init__(self, weight: Callable[[str], float] = lambda owner: 1.0) -> None:
-        self._weight = weight
+    def __init__(self, owner_of: Callable[[T], str],
+                 weight: Callable[[str], float] = lambda owner: 1.0) -> None:  # fmt: skip
+        self._owner_of, self._weight = owner_of, weight
         self._heap: list[tuple[int, float, int, Partition, str, T]] = []
         """(instant, its owner's turn at that instant, arrival order, partition, owner,
         record)."""
@@ -45,7 +47,8 @@ class EarlyRecords(Generic[T]):
         """Each owner's next turn at each instant (one more record adds 1 / its weight),
         and how many of its records of that instant are held."""
 
-    def add(self, instant_ms: int, partition: Partition, owner: str, record: T) -> None:
+    def add(self, instant_ms: int, partition: Partition, record: T) -> None:
+        owner = self._owner_of(record)
         turn, held = self._turns.get((owner, instant_ms), (0.0, 0))
         self._turns[(owner, instant_ms)] = (turn + 1.0 / self._weight(owner), held + 1)
         heapq.heappush(self._heap, (instant_ms, turn, next(self._order), partition, owner,
@@ -80,9 +83,7 @@ class EarlyRecords(Generic[T]):
             return
         heapq.heapify(kept)
         self._heap = kept
-        held: dict[tuple[str, int], int] = {}
-        for item in kept:
-            held[(item[4], item[0])] = held.get((item[4], item[0]), 0) + 1
+        held = Counter((item[4], item[0]) for item in kept)
         self._turns = {key: (self._turns[key][0], n) for key, n in held.items()}
 
     def __len__(self) -> int:

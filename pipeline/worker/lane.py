@@ -163,12 +163,12 @@ class Lane:
         self.schedule = schedule or CommitSchedule()
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         weight = weight_of(settings.owner_weights)
-        self.early: EarlyRecords[Record] = EarlyRecords(weight)
+        self.early: EarlyRecords[Record] = EarlyRecords(_owner, weight)
         """Records fetched before their due instant, until ``claim_ahead_ms`` before it."""
         self.launch_ahead_ms = launch_ahead_ms
         self.claim_ahead_ms = launch_ahead_ms if self.slots.limited else claim_ahead_ms
         """A limited type's claims hold its limit's slots: they come no sooner than launches."""
-        self.ahead: EarlyRecords[Record] = EarlyRecords(weight)
+        self.ahead: EarlyRecords[Record] = EarlyRecords(_owner, weight)
         """Records whose claim has come more than ``launch_ahead_ms`` before their instant,
         by instant and owners in turn: the loop claims them without a slot (they take one
         at their launch)."""
@@ -310,7 +310,7 @@ class Lane:
             record = Record(ref, tier, event.data, raw)
             release = record.execution.scheduled_at_ms - self.claim_ahead_ms
             if release > now:
-                self.early.add(release, (topic, partition), record.execution.spec.owner, record)
+                self.early.add(release, (topic, partition), record)
             else:
                 self._place((topic, partition), record, now)
 
@@ -328,8 +328,7 @@ class Lane:
         """A record whose claim has come: ahead of a slot while its launch is still to
         come, else in its tier buffer."""
         if record.execution.scheduled_at_ms - now > self.launch_ahead_ms and not self.slots.limited:
-            self.ahead.add(record.execution.scheduled_at_ms, partition,
-                           record.execution.spec.owner, record)  # fmt: skip
+            self.ahead.add(record.execution.scheduled_at_ms, partition, record)
         else:
             self.buffers[record.tier].append(partition, record, _size(record))
 
@@ -534,6 +533,10 @@ class Lane:
 
 def _size(record: Record) -> int:
     return len(record.raw or b"")
+
+
+def _owner(record: Record) -> str:
+    return record.execution.spec.owner
 
 
 def _is_fatal(exc: KafkaException) -> bool:
