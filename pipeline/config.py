@@ -46,10 +46,11 @@ class Settings(BaseSettings):
     )
     exec_partitions: int = Field(6, ge=1, description="Partitions of each execution topic.")
     fire_lead: Annotated[int, NoDecode] = Field(
-        0, ge=0, le=10_000,
+        1000, ge=0, le=10_000,
         description="How long before its due instant the timers hand a job to its "
         "execution topic (a duration, e.g. 500ms; in ms once read): the worker holds it "
-        "and starts it on the instant. 0 fires at the due instant (docs/lifecycle.md).",
+        "and starts it on the instant. 1s by default; 0 fires at the due instant "
+        "(docs/lifecycle.md).",
     )
     events_partitions: int = Field(6, ge=1, description="Partitions of jobs.events.")
     status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")

@@ -121,7 +121,7 @@ def test_run_log_settings_bound_a_runs_lines_and_read_a_retention(
 def test_the_fire_lead_reads_a_duration_of_at_most_ten_seconds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert load_settings().fire_lead == 0
+    assert load_settings().fire_lead == 1000
     monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", "750ms")
     assert load_settings().fire_lead == 750
     monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", "0s")
