@@ -538,9 +538,21 @@ class WorkerLoop:
         (their STARTED joins the lane's next transaction, as a slot's do), up to
         ``claimed_ahead_most`` waiting. A record the quarantine would hold waits for a slot
         in its tier buffer instead; and none is claimed while a suspect waits or runs
-        alone, or it would be launched beside the suspect."""
+        alone, or it would be launched beside the suspect.
+
+        A worker behind (a run it claimed ahead waits past its instant for a slot) claims
+        nothing more ahead: runs claimed and not launched would only be more runs lost
+        with it should it die, each then retried as a suspect. Meanwhile the records whose
+        launch has come wait for a slot in their tier buffers, as records not fired ahead
+        do."""
         if self.quarantine.blocks(self.inflight.active):
             return  # a suspect waits for the runs in hand, or runs alone: none claimed now
+        wall = now_ms()
+        if self._claimed_ahead and self._claimed_ahead[0][0] < wall:
+            for lane in self.lanes:
+                for _, record in lane.ahead.due(wall + self._launch_ahead_ms):
+                    lane.wait_for_slot(record)
+            return
         room = self.options.claimed_ahead_most - len(self.inflight.ahead)
         for lane in self.lanes:
             while room > 0 and lane.ahead:
