@@ -29,12 +29,16 @@ def evidence(result: dict[str, Any]) -> str:
     """What a failed assertion shows: the fault, the jobs in question with what jobs.events
     and the handler-side record hold of them, and where the components' logs are."""
     shown = [*result["ids"]["lost"][:2], *result["ids"]["unflagged"][:2]]
-    histories = "".join(f"\n  {job_id}:\n    " + "\n    ".join(
-        result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"])
-        for job_id in shown)  # fmt: skip
     exits = [(e["name"], e["code"], e["log_tail"][-500:]) for e in result["unexpected_exits"]]
     return (f"fault {result['fault']}; job ids {result['ids']}; unexpected exits {exits}; "
-            f"component logs in {result['logs']}{histories}")  # fmt: skip
+            f"component logs in {result['logs']}{histories(result, shown)}")  # fmt: skip
+
+
+def histories(result: dict[str, Any], job_ids: list[str]) -> str:
+    """What jobs.events and the handler-side record hold of each of ``job_ids``."""
+    return "".join(f"\n  {job_id}:\n    " + "\n    ".join(
+        result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"])
+        for job_id in job_ids)  # fmt: skip
 
 
 PROCESS_FAULTS = (
@@ -85,7 +89,5 @@ def poison_evidence(result: dict[str, Any]) -> str:
     the poison jobs and of two other jobs that started more than twice."""
     poison = result["poison"]
     shown = [*poison["ids_started_more_than_twice"][:2], *result["poison_ids"]]
-    histories = "".join(f"\n  {job_id}:\n    " + "\n    ".join(
-        result["evidence"][job_id]["events"] + result["evidence"][job_id]["runs"])
-        for job_id in shown)  # fmt: skip
-    return f"{poison}; deaths {result['worker_deaths']}; logs in {result['logs']}{histories}"
+    return (f"{poison}; deaths {result['worker_deaths']}; logs in {result['logs']}"
+            f"{histories(result, shown)}")  # fmt: skip
