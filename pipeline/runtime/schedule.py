@@ -11,6 +11,9 @@ batches instead (the processor runner and every worker lane use it):
   the previous commit, not from the first record waiting), so a lone job is not delayed;
   under load, results reach their topics at most ``interval_s`` after they are decided.
 
+- a worker's outcomes wait a little longer (``grace_s``) when a claim is to commit within
+  that time: a claim's transaction takes every outcome waiting, so they ride it rather
+  than make a transaction of their own between two claims;
 - a transaction holding a record that other components wait on (a StepEnded, which
   children of a workflow wait on; a workflow job's outcome, which that StepEnded waits
   on) is *hurried*: it commits at once rather than after the interval, so a release is
@@ -46,10 +49,12 @@ class CommitSchedule:
         if self.max_pending < 1:
             raise ValueError(f"max pending records must be at least 1, got {self.max_pending}")
 
-    def due(self, now: float, pending: int) -> bool:
-        """Whether ``pending`` records (or moved offsets, counted as 0) should commit now."""
+    def due(self, now: float, pending: int, grace_s: float = 0.0) -> bool:
+        """Whether ``pending`` records (or moved offsets, counted as 0) should commit now;
+        ``grace_s`` longer than the interval when another commit that takes them is
+        expected within it."""
         return (self.hurried or pending >= self.max_pending
-                or now >= self.last_commit + self.interval_s)  # fmt: skip
+                or now >= self.last_commit + self.interval_s + grace_s)  # fmt: skip
 
     def hurry(self) -> None:
         """Make the next commit due at once: a record waiting holds up work elsewhere.

@@ -24,7 +24,9 @@ without a run; the offsets done above a watermark go in its commit's metadata, r
 by the partition's next owner at its assignment). The loop claims the records it starts
 (:meth:`Lane.claim`: a transaction at once, before their handlers run); otherwise one
 transaction carries every outcome decided since the previous one: :class:`CommitSchedule`
-says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes). A
+says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes;
+up to a claim ahead later when a claim ahead is to come by then, whose transaction takes
+them: :meth:`Lane._claim_grace_s`). A
 failed transaction is aborted and its outcomes are kept for the next one; nothing is
 rewound, because no record needs consuming again. Before a partition is revoked, and at
 the end of a drain, the lane commits what it has whatever the schedule says.
@@ -437,7 +439,10 @@ class Lane:
         """Commit the pending outcomes with the watermarks when the schedule says so (or
         ``force``); whether a transaction committed."""
         now = time.monotonic()
-        if not force and (now < self._retry_at or not self.schedule.due(now, len(self.pending))):
+        if not force and (
+            now < self._retry_at
+            or not self.schedule.due(now, len(self.pending), self._claim_grace_s())
+        ):
             return False
         offsets = self.tracker.to_commit()
         if not self.pending and not offsets:
@@ -475,6 +480,17 @@ class Lane:
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_at, self._retry_delay = 0.0, 0.1
         return True
+
+    def _claim_grace_s(self) -> float:
+        """How much longer than the interval outcomes may wait for a claim: as long as a
+        claim ahead, when a record's claim comes within that time. Its transaction takes
+        them, which spares one of their own between two claims (half of a busy lane's
+        transactions, docs/benchmarks.md); a claim that does not come (a worker behind, a
+        suspect running alone) delays them by that much at most."""
+        release = self.early.next_ms()
+        if release is None or release - now_ms() > self.claim_ahead_ms:
+            return 0.0
+        return self.claim_ahead_ms / 1000
 
     def add_result(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
         """A run's result, for jobs.results in the transaction of its SUCCEEDED."""

@@ -35,6 +35,16 @@ def test_a_zero_interval_commits_on_every_iteration() -> None:
     assert schedule.due(5.0, pending=1)
 
 
+def test_records_wait_the_grace_longer_for_a_commit_expected_to_take_them() -> None:
+    schedule = CommitSchedule(interval_s=0.1)
+    schedule.committed(5.0)
+    assert not schedule.due(5.15, pending=300, grace_s=0.2), "a claim is coming: they ride it"
+    assert schedule.due(5.3, pending=300, grace_s=0.2), "but no longer than the grace"
+    assert schedule.due(5.15, pending=300), "no claim coming: the interval alone"
+    schedule.hurry()
+    assert schedule.due(5.15, pending=1, grace_s=0.2), "a hurried record does not wait"
+
+
 def test_a_hurried_commit_is_due_at_once_until_it_has_committed() -> None:
     schedule = CommitSchedule(interval_s=0.1)
     schedule.committed(5.0)

@@ -1,0 +1,38 @@
+"""A busy worker's outcomes and its claims ahead, against the real broker: the outcomes
+wait for the next claim's transaction when it comes soon, rather than make one of their
+own between two claims (pipeline/runtime/schedule.py; docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+from pipeline.clock import now_ms
+from pipeline.topics import Topics
+from pipeline.worker import JobContext, WorkerApp
+from tests.pipeline.worker.executions import execution_requested, submit
+from tests.pipeline.worker.support import EventLog, StartWorker
+from tests.support.waiting import wait_for
+
+
+def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        return None
+
+    worker = start_worker(app, concurrency=8)
+    lane = worker.runtime.lanes[0]
+    wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
+    # One due every 50 ms for 2 s, sent 3 s ahead: claimed ahead every 200 ms (about 11
+    # claims), each run ending long before the next claim.
+    first = now_ms() + 3000
+    ids = submit(topics, *(execution_requested(fire_ms=first + 50 * i) for i in range(40)))
+    wait_for(lambda: len(lane.early) == 40, timeout_s=10, what="the 40 records held ahead")
+    before = lane.transactions
+    for execution_id in ids:
+        events.wait(execution_id, "SUCCEEDED", timeout_s=30)
+    wait_for(lambda: not lane.pending, timeout_s=10, what="the last outcomes committed")
+    transactions = lane.transactions - before
+    # Old rule: every claim followed by a transaction of the outcomes 100 ms later (26).
+    assert transactions <= 16, f"{transactions} transactions for about 11 claims"
