@@ -78,11 +78,14 @@ a wait of 10 ms as at 500 ms, docs/kafka-tuning.md). So the wait bounds only the
 fetches of a worker with nothing to do, ten a second rather than a hundred, and how late a
 partition resumed beside idle ones is fetched again."""
 
-PROMPT_FETCH: KafkaConfig = {"fetch.min.bytes": 64 * 1024, "fetch.wait.max.ms": 20}
+PROMPT_FETCH: KafkaConfig = {"fetch.min.bytes": 1, "fetch.wait.max.ms": 500}
 """For the two processors a workflow's release passes through, the timers (their intake)
-and the status processor (jobs.events): a fetch waits for 64 KB or 20 ms, one tick of
-the timers, so that a child is not held 100 ms at each hop. Still five times fewer
-fetches than a worker's when quiet, and large ones when busy."""
+and the status processor (jobs.events): a fetch is answered as soon as a record is there
+to read (for jobs.events, whose writers are transactional, as soon as a commit's marker
+moves the stable offset), so no record waits for the fetch; the wait bounds only the
+empty fetches, two a second when quiet. A 64 KB minimum with a 20 ms wait, before, held
+each committed record up to 20 ms and made 50 empty fetches a second per processor: a
+tenth of an idle pipeline's broker CPU (docs/benchmarks.md, "Issue 29, ninth step")."""
 
 
 CLIENT_ID = "jobstream"
