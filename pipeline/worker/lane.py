@@ -183,6 +183,9 @@ class Lane:
         """Log lines of the runs whose outcome waits in ``pending``, for jobs.logs."""
         self._results_bytes = 0
         self.transactions = self.aborted = self.unreadable = self.renewed = 0
+        self.commit_s: float | None = None
+        """A moving mean of how long a transaction took, from its start to its commit: a
+        claim's round trip."""
         self._paused: set[Partition] = set()
         self._full: frozenset[str] = frozenset()
         self._retry_at = 0.0
@@ -476,7 +479,9 @@ class Lane:
         self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
-        metrics.COMMIT_SECONDS.labels("worker").observe(time.monotonic() - now)
+        took = time.monotonic() - now
+        self.commit_s = took if self.commit_s is None else 0.8 * self.commit_s + 0.2 * took
+        metrics.COMMIT_SECONDS.labels("worker").observe(took)
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_at, self._retry_delay = 0.0, 0.1
         return True
