@@ -1,8 +1,8 @@
 """Claims beyond the free slots, against the real broker: with every slot taken, a type
-whose runs are short has up to ``concurrency`` more due records claimed in the same
-transaction, each launched as a run ends, so the worker does not wait a claim's round trip
-for every ``concurrency`` runs (pipeline/worker/loop.py, ``_claim_beyond_slots``); a type
-whose runs are long never has."""
+whose runs are shorter than a claim's round trip has as many more due records claimed as
+its slots run in one round trip, each launched as a run ends, so the worker does not wait
+a claim's round trip for every ``concurrency`` runs (pipeline/worker/loop.py,
+``_claim_beyond_slots``); a type whose runs are longer never has."""
 
 from __future__ import annotations
 
@@ -14,18 +14,17 @@ from pipeline.clock import now_ms
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
-from tests.pipeline.worker.support import EventLog, StartWorker, Worker
+from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.waiting import wait_for
 
 
 def _run_all(topics: Topics, start_worker: StartWorker, events: EventLog,
-             handler: Callable[[JobContext], None], count: int,
-             **options: float) -> tuple[Worker, int, int]:  # fmt: skip
-    """Run ``count`` records due at once with ``handler``; (the worker, its transactions
-    for them, the most runs claimed and waiting for a slot at once)."""
+             handler: Callable[[JobContext], None], count: int) -> tuple[int, int]:  # fmt: skip
+    """Run ``count`` records due at once with ``handler`` on 4 slots; (the worker's
+    transactions for them, the most runs claimed and waiting for a slot at once)."""
     app = WorkerApp()
     app.handler("data.process")(handler)
-    worker = start_worker(app, concurrency=4, **options)
+    worker = start_worker(app, concurrency=4)
     lane = worker.runtime.lanes[0]
     wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
     [warm] = submit(topics, execution_requested(fire_ms=now_ms()))
@@ -49,13 +48,13 @@ def _run_all(topics: Topics, start_worker: StartWorker, events: EventLog,
     finally:
         done.set()
         watcher.join(5)
-    return worker, lane.transactions - before, most[0]
+    return lane.transactions - before, most[0]
 
 
 def test_short_runs_are_claimed_beyond_the_free_slots(
     topics: Topics, start_worker: StartWorker, events: EventLog
 ) -> None:
-    _, transactions, most = _run_all(topics, start_worker, events, lambda ctx: None, 200)
+    transactions, most = _run_all(topics, start_worker, events, lambda ctx: None, 200)
     # As many as four slots run in a claim's round trip: tens here (116 in one run).
     assert most > 4, f"at most {most} runs claimed beyond the slots at once"
     # Claims for the free slots alone take 4 runs each: 50 transactions at least (52 in a
@@ -66,5 +65,5 @@ def test_short_runs_are_claimed_beyond_the_free_slots(
 def test_long_runs_are_claimed_for_free_slots_only(
     topics: Topics, start_worker: StartWorker, events: EventLog
 ) -> None:
-    _, _, most = _run_all(topics, start_worker, events, lambda ctx: time.sleep(0.15), 12)
+    _, most = _run_all(topics, start_worker, events, lambda ctx: time.sleep(0.15), 12)
     assert most == 0, f"{most} runs of 150 ms claimed beyond the slots"
