@@ -103,7 +103,9 @@ def run_topics(bootstrap: str, *, timer_partitions: int, exec_partitions: int,
 
 def delete_run_topics(settings: Settings) -> None:
     """Delete the topics under the run's prefix; a failure is logged, not raised: the run's
-    results stand without it."""
+    results stand without it. Listing and deleting wait 10 s each at most, so that a run
+    stopped by SIGTERM ends soon after its processes; a deletion the broker has not
+    finished by then goes on without the run."""
     admin = AdminClient(dict(settings.kafka_config))
     try:
         names = [name for name in admin.list_topics(timeout=_ADMIN_TIMEOUT_S).topics
@@ -112,12 +114,12 @@ def delete_run_topics(settings: Settings) -> None:
             futures = admin.delete_topics(names, operation_timeout=_ADMIN_TIMEOUT_S,
                                           request_timeout=_ADMIN_TIMEOUT_S)  # fmt: skip
             for future in futures.values():
-                future.result()
-    except KafkaException as exc:
+                future.result(timeout=_ADMIN_TIMEOUT_S)
+    except (KafkaException, TimeoutError) as exc:
         log.warning("could not delete the topics under %s: %s", settings.topic_prefix, exc)
 
 
-_ADMIN_TIMEOUT_S = 30
+_ADMIN_TIMEOUT_S = 10
 
 
 @contextmanager

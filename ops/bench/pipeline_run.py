@@ -11,6 +11,7 @@ broker's and this one's included, are read from /proc.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -61,34 +62,29 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
                      concurrency=shape.concurrency) for i in range(shape.workers)]  # fmt: skip
     starting = progress.add_task("pipeline starting", total=None, info="")
-    try:
+    with contextlib.ExitStack() as running:  # stops what has started, however the run ends
+        running.callback(stack.stop)
         stack.start(parts)
-    except BaseException:
-        stack.stop()
-        raise
-    progress.update(starting, total=1, completed=1)
-    pids = {name: process.pid for name, (_, process) in stack.processes.items()}
-    pids |= extra_pids | {"bench (client, reader)": os.getpid()}
-    samplers = {name: measure.ProcessSampler(pid) for name, pid in pids.items()}
-    cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
-    reader = EventsReader(settings)
-    t0 = now_ms() + int(load.lead_s * 1000)
-    submitter = source(settings, job_type, load, t0)
-    profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
-    try:
+        progress.update(starting, total=1, completed=1)
+        pids = {name: process.pid for name, (_, process) in stack.processes.items()}
+        pids |= extra_pids | {"bench (client, reader)": os.getpid()}
+        samplers = {name: measure.ProcessSampler(pid) for name, pid in pids.items()}
+        for sampler in samplers.values():
+            running.callback(sampler.stop)
+        cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
+        reader = EventsReader(settings)
+        running.callback(reader.close)
+        t0 = now_ms() + int(load.lead_s * 1000)
+        submitter = source(settings, job_type, load, t0)
+        profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
         submitter.start()
+        running.callback(submitter.join)
+        running.callback(submitter.halt.set)
         _follow(stack, submitter, reader, load, t0, shape.stall_s, progress, profiler)
         status_lag_s = _status_caught_up(settings, progress, timeout_s=shape.stall_s)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
         launched = read_buckets(shape.metrics_port + 3 + i for i in range(shape.workers))
-    finally:
-        submitter.halt.set()
-        submitter.join()
-        stack.stop()
-        for sampler in samplers.values():
-            sampler.stop()
-        reader.close()
     profiles = profiler.summaries()
     decoding = progress.add_task("decoding events", total=None, info="")
     events = reader.decoded()

@@ -110,7 +110,9 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
         "--metrics-port",
         str(free_base_port(4)),
     ]
-    bench = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "bench.log"
+    with log.open("wb") as out:
+        bench = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         started = wait_for(lambda: len(family(bench.pid)) >= 5, timeout_s=240,
                            what="the benchmark's pipeline processes")  # fmt: skip
@@ -118,12 +120,29 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
         assert started
 
         bench.send_signal(signal.SIGTERM)
-        bench.wait(90)
+        # Its bound: the processes' own stop (30 s, then SIGKILL) and deleting the run's
+        # topics (two admin calls of 10 s at most, ops/bench/harness.py).
+        try:
+            bench.wait(STOP_BOUND_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {STOP_BOUND_S} s after SIGTERM\n{_stack(bench.pid)}\n"
+                        f"its output:\n{log.read_text(errors='replace')[-4000:]}")  # fmt: skip
         assert wait_for(lambda: not any(_alive(pid) for pid in pipeline), timeout_s=60,
                         what="the pipeline processes to stop"), pipeline  # fmt: skip
     finally:
         if bench.poll() is None:
             bench.kill()
+
+
+STOP_BOUND_S = 90
+
+
+def _stack(pid: int) -> str:
+    """Where a process is stuck, as py-spy sees it."""
+    py_spy = Path(sys.executable).with_name("py-spy")
+    done = subprocess.run([str(py_spy), "dump", "--pid", str(pid)], capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+    return done.stdout + done.stderr
 
 
 def _alive(pid: int) -> bool:
