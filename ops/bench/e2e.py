@@ -218,6 +218,7 @@ ROWS = (
     ("handler launch lateness ms, within p50 / p90 / p99", "launch_lateness"),
     ("end lateness ms p50 / p90 / p99 / max", "end_lateness_ms"),
     ("CPU µs per job (pipeline + broker)", "cpu_us_per_job"),
+    ("  without the broker's JIT compiler", "cpu_us_per_job_without_jit"),
     ("status processor caught up, s after the last end", "status_caught_up_after_s"),
 )  # fmt: skip
 WORKFLOW_ROWS = (
@@ -251,9 +252,11 @@ def _table(report: dict[str, Any]) -> Table:
     if len(by_owner) > 1:
         for owner, summary in by_owner.items():
             table.add_row(f"start lateness ms, {owner}", _fmt(summary))
+    jit = report.get("broker_jit_cpu_s", {})
     for name, mb in report["rss_mb"].items():
         cpu = report["cpu_s"].get(name, 0)
-        table.add_row(f"{name}: peak RSS MB, CPU s", f"{mb:,.0f}, {cpu:,.1f}")
+        of_it = f" ({jit[name]:,.1f} JIT)" if name in jit else ""
+        table.add_row(f"{name}: peak RSS MB, CPU s", f"{mb:,.0f}, {cpu:,.1f}{of_it}")
     for name, mb in peer.get("rss_mb", {}).items():
         cpu = peer.get("cpu_s", {}).get(name, 0)
         table.add_row(f"{name}: peak RSS MB, CPU s", "", f"{mb:,.0f}, {cpu:,.1f}", "")

@@ -46,6 +46,32 @@ def cpu_seconds(pid: int) -> float:
     return stat_cpu_seconds(pid)[0]
 
 
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Each live thread of ``pid``: its name and user + system CPU s."""
+    threads = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(") ", 1)[1].split()
+        except FileNotFoundError:  # ended since it was listed
+            continue
+        threads[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / _TICKS_PER_S)
+    return threads
+
+
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+"""HotSpot's compiler threads (a thread's name is cut to 15 characters in /proc)."""
+
+
+def jit_seconds(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> float:
+    """CPU s a JVM's compiler threads spent between two :func:`thread_cpu_seconds`.
+
+    A lower bound: HotSpot ends compiler threads it no longer needs, and what one spent
+    after ``before`` is gone with it."""
+    return sum(cpu - before.get(tid, (name, 0.0))[1] for tid, (name, cpu) in after.items()
+               if name.startswith(JIT_THREADS))  # fmt: skip
+
+
 def disk_mb(path: Path) -> float:
     """Allocated size of every file under ``path`` (what ``du`` reports), in MB."""
     total = 0

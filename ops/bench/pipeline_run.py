@@ -6,7 +6,9 @@ processes (ops/stack.py), submits the scenario's jobs from a thread, reads jobs.
 until every job has ended (or nothing has ended for ``stall_s`` after the last due
 time) and the status processor has committed all of jobs.events, stops the processes,
 and tallies the events (ops/bench/tally.py). RSS and CPU of every process, the
-broker's and this one's included, are read from /proc.
+broker's and this one's included, are read from /proc; so is what the broker's JIT
+compiler threads spent, apart: a broker compiles its hot code over its first runs, a
+cost that ends, which a per-job figure should not carry.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class PipelineShape:
 
 
 def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
-                 extra_pids: dict[str, int], progress: Progress,
+                 broker_pids: dict[str, int], progress: Progress,
                  source: type[Submitter] = Submitter) -> dict[str, Any]:  # fmt: skip
     """Run one scenario and return its numbers (see ops/bench/tally.py); ``source``
     submits its jobs and adds numbers of its own (the workflow scenarios')."""
@@ -67,11 +69,13 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         stack.start(parts)
         progress.update(starting, total=1, completed=1)
         pids = {name: process.pid for name, (_, process) in stack.processes.items()}
-        pids |= extra_pids | {"bench (client, reader)": os.getpid()}
+        pids |= broker_pids | {"bench (client, reader)": os.getpid()}
         samplers = {name: measure.ProcessSampler(pid) for name, pid in pids.items()}
         for sampler in samplers.values():
             running.callback(sampler.stop)
         cpu_before = {name: measure.cpu_seconds(pid) for name, pid in pids.items()}
+        threads_before = {name: measure.thread_cpu_seconds(pid)
+                          for name, pid in broker_pids.items()}  # fmt: skip
         reader = EventsReader(settings)
         running.callback(reader.close)
         t0 = now_ms() + int(load.lead_s * 1000)
@@ -83,6 +87,8 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         _follow(stack, submitter, reader, load, t0, shape.stall_s, progress, profiler)
         status_lag_s = _status_caught_up(settings, progress, timeout_s=shape.stall_s)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+        jit = {name: measure.jit_seconds(threads_before[name], measure.thread_cpu_seconds(pid))
+               for name, pid in broker_pids.items()}  # fmt: skip
         pending_rss = samplers["timers"].peak_rss_mb(end=t0 / 1000)
         launched = read_buckets(shape.metrics_port + 3 + i for i in range(shape.workers))
     profiles = profiler.summaries()
@@ -102,6 +108,9 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         "status_caught_up_after_s": status_lag_s,
         "cpu_s": {name: round(v, 2) for name, v in cpu.items()},
         "cpu_us_per_job": 1e6 * pipeline_cpu / max(result["completed"], 1),
+        "broker_jit_cpu_s": {name: round(v, 2) for name, v in jit.items()},
+        "cpu_us_per_job_without_jit":
+            1e6 * (pipeline_cpu - sum(jit.values())) / max(result["completed"], 1),
         "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(result["completed"], 1),
         "work_dir": str(folder),
         **({"py_spy": profiles} if profiles else {}),
