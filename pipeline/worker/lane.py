@@ -186,6 +186,8 @@ class Lane:
         self.commit_s: float | None = None
         """A moving mean of how long a transaction took, from its start to its commit: a
         claim's round trip."""
+        self.run_s: float | None = None
+        """A moving mean of how long this type's runs took, from launch to end."""
         self._paused: set[Partition] = set()
         self._full: frozenset[str] = frozenset()
         self._retry_at = 0.0
@@ -480,7 +482,7 @@ class Lane:
         self.schedule.committed(now)
         self.transactions += 1
         took = time.monotonic() - now
-        self.commit_s = took if self.commit_s is None else 0.8 * self.commit_s + 0.2 * took
+        self.commit_s = moving_mean(self.commit_s, took)
         metrics.COMMIT_SECONDS.labels("worker").observe(took)
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_at, self._retry_delay = 0.0, 0.1
@@ -562,3 +564,9 @@ def _owner(record: Record) -> str:
 
 def _is_fatal(exc: KafkaException) -> bool:
     return is_fatal(exc.args[0] if exc.args else None)
+
+
+def moving_mean(mean: float | None, sample: float) -> float:
+    """An exponential moving mean that gives a new sample a fifth of the weight (``None``:
+    no sample yet)."""
+    return sample if mean is None else 0.8 * mean + 0.2 * sample

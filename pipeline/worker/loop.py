@@ -106,7 +106,7 @@ from pipeline.worker.control import ControlReader
 from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
 from pipeline.worker.inflight import InFlight, RunningJob
-from pipeline.worker.lane import Lane, Record
+from pipeline.worker.lane import Lane, Record, moving_mean
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.processes import ProcessExecutor
@@ -172,8 +172,6 @@ class WorkerLoop:
         """Runs claimed ahead of their instant, waiting for their launch: a heap by due
         instant (then token)."""
         self._launch_ahead_ms = round(options.launch_ahead_s * 1000)
-        self._run_s: dict[str, float] = {}
-        """A moving mean of how long each type's runs took, from launch to end."""
         self.cancels = CancelSet()
         self.control = ControlReader(settings, deserialize)
         self._cancelling: list[RunningJob] = []
@@ -538,12 +536,11 @@ class WorkerLoop:
                 self._launch(job, ctx, now, wall)
 
     def _ran(self, job: RunningJob) -> None:
-        """Count a launched run's time in its type's moving mean."""
+        """Count a launched run's time in its lane's moving mean."""
         if math.isinf(job.deadline):
             return  # never launched
         took = time.monotonic() - (job.deadline - job.timeout_s)  # the deadline counts from launch
-        mean = self._run_s.get(job.lane.job_type)
-        self._run_s[job.lane.job_type] = took if mean is None else 0.8 * mean + 0.2 * took
+        job.lane.run_s = moving_mean(job.lane.run_s, took)
 
     def _claim_beyond_slots(self) -> None:
         """With every slot taken, claim due records of a type whose runs are shorter than
@@ -562,7 +559,7 @@ class WorkerLoop:
         if self._slot_free() or self.quarantine.blocks(self.inflight.active):
             return
         for lane in self.lanes:
-            run_s, claim_s = self._run_s.get(lane.job_type), lane.commit_s
+            run_s, claim_s = lane.run_s, lane.commit_s
             if lane.slots.limited or run_s is None or claim_s is None or run_s >= claim_s:
                 continue
             in_a_claim = math.ceil(self.options.concurrency * claim_s / max(run_s, 1e-6))
