@@ -94,6 +94,11 @@ def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
     return {key: sizes[key]}
 
 
+ClaimAheadOption = duration_option(
+    None, "--claim-ahead", help="Workers' --claim-ahead: how long before its instant a job "
+    "fired ahead (JOBSTREAM_FIRE_LEAD) is claimed (default: theirs).")  # fmt: skip
+
+
 def bench(
     scenario: Scenario = typer.Option(Scenario.steady, "--scenario", help="What to offer."),
     rate: int = typer.Option(1200, "--rate", min=1, help="steady: jobs due per second."),
@@ -120,6 +125,10 @@ def bench(
     kafka_home: Path | None = KafkaHomeOption,
     out: Path | None = OutOption,
     py_spy_ms: int = PySpyOption,
+    claim_ahead_ms: int | None = ClaimAheadOption,
+    claimed_ahead_most: int | None = typer.Option(
+        None, "--claimed-ahead-most", min=1,
+        help="Workers' --claimed-ahead-most (default: theirs)."),
 ) -> None:  # fmt: skip
     """Benchmark the whole pipeline: jobs/s, fire and start lateness, losses, CPU, memory."""
     duration_s, window_s, py_spy_s = duration_ms / 1000, window_ms / 1000, py_spy_ms / 1000
@@ -138,7 +147,11 @@ def bench(
         load = diamonds_load(diamonds, lead_s)
     source = Submitter if scenario in SINGLE_JOBS else WorkflowSubmitter
     with_peer = peer is Peer.celery and scenario in (Scenario.steady, Scenario.burst)
-    shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s)
+    worker_flags = (*(() if claim_ahead_ms is None else ("--claim-ahead", f"{claim_ahead_ms}ms")),
+                    *(() if claimed_ahead_most is None else
+                      ("--claimed-ahead-most", str(claimed_ahead_most))))  # fmt: skip
+    shape = PipelineShape(handler.value, workers, concurrency, metrics_port, py_spy_s=py_spy_s,
+                          worker_flags=worker_flags)  # fmt: skip
     report: dict[str, Any] = {
         "command": " ".join(["jobstream", *sys.argv[1:]]),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),

@@ -49,6 +49,8 @@ class PipelineShape:
     py_spy_s: float = 0.0
     """Record every pipeline process with py-spy this long, from 2 s after the first due
     time (0: not at all)."""
+    worker_flags: tuple[str, ...] = ()
+    """More ``jobstream worker`` options for every worker (``--claim-ahead 10s``)."""
 
 
 def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
@@ -62,7 +64,8 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     stack = Stack(folder, env=settings_env(settings))
     parts = components(shape.metrics_port, app=bench_app.__name__, job_types=())
     parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
-                     concurrency=shape.concurrency) for i in range(shape.workers)]  # fmt: skip
+                     concurrency=shape.concurrency, extra=shape.worker_flags)
+              for i in range(shape.workers)]  # fmt: skip
     starting = progress.add_task("pipeline starting", total=None, info="")
     with contextlib.ExitStack() as running:  # stops what has started, however the run ends
         running.callback(stack.stop)

@@ -24,7 +24,13 @@ from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker.app import load_app
 from pipeline.worker.heartbeat import default_worker_id
 from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import MIN_PREFETCH, Isolation, WorkerOptions
+from pipeline.worker.options import (
+    CLAIM_AHEAD_S,
+    CLAIMED_AHEAD_MOST,
+    MIN_PREFETCH,
+    Isolation,
+    WorkerOptions,
+)
 from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 
 HeartbeatOption = duration_option(
@@ -48,6 +54,12 @@ ProgressIntervalOption = duration_option(
     format_duration(round(PROGRESS_INTERVAL_S * 1000)), "--progress-interval",
     help="Least time between two progress reports of a running job (ctx.progress) on "
     "jobs.events: the latest waits for it, the last goes before the outcome anyway.",
+)  # fmt: skip
+ClaimAheadOption = duration_option(
+    format_duration(round(CLAIM_AHEAD_S * 1000)), "--claim-ahead",
+    help="How long before its due instant a job fired ahead (JOBSTREAM_FIRE_LEAD) is "
+    "claimed: longer takes a burst's claims off its instant, but holds more runs in memory "
+    "and, should this worker die, more runs wait for their lease (30 s) to be retried.",
 )  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
@@ -85,6 +97,10 @@ def worker(
                                         help="Records buffered per priority tier (default: "
                                         f"the concurrency, at least {MIN_PREFETCH})."),
     commit_interval_ms: int = CommitIntervalOption,
+    claim_ahead_ms: int = ClaimAheadOption,
+    claimed_ahead_most: int = typer.Option(CLAIMED_AHEAD_MOST, "--claimed-ahead-most", min=1,
+                                           help="Runs claimed ahead and waiting for their "
+                                           "instant, at most; the others wait to be claimed."),
     revoke_timeout_ms: int = RevokeTimeoutOption,
     cancel_grace_ms: int = CancelGraceOption,
     metrics_port: int = MetricsPortOption,
@@ -100,7 +116,8 @@ def worker(
         progress_interval_s=progress_interval_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
-        cancel_grace_s=cancel_grace_ms / 1000,
+        cancel_grace_s=cancel_grace_ms / 1000, claim_ahead_s=claim_ahead_ms / 1000,
+        claimed_ahead_most=claimed_ahead_most,
     )  # fmt: skip
     loop = WorkerLoop(settings, load_app(app), options)
     if metrics_port:

@@ -14,6 +14,11 @@ A run claimed ahead of its due instant (a record fired ahead, ``JOBSTREAM_FIRE_L
 waits in ``ahead`` instead, holding no slot, until its launch comes near (:meth:`seat`);
 one that ends without a launch (cancelled, given up) never takes one.
 
+Neither the heartbeats nor the deadlines scan every run: a worker may hold thousands
+claimed ahead. Heartbeats come from a heap by instant (:meth:`beat_at`,
+:meth:`beats_due`), deadlines and progress reports from the launched runs only
+(:meth:`launched`), at most the slots.
+
 A run in ``slots`` or ``ahead`` also holds a slot of its partition index in its lane's
 :class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
 when it is added, given back when its handler returns (or it ends unlaunched).
@@ -21,6 +26,8 @@ when it is added, given back when its handler returns (or it ends unlaunched).
 
 from __future__ import annotations
 
+import heapq
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -88,6 +95,9 @@ class InFlight:
         arithmetic is Python code run twice per job."""
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_limit = recent_limit
+        self._beats: list[tuple[float, int, RunningJob]] = []
+        """(instant, token, run) of each heartbeat to send; an entry whose run has been
+        given a later instant since, or has been reported, is passed over."""
 
     def add(self, job: RunningJob, *, ahead: bool = False) -> None:
         """A run started: it takes a slot now, or (``ahead``) once :meth:`seat` gives it one."""
@@ -132,9 +142,30 @@ class InFlight:
             return []
         return [job for job in self.active.values() if job.execution.job_id == job_id]
 
+    def launched(self) -> list[RunningJob]:
+        """The runs holding a slot whose outcome is still to come (a run claimed ahead
+        holds none until its launch)."""
+        return [job for job in self.slots.values() if not job.reported]
+
     def overdue(self, now: float) -> list[RunningJob]:
         """The runs past their deadline whose outcome is still to come."""
-        return [job for job in self.active.values() if now >= job.deadline]
+        return [job for job in self.launched() if now >= job.deadline]
+
+    def beat_at(self, job: RunningJob, at: float) -> None:
+        """The run's next HEARTBEAT is due at monotonic ``at`` (infinite: none yet)."""
+        job.next_beat = at
+        if not math.isinf(at):
+            heapq.heappush(self._beats, (at, job.token, job))
+
+    def beats_due(self, now: float) -> list[RunningJob]:
+        """The runs whose HEARTBEAT is due at monotonic ``now``; each is due again only
+        once :meth:`beat_at` gives it its next instant."""
+        heap, due = self._beats, []
+        while heap and heap[0][0] <= now:
+            at, _, job = heapq.heappop(heap)
+            if at == job.next_beat and not job.reported:
+                due.append(job)
+        return due
 
     def give_up(self) -> list[RunningJob]:
         """The runs still active at shutdown, given up: async ones are cancelled (their

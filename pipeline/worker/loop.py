@@ -110,7 +110,7 @@ from pipeline.worker.lane import Lane, Record, moving_mean
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.options import MIN_PREFETCH, WorkerOptions, WorkerStats
 from pipeline.worker.processes import ProcessExecutor
-from pipeline.worker.progress import ProgressReporter
+from pipeline.worker.progress import ProgressReport, ProgressReporter
 from pipeline.worker.quarantine import Quarantine, is_suspect
 from pipeline.worker.results import result_headers
 from pipeline.worker.runlogs import logs_record
@@ -201,7 +201,9 @@ class WorkerLoop:
             self._beat_worker(force=True)
             log.info("worker started", extra={
                 "worker_id": self.options.worker_id, "job_types": self.job_types,
-                "concurrency": self.options.concurrency})  # fmt: skip
+                "concurrency": self.options.concurrency,
+                "claim_ahead_s": self.options.claim_ahead_s,
+                "claimed_ahead_most": self.options.claimed_ahead_most})  # fmt: skip
             while not stop.is_set():
                 self.step(fetching=True)
                 self.health.beat()
@@ -410,13 +412,17 @@ class WorkerLoop:
     def _beat_jobs(self, now: float) -> None:
         """A HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
         handler reported (at most one per ``progress_interval_s``)."""
-        worker = self.options.worker_id
-        for job in self.inflight.active.values():
+        for job in self.inflight.launched():
             report = job.progress.due(now)
-            if report is not None or now >= job.next_beat:
-                job.next_beat = now + self.options.heartbeat_s
-                self._emit(outcomes.heartbeat(job.execution, worker_id=worker, now_ms=now_ms(),
-                                              progress=report), job.execution)  # fmt: skip
+            if report is not None:
+                self._beat(job, now, report)
+        for job in self.inflight.beats_due(now):
+            self._beat(job, now, None)
+
+    def _beat(self, job: RunningJob, now: float, report: ProgressReport | None) -> None:
+        self.inflight.beat_at(job, now + self.options.heartbeat_s)
+        self._emit(outcomes.heartbeat(job.execution, worker_id=self.options.worker_id,
+                                      now_ms=now_ms(), progress=report), job.execution)  # fmt: skip
 
     def _last_progress(self, job: RunningJob) -> None:
         """The run's report still waiting, if any, on a HEARTBEAT before its outcome (the
@@ -509,7 +515,7 @@ class WorkerLoop:
                 self.inflight.release(job.token)
                 continue
             if job.token in self.inflight.ahead:  # its launch is still to come
-                job.next_beat = now + self.options.heartbeat_s
+                self.inflight.beat_at(job, now + self.options.heartbeat_s)
                 heapq.heappush(self._claimed_ahead,
                                (job.execution.scheduled_at_ms, job.token, job, ctx))  # fmt: skip
                 continue
@@ -520,7 +526,8 @@ class WorkerLoop:
         """Hand a claimed run holding a slot to the executor; one claimed ahead starts on
         its instant, and its deadline and heartbeats count from there."""
         start = now + max(0, job.execution.scheduled_at_ms - wall) / 1000
-        job.deadline, job.next_beat = start + job.timeout_s, start + self.options.heartbeat_s
+        job.deadline = start + job.timeout_s
+        self.inflight.beat_at(job, start + self.options.heartbeat_s)
         job.log = RunLog(self.settings.max_log_lines, self.settings.max_log_bytes)
         job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
 

@@ -17,6 +17,12 @@ fetch it again at the resume) once per 500 records started, not every few. Buffe
 records are not running, so they cost memory only (bounded by lane.BUFFER_BYTES); a
 rebalance drops them uncommitted and their partition's next owner fetches them again."""
 
+CLAIM_AHEAD_S = 0.2
+"""How long before its due instant a run fired ahead is claimed, by default (``--claim-ahead``)."""
+CLAIMED_AHEAD_MOST = 2000
+"""Runs claimed ahead and waiting for their instant, at most, by default
+(``--claimed-ahead-most``)."""
+
 Isolation = Literal["thread", "process"]
 ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")
 
@@ -64,7 +70,7 @@ class WorkerOptions:
     drain_timeout_s: float = 30.0
     """After stop, how long running jobs may finish before they are given up (reported
     FAILED, ``WorkerStopped``, and retried by the job's policy)."""
-    claim_ahead_s: float = 0.2
+    claim_ahead_s: float = CLAIM_AHEAD_S
     """A record fired ahead of its due instant (``JOBSTREAM_FIRE_LEAD``) is claimed this
     long before it, with the others due within as much again after it: one claim's
     transaction for all of them, about one per ``claim_ahead_s`` (pipeline/worker/early.py).
@@ -74,7 +80,7 @@ class WorkerOptions:
     launch_ahead_s: float = 0.02
     """A run claimed ahead takes a slot this long before its instant, when one is free, and
     its handler starts on the instant (pipeline/worker/executor.py waits for it)."""
-    claimed_ahead_most: int = 2000
+    claimed_ahead_most: int = CLAIMED_AHEAD_MOST
     """Runs claimed ahead and waiting for their instant, at most (each keeps its record and
     context in memory); records past it wait to be claimed."""
     poll_timeout_s: float = 0.02

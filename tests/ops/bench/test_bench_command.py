@@ -86,6 +86,29 @@ def test_the_two_owner_scenario_reports_each_owners_start_lateness(
     assert "start lateness ms, owner-b" in result.output
 
 
+def test_a_burst_claimed_ahead_by_the_workers_flags(
+    kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--claim-ahead`` and ``--claimed-ahead-most`` reach every worker of the run."""
+    monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", "3s")
+    out = tmp_path / "burst.json"
+    result = CliRunner().invoke(app, [
+        "bench", "--scenario", "burst", "--burst", "200", "--lead", "5s", "--peer", "none",
+        "--claim-ahead", "3s", "--claimed-ahead-most", "500",
+        "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
+        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(out.read_bytes())
+    assert (report["submitted"], report["completed"], report["lost"]) == (200, 200, 0)
+    assert report["launch_lateness"]["count"] == 200
+    assert report["fire_lateness_ms"]["max"] < 0, "every job fired ahead of its instant"
+    [started] = [orjson.loads(line) for line in
+                 (Path(report["work_dir"]) / "logs" / "worker-bench-0.log").read_text().splitlines()
+                 if '"worker started"' in line]  # fmt: skip
+    assert (started["claim_ahead_s"], started["claimed_ahead_most"]) == (3.0, 500)
+
+
 @pytest.mark.timeout(420)
 def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
     kafka_bootstrap: str, tmp_path: Path

@@ -46,3 +46,37 @@ def test_a_run_claimed_ahead_that_ends_unlaunched_gives_its_limit_slot_back() ->
     assert set(inflight.slots) == {1} and set(inflight.ahead) == {2} and lane.slots.in_use == 2
     assert inflight.release(2) is cancelled
     assert not inflight.ahead and set(inflight.slots) == {1} and lane.slots.in_use == 1
+
+
+def test_heartbeats_come_due_by_instant_and_a_later_instant_replaces_an_earlier() -> None:
+    lane = cast(Lane, SimpleNamespace(slots=PartitionSlots("report.generate", LIMITS)))
+    inflight = InFlight()
+    early, late, unscheduled = _run(1, lane), _run(2, lane), _run(3, lane)
+    for run in (early, late, unscheduled):
+        inflight.add(run, ahead=True)
+    inflight.beat_at(early, 10.0)
+    inflight.beat_at(late, 20.0)
+    inflight.beat_at(unscheduled, math.inf)  # not launched, not claimed: no beat yet
+    assert inflight.beats_due(9.9) == []
+    assert inflight.beats_due(10.0) == [early]
+    assert inflight.beats_due(10.0) == [], "due once per instant given"
+    inflight.beat_at(late, 30.0)  # beaten sooner (a progress report): the 20.0 entry is stale
+    assert inflight.beats_due(25.0) == []
+    assert inflight.beats_due(30.0) == [late]
+    assert inflight.beats_due(1e9) == []
+
+
+def test_a_reported_run_gets_no_heartbeat_and_is_neither_launched_nor_overdue() -> None:
+    lane = cast(Lane, SimpleNamespace(slots=PartitionSlots("report.generate", LIMITS)))
+    inflight = InFlight()
+    running, ended, ahead = _run(1, lane), _run(2, lane), _run(3, lane)
+    inflight.add(running)
+    inflight.add(ended)
+    inflight.add(ahead, ahead=True)
+    for run in (running, ended, ahead):
+        run.deadline = 5.0
+        inflight.beat_at(run, 5.0)
+    inflight.reported(ended)  # timed out: still holds its slot until its thread returns
+    assert inflight.launched() == [running]
+    assert inflight.overdue(5.0) == [running], "a run claimed ahead has no deadline yet"
+    assert inflight.beats_due(5.0) == [running, ahead]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
@@ -132,3 +133,21 @@ def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
     events.catch_up()
     assert events.kinds(execution_id) == ["STARTED", "CANCELLED"] and not ran.is_set()
     assert not worker.runtime.inflight.ahead and not worker.runtime.inflight.slots
+
+
+def test_runs_claimed_ahead_keep_their_lease_with_heartbeats_until_their_instant(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    """A run claimed seconds ahead holds a lease from its STARTED on: the worker beats for
+    it every ``heartbeat_s`` before its launch as after, so the lease cannot end while it
+    waits for its instant."""
+    _, ran = _flagging_worker(start_worker, claim_ahead_s=5.0, heartbeat_s=0.5)
+    due = now_ms() + 7000
+    (execution_id,) = submit(topics, execution_requested(fire_ms=due))
+    [claimed] = events.wait(execution_id, "STARTED", timeout_s=6)
+    beats = events.wait(execution_id, "HEARTBEAT", count=3, timeout_s=6)
+    assert now_ms() < due and not ran.is_set(), "beats before the instant, none launched"
+    assert [b["at_ms"] for b in beats] == sorted(b["at_ms"] for b in beats)
+    assert all(b["at_ms"] - a["at_ms"] >= 400 for a, b in pairwise(beats))
+    events.wait(execution_id, "SUCCEEDED", timeout_s=30)
+    assert ran.is_set() and claimed["at_ms"] >= due
