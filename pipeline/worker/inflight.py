@@ -42,6 +42,8 @@ from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.progress import ProgressReporter
 from pipeline.worker.slots import count_down
 
+_STALE_BEATS = 1000
+"""Heartbeat entries allowed beyond twice the runs held before the heap is rebuilt."""
 RECENT_EXECUTIONS = 10_000
 """Finished execution ids remembered to recognise redeliveries (about a megabyte)."""
 
@@ -95,9 +97,11 @@ class InFlight:
         arithmetic is Python code run twice per job."""
         self._recent: OrderedDict[str, None] = OrderedDict()
         self._recent_limit = recent_limit
-        self._beats: list[tuple[float, int, RunningJob]] = []
-        """(instant, token, run) of each heartbeat to send; an entry whose run has been
-        given a later instant since, or has been reported, is passed over."""
+        self._beats: list[tuple[float, int, str]] = []
+        """(instant, token, execution id) of each heartbeat to send; an entry whose run has
+        been given another instant since, or has been reported, is passed over. Ids, not
+        runs: an entry outlives its run by up to a heartbeat interval, and must not keep
+        the run's records in memory."""
 
     def add(self, job: RunningJob, *, ahead: bool = False) -> None:
         """A run started: it takes a slot now, or (``ahead``) once :meth:`seat` gives it one."""
@@ -154,16 +158,23 @@ class InFlight:
     def beat_at(self, job: RunningJob, at: float) -> None:
         """The run's next HEARTBEAT is due at monotonic ``at`` (infinite: none yet)."""
         job.next_beat = at
-        if not math.isinf(at):
-            heapq.heappush(self._beats, (at, job.token, job))
+        if math.isinf(at):
+            return
+        if len(self._beats) > 2 * len(self.active) + _STALE_BEATS:  # mostly ended runs'
+            self._beats = [(run.next_beat, run.token, run.execution_id)
+                           for run in self.active.values() if not math.isinf(run.next_beat)]
+            heapq.heapify(self._beats)  # it holds ``job``'s own entry from here on
+        else:
+            heapq.heappush(self._beats, (at, job.token, job.execution_id))
 
     def beats_due(self, now: float) -> list[RunningJob]:
         """The runs whose HEARTBEAT is due at monotonic ``now``; each is due again only
         once :meth:`beat_at` gives it its next instant."""
         heap, due = self._beats, []
         while heap and heap[0][0] <= now:
-            at, _, job = heapq.heappop(heap)
-            if at == job.next_beat and not job.reported:
+            at, token, execution_id = heapq.heappop(heap)
+            job = self.active.get(execution_id)
+            if job is not None and job.token == token and job.next_beat == at:
                 due.append(job)
         return due
 

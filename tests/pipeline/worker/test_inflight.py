@@ -80,3 +80,21 @@ def test_a_reported_run_gets_no_heartbeat_and_is_neither_launched_nor_overdue() 
     assert inflight.launched() == [running]
     assert inflight.overdue(5.0) == [running], "a run claimed ahead has no deadline yet"
     assert inflight.beats_due(5.0) == [running, ahead]
+
+
+def test_the_heartbeats_of_ended_runs_do_not_pile_up() -> None:
+    """Each run's entry outlives it by up to a heartbeat interval; past a bound the heap
+    is rebuilt from the runs held, so thousands of short runs leave no trail."""
+    lane = cast(Lane, SimpleNamespace(slots=PartitionSlots("report.generate", LIMITS)))
+    inflight = InFlight()
+    held = _run(0, lane)
+    inflight.add(held)
+    inflight.beat_at(held, 50.0)
+    for token in range(1, 5001):
+        run = _run(token, lane)
+        inflight.add(run)
+        inflight.beat_at(run, 10.0 + token / 1000)
+        inflight.reported(run)
+        inflight.release(token)
+    assert len(inflight._beats) <= 2 * len(inflight.active) + 1001
+    assert inflight.beats_due(49.0) == [] and inflight.beats_due(50.0) == [held]
