@@ -97,6 +97,8 @@ def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
 ClaimAheadOption = duration_option(
     None, "--claim-ahead", help="Workers' --claim-ahead: how long before its instant a job "
     "fired ahead (JOBSTREAM_FIRE_LEAD) is claimed (default: theirs).")  # fmt: skip
+ClaimedAheadMostOption = typer.Option(None, "--claimed-ahead-most", min=1,
+                                      help="Workers' --claimed-ahead-most (default: theirs).")
 
 
 def bench(
@@ -126,9 +128,7 @@ def bench(
     out: Path | None = OutOption,
     py_spy_ms: int = PySpyOption,
     claim_ahead_ms: int | None = ClaimAheadOption,
-    claimed_ahead_most: int | None = typer.Option(
-        None, "--claimed-ahead-most", min=1,
-        help="Workers' --claimed-ahead-most (default: theirs)."),
+    claimed_ahead_most: int | None = ClaimedAheadMostOption,
 ) -> None:  # fmt: skip
     """Benchmark the whole pipeline: jobs/s, fire and start lateness, losses, CPU, memory."""
     duration_s, window_s, py_spy_s = duration_ms / 1000, window_ms / 1000, py_spy_ms / 1000

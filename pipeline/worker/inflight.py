@@ -16,8 +16,8 @@ one that ends without a launch (cancelled, given up) never takes one.
 
 Neither the heartbeats nor the deadlines scan every run: a worker may hold thousands
 claimed ahead. Heartbeats come from a heap by instant (:meth:`beat_at`,
-:meth:`beats_due`), deadlines and progress reports from the launched runs only
-(:meth:`launched`), at most the slots.
+:meth:`beats_due`), deadlines and progress reports from the runs in slots only
+(:meth:`seated`), at most the concurrency.
 
 A run in ``slots`` or ``ahead`` also holds a slot of its partition index in its lane's
 :class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
@@ -62,6 +62,8 @@ class RunningJob:
     deadline: float
     """Monotonic instant of the timeout (infinite until the handler is launched)."""
     next_beat: float
+    """Monotonic instant of its next HEARTBEAT (infinite: none yet). Set through
+    :meth:`InFlight.beat_at` only, which also files it: set directly, no beat comes."""
     async_run: AsyncRun | None = None
     """Cancels an async run."""
     reported: bool = False
@@ -146,14 +148,14 @@ class InFlight:
             return []
         return [job for job in self.active.values() if job.execution.job_id == job_id]
 
-    def launched(self) -> list[RunningJob]:
-        """The runs holding a slot whose outcome is still to come (a run claimed ahead
-        holds none until its launch)."""
+    def seated(self) -> list[RunningJob]:
+        """The runs holding a slot whose outcome is still to come: launched, or to be once
+        their claim commits (a run claimed ahead holds none until its launch)."""
         return [job for job in self.slots.values() if not job.reported]
 
     def overdue(self, now: float) -> list[RunningJob]:
         """The runs past their deadline whose outcome is still to come."""
-        return [job for job in self.launched() if now >= job.deadline]
+        return [job for job in self.seated() if now >= job.deadline]
 
     def beat_at(self, job: RunningJob, at: float) -> None:
         """The run's next HEARTBEAT is due at monotonic ``at`` (infinite: none yet)."""

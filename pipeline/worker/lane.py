@@ -84,6 +84,8 @@ _MAX_RETRY_DELAY_S = 5.0
 TIMEOUT_S = 30.0
 """The longest one blocking transactional call (start, abort) may take."""
 _ERROR_LOG_INTERVAL_S = 10.0
+CLAIM_GRACE_MS = 200
+"""Outcomes wait at most this much longer than the commit interval for a claim to ride."""
 
 
 @dataclass(slots=True)
@@ -490,14 +492,16 @@ class Lane:
 
     def _claim_grace_s(self) -> float:
         """How much longer than the interval outcomes may wait for a claim: as long as a
-        claim ahead, when a record's claim comes within that time. Its transaction takes
-        them, which spares one of their own between two claims (half of a busy lane's
-        transactions, docs/benchmarks.md); a claim that does not come (a worker behind, a
-        suspect running alone) delays them by that much at most."""
+        claim ahead, at most :data:`CLAIM_GRACE_MS`, when a record's claim comes within that
+        time. Its transaction takes them, which spares one of their own between two claims
+        (half of a busy lane's transactions, docs/benchmarks.md); a claim that does not come
+        (a worker behind, a suspect running alone) delays them by that much at most, however
+        far ahead the worker claims."""
+        grace_ms = min(self.claim_ahead_ms, CLAIM_GRACE_MS)
         release = self.early.next_ms()
-        if release is None or release - now_ms() > self.claim_ahead_ms:
+        if release is None or release - now_ms() > grace_ms:
             return 0.0
-        return self.claim_ahead_ms / 1000
+        return grace_ms / 1000
 
     def add_result(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
         """A run's result, for jobs.results in the transaction of its SUCCEEDED."""

@@ -412,7 +412,7 @@ class WorkerLoop:
     def _beat_jobs(self, now: float) -> None:
         """A HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
         handler reported (at most one per ``progress_interval_s``)."""
-        for job in self.inflight.launched():
+        for job in self.inflight.seated():
             report = job.progress.due(now)
             if report is not None:
                 self._beat(job, now, report)
@@ -420,6 +420,7 @@ class WorkerLoop:
             self._beat(job, now, None)
 
     def _beat(self, job: RunningJob, now: float, report: ProgressReport | None) -> None:
+        """Send the run's HEARTBEAT (with ``report``, if any) and file its next one."""
         self.inflight.beat_at(job, now + self.options.heartbeat_s)
         self._emit(outcomes.heartbeat(job.execution, worker_id=self.options.worker_id,
                                       now_ms=now_ms(), progress=report), job.execution)  # fmt: skip
@@ -681,7 +682,7 @@ class WorkerLoop:
         job = RunningJob(
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             started=(outcomes.event_key(execution), self.encode_started(started, record.raw)),
-            deadline=math.inf, next_beat=math.inf,  # set when its handler is launched
+            deadline=math.inf, next_beat=math.inf,  # set at its launch (beats: its claim, if ahead)
             signal=ctx.cancel_signal, progress=progress,
         )  # fmt: skip
         self.inflight.add(job, ahead=ahead)

@@ -77,7 +77,7 @@ def test_a_reported_run_gets_no_heartbeat_and_is_neither_launched_nor_overdue() 
         run.deadline = 5.0
         inflight.beat_at(run, 5.0)
     inflight.reported(ended)  # timed out: still holds its slot until its thread returns
-    assert inflight.launched() == [running]
+    assert inflight.seated() == [running]
     assert inflight.overdue(5.0) == [running], "a run claimed ahead has no deadline yet"
     assert inflight.beats_due(5.0) == [running, ahead]
 
@@ -90,11 +90,16 @@ def test_the_heartbeats_of_ended_runs_do_not_pile_up() -> None:
     held = _run(0, lane)
     inflight.add(held)
     inflight.beat_at(held, 50.0)
+    rebuilt = 0
     for token in range(1, 5001):
         run = _run(token, lane)
         inflight.add(run)
+        filed = len(inflight._beats)
         inflight.beat_at(run, 10.0 + token / 1000)
+        if len(inflight._beats) <= filed:  # rebuilt: the run being filed is in it
+            rebuilt += 1
+            assert (run.next_beat, run.token, run.execution_id) in inflight._beats
         inflight.reported(run)
         inflight.release(token)
-    assert len(inflight._beats) <= 2 * len(inflight.active) + 1001
+    assert rebuilt and len(inflight._beats) <= 2 * len(inflight.active) + 1001
     assert inflight.beats_due(49.0) == [] and inflight.beats_due(50.0) == [held]

@@ -4,6 +4,8 @@ own between two claims (pipeline/runtime/schedule.py; docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import time
+
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
@@ -36,3 +38,27 @@ def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(
     transactions = lane.transactions - before
     # Old rule: every claim followed by a transaction of the outcomes 100 ms later (26).
     assert transactions <= 16, f"{transactions} transactions for about 11 claims"
+
+
+def test_a_far_claim_ahead_does_not_hold_the_outcomes_back_for_its_claim(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    """With ``--claim-ahead 5s`` a record held for its claim 4 s from now would let the
+    outcomes in hand wait 4 s to ride it; they wait at most CLAIM_GRACE_MS for one."""
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        return None
+
+    worker = start_worker(app, claim_ahead_s=5.0)
+    lane = worker.runtime.lanes[0]
+    wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
+    submit(topics, execution_requested(fire_ms=now_ms() + 9000))
+    wait_for(lambda: len(lane.early) == 1, timeout_s=5, what="the record held for its claim")
+    sent = time.monotonic()
+    (execution_id,) = submit(topics, execution_requested())
+    events.wait(execution_id, "SUCCEEDED", timeout_s=30)
+    took = time.monotonic() - sent
+    assert len(lane.early) == 1, "read before the held record's claim"
+    assert took < 2.5, f"the outcome waited {took:.1f} s for the claim ahead"
