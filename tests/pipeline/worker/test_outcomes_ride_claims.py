@@ -9,23 +9,29 @@ import time
 from pipeline.clock import now_ms
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker.lane import Lane
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.waiting import wait_for
 
 
-def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
+def _noop_lane(start_worker: StartWorker, **options: float) -> Lane:
+    """The lane of a worker of no-op runs, its partitions assigned."""
     app = WorkerApp()
 
     @app.handler("data.process")
     def work(ctx: JobContext) -> None:
         return None
 
-    worker = start_worker(app, concurrency=8)
-    lane = worker.runtime.lanes[0]
+    lane = start_worker(app, **options).runtime.lanes[0]
     wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
+    return lane
+
+
+def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(
+    topics: Topics, start_worker: StartWorker, events: EventLog
+) -> None:
+    lane = _noop_lane(start_worker, concurrency=8)
     # One due every 50 ms for 2 s, sent 3 s ahead: claimed ahead every 200 ms (about 11
     # claims), each run ending long before the next claim.
     first = now_ms() + 3000
@@ -45,15 +51,7 @@ def test_a_far_claim_ahead_does_not_hold_the_outcomes_back_for_its_claim(
 ) -> None:
     """With ``--claim-ahead 5s`` a record held for its claim 4 s from now would let the
     outcomes in hand wait 4 s to ride it; they wait at most CLAIM_GRACE_MS for one."""
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def work(ctx: JobContext) -> None:
-        return None
-
-    worker = start_worker(app, claim_ahead_s=5.0)
-    lane = worker.runtime.lanes[0]
-    wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
+    lane = _noop_lane(start_worker, claim_ahead_s=5.0)
     submit(topics, execution_requested(fire_ms=now_ms() + 9000))
     wait_for(lambda: len(lane.early) == 1, timeout_s=5, what="the record held for its claim")
     sent = time.monotonic()
