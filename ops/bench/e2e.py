@@ -32,6 +32,7 @@ from rich.table import Table
 from ops.bench.app import HANDLERS
 from ops.bench.harness import broker, run_topics
 from ops.bench.load import Load
+from ops.bench.measure import reference_cpu_ms
 from ops.bench.options import (
     BootstrapOption,
     ExecPartitionsOption,
@@ -182,6 +183,7 @@ def bench(
                                       progress=bar)  # fmt: skip
             report["ratios"] = _ratios(report, report["peer"])
     report["load_average_end"] = load_average()
+    report["machine"]["reference_cpu_ms_end"] = reference_cpu_ms()
     console.print(_table(report))
     for name, profile in report.get("py_spy", {}).items():
         for frame, share in profile.get("self", [])[:5]:
@@ -194,7 +196,8 @@ SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog, Scenario.fairn
 
 def _machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version()}  # fmt: skip
+            "python": platform.python_version(),
+            "reference_cpu_ms": reference_cpu_ms()}  # fmt: skip
 
 
 RATIO_KEYS = ("jobs_per_s", "submit_per_s", "cpu_us_per_job")
@@ -273,6 +276,9 @@ def _table(report: dict[str, Any]) -> Table:
     for name, mb in peer.get("rss_mb", {}).items():
         cpu = peer.get("cpu_s", {}).get(name, 0)
         table.add_row(f"{name}: peak RSS MB, CPU s", "", f"{mb:,.0f}, {cpu:,.1f}", "")
+    machine = report["machine"]
+    table.add_row("machine: reference loop CPU ms, at start / end",
+                  f"{machine['reference_cpu_ms']:,.1f} / {machine['reference_cpu_ms_end']:,.1f}")
     for row in verdicts(report):
         mark = "[green]met[/green]" if row.ok else "[red]missed[/red]"
         table.add_row(f"target: {row.metric}", f"{row.value} {mark}")

@@ -72,6 +72,32 @@ def jit_seconds(before: dict[int, tuple[str, float]], after: dict[int, tuple[str
                if name.startswith(JIT_THREADS))  # fmt: skip
 
 
+REFERENCE_ROUNDS = 10
+
+
+def reference_cpu_ms() -> float:
+    """The CPU ms this machine takes now for a fixed pure-Python loop, the best of
+    :data:`REFERENCE_ROUNDS`: how fast it runs the interpreter at the time of a run.
+
+    A host's neighbours move it: the same code's records cost 2.5-2.8 times as much CPU
+    on one day as on another (docs/benchmarks.md, "Issue 29, twelfth step"), so figures
+    of CPU per job from different days compare only as multiples of this."""
+    best = float("inf")
+    for _ in range(REFERENCE_ROUNDS):
+        start = time.process_time()
+        _reference_loop()
+        best = min(best, time.process_time() - start)
+    return round(best * 1000, 2)
+
+
+def _reference_loop() -> int:
+    """Dictionary writes, tuples and string formatting: what the processors' Python does."""
+    kept: dict[int, tuple[int, str]] = {}
+    for i in range(100_000):
+        kept[i % 997] = (i, f"job-{i}")
+    return len(kept)
+
+
 def disk_mb(path: Path) -> float:
     """Allocated size of every file under ``path`` (what ``du`` reports), in MB."""
     total = 0

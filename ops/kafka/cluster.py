@@ -36,8 +36,25 @@ EXTRA_JVM_FLAGS_ENV = "JOBSTREAM_KAFKA_JVM_FLAGS"
 spaces: how docs/kafka-tuning.md measured the alternatives."""
 
 
+EXTRA_PROPERTIES_ENV = "JOBSTREAM_KAFKA_PROPERTIES"
+"""More server properties for every node, after the ones :func:`server_properties` sets
+(a later one wins), as ``key=value`` pairs split on spaces: how docs/kafka-tuning.md
+measured the broker's thread counts and its followers' fetches."""
+
+
 def jvm_flags() -> list[str]:
     return [*JVM_FLAGS, *os.environ.get(EXTRA_JVM_FLAGS_ENV, "").split()]
+
+
+def extra_properties() -> dict[str, str]:
+    """The pairs of :data:`EXTRA_PROPERTIES_ENV`; one without ``=`` or a key stops the start."""
+    pairs = {}
+    for pair in os.environ.get(EXTRA_PROPERTIES_ENV, "").split():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BrokerError(f"{EXTRA_PROPERTIES_ENV}: {pair!r} is not key=value")
+        pairs[key] = value
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,7 @@ def server_properties(layout: Layout, node: Node, node_dir: Path,
     }
     if security is not None:
         settings.update(security.server_properties(node.port, node.controller_port))
+    settings.update(extra_properties())
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 

@@ -42,7 +42,12 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
         assert least <= report[key]["p50"] <= report[key]["max"]
     assert report["rss_mb"]["timers"] > 0 and report["rss_mb"]["worker-bench-0"] > 0
     assert report["status_caught_up_after_s"] is not None
+    machine = report["machine"]
+    assert min(machine["reference_cpu_ms"], machine["reference_cpu_ms_end"]) > 0, (
+        "how fast the machine ran Python at the run's start and end"
+    )
     assert "end-to-end jobs/s" in result.output
+    assert "reference loop" in result.output
     prefix = Path(report["work_dir"]).name + "."
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     wait_for(lambda: not [name for name in admin.list_topics(timeout=10).topics
