@@ -41,6 +41,11 @@ class Component:
     """Environment variables this process has beyond the stack's."""
 
 
+YIELDING = (("JOBSTREAM_NICE", "10"),)
+"""The environment of the processes no start waits on: under a full CPU the timers and
+workers run first, and the statuses catch up after (docs/scaling.md, "A full CPU")."""
+
+
 def components(
     base_port: int = 9400,
     *,
@@ -62,8 +67,8 @@ def components(
     listed = [
         Component(f"timers{suffix}", ("timers", *ident), base_port),
         Component(f"status-processor{suffix}", ("status-processor", *ident, *lease),
-                  base_port + 1),
-        Component(f"retry-router{suffix}", ("retry-router", *ident), base_port + 2),
+                  base_port + 1, YIELDING),
+        Component(f"retry-router{suffix}", ("retry-router", *ident), base_port + 2, YIELDING),
     ]  # fmt: skip
     for i, job_type in enumerate(job_types):
         listed.append(worker(job_type, f"{job_type}-{instance}", base_port + 3 + i, app=app,

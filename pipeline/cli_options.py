@@ -3,6 +3,7 @@ processor's command runs it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,10 +32,18 @@ MetricsPortOption = typer.Option(
 )  # fmt: skip
 
 
+def take_niceness(settings: Settings) -> None:
+    """Lower this process's CPU priority to ``settings.nice``; never raise it (only root
+    may), so a process started nicer stays so."""
+    if settings.nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, settings.nice)
+
+
 def run_processor(build: Callable[[Settings], Runner[Any]], metrics_port: int) -> None:
     """Run the processor ``build`` makes from the process's settings until SIGTERM or
     SIGINT, serving /metrics on ``metrics_port`` (0: off)."""
     settings = load_settings()
+    take_niceness(settings)
     stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port, settings.metrics_host)

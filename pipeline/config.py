@@ -52,6 +52,12 @@ class Settings(BaseSettings):
         "and starts it on the instant. 1s by default; 0 fires at the due instant "
         "(docs/lifecycle.md).",
     )
+    nice: int = Field(
+        0, ge=0, le=19,
+        description="The niceness a process takes at its start (0-19; one started nicer "
+        "keeps its own): under a full CPU, the processes no start waits on (the status "
+        "processor, the retry router) yield to the timers and workers (docs/scaling.md).",
+    )
     events_partitions: int = Field(6, ge=1, description="Partitions of jobs.events.")
     status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")

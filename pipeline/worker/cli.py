@@ -17,7 +17,7 @@ from types import FrameType
 import typer
 
 from pipeline import metrics
-from pipeline.cli_options import MetricsPortOption
+from pipeline.cli_options import MetricsPortOption, take_niceness
 from pipeline.config import load_settings
 from pipeline.durations import duration_option, format_duration
 from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
@@ -109,6 +109,7 @@ def worker(
 ) -> None:  # fmt: skip
     """Run jobs: consume a type's executions, run its handler, report the outcomes."""
     settings = load_settings()
+    take_niceness(settings)
     if os.getcwd() not in sys.path:  # `--app myapp.jobs` from the project dir, as with -m
         sys.path.insert(0, os.getcwd())
     options = WorkerOptions(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 from ops.kafka.ports import free_base_port
-from ops.stack import Component, RestartBackoff, Stack
+from ops.stack import Component, RestartBackoff, Stack, components
 from pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
@@ -43,4 +44,19 @@ def test_a_killed_process_is_started_again_and_healthy(topics: Topics, tmp_path:
     finally:
         stop.set()
         supervisor.join(10)
+        stack.stop()
+
+
+def test_what_no_start_waits_on_runs_nicer_than_the_start_path(topics: Topics,
+                                                              tmp_path: Path) -> None:  # fmt: skip
+    stack = Stack(tmp_path, process_env(topics.settings))
+    chosen = ("timers", "retry-router")
+    stack.start([part for part in components(free_base_port(3), job_types=())
+                 if part.name in chosen])  # fmt: skip
+    try:
+        stack.wait_healthy(60)
+        niceness = {name: os.getpriority(os.PRIO_PROCESS, stack.processes[name][1].pid)
+                    for name in chosen}  # fmt: skip
+        assert niceness == {"timers": 0, "retry-router": 10}
+    finally:
         stack.stop()
