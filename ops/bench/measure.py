@@ -79,7 +79,7 @@ def reference_cpu_ms() -> float:
     """The CPU ms this machine takes now for a fixed pure-Python loop, the best of
     :data:`REFERENCE_ROUNDS`: how fast it runs the interpreter at the time of a run.
 
-    A host's neighbours move it: the same code's records cost 2.5-2.8 times as much CPU
+    A host's neighbours move it: the same code's records cost 1.5 to 3 times as much CPU
     on one day as on another (docs/benchmarks.md, "Issue 29, twelfth step"), so figures
     of CPU per job from different days compare only as multiples of this."""
     best = float("inf")

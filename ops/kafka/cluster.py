@@ -39,7 +39,7 @@ spaces: how docs/kafka-tuning.md measured the alternatives."""
 EXTRA_PROPERTIES_ENV = "JOBSTREAM_KAFKA_PROPERTIES"
 """More server properties for every node, after the ones :func:`server_properties` sets
 (a later one wins), as ``key=value`` pairs split on spaces: how docs/kafka-tuning.md
-measured the broker's thread counts and its followers' fetches."""
+measured the broker's thread counts."""
 
 
 def jvm_flags() -> list[str]:
