@@ -22,7 +22,7 @@ def _niceness_after_start(nice: str, started_at: int = 0) -> int:
     env = {**os.environ, "JOBSTREAM_NICE": nice}
     out = subprocess.run(
         [sys.executable, "-c", _SHOW], env=env, capture_output=True, text=True, check=True,
-        preexec_fn=lambda: os.nice(started_at) and None,
+        preexec_fn=lambda: os.nice(started_at),
     )  # fmt: skip
     return int(out.stdout)
 
