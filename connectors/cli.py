@@ -12,7 +12,6 @@ import logging
 import sys
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from connectors.api.settings import ApiSettings, load_api_settings
 from connectors.views import ViewStore, ViewUpdater
 from pipeline import metrics
 from pipeline.cli_options import MetricsPortOption
+from pipeline.clock import instant_of
 from pipeline.config import load_settings
 from pipeline.errors import ValidationError
 from pipeline.jobs.backfill import OF_LABEL
@@ -110,7 +110,7 @@ def _call(settings: ApiSettings, method: str, path: str, *, params: dict[str, An
 
 
 def _when(ms: int | None) -> str:
-    return "" if ms is None else f"{datetime.fromtimestamp(ms / 1000, UTC):%m-%d %H:%M}"
+    return "" if ms is None else f"{instant_of(ms):%m-%d %H:%M}"
 
 
 _WHOLE = {"job id", "state", "try", "outcome"}

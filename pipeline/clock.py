@@ -1,8 +1,13 @@
-"""The wall clock every component reads: epoch milliseconds, as the events carry them."""
+"""The wall clock every component reads, and the one conversion between its epoch
+milliseconds (what the events carry) and a datetime (what a person and pydantic read)."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta, tzinfo
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_MS = timedelta(milliseconds=1)
 
 
 def now_ms() -> int:
@@ -12,3 +17,20 @@ def now_ms() -> int:
 def seconds_until(at_ms: int) -> float:
     """How long until the instant ``at_ms`` on this clock; 0 once it has come."""
     return max(0.0, (at_ms - now_ms()) / 1000)
+
+
+def ms_of(moment: datetime) -> int:
+    """Epoch ms of an aware datetime, to the millisecond below (no float on the way)."""
+    return (moment - EPOCH) // ONE_MS
+
+
+def instant_of(ms: int, tz: tzinfo = UTC) -> datetime:
+    """The aware datetime of epoch ms ``ms``, in ``tz``."""
+    moment = EPOCH + ms * ONE_MS
+    return moment if tz is UTC else moment.astimezone(tz)
+
+
+def iso_ms(ms: int) -> str:
+    """``2026-03-01T05:00:00Z`` (``...05:00:00.250Z`` when the milliseconds are not 0)."""
+    text = instant_of(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text.replace(".000Z", "Z")

@@ -5,16 +5,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ops.bench.load import Load
+from pipeline.clock import instant_of
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient
 from pipeline.model.job import JobRequest
 
 OWNER = "bench"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Submitter(threading.Thread):
@@ -42,7 +41,7 @@ class Submitter(threading.Thread):
                     owners = self.load.owners or (OWNER,) * len(self.load.offsets_ms)
                     self.ids.extend(client.submit_many(
                         JobRequest(job_type=self.job_type, owner=owner,
-                                   run_at=_EPOCH + timedelta(milliseconds=self.t0_ms + offset))
+                                   run_at=instant_of(self.t0_ms + offset))
                         for offset, owner in zip(self.load.offsets_ms[first:upto],
                                                  owners[first:upto], strict=True)
                     ))  # fmt: skip

@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ops.bench.load import Load
 from ops.bench.measure import summarize
 from ops.bench.release_hops import release_hops, step_ended_logged
 from ops.bench.submitter import OWNER, Submitter
-from pipeline.clock import now_ms
+from pipeline.clock import instant_of, now_ms
 from pipeline.jobs.client import JobClient
 from pipeline.model.job import JobRequest
 from pipeline.scheduling import new_job_id
 from pipeline.workflows.commands import step_ids, workflow_event
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 DIAMOND_SPACING_MS = 10
 """Diamond i's root falls due at the first due time + i * this."""
 DIAMONDS_PER_BATCH = 200
@@ -48,10 +46,6 @@ def diamonds_load(count: int, lead_s: float | None) -> Load:
     """Four jobs per diamond; the offsets are the roots' due times (children follow)."""
     offsets = sorted(DIAMOND_SPACING_MS * (i // 4) for i in range(4 * count))
     return Load("diamonds", offsets, lead_s or 10 + count / 200, paced=False)
-
-
-def _at(ms: int) -> datetime:
-    return _EPOCH + timedelta(milliseconds=ms)
 
 
 class WorkflowSubmitter(Submitter):
@@ -77,7 +71,7 @@ class WorkflowSubmitter(Submitter):
         workflow_id = new_job_id(now_ms())
         [parent] = client.submit_many([JobRequest(
             job_type=self.job_type, owner=OWNER, workflow_id=workflow_id,
-            run_at=_at(self.t0_ms))])  # fmt: skip
+            run_at=instant_of(self.t0_ms))])  # fmt: skip
         self.ids.append(parent)
         self.on_progress(1)
         for first in range(0, children, 10_000):
@@ -118,7 +112,7 @@ def diamond(job_type: str, root_due_ms: int) -> list[dict[str, Any]]:
     def step(name: str, *parents: str) -> dict[str, Any]:
         return {"name": name, "depends_on": list(parents), "job_type": job_type}
 
-    return [{**step("a"), "run_at": _at(root_due_ms)}, step("b", "a"), step("c", "a"),
+    return [{**step("a"), "run_at": instant_of(root_due_ms)}, step("b", "a"), step("c", "a"),
             step("d", "b", "c")]  # fmt: skip
 
 

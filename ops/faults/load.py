@@ -11,10 +11,9 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 from ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
-from pipeline.clock import now_ms
+from pipeline.clock import instant_of, now_ms
 from pipeline.config import Settings
 from pipeline.jobs.client import JobClient, SubmissionError
 from pipeline.model.idempotency import idempotent_job_id
@@ -23,7 +22,6 @@ from pipeline.model.job import JobRequest
 log = logging.getLogger(__name__)
 
 OWNER = "faults"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PACE_S = 0.05
 _RETRY_S = 1.0
 
@@ -98,7 +96,7 @@ class Submitter(threading.Thread):
             return
 
     def _request(self, i: int) -> JobRequest:
-        due = _EPOCH + timedelta(milliseconds=self.load.due_ms(self.t0_ms, i))
+        due = instant_of(self.load.due_ms(self.t0_ms, i))
         params = {FAIL_UNTIL_ATTEMPT: 2} if self.load.fails_first(i) else {}
         return JobRequest(job_type=JOB_TYPE, owner=OWNER, run_at=due, params=params,
                           idempotency_key=self._key(i))  # fmt: skip

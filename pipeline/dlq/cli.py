@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.clock import now_ms
+from pipeline.clock import instant_of, ms_of, now_ms
 from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
 from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
@@ -68,7 +68,7 @@ def parse_instant(text: str, now_ms: int, option: str) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    return ms_of(moment)
 
 
 def _selection(job_type: str | None, error_type: str | None, any_attempt: bool,
@@ -85,7 +85,7 @@ def _selection(job_type: str | None, error_type: str | None, any_attempt: bool,
 def _utc(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    return instant_of(ms).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
 def _json_line(value: Mapping[str, object]) -> None:

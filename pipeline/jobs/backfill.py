@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pipeline.clock import instant_of, iso_ms
 from pipeline.model.idempotency import idempotent_job_id
 from pipeline.model.job import JobRequest
 from pipeline.workflows.commands import STEP_LABEL
@@ -26,10 +26,6 @@ OF_LABEL = "backfill.of"
 """The label naming the recurring job a backfilled occurrence belongs to."""
 OCCURRENCE_LABEL = "backfill.occurrence"
 """The label naming the occurrence's nominal instant, ISO 8601 in UTC."""
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
 
 def backfill_key(job_id: str, occurrence_ms: int) -> str:
     """The idempotency key of the occurrence at ``occurrence_ms`` of job ``job_id``."""
@@ -43,8 +39,7 @@ def occurrence_job_id(owner: str, job_id: str, occurrence_ms: int) -> str:
 
 def instant_text(ms: int) -> str:
     """``2026-03-01T05:00:00Z``: an occurrence as its label and the CLI show it."""
-    text = (_EPOCH + ms * _MS).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return text.replace(".000Z", "Z")
+    return iso_ms(ms)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +74,7 @@ def occurrence_request(source: BackfillSource, occurrence_ms: int, *,
         "owner": source.owner,
         "params": source.params,
         "priority": source.priority,
-        "run_at": _EPOCH + run_at_ms * _MS,
+        "run_at": instant_of(run_at_ms),
         "retry": None if source.retry is None else dict(source.retry),
         "timeout_ms": source.timeout_ms,
         "idempotency_key": backfill_key(source.job_id, occurrence_ms),

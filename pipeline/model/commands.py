@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import pydantic
 
+from pipeline.clock import ms_of
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.job import (
@@ -55,8 +56,6 @@ then fires at once); further back is a mistake (a unit or a zone), refused namin
 ``run_at_ms``. Measured from the record, so the timers reading it late agree."""
 
 _INSTANT = pydantic.TypeAdapter(pydantic.AwareDatetime)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS = timedelta(milliseconds=1)
 
 
 def cancel_event(
@@ -138,7 +137,7 @@ def instant_ms(value: datetime | str | int) -> int:
         except pydantic.ValidationError:
             pass
         else:
-            return (instant - _EPOCH) // _ONE_MS
+            return ms_of(instant)
     raise ValidationError(
         "run_at_ms", f"must be an instant with a zone (ISO 8601) or epoch ms: {value!r}"
     )

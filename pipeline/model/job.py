@@ -22,7 +22,6 @@ bounds ``submitted_at_ms`` from above (a client clock far ahead), which replay c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
@@ -41,6 +40,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from pipeline.clock import instant_of, ms_of
 from pipeline.errors import ValidationError
 from pipeline.model import rules
 from pipeline.model.idempotency import idempotent_job_id
@@ -61,10 +61,6 @@ EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
 """2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
 MAX_CLOCK_SKEW_MS = 10 * 60_000
 """How far ahead of the reader's clock a client's ``submitted_at_ms`` may be."""
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
 
 def _pydantic_error(exc: PydanticValidationError, paths: Mapping[str, str]) -> ValidationError:
     """The first of pydantic's errors, as a ValidationError on the record path."""
@@ -261,7 +257,7 @@ class JobRequest(_Model):
                 owner=self.owner,
                 params=rules.field_check("spec.params", rules.encode_params, self.params),
                 priority=Priority(self.priority),
-                run_at_ms=None if self.run_at is None else (self.run_at - _EPOCH) // _MS,
+                run_at_ms=None if self.run_at is None else ms_of(self.run_at),
                 cron=None if self.cron is None else cron_record(self.cron),
                 depends_on=list(self.depends_on),
                 retry=None if self.retry is None else RetryPolicyRecord(**self.retry.to_avro()),
@@ -332,7 +328,7 @@ def _request_of(record: JobSubmitted) -> JobRequest:
         "on_parent_failure": spec.on_parent_failure, "timeout_ms": spec.timeout_ms,
         "labels": spec.labels, "pool": spec.pool,
         "idempotency_key": record.idempotency_key, "workflow_id": record.workflow_id,
-        "run_at": None if spec.run_at_ms is None else _EPOCH + spec.run_at_ms * _MS,
+        "run_at": None if spec.run_at_ms is None else instant_of(spec.run_at_ms),
         "cron": None if spec.cron is None else cron_of(spec.cron),
     }  # fmt: skip
     # The record's forms (JSON text, a list, enums, the RetryPolicy record) are what the

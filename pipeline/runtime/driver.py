@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pipeline.runtime.processor import ChangelogRecord, Output, Processor, Record
+from pipeline.runtime.processor import Output, Processor, Record
 from pipeline.runtime.task import Task
 from pipeline.serde import Event, make_serde
+from pipeline.state.batch import ChangelogRecord
 from pipeline.state.store import PartitionStore
 
 S = TypeVar("S")

@@ -16,9 +16,7 @@ from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 from pipeline.errors import TopicRefusedError
 from pipeline.kafka.clients import KafkaValue
 from pipeline.serde import Event
-from pipeline.state.batch import PartitionBatch
-
-ChangelogRecord = tuple[bytes, bytes | None]
+from pipeline.state.batch import ChangelogRecord, PartitionBatch
 
 
 class Record(Protocol):

@@ -20,8 +20,9 @@ process of the caller's kept alive for it.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
+from pipeline.clock import ms_of
 from pipeline.errors import ValidationError
 from pipeline.scheduling.cron import CronSpec, iter_occurrences
 
@@ -35,10 +36,6 @@ one-off job's run time may have."""
 MAX_RATE = 1000.0
 """The highest rate a backfill may ask for (the API's default submit rate)."""
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
-
 def parse_instant_ms(text: str, field: str) -> int:
     """Epoch ms of ISO 8601 ``text`` with a zone (``2026-03-01T00:00Z``); ValidationError
     naming ``field`` otherwise."""
@@ -49,7 +46,7 @@ def parse_instant_ms(text: str, field: str) -> int:
                               ) from None  # fmt: skip
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValidationError(field, f"needs a zone (Z or +01:00): {text!r}")
-    return (moment - _EPOCH) // _MS
+    return ms_of(moment)
 
 
 def check_rate(rate: object, field: str = "rate") -> float:

@@ -42,7 +42,7 @@ import hashlib
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -50,14 +50,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterBadDateError
 
+from pipeline.clock import ONE_MS, instant_of, ms_of
 from pipeline.errors import ValidationError
 
 FIELD_PREFIX = "spec.cron."
 """Prefix of the field named by a ValidationError: the CronSchedule's path in JobSubmitted."""
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
-_MS = timedelta(milliseconds=1)
 _DAY_MS = 86_400_000
 _JITTER_PERSON = b"jobstream.jitter"
 _INT_MAX = 2**31 - 1
@@ -324,11 +323,11 @@ def _nominal_instants(spec: CronSpec, tz: ZoneInfo, after_ms: int) -> Iterator[i
 
 def _instants_of_wall(spec: CronSpec, tz: ZoneInfo, wall: datetime) -> tuple[int, ...]:
     """The instants a naive local wall time stands for, per the DST policies."""
-    first = _to_ms(wall.replace(tzinfo=tz, fold=0))
-    second = _to_ms(wall.replace(tzinfo=tz, fold=1))
+    first = ms_of(wall.replace(tzinfo=tz, fold=0))
+    second = ms_of(wall.replace(tzinfo=tz, fold=1))
     if first == second:
         return (first,)
-    if _from_ms(first, tz).replace(tzinfo=None) == wall:
+    if instant_of(first, tz).replace(tzinfo=None) == wall:
         # Repeated: fold=0 is the earlier instant (the offset in force before the change).
         return (first, second) if spec.repeated_hour == RepeatedHourPolicy.BOTH else (first,)
     if spec.skipped_hour == SkippedHourPolicy.SKIP:
@@ -351,15 +350,7 @@ def _transition_ms(tz: ZoneInfo, before_ms: int, after_ms: int) -> int:
     return high
 
 
-def _to_ms(moment: datetime) -> int:
-    return (moment - _EPOCH) // _MS
-
-
-def _from_ms(ms: int, tz: ZoneInfo) -> datetime:
-    return (_EPOCH + timedelta(milliseconds=ms)).astimezone(tz)
-
-
 def _offset_ms(tz: ZoneInfo, ms: int) -> int:
-    offset = _from_ms(ms, tz).utcoffset()
+    offset = instant_of(ms, tz).utcoffset()
     assert offset is not None  # a ZoneInfo always has an offset for an aware datetime
-    return offset // _MS
+    return offset // ONE_MS

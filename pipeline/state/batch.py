@@ -18,6 +18,9 @@ from collections.abc import Iterator
 
 from pipeline.state.store import PartitionStore
 
+ChangelogRecord = tuple[bytes, bytes | None]
+"""One change as the changelog carries it: the store key, and the value or None for a delete."""
+
 _DELETED = None
 
 

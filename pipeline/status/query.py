@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from datetime import UTC, datetime
 
 import typer
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.clock import instant_of
 from pipeline.config import Settings, load_settings
 from pipeline.durations import duration_option
 from pipeline.errors import DeserializationError, JobstreamError
@@ -109,7 +109,7 @@ def _replay(consumer: Consumer, pending: set[int], owner: str | None,
 
 
 def _when(ms: int | None) -> str:
-    return "" if ms is None else f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M:%S}"
+    return "" if ms is None else f"{instant_of(ms):%Y-%m-%d %H:%M:%S}"
 
 
 def progress_text(status: JobStatus) -> str:

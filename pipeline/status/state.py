@@ -40,7 +40,7 @@ from pipeline.model.time_keys import (
     encode_schedule_key,
 )
 from pipeline.serde import JobStatus
-from pipeline.state.batch import PartitionBatch
+from pipeline.state.batch import ChangelogRecord, PartitionBatch
 
 RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"
@@ -232,8 +232,6 @@ if _LACKING:  # status_json writes every jobs.status field straight from the rec
     raise TypeError(f"JobRecord lacks the jobs.status fields {_LACKING}")
 _status = itemgetter(*(_POSITION[name] for name in _STATUS))
 _public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
-
-ChangelogRecord = tuple[bytes, bytes | None]
 
 Changes = dict[str, Any]
 """Fields of a :class:`JobRecord` by name, to :meth:`JobRecord.evolve` it with."""

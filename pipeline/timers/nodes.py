@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from pipeline.state.batch import PartitionBatch
+from pipeline.state.batch import ChangelogRecord, PartitionBatch
 from pipeline.workflows.node import StepNode, WorkflowRecord
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,6 @@ LOGGED_PREFIXES = (NODE_PREFIX, WORKFLOW_PREFIX)
 _LENGTH = struct.Struct(">H")
 _END = b"\xff"
 """Sorts after every job id byte: the exclusive end of a prefix's range."""
-
-ChangelogRecord = tuple[bytes, bytes | None]
 
 
 def _sized(text: str) -> bytes:

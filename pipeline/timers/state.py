@@ -35,11 +35,9 @@ from pipeline.model.time_keys import (
     owner_range_end,
     owner_range_start,
 )
-from pipeline.state.batch import PartitionBatch
+from pipeline.state.batch import ChangelogRecord, PartitionBatch
 from pipeline.timers.entry import AnyEntry, TimerEntry
 from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
-
-ChangelogRecord = tuple[bytes, bytes | None]
 
 
 class TimerState:

@@ -4,14 +4,13 @@ the real service and broker, with the real timers where a command must take effe
 from __future__ import annotations
 
 from contextlib import ExitStack
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from pipeline.clock import now_ms
+from pipeline.clock import instant_of, now_ms
 from pipeline.config import Settings
 from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
@@ -132,7 +131,7 @@ def test_a_workflow_is_submitted_whole_or_not_at_all(
 
 
 def iso(ms: int) -> str:
-    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)).isoformat()
+    return instant_of(ms).isoformat()
 
 
 def shown(c: httpx.Client, job_id: str) -> dict[str, Any]:
