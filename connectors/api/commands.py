@@ -73,22 +73,19 @@ def refusal(name: str, doc: Doc) -> str | None:
 
 
 def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
-    """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: a recurring job
-    takes a cron, a one-off job a run time until it fires (while the views have not read
-    the submission, the timers decide)."""
-    state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
+    """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: the model's rule
+    (:func:`pipeline.model.commands.update_refusal`, the one the timers apply), read from
+    the job's view."""
+    state, job_id = doc["state"], doc["job_id"]
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    if cron is True and body.run_at_ms is not None:
-        return f"job {job_id} is recurring: give it a new cron, not run_at_ms"
-    if cron is False:
-        if body.cron is not None:
-            return f"job {job_id} is not recurring: give it a new run_at_ms, not cron"
-        if state == JobState.BLOCKED:
-            return f"job {job_id} waits for its parents: it can be changed once it is SCHEDULED"
-        if state not in PENDING:
-            return f"job {job_id} has fired already ({state})"
-    return None
+    refusal = commands.update_refusal(job_id, recurring=recurring(doc), pending=state in PENDING,
+                                      blocked=state == JobState.BLOCKED,
+                                      cron=body.cron is not None,
+                                      run_at=body.run_at_ms is not None)  # fmt: skip
+    if refusal is not None and refusal.endswith("has fired already"):
+        return f"{refusal} ({state})"
+    return refusal
 
 
 def requester(who: Principal) -> str:

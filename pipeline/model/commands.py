@@ -126,6 +126,29 @@ def update_schedule_event(
                     reason=reason)  # fmt: skip
 
 
+def update_refusal(job_id: str, *, recurring: bool | None, pending: bool, blocked: bool,
+                   cron: bool, run_at: bool) -> str | None:  # fmt: skip
+    """Why an UPDATE (a new ``cron``, a new ``run_at`` or neither: parameters only) leaves
+    a job that has not ended as it is; None to apply it.
+
+    The one rule of both sides: the API answers 409 with it from its views, the timers
+    ignore the command with it from their entry. A recurring job takes a cron, a one-off
+    job a run time, and a one-off job changes only while ``pending`` (not fired) and not
+    ``blocked`` (waiting for its parents). ``recurring`` None: not known yet (the views have
+    not read the submission), the timers decide.
+    """
+    if recurring is True and run_at:
+        return f"job {job_id} is recurring: give it a new cron, not run_at_ms"
+    if recurring is False:
+        if cron:
+            return f"job {job_id} is not recurring: give it a new run_at_ms, not cron"
+        if blocked:
+            return f"job {job_id} waits for its parents: it can be changed once it is SCHEDULED"
+        if not pending:
+            return f"job {job_id} has fired already"
+    return None
+
+
 def instant_ms(value: datetime | str | int) -> int:
     """Epoch ms of a run time given as an aware datetime, ISO 8601 text with a zone, or
     epoch ms; ValidationError naming ``run_at_ms`` otherwise."""

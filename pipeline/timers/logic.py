@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.concurrency import ConcurrencyLimits
-from pipeline.errors import ValidationError
 from pipeline.limits.throttle import Throttle
 from pipeline.model.cancel import CancelRequest
-from pipeline.model.commands import validate_command
-from pipeline.model.job import cron_of, validate_submitted
+from pipeline.model.commands import update_refusal
+from pipeline.model.job import cron_of
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.params import submission_fields, summarize_params
 from pipeline.model.records import (
@@ -30,7 +29,6 @@ from pipeline.model.records import (
     RetryScheduled,
     ScheduleAction,
     ScheduleChanged,
-    WorkflowSubmitted,
     evolve,
     lifecycle,
 )
@@ -50,11 +48,12 @@ from pipeline.timers.entry import (
     ScheduleEntry,
     retry_timer_id,
 )
+from pipeline.timers.intake import Command, Ended, Workflow
 from pipeline.timers.state import TimerState
 from pipeline.timers.workflow import WorkflowTimers
 from pipeline.topics import Topics
 from pipeline.workflows import GateAction, WorkflowRecord
-from pipeline.workflows.commands import STEP_LABEL, check_schedule, expand_workflow
+from pipeline.workflows.commands import STEP_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -105,35 +104,27 @@ class TimerLogic:
 
     # -- intake and retries --------------------------------------------------------------
 
-    def process(self, state: TimerState, event: Event, now_ms: int) -> list[Output]:
-        """Apply one command; raise ValidationError for a record that must be dead-lettered."""
-        data = event.data
-        if event.name == "JobSubmitted":
-            return self._submitted(state, data, now_ms)
-        if event.name == "JobCancelled":
-            validate_command(event, now_ms=now_ms)
-            return self._cancelled(state, data, now_ms)
-        if event.name == "ScheduleChanged":
-            validate_command(event, now_ms=now_ms)
-            return self._schedule_changed(state, data, now_ms)
-        if event.name == "JobTriggered":
-            validate_command(event, now_ms=now_ms)
-            return self._triggered(state, data, now_ms)
-        if event.name == "RetryScheduled":
-            return self._retry(state, data, now_ms)
-        if event.name == "StepEnded":
-            return self.workflows.step_ended(state, data, now_ms)
-        if event.name == "WorkflowSubmitted":
-            return self._workflow_submitted(state, data, now_ms)
-        if event.name == "WorkflowCancelled":
-            validate_command(event, now_ms=now_ms)
-            return self.workflows.cancel_workflow(state, data, now_ms)
-        raise ValidationError("event", f"{event.name} does not belong on the timer topics")
+    def process(self, state: TimerState, command: Command, now_ms: int) -> list[Output]:
+        """Apply one command, checked where it entered (pipeline/timers/intake.py); raise
+        ValidationError only for what the state refuses (a parent unknown here)."""
+        if isinstance(command, JobSubmitted):
+            return self._submitted(state, command, now_ms)
+        if isinstance(command, JobCancelled):
+            return self._cancelled(state, command, now_ms)
+        if isinstance(command, ScheduleChanged):
+            return self._schedule_changed(state, command, now_ms)
+        if isinstance(command, JobTriggered):
+            return self._triggered(state, command, now_ms)
+        if isinstance(command, RetryScheduled):
+            return self._retry(state, command, now_ms)
+        if isinstance(command, Ended):
+            return self.workflows.step_ended(state, command.record, command.owner, now_ms)
+        if isinstance(command, Workflow):
+            return self._workflow_submitted(state, command, now_ms)
+        return self.workflows.cancel_workflow(state, command, now_ms)
 
     def _submitted(self, state: TimerState, job: JobSubmitted, now_ms: int, *,
-                   step: str | None = None, checked: bool = False) -> list[Output]:  # fmt: skip
-        if not checked:
-            validate_submitted(job, now_ms=now_ms)
+                   step: str | None = None) -> list[Output]:  # fmt: skip
         workflow_id = job.workflow_id
         known = workflow_id is not None and self.workflows.known(state, job, workflow_id)
         if known or state.get(job.job_id) is not None:
@@ -154,25 +145,24 @@ class TimerLogic:
             return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
         return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]
 
-    def _workflow_submitted(self, state: TimerState, data: WorkflowSubmitted,
+    def _workflow_submitted(self, state: TimerState, workflow: Workflow,
                             now_ms: int) -> list[Output]:  # fmt: skip
-        """Every step of a workflow, parents first, or (one rule broken) none of them."""
-        steps = expand_workflow(data, now_ms=now_ms)
+        """Every step of a workflow, parents first (its rules passed at intake)."""
+        data = workflow.record
         if state.nodes.workflow(data.owner, data.workflow_id) is not None:
             self.duplicates += 1  # the same workflow again: same id, same idempotency key
             return []
-        schedule = check_schedule(data)
-        if schedule is not None:
-            self.workflows.schedule(state, data, schedule, now_ms)
+        if workflow.schedule is not None:
+            self.workflows.schedule(state, data, workflow.schedule, now_ms)
             return []
         state.nodes.put_workflow(WorkflowRecord(
-            owner=data.owner, workflow_id=data.workflow_id, steps=len(steps),
+            owner=data.owner, workflow_id=data.workflow_id, steps=len(workflow.steps),
             idempotency_key=data.idempotency_key, submitted_at_ms=data.submitted_at_ms,
             schedule_id=data.schedule_id,
         ))  # fmt: skip
         emits: list[Output] = []
-        for name, job in steps:
-            emits.extend(self._submitted(state, job, now_ms, step=name, checked=True))
+        for name, job in workflow.steps:
+            emits.extend(self._submitted(state, job, now_ms, step=name))
         return emits
 
     def _cancelled(self, state: TimerState, data: JobCancelled, now_ms: int) -> list[Output]:
@@ -224,7 +214,10 @@ class TimerLogic:
                                     **_asked(data, "resumed"))]  # fmt: skip
         if action is ScheduleAction.UPDATE:
             run_at = data.run_at_ms
-            refusal = _update_refusal(entry, run_at)
+            refusal = update_refusal(entry.job_id, recurring=entry.spec.cron is not None,
+                                     pending=True, blocked=entry.blocked,
+                                     cron=data.cron is not None,
+                                     run_at=run_at is not None)  # fmt: skip
             if refusal is not None:
                 _ignored(data, refusal)
                 return []
@@ -233,12 +226,13 @@ class TimerLogic:
                 spec = evolve(spec, cron=data.cron)
             if data.params is not None:
                 spec = evolve(spec, params=data.params)
+            if run_at is not None:
+                # A moved job's spec asks for its new time: the entry holds one due instant.
+                spec = evolve(spec, run_at_ms=run_at)
             job = evolve(entry.job, spec=spec)
-            validate_submitted(job, now_ms=now_ms)
             if spec.cron is not None:
                 updated = self._next_fire(job, now_ms, entry.runs)
             else:
-                # spec.run_at_ms stays as submitted: the entry's due time is when it runs.
                 updated = entry.due_ms if run_at is None else run_at
             detail = "schedule updated" if run_at is None else "run time moved"
             if updated is None:
@@ -516,18 +510,6 @@ class TimerLogic:
         event = lifecycle(kind, job, at_ms=now_ms, step=job.spec.labels.get(STEP_LABEL), **fields)
         return Output(self.topics.events, partition_key(job.job_id, job.workflow_id),
                       Event("JobLifecycle", event))  # fmt: skip
-
-
-def _update_refusal(entry: JobEntry, run_at_ms: int | None) -> str | None:
-    """Why an UPDATE leaves the pending ``entry`` as it is; None to apply it. The API
-    refuses these with 409 from its views; the timers decide on what they hold."""
-    if run_at_ms is None:
-        return None
-    if entry.spec.cron is not None:
-        return "the job is recurring: its runs follow its cron, not run_at_ms"
-    if entry.blocked:
-        return "the job waits for its parents: its run time can move once they have ended"
-    return None
 
 
 def _ignored(command: ScheduleChanged, reason: str) -> None:

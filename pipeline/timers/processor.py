@@ -31,6 +31,7 @@ from pipeline.runtime.counters import Counters
 from pipeline.runtime.runner import Runner
 from pipeline.serde import make_serde
 from pipeline.state.batch import PartitionBatch
+from pipeline.timers.intake import checked
 from pipeline.timers.logic import TimerLogic, TimerPolicy
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -114,7 +115,8 @@ class TimerProcessor(Processor[TimerState]):
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
         try:
-            return self.logic.process(state, self.deserialize(record.value()), now_ms)
+            command = checked(self.deserialize(record.value()), now_ms)
+            return self.logic.process(state, command, now_ms)
         except (DeserializationError, ValidationError) as exc:
             return [self._dead_letter(record, str(exc))]
 

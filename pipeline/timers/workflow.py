@@ -35,7 +35,6 @@ import logging
 from collections.abc import Callable
 
 from pipeline.errors import ValidationError
-from pipeline.model import rules
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.records import (
     JobCancelled,
@@ -81,8 +80,6 @@ K = LifecycleKind
 PARENT_RESULTS_INLINE_BYTES = 1_000_000
 """Inline parent results an execution carries at most; past it a parent's inline result
 is left out (its outcome and result URI stay), so a wide fan-in fits in one record."""
-
-_ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
 
 Lifecycle = Callable[..., Output]
 """``(kind, job, now_ms, **fields) -> Output``: a JobLifecycle of a job on jobs.events."""
@@ -141,9 +138,10 @@ class WorkflowTimers:
 
     # -- a job of the workflow ended -----------------------------------------------------
 
-    def step_ended(self, state: TimerState, data: StepEnded, now_ms: int) -> list[Output]:
-        """Record how a job ended; release, cancel or keep waiting each of its children."""
-        owner = check_step_ended(data)
+    def step_ended(self, state: TimerState, data: StepEnded, owner: str,
+                   now_ms: int) -> list[Output]:  # fmt: skip
+        """Record how a job of ``owner``'s workflow ended; release, cancel or keep waiting
+        each of its children."""
         workflow_id, parent, outcome = data.workflow_id, data.job_id, data.outcome
         node = state.nodes.get(owner, workflow_id, parent)
         if node is None:
@@ -331,14 +329,3 @@ class WorkflowTimers:
                                       result_uri=node.result_uri, step=node.step))  # fmt: skip
         return found
 
-
-def check_step_ended(data: StepEnded) -> str:
-    """The rules of a StepEnded record, and its owner; ValidationError naming the field at
-    fault."""
-    rules.field_check("job_id", rules.job_id, data.job_id)
-    rules.field_check("workflow_id", rules.workflow_id, data.workflow_id)
-    owner: str = rules.field_check("owner", rules.owner, data.owner)
-    if data.outcome not in _ENDED:
-        raise ValidationError("outcome", f"must be one of {', '.join(sorted(_ENDED))}; "
-                                         f"got {str(data.outcome)!r}")  # fmt: skip
-    return owner

@@ -17,6 +17,7 @@ from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
+from pipeline.timers.intake import checked
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
@@ -232,9 +233,8 @@ def test_retry_fires_the_next_attempt(driver: TimersDriver) -> None:
 
 def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) -> None:
     bad = submitted(now_ms=T0, run_at_ms=T0, cron=None, job_type="Not A Type!")
-    state = TimerState(PartitionBatch(driver.store()))
-    with pytest.raises(ValidationError) as caught:  # which the runtime dead-letters
-        driver.processor.logic.process(state, Event(bad.name, typed(bad.name, bad.data)), T0)
+    with pytest.raises(ValidationError) as caught:  # which the processor dead-letters
+        checked(Event(bad.name, typed(bad.name, bad.data)), T0)
     assert caught.value.field == "spec.job_type"
 
 
