@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup browser run test lint down clean
+.PHONY: setup browser run test test-fast lint down clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,18 @@ run: setup
 	$(BIN)/jobstream topics create
 	$(BIN)/jobstream demo $(DEMO_ARGS)
 
-# Tests run in TEST_WORKERS processes (pytest-xdist), each with a broker of its own and
-# fault scenarios keep to two modules (tests/ops/faults/scenario_check.py). The 15 slowest
-# tests are listed at the end.
+# Tests come in tiers, marked from the fixtures they use (tests/support/tiers.py).
+# `make test-fast` runs the fast tier: no broker, no browser, no child process, about a
+# minute on two cores. `make test` runs it first and stops there if it fails, then the
+# rest in TEST_WORKERS processes (pytest-xdist, a whole module to each, each with a broker
+# of its own; fault scenarios keep to their modules, tests/ops/faults/scenario_check.py).
+# The 15 slowest tests are listed at the end.
 TEST_WORKERS ?= 2
-test: setup
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
+test-fast: $(STAMP)
+	$(BIN)/pytest -n $(TEST_WORKERS) -m fast -q
+
+test: setup test-fast
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not fast" --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline connectors ops tests

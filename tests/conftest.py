@@ -20,6 +20,8 @@ from pipeline.errors import JobstreamError
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 
+pytest_plugins = ["pytester", "tests.support.tiers"]
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

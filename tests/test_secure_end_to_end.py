@@ -39,7 +39,8 @@ ROLE_OF = {"timers": "timers", "status-processor": "status", "retry-router": "re
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+def kafka(tmp_path_factory: pytest.TempPathFactory,
+          child_processes: None) -> Iterator[SecureKafka]:
     with secure_kafka(tmp_path_factory.mktemp("secure-kafka"), "secure.", JOB_TYPES) as running:
         yield running
 

@@ -19,7 +19,7 @@ API_TOKEN = "compose-admin-token"
 
 
 @pytest.fixture(scope="session")
-def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory, child_processes: None) -> Installed:
     work = tmp_path_factory.mktemp("wheel")
     return install(build_wheel(work), work)
 

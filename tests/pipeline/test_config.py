@@ -61,6 +61,7 @@ def test_a_bad_setting_names_the_variable(
         load_settings()
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_a_bad_setting_stops_the_process_at_start() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ops", "topics", "create"],

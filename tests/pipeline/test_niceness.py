@@ -27,12 +27,14 @@ def _niceness_after_start(nice: str, started_at: int = 0) -> int:
     return int(out.stdout)
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_a_process_takes_the_niceness_it_is_given() -> None:
     own = os.getpriority(os.PRIO_PROCESS, 0)  # what the test's children start at
     assert _niceness_after_start("0") == own
     assert _niceness_after_start("7") == max(7, own)
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_a_process_started_nicer_keeps_its_own() -> None:
     assert _niceness_after_start("7", started_at=12) == os.getpriority(os.PRIO_PROCESS, 0) + 12
 

@@ -33,6 +33,7 @@ def test_jit_counts_the_compiler_threads_only_and_what_they_spent_between() -> N
     assert jit_seconds(after, after) == 0.0
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_a_jvm_that_runs_hot_code_spends_cpu_in_its_compiler_threads(tmp_path: Path) -> None:
     java = shutil.which("java")
     if java is None:

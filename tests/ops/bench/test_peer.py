@@ -72,6 +72,7 @@ def test_journal_writes_per_process_files_and_reads_whole_records(tmp_path: Path
     assert journal.read(tmp_path, journal.END) == [(7, 100, 106)]
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_journal_opens_new_files_in_a_forked_child(tmp_path: Path) -> None:
     writer = journal.Journal(tmp_path)
     writer.write(journal.START, 1, 0, 0)
@@ -100,6 +101,7 @@ def test_worker_shape_defaults_per_handler_and_validation() -> None:
 # --- /proc of a process family -------------------------------------------------------
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_family_includes_children_and_their_cpu() -> None:
     burn = (
         "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
@@ -167,7 +169,7 @@ def test_a_failed_pip_install_names_the_requirement(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.fixture(scope="module")
-def installed() -> None:
+def installed(child_processes: None) -> None:
     """redis-server and celery, installed as ``jobstream bench`` installs them."""
     try:
         install.ensure_installed(print)

@@ -10,7 +10,7 @@ from tests.conftest import IN_CI
 
 
 @pytest.fixture(scope="module")
-def kafka_runtime() -> None:
+def kafka_runtime(child_processes: None) -> None:
     """Java and the Kafka jars, which every run's own cluster needs."""
     try:
         jars.java_executable()

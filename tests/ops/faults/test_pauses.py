@@ -21,7 +21,7 @@ def _state(pid: int) -> str:
 
 
 @pytest.fixture
-def sleepers() -> Iterator[dict[str, int]]:
+def sleepers(child_processes: None) -> Iterator[dict[str, int]]:
     processes = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
                  for _ in range(2)]  # fmt: skip
     yield {"a": processes[0].pid, "b": processes[1].pid}

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from ops.kafka.ports import free_base_port
@@ -18,6 +19,7 @@ def jobstream(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_up_status_down(tmp_path: Path) -> None:
     port = free_base_port(1)
     home = str(tmp_path / "kafka")
@@ -43,6 +45,7 @@ def test_up_status_down(tmp_path: Path) -> None:
     assert after.returncode == 1 and "stopped" in after.stdout
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_port_in_use_is_named(tmp_path: Path) -> None:
     port = free_base_port(1)
     with socket.socket() as squatter:

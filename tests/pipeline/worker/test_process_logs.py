@@ -52,7 +52,7 @@ class Children:
 
 
 @pytest.fixture
-def children(caplog: pytest.LogCaptureFixture) -> Iterator[Children]:
+def children(caplog: pytest.LogCaptureFixture, child_processes: None) -> Iterator[Children]:
     caplog.set_level(logging.INFO)  # the children log at the worker's level
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
     executor = ProcessExecutor(APP, 2, ends.put, kill_grace_s=0.5)

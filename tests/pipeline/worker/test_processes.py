@@ -69,7 +69,7 @@ def gone(pid: int) -> bool:
 
 
 @pytest.fixture
-def pool() -> Iterator[Pool]:
+def pool(child_processes: None) -> Iterator[Pool]:
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
     executor = ProcessExecutor(APP, 2, ends.put, max_result_bytes=1000, kill_grace_s=0.5)
     yield Pool(executor, ends)
@@ -117,6 +117,7 @@ def test_a_child_that_dies_mid_run_is_a_retryable_crash_and_is_replaced(
     assert answer(pool.run(n=2))["pid"] == pool.executor.pids[0]
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_a_run_past_its_timeout_is_killed_and_its_slot_comes_back_with_a_new_child() -> None:
     ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
     executor = ProcessExecutor(APP, 1, ends.put, kill_grace_s=0.5)
@@ -181,6 +182,7 @@ queue.SimpleQueue().get()
 """
 
 
+@pytest.mark.usefixtures("child_processes")
 def test_children_die_with_a_worker_killed_by_sigkill(tmp_path: Path) -> None:
     parent = subprocess.Popen([sys.executable, "-c", PARENT, APP, str(tmp_path)], cwd=ROOT,
                               stdout=subprocess.PIPE)  # fmt: skip

@@ -214,7 +214,7 @@ def test_a_bad_report_raises_in_the_handler(threads: tuple[JobExecutor, Sink]) -
 
 
 @pytest.fixture
-def children() -> Iterator[tuple[ProcessExecutor, Sink]]:
+def children(child_processes: None) -> Iterator[tuple[ProcessExecutor, Sink]]:
     sink = Sink()
     executor = ProcessExecutor(APP, 1, sink.finished)
     yield executor, sink
