@@ -113,12 +113,13 @@ def test_a_running_job_cancelled_has_its_child_terminated_and_the_slot_back(
         settled(settings, ids, {"cancelled": {"RUNNING"}})
         asked = time.monotonic()
         client.cancel(ids["cancelled"], reason="not needed", requested_by="iso-test")
-        cancelled = settled(settings, ids, {"cancelled": {"CANCELLED"}}, timeout_s=30)
+        cancelled = settled(settings, ids, {"cancelled": {"CANCELLED"}}, timeout_s=90)
         took_s = time.monotonic() - asked
         ids["after"] = client.submit(job(n=99))
     assert cancelled["cancelled"].cancellation is not None
     assert cancelled["cancelled"].cancellation.by == "iso-test"
-    # SIGTERM ends the run in its child at once; the status follows within the cancel's
-    # path (timers, jobs.control, worker, status processor) and this test's polling.
-    assert took_s < 10, f"CANCELLED {took_s:.1f} s after the cancel"
+    # SIGTERM ends the run in its child at once, long before its 600 s sleep; the status
+    # follows the cancel's path (timers, jobs.control, worker, status processor), a few
+    # seconds on a quiet machine and more on a loaded one.
+    assert took_s < 60, f"CANCELLED {took_s:.1f} s after the cancel"
     settled(settings, {"after": ids["after"]}, {"after": {"SUCCEEDED"}}, timeout_s=60)

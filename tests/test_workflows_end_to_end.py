@@ -90,7 +90,9 @@ def test_a_fan_out_of_1000_and_a_fan_in_back_to_one(stack: Stack,
     assert_ran_in_order(events, {**{leaf: ["root"] for leaf in leaves}, "sink": leaves},
                         {"root", "sink", *leaves})  # fmt: skip
     fired = [e for e in events["sink"] if e["kind"] == "FIRED"]
-    assert len(fired) == 1 and fired[0]["lateness_ms"] < 2000, "punctual once runnable"
+    # Fired as its last parent ends, not at a later pass: how soon is the workflow bench's
+    # release lateness (ops/bench/workflow_load.py), not a bound for a loaded machine.
+    assert len(fired) == 1 and fired[0]["lateness_ms"] < 30_000, "fired once runnable"
 
 
 def test_a_chain_of_50_runs_one_step_after_the_other(stack: Stack,

@@ -164,7 +164,8 @@ def test_retry_then_success_through_the_timers_at_the_backoff_times(
             due = failed.data.at_ms + backoff
             assert run.scheduled_at_ms == due
             lead = s.fire_lead  # a retry fires ahead by the lead, like a first run
-            assert due - lead <= run.fired_at_ms < due + 2000, "fired early, or far too late"
+            assert due - lead <= run.fired_at_ms, "fired before its backoff's instant"
+            assert run.fired_at_ms < due + 30_000, "fired as if the backoff were ignored"
             assert run.idempotency_key == "key-e2e"
             assert [e.attempt for e in run.errors] == list(range(1, attempt + 1))
 

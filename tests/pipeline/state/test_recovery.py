@@ -81,7 +81,7 @@ def test_a_checkpoint_of_another_cluster_is_rebuilt_at_once_not_waited_for(
     assert (applied, store.get(b"theirs"), store.get(b"a")) == (1, None, b"1")
     assert store.changelog_identity == here
     assert asked_again(caplog) == [], "another cluster's checkpoint says nothing of this end"
-    assert took < 5, f"restored in {took:.1f} s: waited for an end that will not come"
+    assert took < 12, f"restored in {took:.1f} s: waited 15 s for an end that will not come"
     store.close()
 
 

@@ -75,7 +75,7 @@ def test_ends_behind_the_checkpoints_of_several_stores_are_waited_for_once(
         stores[p] = PartitionStore(tmp_path / str(p))
         stores[p].bind_changelog(topics.timers_changelog, identity=here)
         stores[p].write({b"lost": b"x"}, changelog_offset=40)
-    idle_s = 2.0
+    idle_s = 5.0  # one wait: 5 s; one a partition, the fault: 15 s
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
         applied = restore_partitions(stores, restorer, topics.timers_changelog, put,
