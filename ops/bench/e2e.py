@@ -13,7 +13,7 @@ and the table gives jobstream/Celery ratios.
 one instant, and reports each owner's start lateness (docs/fairness.md).
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
-docs/benchmarks.md explains every number and records the runs.
+docs/benchmarks.md explains every number; docs/benchmarks-history.md records the runs.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ producer, ``--gap`` apart, while a read_committed consumer with ``fetch.min.byte
 each ``--wait`` reads them; it prints, per wait, the time from each commit's return to the
 record's arrival, and the fetches the broker answered (librdkafka's statistics). The broker
 answers a waiting fetch when a marker moves the stable offset, so the wait should bound the
-empty fetches, not the delay. docs/benchmarks.md, "Issue 29, fourth step", records a run.
+empty fetches, not the delay. docs/benchmarks.md, "Fetch waits", gives a run's figures.
 """
 
 from __future__ import annotations

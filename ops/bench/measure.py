@@ -80,7 +80,8 @@ def reference_cpu_ms() -> float:
     :data:`REFERENCE_ROUNDS`: how fast it runs the interpreter at the time of a run.
 
     A host's neighbours move it: the same code's records cost 1.5 to 3 times as much CPU
-    on one day as on another (docs/benchmarks.md, "Issue 29, twelfth step"), so figures
+    on one day as on another (docs/benchmarks.md, "How fast the machine runs from day
+    to day"), so figures
     of CPU per job from different days compare only as multiples of this."""
     best = float("inf")
     for _ in range(REFERENCE_ROUNDS):

@@ -7,7 +7,8 @@ Three scenarios (ops/bench/scenarios.py), each with its own topic prefix:
   a short window: intake rates, memory and disk with them pending, firing throughput.
 - ``restore``: a changelog partition of 1,000,000 entries rebuilt into an empty store.
 
-Results print as a table and, with ``--out``, as JSON; docs/benchmarks.md has the runs.
+Results print as a table and, with ``--out``, as JSON; docs/benchmarks.md ("Timers alone")
+has the figures, docs/benchmarks-history.md the runs.
 """
 
 from __future__ import annotations

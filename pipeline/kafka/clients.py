@@ -85,7 +85,7 @@ to read (for jobs.events, whose writers are transactional, as soon as a commit's
 moves the stable offset), so no record waits for the fetch; the wait bounds only the
 empty fetches, two a second when quiet. A 64 KB minimum with a 20 ms wait, before, held
 each committed record up to 20 ms and made 50 empty fetches a second per processor: a
-fifth of the broker's CPU at 10 jobs/s (docs/benchmarks.md, "Issue 29, ninth step")."""
+fifth of the broker's CPU at 10 jobs/s (docs/benchmarks.md, "Fetch waits")."""
 
 
 CLIENT_ID = "jobstream"

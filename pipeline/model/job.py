@@ -295,8 +295,8 @@ _spec_key = msgspec.msgpack.Encoder()
 def _checked_request(record: JobSubmitted) -> JobRequest:
     """The record's fields passed through JobRequest's rules; remembered per spec.
 
-    Building the model took a sixth of the timers' CPU (docs/benchmarks.md, "Issue 29,
-    third step"), while the jobs of one producer differ mostly in their parameters and
+    Building the model took a sixth of the timers' CPU (docs/benchmarks.md, "Python per
+    record"), while the jobs of one producer differ mostly in their parameters and
     fire time. So a request is kept per spec with those two left out; a record of a known
     spec checks only its parameters (the same rule), and any failure takes the full build,
     which words the error. The request returned serves :func:`_check_consistency`: its

@@ -5,9 +5,8 @@ transaction; almost none form cycles. CPython's default (a young collection ever
 net allocations, every tenth of those a middle one) then spends its time traversing
 objects that plain reference counting frees anyway: firing a burst of 20,000 timers on
 the test driver took 1.12-1.28 s of CPU with the defaults and 0.86-0.94 s with a young
-collection every 10,000 (docs/benchmarks.md, "A burst: the collector, one owner's flood
-and the linger"). Everything imported before the command runs is frozen first, so no
-collection walks it again.
+collection every 10,000 (docs/benchmarks.md, "Python per record"). Everything imported
+before the command runs is frozen first, so no collection walks it again.
 """
 
 from __future__ import annotations

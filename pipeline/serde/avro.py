@@ -18,7 +18,7 @@ the event, so records from every released writer version resolve into today's sh
 Hot path: one dictionary lookup, one precomputed header, one call of the current
 schema's codec written for the typed records (pipeline/serde/direct.py), which writes a
 STARTED at a quarter of the CPU of turning it into a dict for cavro, and reads it at
-three quarters of cavro's reading and typing (docs/benchmarks.md, "Issue 29, third step").
+three quarters of cavro's reading and typing (docs/benchmarks.md, "Codecs").
 cavro's compiled (Cython) codec writes a record given as a dict, at a third of
 fastavro's CPU (docs/benchmarks.md, "Codecs"). fastavro does the rest: reading records of
 an older writer into today's shape, ``validate=True``, and every record the others

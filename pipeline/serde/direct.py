@@ -3,7 +3,7 @@
 cavro and fastavro write and read dicts: a typed record went through ``plain`` (a dict
 of it) and cavro's writer, 22 µs for a STARTED that this writes in 6, and came back
 through cavro's reader and ``typed``, 11 µs against 9 here. Profiles put a tenth to a
-fifth of each process's CPU there (docs/benchmarks.md, "Issue 29, third step"). The schemas
+fifth of each process's CPU there (docs/benchmarks.md, "Codecs"). The schemas
 are ours and use few shapes (records, enums, arrays, maps, strings, numbers and
 ``["null", X]`` unions), so each record's codec is written out as Python source once, at
 start, from its current schema: a write is one function of straight-line appends, a

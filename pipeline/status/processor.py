@@ -44,7 +44,7 @@ STATUS_OPTIONS = RunnerOptions(poll_ms=20, commit_interval_ms=500, commit_max_re
 """Transactions of up to 500 ms (or 10,000 records), but at once for one that holds a
 StepEnded (the broker's cost follows transactions a second more than jobs: at 1,200
 jobs/s, 500 ms rather than 100 kept the pipeline up with its load on two cores,
-docs/benchmarks.md, "Issue 29, fifth step"); a 20 ms poll (``consume()`` waits that long
+docs/benchmarks.md, "Transactions a second"); a 20 ms poll (``consume()`` waits that long
 unless a batch fills), so that a workflow's release is not held longer here than at the
 timers; up to 6,000 leases expired (and as many records purged) per iteration."""
 

@@ -48,7 +48,7 @@ SCHEDULED events and the changelog wait with it."""
 LEAD_FIRINGS_MOST = 1000
 """The most firings one transaction carries, with a fire lead: a burst fired ahead reaches
 its workers a piece at a time, the first soon after the lead begins, so they fetch and
-claim it before its instant (docs/benchmarks.md, issue 29's seventh step)."""
+claim it before its instant (docs/benchmarks.md, "Firing and claiming ahead")."""
 
 
 class TimerProcessor(Processor[TimerState]):

@@ -61,7 +61,8 @@ def test_a_small_owner_starts_before_a_tenth_of_a_flood(topics: Topics, tmp_path
             app,
             # 32 slots: each round of starts is claimed in one transaction, and the
             # rounds a worker of 8 slots would need for B's 100 jobs measure the worker's
-            # claims (docs/benchmarks.md), not the firing's fairness this test is about.
+            # claims (docs/benchmarks.md, "Transactions a second"), not the firing's
+            # fairness this test is about.
             WorkerOptions(
                 worker_id="fair-worker",
                 concurrency=32,
