@@ -78,7 +78,9 @@ class BatchAccepted(BaseModel):
 
 
 class Schedule(BaseModel):
-    run_at_ms: int | None = None
+    run_at_ms: int | None = Field(None, description="Requested: the run time the submission "
+                                  "asked for (epoch ms); null: now. When it is due is the "
+                                  "job's scheduled_at_ms.")
     cron: dict[str, Any] | None = None
 
 
@@ -161,11 +163,13 @@ class ExecutionOut(BaseModel):
     outcome: str = Field(
         description="QUEUED, RUNNING, SUCCEEDED, FAILED, TIMED_OUT, LOST or CANCELLED."
     )
-    scheduled_at_ms: int | None = None
-    fired_at_ms: int | None = None
+    scheduled_at_ms: int | None = Field(None, description="Due: when this run was due (epoch ms).")
+    fired_at_ms: int | None = Field(None, description="Fired: when the timers handed this run to "
+                                    "the workers (epoch ms).")
     lateness_ms: int | None = None
     worker_id: str | None = None
-    started_at_ms: int | None = None
+    started_at_ms: int | None = Field(None, description="Started: when a worker started "
+                                                       "this run (epoch ms).")
     last_heartbeat_ms: int | None = None
     ended_at_ms: int | None = None
     error: ErrorOut | None = None

@@ -221,10 +221,10 @@ def execution_key(job_id: str, execution_id: str) -> bytes:
 
 def _execution_part(execution_id: str) -> bytes:
     try:
-        _, fire_ms, attempt = parse_execution_id(execution_id)
+        _, due_ms, attempt = parse_execution_id(execution_id)
     except ValidationError:
         return b"\xff" + execution_id.encode()
-    return _Q.pack(fire_ms) + _I.pack(attempt)
+    return _Q.pack(due_ms) + _I.pack(attempt)
 
 
 def result_at_key(job_id: str) -> bytes:

@@ -99,7 +99,7 @@ def next_runs(cron: Mapping[str, Any], *, after_ms: int, schedule_id: str, runs:
     if spec.max_runs is not None:
         count = max(0, min(count, spec.max_runs - runs))
     occurrences = islice(iter_occurrences(spec, after_ms, job_id=schedule_id), count)
-    return [occurrence.fire_ms for occurrence in occurrences]
+    return [occurrence.due_ms for occurrence in occurrences]
 
 
 def workflow_runs(store: ViewStore, owner: str, workflow_id: str,

@@ -55,7 +55,7 @@ from pipeline.model.records import (
     evolve,
 )
 from pipeline.model.retry import RetryPolicy
-from pipeline.scheduling import CronSpec, new_job_id, next_fire_ms, normalize_fire_time
+from pipeline.scheduling import CronSpec, new_job_id, next_due_ms, normalize_fire_time
 
 EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
 """2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
@@ -376,5 +376,5 @@ def _check_consistency(record: JobSubmitted, request: JobRequest) -> None:
         raise ValidationError("spec.depends_on", "a recurring job cannot wait for other jobs")
     if request.cron is not None:
         submitted = record.submitted_at_ms
-        if next_fire_ms(request.cron, submitted - 1, job_id=job_id) is None:
+        if next_due_ms(request.cron, submitted - 1, job_id=job_id) is None:
             raise ValidationError("spec.cron", "has no run at or after the submission time")

@@ -6,7 +6,7 @@ pipeline/timers/nodes.py):
 
 - schedule ``b"s" | fire minute (u64 BE) | fire ms (u64 BE) | job id (UTF-8)``: one entry per
   pending fire. Big-endian fixed-width integers compare like the numbers, and the minute comes
-  from the ms, so byte order is (fire_ms, job_id) order (UTF-8 preserves code point order).
+  from the ms, so byte order is (due_ms, job_id) order (UTF-8 preserves code point order).
   The leading minute lets a scan seek to a minute bucket without knowing exact instants.
 - index ``b"j" | timer id``: the timer's entry (pipeline/timers/entry.py), which says where it
   is scheduled, for cancel and update.
@@ -50,32 +50,32 @@ _AFTER_OWNER = b"\xff" * (_MS.size + 1)
 """Sorts after every (fire ms, job id) of one owner: a job id never starts with 0xff."""
 
 
-def _check(fire_ms: int, job_id: str) -> None:
-    """ValueError unless ``job_id`` is not empty and ``fire_ms`` fits in a u64."""
+def _check(due_ms: int, job_id: str) -> None:
+    """ValueError unless ``job_id`` is not empty and ``due_ms`` fits in a u64."""
     if not job_id:
         raise ValueError("job_id must not be empty")
-    if not 0 <= fire_ms <= _MAX_U64:
-        raise ValueError(f"fire_ms out of range: {fire_ms}")
+    if not 0 <= due_ms <= _MAX_U64:
+        raise ValueError(f"due_ms out of range: {due_ms}")
 
 
-def encode_schedule_key(fire_ms: int, job_id: str) -> bytes:
-    """The schedule key of ``job_id`` firing at ``fire_ms`` (epoch ms, >= 0)."""
-    _check(fire_ms, job_id)
-    return SCHEDULE_PREFIX + _FIRE.pack(fire_ms // MINUTE_MS, fire_ms) + job_id.encode()
+def encode_schedule_key(due_ms: int, job_id: str) -> bytes:
+    """The schedule key of ``job_id`` firing at ``due_ms`` (epoch ms, >= 0)."""
+    _check(due_ms, job_id)
+    return SCHEDULE_PREFIX + _FIRE.pack(due_ms // MINUTE_MS, due_ms) + job_id.encode()
 
 
 def decode_schedule_key(key: bytes) -> tuple[int, str]:
-    """(fire_ms, job_id) of a schedule key; ValueError if ``key`` is not one."""
+    """(due_ms, job_id) of a schedule key; ValueError if ``key`` is not one."""
     if len(key) <= _HEADER or not key.startswith(SCHEDULE_PREFIX):
         raise ValueError(f"not a schedule key: {key!r}")
-    minute, fire_ms = _FIRE.unpack_from(key, len(SCHEDULE_PREFIX))
-    if minute != fire_ms // MINUTE_MS:
+    minute, due_ms = _FIRE.unpack_from(key, len(SCHEDULE_PREFIX))
+    if minute != due_ms // MINUTE_MS:
         raise ValueError(f"schedule key minute does not match its ms: {key!r}")
-    return fire_ms, key[_HEADER:].decode()
+    return due_ms, key[_HEADER:].decode()
 
 
 def due_upper_bound(now_ms: int) -> bytes:
-    """Exclusive upper bound: schedule keys below it are exactly those with fire_ms <= now_ms.
+    """Exclusive upper bound: schedule keys below it are exactly those with due_ms <= now_ms.
 
     It is the header of ``now_ms + 1`` with no job id, so it sorts before every key firing at
     ``now_ms + 1`` (those have a non-empty job id after the same header) and after every key
@@ -88,10 +88,10 @@ def due_upper_bound(now_ms: int) -> bytes:
     return schedule_floor(now_ms + 1)
 
 
-def schedule_floor(fire_ms: int) -> bytes:
-    """Inclusive lower bound: schedule keys at or above it are those with fire_ms >= ``fire_ms``
-    (the header of ``fire_ms`` with no job id)."""
-    return SCHEDULE_PREFIX + _FIRE.pack(fire_ms // MINUTE_MS, fire_ms)
+def schedule_floor(due_ms: int) -> bytes:
+    """Inclusive lower bound: schedule keys at or above it are those with due_ms >= ``due_ms``
+    (the header of ``due_ms`` with no job id)."""
+    return SCHEDULE_PREFIX + _FIRE.pack(due_ms // MINUTE_MS, due_ms)
 
 
 def encode_index_key(job_id: str) -> bytes:
@@ -117,14 +117,14 @@ def owner_due_bound(owner: str, now_ms: int) -> bytes:
     return owner_range_start(owner) + _MS.pack(min(now_ms + 1, _MAX_U64))
 
 
-def encode_owner_schedule_key(owner: str, fire_ms: int, job_id: str) -> bytes:
-    """The owner schedule key of ``job_id`` of ``owner`` firing at ``fire_ms``."""
-    _check(fire_ms, job_id)
-    return owner_range_start(owner) + _MS.pack(fire_ms) + job_id.encode()
+def encode_owner_schedule_key(owner: str, due_ms: int, job_id: str) -> bytes:
+    """The owner schedule key of ``job_id`` of ``owner`` firing at ``due_ms``."""
+    _check(due_ms, job_id)
+    return owner_range_start(owner) + _MS.pack(due_ms) + job_id.encode()
 
 
 def decode_owner_schedule_key(key: bytes) -> tuple[str, int, str]:
-    """(owner, fire_ms, job_id) of an owner schedule key; ValueError if it is not one."""
+    """(owner, due_ms, job_id) of an owner schedule key; ValueError if it is not one."""
     if not key.startswith(OWNER_PREFIX) or len(key) < 1 + _OWNER_LENGTH.size:
         raise ValueError(f"not an owner schedule key: {key!r}")
     (length,) = _OWNER_LENGTH.unpack_from(key, 1)
@@ -132,8 +132,8 @@ def decode_owner_schedule_key(key: bytes) -> tuple[str, int, str]:
     fire_at = start + length
     if len(key) <= fire_at + _MS.size:
         raise ValueError(f"not an owner schedule key: {key!r}")
-    (fire_ms,) = _MS.unpack_from(key, fire_at)
-    return key[start:fire_at].decode(), fire_ms, key[fire_at + _MS.size :].decode()
+    (due_ms,) = _MS.unpack_from(key, fire_at)
+    return key[start:fire_at].decode(), due_ms, key[fire_at + _MS.size :].decode()
 
 
 HELD_PREFIX = b"q"
@@ -152,14 +152,14 @@ def held_range_end(limit_id: str) -> bytes:
     return held_range_start(limit_id) + _AFTER_OWNER
 
 
-def encode_held_key(limit_id: str, fire_ms: int, job_id: str) -> bytes:
-    """The held key of ``job_id``, due at ``fire_ms``, in the queue of ``limit_id``."""
-    _check(fire_ms, job_id)
-    return held_range_start(limit_id) + _MS.pack(fire_ms) + job_id.encode()
+def encode_held_key(limit_id: str, due_ms: int, job_id: str) -> bytes:
+    """The held key of ``job_id``, due at ``due_ms``, in the queue of ``limit_id``."""
+    _check(due_ms, job_id)
+    return held_range_start(limit_id) + _MS.pack(due_ms) + job_id.encode()
 
 
 def decode_held_key(key: bytes) -> tuple[str, int, str]:
-    """(limit id, fire_ms, job_id) of a held key; ValueError if it is not one."""
+    """(limit id, due_ms, job_id) of a held key; ValueError if it is not one."""
     if not key.startswith(HELD_PREFIX):
         raise ValueError(f"not a held key: {key!r}")
     return decode_owner_schedule_key(OWNER_PREFIX + key[len(HELD_PREFIX) :])

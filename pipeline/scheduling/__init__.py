@@ -11,7 +11,7 @@ from pipeline.scheduling.cron import (
     SkippedHourPolicy,
     iter_occurrences,
     jitter_offset_ms,
-    next_fire_ms,
+    next_due_ms,
 )
 from pipeline.scheduling.ids import execution_id, job_id_time_ms, new_job_id, parse_execution_id
 from pipeline.scheduling.misfire import DueRuns, due_runs
@@ -31,7 +31,7 @@ __all__ = [
     "jitter_offset_ms",
     "job_id_time_ms",
     "new_job_id",
-    "next_fire_ms",
+    "next_due_ms",
     "normalize_fire_time",
     "parse_execution_id",
 ]

@@ -215,7 +215,7 @@ def _check_timezone(timezone: object) -> None:
         raise ValidationError(field, f"unknown time zone: {timezone!r}") from None
 
 
-def jitter_offset_ms(job_id: str, fire_ms: int, jitter_ms: int) -> int:
+def jitter_offset_ms(job_id: str, due_ms: int, jitter_ms: int) -> int:
     """A stable offset in [0, jitter_ms) for one occurrence of one job (0 when jitter_ms is 0).
 
     blake2b of the job id and the nominal instant, not ``hash()``: a replay in another process
@@ -226,7 +226,7 @@ def jitter_offset_ms(job_id: str, fire_ms: int, jitter_ms: int) -> int:
     if jitter_ms <= 1:
         return 0
     digest = hashlib.blake2b(
-        f"{job_id}\x00{fire_ms}".encode(), digest_size=8, person=_JITTER_PERSON
+        f"{job_id}\x00{due_ms}".encode(), digest_size=8, person=_JITTER_PERSON
     ).digest()
     return int.from_bytes(digest, "big") % jitter_ms
 
@@ -237,11 +237,11 @@ class Occurrence:
 
     nominal_ms: int
     """The instant the expression and DST policies give."""
-    fire_ms: int
+    due_ms: int
     """nominal_ms plus jitter: when the timer fires, and the instant execution ids name."""
 
 
-def next_fire_ms(spec: CronSpec, after_ms: int, *, job_id: str, runs_so_far: int = 0) -> int | None:
+def next_due_ms(spec: CronSpec, after_ms: int, *, job_id: str, runs_so_far: int = 0) -> int | None:
     """The first fire instant strictly after ``after_ms``; None once the schedule has ended.
 
     ``after_ms`` is on the fire (jittered) timeline: pass the fire instant last returned, or
@@ -251,11 +251,11 @@ def next_fire_ms(spec: CronSpec, after_ms: int, *, job_id: str, runs_so_far: int
     if spec.max_runs is not None and runs_so_far >= spec.max_runs:
         return None
     first = next(iter_occurrences(spec, after_ms, job_id=job_id), None)
-    return None if first is None else first.fire_ms
+    return None if first is None else first.due_ms
 
 
 def iter_occurrences(spec: CronSpec, after_ms: int, *, job_id: str) -> Iterator[Occurrence]:
-    """Occurrences with ``fire_ms > after_ms`` in increasing order, within start/end.
+    """Occurrences with ``due_ms > after_ms`` in increasing order, within start/end.
 
     max_runs is not applied here (the iterator cannot know how many ran); callers stop.
     """

@@ -74,10 +74,10 @@ class JobStatus(BaseModel):
         default="NORMAL", description="Execution tier."
     )
     scheduled_at_ms: int | None = Field(
-        default=None, description="When the current or next attempt is due (epoch ms)."
+        default=None, description="Due: when the current or next attempt is due (epoch ms)."
     )
     next_fire_at_ms: int | None = Field(
-        default=None, description="Recurring jobs: the next cron fire time (epoch ms)."
+        default=None, description="Recurring jobs: when the next run is due (epoch ms)."
     )
     updated_at_ms: int = Field(description="When this status was written (epoch ms).")
     last_error: LastError | None = Field(default=None, description="The most recent failure.")

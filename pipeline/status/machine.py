@@ -57,7 +57,7 @@ from pipeline.model.lifecycle import (
 )
 from pipeline.model.params import params_uri, summarize_params
 from pipeline.model.records import JobLifecycle, JobSpec, Progress
-from pipeline.scheduling import next_fire_ms
+from pipeline.scheduling import next_due_ms
 from pipeline.serde.status_json import JobStatus
 from pipeline.status.state import Cancellation, Changes, JobRecord
 
@@ -315,7 +315,7 @@ def _after_success(record: JobRecord, changes: Changes,
         return {}
     runs = record.runs + 1
     try:
-        following = next_fire_ms(cron_of(cron), event.at_ms,
+        following = next_due_ms(cron_of(cron), event.at_ms,
                                  job_id=record.job_id,
                                  runs_so_far=max(record.fires, runs))  # fmt: skip
     except (ValueError, JobstreamError):  # a schedule no longer valid: nothing follows

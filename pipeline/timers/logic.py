@@ -34,7 +34,7 @@ from pipeline.model.records import (
 )
 from pipeline.partitioning import partition_key
 from pipeline.runtime.processor import Output
-from pipeline.scheduling import due_runs, execution_id, next_fire_ms
+from pipeline.scheduling import due_runs, execution_id, next_due_ms
 from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
 from pipeline.serde import Event
 from pipeline.timers.entry import (
@@ -130,7 +130,7 @@ class TimerLogic:
         if known or state.get(job.job_id) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
             return []
-        due = self._first_fire(job, now_ms)
+        due = self._first_due(job, now_ms)
         gate = None if workflow_id is None else self.workflows.admit(state, job, workflow_id, step)
         # The first event of a job tells the status processor what only the submission holds.
         first = submission_fields(job)
@@ -208,7 +208,7 @@ class TimerLogic:
             state.put(entry.evolve(paused=True))
             return [self._lifecycle(K.PAUSED, entry.job, now_ms, **_asked(data, "paused"))]
         if action is ScheduleAction.RESUME and entry.paused:
-            due = self._next_fire(entry.job, now_ms, entry.runs) or entry.due_ms
+            due = self._next_due(entry.job, now_ms, entry.runs) or entry.due_ms
             state.put(entry.evolve(paused=False, due_ms=due, held_by=None, held_at_ms=None))
             return [self._lifecycle(K.RESUMED, entry.job, now_ms, scheduled_at_ms=due,
                                     **_asked(data, "resumed"))]  # fmt: skip
@@ -231,7 +231,7 @@ class TimerLogic:
                 spec = evolve(spec, run_at_ms=run_at)
             job = evolve(entry.job, spec=spec)
             if spec.cron is not None:
-                updated = self._next_fire(job, now_ms, entry.runs)
+                updated = self._next_due(job, now_ms, entry.runs)
             else:
                 updated = entry.due_ms if run_at is None else run_at
             detail = "schedule updated" if run_at is None else "run time moved"
@@ -391,14 +391,14 @@ class TimerLogic:
         # A run a limit held back was due in time: the wait was the limit's, not a misfire.
         if now_ms - entry.due_ms <= self.policy.grace_ms or entry.held_at_ms is not None:
             fires: tuple[int, ...] = (entry.due_ms,)
-            following = next_fire_ms(
+            following = next_due_ms(
                 cron, max(entry.due_ms, now_ms), job_id=entry.job_id, runs_so_far=entry.runs + 1
             )
         else:
-            missed = due_runs(cron, last_fire_ms=entry.due_ms - 1, now_ms=now_ms,
+            missed = due_runs(cron, last_due_ms=entry.due_ms - 1, now_ms=now_ms,
                               job_id=entry.job_id, runs_so_far=entry.runs,
                               grace_ms=self.policy.grace_ms)  # fmt: skip
-            fires, following = missed.run_now, missed.next_fire_ms
+            fires, following = missed.run_now, missed.next_due_ms
         emits: list[Output] = []
         for fire in fires:
             if isinstance(entry, ScheduleEntry):
@@ -412,9 +412,9 @@ class TimerLogic:
                                    held_by=None, held_at_ms=None))  # fmt: skip
         return emits
 
-    def _fire(self, state: TimerState, entry: Firing, fire_ms: int, now_ms: int,
+    def _fire(self, state: TimerState, entry: Firing, due_ms: int, now_ms: int,
               asked: Mapping[str, str | None] | None = None) -> list[Output]:  # fmt: skip
-        """The execution of ``entry`` due at ``fire_ms`` and its FIRED (with who ``asked``
+        """The execution of ``entry`` due at ``due_ms`` and its FIRED (with who ``asked``
         for it and why, for a trigger)."""
         job = entry.job
         key = partition_key(job.job_id, job.workflow_id)
@@ -427,13 +427,13 @@ class TimerLogic:
         execution = ExecutionRequested(
             job_id=job.job_id,
             workflow_id=job.workflow_id,
-            execution_id=execution_id(job.job_id, entry.attempt, fire_ms),
+            execution_id=execution_id(job.job_id, entry.attempt, due_ms),
             attempt=entry.attempt,
             # The firing instant orders every execution of a job: a fencing token.
             epoch=now_ms,
-            scheduled_at_ms=fire_ms,
+            scheduled_at_ms=due_ms,
             fired_at_ms=now_ms,
-            deadline_ms=max(now_ms, fire_ms) + timeout if timeout else None,
+            deadline_ms=max(now_ms, due_ms) + timeout if timeout else None,
             spec=spec,
             idempotency_key=job.idempotency_key,
             errors=entry.errors,
@@ -441,11 +441,11 @@ class TimerLogic:
         )
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = lifecycle(K.FIRED, execution, at_ms=now_ms, step=spec.labels.get(STEP_LABEL),
-                          scheduled_at_ms=fire_ms, lateness_ms=max(0, now_ms - fire_ms),
+                          scheduled_at_ms=due_ms, lateness_ms=max(0, now_ms - due_ms),
                           throttled_ms=throttled, **(asked or {}))  # fmt: skip
         partition = self.policy.concurrency.partition_for(spec.job_type, key)
         # Due within half the lead (or late): it cannot wait for the timers' commit interval.
-        urgent = fire_ms - now_ms < self.policy.lead_ms // 2
+        urgent = due_ms - now_ms < self.policy.lead_ms // 2
         return [Output(topic, key, Event("ExecutionRequested", execution), partition,
                        urgent=urgent),
                 Output(self.topics.events, key, Event("JobLifecycle", fired))]  # fmt: skip
@@ -491,18 +491,18 @@ class TimerLogic:
             due_ms=now_ms + self.policy.retry_marker_ttl_ms,
         ))  # fmt: skip
 
-    def _first_fire(self, job: JobSubmitted, now_ms: int) -> int | None:
+    def _first_due(self, job: JobSubmitted, now_ms: int) -> int | None:
         if job.spec.cron is not None:
-            return self._next_fire(job, now_ms, 0)
+            return self._next_due(job, now_ms, 0)
         run_at = job.spec.run_at_ms
         return now_ms if run_at is None else run_at
 
     @staticmethod
-    def _next_fire(job: JobSubmitted, now_ms: int, runs: int) -> int | None:
+    def _next_due(job: JobSubmitted, now_ms: int, runs: int) -> int | None:
         cron = job.spec.cron
         if cron is None:
             return None
-        return next_fire_ms(cron_of(cron), now_ms, job_id=job.job_id, runs_so_far=runs)
+        return next_due_ms(cron_of(cron), now_ms, job_id=job.job_id, runs_so_far=runs)
 
     def _lifecycle(self, kind: LifecycleKind, job: JobSubmitted | RetryScheduled, now_ms: int,
                    **fields: Any) -> Output:  # fmt: skip

@@ -121,7 +121,7 @@ class TimerState:
         """
         firsts = self._first_of_each(OWNER_PREFIX, OWNER_UPPER_BOUND,
                                      decode_owner_schedule_key, owner_range_end)  # fmt: skip
-        return [owner for owner, fire_ms in firsts if fire_ms <= now_ms]
+        return [owner for owner, due_ms in firsts if due_ms <= now_ms]
 
     def due_of(self, owner: str, now_ms: int) -> Iterator[AnyEntry]:
         """The entries of ``owner`` due at ``now_ms``, earliest first, read as consumed."""
@@ -145,14 +145,14 @@ class TimerState:
     def _first_of_each(self, lower: bytes, upper: bytes,
                        decode: Callable[[bytes], tuple[str, int, str]],
                        range_end: Callable[[str], bytes]) -> Iterator[tuple[str, int]]:  # fmt: skip
-        """(name, fire_ms) of the first key of each owner's (or limit's) range between
+        """(name, due_ms) of the first key of each owner's (or limit's) range between
         ``lower`` and ``upper``: a skip scan, one seek per range."""
         while True:
             first = next(self.tx.scan(lower, upper), None)
             if first is None:
                 return
-            name, fire_ms, _ = decode(first[0])
-            yield name, fire_ms
+            name, due_ms, _ = decode(first[0])
+            yield name, due_ms
             lower = range_end(name)
 
     def _index(self, timer_id: str, entry: AnyEntry | None, raw: bytes | None) -> bool:

@@ -45,7 +45,7 @@ from pipeline.model.records import (
     WorkflowSubmitted,
 )
 from pipeline.runtime.processor import Output
-from pipeline.scheduling import CronSpec, next_fire_ms
+from pipeline.scheduling import CronSpec, next_due_ms
 from pipeline.serde import Event
 from pipeline.timers.entry import (
     ENDED_PREFIX,
@@ -243,7 +243,7 @@ class WorkflowTimers:
         """Keep a recurring workflow (``cron``: its schedule, checked): its record, and a
         timer at its first time."""
         workflow_id, schedule = data.workflow_id, data.schedule
-        first = next_fire_ms(cron, now_ms, job_id=workflow_id, runs_so_far=0)
+        first = next_due_ms(cron, now_ms, job_id=workflow_id, runs_so_far=0)
         if first is None or schedule is None:
             raise ValidationError("schedule", "has no future run")
         state.nodes.put_workflow(WorkflowRecord(
@@ -258,9 +258,9 @@ class WorkflowTimers:
                                 due_ms=first))  # fmt: skip
         log.info("recurring workflow %s: first run at %d", workflow_id, first)
 
-    def start_run(self, state: TimerState, entry: ScheduleEntry, fire_ms: int,
+    def start_run(self, state: TimerState, entry: ScheduleEntry, due_ms: int,
                   now_ms: int) -> list[Output]:  # fmt: skip
-        """The run of a recurring workflow due at ``fire_ms``, sent to its own partition."""
+        """The run of a recurring workflow due at ``due_ms``, sent to its own partition."""
         owner, schedule_id = entry.owner, entry.job_id
         record = (state.nodes.workflow(owner, schedule_id)
                   or WorkflowRecord(owner, schedule_id, schedule=True))  # fmt: skip
@@ -269,11 +269,11 @@ class WorkflowTimers:
         if not may_start(entry.cron.overlap, ended):
             self.runs_skipped += 1
             log.info("recurring workflow %s: no run at %d, run %s has not ended",
-                     schedule_id, fire_ms, record.last_run)  # fmt: skip
+                     schedule_id, due_ms, record.last_run)  # fmt: skip
             return []
-        run_id = run_workflow_id(schedule_id, fire_ms)
+        run_id = run_workflow_id(schedule_id, due_ms)
         state.nodes.put(StepNode(owner=owner, workflow_id=schedule_id, job_id=run_id,
-                                 step=str(fire_ms)))  # fmt: skip
+                                 step=str(due_ms)))  # fmt: skip
         state.nodes.put_workflow(record.evolve(last_run=run_id))
         self._forget_ended_runs(state, record.evolve(last_run=run_id))
         run = run_record(entry.job.template, run_id, now_ms=now_ms)

@@ -45,6 +45,6 @@ def idempotent_workflow_id(owner: str, idempotency_key: str) -> str:
 RUN_PREFIX = "R"
 
 
-def run_workflow_id(schedule_id: str, fire_ms: int) -> str:
-    """The workflow id of the run of recurring workflow ``schedule_id`` due at ``fire_ms``."""
-    return _hashed(RUN_PREFIX, schedule_id, str(fire_ms))
+def run_workflow_id(schedule_id: str, due_ms: int) -> str:
+    """The workflow id of the run of recurring workflow ``schedule_id`` due at ``due_ms``."""
+    return _hashed(RUN_PREFIX, schedule_id, str(due_ms))

@@ -116,8 +116,8 @@ function fields(job) {
     ["id", h("span", { class: "mono" }, job.job_id)], ["type", job.job_type], ["owner", job.owner],
     ["state", [state(job.state), poolWait(job)]], ["priority", job.priority],
     ["created", time(job.created_at_ms)],
-    ["schedule", schedule(job)], ["scheduled for", time(job.scheduled_at_ms)],
-    ["next fire", time(job.next_fire_at_ms)], ["attempt", job.attempt], ["runs", job.runs],
+    ["requested", schedule(job)], ["due", time(job.scheduled_at_ms)],
+    ["next due", time(job.next_fire_at_ms)], ["attempt", job.attempt], ["runs", job.runs],
     ["labels", Object.entries(job.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ")],
     ["parameters", job.params ? h("pre", {}, JSON.stringify(job.params, null, 2)) : `${job.params_bytes ?? 0} bytes`],
     ["result", job.result_uri

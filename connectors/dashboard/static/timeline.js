@@ -15,8 +15,8 @@ function detail(e) {
   const parts = [];
   if (e.kind === "HEARTBEAT" && e.count > 1) parts.push(`latest ${time(e.last_at_ms)}`);
   if ((e.kind === "FIRED" || e.kind === "STARTED") && e.scheduled_at_ms != null) parts.push(`due ${time(e.scheduled_at_ms)}`);
-  if (e.kind === "SCHEDULED" && e.scheduled_at_ms != null) parts.push(`fires ${time(e.scheduled_at_ms)}`);
-  if (e.kind === "RETRY_SCHEDULED" && e.scheduled_at_ms != null) parts.push(`retry at ${time(e.scheduled_at_ms)}`);
+  if (e.kind === "SCHEDULED" && e.scheduled_at_ms != null) parts.push(`due ${time(e.scheduled_at_ms)}`);
+  if (e.kind === "RETRY_SCHEDULED" && e.scheduled_at_ms != null) parts.push(`retry due ${time(e.scheduled_at_ms)}`);
   if (e.error) parts.push(e.error);
   if (e.detail) parts.push(e.detail);
   if (e.by) parts.push(`by ${e.by}`);

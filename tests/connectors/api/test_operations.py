@@ -33,11 +33,11 @@ def _steps(settings: Settings, topics: Topics, acme: httpx.Client) -> str:
               "spec": {"job_type": "data.process", "owner": "acme"}}  # fmt: skip
     error = error_info(1, "ValueError", retryable=True)
     produce(settings, topics.events, [
-        Event("JobLifecycle", event(record, "FIRED", at_ms=at + 1, fire_ms=at)),
-        Event("JobLifecycle", event(record, "STARTED", at_ms=at + 2, fire_ms=at, worker_id="w-1")),
-        Event("JobLifecycle", event(record, "FAILED", at_ms=at + 3, fire_ms=at, worker_id="w-1",
+        Event("JobLifecycle", event(record, "FIRED", at_ms=at + 1, due_ms=at)),
+        Event("JobLifecycle", event(record, "STARTED", at_ms=at + 2, due_ms=at, worker_id="w-1")),
+        Event("JobLifecycle", event(record, "FAILED", at_ms=at + 3, due_ms=at, worker_id="w-1",
                                     error=error)),
-        Event("JobLifecycle", event(record, "STARTED", at_ms=at + 9, attempt=2, fire_ms=at + 8,
+        Event("JobLifecycle", event(record, "STARTED", at_ms=at + 9, attempt=2, due_ms=at + 8,
                                     worker_id="w-2")),
     ])  # fmt: skip
     beat = {"worker_id": "w-2", "host": "h", "pid": 7, "job_types": ["data.process"],
@@ -93,11 +93,11 @@ def test_a_job_shows_the_commands_people_gave_it(settings: Settings, topics: Top
                   detail="quiet hours")  # fmt: skip
     paused = Event("JobLifecycle", pause)
     produce(settings, topics.events, [
-        Event("JobLifecycle", event(record, "FIRED", at_ms=at, fire_ms=at)),  # its schedule's
+        Event("JobLifecycle", event(record, "FIRED", at_ms=at, due_ms=at)),  # its schedule's
         paused, paused,
         Event("JobLifecycle", event(record, "RESUMED", at_ms=at + 2, execution_id=None,
                                     requested_by="api:admin:ops-alice", detail="resumed")),
-        Event("JobLifecycle", event(record, "FIRED", at_ms=at + 3, fire_ms=at + 3,
+        Event("JobLifecycle", event(record, "FIRED", at_ms=at + 3, due_ms=at + 3,
                                     requested_by="cli:alice", detail="run now")),
     ])  # fmt: skip
 

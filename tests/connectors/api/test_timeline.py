@@ -32,7 +32,7 @@ def test_a_jobs_events_are_its_timeline_with_lateness_and_heartbeats_counted(
               "spec": {"job_type": "data.process", "owner": "acme"}}  # fmt: skip
 
     def step(kind: str, dt: int, **fields: object) -> Event:
-        return Event("JobLifecycle", event(record, kind, at_ms=at + dt, fire_ms=at, **fields))
+        return Event("JobLifecycle", event(record, kind, at_ms=at + dt, due_ms=at, **fields))
 
     produce(settings, topics.events, [
         step("FIRED", 12, scheduled_at_ms=at, lateness_ms=12),

@@ -38,9 +38,9 @@ def status(record: Job, state: str, *, at_ms: int, **fields: Any) -> JobStatus:
 
 
 def event(record: Job, kind: str, *, at_ms: int, attempt: int = 1,
-          fire_ms: int | None = None, **fields: Any) -> JobLifecycle:  # fmt: skip
+          due_ms: int | None = None, **fields: Any) -> JobLifecycle:  # fmt: skip
     spec, job_id = record["spec"], record["job_id"]
-    fire = record["submitted_at_ms"] if fire_ms is None else fire_ms
+    fire = record["submitted_at_ms"] if due_ms is None else due_ms
     return msgspec.convert({
         "kind": kind, "job_id": job_id, "workflow_id": None, "at_ms": at_ms,
         "job_type": spec["job_type"], "owner": spec["owner"], "attempt": attempt, "epoch": fire,

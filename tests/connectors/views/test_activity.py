@@ -18,11 +18,11 @@ def test_rates_and_lateness_per_bucket_and_owner() -> None:
     activity = Activity(bucket_ms=1000, window_ms=10_000)
     job, other = submitted("acme", at_ms=T0), submitted("bolt", at_ms=T0)
     now = T0 + 5000
-    activity.record(event(job, "FIRED", at_ms=T0 + 1100, fire_ms=T0 + 1000, lateness_ms=100), now)
-    activity.record(event(job, "STARTED", at_ms=T0 + 1400, fire_ms=T0 + 1000), now)
-    activity.record(event(job, "SUCCEEDED", at_ms=T0 + 2100, fire_ms=T0 + 1000), now)
-    activity.record(event(other, "FIRED", at_ms=T0 + 1200, fire_ms=T0, lateness_ms=1200), now)
-    activity.record(event(other, "HEARTBEAT", at_ms=T0 + 1300, fire_ms=T0), now)
+    activity.record(event(job, "FIRED", at_ms=T0 + 1100, due_ms=T0 + 1000, lateness_ms=100), now)
+    activity.record(event(job, "STARTED", at_ms=T0 + 1400, due_ms=T0 + 1000), now)
+    activity.record(event(job, "SUCCEEDED", at_ms=T0 + 2100, due_ms=T0 + 1000), now)
+    activity.record(event(other, "FIRED", at_ms=T0 + 1200, due_ms=T0, lateness_ms=1200), now)
+    activity.record(event(other, "HEARTBEAT", at_ms=T0 + 1300, due_ms=T0), now)
     activity.record(event(other, "FIRED", at_ms=T0 - 60_000, lateness_ms=5), now)  # too old
 
     rows = {row["at_ms"]: row for row in activity.series(None, now)}

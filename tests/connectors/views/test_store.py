@@ -126,9 +126,9 @@ def test_executions_are_the_history_of_every_attempt(store: ViewStore) -> None:
          # the retry router names the failed execution and the attempt to come
          event(job, "RETRY_SCHEDULED", at_ms=T0 + 31, attempt=2,
                execution_id=f"{job['job_id']}:{T0}:1"),
-         event(job, "FIRED", at_ms=T0 + 110, attempt=2, fire_ms=T0 + 100),
-         event(job, "STARTED", at_ms=T0 + 120, attempt=2, fire_ms=T0 + 100, worker_id="w2"),
-         event(job, "SUCCEEDED", at_ms=T0 + 130, attempt=2, fire_ms=T0 + 100, worker_id="w2",
+         event(job, "FIRED", at_ms=T0 + 110, attempt=2, due_ms=T0 + 100),
+         event(job, "STARTED", at_ms=T0 + 120, attempt=2, due_ms=T0 + 100, worker_id="w2"),
+         event(job, "SUCCEEDED", at_ms=T0 + 130, attempt=2, due_ms=T0 + 100, worker_id="w2",
                result='{"rows": 3}'))  # fmt: skip
     runs = executions(store, job["job_id"])
     assert [(r["attempt"], r["worker_id"], r["outcome"]) for r in runs] == [

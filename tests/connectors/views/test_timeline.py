@@ -33,19 +33,19 @@ def a_run(job: dict[str, Any]) -> list[dict[str, Any]]:
     failed; a retry; the second attempt succeeded."""
     fire = T0 + 1000
     return [
-        event(job, "FIRED", at_ms=fire + 40, fire_ms=fire, scheduled_at_ms=fire, lateness_ms=40),
-        event(job, "STARTED", at_ms=fire + 90, fire_ms=fire, worker_id="w-1"),
-        *(event(job, "HEARTBEAT", at_ms=fire + 100 + i * 500, fire_ms=fire, worker_id="w-1")
+        event(job, "FIRED", at_ms=fire + 40, due_ms=fire, scheduled_at_ms=fire, lateness_ms=40),
+        event(job, "STARTED", at_ms=fire + 90, due_ms=fire, worker_id="w-1"),
+        *(event(job, "HEARTBEAT", at_ms=fire + 100 + i * 500, due_ms=fire, worker_id="w-1")
           for i in range(3)),
-        event(job, "FAILED", at_ms=fire + 1700, fire_ms=fire, worker_id="w-1",
+        event(job, "FAILED", at_ms=fire + 1700, due_ms=fire, worker_id="w-1",
               error={"attempt": 1, "error_type": "Transient", "message": "try again",
                      "at_ms": fire + 1700}),
-        event(job, "RETRY_SCHEDULED", at_ms=fire + 1710, fire_ms=fire, attempt=2,
+        event(job, "RETRY_SCHEDULED", at_ms=fire + 1710, due_ms=fire, attempt=2,
               scheduled_at_ms=fire + 2000),
-        event(job, "FIRED", at_ms=fire + 2003, fire_ms=fire + 2000, attempt=2,
+        event(job, "FIRED", at_ms=fire + 2003, due_ms=fire + 2000, attempt=2,
               scheduled_at_ms=fire + 2000, lateness_ms=3),
-        event(job, "STARTED", at_ms=fire + 2010, fire_ms=fire + 2000, attempt=2, worker_id="w-2"),
-        event(job, "SUCCEEDED", at_ms=fire + 2500, fire_ms=fire + 2000, attempt=2,
+        event(job, "STARTED", at_ms=fire + 2010, due_ms=fire + 2000, attempt=2, worker_id="w-2"),
+        event(job, "SUCCEEDED", at_ms=fire + 2500, due_ms=fire + 2000, attempt=2,
               worker_id="w-2"),
     ]  # fmt: skip
 
@@ -86,10 +86,10 @@ def test_a_long_job_keeps_the_latest_entries_and_one_heartbeat_entry_per_run() -
     events = []
     for run in range(150):  # a recurring job: 150 firings of 3 events and 50 heartbeats each
         fire = T0 + run * 60_000
-        events += [event(job, "FIRED", at_ms=fire + 5, fire_ms=fire, scheduled_at_ms=fire),
-                   event(job, "STARTED", at_ms=fire + 9, fire_ms=fire)]  # fmt: skip
-        events += [event(job, "HEARTBEAT", at_ms=fire + 10 + i, fire_ms=fire) for i in range(50)]
-        events.append(event(job, "SUCCEEDED", at_ms=fire + 100, fire_ms=fire))
+        events += [event(job, "FIRED", at_ms=fire + 5, due_ms=fire, scheduled_at_ms=fire),
+                   event(job, "STARTED", at_ms=fire + 9, due_ms=fire)]  # fmt: skip
+        events += [event(job, "HEARTBEAT", at_ms=fire + 10 + i, due_ms=fire) for i in range(50)]
+        events.append(event(job, "SUCCEEDED", at_ms=fire + 100, due_ms=fire))
     held = replay(events)
     assert held is not None and len(held) == timeline.EVENTS_KEPT
     assert held[-1]["kind"] == "SUCCEEDED" and held[-1]["at_ms"] == T0 + 149 * 60_000 + 100

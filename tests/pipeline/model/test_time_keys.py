@@ -31,8 +31,8 @@ def test_layout() -> None:
 
 
 @given(fire_times, job_ids)
-def test_round_trip(fire_ms: int, job_id: str) -> None:
-    assert decode_schedule_key(encode_schedule_key(fire_ms, job_id)) == (fire_ms, job_id)
+def test_round_trip(due_ms: int, job_id: str) -> None:
+    assert decode_schedule_key(encode_schedule_key(due_ms, job_id)) == (due_ms, job_id)
 
 
 @given(fire_times, job_ids, fire_times, job_ids)
@@ -44,9 +44,9 @@ def test_byte_order_is_fire_then_job_order(f1: int, j1: str, f2: int, j2: str) -
 
 
 @given(fire_times, job_ids, st.integers(0, 2**64 - 1))
-def test_due_bound_separates_due_from_not_due(fire_ms: int, job_id: str, now_ms: int) -> None:
-    key = encode_schedule_key(fire_ms, job_id)
-    assert (key < due_upper_bound(now_ms)) == (fire_ms <= now_ms)
+def test_due_bound_separates_due_from_not_due(due_ms: int, job_id: str, now_ms: int) -> None:
+    key = encode_schedule_key(due_ms, job_id)
+    assert (key < due_upper_bound(now_ms)) == (due_ms <= now_ms)
 
 
 @given(job_ids)
@@ -83,8 +83,8 @@ def test_a_rocksdb_range_scan_returns_exactly_the_due_timers(tmp_path: Path) -> 
     db = Rdict(str(tmp_path / "timers"), options=Options(raw_mode=True))
     try:
         entries = [(59_999, "b"), (60_000, "a"), (60_000, "z"), (60_001, "a"), (10**13, "a")]
-        for fire_ms, job_id in reversed(entries):
-            db[encode_schedule_key(fire_ms, job_id)] = b""
+        for due_ms, job_id in reversed(entries):
+            db[encode_schedule_key(due_ms, job_id)] = b""
             db[encode_index_key(job_id)] = b""
         db[b"\x00changelog-offset"] = b""  # the store's own metadata
         options = ReadOptions()
@@ -97,7 +97,7 @@ def test_a_rocksdb_range_scan_returns_exactly_the_due_timers(tmp_path: Path) -> 
 
 
 @given(fire_times, job_ids, fire_times)
-def test_the_floor_bounds_keys_by_fire_time(fire_ms: int, job_id: str, floor_ms: int) -> None:
+def test_the_floor_bounds_keys_by_fire_time(due_ms: int, job_id: str, floor_ms: int) -> None:
     """A scan from ``schedule_floor(f)`` sees exactly the keys firing at or after f."""
-    key = encode_schedule_key(fire_ms, job_id)
-    assert (key >= schedule_floor(floor_ms)) == (fire_ms >= floor_ms)
+    key = encode_schedule_key(due_ms, job_id)
+    assert (key >= schedule_floor(floor_ms)) == (due_ms >= floor_ms)

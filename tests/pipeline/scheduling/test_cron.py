@@ -28,7 +28,7 @@ from pipeline.scheduling.cron import (
     SkippedHourPolicy,
     iter_occurrences,
     jitter_offset_ms,
-    next_fire_ms,
+    next_due_ms,
 )
 
 CET, CEST = timezone(timedelta(hours=1)), timezone(timedelta(hours=2))
@@ -43,11 +43,11 @@ def ms(moment: datetime) -> int:
 
 
 def fires(spec: CronSpec, after: datetime, count: int, job_id: str = JOB) -> list[int]:
-    """``count`` fires chained through next_fire_ms, as a timer would."""
+    """``count`` fires chained through next_due_ms, as a timer would."""
     out: list[int] = []
     cursor = ms(after)
     for _ in range(count):
-        fire = next_fire_ms(spec, cursor, job_id=job_id)
+        fire = next_due_ms(spec, cursor, job_id=job_id)
         assert fire is not None
         out.append(fire)
         cursor = fire
@@ -241,15 +241,15 @@ def test_fires_increase_and_any_instant_between_gives_the_next(
         occurrences.append(occurrence)
         if len(occurrences) == 6:
             break
-    got = [o.fire_ms for o in occurrences]
+    got = [o.due_ms for o in occurrences]
     assert got[0] > after
     assert all(b > a for a, b in itertools.pairwise(got))
     for this, following in itertools.pairwise(occurrences):
-        assert this.nominal_ms <= this.fire_ms < following.nominal_ms
-        assert this.fire_ms - this.nominal_ms < max(jitter, 1)
+        assert this.nominal_ms <= this.due_ms < following.nominal_ms
+        assert this.due_ms - this.nominal_ms < max(jitter, 1)
         # Any instant from one fire up to just before the next yields the next.
-        between = this.fire_ms + int(probe * (following.fire_ms - this.fire_ms - 1))
-        assert next_fire_ms(spec, between, job_id=JOB) == following.fire_ms
+        between = this.due_ms + int(probe * (following.due_ms - this.due_ms - 1))
+        assert next_due_ms(spec, between, job_id=JOB) == following.due_ms
 
 
 @settings(max_examples=50, deadline=None)
@@ -272,25 +272,25 @@ def test_start_at_is_inclusive_and_end_at_ends() -> None:
     end = ms(datetime(2026, 5, 12, 9, tzinfo=UTC))
     spec = CronSpec(expression="0 9 * * *", start_at_ms=start, end_at_ms=end)
     early = ms(datetime(2026, 1, 1, tzinfo=UTC))
-    assert next_fire_ms(spec, early, job_id=JOB) == start
-    assert next_fire_ms(spec, start, job_id=JOB) == ms(datetime(2026, 5, 11, 9, tzinfo=UTC))
-    assert next_fire_ms(spec, end - 1, job_id=JOB) == end
-    assert next_fire_ms(spec, end, job_id=JOB) is None
+    assert next_due_ms(spec, early, job_id=JOB) == start
+    assert next_due_ms(spec, start, job_id=JOB) == ms(datetime(2026, 5, 11, 9, tzinfo=UTC))
+    assert next_due_ms(spec, end - 1, job_id=JOB) == end
+    assert next_due_ms(spec, end, job_id=JOB) is None
 
 
 def test_max_runs_counts_runs_so_far() -> None:
     spec = CronSpec(expression="0 9 * * *", max_runs=2)
     after = ms(datetime(2026, 5, 10, 12, tzinfo=UTC))
-    assert next_fire_ms(spec, after, job_id=JOB, runs_so_far=1) == ms(
+    assert next_due_ms(spec, after, job_id=JOB, runs_so_far=1) == ms(
         datetime(2026, 5, 11, 9, tzinfo=UTC)
     )
-    assert next_fire_ms(spec, after, job_id=JOB, runs_so_far=2) is None
+    assert next_due_ms(spec, after, job_id=JOB, runs_so_far=2) is None
 
 
 def test_jitter_never_passes_end_at() -> None:
     end = ms(datetime(2026, 5, 12, 9, 0, 0, 5000, tzinfo=UTC))  # 5 ms after the last nominal
     spec = CronSpec(expression="0 9 * * *", end_at_ms=end, jitter_ms=3_600_000)
-    fire = next_fire_ms(spec, end - 3_600_000, job_id=JOB)
+    fire = next_due_ms(spec, end - 3_600_000, job_id=JOB)
     assert fire is not None
     assert end - 5 <= fire <= end
 
@@ -322,8 +322,8 @@ def test_next_fire_applies_jitter_to_the_nominal_instant() -> None:
     spec = CronSpec(expression="0 9 * * *", jitter_ms=600_000)
     nominal = ms(datetime(2026, 5, 11, 9, tzinfo=UTC))
     expected = nominal + jitter_offset_ms(JOB, nominal, 600_000)
-    assert next_fire_ms(spec, nominal - 86_400_000 + 600_000, job_id=JOB) == expected
-    assert next_fire_ms(spec, nominal - 86_400_000 + 600_000, job_id="other") != expected
+    assert next_due_ms(spec, nominal - 86_400_000 + 600_000, job_id=JOB) == expected
+    assert next_due_ms(spec, nominal - 86_400_000 + 600_000, job_id="other") != expected
 
 
 def test_jitter_wider_than_the_interval_keeps_order() -> None:
