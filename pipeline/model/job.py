@@ -13,7 +13,7 @@ The rules live in three places, each used by both paths: field rules in
 :mod:`pipeline.model.rules`, the cron rules in :class:`pipeline.scheduling.CronSpec`, and the
 record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_consistency`).
 
-Record rules depend only on the record, never on when it is read: the fire time is checked
+Record rules depend only on the record, never on when it is read: the requested run time is checked
 against ``submitted_at_ms`` (not the reader's clock), so replaying jobs.intake days later
 to rebuild the timer state accepts exactly what was accepted the first time. ``now_ms`` only
 bounds ``submitted_at_ms`` from above (a client clock far ahead), which replay cannot break.
@@ -352,7 +352,7 @@ def _check_envelope(record: JobSubmitted, *, now_ms: int) -> None:
 
 
 def _check_run_at(record: JobSubmitted) -> None:
-    """A one-off fire time in the range normalize_fire_time accepts, from the submission."""
+    """A requested run time in the range normalize_fire_time accepts, from the submission."""
     normalize_fire_time(record.spec.run_at_ms, now_ms=record.submitted_at_ms)
 
 

@@ -4,17 +4,17 @@ Four key spaces, told apart by their first byte (the store keeps its own metadat
 ``0x00`` keys, pipeline/state/store.py; a workflow's nodes and records have theirs,
 pipeline/timers/nodes.py):
 
-- schedule ``b"s" | fire minute (u64 BE) | fire ms (u64 BE) | job id (UTF-8)``: one entry per
+- schedule ``b"s" | due minute (u64 BE) | due ms (u64 BE) | job id (UTF-8)``: one entry per
   pending fire. Big-endian fixed-width integers compare like the numbers, and the minute comes
   from the ms, so byte order is (due_ms, job_id) order (UTF-8 preserves code point order).
   The leading minute lets a scan seek to a minute bucket without knowing exact instants.
 - index ``b"j" | timer id``: the timer's entry (pipeline/timers/entry.py), which says where it
   is scheduled, for cancel and update.
-- owner schedule ``b"o" | owner length (u16 BE) | owner (UTF-8) | fire ms (u64 BE) | job id``:
+- owner schedule ``b"o" | owner length (u16 BE) | owner (UTF-8) | due ms (u64 BE) | job id``:
   the same firings again, one range per owner, so that fair firing (``TimerLogic.due_batch``,
   pipeline/timers/logic.py) can take each owner's due timers in turn. The length prefix
   makes one owner's keys one range whatever characters the owner holds.
-- held ``b"q" | limit id length (u16 BE) | limit id (UTF-8) | fire ms (u64 BE) | job id``: jobs
+- held ``b"q" | limit id length (u16 BE) | limit id (UTF-8) | due ms (u64 BE) | job id``: jobs
   a rate limit holds back, one queue per limit in fire-time order (pipeline/limits/). A held
   job has no schedule key: it leaves its queue when the limit's tokens allow.
 
@@ -37,8 +37,8 @@ SCHEDULE_UPPER_BOUND = b"t"
 """Exclusive upper bound of every schedule key."""
 
 MINUTE_MS = 60_000
-_FIRE = struct.Struct(">QQ")
-_HEADER = len(SCHEDULE_PREFIX) + _FIRE.size
+_DUE = struct.Struct(">QQ")
+_HEADER = len(SCHEDULE_PREFIX) + _DUE.size
 _MAX_U64 = (1 << 64) - 1
 
 OWNER_PREFIX = b"o"
@@ -47,7 +47,7 @@ OWNER_UPPER_BOUND = b"p"
 _OWNER_LENGTH = struct.Struct(">H")
 _MS = struct.Struct(">Q")
 _AFTER_OWNER = b"\xff" * (_MS.size + 1)
-"""Sorts after every (fire ms, job id) of one owner: a job id never starts with 0xff."""
+"""Sorts after every (due ms, job id) of one owner: a job id never starts with 0xff."""
 
 
 def _check(due_ms: int, job_id: str) -> None:
@@ -61,14 +61,14 @@ def _check(due_ms: int, job_id: str) -> None:
 def encode_schedule_key(due_ms: int, job_id: str) -> bytes:
     """The schedule key of ``job_id`` firing at ``due_ms`` (epoch ms, >= 0)."""
     _check(due_ms, job_id)
-    return SCHEDULE_PREFIX + _FIRE.pack(due_ms // MINUTE_MS, due_ms) + job_id.encode()
+    return SCHEDULE_PREFIX + _DUE.pack(due_ms // MINUTE_MS, due_ms) + job_id.encode()
 
 
 def decode_schedule_key(key: bytes) -> tuple[int, str]:
     """(due_ms, job_id) of a schedule key; ValueError if ``key`` is not one."""
     if len(key) <= _HEADER or not key.startswith(SCHEDULE_PREFIX):
         raise ValueError(f"not a schedule key: {key!r}")
-    minute, due_ms = _FIRE.unpack_from(key, len(SCHEDULE_PREFIX))
+    minute, due_ms = _DUE.unpack_from(key, len(SCHEDULE_PREFIX))
     if minute != due_ms // MINUTE_MS:
         raise ValueError(f"schedule key minute does not match its ms: {key!r}")
     return due_ms, key[_HEADER:].decode()
@@ -91,7 +91,7 @@ def due_upper_bound(now_ms: int) -> bytes:
 def schedule_floor(due_ms: int) -> bytes:
     """Inclusive lower bound: schedule keys at or above it are those with due_ms >= ``due_ms``
     (the header of ``due_ms`` with no job id)."""
-    return SCHEDULE_PREFIX + _FIRE.pack(due_ms // MINUTE_MS, due_ms)
+    return SCHEDULE_PREFIX + _DUE.pack(due_ms // MINUTE_MS, due_ms)
 
 
 def encode_index_key(job_id: str) -> bytes:
@@ -129,11 +129,11 @@ def decode_owner_schedule_key(key: bytes) -> tuple[str, int, str]:
         raise ValueError(f"not an owner schedule key: {key!r}")
     (length,) = _OWNER_LENGTH.unpack_from(key, 1)
     start = 1 + _OWNER_LENGTH.size
-    fire_at = start + length
-    if len(key) <= fire_at + _MS.size:
+    due_at = start + length
+    if len(key) <= due_at + _MS.size:
         raise ValueError(f"not an owner schedule key: {key!r}")
-    (due_ms,) = _MS.unpack_from(key, fire_at)
-    return key[start:fire_at].decode(), due_ms, key[fire_at + _MS.size :].decode()
+    (due_ms,) = _MS.unpack_from(key, due_at)
+    return key[start:due_at].decode(), due_ms, key[due_at + _MS.size :].decode()
 
 
 HELD_PREFIX = b"q"

@@ -104,7 +104,7 @@ class CronSpec:
     timezone: str = "UTC"
     """IANA time zone the expression is read in."""
     start_at_ms: int | None = None
-    """No nominal fire time before this instant (epoch ms)."""
+    """No nominal due instant before this instant (epoch ms)."""
     end_at_ms: int | None = None
     """No fire (jitter included) after this instant (epoch ms)."""
     max_runs: int | None = None

@@ -103,14 +103,14 @@ def execution_id(job_id: str, attempt: int, fire_at_ms: int) -> str:
 def parse_execution_id(value: str) -> tuple[str, int, int]:
     """The (job_id, fire_at_ms, attempt) an execution id was made from."""
     try:
-        job_id, fire_at, attempt = value.rsplit(":", 2)
-        return job_id, int(fire_at), int(attempt)
+        job_id, due_at, attempt = value.rsplit(":", 2)
+        return job_id, int(due_at), int(attempt)
     except ValueError:
         raise ValidationError("execution_id", f"not an execution id: {value!r}") from None
 
 
 def scheduled_ms_of(execution_id: str | None) -> int | None:
-    """The scheduled fire time an execution id carries; None when it is not one."""
+    """The due instant an execution id carries; None when it is not one."""
     if not execution_id:
         return None
     try:

@@ -1,4 +1,4 @@
-"""The fire time of a one-off job, and what happens when it is out of range.
+"""The due instant of a one-off job, and what happens when it is out of range.
 
 The rule, with ``now`` the instant the submission is accepted:
 

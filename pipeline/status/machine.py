@@ -305,7 +305,7 @@ def _submission(spec: JobSpec) -> Changes:
 
 def _after_success(record: JobRecord, changes: Changes,
                    event: JobLifecycle) -> Changes:  # fmt: skip
-    """A recurring job with runs left is SCHEDULED again for its next fire time.
+    """A recurring job with runs left is SCHEDULED again for its next due instant.
 
     ``changes`` are those the event already makes to ``record`` (its spec may tell that the
     job recurs): read through them rather than building a record only to read it.

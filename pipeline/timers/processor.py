@@ -54,7 +54,7 @@ claim it before its instant (docs/benchmarks.md, "Firing and claiming ahead").""
 class TimerProcessor(Processor[TimerState]):
     name = "timers"
     state_layout = 2
-    """2: an owner schedule beside the one by fire time (fair firing)."""
+    """2: an owner schedule beside the one by due instant (fair firing)."""
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,

@@ -1,12 +1,12 @@
-"""The timer store of one partition: entries by timer id, and a schedule by fire time.
+"""The timer store of one partition: entries by timer id, and a schedule by due instant.
 
 Workflows add step nodes and a blocked index (pipeline/timers/nodes.py); a blocked entry,
 like a paused one, has no schedule key until it is released.
 
 Four key spaces (pipeline/model/time_keys.py): ``j<timer id>`` holds the entry,
-``s<fire minute><fire ms><timer id>`` orders pending firings so that the due ones are a
-range scan, and ``o<owner><fire ms><timer id>`` orders them again by owner, for fair
-firing. A job a rate limit holds back leaves both schedules for ``q<limit id><fire ms>
+``s<due minute><due ms><timer id>`` orders pending firings so that the due ones are a
+range scan, and ``o<owner><due ms><timer id>`` orders them again by owner, for fair
+firing. A job a rate limit holds back leaves both schedules for ``q<limit id><due ms>
 <timer id>``, its limit's queue. Only entries go to the changelog; the schedules and the
 queues are derived from them, so restoring replays entries and rebuilds them.
 """
@@ -51,7 +51,7 @@ class TimerState:
         self.floor = floor
         """Where due scans start. Fired keys are deleted, and RocksDB skips their tombstones
         one by one until a compaction drops them: a scan from the schedule's first key
-        walks every timer fired since. A key, not a fire time: a burst due in one
+        walks every timer fired since. A key, not a due instant: a burst due in one
         millisecond fires over many transactions, and a floor at that millisecond would
         have each scan walk every timer the burst fired before. It rises to the first key a
         scan finds and falls with any key scheduled below it."""
@@ -97,7 +97,7 @@ class TimerState:
         self._index(timer_id, entry, value)
 
     def due(self, now_ms: int, limit: int) -> list[AnyEntry]:
-        """Entries whose fire time is at or before ``now_ms``, earliest first."""
+        """Entries whose due instant is at or before ``now_ms``, earliest first."""
         entries = []
         upper = due_upper_bound(now_ms)
         first: bytes | None = None  # the scan's first key: the lowest live one
