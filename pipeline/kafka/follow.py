@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from pipeline.config import Settings
-from pipeline.errors import ConfigurationError, JobstreamError
+from pipeline.errors import ConfigurationError, JobstreamError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.denied import denied
 from pipeline.kafka.scan import TopicScan
@@ -43,6 +44,27 @@ def write_setting(settings: Settings, topic: str, key: str, value: bytes | None)
     if failed:
         raise denied(failed[0], topic=topic, principal=settings.sasl_username) or (
             ConfigurationError(f"{topic}: not written: {failed[0].str()}"))
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def apply_setting(message: Message, *, key: Callable[[str], K], decode: Callable[[bytes], V],
+                  set_to: Callable[[K, V], None], clear: Callable[[K], None]) -> None:  # fmt: skip
+    """One record of a settings topic: the setting of its ``key`` set to its decoded value,
+    or cleared by a tombstone. A record that is not a setting is logged and skipped: the
+    rest of the topic still applies."""
+    try:
+        name = key((message.key() or b"").decode())
+        value = message.value()
+        if value is None:
+            clear(name)
+        else:
+            set_to(name, decode(value))
+    except (ValidationError, UnicodeDecodeError, TypeError) as exc:
+        log.warning("%s record skipped: %s", message.topic(), exc,
+                    extra={"offset": message.offset()})  # fmt: skip
 
 
 def read_settings_topic(settings: Settings, topic: str, apply: Callable[[Message], None]) -> None:

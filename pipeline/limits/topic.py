@@ -14,8 +14,12 @@ import logging
 from confluent_kafka import Message
 
 from pipeline.config import Settings
-from pipeline.errors import ValidationError
-from pipeline.kafka.follow import TopicFollower, read_settings_topic, write_setting
+from pipeline.kafka.follow import (
+    TopicFollower,
+    apply_setting,
+    read_settings_topic,
+    write_setting,
+)
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.limits.throttle import LimitBoard
 from pipeline.topics import Topics
@@ -41,15 +45,8 @@ def read_limits(settings: Settings) -> list[Limit]:
 def apply(board: LimitBoard, message: Message) -> None:
     """One jobs.limits record onto ``board``; a record that is not a limit is logged and
     skipped (the rest still apply)."""
-    try:
-        key = LimitKey.from_id((message.key() or b"").decode())
-        value = message.value()
-        if value is None:
-            board.clear(key)
-        else:
-            board.set(Limit.decode(value))
-    except (ValidationError, UnicodeDecodeError) as exc:
-        log.warning("jobs.limits record skipped: %s", exc, extra={"offset": message.offset()})
+    apply_setting(message, key=LimitKey.from_id, decode=Limit.decode,
+                  set_to=lambda _key, limit: board.set(limit), clear=board.clear)
 
 
 class LimitsFollower(TopicFollower):

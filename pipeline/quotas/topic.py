@@ -11,7 +11,12 @@ from confluent_kafka import Message
 
 from pipeline.config import Settings
 from pipeline.errors import ValidationError
-from pipeline.kafka.follow import TopicFollower, read_settings_topic, write_setting
+from pipeline.kafka.follow import (
+    TopicFollower,
+    apply_setting,
+    read_settings_topic,
+    write_setting,
+)
 from pipeline.model import rules
 from pipeline.model.rules import field_check
 from pipeline.quotas.model import Quota
@@ -67,15 +72,8 @@ def read_quotas(settings: Settings) -> dict[str, Quota]:
 
 def apply(board: QuotaBoard, message: Message) -> None:
     """One jobs.quotas record onto ``board``; one that is not a quota is logged and skipped."""
-    try:
-        owner = check_owner((message.key() or b"").decode())
-        value = message.value()
-        if value is None:
-            board.clear(owner)
-        else:
-            board.set(owner, Quota.decode(value))
-    except (ValidationError, UnicodeDecodeError, TypeError) as exc:
-        log.warning("jobs.quotas record skipped: %s", exc, extra={"offset": message.offset()})
+    apply_setting(message, key=check_owner, decode=Quota.decode, set_to=board.set,
+                  clear=board.clear)
 
 
 class QuotasFollower(TopicFollower):
