@@ -37,8 +37,10 @@ its cancel.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,3 +317,22 @@ def changed(old: Iterable[bytes], new: Iterable[bytes]) -> tuple[set[bytes], set
     """(keys to delete, keys to put) to move from index entries ``old`` to ``new``."""
     before, after = set(old), set(new)
     return before - after, after - before
+
+
+def encode_cursor(position: bytes) -> str:
+    """A page's position (the key after its prefix) as the opaque text a client passes back."""
+    return base64.urlsafe_b64encode(position).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, fits: Callable[[bytes], bool]) -> bytes:
+    """The position of a cursor :func:`encode_cursor` wrote; ValidationError naming
+    ``cursor`` for text that is not one, or a position the listing could not have issued
+    (``fits`` says)."""
+    try:
+        position = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
+                                    validate=True)  # fmt: skip
+    except (binascii.Error, ValueError):
+        position = b""
+    if not fits(position):
+        raise ValidationError("cursor", "is not a cursor this API issued")
+    return position

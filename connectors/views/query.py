@@ -11,8 +11,6 @@ outside the filters it was issued for.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +18,6 @@ from typing import Any
 
 from connectors.views import fold, layout
 from connectors.views.store import ViewStore
-from pipeline.errors import ValidationError
 
 MAX_SCAN = 5000
 
@@ -32,19 +29,8 @@ class Page:
     """None when the listing is complete."""
 
 
-def encode_cursor(position: bytes) -> str:
-    return base64.urlsafe_b64encode(position).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> bytes:
-    try:
-        position = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
-                                    validate=True)  # fmt: skip
-    except (binascii.Error, ValueError):
-        position = b""
-    if len(position) != layout.SORT_PART_LENGTH:
-        raise ValidationError("cursor", "is not a cursor this API issued")
-    return position
+def _a_sort_part(position: bytes) -> bool:
+    return len(position) == layout.SORT_PART_LENGTH
 
 
 def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
@@ -58,12 +44,12 @@ def list_jobs(store: ViewStore, filters: Mapping[str, str], *, limit: int = 50,
     rest = {name: value for name, value in filters.items() if name not in index.fields}
     lower, upper = created_range(prefix, since_ms, until_ms)
     if cursor is not None:
-        lower = max(lower, prefix + decode_cursor(cursor) + b"\x00")
+        lower = max(lower, prefix + layout.decode_cursor(cursor, _a_sort_part) + b"\x00")
     items: list[dict[str, Any]] = []
     last: bytes | None = None
     for scanned, (key, _) in enumerate(store.scan(lower, upper)):
         if len(items) >= limit or scanned >= max_scan:
-            return Page(items, encode_cursor(last[len(prefix):]) if last else None)
+            return Page(items, layout.encode_cursor(last[len(prefix):]) if last else None)
         last = key
         doc = store.doc(layout.job_id_of(key))
         if doc is not None and _matches(doc, rest):

@@ -15,8 +15,6 @@ last runs, is the API's (connectors/api/schedules.py).
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -24,7 +22,6 @@ from typing import Any
 
 from connectors.views import fold, layout
 from connectors.views.store import ViewStore
-from pipeline.errors import ValidationError
 from pipeline.model.lifecycle import TERMINAL_STATES
 from pipeline.scheduling.cron import CronSpec, iter_occurrences
 from pipeline.workflows.runs import RUN_LABEL
@@ -50,31 +47,22 @@ class SchedulePage:
     next_cursor: str | None
 
 
-def _encode(position: bytes) -> str:
-    return base64.urlsafe_b64encode(position).decode().rstrip("=")
-
-
-def _decode(cursor: str) -> bytes:
-    try:
-        position = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_",
-                                    validate=True)  # fmt: skip
-    except (binascii.Error, ValueError):
-        position = b""
-    if len(position) < 10:  # at least a >Q, a kind and one byte of an id
-        raise ValidationError("cursor", "is not a cursor this API issued")
-    return position
+def _a_schedule_key(position: bytes) -> bool:
+    return len(position) >= 10  # at least a >Q, a kind and one byte of an id
 
 
 def list_schedules(store: ViewStore, owner: str | None, *, limit: int = 50,
                    cursor: str | None = None) -> SchedulePage:  # fmt: skip
     """The schedules of ``owner`` (every owner's when None), newest first."""
     prefix = layout.schedule_prefix(owner)
-    lower = prefix if cursor is None else prefix + _decode(cursor) + b"\x00"
+    lower = prefix
+    if cursor is not None:
+        lower = prefix + layout.decode_cursor(cursor, _a_schedule_key) + b"\x00"
     items: list[Schedule] = []
     last = lower
     for key, _ in store.scan(lower, layout.upper_bound(prefix)):
         if len(items) >= limit:
-            return SchedulePage(items, _encode(last[len(prefix) :]))
+            return SchedulePage(items, layout.encode_cursor(last[len(prefix) :]))
         last = key
         found = _read(store, key)
         if found is not None:
