@@ -112,14 +112,11 @@ class Security:
     # -- the clients' side ---------------------------------------------------------------
 
     def settings_env(self, user: str) -> dict[str, str]:
-        """The JOBSTREAM_* settings of a process that logs in as ``user``."""
-        return {
-            "JOBSTREAM_SECURITY_PROTOCOL": "SASL_SSL",
-            "JOBSTREAM_SASL_MECHANISM": SCRAM,
-            "JOBSTREAM_SASL_USERNAME": user,
-            "JOBSTREAM_SASL_PASSWORD": self.password(user),
-            "JOBSTREAM_SSL_CA_LOCATION": str(self.tls().ca),
-        }
+        """The JOBSTREAM_* settings of a process that logs in as ``user``: its client
+        config, each key as the setting that maps to it (``sasl.username``:
+        ``JOBSTREAM_SASL_USERNAME``, pipeline/config.py)."""
+        return {"JOBSTREAM_" + key.replace(".", "_").upper(): value
+                for key, value in self.client_config(user).items()}  # fmt: skip
 
     def java_properties(self, user: str) -> str:
         """A Java client's properties file (Kafka's console tools: ``--consumer.config``)
