@@ -20,6 +20,7 @@ from pipeline.scheduling import CronSpec
 from pipeline.serde import Event
 from pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
+from tests.support.cli import broker_env
 
 JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 
@@ -119,14 +120,6 @@ def test_bad_time_zone_message(unreachable_env: dict[str, str]) -> None:
     args = [*SUBMIT, "--cron", "0 9 * * MON-FRI", "--tz", "Mars/Base"]
     result = CliRunner().invoke(make_app(), args, env=unreachable_env)
     assert result.stderr == "error: spec.cron.timezone: unknown time zone: 'Mars/Base'\n"
-
-
-def broker_env(topics: Topics) -> dict[str, str]:
-    return {
-        "JOBSTREAM_BOOTSTRAP_SERVERS": topics.settings.bootstrap_servers,
-        "JOBSTREAM_TOPIC_PREFIX": topics.settings.topic_prefix,
-        "JOBSTREAM_TIMER_PARTITIONS": str(topics.settings.timer_partitions),
-    }
 
 
 def test_submit_prints_only_the_job_id_and_the_job_lands(

@@ -14,7 +14,7 @@ from pipeline.jobs.workflow_cli import workflow_app
 from pipeline.topics import Topics
 from pipeline.workflows import step_job_id
 from tests.pipeline.jobs.intake import read_intake
-from tests.pipeline.jobs.test_cli import broker_env
+from tests.support.cli import broker_env
 
 DIAMOND = """\
 owner: acme

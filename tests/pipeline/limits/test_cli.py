@@ -4,23 +4,15 @@ refused naming it before anything is written."""
 from __future__ import annotations
 
 import orjson
-from typer.testing import CliRunner
 
-from pipeline.cli import app
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.limits.topic import read_limits
 from pipeline.topics import Topics
-from tests.pipeline.jobs.test_cli import broker_env
+from tests.support.cli import command, run
 
 
 def test_set_list_replace_and_clear(topics: Topics) -> None:
-    env, runner = broker_env(topics), CliRunner()
-
-    def limits(*args: str) -> str:
-        result = runner.invoke(app, ["limits", *args], env=env)
-        assert result.exit_code == 0, result.output
-        return result.output
-
+    limits = command(topics, "limits")
     assert "type=image.render: 50/s, burst 25\n" in limits("set", "--type", "image.render",
                                                            "--rate", "50/s")  # fmt: skip
     limits("set", "--owner", "acme", "--type", "image.render", "--rate", "120/m", "--burst", "3")
@@ -36,8 +28,7 @@ def test_set_list_replace_and_clear(topics: Topics) -> None:
 
 
 def test_a_bad_rate_is_refused_naming_it(topics: Topics) -> None:
-    result = CliRunner().invoke(app, ["limits", "set", "--type", "a.b", "--rate", "fast"],
-                                env=broker_env(topics))  # fmt: skip
+    result = run(topics, "limits", "set", "--type", "a.b", "--rate", "fast")
     assert result.exit_code != 0
     assert "rate: must be a number per s, m or h" in str(result.exception or result.output)
     assert read_limits(topics.settings) == []

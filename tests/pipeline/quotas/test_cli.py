@@ -4,23 +4,15 @@ refused naming it before anything is written."""
 from __future__ import annotations
 
 import orjson
-from typer.testing import CliRunner
 
-from pipeline.cli import app
 from pipeline.quotas.model import Quota
 from pipeline.quotas.topic import read_quotas
 from pipeline.topics import Topics
-from tests.pipeline.jobs.test_cli import broker_env
+from tests.support.cli import command, run
 
 
 def test_set_list_replace_and_clear(topics: Topics) -> None:
-    env, runner = broker_env(topics), CliRunner()
-
-    def quotas(*args: str) -> str:
-        result = runner.invoke(app, ["quotas", *args], env=env)
-        assert result.exit_code == 0, result.output
-        return result.output
-
+    quotas = command(topics, "quotas")
     assert "owner=acme: submit_rate 200, pending_jobs 50000\n" in quotas(
         "set", "--owner", "acme", "--submit-rate", "200/s", "--pending-jobs", "50000")
     quotas("set", "--owner", "bolt", "--job-types", "3", "--streams", "0")
@@ -36,10 +28,9 @@ def test_set_list_replace_and_clear(topics: Topics) -> None:
 
 
 def test_a_bad_value_is_refused_naming_it(topics: Topics) -> None:
-    runner, env = CliRunner(), broker_env(topics)
     for args, named in ((["--streams", "-1"], "streams"), (["--submit-rate", "fast"], "rate"),
                         ([], "quota")):  # fmt: skip
-        result = runner.invoke(app, ["quotas", "set", "--owner", "acme", *args], env=env)
+        result = run(topics, "quotas", "set", "--owner", "acme", *args)
         assert result.exit_code != 0
         assert f"{named}: " in str(result.exception or result.output)
     assert read_quotas(topics.settings) == {}
