@@ -84,39 +84,35 @@ def test_owner_weights_from_json_and_a_weight_that_is_not_positive_refused(
         load_settings()
 
 
-def test_results_settings_read_a_duration_and_bound_the_size(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert load_settings().max_result_bytes == 1024 * 1024
-    assert load_settings().results_retention == 7 * 86_400_000
-    monkeypatch.setenv("JOBSTREAM_RESULTS_RETENTION", "2h")
-    assert load_settings().results_retention == 2 * 3_600_000
-    monkeypatch.setenv("JOBSTREAM_RESULTS_RETENTION", "soon")
-    with pytest.raises(ConfigurationError, match="JOBSTREAM_RESULTS_RETENTION"):
-        load_settings()
-    monkeypatch.delenv("JOBSTREAM_RESULTS_RETENTION")
-    monkeypatch.setenv("JOBSTREAM_MAX_RESULT_BYTES", str(4 * 1024 * 1024))
-    with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_RESULT_BYTES"):
-        load_settings()
-
-
-def test_run_log_settings_bound_a_runs_lines_and_read_a_retention(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_results_and_run_logs_settings_default_to_a_week_and_bounds_of_their_own() -> None:
     settings = load_settings()
+    assert settings.max_result_bytes == 1024 * 1024
     assert (settings.max_log_lines, settings.max_log_bytes) == (1000, 256 * 1024)
-    assert settings.logs_retention == 7 * 86_400_000
-    monkeypatch.setenv("JOBSTREAM_LOGS_RETENTION", "36h")
+    assert settings.results_retention == settings.logs_retention == 7 * 86_400_000
+
+
+@pytest.mark.parametrize(("retention", "largest"), [
+    ("JOBSTREAM_RESULTS_RETENTION", "JOBSTREAM_MAX_RESULT_BYTES"),
+    ("JOBSTREAM_LOGS_RETENTION", "JOBSTREAM_MAX_LOG_BYTES"),
+])  # fmt: skip
+def test_a_retention_reads_a_duration_and_a_size_bound_stays_under_a_message(
+    monkeypatch: pytest.MonkeyPatch, retention: str, largest: str
+) -> None:
+    field = retention.removeprefix("JOBSTREAM_").lower()
+    monkeypatch.setenv(retention, "36h")
+    assert getattr(load_settings(), field) == 36 * 3_600_000
+    monkeypatch.setenv(retention, "a while")
+    with pytest.raises(ConfigurationError, match=retention):
+        load_settings()
+    monkeypatch.delenv(retention)
+    monkeypatch.setenv(largest, str(4 * 1024 * 1024))
+    with pytest.raises(ConfigurationError, match=largest):
+        load_settings()
+
+
+def test_max_log_lines_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JOBSTREAM_MAX_LOG_LINES", "50")
-    assert (load_settings().logs_retention, load_settings().max_log_lines) == (
-        36 * 3_600_000, 50)  # fmt: skip
-    monkeypatch.setenv("JOBSTREAM_LOGS_RETENTION", "a while")
-    with pytest.raises(ConfigurationError, match="JOBSTREAM_LOGS_RETENTION"):
-        load_settings()
-    monkeypatch.delenv("JOBSTREAM_LOGS_RETENTION")
-    monkeypatch.setenv("JOBSTREAM_MAX_LOG_BYTES", str(4 * 1024 * 1024))
-    with pytest.raises(ConfigurationError, match="JOBSTREAM_MAX_LOG_BYTES"):
-        load_settings()
+    assert load_settings().max_log_lines == 50
 
 
 def test_the_fire_lead_reads_a_duration_of_at_most_ten_seconds(

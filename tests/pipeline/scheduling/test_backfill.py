@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -55,30 +56,22 @@ SPRING = ("2026-03-28T23:00Z", "2026-03-29T22:00Z")
 AUTUMN = ("2026-10-24T22:00Z", "2026-10-25T23:00Z")
 
 
-@pytest.mark.parametrize(("policy", "expected"), [
-    (SkippedHourPolicy.RUN_AFTER, ["2026-03-29T01:00Z"]),  # 02:30 runs at the jump
-    (SkippedHourPolicy.SKIP, []),
+@pytest.mark.parametrize(("window", "hourly", "policy", "expected"), [
+    # spring forward: 02:30 does not exist; RUN_AFTER runs it at the jump
+    (SPRING, "30 * * * *", {"skipped_hour": SkippedHourPolicy.RUN_AFTER}, ["2026-03-29T01:00Z"]),
+    (SPRING, "30 * * * *", {"skipped_hour": SkippedHourPolicy.SKIP}, []),
+    # fall back: 02:30 occurs twice
+    (AUTUMN, "0 * * * *", {"repeated_hour": RepeatedHourPolicy.FIRST}, ["2026-10-25T00:30Z"]),
+    (AUTUMN, "0 * * * *", {"repeated_hour": RepeatedHourPolicy.BOTH},
+     ["2026-10-25T00:30Z", "2026-10-25T01:30Z"]),
 ])  # fmt: skip
-def test_spring_forward_follows_the_job_s_skipped_hour_policy(
-    policy: SkippedHourPolicy, expected: list[str]
+def test_a_daylight_saving_change_follows_the_job_s_policy(
+    window: tuple[str, str], hourly: str, policy: dict[str, Any], expected: list[str]
 ) -> None:
-    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris", skipped_hour=policy)
-    assert occurrences(spec, *SPRING) == tuple(ms(t) for t in expected)
-    hourly = CronSpec(expression="30 * * * *", timezone="Europe/Paris", skipped_hour=policy)
-    assert len(occurrences(hourly, *SPRING)) == 23 + len(expected)
-
-
-@pytest.mark.parametrize(("policy", "expected"), [
-    (RepeatedHourPolicy.FIRST, ["2026-10-25T00:30Z"]),
-    (RepeatedHourPolicy.BOTH, ["2026-10-25T00:30Z", "2026-10-25T01:30Z"]),
-])  # fmt: skip
-def test_fall_back_follows_the_job_s_repeated_hour_policy(
-    policy: RepeatedHourPolicy, expected: list[str]
-) -> None:
-    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris", repeated_hour=policy)
-    assert occurrences(spec, *AUTUMN) == tuple(ms(t) for t in expected)
-    hourly = CronSpec(expression="0 * * * *", timezone="Europe/Paris", repeated_hour=policy)
-    assert len(occurrences(hourly, *AUTUMN)) == 23 + len(expected)
+    spec = CronSpec(expression="30 2 * * *", timezone="Europe/Paris", **policy)
+    assert occurrences(spec, *window) == tuple(ms(t) for t in expected)
+    every_hour = CronSpec(expression=hourly, timezone="Europe/Paris", **policy)
+    assert len(occurrences(every_hour, *window)) == 23 + len(expected)
 
 
 def test_occurrences_are_nominal_instants_jitter_left_out() -> None:
