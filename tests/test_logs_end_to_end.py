@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 from connectors.api.server import ApiServer
 from ops.kafka.ports import free_ports
@@ -27,7 +27,14 @@ from pipeline.kafka import clients
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS, client
 from tests.support.logs_app import LOGGER
-from tests.support.stack import api_fixtures, module_topics, running_stack
+from tests.support.reader import gather
+from tests.support.stack import (
+    api_fixtures,
+    module_topics,
+    running_stack,
+    submit_over_api,
+    until_ended,
+)
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,18 +67,11 @@ api, acme = api_fixtures()
 
 
 def submit(acme: httpx.Client, job_type: str, **params: Any) -> str:
-    body = {"job_type": job_type, "params": params, "retry": FAST}
-    response = acme.post("/api/v1/jobs", json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["job_id"])
+    return submit_over_api(acme, {"job_type": job_type, "params": params, "retry": FAST})
 
 
 def succeeded(acme: httpx.Client, job_id: str) -> dict[str, Any]:
-    def read() -> dict[str, Any] | None:
-        doc: dict[str, Any] = acme.get(f"/api/v1/jobs/{job_id}").json()
-        return doc if doc.get("state") in ("SUCCEEDED", "DEAD_LETTERED") else None
-
-    doc = wait_for(read, timeout_s=90, interval_s=0.3, what=f"job {job_id} to end")
+    doc = until_ended(acme, job_id)
     assert doc["state"] == "SUCCEEDED", doc
     return doc
 
@@ -106,19 +106,14 @@ def records_of(topics: Topics, job_id: str, count: int) -> list[dict[str, str]]:
     settings = topics.settings
     consumer = clients.consumer(settings, f"reader-{uuid.uuid4().hex[:8]}")
     consumer.assign([TopicPartition(topics.logs, p, 0) for p in range(settings.logs_partitions)])
-    found: list[dict[str, str]] = []
 
-    def read() -> bool:
-        for message in consumer.consume(100, timeout=0.2):
-            if message.error() is None and message.key() == job_id.encode():
-                found.append({k: (v or b"").decode() for k, v in message.headers() or ()})
-        return len(found) >= count
+    def headers(message: Message) -> dict[str, str] | None:
+        if message.error() is not None or message.key() != job_id.encode():
+            return None
+        return {k: (v or b"").decode() for k, v in message.headers() or ()}
 
-    try:
-        wait_for(read, timeout_s=30, what=f"{count} records of {job_id} on {topics.logs}")
-    finally:
-        consumer.close()
-    return found
+    return gather(consumer, headers, count, timeout_s=30,
+                  what=f"{count} records of {job_id} on {topics.logs}")
 
 
 @pytest.mark.parametrize("job_type", ["logs.work", "logs.child"])

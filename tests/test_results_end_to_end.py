@@ -23,7 +23,7 @@ from tests.connectors.api.conftest import TOKENS, client
 from tests.support.e2e_app import pattern
 from tests.support.pipeline import process_env
 from tests.support.reader import TopicReader
-from tests.support.stack import APP, api_fixtures, module_topics
+from tests.support.stack import APP, api_fixtures, module_topics, submit_over_api, until_ended
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,18 +60,11 @@ api, acme = api_fixtures()
 
 
 def submit(client: httpx.Client, **params: Any) -> str:
-    body = {"job_type": "data.process", "params": params, "retry": {"max_attempts": 1}}
-    response = client.post("/api/v1/jobs", json=body)
-    assert response.status_code == 201, response.text
-    return str(response.json()["job_id"])
+    return submit_over_api(client, {"job_type": "data.process", "params": params,
+                                    "retry": {"max_attempts": 1}})  # fmt: skip
 
 
-def ended(client: httpx.Client, job_id: str) -> dict[str, Any]:
-    def read() -> dict[str, Any] | None:
-        doc: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}").json()
-        return doc if doc.get("state") in ("SUCCEEDED", "DEAD_LETTERED") else None
-
-    return wait_for(read, timeout_s=90, interval_s=0.3, what=f"job {job_id} to end")
+ended = until_ended
 
 
 def cli(api: ApiServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
@@ -14,6 +15,7 @@ from pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 _, DESERIALIZE = make_serde()
+T = TypeVar("T")
 
 
 class TopicReader:
@@ -72,6 +74,26 @@ class TopicReader:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def gather(consumer: Consumer, keep: Callable[[Message], T | None], count: int, *,
+           timeout_s: float, what: str) -> list[T]:  # fmt: skip
+    """The first ``count`` values ``keep`` makes of the records ``consumer`` reads (None: a
+    record passed over), in the order read; the consumer is closed after."""
+    found: list[T] = []
+
+    def enough() -> bool:
+        for message in consumer.consume(500, timeout=0.2):
+            kept = keep(message)
+            if kept is not None:
+                found.append(kept)
+        return len(found) >= count
+
+    try:
+        wait_for(enough, timeout_s=timeout_s, what=what)
+    finally:
+        consumer.close()
+    return found
 
 
 def events_of(settings: Settings, job_id: str) -> list[dict[str, Any]]:

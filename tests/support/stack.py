@@ -16,6 +16,7 @@ from pipeline.config import Settings
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
 from tests.support.pipeline import process_env
+from tests.support.waiting import wait_for
 
 APP = "tests.support.e2e_app"
 
@@ -95,3 +96,20 @@ def api_fixtures() -> tuple[Fixture, Fixture]:
             yield c
 
     return api, acme
+
+
+def submit_over_api(client: httpx.Client, body: dict[str, Any]) -> str:
+    """POST /api/v1/jobs: the new job's id, its 201 asserted."""
+    response = client.post("/api/v1/jobs", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["job_id"])
+
+
+def until_ended(client: httpx.Client, job_id: str, *, timeout_s: float = 90) -> dict[str, Any]:
+    """GET /api/v1/jobs/{id} once the job has SUCCEEDED or is DEAD_LETTERED."""
+
+    def read() -> dict[str, Any] | None:
+        doc: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}").json()
+        return doc if doc.get("state") in ("SUCCEEDED", "DEAD_LETTERED") else None
+
+    return wait_for(read, timeout_s=timeout_s, interval_s=0.3, what=f"job {job_id} to end")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from pipeline.kafka import clients
 from pipeline.serde import Event, make_serde
 from pipeline.topics import Topics
+from tests.support.reader import gather
 from tests.support.waiting import wait_for
 
 
@@ -24,20 +25,13 @@ def read_intake(topics: Topics, group_id: str, count: int) -> list[Received]:
     _, deserialize = make_serde(topics.settings.schema_registry_url)
     consumer = clients.consumer(topics.settings, group_id)
     consumer.subscribe([topics.intake])
-    received: list[Received] = []
 
-    def enough() -> bool:
-        for message in consumer.consume(500, timeout=0.2):
-            assert message.error() is None, message.error()
-            event = deserialize(message.value())
-            received.append(Received(message.key(), message.partition(), event))
-        return len(received) >= count
+    def decoded(message: Message) -> Received:
+        assert message.error() is None, message.error()
+        return Received(message.key(), message.partition(), deserialize(message.value()))
 
-    try:
-        wait_for(enough, timeout_s=60, what=f"{count} records on {topics.intake}")
-    finally:
-        consumer.close()
-    return received
+    return gather(consumer, decoded, count, timeout_s=60,
+                  what=f"{count} records on {topics.intake}")
 
 
 def intake_size(topics: Topics, group_id: str) -> int:

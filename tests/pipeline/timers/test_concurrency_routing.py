@@ -11,9 +11,8 @@ from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.partitioning import partition_key
 from pipeline.serde import Event
-from pipeline.timers.processor import TimerProcessor
-from tests.pipeline.timers.test_processor import T0, TimersDriver
 from tests.support.jobs import submitted
+from tests.support.timers import T0, TimersDriver, driving
 
 SETTINGS = Settings(fire_lead=0, exec_partitions=6, concurrency_limits={"report.generate": 2})
 LIMITS = ConcurrencyLimits.of(SETTINGS)
@@ -21,9 +20,7 @@ LIMITS = ConcurrencyLimits.of(SETTINGS)
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(TimerProcessor(SETTINGS), tmp_path, now_ms=T0)
-    yield driver
-    driver.close()
+    yield from driving(tmp_path, settings=SETTINGS)
 
 
 def test_a_limited_type_fires_only_to_its_first_partitions(driver: TimersDriver) -> None:

@@ -8,12 +8,10 @@ from pathlib import Path
 
 from pipeline.config import Settings
 from pipeline.state.batch import PartitionBatch
-from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
-from tests.pipeline.timers.test_processor import TimersDriver, executions
 from tests.support.jobs import submitted
+from tests.support.timers import T0, TimersDriver, executions, timers_driver
 
-T0 = 1_798_000_000_000
 DUE = T0 + 1000
 BATCH = 100
 
@@ -30,8 +28,8 @@ def load(driver: TimersDriver, counts: dict[str, int]) -> None:
 
 
 def make_driver(tmp_path: Path, **settings: object) -> TimersDriver:
-    timers = TimerProcessor(Settings(fire_lead=0, **settings))  # on the instant
-    return TimersDriver(timers, tmp_path, now_ms=T0, punctuate_limit=BATCH)
+    on_the_instant = Settings(fire_lead=0, **settings)  # type: ignore[arg-type]
+    return timers_driver(tmp_path, settings=on_the_instant, punctuate_limit=BATCH)
 
 
 def test_a_small_owner_is_in_the_first_batch_behind_a_flood(tmp_path: Path) -> None:

@@ -10,25 +10,24 @@ import pytest
 
 from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
-from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_options
-from tests.pipeline.timers.test_processor import (
+from pipeline.timers.processor import TIMER_OPTIONS, timer_options
+from tests.support.jobs import cancelled, cron_schedule, submitted
+from tests.support.timers import (
     MINUTE,
     T0,
     TOPICS,
     TimersDriver,
+    driving,
     executions,
     kinds,
 )
-from tests.support.jobs import cancelled, cron_schedule, submitted
 
 LEAD = 500
 
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(TimerProcessor(Settings(fire_lead=LEAD)), tmp_path, now_ms=T0)
-    yield driver
-    driver.close()
+    yield from driving(tmp_path, settings=Settings(fire_lead=LEAD))
 
 
 def test_a_job_fires_a_lead_ahead_telling_its_due_instant(driver: TimersDriver) -> None:

@@ -21,18 +21,16 @@ from pipeline.model.time_keys import (
     decode_schedule_key,
 )
 from pipeline.serde import Event
-from tests.pipeline.timers.test_processor import MINUTE, T0, TimersDriver, executions, kinds
 from tests.pipeline.timers.test_rate_limits import DUE, RENDER, held, load, make_driver
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
+from tests.support.timers import MINUTE, T0, TimersDriver, driving, executions, kinds
 
 HOUR = 3_600_000
 
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = make_driver(tmp_path)
-    yield driver
-    driver.close()
+    yield from driving(tmp_path)
 
 
 def move(job_id: str, run_at_ms: int, now_ms: int) -> Event:

@@ -7,59 +7,31 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Settings
 from pipeline.errors import ValidationError
 from pipeline.model.commands import trigger_event
 from pipeline.model.records import typed
 from pipeline.model.time_keys import due_upper_bound, encode_schedule_key
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
 from pipeline.state.batch import PartitionBatch
 from pipeline.state.store import PartitionStore
 from pipeline.timers.intake import checked
-from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
-
-T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z
-MINUTE = 60_000
-TOPICS = Topics(Settings())
-ON_THE_INSTANT = Settings(fire_lead=0)
-"""These tests fire each job on its instant; test_fire_lead.py fires ahead."""
-
-
-class TimersDriver(ProcessorDriver[TimerState]):
-    """One runner iteration per step: each command piped (and committed) in turn, then the
-    timers due on the clock fired."""
-
-    processor: TimerProcessor
-
-    def step(self, now: int, *events: Event) -> list[Output]:
-        self.now_ms = now
-        emits = [emit for event in events for emit in self.pipe(topic_of(event), event)]
-        return emits + self.advance()
-
-
-def topic_of(event: Event) -> str:
-    """Retries come on jobs.retry, every other command on jobs.intake."""
-    return TOPICS.retry if event.name == "RetryScheduled" else TOPICS.intake
-
-
-def kinds(emits: list[Output]) -> list[str]:
-    return [e.value.data["kind"] if e.value.name == "JobLifecycle" else e.value.name for e in emits]
-
-
-def executions(emits: list[Output]) -> list[dict]:
-    return [e.value.data for e in emits if e.value.name == "ExecutionRequested"]
+from tests.support.timers import (
+    MINUTE,
+    T0,
+    TOPICS,
+    TimersDriver,
+    driving,
+    executions,
+    kinds,
+    timers_driver,
+)
 
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = TimersDriver(TimerProcessor(ON_THE_INSTANT), tmp_path, now_ms=T0)
-    yield driver
-    driver.close()
+    yield from driving(tmp_path)
 
 
 def test_one_off_fires_at_its_time_and_not_before(driver: TimersDriver) -> None:
@@ -382,7 +354,7 @@ def test_a_burst_due_in_one_millisecond_moves_the_floor_key_by_key(tmp_path: Pat
     each scan starts at the first key the one before found, not at the millisecond (which
     would walk every timer the burst fired before), and a job scheduled below the floor
     meanwhile (the same instant, an id sorting first) lowers it and still fires."""
-    driver = TimersDriver(TimerProcessor(ON_THE_INSTANT), tmp_path, now_ms=T0, punctuate_limit=10)
+    driver = timers_driver(tmp_path, punctuate_limit=10)
     burst = [submitted(now_ms=T0, run_at_ms=T0 + 5000, job_id=f"{i + 1:026d}") for i in range(25)]
     driver.step(T0, *burst)
     ids = [job.data["job_id"] for job in burst]

@@ -14,29 +14,27 @@ from pipeline.limits.model import Limit, LimitKey
 from pipeline.model.records import typed
 from pipeline.state.batch import PartitionBatch
 from pipeline.status.machine import transition
-from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
-from tests.pipeline.timers.test_processor import TimersDriver, executions, kinds
 from tests.support.jobs import cancelled, cron_schedule, submitted
+from tests.support.timers import T0, TimersDriver, driving, executions, kinds, timers_driver
 
-T0 = 1_798_000_000_000
 DUE = T0 + 1000
 TICK = 20
 RENDER = LimitKey(job_type="image.render")
 
 
+ALONE = Settings(fire_lead=0, timer_partitions=1)
+"""One timer partition: it holds a limit's whole rate."""
+
+
 def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
-    timers = TimerProcessor(Settings(fire_lead=0, timer_partitions=partitions))  # on the instant
-    for limit in limits:
-        timers.logic.throttle.board.set(limit)
-    return TimersDriver(timers, tmp_path, now_ms=T0)
+    return timers_driver(tmp_path, *limits,
+                         settings=ALONE.model_copy(update={"timer_partitions": partitions}))
 
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    driver = make_driver(tmp_path, Limit(RENDER, rate=50, burst=5))
-    yield driver
-    driver.close()
+    yield from driving(tmp_path, Limit(RENDER, rate=50, burst=5), settings=ALONE)
 
 
 def load(driver: TimersDriver, count: int, **fields: object) -> list[str]:

@@ -1,0 +1,66 @@
+"""The timer processor driven with no broker (pipeline/runtime/driver.py), on real RocksDB
+files and a clock the test sets, and what its outputs are read with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import Settings
+from pipeline.limits.model import Limit
+from pipeline.runtime import Output
+from pipeline.runtime.driver import ProcessorDriver
+from pipeline.serde import Event
+from pipeline.timers.processor import TimerProcessor
+from pipeline.timers.state import TimerState
+from pipeline.topics import Topics
+
+T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z
+MINUTE = 60_000
+TOPICS = Topics(Settings())
+ON_THE_INSTANT = Settings(fire_lead=0)
+"""Most tests fire each job on its instant; tests/pipeline/timers/test_fire_lead.py fires
+ahead."""
+
+
+class TimersDriver(ProcessorDriver[TimerState]):
+    """One runner iteration per step: each command piped (and committed) in turn, then the
+    timers due on the clock fired."""
+
+    processor: TimerProcessor
+
+    def step(self, now: int, *events: Event) -> list[Output]:
+        self.now_ms = now
+        emits = [emit for event in events for emit in self.pipe(topic_of(event), event)]
+        return emits + self.advance()
+
+
+def topic_of(event: Event) -> str:
+    """Retries come on jobs.retry, every other command on jobs.intake."""
+    return TOPICS.retry if event.name == "RetryScheduled" else TOPICS.intake
+
+
+def timers_driver(tmp_path: Path, *limits: Limit, settings: Settings = ON_THE_INSTANT,
+                  **options: Any) -> TimersDriver:  # fmt: skip
+    """A driver of the timers with ``settings`` and the rate ``limits`` in force, at T0."""
+    timers = TimerProcessor(settings)
+    for limit in limits:
+        timers.logic.throttle.board.set(limit)
+    return TimersDriver(timers, tmp_path, now_ms=T0, **options)
+
+
+def driving(tmp_path: Path, *limits: Limit, settings: Settings = ON_THE_INSTANT,
+            **options: Any) -> Iterator[TimersDriver]:  # fmt: skip
+    """A ``driver`` fixture's body: :func:`timers_driver`, closed after the test."""
+    driver = timers_driver(tmp_path, *limits, settings=settings, **options)
+    yield driver
+    driver.close()
+
+
+def kinds(emits: list[Output]) -> list[str]:
+    return [e.value.data["kind"] if e.value.name == "JobLifecycle" else e.value.name for e in emits]
+
+
+def executions(emits: list[Output]) -> list[dict[str, Any]]:
+    return [e.value.data for e in emits if e.value.name == "ExecutionRequested"]
