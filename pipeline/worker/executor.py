@@ -41,8 +41,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
-from pipeline.clock import now_ms, seconds_until
+from pipeline.clock import now_ms
 from pipeline.model.records import Event, ExecutionRequested
 from pipeline.runtime.observed import observe_launch
 from pipeline.worker import capture, outcomes
@@ -81,17 +82,25 @@ class Finished:
         return None
 
 
+class RunHandle(Protocol):
+    """What stops a launched run: an :class:`AsyncRun`, or the test driver's stand-in."""
+
+    cancel_requested: bool
+
+    def cancel(self, *, timed_out: bool = False) -> None: ...
+
+
 class AsyncRun:
     """One async run as the polling thread sees it: ``cancel()`` stops it, begun or not."""
 
-    __slots__ = ("_loop", "_on_finish", "cancel_requested", "ctx", "handler", "log",
+    __slots__ = ("_clock", "_loop", "_on_finish", "cancel_requested", "ctx", "handler", "log",
                  "started", "task", "timed_out", "token")  # fmt: skip
 
     def __init__(self, token: int, handler: Handler, ctx: JobContext,
                  loop: asyncio.AbstractEventLoop, on_finish: Callable[[Finished], None],
-                 log: RunLog | None = None) -> None:  # fmt: skip
+                 log: RunLog | None = None, clock: Callable[[], int] = now_ms) -> None:  # fmt: skip
         self.token, self.handler, self.ctx, self.log = token, handler, ctx, log
-        self._loop, self._on_finish = loop, on_finish
+        self._loop, self._on_finish, self._clock = loop, on_finish, clock
         self.cancel_requested = False
         """Read and written by the polling thread only."""
         self.task: asyncio.Task[None] | None = None
@@ -115,7 +124,7 @@ class AsyncRun:
         self.timed_out = timed_out
         self.task.cancel()
         if not self.started:  # its body, which reports the end, will never run
-            self._on_finish(Finished(self.token, now_ms(), timed_out=timed_out,
+            self._on_finish(Finished(self.token, self._clock(), timed_out=timed_out,
                                      cancelled=not timed_out))  # fmt: skip
 
 
@@ -124,8 +133,10 @@ class JobExecutor:
 
     def __init__(
         self, max_threads: int, on_finish: Callable[[Finished], None], *,
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, clock: Callable[[], int] = now_ms,
     ) -> None:  # fmt: skip
+        self._clock = clock
+        """Epoch ms: the instant each end tells, and whether a run's instant has come."""
         self._max_threads = max_threads
         self._max_result_bytes = max_result_bytes
         self._on_finish = on_finish
@@ -147,7 +158,8 @@ class JobExecutor:
         if log is not None:
             capture.install()
         if handler.is_async:
-            run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish, log)
+            run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish, log,
+                           self._clock)  # fmt: skip
             with self._lock:
                 self._ready.append(run)
                 first = len(self._ready) == 1
@@ -155,7 +167,7 @@ class JobExecutor:
                 self._event_loop().call_soon_threadsafe(self._launch)
             return run
         start = partial(self._run_on_thread, partial(self._run_sync, token, handler, ctx, log))
-        if ctx.scheduled_at_ms > now_ms():  # claimed ahead: a thread takes it on the instant
+        if ctx.scheduled_at_ms > self._clock():  # claimed ahead: a thread takes it on the instant
             self._on_time().add(ctx.scheduled_at_ms, start)
         else:
             start()
@@ -207,17 +219,17 @@ class JobExecutor:
     def _run_sync(self, token: int, handler: Handler, ctx: JobContext,
                   log: RunLog | None) -> None:  # fmt: skip
         if ctx.cancelled:  # before its instant, for a run claimed ahead
-            self._on_finish(Finished(token, now_ms(), cancelled=True))
+            self._on_finish(Finished(token, self._clock(), cancelled=True))
             return
-        observe_launch(ctx.job_type, ctx.scheduled_at_ms, now_ms())
+        observe_launch(ctx.job_type, ctx.scheduled_at_ms, self._clock())
         try:
             with capture.capturing(log):
                 value = handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)
         except BaseException as exc:  # a worker thread must report SystemExit too, not die
-            self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
+            self._on_finish(Finished(token, self._clock(), error=describe_error(exc)))
             return
-        self._on_finish(Finished(token, now_ms(), result=result))
+        self._on_finish(Finished(token, self._clock(), result=result))
 
     def _launch(self) -> None:
         """On the loop: start every run submitted since the last launch."""
@@ -232,18 +244,18 @@ class JobExecutor:
         token, ctx = run.token, run.ctx
         capture.CURRENT.set(run.log)  # this task's own context: no other run sees it
         try:
-            await asyncio.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead
-            observe_launch(ctx.job_type, ctx.scheduled_at_ms, now_ms())
+            await asyncio.sleep(max(0, ctx.scheduled_at_ms - self._clock()) / 1000)  # claimed ahead
+            observe_launch(ctx.job_type, ctx.scheduled_at_ms, self._clock())
             value = await run.handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)
         except asyncio.CancelledError:
-            self._on_finish(Finished(token, now_ms(), timed_out=run.timed_out,
+            self._on_finish(Finished(token, self._clock(), timed_out=run.timed_out,
                                      cancelled=not run.timed_out))  # fmt: skip
             raise
         except Exception as exc:
-            self._on_finish(Finished(token, now_ms(), error=describe_error(exc)))
+            self._on_finish(Finished(token, self._clock(), error=describe_error(exc)))
             return
-        self._on_finish(Finished(token, now_ms(), result=result))
+        self._on_finish(Finished(token, self._clock(), result=result))
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

@@ -36,7 +36,7 @@ from pipeline.model.cancel import CancelRequest
 from pipeline.model.records import ExecutionRequested
 from pipeline.worker.app import Handler
 from pipeline.worker.capture import RunLog
-from pipeline.worker.executor import AsyncRun
+from pipeline.worker.executor import RunHandle
 from pipeline.worker.lane import Lane
 from pipeline.worker.offsets import OffsetRef
 from pipeline.worker.progress import ProgressReporter
@@ -64,7 +64,7 @@ class RunningJob:
     next_beat: float
     """Monotonic instant of its next HEARTBEAT (infinite: none yet). Set through
     :meth:`InFlight.beat_at` only, which also files it: set directly, no beat comes."""
-    async_run: AsyncRun | None = None
+    async_run: RunHandle | None = None
     """Cancels an async run."""
     reported: bool = False
     signal: threading.Event | None = None

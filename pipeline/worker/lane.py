@@ -1,4 +1,4 @@
-"""One job type's side of a worker: its consumer, buffers, offsets and transactions.
+"""One job type's side of a worker: its consumer, buffers and offsets.
 
 A lane is a member of the consumer group ``<prefix>jobstream.workers.<type>``, subscribed
 to the type's three tiers ``jobs.exec.<type>.<high|normal|low>`` (in a worker started with
@@ -15,50 +15,32 @@ this worker's clock behind the timers') waits apart until ``claim_ahead_ms`` bef
 away, it goes to ``ahead``, to be claimed without waiting for a slot, else to its tier
 buffer.
 
-Final outcomes of the type's executions (with their results, for jobs.results, and their
-runs' log lines, for jobs.logs) and the group's offsets commit in transactions
-(transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
-ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
-:class:`OffsetTracker` (watermarks: a record is done once started, or once settled
-without a run; the offsets done above a watermark go in its commit's metadata, read back
-by the partition's next owner at its assignment). The loop claims the records it starts
-(:meth:`Lane.claim`: a transaction at once, before their handlers run); otherwise one
-transaction carries every outcome decided since the previous one: :class:`CommitSchedule`
-says when the next is due (by default 100 ms after the previous, or at 1,000 outcomes;
-up to a claim ahead later when a claim ahead is to come by then, whose transaction takes
-them: :meth:`Lane._claim_grace_s`). A
-failed transaction is aborted and its outcomes are kept for the next one; nothing is
-rewound, because no record needs consuming again. Before a partition is revoked, and at
-the end of a drain, the lane commits what it has whatever the schedule says.
+Its claims and outcomes commit in transactions with its offsets
+(pipeline/worker/transactions.py, ``lane.tx``). Before a partition is revoked, and at the
+end of a drain, the lane commits what it has whatever the schedule says.
 
 A type with a fleet-wide concurrency limit (pipeline/concurrency.py) starts a record only
 while its partition index has a free slot (:class:`PartitionSlots`), and before its
 partitions are revoked it lets its runs end and reports them (``before_revoke``, at most
 the worker's revoke timeout), so that their next owner starts nothing while they run.
+
+The lane builds no client: its consumer and producer come from the
+:class:`~pipeline.worker.ports.WorkerClients` it is given.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
-from pipeline import metrics
-from pipeline.clock import now_ms
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.config import Settings
 from pipeline.errors import DeserializationError
-from pipeline.kafka import clients
-from pipeline.kafka.commit import (
-    KAFKA_FAILURES,
-    commit_offsets,
-    is_fatal,
-    kafka_error_of,
-    send,
-)
+from pipeline.kafka import clients as _kafka
+from pipeline.kafka.commit import is_fatal
 from pipeline.kafka.denied import denied
 from pipeline.model.records import ExecutionRequested
 from pipeline.runtime.schedule import CommitSchedule
@@ -68,21 +50,16 @@ from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
 from pipeline.worker.early import EarlyRecords
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
+from pipeline.worker.ports import SYSTEM_CLOCK, Clock, WorkerClients
 from pipeline.worker.priorities import PriorityPolicy
 from pipeline.worker.slots import PartitionSlots
+from pipeline.worker.transactions import TIMEOUT_S, LaneTransactions
 
 log = logging.getLogger(__name__)
 
 BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach
 1 MB, and ``prefetch`` of those would not fit in memory."""
-RESULT_BATCH_BYTES = 16 * 1024 * 1024
-"""Results and logs waiting past this many bytes make the lane's next transaction due at once: a
-transaction of a thousand 1 MB results would take the producer's memory and the broker
-many seconds."""
-_MAX_RETRY_DELAY_S = 5.0
-TIMEOUT_S = 30.0
-"""The longest one blocking transactional call (start, abort) may take."""
 _ERROR_LOG_INTERVAL_S = 10.0
 CLAIM_GRACE_MS = 200
 """Outcomes wait at most this much longer than the commit interval for a claim to ride."""
@@ -124,22 +101,19 @@ def transactional_prefix(prefix: str, route: str) -> str:
 
 
 class Lane:
-    def __init__(self, settings: Settings, job_type: str, *, worker_id: str, prefetch: int,
-                 static_member: bool = False, pool: str | None = None, claim_ahead_ms: int = 0,
-                 launch_ahead_ms: int = 0,
+    def __init__(self, settings: Settings, job_type: str, *, clients: WorkerClients,
+                 worker_id: str, prefetch: int, static_member: bool = False,
+                 pool: str | None = None, claim_ahead_ms: int = 0, launch_ahead_ms: int = 0,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
-                 before_commit: Callable[[], object] = lambda: None,
+                 clock: Clock = SYSTEM_CLOCK, before_commit: Callable[[], object] = lambda: None,
                  before_revoke: Callable[[Lane], object] = lambda lane: None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
-        self.events_topic = topics.events
-        self.results_topic = topics.results
-        self.logs_topic = topics.logs
         self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
         self.prefetch = prefetch
         self._deserialize = deserialize
-        self._before_commit = before_commit
-        """Runs before outcomes are produced: the loop flushes HEARTBEAT records there."""
+        self._clients, self._clock = clients, clock
+        self._principal = settings.sasl_username
         self.slots = PartitionSlots(job_type, ConcurrencyLimits.of(settings))
         self._before_revoke = before_revoke
         """Runs before a limited lane's partitions are revoked: the loop waits there for
@@ -147,24 +121,28 @@ class Lane:
         self.closing = False
         prefix = settings.topic_prefix
         route = routed(job_type, pool)  # a pool's workers are a group of their own
-        group = worker_group(prefix, route)
-        self._transactional_id = f"{transactional_prefix(prefix, route)}{worker_id}"
-        self._settings, self.group = settings, group
+        self.group = worker_group(prefix, route)
+        transactional_id = f"{transactional_prefix(prefix, route)}{worker_id}"
         # A crashed worker's partitions move to the others after 6 s, not 45. The range
         # assignor splits each tier's partitions among the workers; cooperative-sticky
         # balances counts over the three tiers, and could leave a worker none of the one
         # that holds the jobs.
-        self._membership: clients.KafkaConfig = {
-            "session.timeout.ms": clients.SESSION_TIMEOUT_MS,
+        self._membership: _kafka.KafkaConfig = {
+            **_kafka.WORKER_FETCH, "session.timeout.ms": _kafka.SESSION_TIMEOUT_MS,
             "partition.assignment.strategy": "range",
-        }
+        }  # fmt: skip
         if static_member:
-            self._membership["group.instance.id"] = self._transactional_id
-        self.consumer: Consumer = self._new_consumer()
-        self.producer = self._new_producer()
+            self._membership["group.instance.id"] = transactional_id
+        self.consumer: Consumer = clients.consumer(self.group, self._membership)
         self.tracker = OffsetTracker()
+        self.tx = LaneTransactions(
+            job_type=job_type, transactional_id=transactional_id,
+            topics=(topics.events, topics.results, topics.logs),
+            new_producer=clients.transactional, consumer=lambda: self.consumer,
+            tracker=self.tracker, schedule=schedule or CommitSchedule(), clock=clock,
+            before_commit=before_commit, principal=settings.sasl_username,
+        )  # fmt: skip
         self.policy = PriorityPolicy()
-        self.schedule = schedule or CommitSchedule()
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         weight = weight_of(settings.owner_weights)
         self.early: EarlyRecords[Record] = EarlyRecords(_owner, weight)
@@ -176,45 +154,17 @@ class Lane:
         """Records whose claim has come more than ``launch_ahead_ms`` before their instant,
         by instant and owners in turn: the loop claims them without a slot (they take one
         at their launch)."""
-        self.pending: list[tuple[bytes, bytes]] = []
-        """Serialized outcomes (key, value) waiting for the next transaction."""
-        self.results: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
-        """Results of the runs whose SUCCEEDED waits in ``pending`` (key, value, headers),
-        for jobs.results in the same transaction."""
-        self.logs: list[tuple[bytes, bytes, list[tuple[str, bytes]]]] = []
-        """Log lines of the runs whose outcome waits in ``pending``, for jobs.logs."""
-        self._results_bytes = 0
-        self.transactions = self.aborted = self.unreadable = self.renewed = 0
-        self.commit_s: float | None = None
-        """A moving mean of how long a transaction took, from its start to its commit: a
-        claim's round trip."""
+        self.unreadable = 0
         self.run_s: float | None = None
         """A moving mean of how long this type's runs took, from launch to end."""
         self._paused: set[Partition] = set()
         self._full: frozenset[str] = frozenset()
-        self._retry_at = 0.0
-        self._retry_delay = 0.1
         self._error_logged_at = 0.0
-        self._uninitialised = False
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    def _new_producer(self) -> Producer:
-        return clients.producer(self._settings, transactional_id=self._transactional_id)
-
-    def _new_consumer(self) -> Consumer:
-        return clients.consumer(self._settings, self.group,
-                                **{**clients.WORKER_FETCH, **self._membership})  # fmt: skip
-
     def start(self) -> None:
-        try:
-            self.producer.init_transactions(TIMEOUT_S)
-        except KafkaException as exc:
-            refused = denied(exc.args[0], transactional_id=self._transactional_id,
-                             principal=self._settings.sasl_username)  # fmt: skip
-            if refused is not None:
-                raise refused from exc
-            raise
+        self.tx.start()
         self._subscribe()
 
     def _subscribe(self) -> None:
@@ -231,7 +181,7 @@ class Lane:
             self.consumer.close()
         except (KafkaException, RuntimeError) as exc:  # fenced, or the broker is gone
             log.debug("consumer close: %s", exc)
-        self.consumer = self._new_consumer()
+        self.consumer = self._clients.consumer(self.group, self._membership)
         self._subscribe()
 
     def close(self) -> None:
@@ -240,7 +190,7 @@ class Lane:
         for them."""
         self.closing = True
         self.consumer.close()
-        self.producer.flush(10)
+        self.tx.producer.flush(10)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in self._last_commits(consumer, partitions):
@@ -293,7 +243,7 @@ class Lane:
         at a time, so that a partition holding its share is paused before it takes more."""
         share = self._share(max(self._partitions_of().values(), default=1))
         messages = self.consumer.consume(share, timeout=timeout_s)
-        now = now_ms()
+        now = self._clock.wall_ms()
         self.release_early(now)
         for message in messages:
             if message.error() is not None:
@@ -384,8 +334,7 @@ class Lane:
 
     def counters(self) -> dict[str, int]:
         """Transactions committed and aborted, producers replaced, records skipped."""
-        return {"transactions": self.transactions, "aborted": self.aborted,
-                "renewed": self.renewed, "unreadable": self.unreadable}  # fmt: skip
+        return {**self.tx.counters(), "unreadable": self.unreadable}
 
     def update_pauses(self, fetching: bool) -> None:
         """Pause the partitions of full tiers and those holding more than their share of
@@ -430,65 +379,22 @@ class Lane:
         error = message.error()
         refused = denied(error, topic=message.topic() or ", ".join(self.tier_of),
                          group=self.group, operation="READ",
-                         principal=self._settings.sasl_username)  # fmt: skip
+                         principal=self._principal)  # fmt: skip
         if refused is not None:  # no retry helps until someone grants it
             raise refused
         if is_fatal(error):
             self._rejoin(error)
             return
-        if time.monotonic() - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
-            self._error_logged_at = time.monotonic()
+        now = self._clock.monotonic()
+        if now - self._error_logged_at > _ERROR_LOG_INTERVAL_S:
+            self._error_logged_at = now
             log.warning("consume error: %s", error, extra={"job_type": self.job_type})
 
     # -- transactions -------------------------------------------------------------------
 
     def commit(self, *, force: bool = False) -> bool:
-        """Commit the pending outcomes with the watermarks when the schedule says so (or
-        ``force``); whether a transaction committed."""
-        now = time.monotonic()
-        if not force and (
-            now < self._retry_at
-            or not self.schedule.due(now, len(self.pending), self._claim_grace_s())
-        ):
-            return False
-        offsets = self.tracker.to_commit()
-        if not self.pending and not offsets:
-            return False
-        if self.pending:
-            self._before_commit()
-        try:
-            if self._uninitialised:
-                self.producer.init_transactions(TIMEOUT_S)
-                self._uninitialised = False
-            self.producer.begin_transaction()
-            for key, value in self.pending:
-                send(self.producer, self.events_topic, value, key)
-            for key, value, headers in self.results:
-                send(self.producer, self.results_topic, value, key, headers=headers)
-            for key, value, headers in self.logs:
-                send(self.producer, self.logs_topic, value, key, headers=headers)
-            commit_offsets(self.producer, self.consumer,
-                           [TopicPartition(t, p, mark.offset, metadata=mark.metadata)
-                            for (t, p), mark in offsets.items()])  # fmt: skip
-        except KAFKA_FAILURES as failure:
-            exc = kafka_error_of(failure)
-            if exc is None:
-                raise
-            self._abort(exc)
-            return False
-        self.tracker.committed(offsets)
-        self.pending.clear()
-        self.results.clear()
-        self.logs.clear()
-        self._results_bytes = 0
-        self.schedule.committed(now)
-        self.transactions += 1
-        took = time.monotonic() - now
-        self.commit_s = moving_mean(self.commit_s, took)
-        metrics.COMMIT_SECONDS.labels("worker").observe(took)
-        metrics.TRANSACTIONS.labels("worker").inc()
-        self._retry_at, self._retry_delay = 0.0, 0.1
-        return True
+        """Commit the pending outcomes with the watermarks when due (or ``force``)."""
+        return self.tx.commit(force=force, grace_s=self._claim_grace_s())
 
     def _claim_grace_s(self) -> float:
         """How much longer than the interval outcomes may wait for a claim: as long as a
@@ -499,63 +405,9 @@ class Lane:
         far ahead the worker claims."""
         grace_ms = min(self.claim_ahead_ms, CLAIM_GRACE_MS)
         release = self.early.next_ms()
-        if release is None or release - now_ms() > grace_ms:
+        if release is None or release - self._clock.wall_ms() > grace_ms:
             return 0.0
         return grace_ms / 1000
-
-    def add_result(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
-        """A run's result, for jobs.results in the transaction of its SUCCEEDED."""
-        self.results.append((key, value, headers))
-        self._results_bytes += len(value)
-        if self._results_bytes >= RESULT_BATCH_BYTES:
-            self.schedule.hurry()
-
-    def add_log(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]]) -> None:
-        """A run's log lines, for jobs.logs in the transaction of its outcome."""
-        self.logs.append((key, value, headers))
-        self._results_bytes += len(value)
-        if self._results_bytes >= RESULT_BATCH_BYTES:
-            self.schedule.hurry()
-
-    def claim(self) -> None:
-        """Commit the STARTED records of the runs just started with their offsets (and any
-        outcomes waiting), so that Kafka hands none of them out again. After a failed
-        transaction, not before the lane's backoff."""
-        if time.monotonic() >= self._retry_at:
-            self.commit(force=True)
-
-    def holds_pending(self, record: tuple[bytes, bytes]) -> bool:
-        """Whether ``record`` (this very entry) still waits for a transaction."""
-        return any(entry is record for entry in self.pending)
-
-    def drop_pending(self, record: tuple[bytes, bytes]) -> None:
-        self.pending = [entry for entry in self.pending if entry is not record]
-
-    def _abort(self, exc: KafkaException) -> None:
-        """Abort the transaction; the pending outcomes go in the next one. A producer that
-        cannot abort (fenced, fatal, in a state it cannot leave) is replaced by a new one,
-        whose start fences whatever the old one left open."""
-        log.warning("worker transaction aborted, its outcomes will be produced again: %s", exc,
-                    extra={"job_type": self.job_type})  # fmt: skip
-        self.aborted += 1
-        metrics.ABORTED.labels("worker").inc()
-        self._retry_at = time.monotonic() + self._retry_delay
-        self._retry_delay = min(self._retry_delay * 2, _MAX_RETRY_DELAY_S)
-        if not _is_fatal(exc):
-            if self._uninitialised:
-                return  # a new producer that could not fence in yet (no coordinator): later
-            try:
-                self.producer.abort_transaction(TIMEOUT_S)
-                return
-            except KafkaException as again:
-                exc = again
-        log.warning("worker producer replaced after: %s", exc, extra={"job_type": self.job_type})
-        self.renewed += 1
-        self.producer.purge()
-        self.producer = self._new_producer()
-        # Its init_transactions (which fences the old one) runs before its first
-        # transaction, retried with the commit's backoff while the coordinator is away.
-        self._uninitialised = True
 
 
 def _size(record: Record) -> int:
@@ -564,13 +416,3 @@ def _size(record: Record) -> int:
 
 def _owner(record: Record) -> str:
     return record.execution.spec.owner
-
-
-def _is_fatal(exc: KafkaException) -> bool:
-    return is_fatal(exc.args[0] if exc.args else None)
-
-
-def moving_mean(mean: float | None, sample: float) -> float:
-    """An exponential moving mean that gives a new sample a fifth of the weight (``None``:
-    no sample yet)."""
-    return sample if mean is None else 0.8 * mean + 0.2 * sample

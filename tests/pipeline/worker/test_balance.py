@@ -13,6 +13,7 @@ import pytest
 from pipeline.serde import make_serde
 from pipeline.topics import PRIORITIES, Topics
 from pipeline.worker.lane import Lane
+from pipeline.worker.ports import KafkaClients
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.support.waiting import wait_for
 
@@ -23,7 +24,8 @@ JOB_TYPE = "data.process"
 def lanes(topics: Topics) -> Iterator[list[Lane]]:
     """Two workers' lanes of one type, not started."""
     _, deserialize = make_serde(topics.settings.schema_registry_url)
-    made = [Lane(topics.settings, JOB_TYPE, worker_id=f"w{i}", prefetch=10, static_member=True,
+    made = [Lane(topics.settings, JOB_TYPE, clients=KafkaClients(topics.settings),
+                 worker_id=f"w{i}", prefetch=10, static_member=True,
                  deserialize=deserialize) for i in range(2)]  # fmt: skip
     yield made
     for lane in made:

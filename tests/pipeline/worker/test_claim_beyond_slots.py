@@ -29,7 +29,7 @@ def _run_all(topics: Topics, start_worker: StartWorker, events: EventLog,
     wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
     [warm] = submit(topics, execution_requested(fire_ms=now_ms()))
     events.wait(warm, "SUCCEEDED", timeout_s=30)  # the type's runs measured once
-    before = lane.transactions
+    before = lane.tx.transactions
     most, done = [0], threading.Event()
 
     def watch() -> None:
@@ -44,11 +44,11 @@ def _run_all(topics: Topics, start_worker: StartWorker, events: EventLog,
         for execution_id in ids:
             events.wait(execution_id, "SUCCEEDED", timeout_s=60)
             assert events.kinds(execution_id).count("STARTED") == 1
-        wait_for(lambda: not lane.pending, timeout_s=10, what="the last outcomes committed")
+        wait_for(lambda: not lane.tx.pending, timeout_s=10, what="the last outcomes committed")
     finally:
         done.set()
         watcher.join(5)
-    return lane.transactions - before, most[0]
+    return lane.tx.transactions - before, most[0]
 
 
 def test_short_runs_are_claimed_beyond_the_free_slots(

@@ -242,7 +242,7 @@ def test_a_record_is_claimed_before_its_handler_runs_and_claims_carry_the_outcom
     events.wait(ids[-1], "SUCCEEDED")
     events.catch_up()
     assert all(events.kinds(execution_id) == ["STARTED", "SUCCEEDED"] for execution_id in ids)
-    transactions = worker.runtime.lanes[0].transactions
+    transactions = worker.runtime.lanes[0].tx.transactions
     assert transactions <= 42, f"{transactions} transactions for 40 claims and 40 outcomes"
 
 
@@ -253,7 +253,7 @@ def test_the_outcome_of_a_workflows_job_commits_without_waiting_for_the_interval
     [lone] = submit(topics, execution_requested())
     events.wait(lone, "STARTED")
     lane = worker.runtime.lanes[0]
-    wait_for(lambda: lane.transactions >= 1, timeout_s=60, what="a first transaction")
+    wait_for(lambda: lane.tx.transactions >= 1, timeout_s=60, what="a first transaction")
     # From here on a plain outcome waits 120 s for the next transaction.
     step = execution_requested()
     [in_workflow] = submit(topics, Event.of(evolve(step.data, workflow_id="wf-1")))

@@ -37,11 +37,11 @@ def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(
     first = now_ms() + 3000
     ids = submit(topics, *(execution_requested(fire_ms=first + 50 * i) for i in range(40)))
     wait_for(lambda: len(lane.early) == 40, timeout_s=10, what="the 40 records held ahead")
-    before = lane.transactions
+    before = lane.tx.transactions
     for execution_id in ids:
         events.wait(execution_id, "SUCCEEDED", timeout_s=30)
-    wait_for(lambda: not lane.pending, timeout_s=10, what="the last outcomes committed")
-    transactions = lane.transactions - before
+    wait_for(lambda: not lane.tx.pending, timeout_s=10, what="the last outcomes committed")
+    transactions = lane.tx.transactions - before
     # Old rule: every claim followed by a transaction of the outcomes 100 ms later (26).
     assert transactions <= 16, f"{transactions} transactions for about 11 claims"
 

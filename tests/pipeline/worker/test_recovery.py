@@ -27,6 +27,6 @@ def test_a_fenced_worker_replaces_its_producer_and_reports_every_outcome(
     for execution_id in later:
         events.wait(execution_id, "SUCCEEDED")
 
-    assert worker.runtime.lanes[0].renewed >= 1, "the fenced producer was replaced"
+    assert worker.runtime.lanes[0].tx.renewed >= 1, "the fenced producer was replaced"
     assert worker.error is None and worker.thread is not None and worker.thread.is_alive()
     assert all(len(events.of(e, "SUCCEEDED")) == 1 for e in first + later)

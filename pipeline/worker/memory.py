@@ -1,0 +1,255 @@
+"""In-memory stand-ins for the worker's Kafka clients: a broker of lists.
+
+What a lane and the loop ask of confluent-kafka's ``Consumer`` and ``Producer``, kept in
+memory (dramatiq's StubBroker, in spirit): topics as lists of records per partition, the
+offsets each group committed (with their metadata), and transactions whose records and
+offsets appear together at the commit, or not at all. A group's partitions are handed
+out by the test (:meth:`MemoryConsumer.rebalance`), not by a coordinator, through the
+callbacks the lane subscribed with. What is not here (fetch sessions, fencing across
+processes, rebalance protocols) is what the broker tests cover.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, cast
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from pipeline.kafka.clients import KafkaConfig
+from pipeline.model.cancel import CancelRequest
+from pipeline.serde import Event
+from pipeline.worker.ports import CancelSource
+
+Partition = tuple[str, int]
+Headers = list[tuple[str, bytes]] | None
+Rebalance = Callable[[Any, list[TopicPartition]], None]
+
+
+class MemoryMessage:
+    """A record with the accessors of confluent-kafka's ``Message``."""
+
+    __slots__ = ("_headers", "_key", "_offset", "_partition", "_topic", "_value")
+
+    def __init__(self, topic: str, partition: int, offset: int, key: bytes | None,
+                 value: bytes | None, headers: Headers = None) -> None:  # fmt: skip
+        self._topic, self._partition, self._offset = topic, partition, offset
+        self._key, self._value, self._headers = key, value, headers
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> Headers:
+        return self._headers
+
+    def error(self) -> None:
+        return None
+
+
+class MemoryBroker:
+    def __init__(self, partitions: int = 1) -> None:
+        self.partitions = partitions
+        """How many partitions a record keyed for no partition is spread over."""
+        self.logs: dict[Partition, list[MemoryMessage]] = defaultdict(list)
+        self.committed: dict[str, dict[Partition, TopicPartition]] = defaultdict(dict)
+        """Per group, the last offset committed of each partition (with its metadata)."""
+        self.fail_commits = 0
+        """Transactions still to fail at their commit (abortable): how a test makes one fail."""
+
+    def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
+               headers: Headers = None) -> int:  # fmt: skip
+        if partition < 0:
+            partition = zlib.crc32(key or b"") % self.partitions
+        log = self.logs[(topic, partition)]
+        log.append(MemoryMessage(topic, partition, len(log), key, value, headers))
+        return len(log) - 1
+
+    def records(self, topic: str) -> list[MemoryMessage]:
+        """Every record of ``topic``, partition by partition."""
+        return [message for (name, _), log in sorted(self.logs.items()) if name == topic
+                for message in log]  # fmt: skip
+
+
+class MemoryConsumer:
+    def __init__(self, broker: MemoryBroker, group: str) -> None:
+        self.broker, self.group = broker, group
+        self._positions: dict[Partition, int] = {}
+        self._paused: set[Partition] = set()
+        self._turn = itertools.count()
+        self._on_assign: Rebalance | None = None
+        self._on_revoke: Rebalance | None = None
+        self.topics: list[str] = []
+        self.closed = False
+
+    def subscribe(self, topics: list[str], *, on_assign: Rebalance, on_revoke: Rebalance,
+                  on_lost: Rebalance) -> None:  # fmt: skip
+        self.topics, self._on_assign, self._on_revoke = topics, on_assign, on_revoke
+
+    def rebalance(self, partitions: list[Partition]) -> None:
+        """Give the consumer ``partitions``: those it had and has no more are revoked
+        first, then the new ones assigned, each through the lane's callbacks."""
+        gone = [tp for tp in self._positions if tp not in partitions]
+        if gone and self._on_revoke is not None:
+            self._on_revoke(self, [TopicPartition(t, p) for t, p in gone])
+        for key in gone:
+            del self._positions[key]
+            self._paused.discard(key)
+        new = [tp for tp in partitions if tp not in self._positions]
+        if not new:
+            return
+        for tp in self.committed([TopicPartition(t, p) for t, p in new]):
+            self._positions[(tp.topic, tp.partition)] = max(tp.offset, 0)
+        if self._on_assign is not None:
+            self._on_assign(self, [TopicPartition(t, p) for t, p in new])
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, p in self._positions]
+
+    def committed(self, partitions: list[TopicPartition],
+                  timeout: float | None = None) -> list[TopicPartition]:  # fmt: skip
+        held = self.broker.committed[self.group]
+        return [held.get((tp.topic, tp.partition), TopicPartition(tp.topic, tp.partition))
+                for tp in partitions]  # fmt: skip
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[MemoryMessage]:
+        """Up to ``num_messages`` records of the partitions assigned and not paused,
+        taking them in turn; never waits."""
+        ready = [tp for tp in self._positions if tp not in self._paused]
+        out: list[MemoryMessage] = []
+        while ready and len(out) < num_messages:
+            tp = ready[next(self._turn) % len(ready)]
+            log, position = self.broker.logs[tp], self._positions[tp]
+            if position >= len(log):
+                ready.remove(tp)
+                continue
+            out.append(log[position])
+            self._positions[tp] = position + 1
+        return out
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        self._paused |= {(tp.topic, tp.partition) for tp in partitions}
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self._paused -= {(tp.topic, tp.partition) for tp in partitions}
+
+    @property
+    def paused(self) -> set[Partition]:
+        return set(self._paused)
+
+    def consumer_group_metadata(self) -> str:
+        return self.group
+
+    def close(self) -> None:
+        """Leave the group: the partitions are revoked, as librdkafka's close does."""
+        self.rebalance([])
+        self.closed = True
+
+
+class MemoryProducer:
+    def __init__(self, broker: MemoryBroker, transactional_id: str | None = None) -> None:
+        self.broker, self.transactional_id = broker, transactional_id
+        self._open = False
+        self._records: list[tuple[str, int, bytes | None, bytes | None, Headers]] = []
+        self._offsets: list[TopicPartition] = []
+        self._group: str | None = None
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        return None
+
+    def begin_transaction(self) -> None:
+        self._open, self._records, self._offsets = True, [], []
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None,
+                partition: int = -1, on_delivery: object = None,
+                headers: Headers = None) -> None:  # fmt: skip
+        if self._open:
+            self._records.append((topic, partition, key, value, headers))
+        else:
+            self.broker.append(topic, partition, key, value, headers)
+
+    def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: str,
+                                    timeout: float | None = None) -> None:  # fmt: skip
+        self._offsets, self._group = list(offsets), metadata
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        if self.broker.fail_commits > 0:
+            self.broker.fail_commits -= 1
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "a failing commit",
+                                            txn_requires_abort=True))  # fmt: skip
+        for record in self._records:
+            self.broker.append(*record)
+        if self._group is not None:
+            committed = self.broker.committed[self._group]
+            for tp in self._offsets:
+                committed[(tp.topic, tp.partition)] = tp
+        self.abort_transaction()
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        self._open, self._records, self._offsets, self._group = False, [], [], None
+
+    def flush(self, timeout: float | None = None) -> int:
+        return 0
+
+    def poll(self, timeout: float | None = None) -> int:
+        return 0
+
+    def purge(self) -> None:
+        self.abort_transaction()
+
+    def __len__(self) -> int:
+        return 0
+
+
+class CancelInbox:
+    """Cancels handed in by a test: the worker reads them as it reads jobs.control."""
+
+    def __init__(self) -> None:
+        self.waiting: list[CancelRequest] = []
+
+    def start(self, now_ms: int) -> list[CancelRequest]:
+        return self.poll()
+
+    def poll(self) -> list[CancelRequest]:
+        arrived, self.waiting = self.waiting, []
+        return arrived
+
+    def close(self) -> None:
+        return None
+
+
+class MemoryClients:
+    """:class:`~pipeline.worker.ports.WorkerClients` over a :class:`MemoryBroker`."""
+
+    def __init__(self, broker: MemoryBroker) -> None:
+        self.broker = broker
+        self.consumers: list[MemoryConsumer] = []
+        self.cancels = CancelInbox()
+
+    def consumer(self, group: str, config: KafkaConfig) -> Consumer:
+        consumer = MemoryConsumer(self.broker, group)
+        self.consumers.append(consumer)
+        return cast(Consumer, consumer)  # the lane uses what MemoryConsumer has
+
+    def producer(self, client_id: str, config: KafkaConfig) -> Producer:
+        return cast(Producer, MemoryProducer(self.broker))
+
+    def transactional(self, transactional_id: str) -> Producer:
+        return cast(Producer, MemoryProducer(self.broker, transactional_id))
+
+    def control(self, deserialize: Callable[[bytes | None], Event]) -> CancelSource:
+        return self.cancels
