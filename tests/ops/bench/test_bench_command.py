@@ -6,11 +6,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from confluent_kafka.admin import AdminClient
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from ops.bench.peer.procs import family
 from ops.command import app
@@ -22,16 +23,24 @@ REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_pe
             "fire_lateness_ms", "start_lateness_ms", "rss_mb")  # fmt: skip
 
 
-def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
-                                                         tmp_path: Path) -> None:  # fmt: skip
-    out = tmp_path / "steady.json"
+def bench(kafka_bootstrap: str, tmp_path: Path, scenario: str,
+          *args: str) -> tuple[Result, dict[str, Any]]:  # fmt: skip
+    """``jobstream bench --scenario <scenario> <args>`` on the test broker, in ``tmp_path``:
+    its output (exit code 0 asserted) and its report."""
+    out = tmp_path / f"{scenario}.json"
     result = CliRunner().invoke(app, [
-        "bench", "--scenario", "steady", "--rate", "100", "--duration", "3s", "--lead", "3s",
-        "--peer", "none", "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
-        "--metrics-port", str(free_base_port(4)), "--out", str(out),
+        "bench", "--scenario", scenario, *args, "--bootstrap", kafka_bootstrap,
+        "--workdir", str(tmp_path / "bench"), "--metrics-port", str(free_base_port(4)),
+        "--out", str(out),
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
-    report = orjson.loads(out.read_bytes())
+    return result, orjson.loads(out.read_bytes())
+
+
+def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
+                                                         tmp_path: Path) -> None:  # fmt: skip
+    result, report = bench(kafka_bootstrap, tmp_path, "steady", "--rate", "100",
+                           "--duration", "3s", "--lead", "3s", "--peer", "none")  # fmt: skip
     assert set(REQUIRED) <= report.keys()
     assert (report["submitted"], report["completed"], report["lost"]) == (300, 300, 0)
     assert report["duplicates"] == 0
@@ -57,14 +66,8 @@ def test_a_small_steady_run_reports_every_job_ended_once(kafka_bootstrap: str,
 
 def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
                                                        tmp_path: Path) -> None:  # fmt: skip
-    out = tmp_path / "diamonds.json"
-    result = CliRunner().invoke(app, [
-        "bench", "--scenario", "diamonds", "--diamonds", "20", "--lead", "4s",
-        "--peer", "none", "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
-        "--metrics-port", str(free_base_port(4)), "--out", str(out),
-    ])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    report = orjson.loads(out.read_bytes())
+    result, report = bench(kafka_bootstrap, tmp_path, "diamonds", "--diamonds", "20",
+                           "--lead", "4s", "--peer", "none")  # fmt: skip
     assert (report["submitted"], report["completed"], report["lost"]) == (80, 80, 0)
     assert (report["children"], report["children_started"]) == (60, 60)
     assert report["diamonds"] == 20 and "count" not in report, "what the scenario offered"
@@ -76,14 +79,8 @@ def test_a_small_diamonds_run_reports_release_lateness(kafka_bootstrap: str,
 def test_the_two_owner_scenario_reports_each_owners_start_lateness(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    out = tmp_path / "fairness.json"
-    result = CliRunner().invoke(app, [
-        "bench", "--scenario", "fairness", "--burst", "300", "--small", "10", "--lead", "5s",
-        "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
-        "--metrics-port", str(free_base_port(4)), "--out", str(out),
-    ])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    report = orjson.loads(out.read_bytes())
+    result, report = bench(kafka_bootstrap, tmp_path, "fairness", "--burst", "300",
+                           "--small", "10", "--lead", "5s")  # fmt: skip
     assert (report["submitted"], report["completed"], report["lost"]) == (310, 310, 0)
     assert "peer" not in report  # Celery has no owners to share between
     by_owner = report["start_lateness_by_owner_ms"]
@@ -96,15 +93,9 @@ def test_a_burst_claimed_ahead_by_the_workers_flags(
 ) -> None:
     """``--claim-ahead`` and ``--claimed-ahead-most`` reach every worker of the run."""
     monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", "3s")
-    out = tmp_path / "burst.json"
-    result = CliRunner().invoke(app, [
-        "bench", "--scenario", "burst", "--burst", "200", "--lead", "5s", "--peer", "none",
-        "--claim-ahead", "3s", "--claimed-ahead-most", "500",
-        "--bootstrap", kafka_bootstrap, "--workdir", str(tmp_path / "bench"),
-        "--metrics-port", str(free_base_port(4)), "--out", str(out),
-    ])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    report = orjson.loads(out.read_bytes())
+    _, report = bench(kafka_bootstrap, tmp_path, "burst", "--burst", "200", "--lead", "5s",
+                      "--peer", "none", "--claim-ahead", "3s",
+                      "--claimed-ahead-most", "500")  # fmt: skip
     assert (report["submitted"], report["completed"], report["lost"]) == (200, 200, 0)
     assert report["launch_lateness"]["count"] == 200
     assert report["fire_lateness_ms"]["max"] < 0, "every job fired ahead of its instant"
