@@ -120,7 +120,7 @@ class WorkerDriver:
         self._concurrency = worker_options.concurrency
         self.loop = WorkerLoop(self.settings, app, worker_options, clients=self.clients,
                                clock=self.clock, executor=self._executor)  # fmt: skip
-        self.draining = False
+        self.draining = self.closed = False
         self.loop.start()
         self.rebalance()
 
@@ -209,6 +209,7 @@ class WorkerDriver:
         finally:
             timer.cancel()
         self.loop.close()
+        self.closed = True
 
     # -- outputs --------------------------------------------------------------------------
 

@@ -10,9 +10,10 @@ import pytest
 
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker.driver import WorkerDriver
 from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
-from tests.pipeline.worker.support import EventLog, StartWorker, TopicReader, Worker
+from tests.pipeline.worker.support import DriveWorker, EventLog, StartWorker, TopicReader, Worker
 
 
 @pytest.fixture
@@ -83,3 +84,21 @@ def start_worker(topics: Topics) -> Iterator[StartWorker]:
         assert worker.thread is not None
         worker.thread.join(90)
         assert worker.error is None, f"worker failed: {worker.error!r}"
+
+
+@pytest.fixture
+def drive(gate: threading.Event) -> Iterator[DriveWorker]:
+    """Workers with no broker (pipeline/worker/driver.py); the gate opens and each one
+    still open is shut down, giving up what runs, at the end."""
+    made: list[WorkerDriver] = []
+
+    def make(app: WorkerApp, **options: Any) -> WorkerDriver:
+        driver = WorkerDriver(app, **options)
+        made.append(driver)
+        return driver
+
+    yield make
+    gate.set()
+    for driver in made:
+        if not driver.closed:
+            driver.shut_down(wait=False)

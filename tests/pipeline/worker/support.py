@@ -10,11 +10,16 @@ from confluent_kafka import TopicPartition
 
 from pipeline.config import Settings
 from pipeline.kafka import clients
+from pipeline.model.cancel import CancelRequest
+from pipeline.serde import Event
 from pipeline.topics import Topics
 from pipeline.worker import WorkerApp
+from pipeline.worker.driver import WorkerDriver
 from pipeline.worker.loop import WorkerLoop
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
+
+WHO, WHY = "cli:ann@box", "wrong month"
 
 
 class EventLog(TopicReader):
@@ -61,6 +66,24 @@ class Worker:
 
 class StartWorker(Protocol):
     def __call__(self, app: WorkerApp, **options: Any) -> Worker: ...
+
+
+class DriveWorker(Protocol):
+    def __call__(self, app: WorkerApp, **options: Any) -> WorkerDriver: ...
+
+
+def cancel_request(execution: Event, *, at_ms: int, up_to_epoch: int = 0,
+                   requested_by: str = WHO, reason: str = WHY) -> CancelRequest:  # fmt: skip
+    """The CancelRequested the API writes for ``execution``'s job (``up_to_epoch`` 0:
+    every execution of it)."""
+    return CancelRequest(job_id=execution.data["job_id"], requested_at_ms=at_ms,
+                         up_to_epoch=up_to_epoch, requested_by=requested_by,
+                         reason=reason)  # fmt: skip
+
+
+def assert_cancelled(record: Any, worker_id: str = "test-worker-0") -> None:
+    assert record["requested_by"] == WHO and record["detail"] == WHY
+    assert record["worker_id"] == worker_id and record["execution"] is not None
 
 
 def committed_offsets(settings: Settings, job_type: str) -> int:

@@ -139,7 +139,8 @@ def test_a_buffered_record_of_a_cancelled_job_never_starts(
     wait_for(lambda: worker.runtime.stats.buffered.get("normal") == 1, timeout_s=30,
              what="the second job to wait in the buffer")  # fmt: skip
     cancel(topics, second)
-    wait_for(lambda: len(worker.runtime.engine.runs.cancels) == 1, timeout_s=10, what="the cancel read")
+    wait_for(lambda: len(worker.runtime.engine.runs.cancels) == 1, timeout_s=10,
+             what="the cancel read")  # fmt: skip
     gate.set()
     events.wait(first_id, "SUCCEEDED")
     assert_cancelled(events.wait(second_id, "CANCELLED")[0])
