@@ -172,7 +172,7 @@ class InFlight:
     def beats_due(self, now: float) -> list[RunningJob]:
         """The runs whose HEARTBEAT is due at monotonic ``now``; each is due again only
         once :meth:`beat_at` gives it its next instant."""
-        heap, due = self._beats, []
+        heap, due = self._beats, list[RunningJob]()
         while heap and heap[0][0] <= now:
             at, token, execution_id = heapq.heappop(heap)
             job = self.active.get(execution_id)
