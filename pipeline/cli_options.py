@@ -4,10 +4,11 @@ processor's command runs it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 import typer
 
 from pipeline import metrics
@@ -16,6 +17,8 @@ from pipeline.signals import stop_on_signals
 
 if TYPE_CHECKING:
     from pipeline.runtime.runner import Runner
+
+T = TypeVar("T")
 
 InstanceIdOption = typer.Option(
     "0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
@@ -26,6 +29,17 @@ StateDirOption = typer.Option(
     Path(".jobstream/state"), "--state-dir", envvar="JOBSTREAM_STATE_DIR",
     help="Where RocksDB stores live.",
 )  # fmt: skip
+JsonLinesOption = typer.Option(False, "--json", help="One JSON object per line.")
+
+
+def echo_each(items: Iterable[T], as_json: bool, *, text: Callable[[T], str],
+              fields: Callable[[T], Mapping[str, Any]]) -> None:  # fmt: skip
+    """A listing's lines: each item's ``text``, or with ``as_json`` its ``fields`` as one
+    JSON object per line."""
+    for item in items:
+        typer.echo(orjson.dumps(fields(item)) if as_json else text(item))
+
+
 MetricsPortOption = typer.Option(
     0, "--metrics-port", envvar="JOBSTREAM_METRICS_PORT",
     help="Serve /metrics and /healthz on this port (0: off).",

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.cli_options import JsonLinesOption
 from pipeline.clock import instant_of, ms_of, now_ms
 from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
@@ -100,7 +101,7 @@ def list_dead_letters(
     reason: str | None = ReasonOption, since: str | None = SinceOption,
     until: str | None = UntilOption,
     limit: int = typer.Option(100, "--limit", min=1, help="Show the newest this many."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+    as_json: bool = JsonLinesOption,
 ) -> None:  # fmt: skip
     """List dead-lettered jobs, oldest first (the newest --limit of those that match)."""
     selection = _selection(job_type, error_type, any_attempt, owner, reason, since, until)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import orjson
 import typer
 
+from pipeline.cli_options import JsonLinesOption, echo_each
 from pipeline.config import load_settings
 from pipeline.limits.model import Limit, LimitKey, parse_rate
 from pipeline.limits.topic import clear_limit, read_limits, set_limit
@@ -46,7 +46,7 @@ def set_command(
     """Set (or replace) the limit of a type, an owner, or an owner's jobs of a type."""
     limit = Limit.of(LimitKey(owner=owner, job_type=job_type), parse_rate(rate), burst)
     set_limit(load_settings(), limit)
-    typer.echo(f"{limit.key}: {limit.rate:g}/s, burst {limit.burst}")
+    typer.echo(_described(limit))
 
 
 @limits_app.command("clear")
@@ -58,13 +58,12 @@ def clear_command(job_type: str | None = TypeOption, owner: str | None = OwnerOp
 
 
 @limits_app.command("list")
-def list_command(
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
-) -> None:  # fmt: skip
+def list_command(as_json: bool = JsonLinesOption) -> None:
     """The limits in force."""
-    for limit in read_limits(load_settings()):
-        if as_json:
-            typer.echo(orjson.dumps({"owner": limit.key.owner, "job_type": limit.key.job_type,
-                                     "rate_per_s": limit.rate, "burst": limit.burst}))  # fmt: skip
-        else:
-            typer.echo(f"{limit.key}: {limit.rate:g}/s, burst {limit.burst}")
+    echo_each(read_limits(load_settings()), as_json, text=_described, fields=lambda limit: {
+        "owner": limit.key.owner, "job_type": limit.key.job_type,
+        "rate_per_s": limit.rate, "burst": limit.burst})  # fmt: skip
+
+
+def _described(limit: Limit) -> str:
+    return f"{limit.key}: {limit.rate:g}/s, burst {limit.burst}"

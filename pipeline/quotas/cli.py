@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import orjson
 import typer
 
+from pipeline.cli_options import JsonLinesOption, echo_each
 from pipeline.config import load_settings
 from pipeline.limits.model import parse_rate
 from pipeline.quotas.model import Quota
@@ -62,15 +62,11 @@ def clear_command(owner: str = OwnerOption) -> None:
 
 
 @quotas_app.command("list")
-def list_command(
-    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
-) -> None:  # fmt: skip
+def list_command(as_json: bool = JsonLinesOption) -> None:
     """The owners' overrides in force (the defaults are the API's settings)."""
-    for owner, quota in read_quotas(load_settings()).items():
-        if as_json:
-            typer.echo(orjson.dumps({"owner": owner, **quota.set_fields()}))
-        else:
-            typer.echo(describe(owner, quota))
+    echo_each(read_quotas(load_settings()).items(), as_json,
+              text=lambda item: describe(*item),
+              fields=lambda item: {"owner": item[0], **item[1].set_fields()})  # fmt: skip
 
 
 def describe(owner: str, quota: Quota) -> str:

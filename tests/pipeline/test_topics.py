@@ -6,14 +6,19 @@ from pipeline.config import MAX_MESSAGE_BYTES, Settings
 from pipeline.topics import Topics
 
 
+def spec_config(settings: Settings, name: str, partitions: int) -> dict[str, str]:
+    """The config ``jobstream topics create`` gives topic ``name``, which it makes with
+    ``partitions``."""
+    topics = Topics(settings)
+    spec = topics.spec_of(name)
+    assert spec is not None and spec in topics.specs()
+    assert spec.partitions == partitions
+    return spec.config()
+
+
 def test_the_results_topic_is_compacted_expires_and_takes_a_megabyte() -> None:
     settings = Settings(topic_prefix="p.", results_partitions=4, results_retention="3d")
-    topics = Topics(settings)
-    spec = topics.spec_of("p.jobs.results")
-    assert spec is not None and spec in topics.specs()
-    assert spec.partitions == 4
-    assert spec.cleanup_policy == "compact,delete"
-    config = spec.config()
+    config = spec_config(settings, "p.jobs.results", 4)
     assert config["cleanup.policy"] == "compact,delete"
     assert config["retention.ms"] == str(3 * 86_400_000)
     assert config["min.compaction.lag.ms"] == str(86_400_000)
@@ -30,11 +35,7 @@ def test_other_compacted_topics_keep_their_records_for_ever() -> None:
 
 def test_the_logs_topic_deletes_by_age_and_is_not_compacted() -> None:
     settings = Settings(topic_prefix="p.", logs_partitions=3, logs_retention="2d")
-    topics = Topics(settings)
-    spec = topics.spec_of("p.jobs.logs")
-    assert spec is not None and spec in topics.specs()
-    assert spec.partitions == 3
-    config = spec.config()
+    config = spec_config(settings, "p.jobs.logs", 3)
     assert config["cleanup.policy"] == "delete"
     assert config["retention.ms"] == str(2 * 86_400_000)
     assert settings.max_log_bytes + 64 * 1024 <= int(config["max.message.bytes"])

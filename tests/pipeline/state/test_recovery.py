@@ -21,19 +21,27 @@ from tests.pipeline.state.changelog import PARTITION, asked_again, identity_of, 
 from tests.support.topics import recreate
 
 
+def stored(tmp_path: Path, topics: Topics, data: dict[bytes, bytes], offset: int,
+           identity: TopicIdentity | None = None) -> PartitionStore:  # fmt: skip
+    """A store bound to the timers' changelog (of ``identity``; None: files written before
+    identities were recorded) that holds ``data`` as of changelog offset ``offset``."""
+    store = PartitionStore(tmp_path / "p")
+    store.bind_changelog(topics.timers_changelog, identity=identity)
+    store.write(data, changelog_offset=offset)
+    return store
+
+
 @pytest.mark.parametrize("recorded", ["identity recorded", "files from before identities"])
 def test_a_checkpoint_ahead_of_the_end_waits_for_the_end_instead_of_wiping(
     topics: Topics, tmp_path: Path, restorer: Consumer, recorded: str
 ) -> None:
     last = write_changelog(topics, [(b"a", b"1"), (b"b", b"2")])
     here = identity_of(topics)
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog,
-                         identity=here if recorded == "identity recorded" else None)  # fmt: skip
     # The store has seen committed records that the end read first does not show yet
     # (a leader back from a pause answering with its old end): the checkpoint lies ahead.
     # The changelog is the same one (same cluster, same topic id): that is no reason to wipe.
-    store.write({b"a": b"1", b"b": b"2", b"seen": b"only here"}, changelog_offset=last + 2)
+    store = stored(tmp_path, topics, {b"a": b"1", b"b": b"2", b"seen": b"only here"}, last + 2,
+                   identity=here if recorded == "identity recorded" else None)
     late = threading.Timer(1.0, write_changelog, (topics, [(b"c", b"3"), (b"d", b"4")]))
     late.start()
     try:
@@ -53,9 +61,7 @@ def test_a_changelog_that_stays_behind_the_checkpoint_sends_the_store_to_a_full_
 ) -> None:
     last = write_changelog(topics, [(b"a", b"1")])
     here = identity_of(topics)
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog, identity=here)
-    store.write({b"stale": b"x"}, changelog_offset=last + 100)
+    store = stored(tmp_path, topics, {b"stale": b"x"}, last + 100, identity=here)
     with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
         assert restore(store, restorer, topics.timers_changelog, PARTITION, put,
                        identity=here, idle_s=1) == 1  # fmt: skip
@@ -70,9 +76,7 @@ def test_a_checkpoint_of_another_cluster_is_rebuilt_at_once_not_waited_for(
     write_changelog(topics, [(b"a", b"1")])
     here = identity_of(topics)
     theirs = TopicIdentity(cluster_id="another", topic_id=here.topic_id)
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog, identity=theirs)
-    store.write({b"theirs": b"x"}, changelog_offset=19)
+    store = stored(tmp_path, topics, {b"theirs": b"x"}, 19, identity=theirs)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
         applied = restore(store, restorer, topics.timers_changelog, PARTITION, put,
@@ -89,9 +93,7 @@ def test_files_of_a_changelog_made_again_are_rebuilt_though_their_offsets_fit_it
     topics: Topics, tmp_path: Path, restorer: Consumer
 ) -> None:
     old = write_changelog(topics, [(b"stale", b"x")])
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog, identity=identity_of(topics))
-    store.write({b"stale": b"x"}, changelog_offset=old)
+    store = stored(tmp_path, topics, {b"stale": b"x"}, old, identity=identity_of(topics))
     recreate(topics, [topics.timers_changelog])
     # Records 0-2 and the commit marker at 3: the old checkpoint (0) lies within, and
     # offsets alone would keep the files and read on after it.
@@ -108,9 +110,7 @@ def test_files_from_before_identities_were_recorded_are_kept_and_learn_their_ide
     topics: Topics, tmp_path: Path, restorer: Consumer
 ) -> None:
     last = write_changelog(topics, [(b"a", b"1")])
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog)
-    store.write({b"a": b"1", b"kept": b"yes"}, changelog_offset=last)
+    store = stored(tmp_path, topics, {b"a": b"1", b"kept": b"yes"}, last)
     here = identity_of(topics)
     assert restore(store, restorer, topics.timers_changelog, PARTITION, put, identity=here) == 0
     assert (store.get(b"kept"), store.changelog_offset) == (b"yes", last)
@@ -144,9 +144,8 @@ def test_files_of_another_layout_are_rebuilt_from_the_changelog_start(
     topics: Topics, tmp_path: Path, restorer: Consumer
 ) -> None:
     last = write_changelog(topics, [(b"a", b"1"), (b"b", b"2")])
-    store = PartitionStore(tmp_path / "p")
-    store.bind_changelog(topics.timers_changelog)  # written before layouts were recorded
-    store.write({b"a": b"1", b"b": b"2"}, changelog_offset=last)
+    # written before layouts were recorded
+    store = stored(tmp_path, topics, {b"a": b"1", b"b": b"2"}, last)
 
     def derive(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         put(tx, key, value)
