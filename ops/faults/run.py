@@ -1,6 +1,7 @@
 """One fault run, start to end.
 
-1. Start a Kafka cluster of the run's own (ops/faults/cluster.py) and create the topics
+1. Start a Kafka cluster of the run's own (ops/faults/cluster.py), or take a running
+   one-node cluster shared by runs whose fault spares the broker, and create the topics
    under a fresh prefix.
 2. Start the pipeline as processes (ops/stack.py): the timers, the status processor, the
    retry router and two workers of the fault app (ops/faults/app.py).
@@ -77,24 +78,40 @@ class RunOptions:
     """A secured cluster (TLS, SASL/SCRAM, ACLs): every client logs in as its super user."""
 
 
-def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
-                 say: Say = log.info) -> dict[str, Any]:  # fmt: skip
-    """Run one scenario in a folder of its own under ``workdir``; its numbers and notes."""
+def spares_the_broker(scenario: Scenario) -> bool:
+    """Whether ``scenario`` runs on one node and leaves it alone, so that it may share a
+    running cluster with other such runs (each on topics of its own)."""
+    return scenario.nodes == 1 and not scenario.cuts_network
+
+
+def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path, say: Say = log.info,
+                 *, shared: FaultCluster | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run one scenario in a folder of its own under ``workdir``; its numbers and notes.
+
+    ``shared``: a running cluster to run on, left running, for a scenario that
+    :func:`spares_the_broker`; otherwise the run starts a cluster of its own and removes it.
+    """
     nodes = options.nodes or scenario.nodes
     if nodes < scenario.nodes:
         raise ConfigurationError(f"{scenario.name} needs {scenario.nodes} broker nodes, "
                                  f"not {nodes}")  # fmt: skip
+    if shared is not None and not (spares_the_broker(scenario) and nodes == shared.nodes
+                                   and options.secure == shared.secure):  # fmt: skip
+        raise ConfigurationError(f"{scenario.name} cannot share a cluster: it needs one "
+                                 "of its own")  # fmt: skip
     home = workdir / f"{scenario.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
     home = home.resolve()
     home.mkdir(parents=True)
     network = host.NetworkCut(f"jobstream-faults-{home.name}") if scenario.cuts_network else None
-    cluster = FaultCluster(home / "kafka", nodes, network, secure=options.secure)
+    cluster = shared or FaultCluster(home / "kafka", nodes, network, secure=options.secure)
     started = time.monotonic()
     if scenario.state_disk_mb:
         host.mount_small_disk(home / "state", scenario.state_disk_mb)
-    say(f"{scenario.name}: starting a {nodes}-node Kafka cluster in {home / 'kafka'}")
     try:
-        layout = cluster.start()
+        if shared is None:
+            say(f"{scenario.name}: starting a {nodes}-node Kafka cluster in {home / 'kafka'}")
+            cluster.start()
+        layout = cluster.layout
         settings = load_settings(
             bootstrap_servers=layout.bootstrap, topic_prefix=f"faults-{uuid.uuid4().hex[:8]}.",
             replication_factor=layout.replication, job_types=(fault_app.JOB_TYPE,),
@@ -104,7 +121,8 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path,
                       replication_factor=settings.replication_factor)  # fmt: skip
         result = _run(scenario, options, settings, cluster, home, say)
     finally:
-        cluster.stop()
+        if shared is None:
+            cluster.stop()
         if scenario.state_disk_mb:
             host.unmount(home / "state")
     return {"scenario": scenario.name, "summary": scenario.summary, "nodes": nodes,

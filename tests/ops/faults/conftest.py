@@ -1,9 +1,13 @@
-"""What every fault scenario's own cluster needs."""
+"""What the fault scenarios run on: Java and the Kafka jars, and one node that a module's
+scenarios share when their fault spares the broker (ops/faults/run.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from ops.faults.cluster import FaultCluster
 from ops.kafka import jars
 from pipeline.errors import BrokerError
 from tests.conftest import IN_CI
@@ -19,3 +23,20 @@ def kafka_runtime(child_processes: None) -> None:
         if IN_CI:
             pytest.fail(f"Kafka cannot run here: {exc}")
         pytest.skip(f"Kafka cannot run here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(kafka_runtime: None,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluster]:  # fmt: skip
+    """One node for the module's scenarios that spare the broker, each on topics of its
+    own: a broker start and its warm-up once a module, not once a scenario."""
+    cluster = FaultCluster(tmp_path_factory.mktemp("shared-kafka"), 1)
+    try:
+        cluster.start()
+    except BrokerError as exc:
+        cluster.stop()
+        pytest.fail(f"the shared Kafka node did not start: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

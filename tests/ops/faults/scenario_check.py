@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ops.faults.run import RunOptions, run_scenario
+from ops.faults.cluster import FaultCluster
+from ops.faults.run import RunOptions, run_scenario, spares_the_broker
 from ops.faults.scenarios import CANCEL_WITHIN_MS, POISON_ATTEMPTS, POISON_JOBS, SCENARIOS
 
 JOBS = 600
@@ -62,9 +63,12 @@ OTHER_FAULTS = tuple(name for name in SCENARIOS
                      if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
 
 
-def assert_scenario_holds(name: str, tmp_path: Path) -> None:
-    """Run scenario ``name`` at the suite's size and check what it promises."""
-    result = run_scenario(SCENARIOS[name], RunOptions(jobs=JOBS, window_s=WINDOW_S), tmp_path)
+def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> None:
+    """Run scenario ``name`` at the suite's size (on ``shared`` when its fault spares the
+    broker) and check what it promises."""
+    scenario = SCENARIOS[name]
+    result = run_scenario(scenario, RunOptions(jobs=JOBS, window_s=WINDOW_S), tmp_path,
+                          shared=shared if spares_the_broker(scenario) else None)  # fmt: skip
 
     assert result["fault_error"] is None, evidence(result)
     assert result["submitted"] == JOBS

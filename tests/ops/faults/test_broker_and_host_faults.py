@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ops.faults.cluster import FaultCluster
 from ops.faults.scenarios import SCENARIOS
 from tests.ops.faults.scenario_check import (
     OTHER_FAULTS,
@@ -23,6 +24,6 @@ def test_the_three_modules_run_every_scenario_once() -> None:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", OTHER_FAULTS)
 def test_no_job_is_lost_and_no_duplicate_run_goes_unflagged(
-    name: str, kafka_runtime: None, tmp_path: Path
+    name: str, shared_cluster: FaultCluster, tmp_path: Path
 ) -> None:
-    assert_scenario_holds(name, tmp_path)
+    assert_scenario_holds(name, tmp_path, shared_cluster)
