@@ -2,11 +2,12 @@
 each asserting that no job is lost, that no job runs twice unflagged (without a DUPLICATE
 event on jobs.events) and that no process exits on its own.
 
-Each run starts its own Kafka cluster on free ports (one node, or three for the broker
-scenarios), the pipeline as processes and 600 jobs due over 8 s, and injects its fault
-(ops/faults/scenarios.py) once a third of the jobs have fired, so it strikes in the middle
-of a flow of jobs. With ``CI=true`` a broker that cannot start fails the test; elsewhere it
-is skipped with the reason. The long form is one command for people to run:
+Each run has a Kafka cluster on free ports (one node shared by the module's scenarios
+that spare the broker, or three of its own for the broker scenarios), the pipeline as
+processes and 600 jobs due over 8 s, and injects its fault (ops/faults/scenarios.py) once
+a third of the jobs have fired, so it strikes in the middle of a flow of jobs. With
+``CI=true`` a broker that cannot start fails the test; elsewhere it is skipped with the
+reason. The long form is one command for people to run:
 
     jobstream faults run --scenario all --jobs 100000 --window 120s
 
@@ -57,7 +58,7 @@ PROCESS_FAULTS = (
 """The scenarios of test_process_faults.py; test_poison_faults.py has the poison ones,
 test_broker_and_host_faults.py the others. Modules because ``make test`` gives each
 module to one test process (pytest-xdist's ``loadfile``): each runs its scenarios one at
-a time, so at most two runs, each with its own cluster and processes, share the machine."""
+a time, so at most two runs, each with its cluster and processes, share the machine."""
 POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.poison)
 OTHER_FAULTS = tuple(name for name in SCENARIOS
                      if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
