@@ -30,9 +30,10 @@ from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.memory import MemoryBroker, MemoryClients, MemoryConsumer
 from pipeline.worker.options import WorkerOptions
 
-START_MS = 1_700_000_000_000
-"""The test clock's first instant, in the past of every real clock: the executor, which
-starts a run once its instant has come, never waits on the real one."""
+START_MS = 4_102_444_800_000
+"""The test clock's first instant (2100-01-01), ahead of every real clock: a record fired
+at the real now is due on it at once, and one due later is fired at ``clock.now_ms`` plus
+as much."""
 
 
 class TestClock:

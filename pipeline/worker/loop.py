@@ -129,7 +129,6 @@ class WorkerLoop:
     def run(self, stop: threading.Event, abandon: threading.Event | None = None) -> None:
         """Serve until ``stop``, drain, and close; ``abandon`` cuts the drain short."""
         try:
-            self._beat_worker(force=True)
             create_missing_topics(self.settings, self.lanes, self.options.pool)
             self.start()
             log.info("worker started", extra={
@@ -145,7 +144,9 @@ class WorkerLoop:
             self.close()
 
     def start(self) -> None:
-        """Join the groups and read the cancels in force, before any record starts."""
+        """Announce the worker (STARTING), join the groups and read the cancels in force,
+        before any record starts."""
+        self._beat_worker(force=True)
         for lane in self.lanes:
             lane.start()
         wall = self.clock.wall_ms()
