@@ -24,7 +24,7 @@ from pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, client
 from tests.support.pipeline import process_env
 from tests.support.reader import events_of
-from tests.support.stack import APP, api_fixtures, module_topics, running_stack
+from tests.support.stack import APP, api_fixtures, running_stack, topics_fixture
 from tests.support.waiting import wait_for
 
 CANCEL_WITHIN_S = 30.0
@@ -33,9 +33,7 @@ machine. How soon it stops (1-2 s on a quiet one) is a figure the end-to-end tes
 not a promise they keep beside other work."""
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"cancel-{tmp_path_factory.mktemp('x').name}.")
+pipeline_topics = topics_fixture("cancel")
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,7 @@ against the real broker: what a user sees on jobs.status and jobs.events."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from ops.kafka.ports import free_base_port
 from ops.stack import Stack, worker
@@ -19,35 +16,22 @@ from pipeline.serde import JobStatus
 from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.reader import events_of
-from tests.support.stack import APP, module_topics, running_pipeline
+from tests.support.stack import (
+    APP,
+    pipeline_fixtures,
+)
+from tests.support.stack import settled as stack_settled
 from tests.support.waiting import wait_for
 
 LEASE_S = 3
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"e2e-{tmp_path_factory.mktemp('x').name}.")
-
-
-@pytest.fixture(scope="module")
-def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),
-                          lease_s=LEASE_S) as running:  # fmt: skip
-        yield running
+pipeline_topics, stack = pipeline_fixtures("e2e", lease_s=LEASE_S)
 
 
 def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],
             timeout_s: float = 120) -> dict[str, JobStatus]:  # fmt: skip
-    """Wait until each job (label -> id) is in one of its expected states."""
-
-    def reached() -> dict[str, JobStatus]:
-        found = read_statuses(settings, owner="e2e")
-        done = all(ids[label] in found and found[ids[label]].state in states[label]
-                   for label in ids)  # fmt: skip
-        return {label: found[ids[label]] for label in ids} if done else {}
-
-    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
+    return stack_settled(settings, "e2e", ids, states, timeout_s)
 
 
 def job(**params: Any) -> JobRequest:

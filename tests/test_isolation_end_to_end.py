@@ -18,20 +18,17 @@ from pipeline.dlq.reader import DlqFilter, DlqReader
 from pipeline.jobs.client import JobClient
 from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.reader import events_of
-from tests.support.stack import module_topics, running_stack
-from tests.support.waiting import wait_for
+from tests.support.stack import running_stack, topics_fixture
+from tests.support.stack import settled as stack_settled
 
 APP = "tests.support.isolation_app"
 OWNER = "isolation"
 WORKER = "worker-isolated"
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"iso-{tmp_path_factory.mktemp('x').name}.")
+pipeline_topics = topics_fixture("iso")
 
 
 @pytest.fixture(scope="module")
@@ -47,23 +44,17 @@ def stack(pipeline_topics: Topics, tmp_path_factory: pytest.TempPathFactory) -> 
         yield running
 
 
+def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],
+            timeout_s: float = 180) -> dict[str, JobStatus]:  # fmt: skip
+    return stack_settled(settings, OWNER, ids, states, timeout_s)
+
+
 def job(retry: RetryPolicy | None = None, timeout_ms: int | None = None,
         **params: Any) -> JobRequest:  # fmt: skip
     return JobRequest(job_type="iso.work", owner=OWNER, params=params, retry=retry,
                       timeout_ms=timeout_ms)  # fmt: skip
 
 
-def settled(settings: Settings, ids: dict[str, str], states: dict[str, set[str]],
-            timeout_s: float = 180) -> dict[str, JobStatus]:  # fmt: skip
-    """Wait until each job (label -> id) is in one of its expected states."""
-
-    def reached() -> dict[str, JobStatus]:
-        found = read_statuses(settings, owner=OWNER)
-        done = all(ids[label] in found and found[ids[label]].state in states[label]
-                   for label in ids)  # fmt: skip
-        return {label: found[ids[label]] for label in ids} if done else {}
-
-    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
 
 
 def test_a_handler_that_kills_its_process_dead_letters_alone(

@@ -30,9 +30,9 @@ from tests.support.logs_app import LOGGER
 from tests.support.reader import gather
 from tests.support.stack import (
     api_fixtures,
-    module_topics,
     running_stack,
     submit_over_api,
+    topics_fixture,
     until_ended,
 )
 from tests.support.waiting import wait_for
@@ -43,9 +43,7 @@ MAX_LINES = 50
 FAST = {"initial_backoff_ms": 200, "jitter": 0, "max_attempts": 3}
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"logs-{tmp_path_factory.mktemp('x').name}.")
+pipeline_topics = topics_fixture("logs")
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,12 @@ from pipeline.jobs.client import JobClient
 from pipeline.model.job import JobRequest, RetryPolicy
 from pipeline.topics import Topics
 from tests.support.reader import events_of
-from tests.support.stack import APP, module_topics, running_stack
-from tests.test_end_to_end import settled
+from tests.support.stack import APP, running_stack, settled, topics_fixture
 
 LEASE_S = 3
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"poison-{tmp_path_factory.mktemp('x').name}.")
+pipeline_topics = topics_fixture("poison")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +54,7 @@ def test_a_job_that_kills_its_worker_ends_after_its_attempts_and_the_others_succ
             ids = dict(zip(["poison", *(f"good-{n}" for n in range(5))],
                            client.submit_many([poison, *good]), strict=True))  # fmt: skip
         wanted = {label: {"SUCCEEDED"} for label in ids} | {"poison": {"DEAD_LETTERED"}}
-        done = settled(settings, ids, wanted, timeout_s=150)
+        done = settled(settings, "e2e", ids, wanted, timeout_s=150)
     finally:
         stop.set()
         supervisor.join(10)

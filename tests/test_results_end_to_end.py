@@ -23,16 +23,20 @@ from tests.connectors.api.conftest import TOKENS, client
 from tests.support.e2e_app import pattern
 from tests.support.pipeline import process_env
 from tests.support.reader import TopicReader
-from tests.support.stack import APP, api_fixtures, module_topics, submit_over_api, until_ended
+from tests.support.stack import (
+    APP,
+    api_fixtures,
+    submit_over_api,
+    topics_fixture,
+    until_ended,
+)
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 MEGABYTE = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-    return module_topics(kafka_bootstrap, f"results-{tmp_path_factory.mktemp('x').name}.")
+pipeline_topics = topics_fixture("results")
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from ops.kafka.acls import principal
 from ops.kafka.cluster import LocalCluster
 from ops.kafka.ports import free_base_port
@@ -23,7 +21,7 @@ from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.kafka.admin import ensure_topics
 from pipeline.topics import Topics
-from tests.conftest import IN_CI
+from tests.support.tools import unavailable
 
 
 @dataclass(frozen=True)
@@ -63,10 +61,7 @@ def secure_kafka(home: Path, prefix: str, job_types: tuple[str, ...]) -> Iterato
         layout = cluster.up(nodes=1, port=free_base_port(1), heap_mb=384, secure=True)
     except JobstreamError as exc:
         cluster.down()
-        message = f"the secured Kafka broker could not start: {exc}"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"the secured Kafka broker could not start: {exc}")
     try:
         kafka = SecureKafka(cluster, layout.bootstrap, prefix, job_types)
         admin = kafka.settings(ADMIN_USER)

@@ -14,6 +14,8 @@ from ops.kafka.ports import free_ports
 from ops.stack import Component, Stack, components
 from pipeline.config import Settings
 from pipeline.kafka.admin import ensure_topics
+from pipeline.serde import JobStatus
+from pipeline.status.query import read_statuses
 from pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
@@ -57,14 +59,37 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
 Fixture = Callable[..., Any]
 
 
+def topics_fixture(name: str) -> Fixture:
+    """A module-scoped ``pipeline_topics`` fixture: the module's own topics, prefixed
+    ``name``. In a test module: ``pipeline_topics = topics_fixture("e2e")``."""
+
+    @pytest.fixture(scope="module")
+    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
+        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+
+    return pipeline_topics
+
+
+def settled(settings: Settings, owner: str, ids: dict[str, str], states: dict[str, set[str]],
+            timeout_s: float = 120) -> dict[str, JobStatus]:  # fmt: skip
+    """Wait until each job of ``owner`` (label -> id) is in one of its expected states, as
+    jobs.status says; their statuses by label."""
+
+    def reached() -> dict[str, JobStatus]:
+        found = read_statuses(settings, owner=owner)
+        done = all(ids[label] in found and found[ids[label]].state in states[label]
+                   for label in ids)  # fmt: skip
+        return {label: found[ids[label]] for label in ids} if done else {}
+
+    return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
+
+
 def pipeline_fixtures(name: str, *, lease_s: float) -> tuple[Fixture, Fixture]:
     """Module-scoped ``pipeline_topics`` and ``stack`` fixtures: a module's own topics
     (prefixed ``name``) and the pipeline running on them. In a test module:
     ``pipeline_topics, stack = pipeline_fixtures("metrics", lease_s=5)``."""
 
-    @pytest.fixture(scope="module")
-    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+    pipeline_topics = topics_fixture(name)
 
     @pytest.fixture(scope="module")
     def stack(pipeline_topics: Topics,

@@ -12,15 +12,7 @@ from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.timers.processor import TIMER_OPTIONS, timer_options
 from tests.support.jobs import cancelled, cron_schedule, submitted
-from tests.support.timers import (
-    MINUTE,
-    T0,
-    TOPICS,
-    TimersDriver,
-    driving,
-    executions,
-    kinds,
-)
+from tests.support.timers import MINUTE, T0, TOPICS, TimersDriver, driving, executions, kinds
 
 LEAD = 500
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,7 @@ from pipeline.state.store import PartitionStore
 from pipeline.timers.intake import checked
 from pipeline.timers.state import TimerState
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
-from tests.support.timers import (
-    MINUTE,
-    T0,
-    TOPICS,
-    TimersDriver,
-    driving,
-    executions,
-    kinds,
-    timers_driver,
-)
-
-
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    yield from driving(tmp_path)
+from tests.support.timers import MINUTE, T0, TOPICS, TimersDriver, executions, kinds, timers_driver
 
 
 def test_one_off_fires_at_its_time_and_not_before(driver: TimersDriver) -> None:
