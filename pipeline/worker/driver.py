@@ -101,11 +101,13 @@ class HeldLaunches:
 
 
 class WorkerDriver:
-    """One worker of ``app``'s types over a :class:`MemoryBroker`, every partition of its
-    tiers assigned to it, started (cancels read, groups joined) and at ``START_MS``."""
+    """One worker of ``app``'s types over a :class:`MemoryBroker` (its own, or ``broker``),
+    every partition of its tiers assigned to it, started (cancels read, groups joined) and
+    at ``START_MS``."""
 
     def __init__(self, app: WorkerApp, *, settings: Settings | None = None,
-                 now_ms: int = START_MS, **options: Any) -> None:  # fmt: skip
+                 now_ms: int = START_MS, broker: MemoryBroker | None = None,
+                 **options: Any) -> None:  # fmt: skip
         options.setdefault("worker_id", "driver")
         # Outcomes commit at the next step, the clock standing still or not; a test of the
         # commit schedule gives its own interval.
@@ -113,7 +115,8 @@ class WorkerDriver:
         self.settings = settings or load_settings()
         self.topics = Topics(self.settings)
         self.clock = TestClock(now_ms)
-        self.broker = MemoryBroker(self.settings.events_partitions)
+        self.broker = broker or MemoryBroker(self.settings.events_partitions)
+        """Shared by drivers given the same one: workers of one group, one after another."""
         self.clients = MemoryClients(self.broker)
         self.serialize, self.deserialize = make_serde()
         self.launches: HeldLaunches | None = None

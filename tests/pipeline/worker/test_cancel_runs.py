@@ -1,12 +1,12 @@
-"""Cancels on jobs.control reaching a worker loop, against the real broker: a run under
-way is stopped (async: CancelledError; sync: ctx.cancelled) and a buffered record of a
-cancelled job never starts; each ends CANCELLED with who asked and why."""
+"""Cancels reaching a worker: a run under way is stopped (async: CancelledError; sync:
+ctx.cancelled) and a buffered record of a cancelled job never starts; each ends CANCELLED
+with who asked and why. On the driver (no broker), but for the cancels read back from
+jobs.control at a worker's start, against the real broker."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
@@ -15,15 +15,20 @@ from pipeline.serde import Event
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
-from tests.pipeline.worker.support import EventLog, StartWorker, committed_offsets
+from tests.pipeline.worker.support import (
+    WHO,
+    WHY,
+    DriveWorker,
+    EventLog,
+    StartWorker,
+    assert_cancelled,
+    cancel_request,
+)
 from tests.support.pipeline import SERIALIZE
-from tests.support.waiting import wait_for
-
-WHO, WHY = "cli:ann@box", "wrong month"
 
 
-def cancel(topics: Topics, execution: Event, *, up_to_epoch: int | None = None) -> float:
-    """Write the CancelRequested the timers would write; the monotonic instant it was sent."""
+def cancel(topics: Topics, execution: Event, *, up_to_epoch: int | None = None) -> None:
+    """Write the CancelRequested the API would write."""
     data = execution.data
     request = CancelRequest(job_id=data["job_id"], requested_at_ms=now_ms(),
                             up_to_epoch=now_ms() if up_to_epoch is None else up_to_epoch,
@@ -31,22 +36,15 @@ def cancel(topics: Topics, execution: Event, *, up_to_epoch: int | None = None) 
     producer = clients.producer(topics.settings)
     producer.produce(topics.control, SERIALIZE(request.to_event()), request.key)
     assert producer.flush(30) == 0
-    return time.monotonic()
 
 
-def assert_cancelled(record: dict[str, object], worker_id: str = "test-worker-0") -> None:
-    assert record["requested_by"] == WHO and record["detail"] == WHY
-    assert record["worker_id"] == worker_id and record["execution"] is not None
-
-
-def test_a_running_async_handler_is_cancelled(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
+def test_a_running_async_handler_is_cancelled(drive: DriveWorker) -> None:
     app = WorkerApp()
-    stopped = threading.Event()
+    began, stopped = threading.Event(), threading.Event()
 
     @app.handler("image.render")
     async def hang(ctx: JobContext) -> str:
+        began.set()
         try:
             await asyncio.sleep(120)
         except asyncio.CancelledError:
@@ -54,23 +52,19 @@ def test_a_running_async_handler_is_cancelled(
             raise
         return "never"
 
+    driver = drive(app)
     job = execution_requested(job_type="image.render")
-    (execution_id,) = submit(topics, job)
-    start_worker(app)
-    events.wait(execution_id, "STARTED")
-    sent = cancel(topics, job)
-    ended = events.wait(execution_id, "CANCELLED", timeout_s=10)[0]
-    took = time.monotonic() - sent
-    assert took < 2, f"CANCELLED on jobs.events {took:.2f} s after the cancel"
-    assert_cancelled(ended)
+    (execution_id,) = driver.fire(job)
+    driver.step()
+    driver.run_until(began.is_set, what="the coroutine to begin")
+    driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
+    driver.run_until(lambda: driver.events(execution_id, "CANCELLED"), what="CANCELLED")
+    assert_cancelled(driver.events(execution_id, "CANCELLED")[0], "driver")
     assert stopped.is_set()
-    events.catch_up()
-    assert events.kinds(execution_id) == ["STARTED", "CANCELLED"]
+    assert driver.kinds(execution_id) == ["STARTED", "CANCELLED"]
 
 
-def test_a_sync_handler_polling_ctx_cancelled_stops(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
+def test_a_sync_handler_polling_ctx_cancelled_stops(drive: DriveWorker) -> None:
     app = WorkerApp()
     saw = threading.Event()
 
@@ -81,48 +75,21 @@ def test_a_sync_handler_polling_ctx_cancelled_stops(
         saw.set()
         return "partial"  # dropped: the run ends CANCELLED
 
+    driver = drive(app)
     job = execution_requested()
-    (execution_id,) = submit(topics, job)
-    worker = start_worker(app)
-    events.wait(execution_id, "STARTED")
-    sent = cancel(topics, job)
-    ended = events.wait(execution_id, "CANCELLED", timeout_s=10)[0]
-    assert time.monotonic() - sent < 2
+    (execution_id,) = driver.fire(job)
+    driver.step()
+    driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
+    driver.run_until(lambda: driver.events(execution_id, "CANCELLED"), what="CANCELLED")
     assert saw.is_set()
-    assert_cancelled(ended)
-    events.catch_up()
-    assert events.kinds(execution_id) == ["STARTED", "CANCELLED"]
-    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 1, timeout_s=30,
-             what="the offset committed with the outcome")  # fmt: skip
-    assert worker.runtime.stats.cancelled == 1
-
-
-def test_a_sync_handler_ignoring_the_cancel_is_reported_after_the_grace(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
-) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def stubborn(ctx: JobContext) -> str:
-        gate.wait(120)
-        return "late"
-
-    job = execution_requested()
-    (execution_id,) = submit(topics, job)
-    worker = start_worker(app, concurrency=1, cancel_grace_s=0.5)
-    events.wait(execution_id, "STARTED")
-    sent = cancel(topics, job)
-    assert_cancelled(events.wait(execution_id, "CANCELLED", timeout_s=10)[0])
-    assert time.monotonic() - sent >= 0.5
-    assert worker.runtime.stats.running == 1, "the thread still holds its slot"
-    gate.set()
-    wait_for(lambda: worker.runtime.stats.running == 0, timeout_s=10, what="the slot freed")
-    events.catch_up()
-    assert events.kinds(execution_id) == ["STARTED", "CANCELLED"], "the late result is dropped"
+    assert_cancelled(driver.events(execution_id, "CANCELLED")[0], "driver")
+    assert driver.kinds(execution_id) == ["STARTED", "CANCELLED"]
+    assert driver.committed() == 1, "the offset committed with the outcome"
+    assert driver.loop.stats.cancelled == 1
 
 
 def test_a_buffered_record_of_a_cancelled_job_never_starts(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
+    drive: DriveWorker, gate: threading.Event
 ) -> None:
     app = WorkerApp()
 
@@ -131,21 +98,18 @@ def test_a_buffered_record_of_a_cancelled_job_never_starts(
         gate.wait(120)
         return "done"
 
+    driver = drive(app, concurrency=1)
     first, second = execution_requested(), execution_requested()
-    (first_id,) = submit(topics, first)
-    worker = start_worker(app, concurrency=1)
-    events.wait(first_id, "STARTED")
-    (second_id,) = submit(topics, second)
-    wait_for(lambda: worker.runtime.stats.buffered.get("normal") == 1, timeout_s=30,
-             what="the second job to wait in the buffer")  # fmt: skip
-    cancel(topics, second)
-    wait_for(lambda: len(worker.runtime.engine.runs.cancels) == 1, timeout_s=10,
-             what="the cancel read")  # fmt: skip
+    first_id, second_id = driver.fire(first, second)
+    driver.step()
+    assert driver.loop.stats.buffered.get("normal") == 1, "the second waits in the buffer"
+    driver.cancel(cancel_request(second, at_ms=driver.clock.now_ms))
+    driver.step()
     gate.set()
-    events.wait(first_id, "SUCCEEDED")
-    assert_cancelled(events.wait(second_id, "CANCELLED")[0])
-    events.catch_up()
-    assert events.kinds(second_id) == ["CANCELLED"], "never STARTED"
+    driver.run_until(lambda: driver.events(first_id, "SUCCEEDED")
+                     and driver.events(second_id, "CANCELLED"), what="both ends")  # fmt: skip
+    assert_cancelled(driver.events(second_id, "CANCELLED")[0], "driver")
+    assert driver.kinds(second_id) == ["CANCELLED"], "never STARTED"
 
 
 def test_a_cancel_written_before_the_worker_starts_is_read_back(
