@@ -56,20 +56,22 @@ def recurring(doc: Doc) -> bool | None:
 
 
 def refusal(name: str, doc: Doc) -> str | None:
-    """Why command ``name`` cannot apply to the job ``doc`` (409), or None."""
-    state, job_id, cron = doc["state"], doc["job_id"], recurring(doc)
+    """Why command ``name`` cannot apply to the job ``doc`` (409), or None: the model's rule
+    (:func:`pipeline.model.commands.command_refusal`, the one the timers apply), read from
+    the job's view."""
+    state, job_id = doc["state"], doc["job_id"]
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    if name in ("pause", "resume") and cron is False:
-        return f"job {job_id} is not recurring: only a schedule is paused or resumed"
-    if name == "trigger":
-        if state == JobState.BLOCKED:
-            return f"job {job_id} waits for its parents"
-        if state == JobState.PAUSED:
-            return f"job {job_id} is paused: resume it first"
-        if cron is False and state not in PENDING:
-            return f"job {job_id} has fired already ({state})"
-    return None
+    return _with_state(commands.command_refusal(
+        name, job_id, recurring=recurring(doc), pending=state in PENDING,
+        blocked=state == JobState.BLOCKED, paused=state == JobState.PAUSED), state)
+
+
+def _with_state(refusal: str | None, state: str) -> str | None:
+    """A refusal of a job that has fired names the state it is in."""
+    if refusal is not None and refusal.endswith("has fired already"):
+        return f"{refusal} ({state})"
+    return refusal
 
 
 def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
@@ -79,13 +81,10 @@ def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
     state, job_id = doc["state"], doc["job_id"]
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    refusal = commands.update_refusal(job_id, recurring=recurring(doc), pending=state in PENDING,
-                                      blocked=state == JobState.BLOCKED,
-                                      cron=body.cron is not None,
-                                      run_at=body.run_at_ms is not None)  # fmt: skip
-    if refusal is not None and refusal.endswith("has fired already"):
-        return f"{refusal} ({state})"
-    return refusal
+    return _with_state(commands.update_refusal(
+        job_id, recurring=recurring(doc), pending=state in PENDING,
+        blocked=state == JobState.BLOCKED, cron=body.cron is not None,
+        run_at=body.run_at_ms is not None), state)
 
 
 def requester(who: Principal) -> str:

@@ -126,6 +126,28 @@ def update_schedule_event(
                     reason=reason)  # fmt: skip
 
 
+def command_refusal(command: str, job_id: str, *, recurring: bool | None, pending: bool,
+                    blocked: bool, paused: bool) -> str | None:  # fmt: skip
+    """Why ``command`` (``trigger``, ``pause``, ``resume``; a cancel applies in every state)
+    leaves a job that has not ended as it is; None to apply it.
+
+    The one rule of both sides, as :func:`update_refusal`: the API answers 409 with it from
+    its views, the timers change nothing with it from their entry. Only a schedule is
+    paused or resumed; a trigger runs a job that is not waiting for its parents, not
+    paused, and (one-off) not fired yet (``pending``).
+    """
+    if command in ("pause", "resume") and recurring is False:
+        return f"job {job_id} is not recurring: only a schedule is paused or resumed"
+    if command == "trigger":
+        if blocked:
+            return f"job {job_id} waits for its parents"
+        if paused:
+            return f"job {job_id} is paused: resume it first"
+        if recurring is False and not pending:
+            return f"job {job_id} has fired already"
+    return None
+
+
 def update_refusal(job_id: str, *, recurring: bool | None, pending: bool, blocked: bool,
                    cron: bool, run_at: bool) -> str | None:  # fmt: skip
     """Why an UPDATE (a new ``cron``, a new ``run_at`` or neither: parameters only) leaves

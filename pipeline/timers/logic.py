@@ -16,7 +16,7 @@ from typing import Any
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.limits.throttle import Throttle
 from pipeline.model.cancel import CancelRequest
-from pipeline.model.commands import update_refusal
+from pipeline.model.commands import command_refusal, update_refusal
 from pipeline.model.job import cron_of
 from pipeline.model.lifecycle import LifecycleKind
 from pipeline.model.params import submission_fields, summarize_params
@@ -204,6 +204,8 @@ class TimerLogic:
                 _ignored(data, "no pending run: it has fired, ended, or is unknown here")
             return []
         action = data.action
+        if action is not ScheduleAction.UPDATE and self._refused(action.lower(), entry, data):
+            return []
         if action is ScheduleAction.PAUSE and not entry.paused:
             state.put(entry.evolve(paused=True))
             return [self._lifecycle(K.PAUSED, entry.job, now_ms, **_asked(data, "paused"))]
@@ -248,13 +250,23 @@ class TimerLogic:
                                     **_asked(data, detail), **changed)]  # fmt: skip
         return []
 
+    @staticmethod
+    def _refused(command: str, entry: JobEntry, data: ScheduleChanged | JobTriggered) -> bool:
+        """Whether the model's rule leaves the pending ``entry`` as it is (logged)."""
+        refusal = command_refusal(command, entry.job_id, recurring=entry.spec.cron is not None,
+                                  pending=True, blocked=entry.blocked,
+                                  paused=entry.paused)  # fmt: skip
+        if refusal is not None:
+            _ignored(data, refusal)
+        return refusal is not None
+
     def _triggered(self, state: TimerState, data: JobTriggered, now_ms: int) -> list[Output]:
         """Run a pending job now: a one-off job fires now instead of at its time; a
         recurring one fires once more now, keeps its next occurrence, and counts the run
         towards its max_runs. A job that fired already, ended, waits for its parents or is
         paused (resume it first) has nothing to run now: the command changes nothing."""
         entry = state.get(data.job_id)
-        if not isinstance(entry, JobEntry) or entry.blocked or entry.paused:
+        if not isinstance(entry, JobEntry) or self._refused("trigger", entry, data):
             return []
         cron = entry.spec.cron
         if cron is None:
@@ -512,8 +524,9 @@ class TimerLogic:
                       Event("JobLifecycle", event))  # fmt: skip
 
 
-def _ignored(command: ScheduleChanged, reason: str) -> None:
-    log.info("schedule change ignored", extra={"job_id": command.job_id, "reason": reason})
+def _ignored(command: ScheduleChanged | JobTriggered, reason: str) -> None:
+    what = "trigger" if isinstance(command, JobTriggered) else "schedule change"
+    log.info("%s ignored", what, extra={"job_id": command.job_id, "reason": reason})
 
 
 def _asked(command: ScheduleChanged | JobTriggered, done: str) -> dict[str, str | None]:

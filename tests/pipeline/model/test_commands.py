@@ -10,8 +10,10 @@ import pytest
 from pipeline.errors import ValidationError
 from pipeline.model.commands import (
     cancel_event,
+    command_refusal,
     pause_event,
     resume_event,
+    update_refusal,
     update_schedule_event,
     validate_command,
 )
@@ -148,3 +150,39 @@ def test_validate_command_refuses_records_from_other_clients(
 def test_validate_command_refuses_an_event_that_is_not_a_command() -> None:
     bad = Event("JobSubmitted", {"job_id": JOB_ID, "requested_at_ms": NOW_MS})
     assert refused_field(validate_command, bad, now_ms=NOW_MS) == "name"
+
+
+# --- the rules the API and the timers both apply
+
+
+@pytest.mark.parametrize(("command", "facts", "refused"), [
+    ("pause", {"recurring": False}, "is not recurring"),
+    ("resume", {"recurring": False}, "is not recurring"),
+    ("pause", {"recurring": True}, None),
+    ("pause", {"recurring": None}, None),  # the views have not read the submission
+    ("trigger", {"blocked": True}, "waits for its parents"),
+    ("trigger", {"paused": True}, "resume it first"),
+    ("trigger", {"recurring": False, "pending": False}, "has fired already"),
+    ("trigger", {"recurring": True, "pending": False}, None),  # a schedule runs once more
+    ("cancel", {"recurring": False, "pending": False, "blocked": True}, None),
+])  # fmt: skip
+def test_command_refusal(command: str, facts: dict[str, Any], refused: str | None) -> None:
+    given = {"recurring": True, "pending": True, "blocked": False, "paused": False, **facts}
+    reason = command_refusal(command, JOB_ID, **given)
+    assert (reason is None) if refused is None else (refused in (reason or ""))
+
+
+@pytest.mark.parametrize(("facts", "change", "refused"), [
+    ({"recurring": True}, {"run_at": True}, "is recurring"),
+    ({"recurring": True}, {"cron": True}, None),
+    ({"recurring": False}, {"cron": True}, "is not recurring"),
+    ({"recurring": False}, {"run_at": True}, None),
+    ({"recurring": False, "blocked": True}, {}, "waits for its parents"),
+    ({"recurring": False, "pending": False}, {"run_at": True}, "has fired already"),
+    ({"recurring": None}, {"run_at": True}, None),
+])  # fmt: skip
+def test_update_refusal(facts: dict[str, Any], change: dict[str, bool], refused: str | None,
+                        ) -> None:  # fmt: skip
+    given = {"recurring": True, "pending": True, "blocked": False, **facts}
+    reason = update_refusal(JOB_ID, **given, **{"cron": False, "run_at": False, **change})
+    assert (reason is None) if refused is None else (refused in (reason or ""))

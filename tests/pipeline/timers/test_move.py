@@ -6,7 +6,6 @@ is recurring is left as it is."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,9 @@ from pipeline.model.time_keys import (
 from pipeline.serde import Event
 from tests.pipeline.timers.test_rate_limits import DUE, RENDER, held, load, make_driver
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
-from tests.support.timers import MINUTE, T0, TimersDriver, driving, executions, kinds
+from tests.support.timers import MINUTE, T0, TimersDriver, executions, kinds
 
 HOUR = 3_600_000
-
-
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[TimersDriver]:
-    yield from driving(tmp_path)
 
 
 def move(job_id: str, run_at_ms: int, now_ms: int) -> Event:
@@ -139,6 +133,29 @@ def test_a_recurring_job_keeps_its_cron(driver: TimersDriver) -> None:
     assert [r["scheduled_at_ms"] for r in executions(driver.step(start + MINUTE))] == [
         start + MINUTE
     ]
+
+
+def test_a_moved_job_holds_one_due_instant(driver: TimersDriver) -> None:
+    """After the move the job's requested time and its entry's due instant agree, so the
+    execution carries one time, whatever reads it."""
+    job = submitted(now_ms=T0, run_at_ms=T0 + 5000)
+    job_id = job.data["job_id"]
+    driver.step(T0, job)
+    driver.step(T0 + 10, move(job_id, T0 + MINUTE, now_ms=T0 + 10))
+    (run,) = executions(driver.step(T0 + MINUTE))
+    assert run["spec"]["run_at_ms"] == run["scheduled_at_ms"] == T0 + MINUTE
+
+
+def test_a_one_off_job_takes_no_cron_and_no_pause(driver: TimersDriver) -> None:
+    """The model's rules, as the API applies them with 409: a cron is for a recurring job,
+    and only a schedule is paused."""
+    job = submitted(now_ms=T0, run_at_ms=T0 + 5000)
+    job_id = job.data["job_id"]
+    driver.step(T0, job)
+    new_cron = schedule_changed(job_id, "UPDATE", now_ms=T0 + 1,
+                                cron=cron_schedule("* * * * *"))  # fmt: skip
+    assert driver.step(T0 + 1, new_cron, schedule_changed(job_id, "PAUSE", now_ms=T0 + 2)) == []
+    assert [r["job_id"] for r in executions(driver.step(T0 + 5000))] == [job_id]
 
 
 def test_a_job_a_rate_limit_holds_back_leaves_its_queue_for_the_new_time(
