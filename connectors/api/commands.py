@@ -14,7 +14,7 @@ who asked (:func:`requester`) and, from its optional body, why (``reason``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from fastapi import APIRouter
 
@@ -57,34 +57,29 @@ def recurring(doc: Doc) -> bool | None:
 
 def refusal(name: str, doc: Doc) -> str | None:
     """Why command ``name`` cannot apply to the job ``doc`` (409), or None: the model's rule
-    (:func:`pipeline.model.commands.command_refusal`, the one the timers apply), read from
-    the job's view."""
-    state, job_id = doc["state"], doc["job_id"]
-    if state in TERMINAL_STATES:
-        return f"job {job_id} has ended ({state})"
-    return _with_state(commands.command_refusal(
-        name, job_id, recurring=recurring(doc), pending=state in PENDING,
-        blocked=state == JobState.BLOCKED, paused=state == JobState.PAUSED), state)
-
-
-def _with_state(refusal: str | None, state: str) -> str | None:
-    """A refusal of a job that has fired names the state it is in."""
-    if refusal is not None and refusal.endswith("has fired already"):
-        return f"{refusal} ({state})"
-    return refusal
+    (:func:`pipeline.model.commands.command_refusal`, the one the timers apply)."""
+    paused = doc["state"] == JobState.PAUSED
+    return _asked(doc, lambda facts: commands.command_refusal(name, **facts, paused=paused))
 
 
 def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
     """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: the model's rule
-    (:func:`pipeline.model.commands.update_refusal`, the one the timers apply), read from
-    the job's view."""
+    (:func:`pipeline.model.commands.update_refusal`, the one the timers apply)."""
+    cron, run_at = body.cron is not None, body.run_at_ms is not None
+    return _asked(doc, lambda facts: commands.update_refusal(**facts, cron=cron, run_at=run_at))
+
+
+def _asked(doc: Doc, rule: Callable[[dict[str, Any]], str | None]) -> str | None:
+    """A job that has ended takes no command; else what ``rule`` says of the facts its view
+    shows (a refusal of a job that has fired names the state it is in)."""
     state, job_id = doc["state"], doc["job_id"]
     if state in TERMINAL_STATES:
         return f"job {job_id} has ended ({state})"
-    return _with_state(commands.update_refusal(
-        job_id, recurring=recurring(doc), pending=state in PENDING,
-        blocked=state == JobState.BLOCKED, cron=body.cron is not None,
-        run_at=body.run_at_ms is not None), state)
+    refused = rule({"job_id": job_id, "recurring": recurring(doc), "pending": state in PENDING,
+                    "blocked": state == JobState.BLOCKED})  # fmt: skip
+    if refused is not None and refused.endswith("has fired already"):
+        return f"{refused} ({state})"
+    return refused
 
 
 def requester(who: Principal) -> str:

@@ -12,8 +12,7 @@ from pathlib import Path
 from pipeline.config import Settings
 from pipeline.timers.processor import refusal_reason
 from pipeline.topics import Topics
-from tests.pipeline.timers.test_topic_collision import refused_after_a_first_type
-from tests.support.jobs import submitted
+from tests.support.refusals import refused_after_a_first_type
 
 BOUND = Topics(Settings(topic_prefix="p.", max_execution_topics=3)).execution_bound()
 
@@ -49,12 +48,8 @@ def test_a_type_past_the_bound_is_dead_lettered_naming_it(topics: Topics, tmp_pa
     made = sum(1 for spec in topics.specs() if spec.name.startswith(prefix))
     most = made + 1  # the fixture's types' topics, and the first new type's
     settings = topics.settings.model_copy(update={"max_execution_topics": most})
-    first = submitted(job_type="bound.first")
-    past = submitted(job_type="bound.past")
-    after = [submitted(job_type="bound.first") for _ in range(3)]
-    cancelled, reason = refused_after_a_first_type(settings, topics, tmp_path, first, past,
-                                                   after)  # fmt: skip
-    assert cancelled["detail"] == reason
+    _, reason = refused_after_a_first_type(settings, topics, tmp_path, first="bound.first",
+                                           refused="bound.past", after="bound.first")
     assert reason.startswith(f"spec.job_type: 'bound.past' cannot be routed: its topic "
                              f"{topics.execution('bound.past', 'normal')} was refused: the "
                              f"cluster holds {most} execution topics, the most "

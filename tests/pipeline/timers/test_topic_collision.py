@@ -9,51 +9,21 @@ collides with, its status CANCELLED, and the partition goes on firing the jobs a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pipeline.config import Settings
 from pipeline.kafka.admin import colliding
-from pipeline.serde import Event
-from pipeline.timers.processor import TIMER_OPTIONS, refusal_reason, timer_runner
+from pipeline.timers.processor import refusal_reason
 from pipeline.topics import Topics
-from tests.pipeline.timers.test_types_on_demand import _dead_letter_reason
-from tests.support.jobs import submitted
-from tests.support.pipeline import in_thread, produce
 from tests.support.reader import TopicReader
+from tests.support.refusals import refused_after_a_first_type
 from tests.support.waiting import wait_for
-
-
-def refused_after_a_first_type(settings: Settings, topics: Topics, tmp_path: Path,
-                               first: Event, refused: Event, after: list[Event],
-                               ) -> tuple[dict[str, Any], str]:  # fmt: skip
-    """Timers in a thread fire ``first``, then are given ``refused`` and ``after``: the
-    refused job's CANCELLED and its dead letter's reason, once the jobs after it fired
-    (the partition goes on) and it did not."""
-    events = TopicReader(settings, topics.events, settings.events_partitions)
-    options = TIMER_OPTIONS.evolve(instance_id="a", state_dir=tmp_path / "state")
-    with in_thread(timer_runner(settings, options)):
-        produce(settings, topics.intake, [first])
-        wait_for(lambda: events.of_job(first.data["job_id"], kind="FIRED"), timeout_s=60,
-                 what="the first type fired")  # fmt: skip
-        produce(settings, topics.intake, [refused, *after])
-        cancelled = wait_for(lambda: events.of_job(refused.data["job_id"], kind="CANCELLED"),
-                             timeout_s=60, what="the job refused")  # fmt: skip
-        wait_for(lambda: all(events.of_job(job.data["job_id"], kind="FIRED") for job in after),
-                 timeout_s=60, what="the jobs after it fired")  # fmt: skip
-        assert not events.of_job(refused.data["job_id"], kind="FIRED")
-    events.close()
-    return cancelled[0], _dead_letter_reason(settings, topics.intake_dlq)
 
 
 def test_a_colliding_type_is_dead_lettered_and_the_partition_goes_on(
         topics: Topics, tmp_path: Path) -> None:  # fmt: skip
     settings = topics.settings
-    first = submitted(job_type="col.a.b")
-    colliding = submitted(job_type="col.a_b")
-    after = [submitted(job_type="data.process") for _ in range(5)]
-    cancelled, reason = refused_after_a_first_type(settings, topics, tmp_path, first, colliding,
-                                                   after)  # fmt: skip
-    assert cancelled["detail"] == reason
+    colliding, reason = refused_after_a_first_type(settings, topics, tmp_path, first="col.a.b",
+                                                   refused="col.a_b", after="data.process")
     assert "spec.job_type: 'col.a_b'" in reason
     assert topics.execution("col.a.b", "normal") in reason and "'col.a.b'" in reason
     dead = TopicReader(settings, topics.intake_dlq, settings.dlq_partitions)

@@ -4,10 +4,9 @@ not allowed is refused, naming it, on the intake dead-letter topic."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from pipeline.config import Settings
@@ -17,6 +16,7 @@ from pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import DESERIALIZE, in_thread, produce
 from tests.support.reader import TopicReader
+from tests.support.refusals import dead_letter_reason, drain
 from tests.support.waiting import wait_for
 
 TYPES = [f"tenant{i // 10}.job_{i:03d}" for i in range(150)]
@@ -47,7 +47,7 @@ def test_150_new_types_get_their_topics_on_first_use(topics: Topics, tmp_path: P
     assert spec is not None
     assert config["retention.ms"].value == str(spec.retention_ms)
     assert config["max.message.bytes"].value == spec.config()["max.message.bytes"]
-    reason = _dead_letter_reason(settings, topics.intake_dlq)
+    reason = dead_letter_reason(settings, topics.intake_dlq)
     assert "spec.job_type" in reason and "Reports/Q3" in reason
 
 
@@ -61,23 +61,8 @@ def _executions(settings: Settings, names: list[str]) -> list[str] | None:
         consumer.assign([TopicPartition(name, p, 0) for name in names
                          for p in range(len(admin_topics[name].partitions))])  # fmt: skip
         found: list[str] = []
-        for message in _drain(consumer):
+        for message in drain(consumer):
             found.append(DESERIALIZE(message.value()).data["spec"]["job_type"])
         return found if len(found) >= len(names) else None
-    finally:
-        consumer.close()
-
-
-def _drain(consumer: Consumer) -> Iterator[Message]:
-    while batch := consumer.consume(5000, timeout=2):
-        yield from (m for m in batch if m.error() is None)
-
-
-def _dead_letter_reason(settings: Settings, topic: str) -> str:
-    consumer = clients.consumer(settings, "reader")
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        message = next(_drain(consumer))
-        return dict(message.headers())["jobstream.error"].decode()
     finally:
         consumer.close()
