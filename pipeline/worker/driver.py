@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import zlib
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -135,14 +136,15 @@ class WorkerDriver:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def fire(self, *executions: Event, partition: int = 0) -> list[str]:
+    def fire(self, *executions: Event, partition: int | None = None) -> list[str]:
         """Put ExecutionRequested records on their tiers' topics, encoded as the timers
-        encode them; their execution ids."""
+        encode them (each on the partition of its key, or all on ``partition``); their
+        execution ids."""
         for event in executions:
-            spec = event.data.spec
+            spec, key = event.data.spec, outcomes.event_key(event.data)
             topic = self.topics.execution(spec.job_type, spec.priority, self.loop.options.pool)
-            self.broker.append(topic, partition, outcomes.event_key(event.data),
-                               self.serialize(event))  # fmt: skip
+            at = zlib.crc32(key) % self.settings.exec_partitions if partition is None else partition
+            self.broker.append(topic, at, key, self.serialize(event))
         return [event.data.execution_id for event in executions]
 
     def cancel(self, request: CancelRequest) -> None:

@@ -66,10 +66,11 @@ def test_a_running_async_handler_is_cancelled(drive: DriveWorker) -> None:
 
 def test_a_sync_handler_polling_ctx_cancelled_stops(drive: DriveWorker) -> None:
     app = WorkerApp()
-    saw = threading.Event()
+    began, saw = threading.Event(), threading.Event()
 
     @app.handler("data.process")
     def poll(ctx: JobContext) -> str:
+        began.set()
         while not ctx.wait_cancelled(0.05):
             pass
         saw.set()
@@ -79,6 +80,7 @@ def test_a_sync_handler_polling_ctx_cancelled_stops(drive: DriveWorker) -> None:
     job = execution_requested()
     (execution_id,) = driver.fire(job)
     driver.step()
+    driver.run_until(began.is_set, what="the handler to begin")
     driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
     driver.run_until(lambda: driver.events(execution_id, "CANCELLED"), what="CANCELLED")
     assert saw.is_set()
@@ -100,7 +102,7 @@ def test_a_buffered_record_of_a_cancelled_job_never_starts(
 
     driver = drive(app, concurrency=1)
     first, second = execution_requested(), execution_requested()
-    first_id, second_id = driver.fire(first, second)
+    first_id, second_id = driver.fire(first, second, partition=0)
     driver.step()
     assert driver.loop.stats.buffered.get("normal") == 1, "the second waits in the buffer"
     driver.cancel(cancel_request(second, at_ms=driver.clock.now_ms))

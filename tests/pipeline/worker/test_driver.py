@@ -83,7 +83,7 @@ def test_a_sync_run_past_its_timeout_is_reported_and_holds_its_slot_until_it_ret
     driver = _clocked(drive(app, concurrency=1))
     now = driver.clock.now_ms
     stuck, waiting = driver.fire(execution_requested(fire_ms=now, timeout_ms=500),
-                                 execution_requested(fire_ms=now))  # fmt: skip
+                                 execution_requested(fire_ms=now), partition=0)  # fmt: skip
     driver.step()
     driver.run_until(lambda: stuck in began, what="the handler to begin")
     driver.advance(499)
@@ -155,9 +155,11 @@ def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
 def test_a_cancel_stops_a_run_under_way(drive: DriveWorker) -> None:
     app = WorkerApp()
     saw: list[bool] = []
+    began = threading.Event()
 
     @app.handler("data.process")
     def polite(ctx: JobContext) -> str:
+        began.set()
         saw.append(ctx.wait_cancelled(60))
         return "stopped"
 
@@ -165,6 +167,7 @@ def test_a_cancel_stops_a_run_under_way(drive: DriveWorker) -> None:
     job = execution_requested(fire_ms=driver.clock.now_ms)
     [execution_id] = driver.fire(job)
     driver.step()
+    driver.run_until(began.is_set, what="the handler to begin")
     driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
     driver.run_until(lambda: driver.events(execution_id, "CANCELLED"), what="CANCELLED")
     assert saw == [True], "the handler saw ctx.cancelled"
@@ -228,7 +231,8 @@ def test_a_suspect_waits_for_the_runs_in_hand_and_then_runs_alone(
     suspect = _suspect(now)
     suspect = Event(suspect.name, evolve(suspect.data, spec=evolve(
         suspect.data.spec, params='{"name": "suspect"}')))
-    [alone] = driver.fire(suspect)
+    [alone] = driver.fire(suspect, partition=0)
+    driver.step()
     others = driver.fire(*(execution_requested(fire_ms=now) for _ in range(3)))
     driver.step()
     assert not driver.kinds(alone), "the suspect waits for the run in hand"
@@ -278,7 +282,7 @@ def test_a_revoked_partitions_records_are_left_to_its_next_owner(
     driver = _clocked(drive(app, concurrency=1))
     now = driver.clock.now_ms
     running, buffered = driver.fire(execution_requested(fire_ms=now),
-                                    execution_requested(fire_ms=now))  # fmt: skip
+                                    execution_requested(fire_ms=now), partition=0)  # fmt: skip
     driver.step()
     driver.run_until(lambda: running in began, what="the first run")
     assert driver.loop.stats.buffered["normal"] == 1

@@ -170,8 +170,9 @@ def test_an_async_handler_that_ignores_its_cancellation_times_out_after_the_grac
 def test_claims_carry_the_outcomes(drive: DriveWorker, quick_app: WorkerApp) -> None:
     driver = drive(quick_app, worker_id="quick", concurrency=2)
     ids = driver.fire(*(execution_requested() for _ in range(40)))
-    driver.run_until(lambda: driver.committed() == 40 and driver.events(ids[-1], "SUCCEEDED"),
-                     what="every offset committed")  # fmt: skip
+    driver.run_until(lambda: driver.committed() == 40
+                     and all(driver.events(e, "SUCCEEDED") for e in ids),
+                     what="every run's end, every offset committed")  # fmt: skip
     assert all(driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"] for execution_id in ids)
     transactions = driver.loop.lanes[0].tx.transactions
     assert transactions <= 41, f"{transactions} transactions for 40 claims and 40 outcomes"

@@ -1,14 +1,13 @@
-"""How a worker chooses what runs: bounded concurrency, priority tiers, overlap, redelivery."""
+"""How a worker chooses what runs: bounded concurrency, priority tiers, overlap,
+redelivery; on the driver (no broker)."""
 
 from __future__ import annotations
 
 import threading
 
-from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
-from tests.pipeline.worker.executions import execution_requested, submit
-from tests.pipeline.worker.support import EventLog, StartWorker, committed_offsets
-from tests.support.waiting import wait_for
+from tests.pipeline.worker.executions import execution_requested
+from tests.pipeline.worker.support import DriveWorker
 
 
 class Gauge:
@@ -30,7 +29,7 @@ class Gauge:
 
 
 def test_concurrency_is_bounded_and_partitions_pause_while_full(
-    topics: Topics, start_worker: StartWorker, gate: threading.Event
+    drive: DriveWorker, gate: threading.Event
 ) -> None:
     app = WorkerApp()
     gauge = Gauge()
@@ -40,23 +39,23 @@ def test_concurrency_is_bounded_and_partitions_pause_while_full(
         with gauge:
             gate.wait(120)
 
-    submit(topics, *(execution_requested() for _ in range(12)))
-    worker = start_worker(app, concurrency=3, prefetch=3)
-    lane = worker.runtime.lanes[0]
-    wait_for(lambda: gauge.now == 3 and lane.buffered()["normal"] >= 3, timeout_s=60,
-             what="three running, the buffer full")  # fmt: skip
-    wait_for(lambda: {tp for tp in lane.tracker.assigned() if "normal" in tp[0]} <= lane.paused,
-             timeout_s=30, what="the full tier's partitions paused")  # fmt: skip
-    assert gauge.now == 3 and worker.runtime.stats.started == 3
+    driver = drive(app, concurrency=3, prefetch=3)
+    driver.fire(*(execution_requested() for _ in range(12)))
+    lane = driver.loop.lanes[0]
+    driver.run_until(lambda: gauge.now == 3 and lane.buffered()["normal"] >= 3,
+                     what="three running, the buffer full")  # fmt: skip
+    driver.step()
+    normal = {tp for tp in lane.tracker.assigned() if "normal" in tp[0]}
+    assert normal <= lane.paused and normal <= driver.consumers[0].paused, "the tier paused"
+    assert gauge.now == 3 and driver.loop.stats.started == 3
     gate.set()
-    wait_for(lambda: gauge.done == 12, timeout_s=60, what="all twelve jobs")
+    driver.run_until(lambda: gauge.done == 12 and driver.committed() == 12,
+                     what="all twelve jobs, every offset committed")  # fmt: skip
     assert gauge.peak == 3
-    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 12, timeout_s=30,
-             what="every offset committed")  # fmt: skip
 
 
 def test_high_goes_first_and_low_is_not_starved(
-    topics: Topics, start_worker: StartWorker, gate: threading.Event
+    drive: DriveWorker, gate: threading.Event
 ) -> None:
     app = WorkerApp()
     order: list[str] = []
@@ -68,17 +67,17 @@ def test_high_goes_first_and_low_is_not_starved(
         else:
             order.append(ctx.params["tier"])
 
-    submit(topics, execution_requested(params={"block": True}))
-    worker = start_worker(app, concurrency=1, prefetch=10)
-    wait_for(lambda: worker.runtime.stats.started == 1, timeout_s=60, what="the blocker")
+    driver = drive(app, concurrency=1, prefetch=10)
+    driver.fire(execution_requested(params={"block": True}))
+    driver.run_until(lambda: driver.loop.stats.started == 1, what="the blocker")
     for tier in ("LOW", "NORMAL", "HIGH"):  # oldest first: arrival order favours low
-        submit(topics, *(execution_requested(priority=tier, params={"tier": tier})
-                         for _ in range(20)))  # fmt: skip
-    wait_for(lambda: all(worker.runtime.stats.buffered.get(t, 0) >= 10
-                         for t in ("high", "normal", "low")),
-             timeout_s=60, what="a backlog buffered in every tier")  # fmt: skip
+        driver.fire(*(execution_requested(priority=tier, params={"tier": tier})
+                      for _ in range(20)))  # fmt: skip
+    driver.run_until(lambda: all(driver.loop.stats.buffered.get(t, 0) >= 10
+                                 for t in ("high", "normal", "low")),
+                     what="a backlog buffered in every tier")  # fmt: skip
     gate.set()
-    wait_for(lambda: len(order) == 60, timeout_s=120, what="all sixty jobs")
+    driver.run_until(lambda: len(order) == 60, what="all sixty jobs")
     # The blocker took the round's first (high) slot, passed down to normal: 5 high remain.
     assert order[:5] == ["HIGH"] * 5, order[:10]
     assert "LOW" in order[:10], f"low starved: {order[:10]}"
@@ -87,31 +86,29 @@ def test_high_goes_first_and_low_is_not_starved(
 
 
 def test_overlap_skip_reports_a_skipped_run_while_the_previous_one_runs(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event,
-    gated_app: WorkerApp,
-) -> None:  # fmt: skip
+    drive: DriveWorker, gate: threading.Event, gated_app: WorkerApp
+) -> None:
     first = execution_requested(overlap="SKIP", fire_ms=1_700_000_000_000)
     job_id = first.data["job_id"]
     second = execution_requested(overlap="SKIP", job_id=job_id, fire_ms=1_700_000_060_000)
     allowed = execution_requested(overlap="ALLOW", job_id=job_id, fire_ms=1_700_000_120_000)
-    (first_id,) = submit(topics, first)
-    start_worker(gated_app)
-    events.wait(first_id, "STARTED")
-    second_id, allowed_id = submit(topics, second, allowed)
-
-    skipped = events.wait(second_id, "SUCCEEDED")[0]
+    driver = drive(gated_app)
+    (first_id,) = driver.fire(first)
+    driver.step()
+    assert driver.kinds(first_id) == ["STARTED"]
+    second_id, allowed_id = driver.fire(second, allowed)
+    driver.step()
+    [skipped] = driver.events(second_id, "SUCCEEDED")
     assert skipped["result"] is None
     assert skipped["detail"] == "skipped: previous run still running"
-    assert events.kinds(second_id) == ["SUCCEEDED"]
-    events.wait(allowed_id, "STARTED")
+    assert driver.kinds(second_id) == ["SUCCEEDED"]
+    assert driver.kinds(allowed_id) == ["STARTED"]
     gate.set()
-    events.wait(first_id, "SUCCEEDED")
-    events.wait(allowed_id, "SUCCEEDED")
+    driver.run_until(lambda: driver.events(first_id, "SUCCEEDED")
+                     and driver.events(allowed_id, "SUCCEEDED"), what="both runs")  # fmt: skip
 
 
-def test_a_redelivered_execution_runs_once(
-    topics: Topics, start_worker: StartWorker, events: EventLog, gate: threading.Event
-) -> None:
+def test_a_redelivered_execution_runs_once(drive: DriveWorker, gate: threading.Event) -> None:
     app = WorkerApp()
     runs: list[str] = []
 
@@ -122,17 +119,17 @@ def test_a_redelivered_execution_runs_once(
 
     execution = execution_requested()
     execution_id = execution.data["execution_id"]
-    worker = start_worker(app)
-    submit(topics, execution)
-    events.wait(execution_id, "STARTED")
-    submit(topics, execution)  # the same execution again while it runs
-    wait_for(lambda: worker.runtime.stats.redelivered == 1, timeout_s=30, what="the join")
+    driver = drive(app)
+    driver.fire(execution)
+    driver.step()
+    driver.fire(execution)  # the same execution again while it runs
+    driver.step()
+    assert driver.loop.stats.redelivered == 1, "it joins the run"
     gate.set()
-    events.wait(execution_id, "SUCCEEDED")
-    submit(topics, execution)  # and once more after it finished
-    wait_for(lambda: worker.runtime.stats.redelivered == 2, timeout_s=30, what="the skip")
-    wait_for(lambda: committed_offsets(topics.settings, "data.process") == 3, timeout_s=30,
-             what="all three records committed")  # fmt: skip
-    events.catch_up()
+    driver.run_until(lambda: driver.events(execution_id, "SUCCEEDED"), what="the run's end")
+    driver.fire(execution)  # and once more after it finished
+    driver.step()
+    assert driver.loop.stats.redelivered == 2, "it is skipped"
+    assert driver.committed() == 3, "all three records committed"
     assert runs == [execution_id]
-    assert events.kinds(execution_id) == ["STARTED", "SUCCEEDED"]
+    assert driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"]
