@@ -40,6 +40,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from pipeline.avro_bounds import INT_MAX, LONG_MAX
 from pipeline.clock import instant_of, ms_of
 from pipeline.errors import ValidationError
 from pipeline.model import rules
@@ -117,12 +118,12 @@ def _retry_policy(value: object, parse: ValidatorFunctionWrapHandler) -> RetryPo
     except ValidationError as exc:  # the policy's own rules name retry.<field>
         raise ValidationError("spec." + exc.field, exc.message) from None
     for name in ("initial_backoff_ms", "max_backoff_ms"):
-        if getattr(policy, name) > rules.LONG_MAX:
+        if getattr(policy, name) > LONG_MAX:
             raise ValidationError(
-                f"spec.retry.{name}", f"input should be less than or equal to {rules.LONG_MAX}"
+                f"spec.retry.{name}", f"input should be less than or equal to {LONG_MAX}"
             )
-    if policy.max_attempts > rules.INT_MAX:
-        raise ValidationError("spec.retry.max_attempts", f"must be at most {rules.INT_MAX}")
+    if policy.max_attempts > INT_MAX:
+        raise ValidationError("spec.retry.max_attempts", f"must be at most {INT_MAX}")
     return policy
 
 
@@ -208,7 +209,7 @@ class JobRequest(_Model):
     """When a parent ends DEAD_LETTERED or CANCELLED: cancel this job, or run it anyway."""
     retry: Annotated[RetryPolicy, WrapValidator(_retry_policy)] | None = None
     """None takes the job type's default policy."""
-    timeout_ms: int | None = Field(default=None, gt=0, le=rules.LONG_MAX)
+    timeout_ms: int | None = Field(default=None, gt=0, le=LONG_MAX)
     """Per-attempt timeout; None takes the job type's default."""
     idempotency_key: Annotated[str, AfterValidator(rules.idempotency_key)] | None = None
     """Makes the job id deterministic, see :func:`pipeline.model.idempotency.idempotent_job_id`."""

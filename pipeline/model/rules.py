@@ -38,10 +38,6 @@ MAX_LABELS = 32
 MAX_LABEL_NAME_CHARS = 100
 MAX_LABEL_VALUE_CHARS = 500
 MAX_REASON_CHARS = 1000
-INT_MAX = 2**31 - 1
-"""Avro ``int``: fastavro does not range-check, so the models do."""
-LONG_MAX = 2**63 - 1
-"""Avro ``long``."""
 
 PRIORITIES = ("HIGH", "NORMAL", "LOW")
 """The symbols of io.jobstream.Priority; callers may write them in any case."""

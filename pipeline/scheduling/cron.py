@@ -50,6 +50,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterBadDateError
 
+from pipeline.avro_bounds import INT_MAX, LONG_MAX
 from pipeline.clock import ONE_MS, instant_of, ms_of
 from pipeline.errors import ValidationError
 
@@ -59,9 +60,6 @@ FIELD_PREFIX = "spec.cron."
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _DAY_MS = 86_400_000
 _JITTER_PERSON = b"jobstream.jitter"
-_INT_MAX = 2**31 - 1
-_LONG_MAX = 2**63 - 1
-"""The bounds of the record's Avro int (max_runs) and longs, which fastavro does not check."""
 
 
 class SkippedHourPolicy(StrEnum):
@@ -142,15 +140,15 @@ class CronSpec:
             value = getattr(self, name)
             if not _is_int(value) or value < 0:
                 raise ValidationError(FIELD_PREFIX + name, "must be an integer >= 0")
-            if value > _LONG_MAX:
-                raise ValidationError(FIELD_PREFIX + name, f"must be at most {_LONG_MAX}")
+            if value > LONG_MAX:
+                raise ValidationError(FIELD_PREFIX + name, f"must be at most {LONG_MAX}")
         start, end = self.start_at_ms, self.end_at_ms
         if start is not None and end is not None and end < start:
             raise ValidationError(FIELD_PREFIX + "end_at_ms", "is before start_at_ms")
         if self.max_runs is not None and self.max_runs < 1:
             raise ValidationError(FIELD_PREFIX + "max_runs", "must be at least 1")
-        if self.max_runs is not None and self.max_runs > _INT_MAX:
-            raise ValidationError(FIELD_PREFIX + "max_runs", f"must be at most {_INT_MAX}")
+        if self.max_runs is not None and self.max_runs > INT_MAX:
+            raise ValidationError(FIELD_PREFIX + "max_runs", f"must be at most {INT_MAX}")
 
     @classmethod
     def from_avro(cls, record: Mapping[str, Any]) -> CronSpec:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import Any
 
+from pipeline.avro_bounds import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
 from pipeline.model.records import RECORD_TYPES, Record
 
 Writer = Callable[[Record, bytearray], None]
@@ -33,13 +34,11 @@ Reader = Callable[[bytes, int], tuple[Record, int]]
 _DOUBLE = struct.Struct("<d")
 
 
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def write_long(out: bytearray, n: int) -> None:
     """Avro's long: zig-zag, then base-128 little-endian groups."""
-    if not _LONG_MIN <= n <= _LONG_MAX:
+    if not LONG_MIN <= n <= LONG_MAX:
         raise OverflowError(f"{n} is out of a long's range")
     n = (n << 1) ^ (n >> 63)
     while n > 0x7F:
@@ -50,7 +49,7 @@ def write_long(out: bytearray, n: int) -> None:
 
 def write_int(out: bytearray, n: int) -> None:
     """Avro's int: a long of 32 bits."""
-    if not _INT_MIN <= n <= _INT_MAX:
+    if not INT_MIN <= n <= INT_MAX:
         raise OverflowError(f"{n} is out of an int's range")
     write_long(out, n)
 

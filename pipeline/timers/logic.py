@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.avro_bounds import INT_MAX
 from pipeline.concurrency import ConcurrencyLimits
 from pipeline.limits.throttle import Throttle
 from pipeline.model.cancel import CancelRequest
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 
 K = LifecycleKind
 
-CANCELLED_ATTEMPT = 2**31 - 1
+CANCELLED_ATTEMPT = INT_MAX
 """The attempt a cancel's retry marker records: no retry request is above it."""
 
 

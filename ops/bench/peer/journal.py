@@ -4,8 +4,8 @@ Each worker process appends fixed-size binary records to files of its own in the
 journal folder, one ``write()`` per record on an ``O_APPEND`` descriptor (atomic for
 threads sharing it, visible to the reader at once, nothing to flush at shutdown):
 
-- ``start-<pid>.bin``: ``(job_id, scheduled_ms, started_ms)`` when the task body begins;
-- ``end-<pid>.bin``: ``(job_id, scheduled_ms, ended_ms)`` when it returns.
+- ``start-<pid>.bin``: ``(job_id, due_ms, started_ms)`` when the task body begins;
+- ``end-<pid>.bin``: ``(job_id, due_ms, ended_ms)`` when it returns.
 
 This costs the worker two system calls per task and the broker nothing, so it does not
 weigh on the Redis side that is being measured (a RPUSH per task would). The runner
@@ -54,8 +54,8 @@ class Journal:
                     self._fds[kind] = fd
         return fd
 
-    def write(self, kind: str, job_id: int, scheduled_ms: int, at_ms: int) -> None:
-        os.write(self._fd(kind), RECORD.pack(job_id, scheduled_ms, at_ms))
+    def write(self, kind: str, job_id: int, due_ms: int, at_ms: int) -> None:
+        os.write(self._fd(kind), RECORD.pack(job_id, due_ms, at_ms))
 
 
 def count(folder: Path, kind: str) -> int:

@@ -25,23 +25,23 @@ from ops.bench.measure import summarize
 from ops.bench.tally import endings
 
 Row = tuple[int, int, int]
-"""(job_id, scheduled_ms, at_ms)"""
+"""(job_id, due_ms, at_ms)"""
 
 
 def tally(submitted: int, first_due_ms: int, starts: Iterable[Row],
           ends: Iterable[Row]) -> dict[str, Any]:  # fmt: skip
     runs: Counter[int] = Counter()
     start_lateness: list[float] = []
-    for job_id, scheduled_ms, started_ms in starts:
+    for job_id, due_ms, started_ms in starts:
         if 0 <= job_id < submitted:
             runs[job_id] += 1
-            start_lateness.append(started_ms - scheduled_ms)
+            start_lateness.append(started_ms - due_ms)
     ended: dict[int, int] = {}
     scheduled: dict[int, int] = {}
-    for job_id, scheduled_ms, ended_ms in ends:
+    for job_id, due_ms, ended_ms in ends:
         if 0 <= job_id < submitted:
             ended[job_id] = max(ended_ms, ended.get(job_id, ended_ms))
-            scheduled[job_id] = scheduled_ms
+            scheduled[job_id] = due_ms
     return {
         **endings(submitted, ended, scheduled, first_due_ms),
         "duplicates": sum(n - 1 for n in runs.values()),

@@ -1,6 +1,6 @@
 """The peer's two tasks, on the app the worker process loads (``celery -A`` this module).
 
-Each task gets ``(job_id, scheduled_ms)`` and writes a start record as its body begins
+Each task gets ``(job_id, due_ms)`` and writes a start record as its body begins
 and an end record as it returns (ops/bench/peer/journal.py): start lateness is measured
 where jobstream measures it, when the handler starts, on the worker's clock.
 
@@ -38,16 +38,16 @@ def _now_ms() -> int:
 
 
 @app.task(name=NOOP)
-def noop(job_id: int, scheduled_ms: int) -> None:
-    journal.write(START, job_id, scheduled_ms, _now_ms())
-    journal.write(END, job_id, scheduled_ms, _now_ms())
+def noop(job_id: int, due_ms: int) -> None:
+    journal.write(START, job_id, due_ms, _now_ms())
+    journal.write(END, job_id, due_ms, _now_ms())
 
 
 @app.task(name=SLEEP10)
-def sleep10(job_id: int, scheduled_ms: int) -> None:
-    journal.write(START, job_id, scheduled_ms, _now_ms())
+def sleep10(job_id: int, due_ms: int) -> None:
+    journal.write(START, job_id, due_ms, _now_ms())
     time.sleep(0.01)
-    journal.write(END, job_id, scheduled_ms, _now_ms())
+    journal.write(END, job_id, due_ms, _now_ms())
 
 
 @worker_ready.connect
