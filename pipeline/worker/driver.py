@@ -113,6 +113,8 @@ class WorkerDriver:
         # Outcomes commit at the next step, the clock standing still or not; a test of the
         # commit schedule gives its own interval.
         options.setdefault("commit_interval_s", 0.0)
+        # A step never waits on the real clock: run_until waits for handlers instead.
+        options.setdefault("poll_timeout_s", 0.0)
         self.settings = settings or load_settings()
         self.topics = Topics(self.settings)
         self.clock = TestClock(now_ms)
