@@ -37,16 +37,9 @@ from connectors.api.auth import hash_token
 from connectors.api.server import ApiServer
 from connectors.api.settings import load_api_settings
 from connectors.views import ViewStore
+from ops.bench import options
 from ops.bench.harness import broker, create_topics, run_topics
 from ops.bench.measure import cpu_seconds
-from ops.bench.options import (
-    BootstrapOption,
-    KafkaHomeOption,
-    OutOption,
-    PortOption,
-    WorkdirOption,
-    kafka_home_of,
-)
 from ops.bench.report import console, write_results
 from pipeline.model.records import JobSubmitted
 from pipeline.scheduling import new_job_id
@@ -176,17 +169,17 @@ def bench_api(
     view_jobs: int = typer.Option(1_000_000, "--view-jobs", min=1000, help="Jobs in the view."),
     owners: int = typer.Option(100, "--owners", min=1),
     requests: int = typer.Option(2000, "--requests", min=1, help="Listing requests."),
-    bootstrap: str | None = BootstrapOption,
-    port: int = PortOption,
-    workdir: Path = WorkdirOption,
-    kafka_home: Path | None = KafkaHomeOption,
-    out: Path | None = OutOption,
+    bootstrap: str | None = options.BootstrapOption,
+    port: int = options.PortOption,
+    workdir: Path = options.WorkdirOption,
+    kafka_home: Path | None = options.KafkaHomeOption,
+    out: Path | None = options.OutOption,
 ) -> None:
     """Measure the HTTP API: accepted jobs/s (batch and single) and owner listing p99."""
     views = workdir / "api-views"
     shutil.rmtree(views, ignore_errors=True)
     with (
-        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as running,
+        broker(bootstrap, options.kafka_home_of(kafka_home, workdir), port) as running,
         run_topics(running.bootstrap, timer_partitions=6, exec_partitions=2) as settings,
     ):
         create_topics(settings)

@@ -29,19 +29,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from ops.bench import options
 from ops.bench.app import HANDLERS
 from ops.bench.harness import broker, run_topics
 from ops.bench.load import Load
 from ops.bench.measure import reference_cpu_ms
-from ops.bench.options import (
-    BootstrapOption,
-    ExecPartitionsOption,
-    KafkaHomeOption,
-    OutOption,
-    PortOption,
-    WorkdirOption,
-    kafka_home_of,
-)
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.release_hops import HOPS, hop_key
 from ops.bench.report import console, load_average, progress_bar, write_results
@@ -119,14 +111,14 @@ def bench(
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Jobs per worker at once."),
     peer: Peer = typer.Option(Peer.celery, "--peer", help="Run steady and burst on Celery too."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions."),
-    exec_partitions: int = ExecPartitionsOption,
-    bootstrap: str | None = BootstrapOption,
-    port: int = PortOption,
+    exec_partitions: int = options.ExecPartitionsOption,
+    bootstrap: str | None = options.BootstrapOption,
+    port: int = options.PortOption,
     metrics_port: int = typer.Option(29600, "--metrics-port",
                                      help="First /healthz port of the pipeline's processes."),
-    workdir: Path = WorkdirOption,
-    kafka_home: Path | None = KafkaHomeOption,
-    out: Path | None = OutOption,
+    workdir: Path = options.WorkdirOption,
+    kafka_home: Path | None = options.KafkaHomeOption,
+    out: Path | None = options.OutOption,
     py_spy_ms: int = PySpyOption,
     claim_ahead_ms: int | None = ClaimAheadOption,
     claimed_ahead_most: int | None = ClaimedAheadMostOption,
@@ -165,7 +157,7 @@ def bench(
 
         ensure_installed(console.print)
     with (
-        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
+        broker(bootstrap, options.kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
         run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=exec_partitions,
                    job_types=(HANDLERS[handler.value],)) as settings,

@@ -20,16 +20,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ops.bench import options
 from ops.bench.harness import broker, run_topics
-from ops.bench.options import (
-    BootstrapOption,
-    ExecPartitionsOption,
-    KafkaHomeOption,
-    OutOption,
-    PortOption,
-    WorkdirOption,
-    kafka_home_of,
-)
 from ops.bench.report import Row, console, load_average, progress_bar, write_results
 from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
 from pipeline.durations import duration_option
@@ -70,12 +62,12 @@ def bench_timers(
     window_ms: int = WindowOption,
     lead_ms: int | None = LeadOption,
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions (restore: 1)."),
-    exec_partitions: int = ExecPartitionsOption,
-    bootstrap: str | None = BootstrapOption,
-    port: int = PortOption,
-    workdir: Path = WorkdirOption,
-    kafka_home: Path | None = KafkaHomeOption,
-    out: Path | None = OutOption,
+    exec_partitions: int = options.ExecPartitionsOption,
+    bootstrap: str | None = options.BootstrapOption,
+    port: int = options.PortOption,
+    workdir: Path = options.WorkdirOption,
+    kafka_home: Path | None = options.KafkaHomeOption,
+    out: Path | None = options.OutOption,
     py_spy_ms: int = PySpyOption,
 ) -> None:  # fmt: skip
     """Benchmark the timer processor: intake, firing rate, lateness, memory, restore."""
@@ -84,7 +76,7 @@ def bench_timers(
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_at_start = load_average()
     with (
-        broker(bootstrap, kafka_home_of(kafka_home, workdir), port) as kafka,
+        broker(bootstrap, options.kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
         run_topics(kafka.bootstrap, exec_partitions=exec_partitions,
                    timer_partitions=1 if scenario is Scenario.restore else partitions) as settings,

@@ -31,16 +31,9 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.table import Table
 
+from ops.bench import options
 from ops.bench.harness import broker, run_topics
 from ops.bench.load import Load
-from ops.bench.options import (
-    BootstrapOption,
-    KafkaHomeOption,
-    OutOption,
-    PortOption,
-    WorkdirOption,
-    kafka_home_of,
-)
 from ops.bench.pipeline_run import PipelineShape, run_pipeline
 from ops.bench.report import console, load_average, progress_bar, write_results
 from ops.kafka.ports import free_ports
@@ -177,14 +170,14 @@ def main(
     jobs: int = typer.Option(2000, "--jobs", min=1, help="One-off no-op jobs to run."),
     rate: int = typer.Option(200, "--rate", min=1, help="Jobs due per second."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer and exec partitions."),
-    bootstrap: str | None = BootstrapOption,
-    port: int = PortOption,
-    workdir: Path = WorkdirOption,
-    kafka_home: Path | None = KafkaHomeOption,
-    out: Path | None = OutOption,
+    bootstrap: str | None = options.BootstrapOption,
+    port: int = options.PortOption,
+    workdir: Path = options.WorkdirOption,
+    kafka_home: Path | None = options.KafkaHomeOption,
+    out: Path | None = options.OutOption,
 ) -> None:  # fmt: skip
     """Count the records and bytes per job on every topic, for one-off no-op jobs."""
-    home = kafka_home_of(kafka_home, workdir)
+    home = options.kafka_home_of(kafka_home, workdir)
     report: dict[str, Any] = {"jobs": jobs, "rate": rate, "load_average_start": load_average()}
     with (
         broker(bootstrap, home, port) as kafka,
