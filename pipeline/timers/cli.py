@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.cli_options import (
-    InstanceIdOption,
-    MetricsPortOption,
-    StateDirOption,
-    run_processor,
-)
+from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption, run_processor
 from pipeline.durations import duration_option, format_duration
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 
