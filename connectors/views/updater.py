@@ -31,13 +31,12 @@ from pipeline.config import Settings
 from pipeline.errors import DeserializationError, JobstreamError, ValidationError
 from pipeline.kafka import clients
 from pipeline.kafka.watermarks import watermarks
-from pipeline.model.job import validate_submitted
 from pipeline.model.records import JobSubmitted
 from pipeline.runtime.counters import Counters
 from pipeline.serde import Event, decode_status, make_serde
+from pipeline.timers.intake import Workflow, checked
 from pipeline.topics import Topics
 from pipeline.worker.results import EXECUTION_HEADER, header
-from pipeline.workflows.commands import expand_workflow
 
 log = logging.getLogger(__name__)
 
@@ -229,19 +228,17 @@ class ViewUpdater:
         if event.name == "WorkflowCancelled":
             batch.workflow_cancelled(event.data)
             return
-        now = int(time.time() * 1000)
-        try:  # the timers refuse what breaks a rule (to jobs.intake.dlq): so does the view
-            if event.name == "JobSubmitted":
-                validate_submitted(event.data, now_ms=now)
-                jobs: list[JobSubmitted] = [event.data]
-            else:
-                jobs = [job for _, job in expand_workflow(event.data, now_ms=now)]
+        try:  # what the timers refuse (to jobs.intake.dlq), by the same check, the view skips
+            command = checked(event, now_ms())
         except ValidationError as exc:
             self._skip(message, str(exc))
             return
-        if event.name == "WorkflowSubmitted" and event.data.schedule is not None:
+        if isinstance(command, Workflow) and command.schedule is not None:
             batch.workflow_schedule(event.data)  # a template: its steps are no jobs
             return
+        jobs: list[JobSubmitted] = (
+            [job for _, job in command.steps] if isinstance(command, Workflow) else [event.data]
+        )
         location = (int(message.partition() or 0), int(message.offset() or 0))
         for job in jobs:
             batch.submitted(job, location)
