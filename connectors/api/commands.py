@@ -142,10 +142,8 @@ async def update(job_id: str, body: ScheduleIn, who: Auth, svc: Svc) -> CommandO
     """Give a recurring job a new schedule (the run count stays; a paused job stays paused
     and follows it once resumed), or move a one-off job that has not fired to a new run
     time; new parameters with either, or alone."""
-    if body.cron is None and body.params is None and body.run_at_ms is None:
-        raise ApiError(422, "cron: give a new schedule (cron) or run time (run_at_ms), "
-                       "new params, or params with either", "cron")  # fmt: skip
-    # Checked before the job is looked up: a bad schedule or run time is 422 naming its field.
+    # Checked before the job is looked up, by the model's rules: a bad schedule or run time,
+    # or none of them, is 422 naming its field.
     commands.update_schedule_event(job_id, body.cron, body.params, run_at=body.run_at_ms,
                                    now_ms=now_ms(), reason=body.reason)  # fmt: skip
     return await _command(svc, who, job_id, "update", lambda j, w, asked: (
