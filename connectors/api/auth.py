@@ -13,6 +13,8 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pipeline.errors import ValidationError
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -28,6 +30,25 @@ class Principal:
 
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.owner
+
+    def owner_of(self, given: str | None, field: str = "owner") -> str:
+        """The owner a submission acts for: the one an admin token names, or the owner
+        token's own (which it may name); ValidationError naming ``field`` otherwise."""
+        if self.admin:
+            if given is None:
+                raise ValidationError(field, "is required with an admin token")
+            return given
+        if given is not None and given != self.owner:
+            raise ValidationError(field, "must be the token's own owner (or left out)")
+        return self.owner or ""
+
+
+def same_key(given: str | None, header: str | None, field: str = "idempotency_key") -> str | None:
+    """The idempotency key of a body (``given``) and its Idempotency-Key ``header``, which
+    must agree when both are there; ValidationError naming ``field`` otherwise."""
+    if header is not None and given not in (None, header):
+        raise ValidationError(field, "differs from the Idempotency-Key header")
+    return header if header is not None else given
 
 
 TOKEN_ID_CHARS = 16

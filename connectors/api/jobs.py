@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Header, Query, Response
 
-from connectors.api.auth import Principal
+from connectors.api.auth import Principal, same_key
 from connectors.api.errors import ApiError, Responses
 from connectors.api.feed import Doc
 from connectors.api.models import (
@@ -54,19 +54,10 @@ def _request(fields: dict[str, Any], who: Principal, header_key: str | None,
     unknown = next((name for name in fields if name not in JOB_FIELDS), None)
     if unknown is not None:
         raise ValidationError(path + _SPEC_PATHS.get(unknown, unknown), "is not a known field")
-    owner = fields.pop("owner", None)
-    if who.admin:
-        if owner is None:
-            raise ValidationError(f"{path}spec.owner", "is required with an admin token")
-    elif owner is not None and owner != who.owner:
-        raise ValidationError(f"{path}spec.owner", "must be the token's own owner (or left out)")
-    if header_key is not None:
-        if fields.get("idempotency_key", header_key) != header_key:
-            raise ValidationError(f"{path}idempotency_key",
-                                  "differs from the Idempotency-Key header")  # fmt: skip
-        fields["idempotency_key"] = header_key
+    owner = who.owner_of(fields.pop("owner", None), f"{path}spec.owner")
+    key = same_key(fields.pop("idempotency_key", None), header_key, f"{path}idempotency_key")
     try:
-        return JobRequest(owner=owner or who.owner or "", **fields)
+        return JobRequest(owner=owner, idempotency_key=key, **fields)
     except ValidationError as exc:
         raise ValidationError(path + exc.field, exc.message) from None
 

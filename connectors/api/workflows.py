@@ -16,7 +16,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
-from connectors.api.auth import Principal
+from connectors.api.auth import Principal, same_key
 from connectors.api.commands import requester
 from connectors.api.errors import ApiError, Responses
 from connectors.api.feed import Doc
@@ -63,17 +63,10 @@ async def submit_workflow(body: WorkflowIn, response: Response, who: Auth, svc: 
     """Submit a workflow: 201 with its id and its steps' job ids. When the owner's workflow
     of that id (or idempotency key) exists, 200 with the same ids (nothing is sent again);
     another owner's workflow of the same id is another workflow."""
-    if who.admin and body.owner is None:
-        raise ValidationError("owner", "is required with an admin token")
-    if not who.admin and body.owner not in (None, who.owner):
-        raise ValidationError("owner", "must be the token's own owner (or left out)")
-    key = body.idempotency_key
-    if idempotency_key is not None:
-        if key not in (None, idempotency_key):
-            raise ValidationError("idempotency_key", "differs from the Idempotency-Key header")
-        key = idempotency_key
+    owner = who.owner_of(body.owner)
+    key = same_key(body.idempotency_key, idempotency_key)
     now = now_ms()
-    event = workflow_event(body.owner or who.owner or "", body.steps, now_ms=now,
+    event = workflow_event(owner, body.steps, now_ms=now,
                            workflow_id=body.workflow_id, idempotency_key=key)  # fmt: skip
     ids = step_ids(event)
     workflow_id = event.data.workflow_id
