@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from ops.kafka.ports import free_base_port
-from pipeline.clock import now_ms
+from pipeline.clock import ms_of, now_ms
 from pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
 from pipeline.jobs import cli as cli_module
 from pipeline.jobs.cli import EXIT_INVALID, register, requester
@@ -142,7 +142,7 @@ def test_submit_prints_only_the_job_id_and_the_job_lands(
     assert record.key == job_id.encode()
     spec = record.event.data["spec"]
     assert spec["params"] == '{"report":"sales","month":"2026-11"}'
-    assert spec["run_at_ms"] == int(at.timestamp()) * 1000
+    assert spec["run_at_ms"] == ms_of(at)
     assert (spec["priority"], spec["timeout_ms"]) == ("HIGH", 90_000)
     assert spec["retry"]["max_attempts"] == 5
     assert spec["labels"] == {"team": "finance"}
@@ -207,8 +207,8 @@ def test_reschedule_at_moves_a_one_off_job(topics: Topics, unique_name: str) -> 
     first, update = read_intake(topics, unique_name, 2)
     assert (update.key, update.event.name, update.event.data["action"]) == (
         job_id.encode(), "ScheduleChanged", "UPDATE")  # fmt: skip
-    assert update.event.data["run_at_ms"] == int(later.timestamp()) * 1000
-    assert first.event.data["spec"]["run_at_ms"] == int(at.timestamp()) * 1000
+    assert update.event.data["run_at_ms"] == ms_of(later)
+    assert first.event.data["spec"]["run_at_ms"] == ms_of(at)
 
 
 class RecordingClient:

@@ -9,6 +9,7 @@ import msgspec
 import orjson
 import pytest
 
+from pipeline.clock import ms_of
 from pipeline.errors import ValidationError
 from pipeline.model.idempotency import idempotent_job_id
 from pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
@@ -202,7 +203,7 @@ def test_to_event_builds_a_full_job_submitted() -> None:
 
 def test_run_at_becomes_epoch_ms_and_may_be_a_little_in_the_past() -> None:
     soon = JobRequest(**BASE, run_at="2026-11-18T10:00:00.123+01:00").to_event(NOW_MS)
-    expected = int(datetime(2026, 11, 18, 9, 0, 0, 123_000, tzinfo=UTC).timestamp() * 1000)
+    expected = ms_of(datetime(2026, 11, 18, 9, 0, 0, 123_000, tzinfo=UTC))
     assert soon.data.spec.run_at_ms == expected
     late = JobRequest(**BASE, run_at=NOW - timedelta(days=6)).to_event(NOW_MS)
     assert late.data.spec.run_at_ms == NOW_MS - 6 * DAY_MS

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.clock import ms_of
 from pipeline.errors import ValidationError
 from pipeline.scheduling import CronSpec, RepeatedHourPolicy, SkippedHourPolicy
 from pipeline.scheduling.backfill import (
@@ -22,7 +23,7 @@ NOW = parse_instant_ms("2026-11-26T00:00Z", "now")
 
 
 def ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).timestamp() * 1000)
+    return ms_of(datetime.fromisoformat(text))
 
 
 def occurrences(spec: CronSpec, start: str, end: str, **kw: int) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.clock import ms_of
 from pipeline.errors import ValidationError
 from pipeline.scheduling.cron import (
     CronSpec,
@@ -39,7 +40,7 @@ JOB = "01JOBJOBJOBJOBJOBJOBJOBJOB"
 
 def ms(moment: datetime) -> int:
     assert moment.tzinfo is not None
-    return int(moment.timestamp() * 1000)
+    return ms_of(moment)
 
 
 def fires(spec: CronSpec, after: datetime, count: int, job_id: str = JOB) -> list[int]:

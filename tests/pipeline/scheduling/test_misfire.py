@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.clock import ms_of
 from pipeline.scheduling.cron import CronSpec, MisfirePolicy, next_due_ms
 from pipeline.scheduling.misfire import MAX_CATCHUP_RUNS, DueRuns, due_runs
 
@@ -19,8 +20,7 @@ def t(
     hour: int, minute: int = 0, second: int = 0, ms: int = 0, day: int = 1, month: int = 5
 ) -> int:
     """An instant on a UTC wall clock in 2026 (May 1st unless told)."""
-    moment = datetime(2026, month, day, hour, minute, second, ms * 1000, tzinfo=UTC)
-    return int(moment.timestamp()) * 1000 + ms
+    return ms_of(datetime(2026, month, day, hour, minute, second, ms * 1000, tzinfo=UTC))
 
 
 def hourly(**fields: Any) -> CronSpec:
@@ -133,13 +133,13 @@ def test_run_once_after_a_long_outage_is_cheap() -> None:
     yearly = CronSpec(expression="0 0 1 1 *")
     got = due_runs(
         yearly,
-        last_due_ms=int(datetime(2020, 1, 1, tzinfo=UTC).timestamp() * 1000),
+        last_due_ms=ms_of(datetime(2020, 1, 1, tzinfo=UTC)),
         now_ms=NOW,
         job_id=JOB,
         runs_so_far=6,
     )
-    assert got.run_now == (int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000),)
-    assert got.next_due_ms == int(datetime(2027, 1, 1, tzinfo=UTC).timestamp() * 1000)
+    assert got.run_now == (ms_of(datetime(2026, 1, 1, tzinfo=UTC)),)
+    assert got.next_due_ms == ms_of(datetime(2027, 1, 1, tzinfo=UTC))
 
 
 def test_jittered_catch_up_runs_the_same_fires_the_timer_would() -> None:
