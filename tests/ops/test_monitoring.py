@@ -96,7 +96,7 @@ def test_the_alert_rules_cover_the_four_concerns_with_exported_series() -> None:
 
 
 @pytest.fixture(scope="module")
-def promtool() -> str:
+def promtool(child_processes: None) -> str:
     return debian_tool("promtool", "prometheus")
 
 
