@@ -63,7 +63,7 @@ class TierBuffer(Generic[T]):
     def hoarding(self, share: int, paused: frozenset[Partition]) -> frozenset[Partition]:
         """Partitions to keep paused: those holding ``share`` records or more, and those
         already paused until half of their share has started (the hysteresis of
-        pipeline/worker/lane.py's :func:`full_tiers`, for the same reason)."""
+        pipeline/worker/pauses.py's :func:`full_tiers`, for the same reason)."""
         return frozenset(
             partition for partition, queue in self._queues.items()
             if len(queue) >= share or (partition in paused and len(queue) > share // 2)

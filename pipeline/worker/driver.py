@@ -185,6 +185,14 @@ class WorkerDriver:
             self.clock.now_ms = min(end, self.clock.now_ms + (every_ms or ms))
             self.step()
 
+    def take_round_trips(self, ms: int) -> None:
+        """Make every transaction take ``ms`` of the test clock, as a broker's round trip."""
+
+        def round_trip() -> None:
+            self.clock.now_ms += ms
+
+        self.broker.round_trip = round_trip
+
     def run_until(self, condition: Callable[[], object], *, timeout_s: float = 30,
                   what: str = "the condition") -> None:
         """Step (the clock standing still) until ``condition`` holds, waiting between

@@ -9,7 +9,7 @@ slot is taken and no record behind it waits:
   leaves with the others due within as much again, to be claimed in one transaction;
 - ``ahead``, by due instant, until the worker claims it (up to ``claimed_ahead_most``
   runs at a time); the claimed run holds no slot until its launch comes near
-  (pipeline/worker/loop.py), and its handler starts on the instant
+  (pipeline/worker/engine.py), and its handler starts on the instant
   (pipeline/worker/executor.py waits for it), not a claim's round trip after it.
 
 Records of one instant leave in weighted fair order between their owners

@@ -27,11 +27,7 @@ The loop (pipeline/worker/loop.py) feeds it from Kafka and the executor; the tes
 - Beyond the slots: with every slot taken, a type whose runs are shorter than its
   claims' round trip has as many more due records claimed as its slots run in one round
   trip, launched as runs end, so that its slots do not idle while each claim commits.
-- Redeliveries (a rebalance racing a claim): a record whose execution id is running here
-  joins that run; one whose outcome was already produced here is skipped.
-- Overlap: a cron execution with ``overlap=SKIP`` while a run of the same job runs here is
-  not started but reported SUCCEEDED, result null, detail "skipped: previous run still
-  running", so it is not retried.
+- What a record picked becomes (a run, a join, a skip): pipeline/worker/starts.py.
 """
 
 from __future__ import annotations
@@ -40,26 +36,20 @@ import heapq
 import math
 from collections.abc import Callable, Iterable
 from functools import partial
-from itertools import count
 
-from pipeline.errors import ValidationError
 from pipeline.model.cancel import CancelRequest
-from pipeline.scheduling.cron import OverlapPolicy
 from pipeline.serde import Event
-from pipeline.worker import outcomes
 from pipeline.worker.actions import Action, Claim, Launch
 from pipeline.worker.app import WorkerApp
 from pipeline.worker.capture import RunLog
-from pipeline.worker.context import JobContext, build_context
+from pipeline.worker.context import JobContext
 from pipeline.worker.executor import Finished
 from pipeline.worker.inflight import InFlight, RunningJob
 from pipeline.worker.lane import Lane, Record
 from pipeline.worker.options import WorkerOptions, WorkerStats
-from pipeline.worker.progress import ProgressReporter
 from pipeline.worker.quarantine import Quarantine, is_suspect
+from pipeline.worker.starts import RunStarts, Started
 from pipeline.worker.supervisor import RunSupervisor
-
-Started = tuple[RunningJob, JobContext]
 
 
 class WorkerEngine:
@@ -68,8 +58,7 @@ class WorkerEngine:
                  encode_started: Callable[[Event, bytes | None], bytes], results_topic: str,
                  processes: bool = False, max_log_lines: int,
                  max_log_bytes: int) -> None:  # fmt: skip
-        self.app, self.lanes, self.options = app, lanes, options
-        self._encode_started = encode_started
+        self.lanes, self.options = lanes, options
         self._log_bounds = (max_log_lines, max_log_bytes)
         self.inflight = InFlight()
         self.stats = WorkerStats()
@@ -77,6 +66,7 @@ class WorkerEngine:
         self.runs = RunSupervisor(options, inflight=self.inflight, stats=self.stats,
                                   serialize=serialize, results_topic=results_topic,
                                   processes=processes, actions=self._actions)  # fmt: skip
+        self.starts = RunStarts(app, options, runs=self.runs, encode_started=encode_started)
         self.quarantine: Quarantine[tuple[Lane, Record]] = Quarantine()
         self._quarantines = not processes
         """A crash in a child process takes only its own run down: no suspects there."""
@@ -86,7 +76,6 @@ class WorkerEngine:
         """Runs claimed ahead of their instant, waiting for their launch: a heap by due
         instant (then token)."""
         self._launch_ahead_ms = round(options.launch_ahead_s * 1000)
-        self._tokens = count(1)
         self._rotation = 0
 
     # -- inputs -----------------------------------------------------------------------------
@@ -224,7 +213,7 @@ class WorkerEngine:
             if suspect and running:
                 self.quarantine.hold(picked)
                 break
-            started = self._start(lane, record, wall)
+            started = self.starts.start(lane, record, wall)
             if started is not None:
                 self._unclaimed.append(started)
                 if suspect:
@@ -293,62 +282,11 @@ class WorkerEngine:
             if self._quarantines and is_suspect(record.execution):
                 lane.wait_for_slot(record)
                 break
-            started = self._start(lane, record, wall, ahead=True)
+            started = self.starts.start(lane, record, wall, ahead=True)
             if started is not None:
                 self._unclaimed.append(started)
                 room -= 1
         return room
-
-    def _start(self, lane: Lane, record: Record, wall: int, *,
-               ahead: bool = False) -> Started | None:  # fmt: skip
-        """Take a slot (``ahead``: not yet) and queue STARTED for ``record``; the run to
-        launch, if any."""
-        execution, worker, runs = record.execution, self.options.worker_id, self.runs
-        running = self.inflight.active.get(execution.execution_id)
-        if running is not None:
-            self.stats.redelivered += 1
-            if running.lane is lane and not lane.holds(running.ref):
-                running.ref = record.ref  # its claim waits: it goes with this assignment's
-            lane.tracker.done(record.ref)
-            return None
-        if self.inflight.answered(execution.execution_id):
-            self.stats.redelivered += 1
-            runs.settle(lane, record.ref, None, execution)
-            return None
-        if runs.cancelled_before_start(lane, record, wall):
-            return None
-        cron = execution.spec.cron
-        if (cron is not None and cron.overlap == OverlapPolicy.SKIP
-                and self.inflight.job_running(execution.job_id)):  # fmt: skip
-            self.stats.skipped += 1
-            runs.settle(lane, record.ref, outcomes.skipped(execution, worker_id=worker,
-                                                           now_ms=wall), execution)  # fmt: skip
-            return None
-        handler = self.app.get(lane.job_type)
-        timeout_s = handler.timeout_for(execution)
-        started_ms = max(wall, execution.scheduled_at_ms)  # claimed ahead: its instant
-        progress = ProgressReporter(self.options.progress_interval_s)
-        try:
-            ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
-                                timeout_s=timeout_s, progress_sink=progress.put)
-        except ValidationError as exc:
-            self.stats.failed += 1
-            event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
-                                    now_ms=wall)  # fmt: skip
-            runs.settle(lane, record.ref, event, execution)
-            return None
-        started = outcomes.started(execution, worker_id=worker, now_ms=started_ms)
-        job = RunningJob(
-            next(self._tokens), lane, execution, record.ref, handler, timeout_s,
-            started=(outcomes.event_key(execution), self._encode_started(started, record.raw)),
-            deadline=math.inf, next_beat=math.inf,  # set at its launch (beats: its claim, if ahead)
-            signal=ctx.cancel_signal, progress=progress,
-        )  # fmt: skip
-        self.inflight.add(job, ahead=ahead)
-        lane.tx.pending.append(job.started)
-        lane.tracker.done(record.ref)  # claimed with the STARTED, in one transaction
-        self.stats.started += 1
-        return job, ctx
 
     def _launch(self, job: RunningJob, ctx: JobContext, now: float, wall: int) -> None:
         """Launch a claimed run holding a slot; one claimed ahead starts on its instant,

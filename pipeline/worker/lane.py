@@ -5,10 +5,9 @@ to the type's three tiers ``jobs.exec.<type>.<high|normal|low>`` (in a worker st
 ``--pool gpu``: ``...workers.<type>.pool-gpu`` and ``jobs.exec.<type>.pool-gpu.<tier>``).
 Records wait in a buffer per tier until the loop has a free slot (its partitions served
 in turn, pipeline/worker/buffer.py); the :class:`PriorityPolicy` decides which tier goes
-next. A tier whose buffer holds ``prefetch`` records or :data:`BUFFER_BYTES` is full: its
-partitions are paused (the consumer stays in its group, it just fetches nothing more; a
-fetch already under way may add one more batch) until half of its buffer has started
-(:func:`full_tiers`); so is a partition holding more than its share of the buffer. Every
+next. The partitions of a full tier are paused (the consumer stays in its group, it just
+fetches nothing more; a fetch already under way may add one more batch), and so is a
+partition holding more than its share of the buffer (pipeline/worker/pauses.py). Every
 tier is paused while draining. A record fetched before its due instant (fired ahead, or
 this worker's clock behind the timers') waits apart until ``claim_ahead_ms`` before it
 (pipeline/worker/early.py); then, if its instant is still more than ``launch_ahead_ms``
@@ -50,6 +49,7 @@ from pipeline.topics import PRIORITIES, Topics, routed
 from pipeline.worker.buffer import TierBuffer
 from pipeline.worker.early import EarlyRecords
 from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
+from pipeline.worker.pauses import share, to_pause
 from pipeline.worker.ports import SYSTEM_CLOCK, Clock, WorkerClients
 from pipeline.worker.priorities import PriorityPolicy
 from pipeline.worker.slots import PartitionSlots
@@ -57,9 +57,6 @@ from pipeline.worker.transactions import TIMEOUT_S, LaneTransactions
 
 log = logging.getLogger(__name__)
 
-BUFFER_BYTES = 32 * 1024 * 1024
-"""A tier's buffer is also full at this many bytes of records: a job's params may reach
-1 MB, and ``prefetch`` of those would not fit in memory."""
 _ERROR_LOG_INTERVAL_S = 10.0
 CLAIM_GRACE_MS = 200
 """Outcomes wait at most this much longer than the commit interval for a claim to ride."""
@@ -74,19 +71,6 @@ class Record:
     execution: ExecutionRequested
     raw: bytes | None
     """The record's value as fetched: STARTED reuses its bytes (see started.py)."""
-
-
-def full_tiers(full: frozenset[str], fill: dict[str, float]) -> frozenset[str]:
-    """The tiers to keep paused, given how full each tier's buffer is (1.0 is full): a
-    tier is paused when full and resumed once half of it has started.
-
-    The gap matters: librdkafka drops what it had fetched ahead for a partition when it is
-    paused and fetches it again after the resume, so a tier toggling at one threshold
-    would fetch its records many times over.
-    """
-    return frozenset(tier for tier, level in fill.items()
-                     if level >= 1.0 or (tier in full and level > 0.5))  # fmt: skip
-
 
 
 def worker_group(prefix: str, route: str) -> str:
@@ -241,8 +225,8 @@ class Lane:
     def fetch(self, timeout_s: float) -> None:
         """Consume what has arrived into the tier buffers: at most one partition's share
         at a time, so that a partition holding its share is paused before it takes more."""
-        share = self._share(max(self._partitions_of().values(), default=1))
-        messages = self.consumer.consume(share, timeout=timeout_s)
+        most = share(self.prefetch, max(self._partitions_of().values(), default=1))
+        messages = self.consumer.consume(most, timeout=timeout_s)
         now = self._clock.wall_ms()
         self.release_early(now)
         for message in messages:
@@ -339,16 +323,12 @@ class Lane:
     def update_pauses(self, fetching: bool) -> None:
         """Pause the partitions of full tiers and those holding more than their share of
         their tier's buffer (all of them unless ``fetching``)."""
-        fill = {tier: max(len(buffer) / self.prefetch, buffer.bytes / BUFFER_BYTES)
-                for tier, buffer in self.buffers.items()}  # fmt: skip
-        self._full = full_tiers(self._full, fill)
-        hoarding: set[Partition] = set()
-        for topic, count in self._partitions_of().items():
-            if count > 1:
-                buffer = self.buffers[self.tier_of[topic]]
-                hoarding |= buffer.hoarding(self._share(count), frozenset(self._paused))
-        wanted = {key for key in self.tracker.assigned() if not fetching or key in hoarding
-                  or self.tier_of[key[0]] in self._full}  # fmt: skip
+        counts = self._partitions_of()
+        self._full, wanted = to_pause(self.buffers, prefetch=self.prefetch, full=self._full,
+                                      tier_of=self.tier_of, counts=counts,
+                                      assigned=self.tracker.assigned(),
+                                      paused=frozenset(self._paused),
+                                      fetching=fetching)  # fmt: skip
         if wanted - self._paused:
             self.consumer.pause([TopicPartition(t, p) for t, p in wanted - self._paused])
         if self._paused - wanted:
@@ -361,11 +341,6 @@ class Lane:
         for topic, _ in self.tracker.assigned():
             counts[topic] = counts.get(topic, 0) + 1
         return counts
-
-    def _share(self, partitions: int) -> int:
-        """One partition's share of a tier buffer of ``prefetch`` records, rounded up so
-        that the shares together fill it."""
-        return max(1, -(-self.prefetch // max(1, partitions)))
 
     def _unreadable(self, ref: OffsetRef, reason: str) -> None:
         """No job can be named, so no outcome: skip the record, keep the reason in the log."""

@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from pipeline.kafka.clients import KafkaConfig
 from pipeline.model.cancel import CancelRequest
+from pipeline.runtime.driver import DriverRecord
 from pipeline.serde import Event
 from pipeline.worker.ports import CancelSource
 
@@ -29,30 +30,15 @@ Headers = list[tuple[str, bytes]] | None
 Rebalance = Callable[[Any, list[TopicPartition]], None]
 
 
-class MemoryMessage:
-    """A record with the accessors of confluent-kafka's ``Message``."""
+class MemoryMessage(DriverRecord):
+    """A record with the accessors of confluent-kafka's ``Message``, headers and all."""
 
-    __slots__ = ("_headers", "_key", "_offset", "_partition", "_topic", "_value")
+    __slots__ = ("_headers",)
 
     def __init__(self, topic: str, partition: int, offset: int, key: bytes | None,
                  value: bytes | None, headers: Headers = None) -> None:  # fmt: skip
-        self._topic, self._partition, self._offset = topic, partition, offset
-        self._key, self._value, self._headers = key, value, headers
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
+        super().__init__(topic, partition, offset, key, value)
+        self._headers = headers
 
     def headers(self) -> Headers:
         return self._headers
@@ -70,6 +56,8 @@ class MemoryBroker:
         """Per group, the last offset committed of each partition (with its metadata)."""
         self.fail_commits = 0
         """Transactions still to fail at their commit (abortable): how a test makes one fail."""
+        self.round_trip: Callable[[], None] = lambda: None
+        """Called by every commit: the driver moves its clock there by a round trip."""
 
     def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
                headers: Headers = None) -> int:  # fmt: skip
@@ -187,6 +175,7 @@ class MemoryProducer:
         self._offsets, self._group = list(offsets), metadata
 
     def commit_transaction(self, timeout: float | None = None) -> None:
+        self.broker.round_trip()
         if self.broker.fail_commits > 0:
             self.broker.fail_commits -= 1
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "a failing commit",

@@ -11,7 +11,7 @@ The offsets done above it go with it, in the commit's metadata (:func:`encode_do
 partition's next owner reads them when it is assigned the partition and passes over those
 records. So a record fetched but not done when the worker dies is fetched again by the
 next owner, and a started one is not run again, whatever order the records were done in
-(pipeline/worker/loop.py). Should the done offsets outgrow what a commit's metadata may
+(pipeline/worker/engine.py). Should the done offsets outgrow what a commit's metadata may
 hold (:data:`METADATA_MOST_CHARS`), the farthest are left out: their records would start
 again, and the status processor flags the second STARTED as a duplicate.
 

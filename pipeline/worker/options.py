@@ -14,7 +14,7 @@ MIN_PREFETCH = 1000
 """Records a tier buffers at least. A fetch then brings hundreds of records, not a few,
 and a busy tier is paused (which makes librdkafka drop what it had fetched ahead, to
 fetch it again at the resume) once per 500 records started, not every few. Buffered
-records are not running, so they cost memory only (bounded by lane.BUFFER_BYTES); a
+records are not running, so they cost memory only (bounded by pauses.BUFFER_BYTES); a
 rebalance drops them uncommitted and their partition's next owner fetches them again."""
 
 CLAIM_AHEAD_S = 0.2

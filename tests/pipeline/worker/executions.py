@@ -8,7 +8,8 @@ import orjson
 
 from pipeline.clock import now_ms
 from pipeline.kafka import clients
-from pipeline.model.records import typed
+from pipeline.model.lifecycle import LEASE_EXPIRED
+from pipeline.model.records import ErrorInfo, evolve, typed
 from pipeline.scheduling import execution_id, new_job_id
 from pipeline.serde import Event
 from pipeline.topics import Topics
@@ -55,3 +56,10 @@ def submit(topics: Topics, *events: Event, partition: int = -1) -> list[str]:
                          partition=partition)  # fmt: skip
     assert producer.flush(60) == 0
     return [event.data.execution_id for event in events]
+
+
+def suspect(fire_ms: int, params: dict[str, Any] | None = None) -> Event:
+    """A second attempt whose first one's lease expired: its process died under it."""
+    event = execution_requested(attempt=2, params=params, fire_ms=fire_ms)
+    lost = ErrorInfo(attempt=1, error_type=LEASE_EXPIRED, message="no heartbeat", at_ms=fire_ms)
+    return Event(event.name, evolve(event.data, errors=[lost]))

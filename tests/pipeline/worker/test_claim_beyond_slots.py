@@ -1,7 +1,7 @@
 """Claims beyond the free slots, against the real broker: with every slot taken, a type
 whose runs are shorter than a claim's round trip has as many more due records claimed as
 its slots run in one round trip, each launched as a run ends, so the worker does not wait
-a claim's round trip for every ``concurrency`` runs (pipeline/worker/loop.py,
+a claim's round trip for every ``concurrency`` runs (pipeline/worker/engine.py,
 ``_claim_beyond_slots``); a type whose runs are longer never has."""
 
 from __future__ import annotations

@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from pipeline.model.lifecycle import LEASE_EXPIRED, WORKER_STOPPED
-from pipeline.model.records import ErrorInfo, evolve
-from pipeline.serde import Event
+from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
-from tests.pipeline.worker.executions import execution_requested
+from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import DriveWorker, assert_cancelled, cancel_request
 
 
@@ -196,13 +194,6 @@ def test_a_run_ignoring_its_cancel_is_reported_after_the_grace(
     assert driver.kinds(execution_id) == ["STARTED", "CANCELLED"]
 
 
-def _suspect(fire_ms: int) -> Event:
-    """A second attempt whose first one's lease expired: its process died under it."""
-    event = execution_requested(attempt=2, fire_ms=fire_ms)
-    lost = ErrorInfo(attempt=1, error_type=LEASE_EXPIRED, message="no heartbeat", at_ms=fire_ms)
-    return Event(event.name, evolve(event.data, errors=[lost]))
-
-
 def test_a_suspect_waits_for_the_runs_in_hand_and_then_runs_alone(
     drive: DriveWorker, gate: threading.Event
 ) -> None:
@@ -228,10 +219,7 @@ def test_a_suspect_waits_for_the_runs_in_hand_and_then_runs_alone(
     [first] = driver.fire(execution_requested(params={"name": "first"}, fire_ms=now))
     driver.step()
     driver.run_until(lambda: "first" in running, what="the first run")
-    suspect = _suspect(now)
-    suspect = Event(suspect.name, evolve(suspect.data, spec=evolve(
-        suspect.data.spec, params='{"name": "suspect"}')))
-    [alone] = driver.fire(suspect, partition=0)
+    [alone] = driver.fire(suspect(now, {"name": "suspect"}), partition=0)
     driver.step()
     others = driver.fire(*(execution_requested(fire_ms=now) for _ in range(3)))
     driver.step()

@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.model.lifecycle import LEASE_EXPIRED
-from pipeline.model.records import ErrorInfo, evolve
-from pipeline.serde import Event
 from pipeline.worker import JobContext, WorkerApp
-from tests.pipeline.worker.executions import execution_requested
+from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import DriveWorker
-
-
-def suspect(fire_ms: int) -> Event:
-    """A second attempt whose first one's lease expired: its process died under it."""
-    event = execution_requested(attempt=2, params={"suspect": True}, fire_ms=fire_ms)
-    lost = ErrorInfo(attempt=1, error_type=LEASE_EXPIRED, message="no heartbeat", at_ms=fire_ms)
-    return Event(event.name, evolve(event.data, errors=[lost]))
 
 
 def test_records_fired_ahead_wait_until_the_suspect_has_run_alone(
@@ -39,7 +29,7 @@ def test_records_fired_ahead_wait_until_the_suspect_has_run_alone(
 
     driver = drive(app, concurrency=4)
     now = driver.clock.now_ms
-    [alone] = driver.fire(suspect(now))
+    [alone] = driver.fire(suspect(now, {"suspect": True}))
     driver.step()
     driver.run_until(suspect_running.is_set, what="the suspect's run")
     others = driver.fire(*(execution_requested(fire_ms=now + 600) for _ in range(5)))
