@@ -65,6 +65,13 @@ def run_to_end(timers: ProcessorDriver[TimerState], run: dict[str, Any]) -> list
     return outputs
 
 
+def first_run(timers: ProcessorDriver[TimerState]) -> dict[str, Any]:
+    """The schedule submitted, and the run it starts at its first time."""
+    timers.pipe(TOPICS.intake, recurring())
+    [run] = runs(timers.advance(FIRST - T0))
+    return run
+
+
 def node_keys(timers: ProcessorDriver[TimerState]) -> list[bytes]:
     return [key for key, _ in timers.store().scan(NODE_PREFIX, NODE_PREFIX + b"\xff")]
 
@@ -93,8 +100,7 @@ def test_runs_do_not_overlap_unless_the_schedule_allows_it(
     timers: ProcessorDriver[TimerState],
     tmp_path: Path,
 ) -> None:
-    timers.pipe(TOPICS.intake, recurring())
-    [run] = runs(timers.advance(FIRST - T0))
+    run = first_run(timers)
     assert runs(timers.advance(MINUTE)) == [], "the first run has not ended"
     ended = run_to_end(timers, run)
     for output in ended:
@@ -192,8 +198,7 @@ def test_a_restored_schedule_starts_the_same_runs(
     timers: ProcessorDriver[TimerState],
     tmp_path: Path,
 ) -> None:
-    timers.pipe(TOPICS.intake, recurring())
-    [run] = runs(timers.advance(FIRST - T0))
+    run = first_run(timers)
     replica = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
     try:
         for driver in (timers, replica):  # the original and the rebuilt one decide alike
