@@ -4,7 +4,8 @@
 turns it into the JobSubmitted record that goes on jobs.intake. :func:`validate_submitted`
 applies the same rules to a JobSubmitted record read from the topic, whoever produced it
 (its decoding has already given every field its type): the timer processor calls it once,
-where the record enters, and sends refusals to the intake dead-letter topic. Both raise
+where the record enters (pipeline/timers/intake.py), and sends refusals to the intake
+dead-letter topic. Both raise
 :class:`pipeline.errors.ValidationError` whose ``field`` is the record path at fault
 (``spec.params``, ``spec.cron.timezone``, ``idempotency_key``), so a CLI user, an HTTP client
 and a dead-letter reader all see the same name.
