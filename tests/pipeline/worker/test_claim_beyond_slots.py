@@ -1,69 +1,79 @@
-"""Claims beyond the free slots, against the real broker: with every slot taken, a type
-whose runs are shorter than a claim's round trip has as many more due records claimed as
-its slots run in one round trip, each launched as a run ends, so the worker does not wait
-a claim's round trip for every ``concurrency`` runs (pipeline/worker/engine.py,
-``_claim_beyond_slots``); a type whose runs are longer never has."""
+"""Claims beyond the free slots, on the driver (no broker), each transaction taking a
+round trip of the test clock: with every slot taken, a type whose runs are shorter than a
+claim's round trip has as many more due records claimed as its slots run in one round
+trip, each launched as a run ends, so the worker does not wait a claim's round trip for
+every ``concurrency`` runs (pipeline/worker/engine.py, ``_claim_beyond_slots``); a type
+whose runs are longer never has."""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
-from pipeline.clock import now_ms
-from pipeline.topics import Topics
+from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from pipeline.worker import JobContext, WorkerApp
-from tests.pipeline.worker.executions import execution_requested, submit
-from tests.pipeline.worker.support import EventLog, StartWorker
+from tests.pipeline.worker.executions import execution_requested
+from tests.pipeline.worker.support import DriveWorker
 from tests.support.waiting import wait_for
 
+ROUND_TRIP_MS = 20
 
-def _run_all(topics: Topics, start_worker: StartWorker, events: EventLog,
-             handler: Callable[[JobContext], None], count: int) -> tuple[int, int]:  # fmt: skip
-    """Run ``count`` records due at once with ``handler`` on 4 slots; (the worker's
-    transactions for them, the most runs claimed and waiting for a slot at once)."""
+
+def _run_all(drive: DriveWorker, run_ms: int, count: int) -> tuple[int, int]:
+    """Run ``count`` records due at once on 4 slots, each run ending ``run_ms`` of the
+    test clock after it began; (the worker's transactions for them, the most runs
+    claimed and waiting for a slot at once)."""
     app = WorkerApp()
-    app.handler("data.process")(handler)
-    worker = start_worker(app, concurrency=4)
-    lane = worker.runtime.lanes[0]
-    wait_for(lambda: lane.tracker.assigned(), timeout_s=60, what="the worker's partitions")
-    [warm] = submit(topics, execution_requested(fire_ms=now_ms()))
-    events.wait(warm, "SUCCEEDED", timeout_s=30)  # the type's runs measured once
-    before = lane.tx.transactions
-    most, done = [0], threading.Event()
+    begun: dict[str, threading.Event] = {}
+    lock = threading.Lock()
 
-    def watch() -> None:
-        while not done.is_set():
-            most[0] = max(most[0], len(worker.runtime.inflight.ahead))
-            time.sleep(0.002)
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        with lock:
+            release = begun.setdefault(ctx.execution_id, threading.Event())
+        release.wait(60)
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        ids = submit(topics, *(execution_requested(fire_ms=now_ms()) for _ in range(count)))
-        for execution_id in ids:
-            events.wait(execution_id, "SUCCEEDED", timeout_s=60)
-            assert events.kinds(execution_id).count("STARTED") == 1
-        wait_for(lambda: not lane.tx.pending, timeout_s=10, what="the last outcomes committed")
-    finally:
-        done.set()
-        watcher.join(5)
-    return lane.tx.transactions - before, most[0]
+    driver = drive(app, concurrency=4, commit_interval_s=DEFAULT_INTERVAL_S)
+    driver.take_round_trips(ROUND_TRIP_MS)
+    lane, inflight = driver.loop.lanes[0], driver.loop.inflight
+
+    def turn() -> int:
+        """One step; the runs it launched begin, then end ``run_ms`` later (the clock
+        moving 1 ms at least); the runs claimed ahead after the step."""
+        driver.step(times=1)
+        ahead = len(inflight.ahead)
+        launched = len(driver.launches.started) if driver.launches is not None else 0
+        wait_for(lambda: len(begun) == launched, timeout_s=30, what="the runs to begin")
+        driver.clock.now_ms += max(1, run_ms)
+        with lock:
+            for release in begun.values():
+                release.set()
+
+        def ended() -> bool:
+            driver.loop.collect(wait_s=0.05)
+            return not inflight.slots
+
+        wait_for(ended, timeout_s=30, what="the runs' ends")
+        return ahead
+
+    [warm] = driver.fire(execution_requested())
+    while not driver.events(warm, "SUCCEEDED"):
+        turn()  # the type's runs measured once
+    before, most = lane.tx.transactions, 0
+    ids = driver.fire(*(execution_requested() for _ in range(count)))
+    while not all(driver.events(e, "SUCCEEDED") for e in ids):
+        most = max(most, turn())
+    assert all(driver.kinds(e).count("STARTED") == 1 for e in ids)
+    return lane.tx.transactions - before, most
 
 
-def test_short_runs_are_claimed_beyond_the_free_slots(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
-    transactions, most = _run_all(topics, start_worker, events, lambda ctx: None, 200)
-    # As many as four slots run in a claim's round trip: tens here (116 in one run).
+def test_short_runs_are_claimed_beyond_the_free_slots(drive: DriveWorker) -> None:
+    transactions, most = _run_all(drive, 0, 200)
+    # As many as four slots run in a claim's round trip.
     assert most > 4, f"at most {most} runs claimed beyond the slots at once"
-    # Claims for the free slots alone take 4 runs each: 50 transactions at least (52 in a
-    # run). With claims beyond them, 9 alone and 40 beside the suite's other process.
+    # Claims for the free slots alone take 4 runs each: 50 transactions at least.
     assert transactions < 50, f"{transactions} transactions for 200 runs of 4 slots"
 
 
-def test_long_runs_are_claimed_for_free_slots_only(
-    topics: Topics, start_worker: StartWorker, events: EventLog
-) -> None:
-    _, most = _run_all(topics, start_worker, events, lambda ctx: time.sleep(0.15), 12)
+def test_long_runs_are_claimed_for_free_slots_only(drive: DriveWorker) -> None:
+    _, most = _run_all(drive, 150, 12)
     assert most == 0, f"{most} runs of 150 ms claimed beyond the slots"
