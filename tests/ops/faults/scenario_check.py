@@ -16,8 +16,11 @@ docs/reliability.md has the numbers measured.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ops.faults.cluster import FaultCluster
 from ops.faults.run import RunOptions, run_scenario, spares_the_broker
@@ -62,6 +65,18 @@ a time, so at most two runs, each with its cluster and processes, share the mach
 POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.poison)
 OTHER_FAULTS = tuple(name for name in SCENARIOS
                      if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
+
+
+def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
+    """The test of a module's scenarios, one run each: in the module,
+    ``test_... = scenario_test(NAMES)``."""
+
+    @pytest.mark.timeout(300)
+    @pytest.mark.parametrize("name", names)
+    def test(name: str, shared_cluster: FaultCluster, tmp_path: Path) -> None:
+        assert_scenario_holds(name, tmp_path, shared_cluster)
+
+    return test
 
 
 def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> None:

@@ -3,17 +3,12 @@ clocks (scenario_check.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from ops.faults.cluster import FaultCluster
 from ops.faults.scenarios import SCENARIOS
 from tests.ops.faults.scenario_check import (
     OTHER_FAULTS,
     POISON_FAULTS,
     PROCESS_FAULTS,
-    assert_scenario_holds,
+    scenario_test,
 )
 
 
@@ -21,9 +16,4 @@ def test_the_three_modules_run_every_scenario_once() -> None:
     assert sorted(PROCESS_FAULTS + POISON_FAULTS + OTHER_FAULTS) == sorted(SCENARIOS)
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", OTHER_FAULTS)
-def test_no_job_is_lost_and_no_duplicate_run_goes_unflagged(
-    name: str, shared_cluster: FaultCluster, tmp_path: Path
-) -> None:
-    assert_scenario_holds(name, tmp_path, shared_cluster)
+test_no_job_is_lost_and_no_duplicate_run_goes_unflagged = scenario_test(OTHER_FAULTS)
