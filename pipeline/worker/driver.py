@@ -122,6 +122,7 @@ class WorkerDriver:
         """Shared by drivers given the same one: workers of one group, one after another."""
         self.clients = MemoryClients(self.broker)
         self.serialize, self.deserialize = make_serde()
+        self._decoded_logs: dict[tuple[str, int], list[Any]] = {}
         self.launches: HeldLaunches | None = None
         worker_options = WorkerOptions(**options)
         self._concurrency = worker_options.concurrency
@@ -205,7 +206,8 @@ class WorkerDriver:
                 if done.is_set():
                     raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
                 self._step()
-                self.loop.collect(wait_s=0.05)
+                if self.loop.inflight.slots:  # a handler's end is what could change things
+                    self.loop.collect(wait_s=0.05)
         finally:
             timer.cancel()
 
@@ -231,8 +233,8 @@ class WorkerDriver:
 
     def events(self, execution_id: str | None = None, kind: str | None = None) -> list[Any]:
         """The JobLifecycle records on jobs.events (committed, or plain HEARTBEATs), decoded."""
-        found = [self.deserialize(m.value()).data for m in self.broker.records(self.topics.events)]
-        return [r for r in found if (execution_id is None or r["execution_id"] == execution_id)
+        return [r for r in self._decoded(self.topics.events)
+                if (execution_id is None or r["execution_id"] == execution_id)
                 and (kind is None or r["kind"] == kind)]  # fmt: skip
 
     def kinds(self, execution_id: str) -> list[str]:
@@ -240,7 +242,18 @@ class WorkerDriver:
 
     def workers(self) -> list[Any]:
         """The worker's own records on jobs.workers, decoded."""
-        return [self.deserialize(m.value()).data for m in self.broker.records(self.topics.workers)]
+        return self._decoded(self.topics.workers)
+
+    def _decoded(self, topic: str) -> list[Any]:
+        """Every record of ``topic``, partition by partition, each decoded once."""
+        found = []
+        for (name, partition), log in sorted(self.broker.logs.items()):
+            if name != topic:
+                continue
+            done = self._decoded_logs.setdefault((name, partition), [])
+            done.extend(self.deserialize(m.value()).data for m in log[len(done):])
+            found.extend(done)
+        return found
 
     def committed(self) -> int:
         """Records committed by the workers' groups, over every topic and partition."""

@@ -42,17 +42,19 @@ def _run_all(drive: DriveWorker, run_ms: int, count: int) -> tuple[int, int]:
         driver.step(times=1)
         ahead = len(inflight.ahead)
         launched = len(driver.launches.started) if driver.launches is not None else 0
-        wait_for(lambda: len(begun) == launched, timeout_s=30, what="the runs to begin")
+        wait_for(lambda: len(begun) == launched, timeout_s=30, interval_s=0.001,
+                 what="the runs to begin")  # fmt: skip
         driver.clock.now_ms += max(1, run_ms)
         with lock:
             for release in begun.values():
                 release.set()
 
         def ended() -> bool:
-            driver.loop.collect(wait_s=0.05)
+            if inflight.slots:
+                driver.loop.collect(wait_s=0.05)
             return not inflight.slots
 
-        wait_for(ended, timeout_s=30, what="the runs' ends")
+        wait_for(ended, timeout_s=30, interval_s=0.001, what="the runs' ends")
         return ahead
 
     [warm] = driver.fire(execution_requested())
