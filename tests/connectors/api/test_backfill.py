@@ -22,7 +22,7 @@ from pipeline.runtime.options import processor_group
 from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
 from pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
-from tests.connectors.api.test_jobs import submit, visible
+from tests.support.api import submit, visible
 from tests.support.pipeline import Executions, in_thread
 from tests.support.waiting import wait_for
 

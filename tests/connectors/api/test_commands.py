@@ -15,7 +15,7 @@ from pipeline.config import Settings
 from pipeline.status.processor import STATUS_OPTIONS, status_runner
 from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 from pipeline.topics import Topics
-from tests.connectors.api.test_jobs import read_intake, submit, visible
+from tests.support.api import read_intake, submit, visible
 from tests.support.pipeline import Executions, in_thread
 from tests.support.reader import events_of
 from tests.support.waiting import wait_for

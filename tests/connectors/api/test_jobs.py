@@ -4,25 +4,15 @@ error code, pagination, owner isolation, admin access, 401."""
 from __future__ import annotations
 
 import httpx
-from confluent_kafka import TopicPartition
 
 from connectors.api.server import ApiServer
 from pipeline.clock import now_ms
 from pipeline.config import Settings
 from pipeline.kafka import clients
-from pipeline.serde import Event, JobStatus, encode_status
+from pipeline.serde import JobStatus, encode_status
 from pipeline.topics import Topics
-from tests.support.pipeline import DESERIALIZE
+from tests.support.api import read_intake, submit, visible
 from tests.support.waiting import wait_for
-
-
-def submit(c: httpx.Client, **body: object) -> httpx.Response:
-    return c.post("/api/v1/jobs", json={"job_type": "data.process", **body})
-
-
-def visible(c: httpx.Client, job_id: str, **filters: str) -> bool:
-    page = c.get("/api/v1/jobs", params=filters).json()
-    return job_id in [item["job_id"] for item in page["items"]]
 
 
 def test_a_submission_is_201_with_location_and_shown_at_once(acme: httpx.Client) -> None:
@@ -234,22 +224,3 @@ def test_a_job_that_fired_takes_a_cancel_naming_who_asked(
     cancels = [e for e in read_intake(settings, topics, 3) if e.name == "JobCancelled"]
     assert [(e.data["requested_by"], e.data["reason"]) for e in cancels] == [
         ("api:acme", "in QUEUED"), ("api:admin:ops-root", "in RUNNING")]  # fmt: skip
-
-
-def read_intake(settings: Settings, topics: Topics, count: int) -> list[Event]:
-    """The first ``count`` records on jobs.intake, in the order of their timestamps."""
-    consumer = clients.consumer(settings, "unused")
-    consumer.assign([TopicPartition(topics.intake, p, 0) for p in range(settings.timer_partitions)])
-    found: list[tuple[int, Event]] = []
-
-    def read() -> bool:
-        for m in consumer.consume(100, timeout=0.2):
-            if m.error() is None:
-                found.append((m.timestamp()[1], DESERIALIZE(m.value())))
-        return len(found) >= count
-
-    try:
-        wait_for(read, what=f"{count} intake records")
-    finally:
-        consumer.close()
-    return [event for _, event in sorted(found, key=lambda pair: pair[0])]

@@ -12,6 +12,8 @@ from pipeline.model.job import JobRequest
 from pipeline.model.records import JobLifecycle, JobSubmitted
 from pipeline.serde import JobStatus
 
+T0 = 1_767_225_600_000  # 2026-01-01
+
 
 def submitted(owner: str = "acme", job_type: str = "data.process", *, at_ms: int,
               labels: dict[str, str] | None = None, **fields: Any) -> JobSubmitted:  # fmt: skip

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from connectors.views import SUBMITTED, ViewStore, counts, layout
-from tests.connectors.views.records import status, submitted
-from tests.connectors.views.test_store import T0, fold
+from tests.connectors.views.records import T0, fold, status, submitted
 
 
 def test_counts_move_with_the_state_per_owner_and_type(store: ViewStore) -> None:

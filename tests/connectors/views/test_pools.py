@@ -9,8 +9,7 @@ from connectors.views import ViewStore
 from connectors.views.pools import Served, waiting_counts, with_waiting
 from pipeline.clock import now_ms
 from pipeline.model.records import WorkerHeartbeat, WorkerState
-from tests.connectors.views.records import status, submitted
-from tests.connectors.views.test_store import T0, fold
+from tests.connectors.views.records import T0, fold, status, submitted
 
 STALE_AFTER_MS = 10_000
 

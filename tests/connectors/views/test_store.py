@@ -21,9 +21,7 @@ from pipeline.errors import ValidationError
 from pipeline.model.params import params_digest
 from pipeline.model.records import WorkerHeartbeat, WorkerState
 from pipeline.workflows.commands import expand_workflow, workflow_event
-from tests.connectors.views.records import event, fold, status, submitted
-
-T0 = 1_767_225_600_000  # 2026-01-01
+from tests.connectors.views.records import T0, event, fold, status, submitted
 
 
 def ids(page) -> list[str]:  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ from pipeline.status.query import status_table
 from pipeline.status.state import JobRecord
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
-from tests.pipeline.status.test_processor import (
+from tests.support.status import (
     LEASE,
     StatusDriver,
     lifecycles,
