@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.worker import JobContext, WorkerApp
@@ -14,36 +15,34 @@ from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import DriveWorker, assert_cancelled, cancel_request
 
 
-def _recording_app(gate: threading.Event | None = None) -> tuple[WorkerApp, dict[str, int]]:
-    """An app whose data.process runs note the test clock when they begin (then wait for
-    ``gate``, if any); its notes by execution id. The clock is read through the driver
-    the test makes next (:func:`_clocked`)."""
-    app = WorkerApp()
-    began: dict[str, int] = {}
+class Recorder:
+    """An app whose data.process runs note the test clock of their driver when they
+    begin (:attr:`began`, by execution id), then wait for ``gate``, if any."""
 
-    @app.handler("data.process")
-    def work(ctx: JobContext) -> str:
-        began[ctx.execution_id] = CLOCK[0].clock.now_ms if CLOCK else -1
-        if gate is not None:
-            gate.wait(60)
-        return "done"
+    def __init__(self, gate: threading.Event | None = None) -> None:
+        self.began: dict[str, int] = {}
+        self.driver: WorkerDriver | None = None
+        self.app = WorkerApp()
 
-    return app, began
+        @self.app.handler("data.process")
+        def work(ctx: JobContext) -> str:
+            assert self.driver is not None
+            self.began[ctx.execution_id] = self.driver.clock.now_ms
+            if gate is not None:
+                gate.wait(60)
+            return "done"
 
-
-CLOCK: list[WorkerDriver] = []
-
-
-def _clocked(driver: WorkerDriver) -> WorkerDriver:
-    CLOCK[:] = [driver]
-    return driver
+    def drive(self, drive: DriveWorker, **options: Any) -> WorkerDriver:
+        self.driver = drive(self.app, **options)
+        return self.driver
 
 
 def test_a_record_is_claimed_before_its_handler_runs(
     drive: DriveWorker, gate: threading.Event
 ) -> None:
-    app, began = _recording_app(gate)
-    driver = _clocked(drive(app, concurrency=1))
+    recorder = Recorder(gate)
+    driver = recorder.drive(drive, concurrency=1)
+    began = recorder.began
     [execution_id] = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
     driver.step()
     driver.run_until(lambda: execution_id in began, what="the handler to begin")
@@ -55,8 +54,9 @@ def test_a_record_is_claimed_before_its_handler_runs(
 
 
 def test_a_record_fetched_before_its_instant_starts_on_the_instant(drive: DriveWorker) -> None:
-    app, began = _recording_app()
-    driver = _clocked(drive(app, claim_ahead_s=1.0))
+    recorder = Recorder()
+    driver = recorder.drive(drive, claim_ahead_s=1.0)
+    began = recorder.began
     due = driver.clock.now_ms + 5000
     [execution_id] = driver.fire(execution_requested(fire_ms=due))
     driver.step()
@@ -77,8 +77,9 @@ def test_a_record_fetched_before_its_instant_starts_on_the_instant(drive: DriveW
 def test_a_sync_run_past_its_timeout_is_reported_and_holds_its_slot_until_it_returns(
     drive: DriveWorker, gate: threading.Event
 ) -> None:
-    app, began = _recording_app(gate)
-    driver = _clocked(drive(app, concurrency=1))
+    recorder = Recorder(gate)
+    driver = recorder.drive(drive, concurrency=1)
+    began = recorder.began
     now = driver.clock.now_ms
     stuck, waiting = driver.fire(execution_requested(fire_ms=now, timeout_ms=500),
                                  execution_requested(fire_ms=now), partition=0)  # fmt: skip
@@ -121,8 +122,9 @@ def test_an_async_run_is_cancelled_at_its_timeout(drive: DriveWorker) -> None:
 
 
 def test_a_cancel_before_the_claim_ends_the_record_never_started(drive: DriveWorker) -> None:
-    app, began = _recording_app()
-    driver = _clocked(drive(app))
+    recorder = Recorder()
+    driver = recorder.drive(drive)
+    began = recorder.began
     job = execution_requested(fire_ms=driver.clock.now_ms + 8000)
     [execution_id] = driver.fire(job)
     driver.step()
@@ -136,8 +138,9 @@ def test_a_cancel_before_the_claim_ends_the_record_never_started(drive: DriveWor
 def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
     drive: DriveWorker,
 ) -> None:
-    app, began = _recording_app()
-    driver = _clocked(drive(app, claim_ahead_s=4.0))
+    recorder = Recorder()
+    driver = recorder.drive(drive, claim_ahead_s=4.0)
+    began = recorder.began
     job = execution_requested(fire_ms=driver.clock.now_ms + 6000)
     [execution_id] = driver.fire(job)
     driver.advance(2000)
@@ -176,8 +179,9 @@ def test_a_cancel_stops_a_run_under_way(drive: DriveWorker) -> None:
 def test_a_run_ignoring_its_cancel_is_reported_after_the_grace(
     drive: DriveWorker, gate: threading.Event
 ) -> None:
-    app, began = _recording_app(gate)
-    driver = _clocked(drive(app, cancel_grace_s=2.0))
+    recorder = Recorder(gate)
+    driver = recorder.drive(drive, cancel_grace_s=2.0)
+    began = recorder.began
     job = execution_requested(fire_ms=driver.clock.now_ms)
     [execution_id] = driver.fire(job)
     driver.step()
@@ -266,8 +270,9 @@ def test_a_drain_commits_the_runs_that_end_and_gives_up_the_others(
 def test_a_revoked_partitions_records_are_left_to_its_next_owner(
     drive: DriveWorker, gate: threading.Event
 ) -> None:
-    app, began = _recording_app(gate)
-    driver = _clocked(drive(app, concurrency=1))
+    recorder = Recorder(gate)
+    driver = recorder.drive(drive, concurrency=1)
+    began = recorder.began
     now = driver.clock.now_ms
     running, buffered = driver.fire(execution_requested(fire_ms=now),
                                     execution_requested(fire_ms=now), partition=0)  # fmt: skip
