@@ -316,3 +316,21 @@ def test_a_run_heartbeats_and_carries_its_progress(drive: DriveWorker) -> None:
     kinds = driver.kinds(execution_id)
     assert kinds[-2:] == ["HEARTBEAT", "SUCCEEDED"], "the last report goes before the outcome"
     assert driver.events(execution_id, "HEARTBEAT")[-1]["progress"]["fraction"] == 0.9
+
+
+def test_a_claim_that_fails_leaves_neither_and_is_tried_again_after_the_backoff(
+    drive: DriveWorker,
+) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive)
+    driver.broker.fail_commits = 1
+    [execution_id] = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
+    driver.step()
+    lane = driver.loop.lanes[0]
+    assert lane.tx.aborted == 1 and not driver.kinds(execution_id) and not driver.committed()
+    assert execution_id not in recorder.began, "not run before its claim"
+    driver.advance(99)
+    assert not driver.kinds(execution_id), "the lane's backoff"
+    driver.advance(1)
+    driver.run_until(lambda: driver.events(execution_id, "SUCCEEDED"), what="the run")
+    assert driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"] and driver.committed() == 1
