@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import Settings
-from pipeline.limits.model import Limit
+from pipeline.limits.model import Limit, LimitKey
 from pipeline.runtime import Output
 from pipeline.runtime.driver import ProcessorDriver
 from pipeline.serde import Event
+from pipeline.state.batch import PartitionBatch
 from pipeline.timers.processor import TimerProcessor
 from pipeline.timers.state import TimerState
 from pipeline.topics import Topics
+from tests.support.jobs import submitted
 
 T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z
 MINUTE = 60_000
@@ -64,3 +66,31 @@ def kinds(emits: list[Output]) -> list[str]:
 
 def executions(emits: list[Output]) -> list[dict[str, Any]]:
     return [e.value.data for e in emits if e.value.name == "ExecutionRequested"]
+
+
+# -- rate limits ------------------------------------------------------------------------
+
+DUE = T0 + 1000
+RENDER = LimitKey(job_type="image.render")
+ALONE = Settings(fire_lead=0, timer_partitions=1)
+"""One timer partition: it holds a limit's whole rate."""
+
+
+def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
+    """A driver of ``partitions`` timer partitions' share of the ``limits``, on the instant."""
+    return timers_driver(tmp_path, *limits,
+                         settings=ALONE.model_copy(update={"timer_partitions": partitions}))
+
+
+def load(driver: TimersDriver, count: int, **fields: object) -> list[str]:
+    """``count`` image.render jobs submitted at T0, all due at DUE; their ids."""
+    jobs = [submitted(now_ms=T0, run_at_ms=DUE, job_type="image.render", **fields)
+            for _ in range(count)]  # fmt: skip
+    for job in jobs:
+        driver.step(T0, job)
+    return [job.data["job_id"] for job in jobs]
+
+
+def held(driver: TimersDriver, limit: LimitKey) -> int:
+    """How many jobs ``limit`` holds back in its queue."""
+    return sum(1 for _ in TimerState(PartitionBatch(driver.store())).held_by(limit.id))

@@ -20,9 +20,19 @@ from pipeline.model.time_keys import (
     decode_schedule_key,
 )
 from pipeline.serde import Event
-from tests.pipeline.timers.test_rate_limits import DUE, RENDER, held, load, make_driver
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
-from tests.support.timers import MINUTE, T0, TimersDriver, executions, kinds
+from tests.support.timers import (
+    DUE,
+    MINUTE,
+    RENDER,
+    T0,
+    TimersDriver,
+    executions,
+    held,
+    kinds,
+    load,
+    make_driver,
+)
 
 HOUR = 3_600_000
 

@@ -9,40 +9,32 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Settings
 from pipeline.limits.model import Limit, LimitKey
 from pipeline.model.records import typed
 from pipeline.state.batch import PartitionBatch
 from pipeline.status.machine import transition
 from pipeline.timers.state import TimerState
 from tests.support.jobs import cancelled, cron_schedule, submitted
-from tests.support.timers import T0, TimersDriver, driving, executions, kinds, timers_driver
+from tests.support.timers import (
+    ALONE,
+    DUE,
+    RENDER,
+    T0,
+    TimersDriver,
+    driving,
+    executions,
+    held,
+    kinds,
+    load,
+    make_driver,
+)
 
-DUE = T0 + 1000
 TICK = 20
-RENDER = LimitKey(job_type="image.render")
-
-
-ALONE = Settings(fire_lead=0, timer_partitions=1)
-"""One timer partition: it holds a limit's whole rate."""
-
-
-def make_driver(tmp_path: Path, *limits: Limit, partitions: int = 1) -> TimersDriver:
-    return timers_driver(tmp_path, *limits,
-                         settings=ALONE.model_copy(update={"timer_partitions": partitions}))
 
 
 @pytest.fixture
 def driver(tmp_path: Path) -> Iterator[TimersDriver]:
     yield from driving(tmp_path, Limit(RENDER, rate=50, burst=5), settings=ALONE)
-
-
-def load(driver: TimersDriver, count: int, **fields: object) -> list[str]:
-    jobs = [submitted(now_ms=T0, run_at_ms=DUE, job_type="image.render", **fields)
-            for _ in range(count)]  # fmt: skip
-    for job in jobs:
-        driver.step(T0, job)
-    return [job.data["job_id"] for job in jobs]
 
 
 def run_until(driver: TimersDriver, end_ms: int) -> list[dict]:
@@ -52,10 +44,6 @@ def run_until(driver: TimersDriver, end_ms: int) -> list[dict]:
         fired += [e.value.data for e in driver.step(now) if e.value.name == "JobLifecycle"
                   and e.value.data["kind"] == "FIRED"]  # fmt: skip
     return fired
-
-
-def held(driver: TimersDriver, limit: LimitKey) -> int:
-    return sum(1 for _ in TimerState(PartitionBatch(driver.store())).held_by(limit.id))
 
 
 def test_a_limited_type_fires_at_its_rate_after_its_burst_and_none_early(
