@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, TopicPartition
 from rich.console import Console
 
 from ops.stack import Stack, components
+from pipeline.clock import instant_of
 from pipeline.config import Settings
 from pipeline.errors import JobstreamError
 from pipeline.jobs.client import JobClient
@@ -99,7 +100,7 @@ def _describe(status: JobStatus, label: str) -> str:
         line += f"  waiting for {', '.join(status.waiting_for)}"
     if status.next_fire_at_ms or (status.state == "SCHEDULED" and status.scheduled_at_ms):
         at = status.next_fire_at_ms or status.scheduled_at_ms or 0
-        line += f"  next run {datetime.fromtimestamp(at / 1000, UTC):%Y-%m-%d %H:%M} UTC"
+        line += f"  next run {instant_of(at):%Y-%m-%d %H:%M} UTC"
     return line
 
 

@@ -13,13 +13,12 @@ import bisect
 import logging
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from ops.bench.load import Load
 from ops.bench.peer.app import make_app
 from ops.bench.peer.settings import PeerSettings
-from pipeline.clock import now_ms
+from pipeline.clock import instant_of, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -66,5 +65,5 @@ class Submitter(threading.Thread):
         with producer.batch(max_size=_CHUNK):
             for i in range(first, upto):
                 due_ms = self.t0_ms + self.load.offsets_ms[i]
-                eta = datetime.fromtimestamp(due_ms / 1000, UTC)
+                eta = instant_of(due_ms)
                 send_task(self.task, args=(i, due_ms), eta=eta, producer=producer)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from pipeline.clock import instant_of
 from pipeline.errors import ValidationError
 from pipeline.model.commands import (
     cancel_event,
@@ -78,7 +78,7 @@ def test_update_schedule_event() -> None:
 
 def test_move_event_takes_an_instant_in_any_form() -> None:
     later = NOW_MS + 3_600_000
-    instant = datetime.fromtimestamp(later / 1000, tz=UTC)
+    instant = instant_of(later)
     for run_at in (later, instant, instant.isoformat()):
         event = update_schedule_event(JOB_ID, run_at=run_at, now_ms=NOW_MS)
         assert (event.data.action, event.data.run_at_ms) == ("UPDATE", later)

@@ -9,7 +9,7 @@ import msgspec
 import orjson
 import pytest
 
-from pipeline.clock import ms_of
+from pipeline.clock import instant_of, ms_of
 from pipeline.errors import ValidationError
 from pipeline.model.idempotency import idempotent_job_id
 from pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
@@ -32,7 +32,7 @@ from pipeline.scheduling import job_id_time_ms
 from pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
 NOW_MS = 1_795_000_000_000  # 2026-11-18T09:46:40Z
-NOW = datetime.fromtimestamp(NOW_MS / 1000, UTC)
+NOW = instant_of(NOW_MS)
 DAY_MS = 86_400_000
 BASE = {"job_type": "report.generate", "owner": "acme"}
 

@@ -20,7 +20,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.clock import ms_of
+from pipeline.clock import instant_of, ms_of
 from pipeline.errors import ValidationError
 from pipeline.scheduling.cron import (
     CronSpec,
@@ -260,9 +260,9 @@ def test_fires_increase_and_any_instant_between_gives_the_next(
 )
 def test_in_utc_the_sequence_is_croniters(expression: str, after: int) -> None:
     spec = CronSpec(expression=expression)
-    walls = croniter(expression, datetime.fromtimestamp(after / 1000, UTC).replace(tzinfo=None))
+    walls = croniter(expression, instant_of(after).replace(tzinfo=None))
     expected = [ms(walls.get_next(datetime).replace(tzinfo=UTC)) for _ in range(5)]
-    assert fires(spec, datetime.fromtimestamp(after / 1000, UTC), 5) == expected
+    assert fires(spec, instant_of(after), 5) == expected
 
 
 # --- start, end, max_runs ----------------------------------------------------------------

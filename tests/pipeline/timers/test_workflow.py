@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pipeline.clock import instant_of
 from pipeline.config import Settings
 from pipeline.model.records import evolve, plain
 from pipeline.runtime import Output
@@ -107,7 +107,7 @@ def test_a_diamond_runs_each_step_once_its_parents_succeeded(
 
 
 def test_a_released_child_keeps_its_own_later_time(timers: ProcessorDriver[TimerState]) -> None:
-    steps = [step("a"), step("b", "a", run_at=datetime.fromtimestamp((T0 + 10_000) / 1000, UTC))]
+    steps = [step("a"), step("b", "a", run_at=instant_of(T0 + 10_000))]
     timers.pipe(TOPICS.intake, workflow_event("tests", steps, now_ms=T0, workflow_id="wf"))
     timers.advance(1)
     released = timers.pipe(TOPICS.intake, step_ended(ids("a", "wf"), "wf", "SUCCEEDED", T0))
