@@ -1,13 +1,27 @@
 """Drive a worker with no broker: records, cancels and partitions in, a clock the test
 moves, and what the worker produced and committed out.
 
-Like Kafka Streams' TopologyTestDriver, and like :class:`~pipeline.runtime.driver.ProcessorDriver`
-for the processors: the worker under test is the real :class:`WorkerLoop` (its engine,
-lanes, transactions and offsets) over in-memory clients (pipeline/worker/memory.py) and a
-:class:`TestClock`. The handlers are the app's own, run on the real executor's threads and
-event loop; a run launched ahead of its instant starts once the test clock reaches it
-(:class:`HeldLaunches`). A test waits for handlers with :meth:`WorkerDriver.run_until`, on a
-condition, never on a sleep; the test clock moves only by :meth:`WorkerDriver.advance`.
+Like Kafka Streams' TopologyTestDriver, and like the processors'
+:class:`~pipeline.runtime.driver.ProcessorDriver`: the worker under test is the real
+:class:`WorkerLoop` (its engine, lanes, transactions and offsets) over in-memory clients
+(pipeline/worker/memory.py) and a :class:`TestClock`. The handlers are the app's own, run
+on the real executor's threads and event loop; a run launched ahead of its instant starts
+once the test clock reaches it (:class:`HeldLaunches`). A test waits for handlers with
+:meth:`WorkerDriver.run_until`, on a condition, never on a sleep; the test clock moves
+only by :meth:`WorkerDriver.advance`.
+
+```python
+driver = WorkerDriver(app, claim_ahead_s=1.0)
+[execution_id] = driver.fire(execution)  # an ExecutionRequested Event, due in 5 s
+driver.advance(4000)                     # claimed: its STARTED and offset committed
+driver.advance(1000)                     # its instant: the handler begins
+driver.run_until(lambda: driver.events(execution_id, "SUCCEEDED"))
+assert driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"] and driver.committed() == 1
+driver.shut_down()
+```
+
+Outcomes commit at each step unless a test gives ``commit_interval_s``; a transaction
+takes no time unless :meth:`WorkerDriver.take_round_trips` says otherwise.
 """
 
 from __future__ import annotations
