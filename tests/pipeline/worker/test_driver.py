@@ -334,3 +334,28 @@ def test_a_claim_that_fails_leaves_neither_and_is_tried_again_after_the_backoff(
     driver.advance(1)
     driver.run_until(lambda: driver.events(execution_id, "SUCCEEDED"), what="the run")
     assert driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"] and driver.committed() == 1
+
+
+def test_the_next_owner_passes_over_the_records_claimed_out_of_order(
+    drive: DriveWorker, gate: threading.Event
+) -> None:
+    """The first record of a partition waits for its instant while the three behind it
+    are claimed: the commit holds its offset, and the three above it in its metadata, so
+    the partition's next owner runs the first and none of the three again."""
+    recorder = Recorder(gate)
+    first = recorder.drive(drive, worker_id="first", concurrency=4)
+    later, *running = first.fire(execution_requested(fire_ms=first.clock.now_ms + 20_000),
+                                 *(execution_requested() for _ in range(3)),
+                                 partition=0)  # fmt: skip
+    first.step()
+    assert all(first.kinds(e) == ["STARTED"] for e in running) and not first.kinds(later)
+    # The first worker stops here, as if killed: it takes no more steps.
+    successor = Recorder()
+    second = successor.drive(drive, worker_id="second", broker=first.broker,
+                             now_ms=first.clock.now_ms)  # fmt: skip
+    second.advance(20_000)
+    second.run_until(lambda: second.events(later, "SUCCEEDED"), what="the record left")
+    assert second.loop.lanes[0].tracker.started_before == 3
+    assert [len(second.events(e, "STARTED")) for e in running] == [1, 1, 1]
+    assert second.events(later, "STARTED")[0]["worker_id"] == "second"
+    assert set(successor.began) == {later}
