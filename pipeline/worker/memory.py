@@ -129,6 +129,15 @@ class MemoryConsumer:
             self._positions[tp] = position + 1
         return out
 
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition,
+                               self._positions.get((tp.topic, tp.partition), -1001))
+                for tp in partitions]  # fmt: skip
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float | None = None,
+                              cached: bool = False) -> tuple[int, int]:  # fmt: skip
+        return 0, len(self.broker.logs[(partition.topic, partition.partition)])
+
     def pause(self, partitions: list[TopicPartition]) -> None:
         self._paused |= {(tp.topic, tp.partition) for tp in partitions}
 

@@ -8,6 +8,7 @@ import asyncio
 import threading
 from typing import Any
 
+from pipeline.config import load_settings
 from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
@@ -359,3 +360,30 @@ def test_the_next_owner_passes_over_the_records_claimed_out_of_order(
     assert [len(second.events(e, "STARTED")) for e in running] == [1, 1, 1]
     assert second.events(later, "STARTED")[0]["worker_id"] == "second"
     assert set(successor.began) == {later}
+
+
+def test_a_limited_type_lets_its_runs_end_before_its_partitions_are_revoked(
+    drive: DriveWorker, gate: threading.Event
+) -> None:
+    """With a fleet-wide limit, the revocation waits for the runs of the partitions going
+    (pipeline/concurrency.py): their outcomes are committed before the next owner gets
+    them, which starts none of their records again."""
+    settings = load_settings(exec_partitions=2, concurrency_limits={"data.process": 2})
+    recorder = Recorder(gate)
+    first = recorder.drive(drive, settings=settings, worker_id="first", concurrency=4)
+    ids = [first.fire(execution_requested(), partition=p)[0] for p in range(2)]
+    first.step()
+    first.run_until(lambda: len(recorder.began) == 2, what="a run on each partition")
+    revoking = threading.Thread(target=first.rebalance, args=({},))
+    revoking.start()
+    revoking.join(0.2)
+    assert revoking.is_alive(), "the revocation waits for the runs"
+    assert not any(first.events(e, "SUCCEEDED") for e in ids), "the runs still going"
+    gate.set()
+    revoking.join(30)
+    assert not revoking.is_alive(), "the revocation ended with the runs"
+    assert all(first.kinds(e) == ["STARTED", "SUCCEEDED"] for e in ids), "committed first"
+    second = Recorder().drive(drive, settings=settings, worker_id="second",
+                              broker=first.broker)  # fmt: skip
+    second.step()
+    assert not second.loop.stats.started, "the next owner starts none of them again"
