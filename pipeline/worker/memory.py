@@ -82,6 +82,8 @@ class MemoryConsumer:
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
         self.topics: list[str] = []
+        self.revoking: list[Partition] = []
+        """The partitions whose revocation callback is under way."""
         self.closed = False
 
     def subscribe(self, topics: list[str], *, on_assign: Rebalance, on_revoke: Rebalance,
@@ -93,7 +95,9 @@ class MemoryConsumer:
         first, then the new ones assigned, each through the lane's callbacks."""
         gone = [tp for tp in self._positions if tp not in partitions]
         if gone and self._on_revoke is not None:
+            self.revoking = gone
             self._on_revoke(self, [TopicPartition(t, p) for t, p in gone])
+            self.revoking = []
         for key in gone:
             del self._positions[key]
             self._paused.discard(key)

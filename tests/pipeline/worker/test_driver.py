@@ -14,6 +14,7 @@ from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import DriveWorker, assert_cancelled, cancel_request
+from tests.support.waiting import wait_for
 
 
 class Recorder:
@@ -376,8 +377,7 @@ def test_a_limited_type_lets_its_runs_end_before_its_partitions_are_revoked(
     first.run_until(lambda: len(recorder.began) == 2, what="a run on each partition")
     revoking = threading.Thread(target=first.rebalance, args=({},))
     revoking.start()
-    revoking.join(0.2)
-    assert revoking.is_alive(), "the revocation waits for the runs"
+    wait_for(lambda: first.consumers[0].revoking, timeout_s=10, what="the revocation")
     assert not any(first.events(e, "SUCCEEDED") for e in ids), "the runs still going"
     gate.set()
     revoking.join(30)
