@@ -12,33 +12,26 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
 from playwright.sync_api import Browser, Error, sync_playwright
 
-from tests.conftest import IN_CI
+from tests.support.tools import unavailable
 
 CHROMIUM = Path(os.environ.get("JOBSTREAM_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 
-def _unavailable(message: str) -> NoReturn:
-    if IN_CI:
-        pytest.fail(message)
-    pytest.skip(message)
-
 
 @contextmanager
 def chromium() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        _unavailable(f"no browser at {CHROMIUM}: apt-get install chromium (make setup does)")
+        unavailable(f"no browser at {CHROMIUM}: apt-get install chromium (make setup does)")
     with sync_playwright() as playwright:
         try:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         except Error as exc:
-            _unavailable(f"chromium at {CHROMIUM} did not start: {exc}")
+            unavailable(f"chromium at {CHROMIUM} did not start: {exc}")
         try:
             yield browser
         finally:

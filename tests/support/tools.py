@@ -3,12 +3,13 @@ it, saying what to install."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import NoReturn
 
 import pytest
 
-from tests.conftest import IN_CI
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def unavailable(message: str) -> NoReturn:

@@ -24,8 +24,7 @@ from ops.bench.peer.procs import children, family, family_cpu_seconds
 from ops.bench.peer.tally import tally
 from ops.bench.peer.worker import WorkerShape
 from ops.kafka.ports import free_base_port
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from tests.support.tools import unavailable
 
 # --- tally ---------------------------------------------------------------------------
 
@@ -174,9 +173,7 @@ def installed(child_processes: None) -> None:
     try:
         install.ensure_installed(print)
     except PeerInstallError as exc:
-        if IN_CI:
-            pytest.fail(f"the Celery peer could not be installed: {exc}")
-        pytest.skip(f"the Celery peer could not be installed: {exc}")
+        unavailable(f"the Celery peer could not be installed: {exc}")
 
 
 def _run(tmp_path: Path, load: Load, handler: str,

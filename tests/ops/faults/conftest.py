@@ -10,7 +10,7 @@ import pytest
 from ops.faults.cluster import FaultCluster
 from ops.kafka import jars
 from pipeline.errors import BrokerError
-from tests.conftest import IN_CI
+from tests.support.tools import unavailable
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +20,7 @@ def kafka_runtime(child_processes: None) -> None:
         jars.java_executable()
         jars.ensure_jars()
     except BrokerError as exc:
-        if IN_CI:
-            pytest.fail(f"Kafka cannot run here: {exc}")
-        pytest.skip(f"Kafka cannot run here: {exc}")
+        unavailable(f"Kafka cannot run here: {exc}")
 
 
 @pytest.fixture(scope="module")

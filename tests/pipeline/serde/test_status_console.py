@@ -8,12 +8,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from pipeline.kafka import clients
 from pipeline.serde import JobStatus, encode_status
 from pipeline.topics import Topics
-from tests.conftest import IN_CI
+from tests.support.tools import unavailable
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "status.md"
 DOC_BOOTSTRAP, DOC_TOPIC = "127.0.0.1:9092", "jobs.status"
@@ -29,10 +27,7 @@ def doc_commands() -> list[str]:
 
 def require(tool: str) -> None:
     if shutil.which(tool) is None:
-        message = f"{tool} is not installed (Debian package {tool}; .ci/run installs it)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"{tool} is not installed (Debian package {tool}; .ci/run installs it)")
 
 
 def status(job_id: str, state: str, at: int, **fields: object) -> JobStatus:
