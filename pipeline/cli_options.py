@@ -3,6 +3,8 @@ processor's command runs it."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from pipeline.runtime.runner import Runner
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 InstanceIdOption = typer.Option(
     "0", "--instance-id", envvar="JOBSTREAM_INSTANCE_ID",
@@ -38,6 +41,36 @@ def echo_each(items: Iterable[T], as_json: bool, *, text: Callable[[T], str],
     JSON object per line."""
     for item in items:
         typer.echo(orjson.dumps(fields(item)) if as_json else text(item))
+
+
+def option_group(
+    parameter: str, options: Mapping[str, tuple[Any, Any]], gather: Callable[..., Any],
+) -> Callable[[Callable[..., R]], Callable[..., R]]:  # fmt: skip
+    """Options several commands take, declared once: in the command's signature as Typer
+    reads it, its ``parameter`` gives way to ``options`` (parameter name -> (annotation,
+    ``typer.Option``)), in their order, and the command receives ``gather(**values)`` of
+    them in its place. Typer has no option groups; this keeps each option's flag, help and
+    place in ``--help`` what a parameter written out in every command would give."""
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(command)
+        kept: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name != parameter:
+                kept.append(param)
+                continue
+            kept.extend(inspect.Parameter(name, param.kind, default=option, annotation=annotation)
+                        for name, (annotation, option) in options.items())  # fmt: skip
+
+        @functools.wraps(command)
+        def run(**values: Any) -> R:
+            group = {name: values.pop(name) for name in options}
+            return command(**values, **{parameter: gather(**group)})
+
+        run.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+        return run
+
+    return decorate
 
 
 MetricsPortOption = typer.Option(

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.cli_options import JsonLinesOption
+from pipeline.cli_options import JsonLinesOption, option_group
 from pipeline.clock import instant_of, ms_of, now_ms
 from pipeline.config import load_settings
 from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
@@ -83,6 +83,16 @@ def _selection(job_type: str | None, error_type: str | None, any_attempt: bool,
     )  # fmt: skip
 
 
+selected = option_group("selection", {
+    "job_type": (str | None, TypeOption), "error_type": (str | None, ErrorTypeOption),
+    "any_attempt": (bool, AnyAttemptOption), "owner": (str | None, OwnerOption),
+    "reason": (str | None, ReasonOption), "since": (str | None, SinceOption),
+    "until": (str | None, UntilOption),
+}, gather=_selection)  # fmt: skip
+"""A command that picks dead letters takes the filter options (``--type`` ... ``--until``)
+as one parameter ``selection``, the DlqFilter they make."""
+
+
 def _utc(ms: int | None) -> str:
     if ms is None:
         return "-"
@@ -95,16 +105,13 @@ def _json_line(value: Mapping[str, object]) -> None:
 
 
 @dlq_app.command("list")
+@selected
 def list_dead_letters(
-    job_type: str | None = TypeOption, error_type: str | None = ErrorTypeOption,
-    any_attempt: bool = AnyAttemptOption, owner: str | None = OwnerOption,
-    reason: str | None = ReasonOption, since: str | None = SinceOption,
-    until: str | None = UntilOption,
+    selection: DlqFilter,
     limit: int = typer.Option(100, "--limit", min=1, help="Show the newest this many."),
     as_json: bool = JsonLinesOption,
 ) -> None:  # fmt: skip
     """List dead-lettered jobs, oldest first (the newest --limit of those that match)."""
-    selection = _selection(job_type, error_type, any_attempt, owner, reason, since, until)
     with DlqReader(load_settings()) as reader:
         rows = sorted((line(r) for r in reader.read(selection)),
                       key=lambda row: (row["dead_lettered_at_ms"], row["job_id"]))  # fmt: skip
@@ -171,11 +178,9 @@ def _clip(text: str, size: int) -> str:
 
 
 @dlq_app.command("redrive")
+@selected
 def redrive(
-    job_type: str | None = TypeOption, error_type: str | None = ErrorTypeOption,
-    any_attempt: bool = AnyAttemptOption, owner: str | None = OwnerOption,
-    reason: str | None = ReasonOption, since: str | None = SinceOption,
-    until: str | None = UntilOption,
+    selection: DlqFilter,
     rate: float = typer.Option(DEFAULT_RATE, "--rate", min=0.001, help="Jobs per second at most."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Redrive at most this many "
                                      "(the oldest first)."),
@@ -189,7 +194,6 @@ def redrive(
     A job dead-lettered several times is redriven once, from its latest dead letter.
     """
     settings = load_settings()
-    selection = _selection(job_type, error_type, any_attempt, owner, reason, since, until)
     with DlqReader(settings) as reader:
         chosen = select(reader.read(selection), limit)
     if not chosen:

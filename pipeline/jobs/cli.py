@@ -19,6 +19,7 @@ from typing import Any
 
 import typer
 
+from pipeline.cli_options import option_group
 from pipeline.clock import now_ms
 from pipeline.config import load_settings
 from pipeline.durations import parse_duration
@@ -82,19 +83,41 @@ def _whole(value: str, field: str) -> int:
         raise ValidationError(field, f"must be a whole number, got {value!r}") from None
 
 
-_CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], str | int]]] = {
-    "skipped_hour": ("--skipped-hour", lambda v, _: _symbol(v)),
-    "repeated_hour": ("--repeated-hour", lambda v, _: _symbol(v)),
-    "misfire": ("--misfire", lambda v, _: _symbol(v)),
-    "catchup_window_ms": ("--catchup-window", lambda v, f: parse_duration(v, option=f)),
-    "overlap": ("--overlap", lambda v, _: _symbol(v)),
-    "jitter_ms": ("--jitter", lambda v, f: parse_duration(v, option=f)),
-    "max_runs": ("--max-runs", _whole),
-    "start_at_ms": ("--start-at", parse_instant_ms),
-    "end_at_ms": ("--end-at", parse_instant_ms),
-}
-"""CronSchedule fields the command line sets: the option, and how its text is read
-(CronSpec then checks the value, naming the field)."""
+_CRON_OPTIONS: dict[str, tuple[str, Callable[[str, str], str | int], str]] = {
+    "skipped_hour": (
+        "--skipped-hour", lambda v, _: _symbol(v), "DST, spring forward: a wall time that does "
+        "not exist runs at the jump (run-after, the default) or not at all (skip)."),
+    "repeated_hour": (
+        "--repeated-hour", lambda v, _: _symbol(v), "DST, fall back: a wall time that occurs "
+        "twice runs on its first occurrence (first, the default) or on both (both)."),
+    "misfire": (
+        "--misfire", lambda v, _: _symbol(v), "Runs missed while jobstream was down: skip, "
+        "run-once (the default: one run for all) or run-all (each, within --catchup-window)."),
+    "catchup_window_ms": (
+        "--catchup-window", lambda v, f: parse_duration(v, option=f), "--misfire run-all: "
+        "how far back missed runs are run, a duration (default 1h)."),
+    "overlap": (
+        "--overlap", lambda v, _: _symbol(v), "allow (the default) or skip: whether a run "
+        "starts while the previous run of the schedule still runs."),
+    "jitter_ms": (
+        "--jitter", lambda v, f: parse_duration(v, option=f), "Spread each run over "
+        "[0, jitter) after its time, a duration (default 0s)."),
+    "max_runs": ("--max-runs", _whole, "Stop after this many runs."),
+    "start_at_ms": (
+        "--start-at", parse_instant_ms, "No run before this ISO 8601 instant with a zone."),
+    "end_at_ms": ("--end-at", parse_instant_ms, "No run after this ISO 8601 instant with a zone."),
+}  # fmt: skip
+"""CronSchedule fields the command line sets: the option, how its text is read (CronSpec
+then checks the value, naming the field) and its help."""
+
+cron_policies = option_group(
+    "policies",
+    {name: (str | None, typer.Option(None, flag, help=text))
+     for name, (flag, _, text) in _CRON_OPTIONS.items()},
+    gather=dict,
+)  # fmt: skip
+"""A command that schedules takes the policy options (``--skipped-hour`` ... ``--end-at``)
+as one parameter ``policies``: CronSchedule field -> text as typed, None when not given."""
 
 
 def cron_fields(cron: str | None, tz: str | None, policies: dict[str, str | None], *,
@@ -126,32 +149,10 @@ def _labels(pairs: list[str]) -> dict[str, str]:
 
 
 DependsOnOption = typer.Option([], "--depends-on", help="Job id; repeatable.")
-SkippedHourOption = typer.Option(
-    None, "--skipped-hour", help="DST, spring forward: a wall time that does not exist runs "
-    "at the jump (run-after, the default) or not at all (skip).")  # fmt: skip
-RepeatedHourOption = typer.Option(
-    None, "--repeated-hour", help="DST, fall back: a wall time that occurs twice runs on its "
-    "first occurrence (first, the default) or on both (both).")  # fmt: skip
-MisfireOption = typer.Option(
-    None, "--misfire", help="Runs missed while jobstream was down: skip, run-once (the "
-    "default: one run for all) or run-all (each, within --catchup-window).")  # fmt: skip
-CatchupOption = typer.Option(
-    None, "--catchup-window", help="--misfire run-all: how far back missed runs are run, a "
-    "duration (default 1h).")  # fmt: skip
-OverlapOption = typer.Option(
-    None, "--overlap", help="allow (the default) or skip: whether a run starts while the "
-    "previous run of the schedule still runs.")  # fmt: skip
-JitterOption = typer.Option(
-    None, "--jitter", help="Spread each run over [0, jitter) after its time, a duration "
-    "(default 0s).")  # fmt: skip
-MaxRunsOption = typer.Option(None, "--max-runs", help="Stop after this many runs.")
-StartAtOption = typer.Option(
-    None, "--start-at", help="No run before this ISO 8601 instant with a zone.")  # fmt: skip
-EndAtOption = typer.Option(
-    None, "--end-at", help="No run after this ISO 8601 instant with a zone.")  # fmt: skip
 LabelOption = typer.Option([], "--label", help="name=value; repeatable.")
 
 
+@cron_policies
 def submit(
     job_type: str = typer.Option(..., "--type", help="Job type, e.g. report.generate."),
     owner: str = typer.Option(..., "--owner", help="Application, user or tenant."),
@@ -179,25 +180,13 @@ def submit(
         "--pool",
         help="Run only in this worker pool, e.g. gpu (workers started with --pool gpu).",
     ),
-    skipped_hour: str | None = SkippedHourOption,
-    repeated_hour: str | None = RepeatedHourOption,
-    misfire: str | None = MisfireOption,
-    catchup_window: str | None = CatchupOption,
-    overlap: str | None = OverlapOption,
-    jitter: str | None = JitterOption,
-    max_runs: str | None = MaxRunsOption,
-    start_at: str | None = StartAtOption,
-    end_at: str | None = EndAtOption,
+    *,
+    policies: dict[str, str | None],
 ) -> None:
     """Submit a job and print its id. A recurring job (--cron) takes the schedule's
     policies too: DST (--skipped-hour, --repeated-hour), misfires (--misfire,
     --catchup-window), --overlap, --jitter, --max-runs, --start-at and --end-at."""
     with refusals():
-        policies = {
-            "skipped_hour": skipped_hour, "repeated_hour": repeated_hour, "misfire": misfire,
-            "catchup_window_ms": catchup_window, "overlap": overlap, "jitter_ms": jitter,
-            "max_runs": max_runs, "start_at_ms": start_at, "end_at_ms": end_at,
-        }  # fmt: skip
         # Text as typed: JobRequest parses and checks each field, naming it when it cannot.
         fields: dict[str, Any] = {
             "job_type": job_type,
@@ -283,6 +272,7 @@ def resume(job_id: str = JobIdArgument, workflow: str | None = WorkflowOption,
                                         requested_by=requester(by), reason=reason))  # fmt: skip
 
 
+@cron_policies
 def reschedule(
     job_id: str = JobIdArgument,
     cron: str | None = typer.Option(None, "--cron", help="New 5-field cron expression."),
@@ -294,26 +284,14 @@ def reschedule(
     workflow: str | None = WorkflowOption,
     reason: str | None = ReasonOption,
     by: str | None = ByOption,
-    skipped_hour: str | None = SkippedHourOption,
-    repeated_hour: str | None = RepeatedHourOption,
-    misfire: str | None = MisfireOption,
-    catchup_window: str | None = CatchupOption,
-    overlap: str | None = OverlapOption,
-    jitter: str | None = JitterOption,
-    max_runs: str | None = MaxRunsOption,
-    start_at: str | None = StartAtOption,
-    end_at: str | None = EndAtOption,
+    *,
+    policies: dict[str, str | None],
 ) -> None:
     """Give a recurring job a new schedule (--cron) or a pending one-off job a new run
     time (--at), new params, or params with either. The new schedule is whole: policies
     left out (--misfire, --jitter, ...) take their defaults, as on submit."""
 
     def build() -> Event:
-        policies = {
-            "skipped_hour": skipped_hour, "repeated_hour": repeated_hour, "misfire": misfire,
-            "catchup_window_ms": catchup_window, "overlap": overlap, "jitter_ms": jitter,
-            "max_runs": max_runs, "start_at_ms": start_at, "end_at_ms": end_at,
-        }  # fmt: skip
         schedule = cron_fields(cron, tz, policies, prefix="cron.")
         text = None if params is None else _params_text(params, "params")
         return commands.update_schedule_event(job_id, schedule, text, workflow, run_at=at,
