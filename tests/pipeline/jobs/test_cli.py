@@ -43,6 +43,17 @@ def unreachable_env() -> dict[str, str]:
 
 
 SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
+POLICY_OPTIONS = [  # option, CronSchedule field, a value it takes, values it refuses
+    ("--skipped-hour", "skipped_hour", "skip", ["later"]),
+    ("--repeated-hour", "repeated_hour", "both", ["second"]),
+    ("--misfire", "misfire", "run-all", ["retry"]),
+    ("--catchup-window", "catchup_window_ms", "1h", ["60"]),
+    ("--overlap", "overlap", "skip", ["queue"]),
+    ("--jitter", "jitter_ms", "30s", ["-5s", "a while"]),
+    ("--max-runs", "max_runs", "3", ["0", "ten", "3000000000"]),
+    ("--start-at", "start_at_ms", "2026-12-01T00:00Z", ["2026-12-01T00:00"]),
+    ("--end-at", "end_at_ms", "2026-12-01T00:00Z", ["tomorrow"]),
+]
 
 
 @pytest.mark.parametrize(
@@ -64,32 +75,9 @@ SUBMIT = ["submit", "--type", "report.generate", "--owner", "acme"]
         ([*SUBMIT, "--label", "no-equals-sign"], "spec.labels"),
         ([*SUBMIT, "--workflow", ""], "workflow_id"),
         *[([*SUBMIT, option, value], "spec.cron." + name)  # each policy needs --cron
-          for option, value, name in [
-              ("--skipped-hour", "skip", "skipped_hour"),
-              ("--repeated-hour", "both", "repeated_hour"),
-              ("--misfire", "run-all", "misfire"),
-              ("--catchup-window", "1h", "catchup_window_ms"),
-              ("--overlap", "skip", "overlap"),
-              ("--jitter", "30s", "jitter_ms"),
-              ("--max-runs", "3", "max_runs"),
-              ("--start-at", "2026-12-01T00:00Z", "start_at_ms"),
-              ("--end-at", "2026-12-01T00:00Z", "end_at_ms"),
-          ]],
+          for option, name, value, _ in POLICY_OPTIONS],
         *[([*SUBMIT, "--cron", "0 9 * * *", option, value], "spec.cron." + name)
-          for option, value, name in [
-              ("--skipped-hour", "later", "skipped_hour"),
-              ("--repeated-hour", "second", "repeated_hour"),
-              ("--misfire", "retry", "misfire"),
-              ("--catchup-window", "60", "catchup_window_ms"),
-              ("--overlap", "queue", "overlap"),
-              ("--jitter", "-5s", "jitter_ms"),
-              ("--jitter", "a while", "jitter_ms"),
-              ("--max-runs", "0", "max_runs"),
-              ("--max-runs", "ten", "max_runs"),
-              ("--max-runs", "3000000000", "max_runs"),
-              ("--start-at", "2026-12-01T00:00", "start_at_ms"),
-              ("--end-at", "tomorrow", "end_at_ms"),
-          ]],
+          for option, name, _, refused in POLICY_OPTIONS for value in refused],
         ([*SUBMIT, "--cron", "0 9 * * *", "--start-at", "2027-01-02T00:00Z",
           "--end-at", "2027-01-01T00:00Z"], "spec.cron.end_at_ms"),
         (["reschedule", JOB_ID, "--misfire", "run-all"], "cron.misfire"),
