@@ -72,7 +72,7 @@ def observe_all(values: Iterable[object]) -> None:
             observe(value.data, labelled)
 
 
-def observe_launch(job_type: str, scheduled_at_ms: int, launched_ms: int) -> None:
+def observe_launch(job_type: str, due_ms: int, launched_ms: int) -> None:
     """A run's handler was launched at ``launched_ms``: its start lateness."""
-    lateness = max(0, launched_ms - scheduled_at_ms)
+    lateness = max(0, launched_ms - due_ms)
     metrics.START_LATENESS.labels(job_type).observe(lateness / 1000)

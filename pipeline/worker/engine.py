@@ -238,8 +238,9 @@ class WorkerEngine:
         A worker starts claimed runs only, and a claim waits a round trip to the broker:
         claims for the free slots alone bound a type of short runs to ``concurrency`` runs
         a round trip, its slots idle while each claim commits (on three replicating
-        brokers, six or seven claims a second, docs/benchmarks.md). A type with a
-        concurrency limit is never claimed so (its claims hold the limit's slots)."""
+        brokers, six or seven claims a second: docs/benchmarks.md, "Firing and
+        claiming ahead"). A type with a concurrency limit is never claimed so (its claims
+        hold the limit's slots)."""
         if self.slot_free() or self.quarantine.blocks(self.inflight.active):
             return
         for lane in self.lanes:

@@ -375,9 +375,9 @@ class Lane:
         """How much longer than the interval outcomes may wait for a claim: as long as a
         claim ahead, at most :data:`CLAIM_GRACE_MS`, when a record's claim comes within that
         time. Its transaction takes them, which spares one of their own between two claims
-        (half of a busy lane's transactions, docs/benchmarks.md); a claim that does not come
-        (a worker behind, a suspect running alone) delays them by that much at most, however
-        far ahead the worker claims."""
+        (half of a busy lane's transactions: docs/benchmarks.md, "Transactions a second");
+        a claim that does not come (a worker behind, a suspect running alone) delays them by
+        that much at most, however far ahead the worker claims."""
         grace_ms = min(self.claim_ahead_ms, CLAIM_GRACE_MS)
         release = self.early.next_ms()
         if release is None or release - self._clock.wall_ms() > grace_ms:

@@ -22,12 +22,12 @@ def execution_requested(
     *, job_type: str = "data.process", params: dict[str, Any] | None = None,
     priority: str = "NORMAL", job_id: str | None = None, attempt: int = 1,
     timeout_ms: int | None = None, overlap: str | None = None, raw_params: str | None = None,
-    fire_ms: int | None = None,
+    due_ms: int | None = None,
 ) -> Event:  # fmt: skip
     """One firing of a job; ``overlap`` makes it a cron run with that overlap policy."""
     job_id = job_id or new_job_id()
     fired = now_ms()
-    fire_ms = fired if fire_ms is None else fire_ms
+    due_ms = fired if due_ms is None else due_ms
     spec: dict[str, Any] = {
         "job_type": job_type, "owner": "tests",
         "params": raw_params if raw_params is not None else orjson.dumps(params or {}).decode(),
@@ -38,8 +38,8 @@ def execution_requested(
     }  # fmt: skip
     return Event.of(typed("ExecutionRequested", {
         "job_id": job_id, "workflow_id": None,
-        "execution_id": execution_id(job_id, attempt, fire_ms), "attempt": attempt,
-        "epoch": fired, "scheduled_at_ms": fire_ms, "fired_at_ms": fired,
+        "execution_id": execution_id(job_id, attempt, due_ms), "attempt": attempt,
+        "epoch": fired, "scheduled_at_ms": due_ms, "fired_at_ms": fired,
         "deadline_ms": fired + timeout_ms if timeout_ms else None, "spec": spec,
         "idempotency_key": None, "errors": [], "parent_results": [],
     }))  # fmt: skip
@@ -58,8 +58,8 @@ def submit(topics: Topics, *events: Event, partition: int = -1) -> list[str]:
     return [event.data.execution_id for event in events]
 
 
-def suspect(fire_ms: int, params: dict[str, Any] | None = None) -> Event:
+def suspect(due_ms: int, params: dict[str, Any] | None = None) -> Event:
     """A second attempt whose first one's lease expired: its process died under it."""
-    event = execution_requested(attempt=2, params=params, fire_ms=fire_ms)
-    lost = ErrorInfo(attempt=1, error_type=LEASE_EXPIRED, message="no heartbeat", at_ms=fire_ms)
+    event = execution_requested(attempt=2, params=params, due_ms=due_ms)
+    lost = ErrorInfo(attempt=1, error_type=LEASE_EXPIRED, message="no heartbeat", at_ms=due_ms)
     return Event(event.name, evolve(event.data, errors=[lost]))

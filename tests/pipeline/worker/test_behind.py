@@ -25,7 +25,7 @@ def test_a_worker_behind_claims_nothing_more_ahead(
     # Four due every 100 ms for 2 s, sent 3 s ahead: 40 a second, for two slots held by
     # runs that do not end until the gate opens.
     first = driver.clock.now_ms + 3000
-    ids = driver.fire(*(execution_requested(fire_ms=first + 100 * (i // 4))
+    ids = driver.fire(*(execution_requested(due_ms=first + 100 * (i // 4))
                         for i in range(80)))  # fmt: skip
     most = 0
     for _ in range(500):

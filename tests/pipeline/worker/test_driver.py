@@ -45,7 +45,7 @@ def test_a_record_is_claimed_before_its_handler_runs(
     recorder = Recorder(gate)
     driver = recorder.drive(drive, concurrency=1)
     began = recorder.began
-    [execution_id] = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
+    [execution_id] = driver.fire(execution_requested(due_ms=driver.clock.now_ms))
     driver.step()
     driver.run_until(lambda: execution_id in began, what="the handler to begin")
     assert driver.kinds(execution_id) == ["STARTED"], "its STARTED committed as it runs"
@@ -60,7 +60,7 @@ def test_a_record_fetched_before_its_instant_starts_on_the_instant(drive: DriveW
     driver = recorder.drive(drive, claim_ahead_s=1.0)
     began = recorder.began
     due = driver.clock.now_ms + 5000
-    [execution_id] = driver.fire(execution_requested(fire_ms=due))
+    [execution_id] = driver.fire(execution_requested(due_ms=due))
     driver.step()
     assert len(driver.loop.lanes[0].early) == 1 and not driver.kinds(execution_id)
     driver.advance(3999)
@@ -83,8 +83,8 @@ def test_a_sync_run_past_its_timeout_is_reported_and_holds_its_slot_until_it_ret
     driver = recorder.drive(drive, concurrency=1)
     began = recorder.began
     now = driver.clock.now_ms
-    stuck, waiting = driver.fire(execution_requested(fire_ms=now, timeout_ms=500),
-                                 execution_requested(fire_ms=now), partition=0)  # fmt: skip
+    stuck, waiting = driver.fire(execution_requested(due_ms=now, timeout_ms=500),
+                                 execution_requested(due_ms=now), partition=0)  # fmt: skip
     driver.step()
     driver.run_until(lambda: stuck in began, what="the handler to begin")
     driver.advance(499)
@@ -114,7 +114,7 @@ def test_an_async_run_is_cancelled_at_its_timeout(drive: DriveWorker) -> None:
 
     driver = drive(app)
     [execution_id] = driver.fire(execution_requested(job_type="image.render", timeout_ms=500,
-                                                     fire_ms=driver.clock.now_ms))  # fmt: skip
+                                                     due_ms=driver.clock.now_ms))  # fmt: skip
     driver.step()
     driver.run_until(began.is_set, what="the coroutine to begin")
     driver.advance(500)
@@ -127,7 +127,7 @@ def test_a_cancel_before_the_claim_ends_the_record_never_started(drive: DriveWor
     recorder = Recorder()
     driver = recorder.drive(drive)
     began = recorder.began
-    job = execution_requested(fire_ms=driver.clock.now_ms + 8000)
+    job = execution_requested(due_ms=driver.clock.now_ms + 8000)
     [execution_id] = driver.fire(job)
     driver.step()
     driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
@@ -143,7 +143,7 @@ def test_a_cancel_after_the_claim_ends_a_run_claimed_ahead_never_launched(
     recorder = Recorder()
     driver = recorder.drive(drive, claim_ahead_s=4.0)
     began = recorder.began
-    job = execution_requested(fire_ms=driver.clock.now_ms + 6000)
+    job = execution_requested(due_ms=driver.clock.now_ms + 6000)
     [execution_id] = driver.fire(job)
     driver.advance(2000)
     assert driver.kinds(execution_id) == ["STARTED"], "claimed 4 s ahead"
@@ -167,7 +167,7 @@ def test_a_cancel_stops_a_run_under_way(drive: DriveWorker) -> None:
         return "stopped"
 
     driver = drive(app)
-    job = execution_requested(fire_ms=driver.clock.now_ms)
+    job = execution_requested(due_ms=driver.clock.now_ms)
     [execution_id] = driver.fire(job)
     driver.step()
     driver.run_until(began.is_set, what="the handler to begin")
@@ -184,7 +184,7 @@ def test_a_run_ignoring_its_cancel_is_reported_after_the_grace(
     recorder = Recorder(gate)
     driver = recorder.drive(drive, cancel_grace_s=2.0)
     began = recorder.began
-    job = execution_requested(fire_ms=driver.clock.now_ms)
+    job = execution_requested(due_ms=driver.clock.now_ms)
     [execution_id] = driver.fire(job)
     driver.step()
     driver.run_until(lambda: execution_id in began, what="the handler to begin")
@@ -222,12 +222,12 @@ def test_a_suspect_waits_for_the_runs_in_hand_and_then_runs_alone(
 
     driver = drive(app, concurrency=4)
     now = driver.clock.now_ms
-    [first] = driver.fire(execution_requested(params={"name": "first"}, fire_ms=now))
+    [first] = driver.fire(execution_requested(params={"name": "first"}, due_ms=now))
     driver.step()
     driver.run_until(lambda: "first" in running, what="the first run")
     [alone] = driver.fire(suspect(now, {"name": "suspect"}), partition=0)
     driver.step()
-    others = driver.fire(*(execution_requested(fire_ms=now) for _ in range(3)))
+    others = driver.fire(*(execution_requested(due_ms=now) for _ in range(3)))
     driver.step()
     assert not driver.kinds(alone), "the suspect waits for the run in hand"
     assert not any(driver.kinds(e) for e in others), "nothing starts while a suspect waits"
@@ -255,8 +255,8 @@ def test_a_drain_commits_the_runs_that_end_and_gives_up_the_others(
 
     driver = drive(app, commit_interval_s=120.0)
     now = driver.clock.now_ms
-    [stuck] = driver.fire(execution_requested(params={"stuck": True}, fire_ms=now))
-    [quick] = driver.fire(execution_requested(fire_ms=now))
+    [stuck] = driver.fire(execution_requested(params={"stuck": True}, due_ms=now))
+    [quick] = driver.fire(execution_requested(due_ms=now))
     driver.step()
     driver.run_until(lambda: driver.loop.stats.running == 1, what="the quick run's end")
     assert not driver.events(quick, "SUCCEEDED"), "its outcome waits for the interval"
@@ -276,8 +276,8 @@ def test_a_revoked_partitions_records_are_left_to_its_next_owner(
     driver = recorder.drive(drive, concurrency=1)
     began = recorder.began
     now = driver.clock.now_ms
-    running, buffered = driver.fire(execution_requested(fire_ms=now),
-                                    execution_requested(fire_ms=now), partition=0)  # fmt: skip
+    running, buffered = driver.fire(execution_requested(due_ms=now),
+                                    execution_requested(due_ms=now), partition=0)  # fmt: skip
     driver.step()
     driver.run_until(lambda: running in began, what="the first run")
     assert driver.loop.stats.buffered["normal"] == 1
@@ -305,7 +305,7 @@ def test_a_run_heartbeats_and_carries_its_progress(drive: DriveWorker) -> None:
         return "done"
 
     driver = drive(app, heartbeat_s=10.0)
-    [execution_id] = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
+    [execution_id] = driver.fire(execution_requested(due_ms=driver.clock.now_ms))
     driver.step()
     driver.run_until(lambda: driver.events(execution_id, "HEARTBEAT"), what="the first report")
     [first] = driver.events(execution_id, "HEARTBEAT")
@@ -326,7 +326,7 @@ def test_a_claim_that_fails_leaves_neither_and_is_tried_again_after_the_backoff(
     recorder = Recorder()
     driver = recorder.drive(drive)
     driver.broker.fail_commits = 1
-    [execution_id] = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
+    [execution_id] = driver.fire(execution_requested(due_ms=driver.clock.now_ms))
     driver.step()
     lane = driver.loop.lanes[0]
     assert lane.tx.aborted == 1 and not driver.kinds(execution_id) and not driver.committed()
@@ -346,7 +346,7 @@ def test_the_next_owner_passes_over_the_records_claimed_out_of_order(
     the partition's next owner runs the first and none of the three again."""
     recorder = Recorder(gate)
     first = recorder.drive(drive, worker_id="first", concurrency=4)
-    later, *running = first.fire(execution_requested(fire_ms=first.clock.now_ms + 20_000),
+    later, *running = first.fire(execution_requested(due_ms=first.clock.now_ms + 20_000),
                                  *(execution_requested() for _ in range(3)),
                                  partition=0)  # fmt: skip
     first.step()

@@ -173,7 +173,7 @@ def test_a_run_claimed_ahead_starts_on_its_instant_not_before(
     runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
 ) -> None:
     due = now_ms() + 300
-    record = execution_requested(job_type=job_type, fire_ms=due).data
+    record = execution_requested(job_type=job_type, due_ms=due).data
     ctx = build_context(record, worker_id="w", started_ms=due, timeout_s=30)
     runner[0].submit(9, app.get(job_type), ctx)
     end = runner[1].get(timeout=30)
@@ -185,7 +185,7 @@ def test_a_run_claimed_ahead_starts_on_its_instant_not_before(
 def test_a_cancel_before_the_instant_ends_the_run_before_its_handler(
     runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
 ) -> None:
-    record = execution_requested(job_type=job_type, fire_ms=now_ms() + 500).data
+    record = execution_requested(job_type=job_type, due_ms=now_ms() + 500).data
     ctx = build_context(record, worker_id="w", started_ms=record.scheduled_at_ms, timeout_s=30)
     handle = runner[0].submit(10, app.get(job_type), ctx)
     ctx.cancel_signal.set()  # as the loop stops a run: the signal, and an async run's cancel

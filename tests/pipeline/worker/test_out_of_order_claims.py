@@ -21,7 +21,7 @@ def test_the_next_owner_runs_what_was_left_and_starts_nothing_twice(
     # The first record is due later: it waits before its instant while the three behind
     # it in the partition are claimed, and run until the worker is killed.
     later, *running = submit(
-        topics, execution_requested(fire_ms=now_ms() + 20_000),
+        topics, execution_requested(due_ms=now_ms() + 20_000),
         *(execution_requested(params={"seconds": 120}) for _ in range(3)), partition=0,
     )  # fmt: skip
     killed = start(topics, tmp_path, "--type", "data.process", "--concurrency", "4",

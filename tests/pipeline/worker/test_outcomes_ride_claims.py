@@ -1,6 +1,7 @@
 """A busy worker's outcomes and its claims ahead, on the driver (no broker): the outcomes
 wait for the next claim's transaction when it comes soon, rather than make one of their
-own between two claims (pipeline/runtime/schedule.py; docs/benchmarks.md)."""
+own between two claims (pipeline/runtime/schedule.py; docs/benchmarks.md, "Transactions a
+second")."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(drive: DriveWorker) -
     # One due every 50 ms for 2 s, sent 3 s ahead: claimed ahead every 200 ms (about 11
     # claims), each run ending long before the next claim.
     first = driver.clock.now_ms + 3000
-    ids = driver.fire(*(execution_requested(fire_ms=first + 50 * i) for i in range(40)))
+    ids = driver.fire(*(execution_requested(due_ms=first + 50 * i) for i in range(40)))
     driver.step(times=40)
     assert len(lane.early) == 40, "the 40 records held ahead"
     before = lane.tx.transactions
@@ -60,10 +61,10 @@ def test_a_far_claim_ahead_does_not_hold_the_outcomes_back_for_its_claim(
     outcomes in hand wait 4 s to ride it; they wait at most CLAIM_GRACE_MS for one."""
     driver = _noop_worker(drive, claim_ahead_s=5.0)
     lane = driver.loop.lanes[0]
-    driver.fire(execution_requested(fire_ms=driver.clock.now_ms + 9000))
+    driver.fire(execution_requested(due_ms=driver.clock.now_ms + 9000))
     driver.step()
     assert len(lane.early) == 1, "the record held for its claim"
-    (execution_id,) = driver.fire(execution_requested(fire_ms=driver.clock.now_ms))
+    (execution_id,) = driver.fire(execution_requested(due_ms=driver.clock.now_ms))
     driver.step()
     _advance(driver, 300)
     assert driver.kinds(execution_id) == ["STARTED", "SUCCEEDED"], "committed within 300 ms"

@@ -88,10 +88,10 @@ def test_high_goes_first_and_low_is_not_starved(
 def test_overlap_skip_reports_a_skipped_run_while_the_previous_one_runs(
     drive: DriveWorker, gate: threading.Event, gated_app: WorkerApp
 ) -> None:
-    first = execution_requested(overlap="SKIP", fire_ms=1_700_000_000_000)
+    first = execution_requested(overlap="SKIP", due_ms=1_700_000_000_000)
     job_id = first.data["job_id"]
-    second = execution_requested(overlap="SKIP", job_id=job_id, fire_ms=1_700_000_060_000)
-    allowed = execution_requested(overlap="ALLOW", job_id=job_id, fire_ms=1_700_000_120_000)
+    second = execution_requested(overlap="SKIP", job_id=job_id, due_ms=1_700_000_060_000)
+    allowed = execution_requested(overlap="ALLOW", job_id=job_id, due_ms=1_700_000_120_000)
     driver = drive(gated_app)
     (first_id,) = driver.fire(first)
     driver.step()

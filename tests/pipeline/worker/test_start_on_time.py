@@ -40,7 +40,7 @@ def test_records_fired_ahead_start_on_their_instant_not_before(drive: DriveWorke
     driver = drive(_noting_app(made, began))
     made.append(driver)
     base = driver.clock.now_ms + 6000
-    ids = driver.fire(*(execution_requested(fire_ms=base + i * 400) for i in range(4)))
+    ids = driver.fire(*(execution_requested(due_ms=base + i * 400) for i in range(4)))
     driver.step()
     assert len(driver.loop.lanes[0].early) == 4, "the four held before their instant"
     driver.advance(8000, every_ms=10)
@@ -62,7 +62,7 @@ def test_runs_claimed_ahead_hold_no_slot_until_their_instant(drive: DriveWorker)
     driver = drive(_noting_app(made, began, running), concurrency=4, claim_ahead_s=2.0)
     made.append(driver)
     due = driver.clock.now_ms + 6000
-    ids = driver.fire(*(execution_requested(fire_ms=due) for _ in range(40)))
+    ids = driver.fire(*(execution_requested(due_ms=due) for _ in range(40)))
     driver.advance(4000)
     driver.step()
     assert all(driver.kinds(e) == ["STARTED"] for e in ids), "every STARTED before the instant"
@@ -84,7 +84,7 @@ def test_runs_claimed_ahead_keep_their_lease_with_heartbeats_until_their_instant
     driver = drive(_noting_app(made, began), claim_ahead_s=5.0, heartbeat_s=0.5)
     made.append(driver)
     due = driver.clock.now_ms + 7000
-    (execution_id,) = driver.fire(execution_requested(fire_ms=due))
+    (execution_id,) = driver.fire(execution_requested(due_ms=due))
     driver.advance(2000)
     [claimed] = driver.events(execution_id, "STARTED")
     driver.advance(1500, every_ms=100)

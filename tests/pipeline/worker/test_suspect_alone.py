@@ -32,7 +32,7 @@ def test_records_fired_ahead_wait_until_the_suspect_has_run_alone(
     [alone] = driver.fire(suspect(now, {"suspect": True}))
     driver.step()
     driver.run_until(suspect_running.is_set, what="the suspect's run")
-    others = driver.fire(*(execution_requested(fire_ms=now + 600) for _ in range(5)))
+    others = driver.fire(*(execution_requested(due_ms=now + 600) for _ in range(5)))
     driver.advance(1000, every_ms=10)
     assert not any(driver.kinds(e) for e in others), "none claimed while the suspect runs"
     gate.set()
