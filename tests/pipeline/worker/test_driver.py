@@ -8,6 +8,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 from pipeline.config import load_settings
 from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.worker import JobContext, WorkerApp
@@ -39,12 +41,21 @@ class Recorder:
         return self.driver
 
 
-def test_a_record_is_claimed_before_its_handler_runs(
-    drive: DriveWorker, gate: threading.Event
-) -> None:
+OneSlot = tuple[WorkerDriver, dict[str, int]]
+
+
+@pytest.fixture
+def one_slot(drive: DriveWorker, gate: threading.Event) -> OneSlot:
+    """A driver of one slot whose data.process runs note when they begin (by execution id)
+    and then wait for ``gate``."""
     recorder = Recorder(gate)
-    driver = recorder.drive(drive, concurrency=1)
-    began = recorder.began
+    return recorder.drive(drive, concurrency=1), recorder.began
+
+
+def test_a_record_is_claimed_before_its_handler_runs(
+    one_slot: OneSlot, gate: threading.Event
+) -> None:
+    driver, began = one_slot
     [execution_id] = driver.fire(execution_requested(due_ms=driver.clock.now_ms))
     driver.step()
     driver.run_until(lambda: execution_id in began, what="the handler to begin")
@@ -77,11 +88,9 @@ def test_a_record_fetched_before_its_instant_starts_on_the_instant(drive: DriveW
 
 
 def test_a_sync_run_past_its_timeout_is_reported_and_holds_its_slot_until_it_returns(
-    drive: DriveWorker, gate: threading.Event
+    one_slot: OneSlot, gate: threading.Event
 ) -> None:
-    recorder = Recorder(gate)
-    driver = recorder.drive(drive, concurrency=1)
-    began = recorder.began
+    driver, began = one_slot
     now = driver.clock.now_ms
     stuck, waiting = driver.fire(execution_requested(due_ms=now, timeout_ms=500),
                                  execution_requested(due_ms=now), partition=0)  # fmt: skip
@@ -270,11 +279,9 @@ def test_a_drain_commits_the_runs_that_end_and_gives_up_the_others(
 
 
 def test_a_revoked_partitions_records_are_left_to_its_next_owner(
-    drive: DriveWorker, gate: threading.Event
+    one_slot: OneSlot, gate: threading.Event
 ) -> None:
-    recorder = Recorder(gate)
-    driver = recorder.drive(drive, concurrency=1)
-    began = recorder.began
+    driver, began = one_slot
     now = driver.clock.now_ms
     running, buffered = driver.fire(execution_requested(due_ms=now),
                                     execution_requested(due_ms=now), partition=0)  # fmt: skip
