@@ -44,17 +44,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import FrameType, MappingProxyType
-from typing import Any, TypedDict, cast
+from typing import Any
 
 from pipeline.clock import now_ms, seconds_until
 from pipeline.lifeline import watch_supervisor
 from pipeline.logs import configure_logging
 from pipeline.worker.app import WorkerApp, load_app
-from pipeline.worker.context import JobContext, ParentResult
+from pipeline.worker.context import JobContext
 from pipeline.worker.failures import ErrorDescription, describe_error
 from pipeline.worker.output import RunLinesHandler, log_to
 from pipeline.worker.progress import ProgressReport
@@ -100,23 +100,10 @@ class Ready:
     pid: int
 
 
-class PortableContext(TypedDict):
-    """A :class:`JobContext` as it crosses to a child (:func:`portable`): its plain fields,
-    without the cancel signal and the progress sink."""
-
-    job_id: str
-    execution_id: str
-    attempt: int
-    epoch: int
-    job_type: str
-    owner: str
-    params: dict[str, Any]
-    scheduled_at_ms: int
-    deadline_ms: int | None
-    worker_id: str
-    parent_results: Mapping[str, ParentResult]
-    """A dict as it crosses (a read-only view does not pickle), a read-only view again in
-    the child."""
+PortableContext = dict[str, Any]
+"""A :class:`JobContext` as it crosses to a child (:func:`portable`): its plain fields by
+name, without the cancel signal and the progress sink, ``parent_results`` as a dict (a
+read-only view does not pickle; it is one again in the child)."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +145,7 @@ def portable(ctx: JobContext) -> PortableContext:
     fields = dict(vars(ctx))
     del fields["cancel_signal"], fields["progress_sink"]
     fields["parent_results"] = dict(ctx.parent_results)
-    return cast("PortableContext", fields)
+    return fields
 
 
 def send(conn: Connection, message: Setup | Ready | Run | Progressed | Ended | None) -> None:
