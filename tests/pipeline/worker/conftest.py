@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -11,9 +12,19 @@ import pytest
 from pipeline.topics import Topics
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
+from pipeline.worker.executor import Finished, JobExecutor
 from pipeline.worker.loop import WorkerLoop
 from pipeline.worker.options import WorkerOptions
 from tests.pipeline.worker.support import DriveWorker, EventLog, StartWorker, TopicReader, Worker
+
+
+@pytest.fixture
+def runner() -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
+    """A thread executor of four slots, and the queue its runs end into."""
+    ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
+    executor = JobExecutor(4, ends.put)
+    yield executor, ends
+    executor.close()
 
 
 @pytest.fixture

@@ -74,14 +74,6 @@ def info_level() -> Iterator[None]:
     log.setLevel(before)
 
 
-@pytest.fixture
-def executor() -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
-    ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    running = JobExecutor(4, ends.put)
-    yield running, ends
-    running.close()
-
-
 def start(executor: JobExecutor, token: int, job_type: str, **params: Any) -> RunLog:
     record = execution_requested(job_type=job_type, params=params).data
     ctx = build_context(record, worker_id="w", started_ms=0, timeout_s=30)
@@ -105,9 +97,9 @@ def messages(run: RunLog) -> list[str]:
 
 @pytest.mark.parametrize("job_type", ["lines", "lines.async"])
 def test_two_runs_at_once_keep_their_own_lines(
-    executor: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str
 ) -> None:
-    running, ends = executor
+    running, ends = runner
     first, second = start(running, 1, job_type, name="A"), start(running, 2, job_type, name="B")
     outcomes = ended(ends, 2)
     assert all(end.error is None for end in outcomes.values()), outcomes
@@ -123,9 +115,9 @@ def test_two_runs_at_once_keep_their_own_lines(
 
 
 def test_the_workers_own_lines_are_no_runs(
-    executor: tuple[JobExecutor, queue.SimpleQueue[Finished]],
+    runner: tuple[JobExecutor, queue.SimpleQueue[Finished]],
 ) -> None:
-    running, ends = executor
+    running, ends = runner
     gate.clear()
     run = start(running, 1, "mixed")
     worker_log.warning("a worker line, on the worker's thread, while the run goes on")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -61,14 +60,6 @@ async def async_blocks_the_loop(ctx: JobContext) -> None:
 @app.handler("async.own_timeout")
 async def async_own_timeout(ctx: JobContext) -> None:
     raise TimeoutError("the service I called timed out")
-
-
-@pytest.fixture
-def runner() -> Iterator[tuple[JobExecutor, queue.SimpleQueue[Finished]]]:
-    ends: queue.SimpleQueue[Finished] = queue.SimpleQueue()
-    executor = JobExecutor(4, ends.put)
-    yield executor, ends
-    executor.close()
 
 
 def run(runner: tuple[JobExecutor, queue.SimpleQueue[Finished]], job_type: str) -> Finished:
