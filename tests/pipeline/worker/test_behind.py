@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.worker import JobContext, WorkerApp
+from pipeline.worker import WorkerApp
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker
 
 
 def test_a_worker_behind_claims_nothing_more_ahead(
-    drive: DriveWorker, gate: threading.Event
+    drive: DriveWorker, gate: threading.Event, gated_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def slow(ctx: JobContext) -> None:
-        gate.wait(60)
-
-    driver = drive(app, concurrency=2)
+    driver = drive(gated_app, concurrency=2)
     # Four due every 100 ms for 2 s, sent 3 s ahead: 40 a second, for two slots held by
     # runs that do not end until the gate opens.
     first = driver.clock.now_ms + 3000

@@ -91,16 +91,9 @@ def test_a_sync_handler_polling_ctx_cancelled_stops(drive: DriveWorker) -> None:
 
 
 def test_a_buffered_record_of_a_cancelled_job_never_starts(
-    drive: DriveWorker, gate: threading.Event
+    drive: DriveWorker, gate: threading.Event, gated_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def busy(ctx: JobContext) -> str:
-        gate.wait(120)
-        return "done"
-
-    driver = drive(app, concurrency=1)
+    driver = drive(gated_app, concurrency=1)
     first, second = execution_requested(), execution_requested()
     first_id, second_id = driver.fire(first, second, partition=0)
     driver.step()
@@ -115,13 +108,8 @@ def test_a_buffered_record_of_a_cancelled_job_never_starts(
 
 
 def test_a_cancel_written_before_the_worker_starts_is_read_back(
-    topics: Topics, start_worker: StartWorker, events: EventLog
+    topics: Topics, start_worker: StartWorker, events: EventLog, quick_app: WorkerApp
 ) -> None:
-    app = WorkerApp()
-
-    @app.handler("data.process")
-    def quick(ctx: JobContext) -> str:
-        return "ran"
 
     cancelled, later = execution_requested(), execution_requested()
     cancel(topics, cancelled)
@@ -129,7 +117,7 @@ def test_a_cancel_written_before_the_worker_starts_is_read_back(
     refired = execution_requested(job_id=later.data["job_id"])
     cancel(topics, later, up_to_epoch=refired.data["epoch"] - 1)
     cancelled_id, refired_id = submit(topics, cancelled, refired)
-    start_worker(app)
+    start_worker(quick_app)
     assert_cancelled(events.wait(cancelled_id, "CANCELLED")[0])
     events.wait(refired_id, "SUCCEEDED")
     assert events.kinds(cancelled_id) == ["CANCELLED"]
