@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -13,7 +14,7 @@ from pipeline.kafka import clients
 from pipeline.model.cancel import CancelRequest
 from pipeline.serde import Event
 from pipeline.topics import Topics
-from pipeline.worker import WorkerApp
+from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
 from pipeline.worker.loop import WorkerLoop
 from tests.support.reader import TopicReader
@@ -97,3 +98,22 @@ def committed_offsets(settings: Settings, job_type: str) -> int:
         return sum(max(tp.offset, 0) for tp in consumer.committed(partitions, timeout=10))
     finally:
         consumer.close()
+
+
+class HangingAsync:
+    """An app whose image.render runs are coroutines that wait two minutes: :attr:`began`
+    is set as one begins, :attr:`cancelled` as it is cancelled."""
+
+    def __init__(self) -> None:
+        self.began, self.cancelled = threading.Event(), threading.Event()
+        self.app = WorkerApp()
+
+        @self.app.handler("image.render")
+        async def hang(ctx: JobContext) -> str:
+            self.began.set()
+            try:
+                await asyncio.sleep(120)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+            return "never"

@@ -5,7 +5,6 @@ jobs.control at a worker's start, against the real broker."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 from pipeline.clock import now_ms
@@ -20,6 +19,7 @@ from tests.pipeline.worker.support import (
     WHY,
     DriveWorker,
     EventLog,
+    HangingAsync,
     StartWorker,
     assert_cancelled,
     cancel_request,
@@ -39,20 +39,9 @@ def cancel(topics: Topics, execution: Event, *, up_to_epoch: int | None = None) 
 
 
 def test_a_running_async_handler_is_cancelled(drive: DriveWorker) -> None:
-    app = WorkerApp()
-    began, stopped = threading.Event(), threading.Event()
-
-    @app.handler("image.render")
-    async def hang(ctx: JobContext) -> str:
-        began.set()
-        try:
-            await asyncio.sleep(120)
-        except asyncio.CancelledError:
-            stopped.set()
-            raise
-        return "never"
-
-    driver = drive(app)
+    hanging = HangingAsync()
+    began, stopped = hanging.began, hanging.cancelled
+    driver = drive(hanging.app)
     job = execution_requested(job_type="image.render")
     (execution_id,) = driver.fire(job)
     driver.step()

@@ -4,7 +4,6 @@ test clock, with the app's handlers run on the real executor."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from typing import Any
 
@@ -15,7 +14,12 @@ from pipeline.model.lifecycle import WORKER_STOPPED
 from pipeline.worker import JobContext, WorkerApp
 from pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested, suspect
-from tests.pipeline.worker.support import DriveWorker, assert_cancelled, cancel_request
+from tests.pipeline.worker.support import (
+    DriveWorker,
+    HangingAsync,
+    assert_cancelled,
+    cancel_request,
+)
 from tests.support.waiting import wait_for
 
 
@@ -109,19 +113,9 @@ def test_a_sync_run_past_its_timeout_is_reported_and_holds_its_slot_until_it_ret
 
 
 def test_an_async_run_is_cancelled_at_its_timeout(drive: DriveWorker) -> None:
-    app = WorkerApp()
-    began, cancelled = threading.Event(), threading.Event()
-
-    @app.handler("image.render")
-    async def hang(ctx: JobContext) -> None:
-        began.set()
-        try:
-            await asyncio.sleep(120)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    driver = drive(app)
+    hanging = HangingAsync()
+    began, cancelled = hanging.began, hanging.cancelled
+    driver = drive(hanging.app)
     [execution_id] = driver.fire(execution_requested(job_type="image.render", timeout_ms=500,
                                                      due_ms=driver.clock.now_ms))  # fmt: skip
     driver.step()
