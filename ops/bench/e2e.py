@@ -70,10 +70,9 @@ LeadOption = duration_option(
     None, "--lead", help="steady: time each job is submitted ahead (default 5s); burst, backlog: "
     "time to the first due time (default: from the count).",
 )  # fmt: skip
-PySpyOption = duration_option(
-    "0s", "--py-spy", help="Profile every pipeline process this long once jobs fall due "
-    "(0s: not at all); needs py-spy.",
-)  # fmt: skip
+PySpyOption = options.py_spy_option(
+    "every pipeline process this long once jobs fall due (0s: not at all)"
+)
 
 
 def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:

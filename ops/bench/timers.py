@@ -39,10 +39,9 @@ LeadOption = duration_option(
     None, "--lead", help="Time from submission to the first due job; default 15s (steady), "
     "from --count.",
 )  # fmt: skip
-PySpyOption = duration_option(
-    "0s", "--py-spy", help="Profile the timer this long once it fires (restore: while it "
-    "restores; 0s: not at all); needs py-spy.",
-)  # fmt: skip
+PySpyOption = options.py_spy_option(
+    "the timer this long once it fires (restore: while it restores; 0s: not at all)"
+)
 
 
 def _table(title: str, rows: list[Row]) -> Table:
