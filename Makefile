@@ -48,7 +48,7 @@ test: setup test-fast
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile -m "not fast" --durations=15
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline connectors ops tests
+	$(BIN)/ruff check jobstream/*.py pipeline connectors ops tests
 	$(BIN)/mypy
 
 down: $(STAMP)

@@ -22,22 +22,22 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from connectors.api.auth import hash_token
-from connectors.api.server import ApiServer
-from connectors.api.settings import ApiSettings, load_api_settings
-from connectors.views import ViewStore, ViewUpdater
-from pipeline import metrics
-from pipeline.cli_options import MetricsPortOption
-from pipeline.clock import instant_of
-from pipeline.config import load_settings
-from pipeline.errors import ValidationError
-from pipeline.jobs.backfill import OF_LABEL
-from pipeline.jobs.cli import refusals
-from pipeline.model.lifecycle import TERMINAL_STATES
-from pipeline.replay.cli import progress_bar, replay_status, replay_timers
-from pipeline.scheduling.backfill import check_rate, parse_instant_ms
-from pipeline.signals import stop_on_signals
-from pipeline.worker.runlogs import format_line
+from jobstream._connectors.api.auth import hash_token
+from jobstream._connectors.api.server import ApiServer
+from jobstream._connectors.api.settings import ApiSettings, load_api_settings
+from jobstream._connectors.views import ViewStore, ViewUpdater
+from jobstream._pipeline import metrics
+from jobstream._pipeline.cli_options import MetricsPortOption
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs.backfill import OF_LABEL
+from jobstream._pipeline.jobs.cli import refusals
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES
+from jobstream._pipeline.replay.cli import progress_bar, replay_status, replay_timers
+from jobstream._pipeline.scheduling.backfill import check_rate, parse_instant_ms
+from jobstream._pipeline.signals import stop_on_signals
+from jobstream._pipeline.worker.runlogs import format_line
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ops.kafka.cluster import LocalCluster
-from ops.kafka.warmup import WARM_UP_S, warm_up
-from pipeline.config import load_settings
-from pipeline.durations import duration_option
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._ops.kafka.cluster import LocalCluster
+from jobstream._ops.kafka.warmup import WARM_UP_S, warm_up
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.durations import duration_option
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 
 console = Console()
 kafka_app = typer.Typer(
@@ -124,7 +124,7 @@ def kafka_acls(
 
     Runs as the principal of the settings (JOBSTREAM_SASL_*), which must be allowed to
     alter ACLs: on the local cluster, `eval "$(jobstream kafka env admin)"` first."""
-    from ops.kafka.principals import apply_acls, every_role, upsert_users
+    from jobstream._ops.kafka.principals import apply_acls, every_role, upsert_users
 
     settings = load_settings()
     roles = every_role(settings.job_types)
@@ -170,7 +170,7 @@ def kafka_env(
 def kafka_jars() -> None:
     """Fetch the broker's jars (and Kafka's tools) with Maven into the cache (done by `up`
     when needed); print their folder on stdout: java -cp "$(jobstream kafka jars)/*" ..."""
-    from ops.kafka import jars
+    from jobstream._ops.kafka import jars
 
     with console.status("fetching Kafka jars with Maven ..."):
         path = jars.ensure_jars()
@@ -209,7 +209,7 @@ def demo(
     ),
 ) -> None:
     """Start the whole pipeline, run real demo jobs through it, and stop it."""
-    from ops.demo import run_demo
+    from jobstream._ops.demo import run_demo
 
     run_demo(load_settings(), home, base_port, timeout_ms / 1000)
 
@@ -228,8 +228,8 @@ def pipeline(
 
     A process that exits is started again; one slow to become healthy is reported and
     waited for. No process outlives this command, however it ends (SIGKILL too)."""
-    from ops.stack import HealthWatch, Stack, components
-    from pipeline.signals import stop_on_signals
+    from jobstream._ops.stack import HealthWatch, Stack, components
+    from jobstream._pipeline.signals import stop_on_signals
 
     load_settings()  # a bad setting stops here, not in six processes
     stack = Stack(home)

@@ -1,21 +1,21 @@
 """The ``jobstream`` command: one entry point for every process and tool.
 
 Composed here because ops/ is the one layer that may see the others: the engine's
-commands come from ``pipeline.cli.register``, and this module adds the broker, topics,
-demo, pipeline and benchmark commands of ops/. ``python -m ops`` runs the same command.
+commands come from ``jobstream._pipeline.cli.register``, and this module adds the broker, topics,
+demo, pipeline and benchmark commands of ops/. ``python -m jobstream`` runs the same command.
 """
 
 from __future__ import annotations
 
 import signal
 
-from connectors.cli import register as register_connectors
-from ops.bench.api import bench_api
-from ops.bench.e2e import bench
-from ops.bench.timers import bench_timers
-from ops.cli import demo, kafka_app, pipeline, topics_app
-from ops.faults.cli import faults_app
-from pipeline.cli import new_app, register, run
+from jobstream._connectors.cli import register as register_connectors
+from jobstream._ops.bench.api import bench_api
+from jobstream._ops.bench.e2e import bench
+from jobstream._ops.bench.timers import bench_timers
+from jobstream._ops.cli import demo, kafka_app, pipeline, topics_app
+from jobstream._ops.faults.cli import faults_app
+from jobstream._pipeline.cli import new_app, register, run
 
 EPILOG = """Examples:
 

@@ -18,18 +18,18 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from rich.console import Console
 
-from ops.stack import Stack, components
-from pipeline.clock import instant_of
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.jobs.client import JobClient
-from pipeline.kafka import clients
-from pipeline.kafka.watermarks import watermarks
-from pipeline.model.job import JobRequest
-from pipeline.scheduling import CronSpec
-from pipeline.serde import JobStatus, decode_status
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.serde import JobStatus, decode_status
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 
 console = Console()
 

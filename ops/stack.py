@@ -23,13 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.durations import format_duration
-from pipeline.errors import JobstreamError
-from pipeline.lifeline import ENV as LIFELINE_ENV
+from jobstream._pipeline.durations import format_duration
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.lifeline import ENV as LIFELINE_ENV
 
 log = logging.getLogger(__name__)
 
-DEMO_APP = "ops.demo_jobs.app"
+DEMO_APP = "jobstream._ops.demo_jobs.app"
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class RestartBackoff:
         return delay
 
 
-ENGINE = (sys.executable, "-m", "pipeline")
+ENGINE = (sys.executable, "-m", "jobstream._pipeline")
 """The engine's commands in this interpreter: what a stack runs unless told otherwise."""
 
 

@@ -1,5 +1,6 @@
-"""``python -m pipeline``: the engine's commands alone (``jobstream`` adds those of ops/)."""
+"""``python -m jobstream._pipeline``: the engine's commands alone (``jobstream`` adds those of
+ops/)."""
 
-from pipeline.cli import main
+from jobstream._pipeline.cli import main
 
 main()

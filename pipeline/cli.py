@@ -3,7 +3,7 @@
 ``register`` adds the engine's processes and tools to a Typer app; ``run`` runs an app
 and turns a JobstreamError into a message and a documented exit code. The full
 ``jobstream`` command, which adds the broker, topics, demo and benchmark commands, is
-composed in ``ops/command.py``: the engine may not see ``ops/``. ``python -m pipeline``
+composed in ``ops/command.py``: the engine may not see ``ops/``. ``python -m jobstream._pipeline``
 runs the engine's commands alone (what the stack and the benchmarks start).
 """
 
@@ -14,29 +14,29 @@ import sys
 
 import typer
 
-from pipeline.console.tail import EPILOG as TAIL_EPILOG
-from pipeline.console.tail import tail
-from pipeline.dlq.cli import dlq_app
-from pipeline.errors import (
+from jobstream._pipeline.console.tail import EPILOG as TAIL_EPILOG
+from jobstream._pipeline.console.tail import tail
+from jobstream._pipeline.dlq.cli import dlq_app
+from jobstream._pipeline.errors import (
     BrokerError,
     ConfigurationError,
     JobstreamError,
     TopicMismatchError,
     ValidationError,
 )
-from pipeline.jobs.cli import EXIT_INVALID
-from pipeline.jobs.cli import register as register_job_commands
-from pipeline.jobs.workflow_cli import workflow_app
-from pipeline.lifeline import watch_supervisor
-from pipeline.limits.cli import limits_app
-from pipeline.logs import configure_logging
-from pipeline.quotas.cli import quotas_app
-from pipeline.retry.cli import retry_router
-from pipeline.runtime.collector import tune_collector
-from pipeline.status.cli import status_processor
-from pipeline.status.query import status
-from pipeline.timers.cli import timers
-from pipeline.worker.cli import worker
+from jobstream._pipeline.jobs.cli import EXIT_INVALID
+from jobstream._pipeline.jobs.cli import register as register_job_commands
+from jobstream._pipeline.jobs.workflow_cli import workflow_app
+from jobstream._pipeline.lifeline import watch_supervisor
+from jobstream._pipeline.limits.cli import limits_app
+from jobstream._pipeline.logs import configure_logging
+from jobstream._pipeline.quotas.cli import quotas_app
+from jobstream._pipeline.retry.cli import retry_router
+from jobstream._pipeline.runtime.collector import tune_collector
+from jobstream._pipeline.status.cli import status_processor
+from jobstream._pipeline.status.query import status
+from jobstream._pipeline.timers.cli import timers
+from jobstream._pipeline.worker.cli import worker
 
 log = logging.getLogger(__name__)
 
@@ -109,5 +109,5 @@ register(app)
 
 
 def main() -> None:
-    """``python -m pipeline``: the engine's commands without those of ops/."""
+    """``python -m jobstream._pipeline``: the engine's commands without those of ops/."""
     run(app)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 import typer
 
-from pipeline import metrics
-from pipeline.config import Settings, load_settings
-from pipeline.signals import stop_on_signals
+from jobstream._pipeline import metrics
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.signals import stop_on_signals
 
 if TYPE_CHECKING:
-    from pipeline.runtime.runner import Runner
+    from jobstream._pipeline.runtime.runner import Runner
 
 T = TypeVar("T")
 R = TypeVar("R")

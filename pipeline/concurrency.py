@@ -20,9 +20,9 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError
-from pipeline.model import rules
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.model import rules
 
 SETTING = "JOBSTREAM_CONCURRENCY_LIMITS"
 

@@ -15,8 +15,8 @@ import orjson
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
-from pipeline.durations import DurationError, parse_duration
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.durations import DurationError, parse_duration
+from jobstream._pipeline.errors import ConfigurationError
 
 ENV_PREFIX = "JOBSTREAM_"
 

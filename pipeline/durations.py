@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 """Milliseconds in one of each unit a duration may be written in."""

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 

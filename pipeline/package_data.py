@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.errors import ConfigurationError
 
 
 def package_path(package: str, name: str) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from pipeline.config import MAX_MESSAGE_BYTES, Settings
+from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
 
 PRIORITIES = ("high", "normal", "low")
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.kafka.cluster import LocalCluster
-from ops.kafka.ports import free_base_port
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._ops.kafka.cluster import LocalCluster
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 from tests.support.tools import unavailable
 
 pytest_plugins = ["pytester", "tests.support.tiers"]

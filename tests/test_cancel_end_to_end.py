@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.api.server import ApiServer
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components, worker
-from pipeline.config import Settings
-from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, client
 from tests.support.pipeline import process_env
 from tests.support.reader import events_of
@@ -85,7 +85,7 @@ def kinds(settings: Settings, job_id: str) -> list[str]:
 
 
 def cli_cancel(settings: Settings, job_id: str, *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "pipeline", "cancel", job_id, *args],
+    done = subprocess.run([sys.executable, "-m", "jobstream._pipeline", "cancel", job_id, *args],
                           env=process_env(settings), capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -22,15 +22,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.faults.groups import wait_assigned
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components, worker
-from pipeline.config import Settings
-from pipeline.jobs.client import JobClient
-from pipeline.kafka.admin import ensure_topics
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.faults.groups import wait_assigned
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.overlap import Runs, most_at_once
 from tests.support.reader import TopicReader
 from tests.support.stack import APP, running_stack

@@ -1,8 +1,8 @@
 """Every file a module's docstrings and comments send the reader to exists.
 
 A path such as ``pipeline/timers/logic.py`` (or ``docs/fairness.md``, ``tests/...``) and a
-``:mod:`` reference such as ``:mod:`pipeline.status.machine``` in pipeline/, connectors/
-or ops/ must name a file or package of the repository: a rename that leaves one behind
+``:mod:`` reference such as ``:mod:`jobstream._pipeline.status.machine``` in pipeline/,
+connectors/ or ops/ must name a file or package of the repository: a rename that leaves one behind
 fails here, naming the module and the line.
 """
 
@@ -18,7 +18,7 @@ PATH = re.compile(r"(?<![\w/.-])((?:pipeline|connectors|ops|tests|docs|schemas)/
 """A repository path: a top-level folder, then the rest of the word (its trailing dots and
 dashes are the sentence's). A pattern (``schemas/io.jobstream.<Name>.avsc``) or a glob is
 not a path."""
-MODULE = re.compile(r":mod:`~?((?:pipeline|connectors|ops)(?:\.\w+)+)`")
+MODULE = re.compile(r":mod:`~?(jobstream(?:\.\w+)+)`")
 
 
 def _exists(path: str) -> bool:
@@ -26,7 +26,7 @@ def _exists(path: str) -> bool:
 
 
 def _module_exists(dotted: str) -> bool:
-    base = ROOT / dotted.replace(".", "/")
+    base = ROOT / dotted.replace(".", "/")  # jobstream/_pipeline links to pipeline/
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
@@ -42,9 +42,9 @@ def dangling(text: str) -> list[str]:
 
 
 def test_the_check_sees_a_missing_file_and_a_missing_module() -> None:
-    text = ("see pipeline/timers/fair.py and :mod:`pipeline.timers.runner`, not pipeline/limits/"
-            " nor schemas/io.jobstream.<Name>.avsc")
-    assert dangling(text) == ["pipeline/timers/fair.py", "pipeline.timers.runner"]
+    text = ("see pipeline/timers/fair.py and :mod:`jobstream._pipeline.timers.runner`,"
+            " not pipeline/limits/ nor schemas/io.jobstream.<Name>.avsc")
+    assert dangling(text) == ["pipeline/timers/fair.py", "jobstream._pipeline.timers.runner"]
 
 
 def test_every_referenced_file_exists() -> None:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.kafka.ports import free_base_port
-from ops.stack import Stack, worker
-from pipeline.config import Settings
-from pipeline.dlq.reader import DlqFilter, DlqReader
-from pipeline.dlq.redrive import Redriver
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._ops.stack import Stack, worker
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader
+from jobstream._pipeline.dlq.redrive import Redriver
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import events_of
 from tests.support.stack import (
     APP,

@@ -11,14 +11,14 @@ from typing import Any
 import orjson
 import pytest
 
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components, worker
-from pipeline.config import Settings
-from pipeline.dlq.reader import DlqFilter, DlqReader
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.serde import JobStatus
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import events_of
 from tests.support.stack import running_stack, topics_fixture
 from tests.support.stack import settled as stack_settled

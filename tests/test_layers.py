@@ -3,6 +3,9 @@
 ``pipeline/`` is the engine and imports neither ``ops/`` nor ``connectors/``;
 ``connectors/`` (the edges) may import ``pipeline/`` but not ``ops/``; ``ops/`` may import
 both, which is why the ``jobstream`` command is composed there (``ops/command.py``).
+The three install as ``jobstream._pipeline``, ``jobstream._connectors`` and ``jobstream._ops``
+(docs/adr/0005-one-import-name.md); the public face, ``jobstream`` and its modules beside
+them in jobstream/, imports them, so neither the engine nor the edges import it back.
 Within the engine, its subpackages and top-level modules import each other without a cycle.
 """
 
@@ -18,11 +21,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("pipeline", "connectors", "ops")
+ENGINE = "jobstream._pipeline"
+PUBLIC = "jobstream"
 
 FORBIDDEN = {
-    "pipeline": {"ops", "connectors"},
-    "connectors": {"ops"},
+    ENGINE: {"jobstream._ops", "jobstream._connectors", PUBLIC},
+    "jobstream._connectors": {"jobstream._ops", PUBLIC},
 }
+
+
+def layer(module: str) -> str:
+    """``jobstream._pipeline.jobs.cli`` -> ``jobstream._pipeline``; a public module
+    (``jobstream``, ``jobstream.records``) -> ``jobstream``; another package -> its name."""
+    top, _, rest = module.partition(".")
+    if top != PUBLIC:
+        return top
+    inner = rest.split(".")[0]
+    return f"{PUBLIC}.{inner}" if inner.startswith("_") else PUBLIC
 
 
 @dataclass(frozen=True)
@@ -30,7 +45,7 @@ class Import:
     """One imported module, as written in a module of ours."""
 
     source: str
-    """The importing module, e.g. ``pipeline.jobs.cli``."""
+    """The importing module, e.g. ``jobstream._pipeline.jobs.cli``."""
     path: Path
     line: int
     target: str
@@ -43,13 +58,18 @@ class Import:
 
 
 def modules() -> dict[str, Path]:
-    """Every module of our packages by dotted name; a package is its ``__init__.py``."""
+    """Every module of our packages by dotted name (as installed, ``jobstream._pipeline.x``);
+    a package is its ``__init__.py``."""
     found = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
+    folders = [(ROOT / package, (PUBLIC, f"_{package}")) for package in PACKAGES]
+    for folder, prefix in folders:
+        for path in sorted(folder.rglob("*.py")):
+            parts = prefix + path.relative_to(folder).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    assert set(PACKAGES) <= found.keys(), f"not every package found under {ROOT}"
+    for path in sorted((ROOT / PUBLIC).glob("*.py")):  # the public face; its links are above
+        found[PUBLIC if path.stem == "__init__" else f"{PUBLIC}.{path.stem}"] = path
+    expected = {PUBLIC, *(f"{PUBLIC}._{package}" for package in PACKAGES)}
+    assert expected <= found.keys(), f"not every package found under {ROOT}"
     return found
 
 
@@ -100,8 +120,9 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def engine_node(module: str) -> str:
-    """``pipeline.jobs.cli`` -> ``pipeline.jobs``; ``pipeline.config`` stays itself."""
-    return ".".join(module.split(".")[:2])
+    """``jobstream._pipeline.jobs.cli`` -> ``jobstream._pipeline.jobs``;
+    ``jobstream._pipeline.config`` stays itself."""
+    return ".".join(module.split(".")[:3])
 
 
 def test_no_layer_imports_one_it_may_not_see() -> None:
@@ -109,23 +130,23 @@ def test_no_layer_imports_one_it_may_not_see() -> None:
     wrong = [
         str(found)
         for found in imports(modules())
-        if found.target.split(".")[0] in FORBIDDEN.get(found.source.split(".")[0], set())
+        if layer(found.target) in FORBIDDEN.get(layer(found.source), set())
     ]
     assert not wrong, "imports across the layers:\n" + "\n".join(wrong)
 
 
 def test_the_engine_subpackages_import_each_other_without_a_cycle() -> None:
-    """Nodes are pipeline's subpackages (``pipeline.jobs``) and top-level modules
-    (``pipeline.config``). Imports inside ``if TYPE_CHECKING:`` blocks are left out: they
+    """Nodes are pipeline's subpackages (``jobstream._pipeline.jobs``) and top-level modules
+    (``jobstream._pipeline.config``). Imports inside ``if TYPE_CHECKING:`` blocks are left out: they
     never run, so they cannot make an import cycle."""
     graph: dict[str, set[str]] = {}
     edges: dict[tuple[str, str], list[Import]] = defaultdict(list)
     for found in imports(modules()):
-        if found.type_checking or not found.source.startswith("pipeline"):
+        if found.type_checking or layer(found.source) != ENGINE:
             continue
         source, target = engine_node(found.source), engine_node(found.target)
         graph.setdefault(source, set())
-        if target.startswith("pipeline.") and target != source:
+        if layer(target) == ENGINE and target != source:
             graph[source].add(target)
             edges[source, target].append(found)
     try:

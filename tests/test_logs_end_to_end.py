@@ -19,12 +19,12 @@ import httpx
 import pytest
 from confluent_kafka import Message, TopicPartition
 
-from connectors.api.server import ApiServer
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components, worker
-from pipeline.durations import format_duration
-from pipeline.kafka import clients
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.durations import format_duration
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS, client
 from tests.support.logs_app import LOGGER
 from tests.support.reader import gather
@@ -94,7 +94,7 @@ def cli(api: ApiServer, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
     env.update({"JOBSTREAM_API_URL": api.url, "JOBSTREAM_API_TOKEN": TOKENS["acme"],
                 "PYTHONPATH": str(ROOT)})  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "ops", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "jobstream", *args], env=env, capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
 
 
@@ -157,7 +157,7 @@ def test_each_attempt_serves_its_own_lines(
     assert earlier.returncode == 0, earlier.stderr
     assert "ERROR   tests.logs_app: giving up attempt 1\nTraceback" in earlier.stdout
     assert "(attempt 2)" not in earlier.stdout
-    refused = subprocess.run([sys.executable, "-m", "ops", "logs", job_id], env={
+    refused = subprocess.run([sys.executable, "-m", "jobstream", "logs", job_id], env={
         **{k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")},
         "JOBSTREAM_API_URL": api.url, "JOBSTREAM_API_TOKEN": TOKENS["bolt"],
         "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120, check=False)

@@ -3,12 +3,12 @@ named series move as the jobs do (docs/metrics.md)."""
 
 from __future__ import annotations
 
-from ops.scrape import Samples, has, scrape, value
-from ops.stack import Stack
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.scrape import Samples, has, scrape, value
+from jobstream._ops.stack import Stack
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.stack import pipeline_fixtures
 from tests.support.waiting import wait_for
 

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.kafka.ports import free_ports
-from ops.stack import RestartBackoff, Stack, components
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import RestartBackoff, Stack, components
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import events_of
 from tests.support.stack import APP, running_stack, settled, topics_fixture
 

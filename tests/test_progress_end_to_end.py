@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import orjson
 
-from connectors.api.server import ApiServer
-from pipeline.clock import now_ms
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
 from tests.support.pipeline import process_env
 from tests.support.stack import api_fixtures, pipeline_fixtures
@@ -110,14 +110,15 @@ def test_each_report_is_in_the_apis_job_within_a_second_while_it_runs(
 
     # jobstream status reads jobs.status itself, as a user runs it: a process of its own.
     env = {**process_env(pipeline_topics.settings), "PYTHONPATH": str(ROOT)}
-    shown = subprocess.run([sys.executable, "-m", "ops", "status", job_id, "--timeout", "30s"],
+    status = ["status", job_id, "--timeout", "30s"]
+    shown = subprocess.run([sys.executable, "-m", "jobstream", *status],
                            cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
     assert shown.returncode == 0, shown.stderr.decode()
     printed = orjson.loads(shown.stdout)
     assert printed["state"] == "SUCCEEDED"
     assert (printed["progress"]["fraction"], printed["progress"]["message"]) == (
         1.0, "step 4 of 4")
-    listed = subprocess.run([sys.executable, "-m", "ops", "status", "--owner", "acme"],
+    listed = subprocess.run([sys.executable, "-m", "jobstream", "status", "--owner", "acme"],
                             cwd=tmp_path, env={**env, "COLUMNS": "250"}, capture_output=True,
                             timeout=120, check=False)  # fmt: skip
     assert listed.returncode == 0, listed.stderr.decode()

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors.api.server import ApiServer
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS, client
 from tests.support.e2e_app import pattern
 from tests.support.pipeline import process_env
@@ -76,7 +76,7 @@ def cli(api: ApiServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[by
     env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
     env.update({"JOBSTREAM_API_URL": api.url, "JOBSTREAM_API_TOKEN": TOKENS["acme"],
                 "PYTHONPATH": str(ROOT)})  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "ops", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "jobstream", *args], cwd=cwd, env=env,
                           capture_output=True, timeout=120, check=False)  # fmt: skip
 
 
@@ -171,7 +171,8 @@ def test_a_result_over_the_limit_fails_its_run_naming_the_limit(
     doc = ended(acme, job_id)
     assert doc["state"] == "DEAD_LETTERED", doc
     assert doc["attempt"] == 1, "non-retryable: no second attempt"
-    assert doc["last_error"]["error_type"] == "pipeline.worker.results.ResultTooLargeError"
+    too_large = "jobstream._pipeline.worker.results.ResultTooLargeError"
+    assert doc["last_error"]["error_type"] == too_large
     assert "over the limit of 1,048,576 bytes" in doc["last_error"]["message"]
     missing = acme.get(f"/api/v1/jobs/{job_id}/result")
     assert missing.status_code == 404 and "no result held" in missing.json()["detail"]

@@ -12,16 +12,16 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from ops.faults.groups import wait_assigned
-from ops.kafka.ports import free_ports
-from ops.scrape import scrape, value
-from ops.stack import Stack, components
-from pipeline.config import Settings
-from pipeline.jobs.client import JobClient
-from pipeline.kafka.admin import ensure_topics
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.status.query import read_statuses
-from pipeline.topics import PRIORITIES, Topics
+from jobstream._ops.faults.groups import wait_assigned
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.scrape import scrape, value
+from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import PRIORITIES, Topics
 from tests.support.reader import TopicReader
 from tests.support.stack import APP, running_stack
 from tests.support.waiting import wait_for

@@ -17,18 +17,18 @@ import httpx
 import orjson
 import pytest
 
-from connectors.api.server import ApiServer
-from ops.kafka.acls import principal
-from ops.kafka.jars import classpath, java_executable
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components
-from pipeline.console.tail import tail_topic
-from pipeline.errors import AuthorizationError
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.kafka.acls import principal
+from jobstream._ops.kafka.jars import classpath, java_executable
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.console.tail import tail_topic
+from jobstream._pipeline.errors import AuthorizationError
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.support.secure import SecureKafka, secure_kafka
 from tests.support.stack import APP, running_stack

@@ -14,16 +14,16 @@ from typing import Any
 import orjson
 import pytest
 
-from ops.stack import Stack
-from pipeline.errors import ValidationError
-from pipeline.jobs.client import JobClient, WorkflowSubmission
-from pipeline.kafka import clients
-from pipeline.model.job import JobRequest
-from pipeline.model.records import Event, evolve
-from pipeline.status.query import read_statuses, workflow_table
-from pipeline.topics import Topics
-from pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
-from pipeline.workflows.commands import workflow_event
+from jobstream._ops.stack import Stack
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs.client import JobClient, WorkflowSubmission
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.records import Event, evolve
+from jobstream._pipeline.status.query import read_statuses, workflow_table
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import RUN_LABEL, run_workflow_id, step_job_id
+from jobstream._pipeline.workflows.commands import workflow_event
 from tests.support.pipeline import SERIALIZE
 from tests.support.reader import TopicReader
 from tests.support.stack import pipeline_fixtures

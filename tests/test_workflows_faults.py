@@ -12,10 +12,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ops.stack import Stack
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import RetryPolicy
-from pipeline.topics import Topics
+from jobstream._ops.stack import Stack
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import RetryPolicy
+from jobstream._pipeline.topics import Topics
 from tests.support.stack import pipeline_fixtures
 from tests.support.workflow_runs import assert_released_after_parents, history
 from tests.support.workflow_runs import settle as settle_as

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from connectors.api import (
+from jobstream._connectors.api import (
     backfill,
     commands,
     docs,
@@ -30,10 +30,10 @@ from connectors.api import (
     timeline,
     workflows,
 )
-from connectors.api.headers import SecurityHeaders
-from connectors.api.models import Problem
-from connectors.api.services import Services
-from connectors.dashboard import mount as mount_dashboard
+from jobstream._connectors.api.headers import SecurityHeaders
+from jobstream._connectors.api.models import Problem
+from jobstream._connectors.api.services import Services
+from jobstream._connectors.dashboard import mount as mount_dashboard
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 
 @dataclass(frozen=True)

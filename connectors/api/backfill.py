@@ -1,8 +1,8 @@
 """POST /api/v1/jobs/{id}/backfill: run a recurring job's occurrences of a past range.
 
 The occurrences come from the job's own schedule as the views hold it
-(:func:`pipeline.scheduling.backfill.backfill_occurrences`); each becomes a one-off job
-(:func:`pipeline.jobs.backfill.occurrence_request`) whose id is fixed by (job id,
+(:func:`jobstream._pipeline.scheduling.backfill.backfill_occurrences`); each becomes a one-off job
+(:func:`jobstream._pipeline.jobs.backfill.occurrence_request`) whose id is fixed by (job id,
 occurrence). An occurrence whose job the views or this API already hold is not sent
 again; one sent twice all the same (two backfills at once, or a repeat the views have not
 read yet) is dropped by the timers as a duplicate of its id. So each occurrence runs once,
@@ -23,29 +23,29 @@ import asyncio
 
 from fastapi import APIRouter
 
-from connectors.api.commands import ERRORS, recurring
-from connectors.api.errors import ApiError
-from connectors.api.feed import Doc
-from connectors.api.models import BackfillIn, BackfillOccurrence, BackfillOut
-from connectors.api.services import Auth, Services, Svc
-from connectors.views.large_params import read_large_params
-from connectors.views.query import params as stored_params
-from pipeline.clock import now_ms
-from pipeline.jobs.backfill import (
+from jobstream._connectors.api.commands import ERRORS, recurring
+from jobstream._connectors.api.errors import ApiError
+from jobstream._connectors.api.feed import Doc
+from jobstream._connectors.api.models import BackfillIn, BackfillOccurrence, BackfillOut
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._connectors.views.large_params import read_large_params
+from jobstream._connectors.views.query import params as stored_params
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.jobs.backfill import (
     BackfillSource,
     instant_text,
     occurrence_job_id,
     occurrence_request,
 )
-from pipeline.scheduling import CronSpec
-from pipeline.scheduling.backfill import (
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.scheduling.backfill import (
     DEFAULT_RATE,
     backfill_occurrences,
     check_rate,
     paced_run_at_ms,
     parse_instant_ms,
 )
-from pipeline.serde import Event
+from jobstream._pipeline.serde import Event
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["commands"])
 

@@ -18,16 +18,16 @@ from typing import Any, TypedDict
 
 from fastapi import APIRouter
 
-from connectors.api.auth import Principal
-from connectors.api.errors import ApiError, Responses
-from connectors.api.feed import Doc
-from connectors.api.models import CommandIn, CommandOut, Problem, ScheduleIn
-from connectors.api.services import Auth, Services, Svc
-from connectors.views import SUBMITTED
-from pipeline.clock import now_ms
-from pipeline.model import commands, rules
-from pipeline.model.lifecycle import TERMINAL_STATES, JobState
-from pipeline.serde import Event
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.errors import ApiError, Responses
+from jobstream._connectors.api.feed import Doc
+from jobstream._connectors.api.models import CommandIn, CommandOut, Problem, ScheduleIn
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._connectors.views import SUBMITTED
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model import commands, rules
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES, JobState
+from jobstream._pipeline.serde import Event
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["commands"])
 
@@ -57,14 +57,14 @@ def recurring(doc: Doc) -> bool | None:
 
 def refusal(name: str, doc: Doc) -> str | None:
     """Why command ``name`` cannot apply to the job ``doc`` (409), or None: the model's rule
-    (:func:`pipeline.model.commands.command_refusal`, the one the timers apply)."""
+    (:func:`jobstream._pipeline.model.commands.command_refusal`, the one the timers apply)."""
     paused = doc["state"] == JobState.PAUSED
     return _asked(doc, lambda facts: commands.command_refusal(name, **facts, paused=paused))
 
 
 def update_refusal(doc: Doc, body: ScheduleIn) -> str | None:
     """Why PATCH ``body`` cannot apply to the job ``doc`` (409), or None: the model's rule
-    (:func:`pipeline.model.commands.update_refusal`, the one the timers apply)."""
+    (:func:`jobstream._pipeline.model.commands.update_refusal`, the one the timers apply)."""
     cron, run_at = body.cron is not None, body.run_at_ms is not None
     return _asked(doc, lambda facts: commands.update_refusal(**facts, cron=cron, run_at=run_at))
 

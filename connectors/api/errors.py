@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pipeline.errors import ValidationError
-from pipeline.model.job import JobRequest
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.job import JobRequest
 
 log = logging.getLogger(__name__)
 

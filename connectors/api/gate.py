@@ -31,15 +31,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
-from connectors.views import ViewStore, counts, layout
-from pipeline.limits.bucket import TokenBucket
-from pipeline.model.lifecycle import TERMINAL_STATES
-from pipeline.quotas.model import Quota, first_new_type_over
-from pipeline.quotas.topic import QuotaBoard
-from pipeline.serde import Event
-from pipeline.workflows.commands import step_ids
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.errors import ApiError
+from jobstream._connectors.views import ViewStore, counts, layout
+from jobstream._pipeline.limits.bucket import TokenBucket
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES
+from jobstream._pipeline.quotas.model import Quota, first_new_type_over
+from jobstream._pipeline.quotas.topic import QuotaBoard
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.workflows.commands import step_ids
 
 RECENT_JOBS_S = 60.0
 RECENT_TYPES_S = 600.0

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Header, Query, Response
 
-from connectors.api.auth import Principal, same_key
-from connectors.api.errors import ApiError, Responses
-from connectors.api.feed import Doc
-from connectors.api.models import (
+from jobstream._connectors.api.auth import Principal, same_key
+from jobstream._connectors.api.errors import ApiError, Responses
+from jobstream._connectors.api.feed import Doc
+from jobstream._connectors.api.models import (
     Accepted,
     BatchAccepted,
     BatchIn,
@@ -24,18 +24,18 @@ from connectors.api.models import (
     JobPage,
     Problem,
 )
-from connectors.api.services import Auth, Services, Svc
-from connectors.views import SUBMITTED, commands, executions, list_jobs
-from connectors.views.large_params import read_large_params
-from connectors.views.query import params as stored_params
-from connectors.views.results import read_result
-from pipeline.clock import now_ms
-from pipeline.errors import ValidationError
-from pipeline.model.job import JobRequest
-from pipeline.model.lifecycle import JobState
-from pipeline.model.params import PARAMS_URI
-from pipeline.scheduling.backfill import parse_instant_ms
-from pipeline.worker.results import JSON
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._connectors.views import SUBMITTED, commands, executions, list_jobs
+from jobstream._connectors.views.large_params import read_large_params
+from jobstream._connectors.views.query import params as stored_params
+from jobstream._connectors.views.results import read_result
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.lifecycle import JobState
+from jobstream._pipeline.model.params import PARAMS_URI
+from jobstream._pipeline.scheduling.backfill import parse_instant_ms
+from jobstream._pipeline.worker.results import JSON
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 

@@ -15,15 +15,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
-from connectors.api.auth import Principal
-from connectors.api.errors import Responses
-from connectors.api.feed import CLOSED, Feed
-from connectors.api.models import ActivityOut, JobOut, Me, Overview, Problem
-from connectors.api.quotas import quotas_out
-from connectors.api.services import Auth, Svc
-from connectors.views import counts, workers
-from pipeline.clock import now_ms
-from pipeline.model.lifecycle import JobState
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.errors import Responses
+from jobstream._connectors.api.feed import CLOSED, Feed
+from jobstream._connectors.api.models import ActivityOut, JobOut, Me, Overview, Problem
+from jobstream._connectors.api.quotas import quotas_out
+from jobstream._connectors.api.services import Auth, Svc
+from jobstream._connectors.views import counts, workers
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["live"])
 

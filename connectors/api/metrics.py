@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 
-from connectors.views.pools import waiting_counts
-from connectors.views.store import ViewStore
-from pipeline import metrics
+from jobstream._connectors.views.pools import waiting_counts
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline import metrics
 
 COMPONENT = "api"
 

@@ -1,7 +1,7 @@
 """The HTTP API's request and response bodies (what /openapi.json describes).
 
 A submission's body is loosely typed on purpose: the rules live in
-:class:`pipeline.model.job.JobRequest`, whose errors name the record path
+:class:`jobstream._pipeline.model.job.JobRequest`, whose errors name the record path
 (``spec.cron.timezone``), so an HTTP client sees the same field names as a CLI user and a
 dead-letter reader.
 """
@@ -13,13 +13,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from pipeline.dlq.reader import DlqFilter
-from pipeline.model import rules
-from pipeline.serde import JobStatus
+from jobstream._pipeline.dlq.reader import DlqFilter
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.serde import JobStatus
 
 
 class JobIn(BaseModel):
-    """A job to submit; the fields of :class:`pipeline.model.job.JobRequest`."""
+    """A job to submit; the fields of :class:`jobstream._pipeline.model.job.JobRequest`."""
 
     model_config = ConfigDict(extra="forbid")
 

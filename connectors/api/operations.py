@@ -12,10 +12,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from connectors.api.auth import Principal
-from connectors.api.commands import requester
-from connectors.api.errors import Responses
-from connectors.api.models import (
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.commands import requester
+from jobstream._connectors.api.errors import Responses
+from jobstream._connectors.api.models import (
     DeadLetterOut,
     DeadLetters,
     Problem,
@@ -24,11 +24,11 @@ from connectors.api.models import (
     WorkerOut,
     Workers,
 )
-from connectors.api.services import Auth, Services, Svc
-from connectors.views import workers
-from pipeline.dlq.reader import DlqFilter, DlqReader, summary
-from pipeline.dlq.redrive import Redriver, select
-from pipeline.model import rules
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._connectors.views import workers
+from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader, summary
+from jobstream._pipeline.dlq.redrive import Redriver, select
+from jobstream._pipeline.model import rules
 
 router = APIRouter(prefix="/api/v1", tags=["operations"])
 

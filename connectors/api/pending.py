@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from connectors.api.feed import Doc
-from connectors.views.fold import apply_submitted
-from pipeline.model.records import JobSubmitted
+from jobstream._connectors.api.feed import Doc
+from jobstream._connectors.views.fold import apply_submitted
+from jobstream._pipeline.model.records import JobSubmitted
 
 
 class Pending:

@@ -17,14 +17,14 @@ import threading
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.jobs.client import names_of
-from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.partitioning import partition_key
-from pipeline.serde import Event, make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.jobs.client import names_of
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

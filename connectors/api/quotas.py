@@ -13,13 +13,13 @@ from collections.abc import Callable
 from confluent_kafka import KafkaException
 from fastapi import APIRouter, Response
 
-from connectors.api.auth import Principal
-from connectors.api.errors import ApiError, Responses
-from connectors.api.models import Problem, QuotaIn, QuotasOut
-from connectors.api.services import Auth, Services, Svc
-from pipeline.errors import JobstreamError
-from pipeline.quotas.model import Quota
-from pipeline.quotas.topic import check_owner, clear_quota, set_quota
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.errors import ApiError, Responses
+from jobstream._connectors.api.models import Problem, QuotaIn, QuotasOut
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.quotas.topic import check_owner, clear_quota, set_quota
 
 router = APIRouter(prefix="/api/v1/quotas", tags=["quotas"])
 

@@ -9,10 +9,10 @@ import orjson
 from fastapi import APIRouter
 from pydantic import BaseModel, Field, ValidationError
 
-from connectors.api.errors import ApiError
-from connectors.api.jobs import ERRORS, run_of
-from connectors.api.services import Auth, Svc
-from connectors.views.runlogs import read_logs
+from jobstream._connectors.api.errors import ApiError
+from jobstream._connectors.api.jobs import ERRORS, run_of
+from jobstream._connectors.api.services import Auth, Svc
+from jobstream._connectors.views.runlogs import read_logs
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 

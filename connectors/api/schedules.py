@@ -16,14 +16,14 @@ from typing import Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from connectors.api.errors import Responses
-from connectors.api.models import Problem
-from connectors.api.services import Auth, Svc
-from connectors.views.query import timeline
-from connectors.views.schedules import Schedule, list_schedules, next_runs, workflow_runs
-from connectors.views.timeline import last_runs
-from pipeline.clock import now_ms
-from pipeline.model.lifecycle import JobState
+from jobstream._connectors.api.errors import Responses
+from jobstream._connectors.api.models import Problem
+from jobstream._connectors.api.services import Auth, Svc
+from jobstream._connectors.views.query import timeline
+from jobstream._connectors.views.schedules import Schedule, list_schedules, next_runs, workflow_runs
+from jobstream._connectors.views.timeline import last_runs
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.lifecycle import JobState
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 

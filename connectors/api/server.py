@@ -14,16 +14,16 @@ from types import TracebackType
 
 import uvicorn
 
-from connectors.api.app import create_app
-from connectors.api.auth import TokenTable
-from connectors.api.metrics import ViewGauges
-from connectors.api.producer import AsyncIntake
-from connectors.api.services import Services
-from connectors.api.settings import ApiSettings
-from connectors.views.process import UpdaterProcess
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.quotas.topic import QuotaBoard, QuotasFollower
+from jobstream._connectors.api.app import create_app
+from jobstream._connectors.api.auth import TokenTable
+from jobstream._connectors.api.metrics import ViewGauges
+from jobstream._connectors.api.producer import AsyncIntake
+from jobstream._connectors.api.services import Services
+from jobstream._connectors.api.settings import ApiSettings
+from jobstream._connectors.views.process import UpdaterProcess
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.quotas.topic import QuotaBoard, QuotasFollower
 
 log = logging.getLogger(__name__)
 

@@ -12,20 +12,20 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from connectors.api.auth import Principal, TokenTable
-from connectors.api.errors import ApiError
-from connectors.api.feed import Doc, Feed
-from connectors.api.gate import QuotaGate, submissions_of
-from connectors.api.pending import Pending
-from connectors.api.producer import AsyncIntake, NotAcknowledged
-from connectors.api.settings import ApiSettings
-from connectors.views import ViewStore
-from connectors.views.pools import with_waiting
-from connectors.views.process import UpdaterProcess
-from pipeline.config import Settings
-from pipeline.model.records import JobSubmitted
-from pipeline.quotas.topic import QuotaBoard
-from pipeline.serde import Event
+from jobstream._connectors.api.auth import Principal, TokenTable
+from jobstream._connectors.api.errors import ApiError
+from jobstream._connectors.api.feed import Doc, Feed
+from jobstream._connectors.api.gate import QuotaGate, submissions_of
+from jobstream._connectors.api.pending import Pending
+from jobstream._connectors.api.producer import AsyncIntake, NotAcknowledged
+from jobstream._connectors.api.settings import ApiSettings
+from jobstream._connectors.views import ViewStore
+from jobstream._connectors.views.pools import with_waiting
+from jobstream._connectors.views.process import UpdaterProcess
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.quotas.topic import QuotaBoard
+from jobstream._pipeline.serde import Event
 
 UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 

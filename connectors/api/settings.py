@@ -20,9 +20,9 @@ import orjson
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings, split_list
-from pipeline.durations import parse_duration
-from pipeline.quotas.model import Quota
+from jobstream._pipeline.config import ENV_PREFIX, MAX_MESSAGE_BYTES, read_settings, split_list
+from jobstream._pipeline.durations import parse_duration
+from jobstream._pipeline.quotas.model import Quota
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -111,5 +111,5 @@ class ApiSettings(BaseSettings):
 
 
 def load_api_settings(**overrides: object) -> ApiSettings:
-    """The API's settings; see :func:`pipeline.config.read_settings`."""
+    """The API's settings; see :func:`jobstream._pipeline.config.read_settings`."""
     return read_settings(ApiSettings, **overrides)

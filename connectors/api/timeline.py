@@ -6,11 +6,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from connectors.api.errors import Responses
-from connectors.api.models import Problem
-from connectors.api.services import Auth, Svc
-from connectors.views.query import timeline
-from connectors.views.timeline import EVENTS_KEPT
+from jobstream._connectors.api.errors import Responses
+from jobstream._connectors.api.models import Problem
+from jobstream._connectors.api.services import Auth, Svc
+from jobstream._connectors.views.query import timeline
+from jobstream._connectors.views.timeline import EVENTS_KEPT
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 

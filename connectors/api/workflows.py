@@ -3,7 +3,8 @@ GET /api/v1/workflows/{id}: its jobs, their states and parents (the job page's g
 POST /api/v1/workflows/{id}/cancel: cancel every job of it not ended, running ones too.
 
 The body is the Python client's ``submit_workflow`` as JSON; the checks are the engine's
-(:func:`pipeline.workflows.commands.workflow_event`), whose errors name ``steps.<i>.<field>``
+(:func:`jobstream._pipeline.workflows.commands.workflow_event`), whose errors name
+``steps.<i>.<field>``
 (``steps`` for a cycle), so nothing of a workflow with one bad step is sent.
 
 A workflow id names a workflow within its owner's: an owner token reads and cancels its
@@ -16,11 +17,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response
 
-from connectors.api.auth import Principal, same_key
-from connectors.api.commands import requester
-from connectors.api.errors import ApiError, Responses
-from connectors.api.feed import Doc
-from connectors.api.models import (
+from jobstream._connectors.api.auth import Principal, same_key
+from jobstream._connectors.api.commands import requester
+from jobstream._connectors.api.errors import ApiError, Responses
+from jobstream._connectors.api.feed import Doc
+from jobstream._connectors.api.models import (
     CommandIn,
     Problem,
     StepOut,
@@ -29,15 +30,15 @@ from connectors.api.models import (
     WorkflowIn,
     WorkflowOut,
 )
-from connectors.api.services import Auth, Services, Svc
-from connectors.views.query import workflow_jobs
-from connectors.views.schedules import workflow_schedules
-from pipeline.clock import now_ms
-from pipeline.errors import ValidationError
-from pipeline.model import commands
-from pipeline.model.lifecycle import TERMINAL_STATES
-from pipeline.workflows import topological_order
-from pipeline.workflows.commands import expand_workflow, step_ids, workflow_event
+from jobstream._connectors.api.services import Auth, Services, Svc
+from jobstream._connectors.views.query import workflow_jobs
+from jobstream._connectors.views.schedules import workflow_schedules
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import commands
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES
+from jobstream._pipeline.workflows import topological_order
+from jobstream._pipeline.workflows.commands import expand_workflow, step_ids, workflow_event
 
 router = APIRouter(prefix="/api/v1/workflows", tags=["workflows"])
 

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from pipeline.package_data import package_path
+from jobstream._pipeline.package_data import package_path
 
 STATIC = package_path(__name__, "static")
 

@@ -2,8 +2,8 @@
 files, with where each result is on jobs.results and each run's log lines on jobs.logs,
 indexed for the queries of the HTTP API and the CLI (docs/api.md)."""
 
-from connectors.views.fold import SUBMITTED
-from connectors.views.query import (
+from jobstream._connectors.views.fold import SUBMITTED
+from jobstream._connectors.views.query import (
     Counts,
     Page,
     commands,
@@ -12,8 +12,8 @@ from connectors.views.query import (
     list_jobs,
     workers,
 )
-from connectors.views.store import ViewStore
-from connectors.views.updater import ViewUpdater
+from jobstream._connectors.views.store import ViewStore
+from jobstream._connectors.views.updater import ViewUpdater
 
 __all__ = [
     "SUBMITTED", "Counts", "Page", "ViewStore", "ViewUpdater", "commands", "counts", "executions",

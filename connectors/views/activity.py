@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import JobLifecycle
-from pipeline.scheduling.ids import scheduled_ms_of
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import JobLifecycle
+from jobstream._pipeline.scheduling.ids import scheduled_ms_of
 
 ENDED = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,
                    LifecycleKind.LOST})  # fmt: skip

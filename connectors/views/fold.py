@@ -28,13 +28,13 @@ from typing import Any
 import msgspec
 import orjson
 
-from pipeline.errors import ValidationError
-from pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
-from pipeline.model.params import params_digest
-from pipeline.model.records import JobLifecycle, JobSubmitted, WorkflowSubmitted, plain
-from pipeline.scheduling.ids import job_id_time_ms
-from pipeline.serde import JobStatus
-from pipeline.workflows.commands import STEP_LABEL
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
+from jobstream._pipeline.model.params import params_digest
+from jobstream._pipeline.model.records import JobLifecycle, JobSubmitted, WorkflowSubmitted, plain
+from jobstream._pipeline.scheduling.ids import job_id_time_ms
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.workflows.commands import STEP_LABEL
 
 SUBMITTED = "SUBMITTED"
 """The view's state of a job whose submission it has read and whose status it has not."""

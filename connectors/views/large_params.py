@@ -1,6 +1,6 @@
 """Parameters too large for the views, read back from the job's submission on jobs.intake.
 
-The views keep parameters up to :data:`connectors.views.fold.PARAMS_INLINE_BYTES`; for
+The views keep parameters up to :data:`jobstream._connectors.views.fold.PARAMS_INLINE_BYTES`; for
 larger ones they keep where the submission is (partition and offset), and jobs.intake
 holds the parameters for its retention. The text read back is checked against the digest
 the views hold, so what is served is what was submitted.
@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.views.query import params_location
-from connectors.views.store import ViewStore
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError, ValidationError
-from pipeline.kafka.scan import read_at
-from pipeline.model.params import params_digest
-from pipeline.model.records import JobSubmitted
-from pipeline.serde import make_serde
-from pipeline.topics import Topics
-from pipeline.workflows.commands import expand_workflow
+from jobstream._connectors.views.query import params_location
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError, ValidationError
+from jobstream._pipeline.kafka.scan import read_at
+from jobstream._pipeline.model.params import params_digest
+from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows.commands import expand_workflow
 
 _, _DESERIALIZE = make_serde()
 

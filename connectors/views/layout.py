@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import ValidationError
-from pipeline.scheduling.ids import parse_execution_id
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.ids import parse_execution_id
 
 _Q = struct.Struct(">Q")
 _I = struct.Struct(">I")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from connectors.views.query import pool_counts, workers
-from connectors.views.store import ViewStore
+from jobstream._connectors.views.query import pool_counts, workers
+from jobstream._connectors.views.store import ViewStore
 
 WAITING_STATES = frozenset({"QUEUED"})
 """Fired and not started: the states in which a job waits for a worker."""

@@ -30,13 +30,13 @@ from typing import Any
 
 import orjson
 
-from connectors.views.activity import Activity, Counted
-from connectors.views.store import ViewStore
-from connectors.views.updater import STALE_AFTER_S, Listener, UpdaterStats, ViewUpdater
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.logs import configure_logging
+from jobstream._connectors.views.activity import Activity, Counted
+from jobstream._connectors.views.store import ViewStore
+from jobstream._connectors.views.updater import STALE_AFTER_S, Listener, UpdaterStats, ViewUpdater
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.logs import configure_logging
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.views import fold, layout
-from connectors.views.store import ViewStore
+from jobstream._connectors.views import fold, layout
+from jobstream._connectors.views.store import ViewStore
 
 MAX_SCAN = 5000
 

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from connectors.views.query import result_location
-from connectors.views.store import ViewStore
-from pipeline.config import Settings
-from pipeline.kafka.scan import read_at
-from pipeline.topics import Topics
-from pipeline.worker.results import CONTENT_TYPE_HEADER, EXECUTION_HEADER, OCTET_STREAM, header
+from jobstream._connectors.views.query import result_location
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.scan import read_at
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.results import (
+    CONTENT_TYPE_HEADER,
+    EXECUTION_HEADER,
+    OCTET_STREAM,
+    header,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.views.query import logs_location
-from connectors.views.store import ViewStore
-from pipeline.config import Settings
-from pipeline.kafka.scan import read_at
-from pipeline.topics import Topics
-from pipeline.worker.results import EXECUTION_HEADER, header
-from pipeline.worker.runlogs import DROPPED_HEADER, decode_lines
+from jobstream._connectors.views.query import logs_location
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.scan import read_at
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.results import EXECUTION_HEADER, header
+from jobstream._pipeline.worker.runlogs import DROPPED_HEADER, decode_lines
 
 
 @dataclass(frozen=True, slots=True)

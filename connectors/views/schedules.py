@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from connectors.views import fold, layout
-from connectors.views.store import ViewStore
-from pipeline.model.lifecycle import TERMINAL_STATES
-from pipeline.scheduling.cron import CronSpec, iter_occurrences
-from pipeline.workflows.runs import RUN_LABEL
+from jobstream._connectors.views import fold, layout
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline.model.lifecycle import TERMINAL_STATES
+from jobstream._pipeline.scheduling.cron import CronSpec, iter_occurrences
+from jobstream._pipeline.workflows.runs import RUN_LABEL
 
 RUNS_SCANNED = 200
 """Jobs of a recurring workflow's runs read to find its latest runs (newest first)."""

@@ -2,7 +2,8 @@
 schedules and workers in one RocksDB.
 
 One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
-:mod:`connectors.views.layout`. Writes go through a :class:`ViewBatch`, which reads its own
+:mod:`jobstream._connectors.views.layout`. Writes go through a :class:`ViewBatch`, which reads its
+own
 writes and is applied as one RocksDB write batch together with the offsets of the records
 it folded, so after a crash the files hold a prefix of each input partition and the
 updater resumes right after it. Readers see whole batches only: the API's threads, and the
@@ -16,16 +17,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from connectors.views import fold, layout, timeline
-from pipeline.model.records import (
+from jobstream._connectors.views import fold, layout, timeline
+from jobstream._pipeline.model.records import (
     JobLifecycle,
     JobSubmitted,
     WorkerHeartbeat,
     WorkflowCancelled,
     WorkflowSubmitted,
 )
-from pipeline.serde import JobStatus
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.state.store import PartitionStore
 
 log = logging.getLogger(__name__)
 

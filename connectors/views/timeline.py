@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import ErrorInfo, JobLifecycle
-from pipeline.scheduling.ids import scheduled_ms_of
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import ErrorInfo, JobLifecycle
+from jobstream._pipeline.scheduling.ids import scheduled_ms_of
 
 EVENTS_KEPT = 200
 """A job's latest timeline entries kept (a recurring job keeps its latest runs' events)."""

@@ -24,19 +24,19 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from connectors.views.activity import Activity
-from connectors.views.store import ViewBatch, ViewStore
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError, JobstreamError, ValidationError
-from pipeline.kafka import clients
-from pipeline.kafka.watermarks import watermarks
-from pipeline.model.records import JobSubmitted
-from pipeline.runtime.counters import Counters
-from pipeline.serde import Event, decode_status, make_serde
-from pipeline.timers.intake import Workflow, checked
-from pipeline.topics import Topics
-from pipeline.worker.results import EXECUTION_HEADER, header
+from jobstream._connectors.views.activity import Activity
+from jobstream._connectors.views.store import ViewBatch, ViewStore
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError, JobstreamError, ValidationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.serde import Event, decode_status, make_serde
+from jobstream._pipeline.timers.intake import Workflow, checked
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.results import EXECUTION_HEADER, header
 
 log = logging.getLogger(__name__)
 

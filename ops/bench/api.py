@@ -33,16 +33,16 @@ import orjson
 import typer
 from rich.table import Table
 
-from connectors.api.auth import hash_token
-from connectors.api.server import ApiServer
-from connectors.api.settings import load_api_settings
-from connectors.views import ViewStore
-from ops.bench import options
-from ops.bench.harness import broker, create_topics, run_topics
-from ops.bench.measure import cpu_seconds
-from ops.bench.report import console, write_results
-from pipeline.model.records import JobSubmitted
-from pipeline.scheduling import new_job_id
+from jobstream._connectors.api.auth import hash_token
+from jobstream._connectors.api.server import ApiServer
+from jobstream._connectors.api.settings import load_api_settings
+from jobstream._connectors.views import ViewStore
+from jobstream._ops.bench import options
+from jobstream._ops.bench.harness import broker, create_topics, run_topics
+from jobstream._ops.bench.measure import cpu_seconds
+from jobstream._ops.bench.report import console, write_results
+from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.scheduling import new_job_id
 
 JOB = {"job_type": "data.process", "params": {"input": "sales.csv"}}
 

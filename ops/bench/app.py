@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 NOOP = "bench.noop"
 SLEEP10 = "bench.sleep10"

@@ -1,6 +1,6 @@
 """Micro-benchmark of the Avro codecs on the hot events, per record, in one process.
 
-``python -m ops.bench.codecs`` builds the records one no-op job produces, as the engine
+``python -m jobstream._ops.bench.codecs`` builds the records one no-op job produces, as the engine
 builds them (a JobSubmitted through the timer processor on a driver: SCHEDULED,
 ExecutionRequested, FIRED; the worker's STARTED and SUCCEEDED), then times encoding and
 decoding each of them several ways:
@@ -36,18 +36,18 @@ import typer
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from rich.table import Table
 
-from ops.bench.report import console, load_average, write_results
-from pipeline.config import load_settings
-from pipeline.model.job import JobRequest
-from pipeline.model.records import ExecutionRequested, plain, typed
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, make_serde
-from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
-from pipeline.serde.schemas import event_schemas
-from pipeline.timers.processor import TimerProcessor
-from pipeline.topics import Topics
-from pipeline.worker import outcomes
-from pipeline.worker.results import encode_result
+from jobstream._ops.bench.report import console, load_average, write_results
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.records import ExecutionRequested, plain, typed
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
+from jobstream._pipeline.serde.schemas import event_schemas
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.results import encode_result
 
 T0 = 1_798_000_000_000
 

@@ -1,6 +1,6 @@
 """What a delivery report per record costs a transactional producer.
 
-``python -m ops.bench.delivery`` produces transactions of ``--records`` changelog-sized
+``python -m jobstream._ops.bench.delivery`` produces transactions of ``--records`` changelog-sized
 records (250 bytes) to one partition of a compacted topic, with the engine's producer
 settings, alternately with a delivery callback on every record and on the last record
 only (what ``PartitionStores.log`` asks for), and prints the CPU per record of each, over
@@ -17,10 +17,10 @@ from statistics import median
 import typer
 from confluent_kafka import Message
 
-from ops.bench.harness import scratch_topic
-from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
-from ops.bench.report import console
-from pipeline.kafka import clients
+from jobstream._ops.bench.harness import scratch_topic
+from jobstream._ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
+from jobstream._ops.bench.report import console
+from jobstream._pipeline.kafka import clients
 
 
 def main(

@@ -29,18 +29,18 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ops.bench import options
-from ops.bench.app import HANDLERS
-from ops.bench.harness import broker, run_topics
-from ops.bench.load import Load
-from ops.bench.measure import reference_cpu_ms
-from ops.bench.pipeline_run import PipelineShape, run_pipeline
-from ops.bench.release_hops import HOPS, hop_key
-from ops.bench.report import console, load_average, progress_bar, write_results
-from ops.bench.submitter import Submitter
-from ops.bench.targets import verdicts
-from ops.bench.workflow_load import WorkflowSubmitter, diamonds_load, fanout_load
-from pipeline.durations import duration_option
+from jobstream._ops.bench import options
+from jobstream._ops.bench.app import HANDLERS
+from jobstream._ops.bench.harness import broker, run_topics
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.measure import reference_cpu_ms
+from jobstream._ops.bench.pipeline_run import PipelineShape, run_pipeline
+from jobstream._ops.bench.release_hops import HOPS, hop_key
+from jobstream._ops.bench.report import console, load_average, progress_bar, write_results
+from jobstream._ops.bench.submitter import Submitter
+from jobstream._ops.bench.targets import verdicts
+from jobstream._ops.bench.workflow_load import WorkflowSubmitter, diamonds_load, fanout_load
+from jobstream._pipeline.durations import duration_option
 
 
 class Scenario(enum.StrEnum):
@@ -152,7 +152,7 @@ def bench(
                    diamonds=diamonds, small=small),
     }  # fmt: skip
     if with_peer:
-        from ops.bench.peer import ensure_installed
+        from jobstream._ops.bench.peer import ensure_installed
 
         ensure_installed(console.print)
     with (
@@ -163,7 +163,7 @@ def bench(
     ):
         report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source))
         if with_peer:
-            from ops.bench.peer import run_peer
+            from jobstream._ops.bench.peer import run_peer
 
             # Celery submits a burst ten times slower: its jobs get the time it needs.
             peer_load = load
@@ -277,7 +277,7 @@ def _table(report: dict[str, Any]) -> Table:
 
 
 if __name__ == "__main__":
-    from pipeline.logs import configure_logging
+    from jobstream._pipeline.logs import configure_logging
 
     configure_logging("WARNING")
     typer.run(bench)

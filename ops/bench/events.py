@@ -3,7 +3,7 @@
 The reader keeps each record's raw bytes and decodes them only after the run. While the
 run goes on it needs just the number of jobs that ended, for the progress bar and to
 know when to stop, which it reads off the record's kind byte
-(:func:`pipeline.serde.peek.lifecycle_kind`).
+(:func:`jobstream._pipeline.serde.peek.lifecycle_kind`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import make_serde
-from pipeline.serde.peek import lifecycle_kind
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.serde.peek import lifecycle_kind
+from jobstream._pipeline.topics import Topics
 
 ENDED = ("SUCCEEDED", "DEAD_LETTERED", "CANCELLED")
 """Kinds after which a one-off job has nothing more to do."""

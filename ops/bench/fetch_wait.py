@@ -1,6 +1,6 @@
 """Whether a consumer's fetch wait delays a committed record (the workers' ``WORKER_FETCH``).
 
-``python -m ops.bench.fetch_wait`` commits one record at a time with a transactional
+``python -m jobstream._ops.bench.fetch_wait`` commits one record at a time with a transactional
 producer, ``--gap`` apart, while a read_committed consumer with ``fetch.min.bytes`` 1 and
 each ``--wait`` reads them; it prints, per wait, the time from each commit's return to the
 record's arrival, and the fetches the broker answered (librdkafka's statistics). The broker
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import typer
 
-from ops.bench.harness import scratch_topic
-from ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
-from ops.bench.report import console
-from pipeline.kafka import clients
+from jobstream._ops.bench.harness import scratch_topic
+from jobstream._ops.bench.options import BootstrapOption, KafkaHomeOption, PortOption, kafka_home_of
+from jobstream._ops.bench.report import console
+from jobstream._pipeline.kafka import clients
 
 
 def main(

@@ -23,14 +23,14 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from ops.kafka.cluster import Layout, LocalCluster
-from ops.kafka.warmup import WARM_UP_S, warm_up
-from pipeline.clock import now_ms
-from pipeline.config import Settings, load_settings
-from pipeline.kafka import clients
-from pipeline.kafka.admin import ensure_topics
-from pipeline.serde import make_serde
-from pipeline.topics import Topics, TopicSpec
+from jobstream._ops.kafka.cluster import Layout, LocalCluster
+from jobstream._ops.kafka.warmup import WARM_UP_S, warm_up
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics, TopicSpec
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def create_topics(settings: Settings) -> None:
 
 
 class TimerProcess:
-    """``python -m pipeline timers`` as a child process, logging JSON lines to a file."""
+    """``python -m jobstream._pipeline timers`` as a child process, logging JSON lines to a file."""
 
     def __init__(self, settings: Settings, state_dir: Path, log_path: Path) -> None:
         env = settings_env(settings)
@@ -151,7 +151,7 @@ class TimerProcess:
         self.started = time.time()
         with open(log_path, "ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pipeline", "timers", "--instance-id", "0",
+                [sys.executable, "-m", "jobstream._pipeline", "timers", "--instance-id", "0",
                  "--state-dir", str(state_dir)],
                 env=env, stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip

@@ -1,6 +1,6 @@
 """Micro-benchmark of where handlers run: the cost of a no-op job in threads and processes.
 
-``python -m ops.bench.isolation`` runs ``--jobs`` no-op jobs (ops/bench/app.py's
+``python -m jobstream._ops.bench.isolation`` runs ``--jobs`` no-op jobs (ops/bench/app.py's
 ``bench.noop``) through each of the worker's executors as its runtime drives them
 (submit a run, take its ``Finished`` off a queue), in one process, no broker:
 
@@ -26,16 +26,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ops.bench import measure
-from ops.bench.app import NOOP
-from ops.bench.report import console, load_average, write_results
-from pipeline.model.records import ExecutionRequested, JobSpec
-from pipeline.worker.app import load_app
-from pipeline.worker.context import JobContext, build_context
-from pipeline.worker.executor import Finished, JobExecutor
-from pipeline.worker.processes import ProcessExecutor
+from jobstream._ops.bench import measure
+from jobstream._ops.bench.app import NOOP
+from jobstream._ops.bench.report import console, load_average, write_results
+from jobstream._pipeline.model.records import ExecutionRequested, JobSpec
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.context import JobContext, build_context
+from jobstream._pipeline.worker.executor import Finished, JobExecutor
+from jobstream._pipeline.worker.processes import ProcessExecutor
 
-APP = "ops.bench.app"
+APP = "jobstream._ops.bench.app"
 WARM_JOBS = 200
 
 

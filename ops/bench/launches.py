@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ops.scrape import scrape
+from jobstream._ops.scrape import scrape
 
 METRIC = "jobstream_start_lateness_seconds"
 QUANTILES = (0.5, 0.9, 0.99)

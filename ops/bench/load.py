@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pipeline.clock import now_ms
+from jobstream._pipeline.clock import now_ms
 
 CHUNK = 10_000
 """Most jobs submitted in one go."""

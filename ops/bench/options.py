@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from pipeline.durations import duration_option
+from jobstream._pipeline.durations import duration_option
 
 ExecPartitionsOption = typer.Option(6, "--exec-partitions", min=1)
 BootstrapOption = typer.Option(

@@ -22,20 +22,20 @@ from typing import Any
 
 from rich.progress import Progress
 
-from ops.bench import app as bench_app
-from ops.bench import measure
-from ops.bench.events import EventsReader
-from ops.bench.harness import CommittedWatch, create_topics, settings_env, workdir_for
-from ops.bench.launches import read_buckets, summarize_buckets
-from ops.bench.load import Load
-from ops.bench.profile import Recording, py_spy
-from ops.bench.submitter import Submitter
-from ops.bench.tally import tally
-from ops.stack import Stack, components, worker
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.topics import Topics
+from jobstream._ops.bench import app as bench_app
+from jobstream._ops.bench import measure
+from jobstream._ops.bench.events import EventsReader
+from jobstream._ops.bench.harness import CommittedWatch, create_topics, settings_env, workdir_for
+from jobstream._ops.bench.launches import read_buckets, summarize_buckets
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.profile import Recording, py_spy
+from jobstream._ops.bench.submitter import Submitter
+from jobstream._ops.bench.tally import tally
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.topics import Topics
 
 
 @dataclass(frozen=True)

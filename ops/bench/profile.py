@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ops.bench import measure
+from jobstream._ops.bench import measure
 
 
 def py_spy() -> str | None:

@@ -1,6 +1,6 @@
 """Micro-benchmark of typed records against the dicts the engine passes today.
 
-``python -m ops.bench.records`` takes the records one no-op job produces
+``python -m jobstream._ops.bench.records`` takes the records one no-op job produces
 (ops/bench/codecs.py, ``hot_events``), as fastavro decodes them (dicts), and times turning
 each into a typed record and back, several ways, with one type per Avro record (nested
 records typed too) and one enum per Avro enum:
@@ -36,11 +36,11 @@ from fastavro import schemaless_reader
 from fastavro.schema import expand_schema
 from rich.table import Table
 
-from ops.bench.codecs import hot_events, per_record_us
-from ops.bench.report import console, load_average, write_results
-from pipeline.serde import Event, make_serde
-from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
-from pipeline.serde.schemas import event_schemas
+from jobstream._ops.bench.codecs import hot_events, per_record_us
+from jobstream._ops.bench.report import console, load_average, write_results
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
+from jobstream._pipeline.serde.schemas import event_schemas
 
 Convert = Callable[[Any], Any]
 MakeRecord = Callable[[str, list[str]], Any]

@@ -25,12 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from ops.bench.events import LOGGED_AT
-from ops.bench.measure import summarize
-from pipeline.config import Settings
-from pipeline.kafka.scan import TopicScan
-from pipeline.serde import make_serde
-from pipeline.topics import Topics
+from jobstream._ops.bench.events import LOGGED_AT
+from jobstream._ops.bench.measure import summarize
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.scan import TopicScan
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics
 
 HOPS = ("worker_commit", "status", "timers_read", "timers_commit", "worker_start")
 

@@ -10,20 +10,20 @@ from typing import Any
 import msgspec
 from rich.progress import Progress
 
-from ops.bench.harness import JOB_TYPE
-from ops.bench.measure import disk_mb
-from ops.bench.submitter import OWNER
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.model.job import JobRequest
-from pipeline.model.records import JobSubmitted
-from pipeline.scheduling import new_job_id
-from pipeline.state.recovery import restore
-from pipeline.state.store import PartitionStore
-from pipeline.timers.entry import JobEntry
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
+from jobstream._ops.bench.harness import JOB_TYPE
+from jobstream._ops.bench.measure import disk_mb
+from jobstream._ops.bench.submitter import OWNER
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.state.recovery import restore
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.timers.entry import JobEntry
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
 
 DAY_MS = 24 * 3600 * 1000
 TRANSACTION_RECORDS = 50_000

@@ -14,8 +14,8 @@ from typing import Any
 
 from rich.progress import Progress, TaskID
 
-from ops.bench import measure
-from ops.bench.harness import (
+from jobstream._ops.bench import measure
+from jobstream._ops.bench.harness import (
     JOB_TYPE,
     CommittedWatch,
     Executions,
@@ -24,12 +24,12 @@ from ops.bench.harness import (
     now_ms,
     workdir_for,
 )
-from ops.bench.load import Load
-from ops.bench.profile import Recording, py_spy
-from ops.bench.report import Row
-from ops.bench.restore import fill_changelog, restore_in_process
-from ops.bench.submitter import Submitter
-from pipeline.config import Settings
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.profile import Recording, py_spy
+from jobstream._ops.bench.report import Row
+from jobstream._ops.bench.restore import fill_changelog, restore_in_process
+from jobstream._ops.bench.submitter import Submitter
+from jobstream._pipeline.config import Settings
 
 TARGET_RSS_MB = 500
 TARGET_FIRINGS_PER_S = 20_000

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ops.bench.load import Load
-from pipeline.clock import instant_of
-from pipeline.config import Settings
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest
+from jobstream._ops.bench.load import Load
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest
 
 OWNER = "bench"
 

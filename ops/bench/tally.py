@@ -2,7 +2,7 @@
 
 Pure: the run's submitted job ids and its decoded JobLifecycle events in, numbers out.
 
-- *completed*: jobs with an event that ends them (:data:`ops.bench.events.ENDED`);
+- *completed*: jobs with an event that ends them (:data:`jobstream._ops.bench.events.ENDED`);
   *lost*: submitted jobs without one.
 - *duplicates*: runs beyond the first of one attempt of a job (two STARTED events for
   the same job and attempt: the job ran twice); *reported* duplicates are the status
@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ops.bench.events import ENDED
-from ops.bench.measure import summarize
+from jobstream._ops.bench.events import ENDED
+from jobstream._ops.bench.measure import summarize
 
 
 def tally(submitted: Iterable[str], events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.bench.report import Row
+from jobstream._ops.bench.report import Row
 
 SUSTAINED_PER_S = 5_000
 KEEPS_UP = 0.95

@@ -1,6 +1,6 @@
 """Micro-benchmark of rate limits on the firing path, in one process, no broker.
 
-``python -m ops.bench.throttle`` loads ``--jobs`` jobs due at one instant into a timer
+``python -m jobstream._ops.bench.throttle`` loads ``--jobs`` jobs due at one instant into a timer
 processor on a driver (real RocksDB files, pipeline/runtime/driver.py) and fires them all,
 tick after tick, three ways:
 
@@ -25,13 +25,13 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ops.bench.report import console, load_average, write_results
-from pipeline.config import load_settings
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
+from jobstream._ops.bench.report import console, load_average, write_results
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
 
 T0 = 1_798_000_000_000
 DUE = T0 + 1000

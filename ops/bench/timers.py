@@ -20,11 +20,11 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ops.bench import options
-from ops.bench.harness import broker, run_topics
-from ops.bench.report import Row, console, load_average, progress_bar, write_results
-from ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
-from pipeline.durations import duration_option
+from jobstream._ops.bench import options
+from jobstream._ops.bench.harness import broker, run_topics
+from jobstream._ops.bench.report import Row, console, load_average, progress_bar, write_results
+from jobstream._ops.bench.scenarios import BACKLOG_COUNT, Run, backlog, restore, steady
+from jobstream._pipeline.durations import duration_option
 
 
 class Scenario(enum.StrEnum):
@@ -110,7 +110,7 @@ def bench_timers(
 
 
 if __name__ == "__main__":
-    from pipeline.logs import configure_logging
+    from jobstream._pipeline.logs import configure_logging
 
     configure_logging("WARNING")
     typer.run(bench_timers)

@@ -1,6 +1,6 @@
 """What one job costs the broker: records and bytes per topic, per job.
 
-``python -m ops.bench.traffic --jobs 2000`` runs that many one-off no-op jobs through the
+``python -m jobstream._ops.bench.traffic --jobs 2000`` runs that many one-off no-op jobs through the
 pipeline as ``jobstream bench`` does (ops/bench/pipeline_run.py, paced at ``--rate``),
 then counts, for every topic of the run's prefix:
 
@@ -31,15 +31,15 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.table import Table
 
-from ops.bench import options
-from ops.bench.harness import broker, run_topics
-from ops.bench.load import Load
-from ops.bench.pipeline_run import PipelineShape, run_pipeline
-from ops.bench.report import console, load_average, progress_bar, write_results
-from ops.kafka.ports import free_ports
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde.peek import lifecycle_kind
+from jobstream._ops.bench import options
+from jobstream._ops.bench.harness import broker, run_topics
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.pipeline_run import PipelineShape, run_pipeline
+from jobstream._ops.bench.report import console, load_average, progress_bar, write_results
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde.peek import lifecycle_kind
 
 WRITERS = {
     "jobs.intake": "client",

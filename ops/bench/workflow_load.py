@@ -22,15 +22,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ops.bench.load import Load
-from ops.bench.measure import summarize
-from ops.bench.release_hops import release_hops, step_ended_logged
-from ops.bench.submitter import OWNER, Submitter
-from pipeline.clock import instant_of, now_ms
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest
-from pipeline.scheduling import new_job_id
-from pipeline.workflows.commands import step_ids, workflow_event
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.measure import summarize
+from jobstream._ops.bench.release_hops import release_hops, step_ended_logged
+from jobstream._ops.bench.submitter import OWNER, Submitter
+from jobstream._pipeline.clock import instant_of, now_ms
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.workflows.commands import step_ids, workflow_event
 
 DIAMOND_SPACING_MS = 10
 """Diamond i's root falls due at the first due time + i * this."""

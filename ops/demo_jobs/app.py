@@ -11,8 +11,8 @@ at import time (no import cycle with this one), and tests call the handlers dire
 
 from __future__ import annotations
 
-from ops.demo_jobs import data_process, image_render, report_generate
-from pipeline.worker import WorkerApp
+from jobstream._ops.demo_jobs import data_process, image_render, report_generate
+from jobstream._pipeline.worker import WorkerApp
 
 HANDLER_MODULES = (data_process, image_render, report_generate)
 JOB_TYPES = tuple(module.JOB_TYPE for module in HANDLER_MODULES)

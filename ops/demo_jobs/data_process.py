@@ -16,16 +16,16 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ops.demo_jobs.faults import inject_faults
-from pipeline.errors import NonRetryableError
-from pipeline.package_data import package_path
-from pipeline.worker import JobContext
+from jobstream._ops.demo_jobs.faults import inject_faults
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.package_data import package_path
+from jobstream._pipeline.worker import JobContext
 
 logger = logging.getLogger(__name__)
 
 JOB_TYPE = "data.process"
 TIMEOUT_S = 60.0
-DATA_DIR = package_path("ops.demo_jobs", "data")
+DATA_DIR = package_path("jobstream._ops.demo_jobs", "data")
 DEFAULT_INPUT = "sales.csv"
 
 

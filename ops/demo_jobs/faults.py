@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.errors import JobstreamError, NonRetryableError
+from jobstream._pipeline.errors import JobstreamError, NonRetryableError
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ops.demo_jobs.faults import inject_faults
-from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext
+from jobstream._ops.demo_jobs.faults import inject_faults
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.worker import JobContext
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from ops.demo_jobs.data_process import DataParams, Summary, summarize
-from ops.demo_jobs.faults import inject_faults
-from ops.demo_jobs.image_render import MAX_BARS, ChartParams, render_bar_chart
-from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext, Result
+from jobstream._ops.demo_jobs.data_process import DataParams, Summary, summarize
+from jobstream._ops.demo_jobs.faults import inject_faults
+from jobstream._ops.demo_jobs.image_render import MAX_BARS, ChartParams, render_bar_chart
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.worker import JobContext, Result
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ import os
 import signal
 import time
 
-from ops.faults.journal import Journal, Run
-from pipeline.clock import now_ms
-from pipeline.errors import JobstreamError
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._ops.faults.journal import Journal, Run
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 JOB_TYPE = "faults.record"
 SLEEP_S = 0.01

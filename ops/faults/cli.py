@@ -14,10 +14,10 @@ from pathlib import Path
 
 import typer
 
-from ops.faults import report
-from ops.faults.run import RunOptions, run_scenario
-from ops.faults.scenarios import SCENARIOS, Scenario
-from pipeline.durations import duration_option
+from jobstream._ops.faults import report
+from jobstream._ops.faults.run import RunOptions, run_scenario
+from jobstream._ops.faults.scenarios import SCENARIOS, Scenario
+from jobstream._pipeline.durations import duration_option
 
 EPILOG = """Examples:
 

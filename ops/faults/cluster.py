@@ -17,12 +17,12 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from ops.faults.host import NetworkCut
-from ops.faults.pauses import Pauses
-from ops.kafka.cluster import Layout, LocalCluster
-from ops.kafka.ports import free_base_port
-from ops.kafka.secure import ADMIN_USER
-from pipeline.errors import BrokerError
+from jobstream._ops.faults.host import NetworkCut
+from jobstream._ops.faults.pauses import Pauses
+from jobstream._ops.kafka.cluster import Layout, LocalCluster
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._ops.kafka.secure import ADMIN_USER
+from jobstream._pipeline.errors import BrokerError
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from pipeline.errors import ConfigurationError
-from pipeline.package_data import package_path
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.package_data import package_path
 
-SKEWED_CLOCK_PATH = package_path("ops.faults", "skewed_clock")
+SKEWED_CLOCK_PATH = package_path("jobstream._ops.faults", "skewed_clock")
 """A folder whose sitecustomize.py moves the wall clock of the process that imports it."""
 CLOCK_OFFSET_ENV = "JOBSTREAM_FAULTS_CLOCK_OFFSET_MS"
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import orjson
 
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.errors import ConfigurationError
 
 RUNS_DIR_ENV = "JOBSTREAM_FAULTS_RUNS_DIR"
 """Folder of the record; the run sets it for the workers it starts."""

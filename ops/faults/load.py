@@ -12,12 +12,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
-from pipeline.clock import instant_of, now_ms
-from pipeline.config import Settings
-from pipeline.jobs.client import JobClient, SubmissionError
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.job import JobRequest
+from jobstream._ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
+from jobstream._pipeline.clock import instant_of, now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import JobClient, SubmissionError
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.job import JobRequest
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics
 
 ENDED = frozenset({"SUCCEEDED", "DEAD_LETTERED", "CANCELLED"})
 """Kinds after which a one-off job has nothing more to do."""

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from rich.table import Table
 
-from ops.bench.report import console
+from jobstream._ops.bench.report import console
 
 COLUMNS = (
     ("scenario", "scenario"), ("jobs", "submitted"), ("ended", "ended"), ("lost", "lost"),

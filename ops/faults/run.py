@@ -28,25 +28,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ops.bench.harness import CommittedWatch
-from ops.faults import app as fault_app
-from ops.faults import host
-from ops.faults.cluster import FaultCluster
-from ops.faults.groups import pipeline_groups, wait_assigned
-from ops.faults.journal import RUNS_DIR_ENV, read_runs
-from ops.faults.load import Load, Submitter
-from ops.faults.observer import EventsObserver
-from ops.faults.scenarios import Scenario, Target
-from ops.faults.supervisor import Supervisor
-from ops.faults.tally import histories, poison_tally, tally
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components, worker
-from pipeline.clock import now_ms
-from pipeline.config import Settings, load_settings
-from pipeline.durations import format_duration
-from pipeline.errors import ConfigurationError, JobstreamError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._ops.bench.harness import CommittedWatch
+from jobstream._ops.faults import app as fault_app
+from jobstream._ops.faults import host
+from jobstream._ops.faults.cluster import FaultCluster
+from jobstream._ops.faults.groups import pipeline_groups, wait_assigned
+from jobstream._ops.faults.journal import RUNS_DIR_ENV, read_runs
+from jobstream._ops.faults.load import Load, Submitter
+from jobstream._ops.faults.observer import EventsObserver
+from jobstream._ops.faults.scenarios import Scenario, Target
+from jobstream._ops.faults.supervisor import Supervisor
+from jobstream._ops.faults.tally import histories, poison_tally, tally
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components, worker
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.durations import format_duration
+from jobstream._pipeline.errors import ConfigurationError, JobstreamError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

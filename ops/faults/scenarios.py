@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ops.faults import host
-from ops.faults.app import JOB_TYPE, POISON
-from ops.faults.cluster import FaultCluster
-from ops.faults.supervisor import Supervisor
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.jobs.client import JobClient
-from pipeline.model.job import JobRequest, RetryPolicy
-from pipeline.status.query import read_statuses
+from jobstream._ops.faults import host
+from jobstream._ops.faults.app import JOB_TYPE, POISON
+from jobstream._ops.faults.cluster import FaultCluster
+from jobstream._ops.faults.supervisor import Supervisor
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy
+from jobstream._pipeline.status.query import read_statuses
 
 RESTART_AFTER_S = 2.0
 """A killed process is started again this long after the kill, as a supervisor would."""

@@ -16,10 +16,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops.bench.profile import py_spy
-from ops.faults.pauses import Pauses
-from ops.stack import Component, Stack
-from pipeline.clock import now_ms
+from jobstream._ops.bench.profile import py_spy
+from jobstream._ops.faults.pauses import Pauses
+from jobstream._ops.stack import Component, Stack
+from jobstream._pipeline.clock import now_ms
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ops.faults.journal import Run
-from ops.faults.observer import ENDED, Seen
+from jobstream._ops.faults.journal import Run
+from jobstream._ops.faults.observer import ENDED, Seen
 
 SHOWN_IDS = 10
 """Job ids listed per finding, as evidence to look up in the logs and topics."""

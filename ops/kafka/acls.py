@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipeline.runtime.options import processor_group
-from pipeline.topics import PRIORITIES, Topics
-from pipeline.worker.lane import transactional_prefix, worker_group
+from jobstream._pipeline.runtime.options import processor_group
+from jobstream._pipeline.topics import PRIORITIES, Topics
+from jobstream._pipeline.worker.lane import transactional_prefix, worker_group
 
 ROLES = ("timers", "status", "retry", "worker", "api", "client", "console")
 """Every role; a worker's principal is per job type."""

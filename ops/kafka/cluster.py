@@ -24,9 +24,9 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from ops.kafka import jars
-from ops.kafka.secure import ADMIN_USER, Security
-from pipeline.errors import BrokerError
+from jobstream._ops.kafka import jars
+from jobstream._ops.kafka.secure import ADMIN_USER, Security
+from jobstream._pipeline.errors import BrokerError
 
 log = logging.getLogger(__name__)
 

@@ -17,13 +17,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pipeline.errors import BrokerError
-from pipeline.package_data import package_path
+from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.package_data import package_path
 
 log = logging.getLogger(__name__)
 
-POM = package_path("ops.kafka", "pom.xml")
-LOG4J2_CONFIG = package_path("ops.kafka", "log4j2.xml")
+POM = package_path("jobstream._ops.kafka", "pom.xml")
+LOG4J2_CONFIG = package_path("jobstream._ops.kafka", "log4j2.xml")
 _COMPLETE_MARKER = ".complete"
 
 

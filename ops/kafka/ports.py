@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import socket
 
-from pipeline.errors import BrokerError
+from jobstream._pipeline.errors import BrokerError
 
 
 def port_free(port: int) -> bool:

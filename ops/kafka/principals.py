@@ -27,9 +27,9 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from ops.kafka.acls import ROLES, Grant, grants, principal
-from pipeline.errors import BrokerError
-from pipeline.topics import Topics
+from jobstream._ops.kafka.acls import ROLES, Grant, grants, principal
+from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

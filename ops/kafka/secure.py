@@ -19,7 +19,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops.kafka.tls import TlsFiles, tls_files
+from jobstream._ops.kafka.tls import TlsFiles, tls_files
 
 SCRAM = "SCRAM-SHA-512"
 BROKER_USER = "broker"

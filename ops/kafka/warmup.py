@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pipeline.kafka.clients import CONSUMER_TUNING, PRODUCER_TUNING
+from jobstream._pipeline.kafka.clients import CONSUMER_TUNING, PRODUCER_TUNING
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 import orjson
 from confluent_kafka import Message
 
-from pipeline.errors import DeserializationError
-from pipeline.model.records import plain
-from pipeline.serde import Event
+from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.serde import Event
 
 AVRO_MAGICS = (b"\xc3\x01", b"\x00")
 """Single-object encoding, and the Confluent wire format."""

@@ -3,7 +3,7 @@
 Reads every partition of the topic with read_committed (no consumer group, nothing
 committed), from the end by default (what arrives from now on) or from the beginning,
 and stops after ``limit`` records, at the end of the topic with ``--to-end``, or on
-Ctrl-C. Each line is :func:`pipeline.console.decode.record_line`.
+Ctrl-C. Each line is :func:`jobstream._pipeline.console.decode.record_line`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import IO
 import typer
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, TopicPartition
 
-from pipeline.config import Settings, load_settings
-from pipeline.console.decode import record_line
-from pipeline.errors import BrokerError
-from pipeline.kafka.scan import partitions_of, scan_consumer
-from pipeline.kafka.watermarks import watermarks
-from pipeline.serde import make_serde
-from pipeline.signals import stop_on_signals
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.console.decode import record_line
+from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka.scan import partitions_of, scan_consumer
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.signals import stop_on_signals
 
 EPILOG = """Examples:
 

@@ -11,14 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.cli_options import JsonLinesOption, option_group
-from pipeline.clock import instant_of, ms_of, now_ms
-from pipeline.config import load_settings
-from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
-from pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
-from pipeline.durations import FORM, DurationError, parse_duration
-from pipeline.jobs.cli import ByOption, requester
-from pipeline.model.records import plain
+from jobstream._pipeline.cli_options import JsonLinesOption, option_group
+from jobstream._pipeline.clock import instant_of, ms_of, now_ms
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
+from jobstream._pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
+from jobstream._pipeline.durations import FORM, DurationError, parse_duration
+from jobstream._pipeline.jobs.cli import ByOption, requester
+from jobstream._pipeline.model.records import plain
 
 EPILOG = """Examples:
 

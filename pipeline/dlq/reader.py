@@ -21,14 +21,14 @@ from typing import TypedDict
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError, JobstreamError
-from pipeline.kafka import clients
-from pipeline.kafka.watermarks import watermarks
-from pipeline.model.records import DeadLettered, ErrorInfo
-from pipeline.model.retry import error_type_matches
-from pipeline.serde import make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError, JobstreamError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.model.records import DeadLettered, ErrorInfo
+from jobstream._pipeline.model.retry import error_type_matches
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, Producer
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.dlq.reader import DlqRecord
-from pipeline.errors import JobstreamError
-from pipeline.kafka import clients
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import Event, RetryScheduled, lifecycle
-from pipeline.partitioning import partition_key
-from pipeline.runtime import Output
-from pipeline.serde import make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.dlq.reader import DlqRecord
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import Event, RetryScheduled, lifecycle
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

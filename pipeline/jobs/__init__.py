@@ -1,13 +1,14 @@
 """Submitting jobs: the Python client (the request model and its rules are in pipeline/model/).
 
-A request's ``retry`` is the retry router's own :class:`pipeline.model.retry.RetryPolicy`,
+A request's ``retry`` is the retry router's own
+:class:`jobstream._pipeline.model.retry.RetryPolicy`,
 exported here beside :class:`JobRequest`.
 
-The CLI commands are in :mod:`pipeline.jobs.cli` (imported by the root CLI, not here).
+The CLI commands are in :mod:`jobstream._pipeline.jobs.cli` (imported by the root CLI, not here).
 """
 
-from pipeline.jobs.client import JobClient, SubmissionError
-from pipeline.model.commands import (
+from jobstream._pipeline.jobs.client import JobClient, SubmissionError
+from jobstream._pipeline.model.commands import (
     cancel_event,
     pause_event,
     resume_event,
@@ -15,9 +16,9 @@ from pipeline.model.commands import (
     update_schedule_event,
     validate_command,
 )
-from pipeline.model.idempotency import idempotent_job_id, is_job_id
-from pipeline.model.job import JobRequest, validate_submitted
-from pipeline.model.retry import RetryPolicy
+from jobstream._pipeline.model.idempotency import idempotent_job_id, is_job_id
+from jobstream._pipeline.model.job import JobRequest, validate_submitted
+from jobstream._pipeline.model.retry import RetryPolicy
 
 __all__ = [
     "JobClient",

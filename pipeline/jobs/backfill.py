@@ -1,11 +1,12 @@
 """A backfill's jobs: one one-off job per past occurrence of a recurring job.
 
-Each occurrence (:func:`pipeline.scheduling.backfill.backfill_occurrences`) becomes a
+Each occurrence (:func:`jobstream._pipeline.scheduling.backfill.backfill_occurrences`) becomes a
 one-off job with the recurring job's type, owner, parameters, priority, retry policy,
 timeout, pool and labels, plus two labels that name what it stands for
 (:data:`OF_LABEL`, :data:`OCCURRENCE_LABEL`). Its idempotency key is
 :func:`backfill_key` of (job id, occurrence), so its job id is fixed by them
-(:func:`pipeline.model.idempotency.idempotent_job_id`): the same backfill sent twice, or two
+(:func:`jobstream._pipeline.model.idempotency.idempotent_job_id`): the same backfill sent twice, or
+two
 overlapping ranges, submit each occurrence under one id, and the timers drop the repeat as
 a duplicate. The job is not part of the recurring job's workflow (it waits for nothing and
 nothing waits for it), and it does not count as a run of the schedule.
@@ -17,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.clock import instant_of, iso_ms
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.job import JobRequest
-from pipeline.workflows.commands import STEP_LABEL
+from jobstream._pipeline.clock import instant_of, iso_ms
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.workflows.commands import STEP_LABEL
 
 OF_LABEL = "backfill.of"
 """The label naming the recurring job a backfilled occurrence belongs to."""

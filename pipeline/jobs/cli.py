@@ -19,16 +19,16 @@ from typing import Any
 
 import typer
 
-from pipeline.cli_options import option_group
-from pipeline.clock import now_ms
-from pipeline.config import load_settings
-from pipeline.durations import parse_duration
-from pipeline.errors import ValidationError
-from pipeline.jobs.client import JobClient
-from pipeline.model import commands
-from pipeline.model.job import JobRequest
-from pipeline.scheduling.backfill import parse_instant_ms
-from pipeline.serde import Event
+from jobstream._pipeline.cli_options import option_group
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.durations import parse_duration
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model import commands
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.scheduling.backfill import parse_instant_ms
+from jobstream._pipeline.serde import Event
 
 EXIT_INVALID = 2
 """A submission or command that breaks a rule; the same code as a usage error."""

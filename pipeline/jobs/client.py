@@ -6,7 +6,7 @@ validates every request first, then produces them all and waits once: a bad requ
 leaves nothing half-sent, and a large batch costs one round of acknowledgements instead
 of one per job.
 
-Records are keyed by :func:`pipeline.partitioning.partition_key` and partitioned with
+Records are keyed by :func:`jobstream._pipeline.partitioning.partition_key` and partitioned with
 ``murmur2_random``, the hash of Kafka's Java client, so that a job submitted here and its
 cancel sent by any other client (kcat, Java, Go) meet on the same partition.
 """
@@ -23,19 +23,19 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.model import commands
-from pipeline.model.job import JobRequest
-from pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
-from pipeline.partitioning import partition_key
-from pipeline.scheduling import CronSpec
-from pipeline.serde import Event, make_serde
-from pipeline.topics import Topics
-from pipeline.workflows.commands import step_ids, workflow_event
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.model import commands
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows.commands import step_ids, workflow_event
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,8 @@ class JobClient:
         """Give a recurring job a new schedule, a pending one-off job a new run time
         (``run_at``), new parameters, or parameters with either.
 
-        ``cron`` and ``run_at`` as in :func:`pipeline.model.commands.update_schedule_event`.
+        ``cron`` and ``run_at`` as in
+        :func:`jobstream._pipeline.model.commands.update_schedule_event`.
         """
         event = commands.update_schedule_event(job_id, cron, params, workflow_id, run_at=run_at,
                                                now_ms=now_ms(), requested_by=requested_by,
@@ -213,7 +214,7 @@ class JobClient:
         self._send([event])
 
     def send_command(self, event: Event) -> None:
-        """Send one command built (and so checked) by :mod:`pipeline.model.commands`."""
+        """Send one command built (and so checked) by :mod:`jobstream._pipeline.model.commands`."""
         self._send([event])
 
     def _send(self, events: list[Event]) -> None:

@@ -40,13 +40,13 @@ from typing import Any
 import typer
 import yaml
 
-from pipeline.clock import now_ms
-from pipeline.config import load_settings
-from pipeline.errors import ValidationError
-from pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester, send_command
-from pipeline.jobs.client import JobClient
-from pipeline.model import commands
-from pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester, send_command
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.model import commands
+from jobstream._pipeline.workflows.commands import workflow_event
 
 workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs).",
                            no_args_is_help=True)  # fmt: skip

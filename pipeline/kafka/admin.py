@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, TopicMetadata
 
-from pipeline.errors import TopicMismatchError, TopicRefusedError
-from pipeline.topics import TopicBound, TopicSpec
+from jobstream._pipeline.errors import TopicMismatchError, TopicRefusedError
+from jobstream._pipeline.topics import TopicBound, TopicSpec
 
 log = logging.getLogger(__name__)
 

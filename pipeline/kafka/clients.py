@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer
 
-from pipeline.config import MAX_MESSAGE_BYTES, Settings
+from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from pipeline.kafka.clients import TRANSACTION_TIMEOUT_MS
+from jobstream._pipeline.kafka.clients import TRANSACTION_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 

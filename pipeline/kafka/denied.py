@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from pipeline.errors import AuthorizationError
+from jobstream._pipeline.errors import AuthorizationError
 
 AUTHORIZATION_CODES = frozenset({
     KafkaError.TOPIC_AUTHORIZATION_FAILED,

@@ -15,11 +15,11 @@ from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError, JobstreamError, ValidationError
-from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.kafka.scan import TopicScan
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError, JobstreamError, ValidationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.kafka.scan import TopicScan
 
 log = logging.getLogger(__name__)
 

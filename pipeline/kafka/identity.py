@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from pipeline.kafka.watermarks import NOT_READY
+from jobstream._pipeline.kafka.watermarks import NOT_READY
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.errors import BrokerError, ConfigurationError
-from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import BrokerError, ConfigurationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.kafka.watermarks import watermarks
 
 
 def partitions_of(consumer: Consumer, topic: str) -> list[int]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from pipeline.cli_options import JsonLinesOption, echo_each
-from pipeline.config import load_settings
-from pipeline.limits.model import Limit, LimitKey, parse_rate
-from pipeline.limits.topic import clear_limit, read_limits, set_limit
+from jobstream._pipeline.cli_options import JsonLinesOption, echo_each
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.limits.model import Limit, LimitKey, parse_rate
+from jobstream._pipeline.limits.topic import clear_limit, read_limits, set_limit
 
 EPILOG = """Examples:
 

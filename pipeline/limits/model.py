@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from pipeline.errors import ValidationError
-from pipeline.model import rules
-from pipeline.model.rules import field_check
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.rules import field_check
 
 _SEPARATOR = "\x00"
 """Between owner and type in a key id: owners may hold any printable character, no NUL."""

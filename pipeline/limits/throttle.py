@@ -15,8 +15,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 
-from pipeline.limits.bucket import TokenBucket
-from pipeline.limits.model import Limit, LimitKey, keys_of
+from jobstream._pipeline.limits.bucket import TokenBucket
+from jobstream._pipeline.limits.model import Limit, LimitKey, keys_of
 
 
 class LimitBoard:

@@ -13,16 +13,16 @@ import logging
 
 from confluent_kafka import Message
 
-from pipeline.config import Settings
-from pipeline.kafka.follow import (
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.follow import (
     TopicFollower,
     apply_setting,
     read_settings_topic,
     write_setting,
 )
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.limits.throttle import LimitBoard
-from pipeline.topics import Topics
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.limits.throttle import LimitBoard
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

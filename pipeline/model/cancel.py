@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import msgspec
 
-from pipeline.model.records import CancelRequested, Event, ExecutionRequested
-from pipeline.partitioning import partition_key
+from jobstream._pipeline.model.records import CancelRequested, Event, ExecutionRequested
+from jobstream._pipeline.partitioning import partition_key
 
 CANCELLED_DETAIL = "cancelled"
 """The detail of a CANCELLED that names no reason."""

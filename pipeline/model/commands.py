@@ -1,6 +1,7 @@
 """Commands on jobs.intake: cancel a job, trigger it, pause, resume or update a schedule.
 
-A command is keyed like the submission it acts on (:func:`pipeline.partitioning.partition_key`),
+A command is keyed like the submission it acts on
+(:func:`jobstream._pipeline.partitioning.partition_key`),
 so it must carry the job's workflow id when the job has one: otherwise it lands on another
 partition, whose timer processor has never seen the job.
 
@@ -22,17 +23,17 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from pipeline.clock import ms_of
-from pipeline.errors import ValidationError
-from pipeline.model import rules
-from pipeline.model.job import (
+from jobstream._pipeline.clock import ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.job import (
     EARLIEST_SUBMITTED_AT_MS,
     MAX_CLOCK_SKEW_MS,
     cron_of,
     cron_record,
     cron_spec,
 )
-from pipeline.model.records import (
+from jobstream._pipeline.model.records import (
     Event,
     JobCancelled,
     JobTriggered,
@@ -40,9 +41,9 @@ from pipeline.model.records import (
     ScheduleChanged,
     WorkflowCancelled,
 )
-from pipeline.scheduling import CronSpec
-from pipeline.scheduling.cron import FIELD_PREFIX as CRON_FIELD_PREFIX
-from pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS, normalize_fire_time
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.scheduling.cron import FIELD_PREFIX as CRON_FIELD_PREFIX
+from jobstream._pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS, normalize_fire_time
 
 Command = JobCancelled | JobTriggered | ScheduleChanged | WorkflowCancelled
 """The records a command is."""

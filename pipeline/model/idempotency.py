@@ -2,7 +2,8 @@
 
 Two kinds of job id, both 26 Crockford base32 characters:
 
-- A ULID (:func:`pipeline.scheduling.new_job_id`): time-sortable, first character ``0``-``7``.
+- A ULID (:func:`jobstream._pipeline.scheduling.new_job_id`): time-sortable, first character
+``0``-``7``.
 - With an idempotency key, a *deterministic* id, :func:`idempotent_job_id`: ``K`` then 25
   characters of a hash of (owner, key). Every resubmission carries the same id, so it lands on
   the same partition and the timer processor drops it as a duplicate by job id; no lookup table
@@ -12,7 +13,7 @@ Two kinds of job id, both 26 Crockford base32 characters:
   the timer state remembers that job.
 
 The partition key of a job's records is its workflow id or its job id:
-:func:`pipeline.partitioning.partition_key`.
+:func:`jobstream._pipeline.partitioning.partition_key`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from typing import TypeGuard
 
-from pipeline.scheduling.ids import ALPHABET, ID_LENGTH
+from jobstream._pipeline.scheduling.ids import ALPHABET, ID_LENGTH
 
 IDEMPOTENT_PREFIX = "K"
 """First character of a deterministic id; never the first character of a ULID (0-7)."""

@@ -6,12 +6,13 @@ applies the same rules to a JobSubmitted record read from the topic, whoever pro
 (its decoding has already given every field its type): the timer processor calls it once,
 where the record enters (pipeline/timers/intake.py), and sends refusals to the intake
 dead-letter topic. Both raise
-:class:`pipeline.errors.ValidationError` whose ``field`` is the record path at fault
+:class:`jobstream._pipeline.errors.ValidationError` whose ``field`` is the record path at fault
 (``spec.params``, ``spec.cron.timezone``, ``idempotency_key``), so a CLI user, an HTTP client
 and a dead-letter reader all see the same name.
 
 The rules live in three places, each used by both paths: field rules in
-:mod:`pipeline.model.rules`, the cron rules in :class:`pipeline.scheduling.CronSpec`, and the
+:mod:`jobstream._pipeline.model.rules`, the cron rules in
+:class:`jobstream._pipeline.scheduling.CronSpec`, and the
 record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_consistency`).
 
 Record rules depend only on the record, never on when it is read: the requested run time is checked
@@ -41,12 +42,12 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from pipeline.avro_bounds import INT_MAX, LONG_MAX
-from pipeline.clock import instant_of, ms_of
-from pipeline.errors import ValidationError
-from pipeline.model import rules
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.records import (
+from jobstream._pipeline.avro_bounds import INT_MAX, LONG_MAX
+from jobstream._pipeline.clock import instant_of, ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.records import (
     CronSchedule,
     Event,
     JobSpec,
@@ -56,8 +57,8 @@ from pipeline.model.records import (
     RetryPolicyRecord,
     evolve,
 )
-from pipeline.model.retry import RetryPolicy
-from pipeline.scheduling import CronSpec, new_job_id, next_due_ms, normalize_fire_time
+from jobstream._pipeline.model.retry import RetryPolicy
+from jobstream._pipeline.scheduling import CronSpec, new_job_id, next_due_ms, normalize_fire_time
 
 EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
 """2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
@@ -213,7 +214,8 @@ class JobRequest(_Model):
     timeout_ms: int | None = Field(default=None, gt=0, le=LONG_MAX)
     """Per-attempt timeout; None takes the job type's default."""
     idempotency_key: Annotated[str, AfterValidator(rules.idempotency_key)] | None = None
-    """Makes the job id deterministic, see :func:`pipeline.model.idempotency.idempotent_job_id`."""
+    """Makes the job id deterministic, see
+    :func:`jobstream._pipeline.model.idempotency.idempotent_job_id`."""
     workflow_id: Annotated[str, AfterValidator(rules.workflow_id)] | None = None
     """The DAG this job belongs to; the partition key when set."""
     labels: Annotated[dict[str, str], AfterValidator(rules.labels)] = Field(default_factory=dict)

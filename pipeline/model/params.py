@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple, TypedDict
 
-from pipeline.model.records import JobSubmitted
+from jobstream._pipeline.model.records import JobSubmitted
 
 STATUS_PARAMS_INLINE_BYTES = 4 * 1024
 """Largest parameters (bytes of JSON text) written inline in a jobs.status record."""

@@ -6,7 +6,7 @@ The serde converts at the edge only (pipeline/serde/avro.py): a decoded record a
 its type, and a type is written as its record. tests/pipeline/model/test_records.py holds
 every type to its schema.
 
-They are msgspec Structs: ``python -m ops.bench.records`` measured them converting a
+They are msgspec Structs: ``python -m jobstream._ops.bench.records`` measured them converting a
 decoded record in 0.8-1.7 µs, 5-9 times less than dataclasses (docs/benchmarks.md, "Typed
 records"). A changed copy is :func:`evolve` of one.
 
@@ -22,8 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.scheduling.cron import (
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.scheduling.cron import (
     MisfirePolicy,
     OverlapPolicy,
     RepeatedHourPolicy,
@@ -115,7 +115,7 @@ class CronSchedule(Record, frozen=True, kw_only=True):
 
 class RetryPolicyRecord(Record, frozen=True, kw_only=True):
     """io.jobstream.RetryPolicy as it travels; its rules are
-    :class:`pipeline.model.retry.RetryPolicy`."""
+    :class:`jobstream._pipeline.model.retry.RetryPolicy`."""
 
     max_attempts: int = 3
     initial_backoff_ms: int = 1000

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, fields, replace
 
 import msgspec
 
-from pipeline.errors import ConfigurationError, ValidationError
-from pipeline.model.backoff import compute_backoff
-from pipeline.model.lifecycle import IMPLIED_ERRORS
-from pipeline.model.records import ErrorInfo, JobLifecycle, JobSpec, RetryPolicyRecord
+from jobstream._pipeline.errors import ConfigurationError, ValidationError
+from jobstream._pipeline.model.backoff import compute_backoff
+from jobstream._pipeline.model.lifecycle import IMPLIED_ERRORS
+from jobstream._pipeline.model.records import ErrorInfo, JobLifecycle, JobSpec, RetryPolicyRecord
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,8 @@
 
 Each rule takes a value and returns it (normalised) or raises ValueError with a message that
 reads after the field's name: ``spec.owner: must not be blank``. pydantic calls them from
-:class:`pipeline.model.job.JobRequest`, which attaches the field's path; the record checks
+:class:`jobstream._pipeline.model.job.JobRequest`, which attaches the field's path; the record
+checks
 and the command builders call them through :func:`field_check`. Keeping them here, out of
 the models, is what lets a record from any Kafka client meet exactly the rules a Python
 caller meets.
@@ -17,9 +18,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from pipeline.errors import ValidationError
-from pipeline.model.idempotency import is_job_id
-from pipeline.scheduling.ids import ID_LENGTH
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.idempotency import is_job_id
+from jobstream._pipeline.scheduling.ids import ID_LENGTH
 
 T = TypeVar("T")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from pipeline.cli_options import JsonLinesOption, echo_each
-from pipeline.config import load_settings
-from pipeline.limits.model import parse_rate
-from pipeline.quotas.model import Quota
-from pipeline.quotas.topic import clear_quota, read_quotas, set_quota
+from jobstream._pipeline.cli_options import JsonLinesOption, echo_each
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.limits.model import parse_rate
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.quotas.topic import clear_quota, read_quotas, set_quota
 
 EPILOG = """Examples:
 

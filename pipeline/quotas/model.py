@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 NAMES = ("job_types", "submit_rate", "submit_burst", "pending_jobs", "streams")
 """Every quota, as the API, the CLI and jobs.quotas name it."""

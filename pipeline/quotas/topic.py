@@ -9,18 +9,18 @@ from collections.abc import Mapping
 
 from confluent_kafka import Message
 
-from pipeline.config import Settings
-from pipeline.errors import ValidationError
-from pipeline.kafka.follow import (
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.kafka.follow import (
     TopicFollower,
     apply_setting,
     read_settings_topic,
     write_setting,
 )
-from pipeline.model import rules
-from pipeline.model.rules import field_check
-from pipeline.quotas.model import Quota
-from pipeline.topics import Topics
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.rules import field_check
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.cli_options import InstanceIdOption, StateDirOption
-from pipeline.config import load_settings
-from pipeline.replay.status import compare, live_statuses, rebuild_statuses, write
-from pipeline.replay.stores import rebuild_stores
-from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor
+from jobstream._pipeline.cli_options import InstanceIdOption, StateDirOption
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.replay.status import compare, live_statuses, rebuild_statuses, write
+from jobstream._pipeline.replay.stores import rebuild_stores
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor
 
 
 @contextmanager

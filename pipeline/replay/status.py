@@ -19,15 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import BrokerError
-from pipeline.kafka import clients
-from pipeline.kafka.scan import TopicScan
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, JobStatus, decode_status
-from pipeline.status.processor import StatusProcessor
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.scan import TopicScan
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event, JobStatus, decode_status
+from jobstream._pipeline.status.processor import StatusProcessor
+from jobstream._pipeline.topics import Topics
 
 Progress = Callable[[int, int], None]
 """Called with (records read, records to read) after each batch."""

@@ -13,15 +13,15 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.kafka.identity import topic_identity
-from pipeline.kafka.scan import partitions_of
-from pipeline.kafka.watermarks import watermarks
-from pipeline.runtime.options import RunnerOptions, processor_group
-from pipeline.runtime.processor import Processor
-from pipeline.state.recovery import restore_partitions
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.identity import topic_identity
+from jobstream._pipeline.kafka.scan import partitions_of
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.runtime.options import RunnerOptions, processor_group
+from jobstream._pipeline.runtime.processor import Processor
+from jobstream._pipeline.state.recovery import restore_partitions
+from jobstream._pipeline.state.store import PartitionStore
 
 Progress = Callable[[int, int], None]
 """Called with (changelog records applied, records in the changelog)."""

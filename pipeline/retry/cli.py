@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption, run_processor
-from pipeline.config import Settings
-from pipeline.model.retry import RetryDefaults
-from pipeline.retry.processor import ROUTER_OPTIONS, router_runner
-from pipeline.runtime.runner import Runner
+from jobstream._pipeline.cli_options import InstanceIdOption, MetricsPortOption, run_processor
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.retry import RetryDefaults
+from jobstream._pipeline.retry.processor import ROUTER_OPTIONS, router_runner
+from jobstream._pipeline.runtime.runner import Runner
 
 
 def retry_router(

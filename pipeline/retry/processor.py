@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError
-from pipeline.kafka import clients
-from pipeline.model.retry import RetryDefaults
-from pipeline.retry.router import FAILURE_KINDS, RetryRouter
-from pipeline.runtime import Output, Processor, Record, RunnerOptions
-from pipeline.runtime.runner import Runner
-from pipeline.serde import make_serde
-from pipeline.serde.peek import LIFECYCLE_KINDS, lifecycle_kind
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.retry import RetryDefaults
+from jobstream._pipeline.retry.router import FAILURE_KINDS, RetryRouter
+from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.serde.peek import LIFECYCLE_KINDS, lifecycle_kind
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.errors import ValidationError
-from pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind
-from pipeline.model.records import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind
+from jobstream._pipeline.model.records import (
     DeadLettered,
     Event,
     ExecutionRequested,
@@ -33,11 +33,11 @@ from pipeline.model.records import (
     RetryScheduled,
     lifecycle,
 )
-from pipeline.model.retry import DeadLetter, Retry, RetryDefaults, decide
-from pipeline.partitioning import partition_key
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.processor import Output
-from pipeline.topics import Topics
+from jobstream._pipeline.model.retry import DeadLetter, Retry, RetryDefaults, decide
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.processor import Output
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ health and stats), and :class:`~pipeline.runtime.driver.ProcessorDriver` carries
 task with no broker, for tests.
 """
 
-from pipeline.runtime.options import RunnerOptions
-from pipeline.runtime.processor import Output, Processor, Record, StateView
+from jobstream._pipeline.runtime.options import RunnerOptions
+from jobstream._pipeline.runtime.processor import Output, Processor, Record, StateView
 
 __all__ = ["Output", "Processor", "Record", "RunnerOptions", "StateView"]

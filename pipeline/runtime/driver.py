@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pipeline.runtime.processor import Output, Processor, Record
-from pipeline.runtime.task import Task
-from pipeline.serde import Event, make_serde
-from pipeline.state.batch import ChangelogRecord
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.runtime.processor import Output, Processor, Record
+from jobstream._pipeline.runtime.task import Task
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.state.batch import ChangelogRecord
+from jobstream._pipeline.state.store import PartitionStore
 
 S = TypeVar("S")
 

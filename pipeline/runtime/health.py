@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from pipeline import metrics
+from jobstream._pipeline import metrics
 
 log = logging.getLogger(__name__)
 

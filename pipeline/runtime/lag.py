@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException
 
-from pipeline import metrics
+from jobstream._pipeline import metrics
 
 
 class ConsumerLag:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pipeline import metrics
-from pipeline.model.lifecycle import LifecycleKind as K
-from pipeline.model.records import JobLifecycle
-from pipeline.serde import Event
+from jobstream._pipeline import metrics
+from jobstream._pipeline.model.lifecycle import LifecycleKind as K
+from jobstream._pipeline.model.records import JobLifecycle
+from jobstream._pipeline.serde import Event
 
 _OUTCOMES = frozenset({K.SUCCEEDED, K.FAILED, K.TIMED_OUT, K.LOST})
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.errors import ConfigurationError
 
 
 def processor_group(settings_prefix: str, name: str) -> str:

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
-from pipeline.errors import TopicRefusedError
-from pipeline.kafka.clients import KafkaValue
-from pipeline.serde import Event
-from pipeline.state.batch import ChangelogRecord, PartitionBatch
+from jobstream._pipeline.errors import TopicRefusedError
+from jobstream._pipeline.kafka.clients import KafkaValue
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 
 
 class Record(Protocol):

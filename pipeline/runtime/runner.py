@@ -43,18 +43,18 @@ from typing import Generic, TypedDict, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from pipeline import metrics
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import (
+from jobstream._pipeline import metrics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import (
     AuthorizationError,
     StoreError,
     TopicMismatchError,
     TopicRefusedError,
 )
-from pipeline.kafka import clients
-from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.commit import (
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.kafka.commit import (
     KAFKA_FAILURES,
     is_fatal,
     kafka_error_of,
@@ -62,19 +62,19 @@ from pipeline.kafka.commit import (
     send,
     transact,
 )
-from pipeline.kafka.denied import denied
-from pipeline.kafka.identity import topic_identity
-from pipeline.runtime.health import LoopHealth
-from pipeline.runtime.lag import ConsumerLag
-from pipeline.runtime.observed import observe_all
-from pipeline.runtime.options import RunnerOptions, processor_group
-from pipeline.runtime.processor import Output, Processor
-from pipeline.runtime.schedule import CommitSchedule
-from pipeline.runtime.task import Task
-from pipeline.runtime.transaction import OpenTransaction
-from pipeline.serde import Event, make_serde
-from pipeline.state.partitions import PartitionStores
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.kafka.identity import topic_identity
+from jobstream._pipeline.runtime.health import LoopHealth
+from jobstream._pipeline.runtime.lag import ConsumerLag
+from jobstream._pipeline.runtime.observed import observe_all
+from jobstream._pipeline.runtime.options import RunnerOptions, processor_group
+from jobstream._pipeline.runtime.processor import Output, Processor
+from jobstream._pipeline.runtime.schedule import CommitSchedule
+from jobstream._pipeline.runtime.task import Task
+from jobstream._pipeline.runtime.transaction import OpenTransaction
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.state.partitions import PartitionStores
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Set
 from typing import Generic, TypeVar
 
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.processor import Processor, Record
-from pipeline.runtime.transaction import OpenTransaction
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.processor import Processor, Record
+from jobstream._pipeline.runtime.transaction import OpenTransaction
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
 
 S = TypeVar("S")
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from more_itertools import interleave_longest
 
-from pipeline.runtime.processor import Output
+from jobstream._pipeline.runtime.processor import Output
 
 S = TypeVar("S")
 

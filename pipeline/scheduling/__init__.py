@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.scheduling.cron import (
+from jobstream._pipeline.scheduling.cron import (
     CronSpec,
     MisfirePolicy,
     Occurrence,
@@ -13,9 +13,14 @@ from pipeline.scheduling.cron import (
     jitter_offset_ms,
     next_due_ms,
 )
-from pipeline.scheduling.ids import execution_id, job_id_time_ms, new_job_id, parse_execution_id
-from pipeline.scheduling.misfire import DueRuns, due_runs
-from pipeline.scheduling.one_off import normalize_fire_time
+from jobstream._pipeline.scheduling.ids import (
+    execution_id,
+    job_id_time_ms,
+    new_job_id,
+    parse_execution_id,
+)
+from jobstream._pipeline.scheduling.misfire import DueRuns, due_runs
+from jobstream._pipeline.scheduling.one_off import normalize_fire_time
 
 __all__ = [
     "CronSpec",

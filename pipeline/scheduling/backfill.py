@@ -1,7 +1,8 @@
 """Backfill: the occurrences of a recurring schedule in a past range, and when each runs.
 
 A backfill runs, once each, the occurrences a schedule had in ``[from_ms, to_ms)``: those
-whose *nominal* instant (the expression and DST policies of :mod:`pipeline.scheduling.cron`,
+whose *nominal* instant (the expression and DST policies of
+:mod:`jobstream._pipeline.scheduling.cron`,
 before jitter) falls in the range. They come from :func:`iter_occurrences`, the code the
 timers fire by, so the time zone, ``skipped_hour``, ``repeated_hour``, ``start_at_ms`` and
 ``end_at_ms`` hold as they do for live fires. ``max_runs`` and the misfire policy do not
@@ -22,9 +23,9 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from pipeline.clock import ms_of
-from pipeline.errors import ValidationError
-from pipeline.scheduling.cron import CronSpec, iter_occurrences
+from jobstream._pipeline.clock import ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.cron import CronSpec, iter_occurrences
 
 MAX_OCCURRENCES = 10_000
 """Most occurrences one backfill runs."""

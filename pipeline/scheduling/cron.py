@@ -50,9 +50,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from croniter.croniter import CroniterBadDateError
 
-from pipeline.avro_bounds import INT_MAX, LONG_MAX
-from pipeline.clock import ONE_MS, instant_of, ms_of
-from pipeline.errors import ValidationError
+from jobstream._pipeline.avro_bounds import INT_MAX, LONG_MAX
+from jobstream._pipeline.clock import ONE_MS, instant_of, ms_of
+from jobstream._pipeline.errors import ValidationError
 
 FIELD_PREFIX = "spec.cron."
 """Prefix of the field named by a ValidationError: the CronSchedule's path in JobSubmitted."""

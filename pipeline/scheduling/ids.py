@@ -19,7 +19,7 @@ import secrets
 import threading
 import time
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 """Crockford base32, in ASCII order."""

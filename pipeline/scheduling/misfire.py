@@ -22,7 +22,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pipeline.scheduling.cron import CronSpec, MisfirePolicy, iter_occurrences, next_due_ms
+from jobstream._pipeline.scheduling.cron import (
+    CronSpec,
+    MisfirePolicy,
+    iter_occurrences,
+    next_due_ms,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ The rule, with ``now`` the instant the submission is accepted:
 
 from __future__ import annotations
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 FIELD = "spec.run_at_ms"
 

@@ -4,10 +4,10 @@ Serialization happens at the edge (producer, consumer, state store's outer layer
 everything inside works on :class:`Event` and :class:`JobStatus` values.
 """
 
-from pipeline.model.lifecycle import JobState
-from pipeline.serde.avro import AvroDeserializer, AvroSerializer, Event, make_serde
-from pipeline.serde.schemas import EVENT_NAMES, EventSchemas, WriterSchema, event_schemas
-from pipeline.serde.status_json import (
+from jobstream._pipeline.model.lifecycle import JobState
+from jobstream._pipeline.serde.avro import AvroDeserializer, AvroSerializer, Event, make_serde
+from jobstream._pipeline.serde.schemas import EVENT_NAMES, EventSchemas, WriterSchema, event_schemas
+from jobstream._pipeline.serde.status_json import (
     Cancellation,
     JobStatus,
     LastError,

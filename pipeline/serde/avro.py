@@ -46,10 +46,10 @@ from fastavro.schema import fingerprint, to_parsing_canonical_form
 from fastavro.validation import ValidationError as AvroValidationError
 from fastavro.validation import validate as avro_validate
 
-from pipeline.errors import DeserializationError, JobstreamError, SerializationError
-from pipeline.model.records import Event, Record, plain, typed
-from pipeline.serde import direct
-from pipeline.serde.schemas import NAMESPACE, EventSchemas, WriterSchema, event_schemas
+from jobstream._pipeline.errors import DeserializationError, JobstreamError, SerializationError
+from jobstream._pipeline.model.records import Event, Record, plain, typed
+from jobstream._pipeline.serde import direct
+from jobstream._pipeline.serde.schemas import NAMESPACE, EventSchemas, WriterSchema, event_schemas
 
 logger = logging.getLogger(__name__)
 

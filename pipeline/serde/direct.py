@@ -9,7 +9,7 @@ are ours and use few shapes (records, enums, arrays, maps, strings, numbers and
 start, from its current schema: a write is one function of straight-line appends, a
 read one of straight-line slices that builds the record type directly.
 
-They are the fast path of :mod:`pipeline.serde.avro` only, which keeps cavro and fastavro
+They are the fast path of :mod:`jobstream._pipeline.serde.avro` only, which keeps cavro and fastavro
 for everything else (dicts, ``validate=True``, older writers, a registry) and for the
 error message: a value these codecs cannot write, or bytes they cannot read, raise, and
 the serde then asks fastavro what is wrong. tests/pipeline/serde/test_direct.py holds
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import Any
 
-from pipeline.avro_bounds import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
-from pipeline.model.records import RECORD_TYPES, Record
+from jobstream._pipeline.avro_bounds import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN
+from jobstream._pipeline.model.records import RECORD_TYPES, Record
 
 Writer = Callable[[Record, bytearray], None]
 Reader = Callable[[bytes, int], tuple[Record, int]]

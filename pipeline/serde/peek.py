@@ -13,8 +13,8 @@ byte) gives None, and the caller decodes the record as it would have anyway.
 
 from __future__ import annotations
 
-from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE, SINGLE_OBJECT_MAGIC
-from pipeline.serde.schemas import EventSchemas, event_schemas
+from jobstream._pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE, SINGLE_OBJECT_MAGIC
+from jobstream._pipeline.serde.schemas import EventSchemas, event_schemas
 
 
 def _kind_symbols(schemas: EventSchemas) -> dict[bytes, tuple[str, ...]]:
@@ -30,7 +30,8 @@ def _kind_symbols(schemas: EventSchemas) -> dict[bytes, tuple[str, ...]]:
 _KINDS = _kind_symbols(event_schemas())
 LIFECYCLE_KINDS = _KINDS[event_schemas().current("JobLifecycle").fingerprint]
 """Every kind of the current JobLifecycle schema: the values of
-:class:`pipeline.model.lifecycle.LifecycleKind`, as the symbols :func:`lifecycle_kind` returns, so
+:class:`jobstream._pipeline.model.lifecycle.LifecycleKind`, as the symbols :func:`lifecycle_kind`
+returns, so
 that a set of them finds a peeked kind by identity."""
 
 

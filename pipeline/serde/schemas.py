@@ -29,8 +29,8 @@ from typing import Any
 
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
-from pipeline.errors import ConfigurationError
-from pipeline.package_data import package_path
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.package_data import package_path
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ CURRENT = "current"
 
 # In a checkout pipeline/serde/avsc is a link to the repository's schemas/ (one copy of
 # each file in git); a wheel holds the files themselves there.
-DEFAULT_SCHEMAS_DIR = package_path("pipeline.serde", "avsc")
+DEFAULT_SCHEMAS_DIR = package_path("jobstream._pipeline.serde", "avsc")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from pipeline.errors import DeserializationError, SerializationError
-from pipeline.model.lifecycle import JobState
+from jobstream._pipeline.errors import DeserializationError, SerializationError
+from jobstream._pipeline.model.lifecycle import JobState
 
 
 class LastError(BaseModel):

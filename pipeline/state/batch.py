@@ -16,7 +16,7 @@ import bisect
 import heapq
 from collections.abc import Iterator
 
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.state.store import PartitionStore
 
 ChangelogRecord = tuple[bytes, bytes | None]
 """One change as the changelog carries it: the store key, and the value or None for a delete."""

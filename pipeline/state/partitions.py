@@ -13,12 +13,12 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer
 
-from pipeline.errors import StoreError
-from pipeline.kafka.commit import send
-from pipeline.kafka.identity import TopicIdentity
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.recovery import Apply, restore_partitions
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.errors import StoreError
+from jobstream._pipeline.kafka.commit import send
+from jobstream._pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.recovery import Apply, restore_partitions
+from jobstream._pipeline.state.store import PartitionStore
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, TopicPartition
 
-from pipeline.kafka.identity import TopicIdentity
-from pipeline.kafka.watermarks import watermarks
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.state.validity import Checkpoint, Verdict, judge
+from jobstream._pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.kafka.watermarks import watermarks
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.state.validity import Checkpoint, Verdict, judge
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rocksdict import AccessType, Options, Rdict, ReadOptions, WriteBatch
 
-from pipeline.errors import StoreError
-from pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.errors import StoreError
+from jobstream._pipeline.kafka.identity import TopicIdentity
 
 log = logging.getLogger(__name__)
 

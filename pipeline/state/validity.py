@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from pipeline.kafka.identity import TopicIdentity
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.state.store import PartitionStore
 
 
 class Verdict(Enum):

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption, run_processor
-from pipeline.durations import duration_option, format_duration
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.cli_options import (
+    InstanceIdOption,
+    MetricsPortOption,
+    StateDirOption,
+    run_processor,
+)
+from jobstream._pipeline.durations import duration_option, format_duration
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
 
 LeaseOption = duration_option(
     "30s", "--lease", minimum="100ms",

@@ -23,8 +23,13 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
-from pipeline.model.lifecycle import LEASE_EXPIRED, TERMINAL_STATES, JobState, LifecycleKind
-from pipeline.model.records import (
+from jobstream._pipeline.model.lifecycle import (
+    LEASE_EXPIRED,
+    TERMINAL_STATES,
+    JobState,
+    LifecycleKind,
+)
+from jobstream._pipeline.model.records import (
     ErrorInfo,
     Event,
     ExecutionRequested,
@@ -33,12 +38,12 @@ from pipeline.model.records import (
     StepOutcome,
     lifecycle,
 )
-from pipeline.partitioning import partition_key
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.processor import Output
-from pipeline.status.machine import Verdict, execution_id_of, transition
-from pipeline.status.state import JobRecord, StatusState
-from pipeline.topics import Topics
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.processor import Output
+from jobstream._pipeline.status.machine import Verdict, execution_id_of, transition
+from jobstream._pipeline.status.state import JobRecord, StatusState
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from math import isfinite
 
-from pipeline.errors import JobstreamError
-from pipeline.model.job import cron_of
-from pipeline.model.lifecycle import (
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.model.job import cron_of
+from jobstream._pipeline.model.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
     PROGRESS_MESSAGE_CHARS,
@@ -55,11 +55,11 @@ from pipeline.model.lifecycle import (
     JobState,
     LifecycleKind,
 )
-from pipeline.model.params import params_uri, summarize_params
-from pipeline.model.records import JobLifecycle, JobSpec, Progress
-from pipeline.scheduling import next_due_ms
-from pipeline.serde.status_json import JobStatus
-from pipeline.status.state import Cancellation, Changes, JobRecord
+from jobstream._pipeline.model.params import params_uri, summarize_params
+from jobstream._pipeline.model.records import JobLifecycle, JobSpec, Progress
+from jobstream._pipeline.scheduling import next_due_ms
+from jobstream._pipeline.serde.status_json import JobStatus
+from jobstream._pipeline.status.state import Cancellation, Changes, JobRecord
 
 S, K = JobState, LifecycleKind
 

@@ -25,17 +25,17 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError
-from pipeline.kafka import clients
-from pipeline.runtime import Output, Processor, Record, RunnerOptions
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.runner import Runner
-from pipeline.serde import make_serde
-from pipeline.state.batch import PartitionBatch
-from pipeline.status.logic import StatusLogic, StatusPolicy
-from pipeline.status.state import RecordCache, StatusState
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.status.logic import StatusLogic, StatusPolicy
+from jobstream._pipeline.status.state import RecordCache, StatusState
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

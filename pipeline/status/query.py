@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.clock import instant_of
-from pipeline.config import Settings, load_settings
-from pipeline.durations import duration_option
-from pipeline.errors import DeserializationError, JobstreamError
-from pipeline.kafka import clients
-from pipeline.kafka.denied import denied
-from pipeline.serde import JobState, JobStatus, decode_status, encode_status
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.durations import duration_option
+from jobstream._pipeline.errors import DeserializationError, JobstreamError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.serde import JobState, JobStatus, decode_status, encode_status
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -31,16 +31,16 @@ from typing import Any, NamedTuple
 import msgspec
 import orjson
 
-from pipeline.model.lifecycle import JobState
-from pipeline.model.records import CronSchedule, ExecutionRequested, Priority, Progress
-from pipeline.model.time_keys import (
+from jobstream._pipeline.model.lifecycle import JobState
+from jobstream._pipeline.model.records import CronSchedule, ExecutionRequested, Priority, Progress
+from jobstream._pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     decode_schedule_key,
     due_upper_bound,
     encode_schedule_key,
 )
-from pipeline.serde import JobStatus
-from pipeline.state.batch import ChangelogRecord, PartitionBatch
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 
 RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"

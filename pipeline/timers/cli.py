@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.cli_options import InstanceIdOption, MetricsPortOption, StateDirOption, run_processor
-from pipeline.durations import duration_option, format_duration
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.cli_options import (
+    InstanceIdOption,
+    MetricsPortOption,
+    StateDirOption,
+    run_processor,
+)
+from jobstream._pipeline.durations import duration_option, format_duration
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
 
 TickOption = duration_option(
     format_duration(TIMER_OPTIONS.poll_ms), "--tick", minimum="1ms", maximum="1s",

@@ -20,7 +20,13 @@ from typing import Any, ClassVar, Literal, Self
 
 import msgspec
 
-from pipeline.model.records import CronSchedule, ErrorInfo, JobSpec, JobSubmitted, WorkflowSubmitted
+from jobstream._pipeline.model.records import (
+    CronSchedule,
+    ErrorInfo,
+    JobSpec,
+    JobSubmitted,
+    WorkflowSubmitted,
+)
 
 Kind = Literal["job", "retry", "marker", "workflow"]
 

@@ -1,9 +1,11 @@
 """Where a record enters the timers: decoded, then checked once into the command they apply.
 
 Every rule on a record read from jobs.intake or jobs.retry is applied here, at the serde
-edge, whoever produced the record: the submission's (:func:`pipeline.model.job.validate_submitted`),
-a command's (:func:`pipeline.model.commands.validate_command`), a workflow's
-(:func:`pipeline.workflows.commands.expand_workflow`) and a StepEnded's. A record that breaks
+edge, whoever produced the record: the submission's
+(:func:`jobstream._pipeline.model.job.validate_submitted`),
+a command's (:func:`jobstream._pipeline.model.commands.validate_command`), a workflow's
+(:func:`jobstream._pipeline.workflows.commands.expand_workflow`) and a StepEnded's. A record that
+breaks
 one raises :class:`~pipeline.errors.ValidationError` naming the field, and the processor
 dead-letters it. The timers' logic (pipeline/timers/logic.py) receives the checked
 :data:`Command` and trusts it: it decides only what the record means for the state it holds.
@@ -14,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.errors import ValidationError
-from pipeline.model import rules
-from pipeline.model.commands import validate_command
-from pipeline.model.job import validate_submitted
-from pipeline.model.records import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.commands import validate_command
+from jobstream._pipeline.model.job import validate_submitted
+from jobstream._pipeline.model.records import (
     JobCancelled,
     JobSubmitted,
     JobTriggered,
@@ -28,10 +30,10 @@ from pipeline.model.records import (
     WorkflowCancelled,
     WorkflowSubmitted,
 )
-from pipeline.scheduling import CronSpec
-from pipeline.serde import Event
-from pipeline.workflows import StepOutcome
-from pipeline.workflows.commands import check_schedule, expand_workflow
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.workflows import StepOutcome
+from jobstream._pipeline.workflows.commands import check_schedule, expand_workflow
 
 _ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
 

@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.avro_bounds import INT_MAX
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.limits.throttle import Throttle
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.commands import command_refusal, update_refusal
-from pipeline.model.job import cron_of
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.params import submission_fields, summarize_params
-from pipeline.model.records import (
+from jobstream._pipeline.avro_bounds import INT_MAX
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.limits.throttle import Throttle
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.commands import command_refusal, update_refusal
+from jobstream._pipeline.model.job import cron_of
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.params import submission_fields, summarize_params
+from jobstream._pipeline.model.records import (
     CronSchedule,
     ExecutionRequested,
     JobCancelled,
@@ -33,12 +33,12 @@ from pipeline.model.records import (
     evolve,
     lifecycle,
 )
-from pipeline.partitioning import partition_key
-from pipeline.runtime.processor import Output
-from pipeline.scheduling import due_runs, execution_id, next_due_ms
-from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
-from pipeline.serde import Event
-from pipeline.timers.entry import (
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.runtime.processor import Output
+from jobstream._pipeline.scheduling import due_runs, execution_id, next_due_ms
+from jobstream._pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.entry import (
     AnyEntry,
     Firing,
     FiringEntry,
@@ -49,12 +49,12 @@ from pipeline.timers.entry import (
     ScheduleEntry,
     retry_timer_id,
 )
-from pipeline.timers.intake import Command, Ended, Workflow
-from pipeline.timers.state import TimerState
-from pipeline.timers.workflow import WorkflowTimers
-from pipeline.topics import Topics
-from pipeline.workflows import GateAction, WorkflowRecord
-from pipeline.workflows.commands import STEP_LABEL
+from jobstream._pipeline.timers.intake import Command, Ended, Workflow
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.timers.workflow import WorkflowTimers
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import GateAction, WorkflowRecord
+from jobstream._pipeline.workflows.commands import STEP_LABEL
 
 log = logging.getLogger(__name__)
 

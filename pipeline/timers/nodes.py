@@ -24,8 +24,8 @@ from collections.abc import Iterator
 
 import orjson
 
-from pipeline.state.batch import ChangelogRecord, PartitionBatch
-from pipeline.workflows.node import StepNode, WorkflowRecord
+from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
+from jobstream._pipeline.workflows.node import StepNode, WorkflowRecord
 
 log = logging.getLogger(__name__)
 

@@ -18,23 +18,23 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from pipeline import metrics
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError, ValidationError
-from pipeline.kafka import clients
-from pipeline.limits.topic import LimitsFollower
-from pipeline.model.records import ExecutionRequested
-from pipeline.model.time_keys import SCHEDULE_LOWER_BOUND
-from pipeline.runtime import Output, Processor, Record, RunnerOptions
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.runner import Runner
-from pipeline.serde import make_serde
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.intake import checked
-from pipeline.timers.logic import TimerLogic, TimerPolicy
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
+from jobstream._pipeline import metrics
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError, ValidationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.limits.topic import LimitsFollower
+from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.model.time_keys import SCHEDULE_LOWER_BOUND
+from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.intake import checked
+from jobstream._pipeline.timers.logic import TimerLogic, TimerPolicy
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pipeline.model.time_keys import (
+from jobstream._pipeline.model.time_keys import (
     HELD_PREFIX,
     HELD_UPPER_BOUND,
     OWNER_PREFIX,
@@ -35,9 +35,9 @@ from pipeline.model.time_keys import (
     owner_range_end,
     owner_range_start,
 )
-from pipeline.state.batch import ChangelogRecord, PartitionBatch
-from pipeline.timers.entry import AnyEntry, TimerEntry
-from pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
+from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
+from jobstream._pipeline.timers.entry import AnyEntry, TimerEntry
+from jobstream._pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 
 class TimerState:

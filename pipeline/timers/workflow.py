@@ -34,9 +34,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pipeline.errors import ValidationError
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import (
     JobCancelled,
     JobSubmitted,
     ParentResult,
@@ -44,10 +44,10 @@ from pipeline.model.records import (
     WorkflowCancelled,
     WorkflowSubmitted,
 )
-from pipeline.runtime.processor import Output
-from pipeline.scheduling import CronSpec, next_due_ms
-from pipeline.serde import Event
-from pipeline.timers.entry import (
+from jobstream._pipeline.runtime.processor import Output
+from jobstream._pipeline.scheduling import CronSpec, next_due_ms
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.entry import (
     ENDED_PREFIX,
     JobEntry,
     Marker,
@@ -58,8 +58,8 @@ from pipeline.timers.entry import (
     ended_timer_id,
     schedule_timer_id,
 )
-from pipeline.timers.state import TimerState
-from pipeline.workflows import (
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.workflows import (
     Gate,
     GateAction,
     StepNode,

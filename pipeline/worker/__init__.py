@@ -1,7 +1,7 @@
 """Workers: handlers registered by decorator, run with bounded concurrency.
 
 ```python
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 
@@ -21,8 +21,8 @@ per run on jobs.logs (pipeline/worker/capture.py, runlogs.py).
 ``jobstream worker --app myapp.jobs --type image.render --concurrency 8`` serves them.
 """
 
-from pipeline.worker.app import WorkerApp
-from pipeline.worker.context import JobContext, ParentResult
-from pipeline.worker.results import Result
+from jobstream._pipeline.worker.app import WorkerApp
+from jobstream._pipeline.worker.context import JobContext, ParentResult
+from jobstream._pipeline.worker.results import Result
 
 __all__ = ["JobContext", "ParentResult", "Result", "WorkerApp"]

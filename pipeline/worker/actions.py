@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.serde import Event
-from pipeline.worker.context import JobContext
-from pipeline.worker.inflight import RunningJob
-from pipeline.worker.lane import Lane
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.inflight import RunningJob
+from jobstream._pipeline.worker.lane import Lane
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from itertools import count
 
-from pipeline.clock import now_ms, seconds_until
+from jobstream._pipeline.clock import now_ms, seconds_until
 
 
 class Alarms:

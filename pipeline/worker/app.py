@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pipeline.errors import ConfigurationError
-from pipeline.worker.context import JobContext
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.worker.context import JobContext
 
 if TYPE_CHECKING:  # a handler's child process imports this module, not the records
-    from pipeline.model.records import ExecutionRequested
+    from jobstream._pipeline.model.records import ExecutionRequested
 
 log = logging.getLogger(__name__)
 

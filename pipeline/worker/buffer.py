@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from pipeline.worker.offsets import Partition
+from jobstream._pipeline.worker.offsets import Partition
 
 T = TypeVar("T")
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.records import ExecutionRequested
-from pipeline.topics import CONTROL_RETENTION_MS
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.topics import CONTROL_RETENTION_MS
 
 DEFAULT_LIMIT = 100_000
 """Cancels kept at most (a few megabytes): far more than a day of them at any real rate."""

@@ -42,7 +42,7 @@ DEFAULT_MAX_LOG_LINES = 1000
 DEFAULT_MAX_LOG_BYTES = 256 * 1024
 FIELD_CHARS = 16 * 1024
 """Longest ``msg`` or ``exc`` of one line; the rest is cut and said so."""
-OWN_LOGGERS = ("pipeline.worker", "pipeline.lifeline")
+OWN_LOGGERS = ("jobstream._pipeline.worker", "jobstream._pipeline.lifeline")
 """The worker's own loggers: their records are never a run's, on whatever thread."""
 
 _FORMATTER = logging.Formatter()

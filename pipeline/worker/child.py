@@ -50,15 +50,15 @@ from multiprocessing.connection import Connection
 from types import FrameType, MappingProxyType
 from typing import Any
 
-from pipeline.clock import now_ms, seconds_until
-from pipeline.lifeline import watch_supervisor
-from pipeline.logs import configure_logging
-from pipeline.worker.app import WorkerApp, load_app
-from pipeline.worker.context import JobContext
-from pipeline.worker.failures import ErrorDescription, describe_error
-from pipeline.worker.output import RunLinesHandler, log_to
-from pipeline.worker.progress import ProgressReport
-from pipeline.worker.results import EncodedResult, encode_result
+from jobstream._pipeline.clock import now_ms, seconds_until
+from jobstream._pipeline.lifeline import watch_supervisor
+from jobstream._pipeline.logs import configure_logging
+from jobstream._pipeline.worker.app import WorkerApp, load_app
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.failures import ErrorDescription, describe_error
+from jobstream._pipeline.worker.output import RunLinesHandler, log_to
+from jobstream._pipeline.worker.progress import ProgressReport
+from jobstream._pipeline.worker.results import EncodedResult, encode_result
 
 log = logging.getLogger(__name__)
 

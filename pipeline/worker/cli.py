@@ -16,22 +16,22 @@ from types import FrameType
 
 import typer
 
-from pipeline import metrics
-from pipeline.cli_options import MetricsPortOption, take_niceness
-from pipeline.config import load_settings
-from pipeline.durations import duration_option, format_duration
-from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
-from pipeline.worker.app import load_app
-from pipeline.worker.heartbeat import default_worker_id
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import (
+from jobstream._pipeline import metrics
+from jobstream._pipeline.cli_options import MetricsPortOption, take_niceness
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.durations import duration_option, format_duration
+from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.heartbeat import default_worker_id
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.options import (
     CLAIM_AHEAD_S,
     CLAIMED_AHEAD_MOST,
     MIN_PREFETCH,
     Isolation,
     WorkerOptions,
 )
-from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
+from jobstream._pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 
 HeartbeatOption = duration_option(
     "10s", "--heartbeat", minimum="50ms", help="Time between heartbeats of a running job.",

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from pipeline.clock import now_ms
-from pipeline.errors import ValidationError
-from pipeline.worker.progress import ProgressReport, checked
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.worker.progress import ProgressReport, checked
 
 if TYPE_CHECKING:  # a handler's child process imports this module, not the records
-    from pipeline.model import records
+    from jobstream._pipeline.model import records
 
 
 @dataclass(frozen=True, kw_only=True)

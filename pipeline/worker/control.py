@@ -21,13 +21,13 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_END, KafkaError, KafkaException, Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError, DeserializationError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.kafka.scan import partitions_of, scan_consumer
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event
-from pipeline.topics import CONTROL_RETENTION_MS, Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError, DeserializationError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.kafka.scan import partitions_of, scan_consumer
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import CONTROL_RETENTION_MS, Topics
 
 log = logging.getLogger(__name__)
 

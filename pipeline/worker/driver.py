@@ -32,18 +32,18 @@ import zlib
 from collections.abc import Callable
 from typing import Any, cast
 
-from pipeline.config import Settings, load_settings
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event, make_serde
-from pipeline.topics import Topics
-from pipeline.worker import outcomes
-from pipeline.worker.app import Handler, WorkerApp
-from pipeline.worker.capture import RunLog
-from pipeline.worker.context import JobContext
-from pipeline.worker.executor import Finished, JobExecutor, RunHandle
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.memory import MemoryBroker, MemoryClients, MemoryConsumer
-from pipeline.worker.options import WorkerOptions
+from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.app import Handler, WorkerApp
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.executor import Finished, JobExecutor, RunHandle
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.memory import MemoryBroker, MemoryClients, MemoryConsumer
+from jobstream._pipeline.worker.options import WorkerOptions
 
 START_MS = 4_102_444_800_000
 """The test clock's first instant (2100-01-01), ahead of every real clock: a record fired

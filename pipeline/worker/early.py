@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from itertools import count
 from typing import Generic, TypeVar
 
-from pipeline.worker.offsets import Partition
+from jobstream._pipeline.worker.offsets import Partition
 
 T = TypeVar("T")
 

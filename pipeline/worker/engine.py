@@ -37,19 +37,19 @@ import math
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event
-from pipeline.worker.actions import Action, Claim, Launch
-from pipeline.worker.app import WorkerApp
-from pipeline.worker.capture import RunLog
-from pipeline.worker.context import JobContext
-from pipeline.worker.executor import Finished
-from pipeline.worker.inflight import InFlight, RunningJob
-from pipeline.worker.lane import Lane, Record
-from pipeline.worker.options import WorkerOptions, WorkerStats
-from pipeline.worker.quarantine import Quarantine, is_suspect
-from pipeline.worker.starts import RunStarts, Started
-from pipeline.worker.supervisor import RunSupervisor
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker.actions import Action, Claim, Launch
+from jobstream._pipeline.worker.app import WorkerApp
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.inflight import InFlight, RunningJob
+from jobstream._pipeline.worker.lane import Lane, Record
+from jobstream._pipeline.worker.options import WorkerOptions, WorkerStats
+from jobstream._pipeline.worker.quarantine import Quarantine, is_suspect
+from jobstream._pipeline.worker.starts import RunStarts, Started
+from jobstream._pipeline.worker.supervisor import RunSupervisor
 
 
 class WorkerEngine:

@@ -43,16 +43,20 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from pipeline.clock import now_ms
-from pipeline.model.records import Event, ExecutionRequested
-from pipeline.runtime.observed import observe_launch
-from pipeline.worker import capture, outcomes
-from pipeline.worker.alarms import Alarms
-from pipeline.worker.app import Handler
-from pipeline.worker.capture import RunLog
-from pipeline.worker.context import JobContext
-from pipeline.worker.outcomes import ErrorDescription, describe_error
-from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES, EncodedResult, encode_result
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.records import Event, ExecutionRequested
+from jobstream._pipeline.runtime.observed import observe_launch
+from jobstream._pipeline.worker import capture, outcomes
+from jobstream._pipeline.worker.alarms import Alarms
+from jobstream._pipeline.worker.app import Handler
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.outcomes import ErrorDescription, describe_error
+from jobstream._pipeline.worker.results import (
+    DEFAULT_MAX_RESULT_BYTES,
+    EncodedResult,
+    encode_result,
+)
 
 log = logging.getLogger(__name__)
 

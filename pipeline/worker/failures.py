@@ -18,7 +18,7 @@ import signal
 import traceback
 from dataclasses import dataclass
 
-from pipeline.model.lifecycle import WORKER_CRASHED
+from jobstream._pipeline.model.lifecycle import WORKER_CRASHED
 
 MAX_MESSAGE_CHARS = 8 * 1024
 MAX_TRACEBACK_CHARS = 32 * 1024

@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pipeline.model.records import Event, WorkerHeartbeat, WorkerState
+from jobstream._pipeline.model.records import Event, WorkerHeartbeat, WorkerState
 
 STARTING, RUNNING, DRAINING, STOPPED = (WorkerState.STARTING, WorkerState.RUNNING,
                                         WorkerState.DRAINING, WorkerState.STOPPED)  # fmt: skip

@@ -32,15 +32,15 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.records import ExecutionRequested
-from pipeline.worker.app import Handler
-from pipeline.worker.capture import RunLog
-from pipeline.worker.executor import RunHandle
-from pipeline.worker.lane import Lane
-from pipeline.worker.offsets import OffsetRef
-from pipeline.worker.progress import ProgressReporter
-from pipeline.worker.slots import count_down
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.worker.app import Handler
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.executor import RunHandle
+from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.offsets import OffsetRef
+from jobstream._pipeline.worker.progress import ProgressReporter
+from jobstream._pipeline.worker.slots import count_down
 
 _STALE_BEATS = 1000
 """Heartbeat entries allowed beyond twice the runs held before the heap is rebuilt."""

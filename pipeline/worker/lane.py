@@ -35,25 +35,25 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.config import Settings
-from pipeline.errors import DeserializationError
-from pipeline.kafka import clients as _kafka
-from pipeline.kafka.commit import is_fatal
-from pipeline.kafka.denied import denied
-from pipeline.model.records import ExecutionRequested
-from pipeline.runtime.schedule import CommitSchedule
-from pipeline.scheduling.fair_share import weight_of
-from pipeline.serde import AvroDeserializer
-from pipeline.topics import PRIORITIES, Topics, routed
-from pipeline.worker.buffer import TierBuffer
-from pipeline.worker.early import EarlyRecords
-from pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
-from pipeline.worker.pauses import share, to_pause
-from pipeline.worker.ports import SYSTEM_CLOCK, Clock, WorkerClients
-from pipeline.worker.priorities import PriorityPolicy
-from pipeline.worker.slots import PartitionSlots
-from pipeline.worker.transactions import TIMEOUT_S, LaneTransactions
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.kafka import clients as _kafka
+from jobstream._pipeline.kafka.commit import is_fatal
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.runtime.schedule import CommitSchedule
+from jobstream._pipeline.scheduling.fair_share import weight_of
+from jobstream._pipeline.serde import AvroDeserializer
+from jobstream._pipeline.topics import PRIORITIES, Topics, routed
+from jobstream._pipeline.worker.buffer import TierBuffer
+from jobstream._pipeline.worker.early import EarlyRecords
+from jobstream._pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
+from jobstream._pipeline.worker.pauses import share, to_pause
+from jobstream._pipeline.worker.ports import SYSTEM_CLOCK, Clock, WorkerClients
+from jobstream._pipeline.worker.priorities import PriorityPolicy
+from jobstream._pipeline.worker.slots import PartitionSlots
+from jobstream._pipeline.worker.transactions import TIMEOUT_S, LaneTransactions
 
 log = logging.getLogger(__name__)
 

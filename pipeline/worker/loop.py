@@ -39,25 +39,37 @@ from functools import partial
 
 from confluent_kafka import Consumer
 
-from pipeline import metrics
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError
-from pipeline.runtime.health import LoopHealth
-from pipeline.runtime.lag import ConsumerLag
-from pipeline.runtime.schedule import CommitSchedule
-from pipeline.serde import Event, event_schemas, make_serde
-from pipeline.topics import Topics
-from pipeline.worker.actions import Action, Claim, Emit, Expire, Kill, Launch, Stop
-from pipeline.worker.app import WorkerApp
-from pipeline.worker.engine import WorkerEngine
-from pipeline.worker.executor import Finished, JobExecutor
-from pipeline.worker.heartbeat import DRAINING, RUNNING, STARTING, STOPPED, WorkerIdentity
-from pipeline.worker.lane import Lane
-from pipeline.worker.options import MIN_PREFETCH, WorkerOptions
-from pipeline.worker.ports import SYSTEM_CLOCK, Clock, Executor, KafkaClients, WorkerClients
-from pipeline.worker.processes import ProcessExecutor
-from pipeline.worker.started import StartedEncoder
-from pipeline.worker.topic_checks import create_missing_topics
+from jobstream._pipeline import metrics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.runtime.health import LoopHealth
+from jobstream._pipeline.runtime.lag import ConsumerLag
+from jobstream._pipeline.runtime.schedule import CommitSchedule
+from jobstream._pipeline.serde import Event, event_schemas, make_serde
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.actions import Action, Claim, Emit, Expire, Kill, Launch, Stop
+from jobstream._pipeline.worker.app import WorkerApp
+from jobstream._pipeline.worker.engine import WorkerEngine
+from jobstream._pipeline.worker.executor import Finished, JobExecutor
+from jobstream._pipeline.worker.heartbeat import (
+    DRAINING,
+    RUNNING,
+    STARTING,
+    STOPPED,
+    WorkerIdentity,
+)
+from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.options import MIN_PREFETCH, WorkerOptions
+from jobstream._pipeline.worker.ports import (
+    SYSTEM_CLOCK,
+    Clock,
+    Executor,
+    KafkaClients,
+    WorkerClients,
+)
+from jobstream._pipeline.worker.processes import ProcessExecutor
+from jobstream._pipeline.worker.started import StartedEncoder
+from jobstream._pipeline.worker.topic_checks import create_missing_topics
 
 log = logging.getLogger(__name__)
 

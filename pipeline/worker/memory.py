@@ -19,11 +19,11 @@ from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from pipeline.kafka.clients import KafkaConfig
-from pipeline.model.cancel import CancelRequest
-from pipeline.runtime.driver import DriverRecord
-from pipeline.serde import Event
-from pipeline.worker.ports import CancelSource
+from jobstream._pipeline.kafka.clients import KafkaConfig
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.runtime.driver import DriverRecord
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker.ports import CancelSource
 
 Partition = tuple[str, int]
 Headers = list[tuple[str, bytes]] | None

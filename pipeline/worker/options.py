@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pipeline.runtime.counters import Counters
-from pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
-from pipeline.worker.heartbeat import default_worker_id
-from pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
+from jobstream._pipeline.runtime.counters import Counters
+from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
+from jobstream._pipeline.worker.heartbeat import default_worker_id
+from jobstream._pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 
 MIN_PREFETCH = 1000
 """Records a tier buffers at least. A fetch then brings hundreds of records, not a few,

@@ -11,7 +11,8 @@
 | CANCELLED | ``requested_by``, ``detail`` (the reason), ``execution`` |
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
-other record of the job (:func:`pipeline.partitioning.partition_key`), so one partition of
+other record of the job (:func:`jobstream._pipeline.partitioning.partition_key`), so one partition
+of
 jobs.events holds a job's whole history in order.
 
 Errors are described, and their retryability decided, in pipeline/worker/failures.py.
@@ -25,16 +26,22 @@ detail :data:`SKIPPED_DETAIL`: nothing failed, and the schedule must not be retr
 
 from __future__ import annotations
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import ErrorInfo, Event, ExecutionRequested, Progress, lifecycle
-from pipeline.partitioning import partition_key
-from pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
-from pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
-from pipeline.worker.failures import ErrorDescription, timeout_error
-from pipeline.worker.failures import describe_error as describe_error
-from pipeline.worker.progress import ProgressReport
-from pipeline.worker.results import EncodedResult, result_uri
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import (
+    ErrorInfo,
+    Event,
+    ExecutionRequested,
+    Progress,
+    lifecycle,
+)
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.worker.failures import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
+from jobstream._pipeline.worker.failures import MAX_TRACEBACK_CHARS as MAX_TRACEBACK_CHARS
+from jobstream._pipeline.worker.failures import ErrorDescription, timeout_error
+from jobstream._pipeline.worker.failures import describe_error as describe_error
+from jobstream._pipeline.worker.progress import ProgressReport
+from jobstream._pipeline.worker.results import EncodedResult, result_uri
 
 SKIPPED_DETAIL = "skipped: previous run still running"
 

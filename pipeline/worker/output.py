@@ -38,9 +38,9 @@ import time
 
 import orjson
 
-from pipeline.clock import now_ms
-from pipeline.logs import JsonFormatter
-from pipeline.worker.capture import RunLog, cut, is_own, line_of
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.logs import JsonFormatter
+from jobstream._pipeline.worker.capture import RunLog, cut, is_own, line_of
 
 STREAM_LEVELS = {"stdout": "INFO", "stderr": "ERROR"}
 """The level of a line a child wrote to each stream."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pipeline.worker.buffer import TierBuffer
-from pipeline.worker.offsets import Partition
+from jobstream._pipeline.worker.buffer import TierBuffer
+from jobstream._pipeline.worker.offsets import Partition
 
 BUFFER_BYTES = 32 * 1024 * 1024
 """A tier's buffer is also full at this many bytes of records: a job's params may reach

@@ -16,16 +16,16 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, Producer
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event
-from pipeline.worker.app import Handler
-from pipeline.worker.capture import RunLog
-from pipeline.worker.context import JobContext
-from pipeline.worker.control import ControlReader
-from pipeline.worker.executor import RunHandle
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker.app import Handler
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.control import ControlReader
+from jobstream._pipeline.worker.executor import RunHandle
 
 
 class Clock(Protocol):

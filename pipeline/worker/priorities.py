@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from pipeline.topics import PRIORITIES
+from jobstream._pipeline.topics import PRIORITIES
 
 DEFAULT_WEIGHTS: Mapping[str, int] = {"high": 6, "normal": 3, "low": 1}
 

@@ -52,13 +52,13 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Literal
 
-from pipeline.clock import now_ms
-from pipeline.errors import ConfigurationError
-from pipeline.lifeline import ENV as LIFELINE_ENV
-from pipeline.runtime.observed import observe_launch
-from pipeline.worker.app import Handler, WorkerApp
-from pipeline.worker.capture import RunLog
-from pipeline.worker.child import (
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.lifeline import ENV as LIFELINE_ENV
+from jobstream._pipeline.runtime.observed import observe_launch
+from jobstream._pipeline.worker.app import Handler, WorkerApp
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.child import (
     BOOT,
     Ended,
     Progressed,
@@ -69,12 +69,12 @@ from pipeline.worker.child import (
     receive,
     send,
 )
-from pipeline.worker.context import JobContext
-from pipeline.worker.executor import Finished
-from pipeline.worker.failures import crashed_error, how_it_ended
-from pipeline.worker.output import ChildOutput
-from pipeline.worker.progress import ProgressReport
-from pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
+from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.failures import crashed_error, how_it_ended
+from jobstream._pipeline.worker.output import ChildOutput
+from jobstream._pipeline.worker.progress import ProgressReport
+from jobstream._pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 
 log = logging.getLogger(__name__)
 

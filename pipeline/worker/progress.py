@@ -22,8 +22,8 @@ import numbers
 import threading
 from dataclasses import dataclass
 
-from pipeline.errors import InvalidArgumentError
-from pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
+from jobstream._pipeline.errors import InvalidArgumentError
+from jobstream._pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
 
 DEFAULT_INTERVAL_S = 0.25
 """Least time between two reports of one run on jobs.events."""

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from pipeline.model.lifecycle import PROCESS_DIED
-from pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.model.lifecycle import PROCESS_DIED
+from jobstream._pipeline.model.records import ExecutionRequested
 
 T = TypeVar("T")
 

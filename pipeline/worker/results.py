@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.errors import NonRetryableError
+from jobstream._pipeline.errors import NonRetryableError
 
 INLINE_LIMIT = 256 * 1024
 """Largest encoded result (bytes of JSON text) carried inline in SUCCEEDED.result."""

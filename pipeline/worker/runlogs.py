@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 
 import orjson
 
-from pipeline.model.records import ExecutionRequested
-from pipeline.worker.capture import RunLog
-from pipeline.worker.results import ATTEMPT_HEADER, EXECUTION_HEADER
+from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.results import ATTEMPT_HEADER, EXECUTION_HEADER
 
 DROPPED_HEADER = "dropped-lines"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TypeVar
 
-from pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.concurrency import ConcurrencyLimits
 
 log = logging.getLogger(__name__)
 

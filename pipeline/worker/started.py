@@ -22,9 +22,13 @@ from __future__ import annotations
 
 from fastavro.schema import expand_schema, fingerprint, to_parsing_canonical_form
 
-from pipeline.model.records import evolve
-from pipeline.serde import Event, EventSchemas, WriterSchema
-from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE, SINGLE_OBJECT_MAGIC, AvroSerializer
+from jobstream._pipeline.model.records import evolve
+from jobstream._pipeline.serde import Event, EventSchemas, WriterSchema
+from jobstream._pipeline.serde.avro import (
+    SINGLE_OBJECT_HEADER_SIZE,
+    SINGLE_OBJECT_MAGIC,
+    AvroSerializer,
+)
 
 _NULL_BRANCH, _RECORD_BRANCH = b"\x00", b"\x02"
 

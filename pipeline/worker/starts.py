@@ -16,17 +16,17 @@ import math
 from collections.abc import Callable
 from itertools import count
 
-from pipeline.errors import ValidationError
-from pipeline.scheduling.cron import OverlapPolicy
-from pipeline.serde import Event
-from pipeline.worker import outcomes
-from pipeline.worker.app import WorkerApp
-from pipeline.worker.context import JobContext, build_context
-from pipeline.worker.inflight import RunningJob
-from pipeline.worker.lane import Lane, Record
-from pipeline.worker.options import WorkerOptions
-from pipeline.worker.progress import ProgressReporter
-from pipeline.worker.supervisor import RunSupervisor
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.cron import OverlapPolicy
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.app import WorkerApp
+from jobstream._pipeline.worker.context import JobContext, build_context
+from jobstream._pipeline.worker.inflight import RunningJob
+from jobstream._pipeline.worker.lane import Lane, Record
+from jobstream._pipeline.worker.options import WorkerOptions
+from jobstream._pipeline.worker.progress import ProgressReporter
+from jobstream._pipeline.worker.supervisor import RunSupervisor
 
 Started = tuple[RunningJob, JobContext]
 

@@ -1,7 +1,7 @@
 """The runs a worker holds, watched: their ends, deadlines, heartbeats, progress and
 cancels, and the outcome each one gets.
 
-Pure decisions, like the rest of :mod:`pipeline.worker.engine`: every method is given the
+Pure decisions, like the rest of :mod:`jobstream._pipeline.worker.engine`: every method is given the
 clock (``now``: monotonic seconds, ``wall``: epoch ms) and appends what it wants done to the
 engine's list of actions (pipeline/worker/actions.py). Outcomes go to their lane's next
 transaction (``lane.tx``); HEARTBEAT records leave outside them (:class:`Emit`).
@@ -27,23 +27,23 @@ import logging
 import math
 from collections.abc import Callable
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.lifecycle import WORKER_STOPPED
-from pipeline.model.records import ExecutionRequested, evolve
-from pipeline.runtime.observed import observe
-from pipeline.serde import Event
-from pipeline.worker import outcomes
-from pipeline.worker.actions import Action, Emit, Expire, Kill, Stop
-from pipeline.worker.cancels import CancelSet
-from pipeline.worker.executor import Finished
-from pipeline.worker.inflight import InFlight, RunningJob
-from pipeline.worker.lane import Lane, Record
-from pipeline.worker.offsets import OffsetRef
-from pipeline.worker.options import WorkerOptions, WorkerStats
-from pipeline.worker.progress import ProgressReport
-from pipeline.worker.results import result_headers
-from pipeline.worker.runlogs import logs_record
-from pipeline.worker.transactions import moving_mean
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.lifecycle import WORKER_STOPPED
+from jobstream._pipeline.model.records import ExecutionRequested, evolve
+from jobstream._pipeline.runtime.observed import observe
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.actions import Action, Emit, Expire, Kill, Stop
+from jobstream._pipeline.worker.cancels import CancelSet
+from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.inflight import InFlight, RunningJob
+from jobstream._pipeline.worker.lane import Lane, Record
+from jobstream._pipeline.worker.offsets import OffsetRef
+from jobstream._pipeline.worker.options import WorkerOptions, WorkerStats
+from jobstream._pipeline.worker.progress import ProgressReport
+from jobstream._pipeline.worker.results import result_headers
+from jobstream._pipeline.worker.runlogs import logs_record
+from jobstream._pipeline.worker.transactions import moving_mean
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from confluent_kafka.admin import TopicMetadata
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
-from pipeline.worker.lane import Lane
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.lane import Lane
 
 
 def create_missing_topics(settings: Settings, lanes: Sequence[Lane], pool: str | None) -> None:

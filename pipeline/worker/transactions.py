@@ -26,12 +26,18 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from pipeline import metrics
-from pipeline.kafka.commit import KAFKA_FAILURES, commit_offsets, is_fatal, kafka_error_of, send
-from pipeline.kafka.denied import denied
-from pipeline.runtime.schedule import CommitSchedule
-from pipeline.worker.offsets import OffsetTracker
-from pipeline.worker.ports import Clock
+from jobstream._pipeline import metrics
+from jobstream._pipeline.kafka.commit import (
+    KAFKA_FAILURES,
+    commit_offsets,
+    is_fatal,
+    kafka_error_of,
+    send,
+)
+from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.runtime.schedule import CommitSchedule
+from jobstream._pipeline.worker.offsets import OffsetTracker
+from jobstream._pipeline.worker.ports import Clock
 
 log = logging.getLogger(__name__)
 

@@ -7,11 +7,17 @@ timers keep per job of a workflow (:mod:`.node`), the rules that hold or release
 the design.
 """
 
-from pipeline.workflows.dag import MAX_STEPS, topological_order
-from pipeline.workflows.ids import idempotent_workflow_id, run_workflow_id, step_job_id
-from pipeline.workflows.node import StepNode, WorkflowRecord
-from pipeline.workflows.release import Gate, GateAction, StepOutcome, admit, after_parent_ended
-from pipeline.workflows.runs import RUN_LABEL, may_start, run_outcome, run_record
+from jobstream._pipeline.workflows.dag import MAX_STEPS, topological_order
+from jobstream._pipeline.workflows.ids import idempotent_workflow_id, run_workflow_id, step_job_id
+from jobstream._pipeline.workflows.node import StepNode, WorkflowRecord
+from jobstream._pipeline.workflows.release import (
+    Gate,
+    GateAction,
+    StepOutcome,
+    admit,
+    after_parent_ended,
+)
+from jobstream._pipeline.workflows.runs import RUN_LABEL, may_start, run_outcome, run_record
 
 __all__ = [
     "MAX_STEPS",

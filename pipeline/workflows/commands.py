@@ -20,19 +20,19 @@ from typing import Any
 
 import msgspec
 
-from pipeline.errors import ValidationError
-from pipeline.model import rules
-from pipeline.model.job import JobRequest, cron_of, validate_submitted
-from pipeline.model.records import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.job import JobRequest, cron_of, validate_submitted
+from jobstream._pipeline.model.records import (
     CronSchedule,
     JobSubmitted,
     WorkflowStep,
     WorkflowSubmitted,
     evolve,
 )
-from pipeline.scheduling import CronSpec, new_job_id
-from pipeline.serde import Event
-from pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
+from jobstream._pipeline.scheduling import CronSpec, new_job_id
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
 MAX_STEP_NAME_CHARS = 100
 STEP_LABEL = "jobstream.step"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from graphlib import CycleError, TopologicalSorter
 
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 MAX_STEPS = 10_000
 """Steps in one workflow: one record on jobs.intake (2 MiB at most) and one transaction of

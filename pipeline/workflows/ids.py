@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 
-from pipeline.scheduling.ids import ALPHABET, ID_LENGTH
+from jobstream._pipeline.scheduling.ids import ALPHABET, ID_LENGTH
 
 STEP_PREFIX = "W"
 WORKFLOW_PREFIX = "F"

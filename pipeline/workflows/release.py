@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pipeline.model.records import ParentFailurePolicy, StepOutcome
+from jobstream._pipeline.model.records import ParentFailurePolicy, StepOutcome
 
 FAILED_OUTCOMES = frozenset({StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED})
 

@@ -16,8 +16,8 @@ Pure: what the timers need to start a run and to know when one has ended.
 
 from __future__ import annotations
 
-from pipeline.model.records import StepOutcome, WorkflowSubmitted, evolve
-from pipeline.scheduling.cron import OverlapPolicy
+from jobstream._pipeline.model.records import StepOutcome, WorkflowSubmitted, evolve
+from jobstream._pipeline.scheduling.cron import OverlapPolicy
 
 RUN_LABEL = "jobstream.schedule"
 """The label each step of a run carries the schedule's id in (a run is found by it)."""

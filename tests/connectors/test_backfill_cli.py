@@ -6,10 +6,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from connectors import cli
-from connectors.cli import parse_rate, register
-from ops.kafka.ports import free_base_port
-from pipeline.errors import ValidationError
+from jobstream._connectors import cli
+from jobstream._connectors.cli import parse_rate, register
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.errors import ValidationError
 
 JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"
 RANGE = ["--from", "2026-03-01T00:00Z", "--to", "2026-03-02T00:00Z"]

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import orjson
 
-from connectors.api.auth import hash_token
-from connectors.views import ViewStore, list_jobs
-from pipeline.config import Settings
-from pipeline.topics import Topics
+from jobstream._connectors.api.auth import hash_token
+from jobstream._connectors.views import ViewStore, list_jobs
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 
@@ -42,7 +42,7 @@ def test_the_api_process_serves_and_its_views_replay(
            "JOBSTREAM_API_TOKENS": orjson.dumps({hash_token("t"): "acme"}).decode()}  # fmt: skip
     log = tmp_path / "api.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "ops", "api"], env=env,
+        process = subprocess.Popen([sys.executable, "-m", "jobstream", "api"], env=env,
                                    stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -59,7 +59,7 @@ def test_the_api_process_serves_and_its_views_replay(
     lines = [orjson.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     assert any(line.get("path") == "/api/v1/jobs" for line in lines)
 
-    replay = subprocess.run([sys.executable, "-m", "ops", "replay", "views"], env=env,
+    replay = subprocess.run([sys.executable, "-m", "jobstream", "replay", "views"], env=env,
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert replay.returncode == 0, replay.stderr
     assert "records folded" in replay.stderr

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.api.auth import hash_token
-from ops.kafka.ports import free_base_port
-from ops.stack import Stack
+from jobstream._connectors.api.auth import hash_token
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._ops.stack import Stack
 from tests.support.compose import LOOPBACK, ComposeRun, jobstream_services, localize
 from tests.support.tools import unavailable
 from tests.support.wheel import Installed, build_wheel, install

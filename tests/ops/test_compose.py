@@ -43,7 +43,7 @@ def test_jobstream_services_run_real_commands() -> None:
         command = service["command"]
         help_args = [part for part in command if not part.startswith("-")] + ["--help"]
         result = subprocess.run(
-            [sys.executable, "-m", "ops", *help_args],
+            [sys.executable, "-m", "jobstream", *help_args],
             capture_output=True,
             text=True,
             timeout=60,

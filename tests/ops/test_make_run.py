@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.kafka.ports import free_base_port, free_ports
+from jobstream._ops.kafka.ports import free_base_port, free_ports
 from tests.support.tools import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]

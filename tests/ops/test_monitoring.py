@@ -16,7 +16,7 @@ import pytest
 import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
-from pipeline import metrics
+from jobstream._pipeline import metrics
 from tests.support.compose import METRICS_PORT, compose_services, jobstream_services, option_value
 from tests.support.tools import debian_tool
 

@@ -20,13 +20,13 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from ops.kafka.ports import free_ports
-from pipeline.jobs.client import JobClient
-from pipeline.kafka.admin import ensure_topics
-from pipeline.lifeline import GRACE_S
-from pipeline.model.job import JobRequest
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.lifeline import GRACE_S
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 
@@ -37,7 +37,7 @@ class Supervisor:
     """A ``jobstream pipeline`` process and the lines it has printed so far."""
 
     def __init__(self, topics: Topics, home: Path, *extra: str) -> None:
-        command = [sys.executable, "-m", "ops", "pipeline", "--home", str(home),
+        command = [sys.executable, "-m", "jobstream", "pipeline", "--home", str(home),
                    "--base-port", str(free_ports(PROCESSES)), *extra]  # fmt: skip
         self.process = subprocess.Popen(command, env=process_env(topics.settings),
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -6,9 +6,9 @@ import os
 import threading
 from pathlib import Path
 
-from ops.kafka.ports import free_base_port
-from ops.stack import Component, RestartBackoff, Stack, components
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._ops.stack import Component, RestartBackoff, Stack, components
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 

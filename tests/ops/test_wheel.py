@@ -23,8 +23,8 @@ import httpx
 import pytest
 import yaml
 
-from ops.kafka.ports import free_ports
-from ops.scrape import scrape
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.scrape import scrape
 from tests.support.compose import LOOPBACK, METRICS_PORT, ComposeRun
 from tests.support.tools import debian_tool
 from tests.support.waiting import wait_for

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.concurrency import ConcurrencyLimits, routed_partition, slot_count
-from pipeline.config import load_settings
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.concurrency import ConcurrencyLimits, routed_partition, slot_count
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.errors import ConfigurationError
 
 
 @pytest.mark.parametrize("partitions", [1, 2, 3, 6, 7, 12])

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.errors import ConfigurationError
 
 
 def test_defaults_point_at_the_local_broker(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,7 +64,7 @@ def test_a_bad_setting_names_the_variable(
 @pytest.mark.usefixtures("child_processes")
 def test_a_bad_setting_stops_the_process_at_start() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ops", "topics", "create"],
+        [sys.executable, "-m", "jobstream", "topics", "create"],
         capture_output=True,
         text=True,
         timeout=60,

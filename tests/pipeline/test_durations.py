@@ -8,14 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from pipeline.durations import (
+from jobstream._pipeline.durations import (
     FORM,
     DurationError,
     duration_option,
     format_duration,
     parse_duration,
 )
-from pipeline.errors import ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 
 @pytest.mark.parametrize(

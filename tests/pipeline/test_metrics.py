@@ -6,9 +6,9 @@ import urllib.request
 
 import pytest
 
-from pipeline import metrics
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError
+from jobstream._pipeline import metrics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError
 
 
 def get(port: int, path: str) -> tuple[int, str]:

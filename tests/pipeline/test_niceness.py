@@ -9,7 +9,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from pipeline.config import Settings
+from jobstream._pipeline.config import Settings
 
 _SHOW = (
     "import os; from pipeline.cli_options import take_niceness; "

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import ConfigurationError
-from pipeline.package_data import package_path
-from pipeline.serde.schemas import DEFAULT_SCHEMAS_DIR
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.package_data import package_path
+from jobstream._pipeline.serde.schemas import DEFAULT_SCHEMAS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,8 +22,8 @@ def test_the_schemas_the_package_reads_are_the_repository_schemas_folder() -> No
 
 
 def test_a_resource_is_a_path_beside_its_module() -> None:
-    pom = package_path("ops.kafka", "pom.xml")
-    assert pom == ROOT / "ops" / "kafka" / "pom.xml" and pom.is_file()
+    pom = package_path("jobstream._ops.kafka", "pom.xml")
+    assert pom.resolve() == ROOT / "ops" / "kafka" / "pom.xml" and pom.is_file()
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.config import MAX_MESSAGE_BYTES, Settings
-from pipeline.topics import Topics
+from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
+from jobstream._pipeline.topics import Topics
 
 
 def spec_config(settings: Settings, name: str, partitions: int) -> dict[str, str]:

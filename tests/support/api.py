@@ -6,10 +6,10 @@ from __future__ import annotations
 import httpx
 from confluent_kafka import Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import DESERIALIZE
 from tests.support.reader import gather
 

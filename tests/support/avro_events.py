@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pipeline.serde import EVENT_NAMES, Event, event_schemas
+from jobstream._pipeline.serde import EVENT_NAMES, Event, event_schemas
 
 PRIMITIVES: dict[str, st.SearchStrategy[Any]] = {
     "null": st.none(),

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from typer.testing import CliRunner, Result
 
-from pipeline.cli import app
-from pipeline.topics import Topics
+from jobstream._pipeline.cli import app
+from jobstream._pipeline.topics import Topics
 
 
 def broker_env(topics: Topics) -> dict[str, str]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from ops.kafka.ports import free_ports
-from ops.stack import Component, Stack
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Component, Stack
 from tests.support.wheel import ROOT, Installed
 
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -8,8 +8,8 @@ import signal
 import time
 from typing import Any
 
-from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.scheduling import new_job_id
-from pipeline.serde import Event
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.serde import Event
 
 
 def _now() -> int:

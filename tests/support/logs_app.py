@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 LOGGER = "tests.logs_app"

@@ -15,11 +15,11 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.runtime.runner import Runner
-from pipeline.serde import Event, make_serde
-from pipeline.topics import PRIORITIES, Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import PRIORITIES, Topics
 
 SERIALIZE, DESERIALIZE = make_serde()
 
@@ -71,7 +71,7 @@ def in_thread(runner: Runner[Any]) -> Iterator[threading.Thread]:
 def start_timers(settings: Settings, instance: str, state_dir: Path, log: Path) -> subprocess.Popen:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "timers", "--instance-id", instance,
+            [sys.executable, "-m", "jobstream._pipeline", "timers", "--instance-id", instance,
              "--state-dir", str(state_dir)],
             env=process_env(settings), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip

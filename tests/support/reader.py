@@ -8,10 +8,10 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event, make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 _, DESERIALIZE = make_serde()

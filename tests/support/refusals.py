@@ -9,11 +9,11 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import in_thread, produce
 from tests.support.reader import TopicReader

@@ -12,15 +12,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ops.kafka.acls import principal
-from ops.kafka.cluster import LocalCluster
-from ops.kafka.ports import free_base_port
-from ops.kafka.principals import apply_acls, every_role, upsert_users
-from ops.kafka.secure import ADMIN_USER
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._ops.kafka.acls import principal
+from jobstream._ops.kafka.cluster import LocalCluster
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._ops.kafka.principals import apply_acls, every_role, upsert_users
+from jobstream._ops.kafka.secure import ADMIN_USER
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 from tests.support.tools import unavailable
 
 

@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import pytest
 
-from ops.kafka.ports import free_ports
-from ops.stack import Component, Stack, components
-from pipeline.config import Settings
-from pipeline.kafka.admin import ensure_topics
-from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Component, Stack, components
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 
@@ -105,7 +105,7 @@ def api_fixtures() -> tuple[Fixture, Fixture]:
     """Module-scoped ``api`` (the HTTP API with the test tokens, beside the module's
     ``stack``) and ``acme`` (a client with acme's token, per test). In a test module:
     ``api, acme = api_fixtures()``."""
-    from connectors.api.server import ApiServer
+    from jobstream._connectors.api.server import ApiServer
     from tests.connectors.api.conftest import TOKENS, api_settings, client
 
     @pytest.fixture(scope="module")

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.model.records import ExecutionRequested, JobLifecycle
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, JobStatus, encode_status
-from pipeline.state.batch import PartitionBatch
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.processor import StatusProcessor
-from pipeline.status.state import JobRecord, StatusState
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.records import ExecutionRequested, JobLifecycle
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event, JobStatus, encode_status
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.processor import StatusProcessor
+from jobstream._pipeline.status.state import JobRecord, StatusState
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
 

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import Settings
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 
 T0 = 1_798_000_000_000  # 2026-12-23T08:26:40Z

@@ -6,8 +6,8 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 

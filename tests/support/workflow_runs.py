@@ -10,11 +10,11 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from pipeline.config import Settings
-from pipeline.jobs.client import WorkflowSubmission
-from pipeline.serde import JobStatus
-from pipeline.status.query import read_statuses
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs.client import WorkflowSubmission
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
-from pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.workflows.commands import workflow_event
 
 
 def step(name: str, *parents: str, **fields: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ Call :func:`install.ensure_installed` before :func:`run.run_peer`; this package 
 Celery only once a run starts.
 """
 
-from ops.bench.peer.install import ensure_installed
-from ops.bench.peer.run import run_peer
+from jobstream._ops.bench.peer.install import ensure_installed
+from jobstream._ops.bench.peer.run import run_peer
 
 __all__ = ["ensure_installed", "run_peer"]

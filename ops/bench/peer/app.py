@@ -1,6 +1,6 @@
 """The Celery app of the peer: the configuration the worker and the submitter share.
 
-The worker process loads :mod:`ops.bench.peer.tasks` (``celery -A``), which builds the
+The worker process loads :mod:`jobstream._ops.bench.peer.tasks` (``celery -A``), which builds the
 app from ``JOBSTREAM_PEER_*`` environment variables (ops/bench/peer/settings.py); the
 submitting side builds one from the same settings, so both agree on the broker and its
 transport options.
@@ -23,7 +23,7 @@ from typing import Any
 
 from celery import Celery
 
-from ops.bench.peer.settings import QUEUE, PeerSettings
+from jobstream._ops.bench.peer.settings import QUEUE, PeerSettings
 
 
 def make_app(settings: PeerSettings) -> Any:

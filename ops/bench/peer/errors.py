@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.errors import JobstreamError
+from jobstream._pipeline.errors import JobstreamError
 
 
 class PeerError(JobstreamError):

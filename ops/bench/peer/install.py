@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
-from ops.bench.peer.errors import PeerInstallError
+from jobstream._ops.bench.peer.errors import PeerInstallError
 
 log = logging.getLogger(__name__)
 

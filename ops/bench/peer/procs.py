@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ops.bench.measure import ProcessSampler, rss_mb, stat_cpu_seconds
-from ops.bench.peer.errors import PeerError
+from jobstream._ops.bench.measure import ProcessSampler, rss_mb, stat_cpu_seconds
+from jobstream._ops.bench.peer.errors import PeerError
 
 
 class ChildProcess:

@@ -14,8 +14,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from ops.bench.peer.errors import PeerError
-from ops.bench.peer.procs import ChildProcess
+from jobstream._ops.bench.peer.errors import PeerError
+from jobstream._ops.bench.peer.procs import ChildProcess
 
 log = logging.getLogger(__name__)
 

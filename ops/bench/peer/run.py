@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from rich.progress import Progress
 
-from ops.bench import measure
-from ops.bench.load import Load
-from ops.bench.peer import journal
-from ops.bench.peer.errors import PeerError
-from ops.bench.peer.procs import family_cpu_seconds, family_sampler
-from ops.bench.peer.redis_server import RedisServer
-from ops.bench.peer.settings import TASKS, PeerSettings
-from ops.bench.peer.tally import tally
-from ops.bench.peer.worker import CeleryWorker, WorkerShape
-from pipeline.clock import now_ms
+from jobstream._ops.bench import measure
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.peer import journal
+from jobstream._ops.bench.peer.errors import PeerError
+from jobstream._ops.bench.peer.procs import family_cpu_seconds, family_sampler
+from jobstream._ops.bench.peer.redis_server import RedisServer
+from jobstream._ops.bench.peer.settings import TASKS, PeerSettings
+from jobstream._ops.bench.peer.tally import tally
+from jobstream._ops.bench.peer.worker import CeleryWorker, WorkerShape
+from jobstream._pipeline.clock import now_ms
 
 if TYPE_CHECKING:
-    from ops.bench.peer.submit import Submitter
+    from jobstream._ops.bench.peer.submit import Submitter
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def run_peer(*, load: Load, handler: str, workdir: Path, port: int, progress: Pr
     ``load`` is the scenario's (ops/bench/load.py, the same as jobstream is offered);
     ``handler`` is ``noop`` or ``sleep10``; Redis listens on
     ``port``; ``shape`` is the worker's pool (default: :meth:`WorkerShape.for_handler`).
-    Celery must be installed (:func:`ops.bench.peer.install.ensure_installed`).
+    Celery must be installed (:func:`jobstream._ops.bench.peer.install.ensure_installed`).
 
     The result has jobstream's keys (ops/bench/tally.py for the definitions; jobs/s is
     completed jobs over first due time to last completion) and:
@@ -74,7 +74,7 @@ def run_peer(*, load: Load, handler: str, workdir: Path, port: int, progress: Pr
         raise ValueError(f"handler must be one of {tuple(TASKS)}, not {handler!r}")
     # Imported here: it needs Celery, which ensure_installed() may install only after
     # this module was imported (by the CLI, on a machine without it).
-    from ops.bench.peer.submit import Submitter
+    from jobstream._ops.bench.peer.submit import Submitter
 
     shape = shape or WorkerShape.for_handler(handler)
     folder = workdir / f"celery-{load.scenario}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"

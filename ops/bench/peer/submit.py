@@ -15,10 +15,10 @@ import threading
 import time
 from typing import Any
 
-from ops.bench.load import Load
-from ops.bench.peer.app import make_app
-from ops.bench.peer.settings import PeerSettings
-from pipeline.clock import instant_of, now_ms
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.peer.app import make_app
+from jobstream._ops.bench.peer.settings import PeerSettings
+from jobstream._pipeline.clock import instant_of, now_ms
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from ops.bench.measure import summarize
-from ops.bench.tally import endings
+from jobstream._ops.bench.measure import summarize
+from jobstream._ops.bench.tally import endings
 
 Row = tuple[int, int, int]
 """(job_id, due_ms, at_ms)"""

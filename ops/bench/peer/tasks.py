@@ -22,9 +22,9 @@ from typing import Any
 
 from celery.signals import worker_ready
 
-from ops.bench.peer.app import make_app
-from ops.bench.peer.journal import END, START, Journal
-from ops.bench.peer.settings import NOOP, SLEEP10, PeerSettings
+from jobstream._ops.bench.peer.app import make_app
+from jobstream._ops.bench.peer.journal import END, START, Journal
+from jobstream._ops.bench.peer.settings import NOOP, SLEEP10, PeerSettings
 
 log = logging.getLogger(__name__)
 

@@ -39,10 +39,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import ops
-from ops.bench.peer.errors import PeerError
-from ops.bench.peer.procs import ChildProcess
-from ops.bench.peer.settings import QUEUE, PeerSettings
+import jobstream
+from jobstream._ops.bench.peer.errors import PeerError
+from jobstream._ops.bench.peer.procs import ChildProcess
+from jobstream._ops.bench.peer.settings import QUEUE, PeerSettings
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class CeleryWorker(ChildProcess):
 
     def _node_command(self, index: int) -> list[str]:
         shape = self.shape
-        return [sys.executable, "-m", "celery", "-A", "ops.bench.peer.tasks", "worker",
+        return [sys.executable, "-m", "celery", "-A", "jobstream._ops.bench.peer.tasks", "worker",
                 "--pool", shape.pool, "--concurrency", str(shape.concurrency),
                 "--prefetch-multiplier", str(shape.prefetch_multiplier),
                 "--queues", QUEUE, "--hostname", f"peer-{os.getpid()}-{index}@%h",
@@ -109,7 +109,7 @@ class CeleryWorker(ChildProcess):
         folder = self.settings.journal_dir
         for stale in folder.glob("ready-*"):
             stale.unlink()
-        root = str(Path(ops.__file__).resolve().parent.parent)  # where `ops` imports from
+        root = str(Path(jobstream.__file__).parent.parent)  # where `jobstream` imports from
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, **self.settings.env(), "PYTHONPATH": path}
         log.info("starting the Celery worker: %s", " ".join(self.command()))

@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connectors.api.auth import hash_token
-from connectors.api.server import ApiServer
-from connectors.api.settings import ApiSettings
-from pipeline.config import Settings
-from pipeline.topics import Topics
+from jobstream._connectors.api.auth import hash_token
+from jobstream._connectors.api.server import ApiServer
+from jobstream._connectors.api.settings import ApiSettings
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.topics import Topics
 
 TOKENS = {"acme": "acme-secret", "bolt": "bolt-secret"}
 ADMIN = "root-secret"

@@ -13,14 +13,14 @@ from pathlib import Path
 import httpx
 from confluent_kafka import TopicPartition
 
-from connectors.api.server import ApiServer
-from pipeline.config import Settings
-from pipeline.jobs import JobClient
-from pipeline.jobs.backfill import OF_LABEL, BackfillSource, occurrence_request
-from pipeline.kafka import clients
-from pipeline.runtime.options import processor_group
-from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs import JobClient
+from jobstream._pipeline.jobs.backfill import OF_LABEL, BackfillSource, occurrence_request
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.runtime.options import processor_group
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
 from tests.support.api import submit, visible
 from tests.support.pipeline import Executions, in_thread
@@ -132,7 +132,7 @@ def test_an_hourly_job_s_day_runs_24_occurrences_once_however_often_it_is_backfi
             # The CLI, through the API: a third backfill of the day runs none either.
             env = {**os.environ, "JOBSTREAM_API_URL": server.url,
                    "JOBSTREAM_API_TOKEN": TOKENS["acme"]}  # fmt: skip
-            cli = subprocess.run([sys.executable, "-m", "ops", "backfill", hourly, "--from",
+            cli = subprocess.run([sys.executable, "-m", "jobstream", "backfill", hourly, "--from",
                                   _iso(start), "--to", _iso(end), "--no-wait"], env=env,
                                  text=True, capture_output=True, timeout=120)  # fmt: skip
             assert cli.returncode == 0, cli.stderr

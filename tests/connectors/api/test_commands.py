@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from pipeline.clock import instant_of, now_ms
-from pipeline.config import Settings
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import instant_of, now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.api import read_intake, submit, visible
 from tests.support.pipeline import Executions, in_thread
 from tests.support.reader import events_of

@@ -16,8 +16,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from connectors.api.app import openapi_document
-from connectors.api.server import ApiServer
+from jobstream._connectors.api.app import openapi_document
+from jobstream._connectors.api.server import ApiServer
 from tests.connectors.api.conftest import ADMIN, TOKENS
 
 EXAMPLES = int(os.environ.get("JOBSTREAM_FUZZ_EXAMPLES", "25"))

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from connectors.api.auth import Principal
-from connectors.api.errors import ApiError
-from connectors.api.gate import RECENT_JOBS_S, QuotaGate, Submission, submissions_of
-from connectors.views import ViewStore
-from pipeline.model.job import JobRequest
-from pipeline.quotas.model import Quota
-from pipeline.quotas.topic import QuotaBoard
-from pipeline.scheduling import new_job_id
-from pipeline.serde import JobStatus
-from pipeline.workflows.commands import workflow_event
+from jobstream._connectors.api.auth import Principal
+from jobstream._connectors.api.errors import ApiError
+from jobstream._connectors.api.gate import RECENT_JOBS_S, QuotaGate, Submission, submissions_of
+from jobstream._connectors.views import ViewStore
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.quotas.topic import QuotaBoard
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.workflows.commands import workflow_event
 from tests.connectors.views.records import as_submitted, status, submitted
 
 DEFAULTS = Quota(job_types=3, submit_rate=10.0, submit_burst=20, pending_jobs=100, streams=2)

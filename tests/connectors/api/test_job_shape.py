@@ -4,10 +4,10 @@ Pure: no broker, no server."""
 
 from __future__ import annotations
 
-from connectors.api.app import openapi_document
-from connectors.api.models import JobOut
-from connectors.views.fold import KEPT_BESIDE, apply_status
-from pipeline.serde import JobStatus
+from jobstream._connectors.api.app import openapi_document
+from jobstream._connectors.api.models import JobOut
+from jobstream._connectors.views.fold import KEPT_BESIDE, apply_status
+from jobstream._pipeline.serde import JobStatus
 from tests.connectors.views.test_fold import FULL_STATUS
 
 RETYPED = {"state", "updated_at_ms", "created_at_ms", "labels", "params", "params_uri"}

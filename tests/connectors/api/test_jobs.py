@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import httpx
 
-from connectors.api.server import ApiServer
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import JobStatus, encode_status
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import JobStatus, encode_status
+from jobstream._pipeline.topics import Topics
 from tests.support.api import read_intake, submit, visible
 from tests.support.waiting import wait_for
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import httpx
 
-from connectors.api.server import ApiServer
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import encode_status
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import encode_status
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
 from tests.connectors.views.records import status
 from tests.support.sse import EventStream

@@ -10,12 +10,12 @@ import sys
 import httpx
 import pytest
 
-from connectors.api.server import ApiServer
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
 from tests.connectors.views.records import event
 from tests.pipeline.dlq.test_dlq import dead_lettered
@@ -68,12 +68,12 @@ def test_executions_and_workers(settings: Settings, topics: Topics, acme: httpx.
            "COLUMNS": "80"}  # fmt: skip
     for args, expected in ((["history", job_id], "ValueError"), (["workers"], "w-2"),
                            (["jobs", "list"], job_id)):  # fmt: skip
-        result = subprocess.run([sys.executable, "-m", "ops", *args], env=env, text=True,
+        result = subprocess.run([sys.executable, "-m", "jobstream", *args], env=env, text=True,
                                 capture_output=True, timeout=60)  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert expected in result.stdout, result.stdout
         assert max(len(line) for line in result.stdout.splitlines()) <= 80, result.stdout
-    refused = subprocess.run([sys.executable, "-m", "ops", "history", job_id], text=True,
+    refused = subprocess.run([sys.executable, "-m", "jobstream", "history", job_id], text=True,
                              env={**env, "JOBSTREAM_API_TOKEN": TOKENS["bolt"]},
                              capture_output=True, timeout=60)  # fmt: skip
     assert refused.returncode == 6 and "404" in refused.stderr
@@ -115,8 +115,8 @@ def test_a_job_shows_the_commands_people_gave_it(settings: Settings, topics: Top
     assert bolt.get(f"/api/v1/jobs/{job_id}").status_code == 404
     env = {**os.environ, "JOBSTREAM_API_URL": server.url, "JOBSTREAM_API_TOKEN": TOKENS["acme"],
            "COLUMNS": "80"}  # fmt: skip
-    result = subprocess.run([sys.executable, "-m", "ops", "history", job_id], env=env, text=True,
-                            capture_output=True, timeout=60)  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "jobstream", "history", job_id], env=env,
+                            text=True, capture_output=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, result.stdout

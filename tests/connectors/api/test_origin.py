@@ -8,8 +8,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from connectors.api.app import create_app
-from connectors.api.headers import HEADERS
+from jobstream._connectors.api.app import create_app
+from jobstream._connectors.api.headers import HEADERS
 
 
 @pytest.fixture(scope="module")

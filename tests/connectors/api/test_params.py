@@ -9,8 +9,8 @@ import hashlib
 import httpx
 import orjson
 
-from connectors.views.fold import PARAMS_INLINE_BYTES
-from pipeline.model.params import PARAMS_URI
+from jobstream._connectors.views.fold import PARAMS_INLINE_BYTES
+from jobstream._pipeline.model.params import PARAMS_URI
 from tests.support.waiting import wait_for
 
 

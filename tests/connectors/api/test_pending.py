@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.api.pending import Pending
+from jobstream._connectors.api.pending import Pending
 from tests.connectors.views.records import submitted
 
 

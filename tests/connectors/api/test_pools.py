@@ -16,20 +16,20 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from connectors.api.server import ApiServer
-from ops.scrape import has, scrape, value
-from pipeline import metrics
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event, encode_status
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.heartbeat import RUNNING, WorkerIdentity
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import WorkerOptions
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.scrape import has, scrape, value
+from jobstream._pipeline import metrics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event, encode_status
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.heartbeat import RUNNING, WorkerIdentity
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.options import WorkerOptions
 from tests.connectors.api.conftest import TOKENS
 from tests.connectors.views.records import status, submitted
 from tests.pipeline.worker.support import Worker
@@ -220,8 +220,9 @@ def test_a_batch_and_a_workflow_take_a_pool_per_job(acme: httpx.Client) -> None:
 def _jobs_list(server: ApiServer, *, columns: int) -> str:
     env = {**os.environ, "JOBSTREAM_API_URL": server.url, "JOBSTREAM_API_TOKEN": TOKENS["acme"],
            "COLUMNS": str(columns)}  # fmt: skip
-    result = subprocess.run([sys.executable, "-m", "ops", "jobs", "list", "--type", "image.render"],
-                            env=env, text=True, capture_output=True, timeout=60)  # fmt: skip
+    listing = ["jobs", "list", "--type", "image.render"]
+    result = subprocess.run([sys.executable, "-m", "jobstream", *listing], env=env, text=True,
+                            capture_output=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx
 
-from connectors.api.server import ApiServer
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.quotas.model import Quota
-from pipeline.quotas.topic import read_quotas, set_quota
-from pipeline.serde import encode_status
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.quotas.topic import read_quotas, set_quota
+from jobstream._pipeline.serde import encode_status
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings, client
 from tests.connectors.views.records import status
 from tests.support.sse import EventStream

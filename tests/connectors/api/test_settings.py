@@ -7,9 +7,9 @@ import traceback
 
 import pytest
 
-from connectors.api.auth import hash_token
-from connectors.api.settings import load_api_settings
-from pipeline.errors import ConfigurationError
+from jobstream._connectors.api.auth import hash_token
+from jobstream._connectors.api.settings import load_api_settings
+from jobstream._pipeline.errors import ConfigurationError
 
 TOKEN = "s3cr3t-token-pasted-by-mistake"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import httpx
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.serde import Event
-from pipeline.topics import Topics
-from pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows.commands import workflow_event
 from tests.connectors.views.records import event
 from tests.support.pipeline import SERIALIZE, produce
 from tests.support.waiting import wait_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.idempotency import idempotent_job_id
 from tests.support.waiting import wait_for
 
 DIAMOND = [

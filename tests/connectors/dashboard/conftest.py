@@ -10,9 +10,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 
-from connectors.api.server import ApiServer
-from ops.stack import Stack
-from pipeline.topics import Topics
+from jobstream._connectors.api.server import ApiServer
+from jobstream._ops.stack import Stack
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, api_settings
 from tests.support.browser import chromium
 from tests.support.stack import pipeline_fixtures

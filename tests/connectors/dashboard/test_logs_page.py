@@ -11,9 +11,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from ops.kafka.ports import free_ports
-from ops.stack import Stack, components
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
 from tests.connectors.dashboard.conftest import log_in, shot
 from tests.support.stack import running_stack
@@ -58,7 +58,8 @@ def test_a_job_page_shows_each_runs_log_lines(page: Page, admin: httpx.Client,
     expect(first.locator("pre.exc")).to_contain_text("Traceback (most recent call last)")
     expect(first.locator("pre.exc")).to_contain_text("Flaky: attempt 1 fails")
     expect(first).not_to_contain_text("(attempt 2)")
-    expect(first).not_to_contain_text("pipeline.worker")  # the worker's own lines are no run's
+    # the worker's own lines are no run's
+    expect(first).not_to_contain_text("jobstream._pipeline.worker")
 
     attempts.locator("[data-logs='2']").click()
     second = attempts.locator("tr.logs[data-logs-of='2']")

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import Page, expect
 
-from connectors.api.server import ApiServer
-from pipeline.jobs.client import JobClient
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.jobs.client import JobClient
 from tests.connectors.api.conftest import ADMIN, TOKENS
 from tests.connectors.dashboard.conftest import log_in, shot
 from tests.support.e2e_app import pattern

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from connectors.api.server import ApiServer
-from pipeline.clock import now_ms
-from pipeline.jobs.client import JobClient
+from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.jobs.client import JobClient
 from tests.connectors.api.conftest import ADMIN, TOKENS
 from tests.connectors.dashboard.conftest import log_in, shot
 from tests.support.waiting import wait_for

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.views.store import ViewStore
+from jobstream._connectors.views.store import ViewStore
 
 
 @pytest.fixture

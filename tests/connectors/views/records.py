@@ -7,10 +7,10 @@ from typing import Any
 
 import msgspec
 
-from connectors.views.store import ViewStore
-from pipeline.model.job import JobRequest
-from pipeline.model.records import JobLifecycle, JobSubmitted
-from pipeline.serde import JobStatus
+from jobstream._connectors.views.store import ViewStore
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.records import JobLifecycle, JobSubmitted
+from jobstream._pipeline.serde import JobStatus
 
 T0 = 1_767_225_600_000  # 2026-01-01
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.views.activity import Activity, percentile
+from jobstream._connectors.views.activity import Activity, percentile
 from tests.connectors.views.records import event, submitted
 
 T0 = 1_767_225_600_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from connectors.views import SUBMITTED, ViewStore, counts, layout
+from jobstream._connectors.views import SUBMITTED, ViewStore, counts, layout
 from tests.connectors.views.records import T0, fold, status, submitted
 
 

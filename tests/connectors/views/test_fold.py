@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from connectors.views.fold import (
+from jobstream._connectors.views.fold import (
     COMMANDS_KEPT,
     KEPT_BESIDE,
     apply_command,
@@ -16,8 +16,8 @@ from connectors.views.fold import (
     command_of,
     new_doc,
 )
-from pipeline.model.records import plain
-from pipeline.serde import Cancellation, JobStatus, LastError, Progress
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.serde import Cancellation, JobStatus, LastError, Progress
 from tests.connectors.views.records import event, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01

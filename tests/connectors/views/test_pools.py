@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.views import ViewStore
-from connectors.views.pools import Served, waiting_counts, with_waiting
-from pipeline.clock import now_ms
-from pipeline.model.records import WorkerHeartbeat, WorkerState
+from jobstream._connectors.views import ViewStore
+from jobstream._connectors.views.pools import Served, waiting_counts, with_waiting
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.records import WorkerHeartbeat, WorkerState
 from tests.connectors.views.records import T0, fold, status, submitted
 
 STALE_AFTER_MS = 10_000

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from connectors.views import list_jobs
-from connectors.views.process import UpdaterProcess
-from pipeline.config import Settings
-from pipeline.errors import JobstreamError
-from pipeline.jobs import JobClient, JobRequest
-from pipeline.topics import Topics
+from jobstream._connectors.views import list_jobs
+from jobstream._connectors.views.process import UpdaterProcess
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.jobs import JobClient, JobRequest
+from jobstream._pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 DAY_MS = 86_400_000

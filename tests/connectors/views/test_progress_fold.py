@@ -3,9 +3,9 @@ job shows it, and a document written before progress existed still read."""
 
 from __future__ import annotations
 
-from connectors.api.models import JobOut
-from connectors.views.fold import apply_status, apply_submitted
-from pipeline.serde import Progress
+from jobstream._connectors.api.models import JobOut
+from jobstream._connectors.views.fold import apply_status, apply_submitted
+from jobstream._pipeline.serde import Progress
 from tests.connectors.views.records import status, submitted
 
 T = 1_767_225_600_000

@@ -3,8 +3,8 @@ kept per execution, leaving with the job; and the records the updater indexes.""
 
 from __future__ import annotations
 
-from connectors.views import ViewStore
-from connectors.views.query import logs_location
+from jobstream._connectors.views import ViewStore
+from jobstream._connectors.views.query import logs_location
 from tests.connectors.views.records import status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01

@@ -7,7 +7,7 @@ from unittest.mock import ANY
 
 import pytest
 
-from connectors.views import (
+from jobstream._connectors.views import (
     SUBMITTED,
     ViewStore,
     commands,
@@ -16,11 +16,11 @@ from connectors.views import (
     list_jobs,
     workers,
 )
-from connectors.views.query import params, result_location, workflow_jobs
-from pipeline.errors import ValidationError
-from pipeline.model.params import params_digest
-from pipeline.model.records import WorkerHeartbeat, WorkerState
-from pipeline.workflows.commands import expand_workflow, workflow_event
+from jobstream._connectors.views.query import params, result_location, workflow_jobs
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.params import params_digest
+from jobstream._pipeline.model.records import WorkerHeartbeat, WorkerState
+from jobstream._pipeline.workflows.commands import expand_workflow, workflow_event
 from tests.connectors.views.records import T0, event, fold, status, submitted
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from connectors.views import ViewStore, layout, list_jobs, timeline
-from connectors.views.query import timeline as stored_timeline
-from connectors.views.schedules import list_schedules, next_runs, workflow_runs
-from pipeline.errors import ValidationError
-from pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
-from pipeline.workflows.commands import expand_workflow, workflow_event
-from pipeline.workflows.runs import RUN_LABEL
+from jobstream._connectors.views import ViewStore, layout, list_jobs, timeline
+from jobstream._connectors.views.query import timeline as stored_timeline
+from jobstream._connectors.views.schedules import list_schedules, next_runs, workflow_runs
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
+from jobstream._pipeline.workflows.commands import expand_workflow, workflow_event
+from jobstream._pipeline.workflows.runs import RUN_LABEL
 from tests.connectors.views.records import event, fold, status, submitted
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from connectors.views import SUBMITTED, ViewStore, ViewUpdater, executions, list_jobs, workers
-from pipeline.config import Settings
-from pipeline.jobs import JobClient, JobRequest
-from pipeline.kafka import clients
-from pipeline.serde import Event, encode_status
-from pipeline.topics import Topics
+from jobstream._connectors.views import (
+    SUBMITTED,
+    ViewStore,
+    ViewUpdater,
+    executions,
+    list_jobs,
+    workers,
+)
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.jobs import JobClient, JobRequest
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event, encode_status
+from jobstream._pipeline.topics import Topics
 from tests.connectors.views.records import as_submitted, event, status
 from tests.support.pipeline import SERIALIZE
 from tests.support.waiting import wait_for

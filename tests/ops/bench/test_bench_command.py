@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner, Result
 
-from ops.bench.peer.procs import family
-from ops.command import app
-from ops.kafka.ports import free_base_port
-from pipeline.config import Settings
+from jobstream._ops.bench.peer.procs import family
+from jobstream._ops.command import app
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.config import Settings
 from tests.support.waiting import wait_for
 
 REQUIRED = ("scenario", "submitted", "completed", "lost", "duplicates", "jobs_per_s",
@@ -112,7 +112,7 @@ def test_a_benchmark_stopped_with_sigterm_stops_the_processes_it_started(
     command = [
         sys.executable,
         "-m",
-        "ops",
+        "jobstream",
         "bench",
         "--scenario",
         "steady",

@@ -3,10 +3,10 @@ every way of encoding one gives the bytes the engine's serde gives."""
 
 from __future__ import annotations
 
-from ops.bench.codecs import hot_events, per_record_us, ways
-from pipeline.model.records import plain
-from pipeline.serde import make_serde
-from pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
+from jobstream._ops.bench.codecs import hot_events, per_record_us, ways
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.serde.avro import SINGLE_OBJECT_HEADER_SIZE
 
 SERIALIZE, DESERIALIZE = make_serde()
 

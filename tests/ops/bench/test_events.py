@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ops.bench.events import ENDED, ends_a_job
-from pipeline.serde import Event, make_serde
-from pipeline.serde.peek import LIFECYCLE_KINDS
+from jobstream._ops.bench.events import ENDED, ends_a_job
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.serde.peek import LIFECYCLE_KINDS
 
 SERIALIZE, _ = make_serde()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.bench.launches import summarize_buckets
+from jobstream._ops.bench.launches import summarize_buckets
 
 INF = float("inf")
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from ops.bench.load import CHUNK, PACE_S, Load
-from pipeline.clock import now_ms
+from jobstream._ops.bench.load import CHUNK, PACE_S, Load
+from jobstream._pipeline.clock import now_ms
 
 
 def test_steady_spreads_the_jobs_evenly_over_the_duration() -> None:

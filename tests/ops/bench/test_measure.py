@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.bench.measure import jit_seconds, thread_cpu_seconds
+from jobstream._ops.bench.measure import jit_seconds, thread_cpu_seconds
 
 SPIN = """
 public class Spin {

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from ops.bench.load import Load
-from ops.bench.measure import cpu_seconds
-from ops.bench.peer import install, journal
-from ops.bench.peer.errors import PeerInstallError
-from ops.bench.peer.procs import children, family, family_cpu_seconds
-from ops.bench.peer.tally import tally
-from ops.bench.peer.worker import WorkerShape
-from ops.kafka.ports import free_base_port
+from jobstream._ops.bench.load import Load
+from jobstream._ops.bench.measure import cpu_seconds
+from jobstream._ops.bench.peer import install, journal
+from jobstream._ops.bench.peer.errors import PeerInstallError
+from jobstream._ops.bench.peer.procs import children, family, family_cpu_seconds
+from jobstream._ops.bench.peer.tally import tally
+from jobstream._ops.bench.peer.worker import WorkerShape
+from jobstream._ops.kafka.ports import free_base_port
 from tests.support.tools import unavailable
 
 # --- tally ---------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def installed(child_processes: None) -> None:
 
 def _run(tmp_path: Path, load: Load, handler: str,
          shape: WorkerShape | None = None) -> dict[str, Any]:  # fmt: skip
-    from ops.bench.peer.run import run_peer
+    from jobstream._ops.bench.peer.run import run_peer
 
     return run_peer(load=load, handler=handler, workdir=tmp_path, port=free_base_port(1),
                     progress=None, shape=shape)  # fmt: skip

@@ -7,8 +7,8 @@ import enum
 
 import orjson
 
-from ops.bench.codecs import hot_events
-from ops.bench.records import decoded, measure, ways
+from jobstream._ops.bench.codecs import hot_events
+from jobstream._ops.bench.records import decoded, measure, ways
 
 
 def test_every_way_types_each_record_and_gives_it_back() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.bench.events import LOGGED_AT
-from ops.bench.release_hops import HOPS, hop_key, release_hops
+from jobstream._ops.bench.events import LOGGED_AT
+from jobstream._ops.bench.release_hops import HOPS, hop_key, release_hops
 
 
 def event(kind: str, job: str, at: int, logged: int | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ops.bench.tally import tally
+from jobstream._ops.bench.tally import tally
 
 
 def fired(job: str, due: int, at: int) -> dict[str, Any]:

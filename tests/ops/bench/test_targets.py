@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.bench.targets import verdicts
+from jobstream._ops.bench.targets import verdicts
 
 
 def _report(scenario: str, started: dict[str, float], launches: dict[str, Any],

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ops.bench.codecs import hot_events
-from ops.bench.traffic import READERS, WRITERS, kind_of, log_bytes, who
-from pipeline.serde import make_serde
+from jobstream._ops.bench.codecs import hot_events
+from jobstream._ops.bench.traffic import READERS, WRITERS, kind_of, log_bytes, who
+from jobstream._pipeline.serde import make_serde
 
 SERIALIZE, _ = make_serde()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.bench.workflow_load import diamonds_load, fanout_load, release_lateness
+from jobstream._ops.bench.workflow_load import diamonds_load, fanout_load, release_lateness
 
 
 def event(kind: str, job: str, at: int) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ops.demo_jobs.data_process import DATA_DIR
-from pipeline.worker import JobContext
+from jobstream._ops.demo_jobs.data_process import DATA_DIR
+from jobstream._pipeline.worker import JobContext
 
 MakeContext = Callable[..., JobContext]
 SALES = DATA_DIR / "sales.csv"

@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from ops.demo_jobs import app as demo
-from ops.demo_jobs import data_process, image_render, report_generate
-from ops.demo_jobs.faults import PoisonDemoError, TransientDemoError
-from pipeline.worker.app import load_app
+from jobstream._ops.demo_jobs import app as demo
+from jobstream._ops.demo_jobs import data_process, image_render, report_generate
+from jobstream._ops.demo_jobs.faults import PoisonDemoError, TransientDemoError
+from jobstream._pipeline.worker.app import load_app
 from tests.ops.demo_jobs.conftest import MakeContext
 
 
 def test_the_app_serves_every_demo_type_with_its_handler_and_timeout() -> None:
-    app = load_app("ops.demo_jobs.app")
+    app = load_app("jobstream._ops.demo_jobs.app")
     assert app is demo.app
     assert sorted(app.job_types) == ["data.process", "image.render", "report.generate"]
     for module in (data_process, image_render, report_generate):

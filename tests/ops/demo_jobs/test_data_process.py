@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.demo_jobs.data_process import (
+from jobstream._ops.demo_jobs.data_process import (
     DATA_DIR,
     DataParams,
     GroupStats,
@@ -15,9 +15,9 @@ from ops.demo_jobs.data_process import (
     summarize,
     summarize_csv,
 )
-from ops.demo_jobs.data_process import handle as process
-from ops.demo_jobs.faults import TransientDemoError
-from pipeline.errors import NonRetryableError
+from jobstream._ops.demo_jobs.data_process import handle as process
+from jobstream._ops.demo_jobs.faults import TransientDemoError
+from jobstream._pipeline.errors import NonRetryableError
 from tests.ops.demo_jobs.conftest import SALES, MakeContext, expected_stats
 
 TINY = "region,product,units\nnorth,a,3\nsouth,b,5\nnorth,a,7\nsouth,a,1\neast,c,10\n"

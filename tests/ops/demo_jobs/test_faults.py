@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ops.demo_jobs.faults import PoisonDemoError, TransientDemoError, inject_faults
-from pipeline.errors import JobstreamError, NonRetryableError
+from jobstream._ops.demo_jobs.faults import PoisonDemoError, TransientDemoError, inject_faults
+from jobstream._pipeline.errors import JobstreamError, NonRetryableError
 
 
 @pytest.mark.parametrize("params", [{}, {"poison": False}, {"fail_until_attempt": 1}])

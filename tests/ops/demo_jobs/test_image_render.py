@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from ops.demo_jobs.faults import TransientDemoError
-from ops.demo_jobs.image_render import (
+from jobstream._ops.demo_jobs.faults import TransientDemoError
+from jobstream._ops.demo_jobs.image_render import (
     BACKGROUND,
     INK,
     PALETTE,
@@ -16,8 +16,8 @@ from ops.demo_jobs.image_render import (
     font_sizes,
     render_bar_chart,
 )
-from ops.demo_jobs.image_render import handle as render
-from pipeline.errors import NonRetryableError
+from jobstream._ops.demo_jobs.image_render import handle as render
+from jobstream._pipeline.errors import NonRetryableError
 from tests.ops.demo_jobs.conftest import MakeContext
 
 

@@ -7,8 +7,8 @@ from types import ModuleType
 
 import pytest
 
-from ops.demo_jobs import data_process, image_render, report_generate
-from pipeline.worker.progress import ProgressReport
+from jobstream._ops.demo_jobs import data_process, image_render, report_generate
+from jobstream._pipeline.worker.progress import ProgressReport
 from tests.ops.demo_jobs.conftest import MakeContext
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ops.demo_jobs.data_process import GroupStats, Summary, summarize_csv
-from ops.demo_jobs.faults import PoisonDemoError, TransientDemoError
-from ops.demo_jobs.image_render import MAX_BARS
-from ops.demo_jobs.report_generate import chart_png, render_report
-from ops.demo_jobs.report_generate import handle as generate
-from pipeline.errors import NonRetryableError
+from jobstream._ops.demo_jobs.data_process import GroupStats, Summary, summarize_csv
+from jobstream._ops.demo_jobs.faults import PoisonDemoError, TransientDemoError
+from jobstream._ops.demo_jobs.image_render import MAX_BARS
+from jobstream._ops.demo_jobs.report_generate import chart_png, render_report
+from jobstream._ops.demo_jobs.report_generate import handle as generate
+from jobstream._pipeline.errors import NonRetryableError
 from tests.ops.demo_jobs.conftest import SALES, MakeContext, expected_stats
 
 WHEN = datetime(2026, 1, 1, 9, 30, tzinfo=UTC)

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ops.faults.cluster import FaultCluster
-from ops.kafka import jars
-from pipeline.errors import BrokerError
+from jobstream._ops.faults.cluster import FaultCluster
+from jobstream._ops.kafka import jars
+from jobstream._pipeline.errors import BrokerError
 from tests.support.tools import unavailable
 
 

@@ -22,9 +22,14 @@ from typing import Any
 
 import pytest
 
-from ops.faults.cluster import FaultCluster
-from ops.faults.run import RunOptions, run_scenario, spares_the_broker
-from ops.faults.scenarios import CANCEL_WITHIN_MS, POISON_ATTEMPTS, POISON_JOBS, SCENARIOS
+from jobstream._ops.faults.cluster import FaultCluster
+from jobstream._ops.faults.run import RunOptions, run_scenario, spares_the_broker
+from jobstream._ops.faults.scenarios import (
+    CANCEL_WITHIN_MS,
+    POISON_ATTEMPTS,
+    POISON_JOBS,
+    SCENARIOS,
+)
 
 JOBS = 600
 WINDOW_S = 8.0

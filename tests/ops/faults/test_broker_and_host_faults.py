@@ -3,7 +3,7 @@ clocks (scenario_check.py)."""
 
 from __future__ import annotations
 
-from ops.faults.scenarios import SCENARIOS
+from jobstream._ops.faults.scenarios import SCENARIOS
 from tests.ops.faults.scenario_check import (
     OTHER_FAULTS,
     POISON_FAULTS,

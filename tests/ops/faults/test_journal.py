@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ops.faults import app as fault_app
-from ops.faults.journal import RUNS_DIR_ENV, Journal, Run, read_runs
-from ops.faults.scenarios import SCENARIOS
-from pipeline.errors import ConfigurationError
-from pipeline.model.records import ExecutionRequested, JobSpec
-from pipeline.worker.context import build_context
+from jobstream._ops.faults import app as fault_app
+from jobstream._ops.faults.journal import RUNS_DIR_ENV, Journal, Run, read_runs
+from jobstream._ops.faults.scenarios import SCENARIOS
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.model.records import ExecutionRequested, JobSpec
+from jobstream._pipeline.worker.context import build_context
 
 
 def execution(attempt: int = 1, params: str = "{}") -> ExecutionRequested:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.faults.pauses import Pauses
+from jobstream._ops.faults.pauses import Pauses
 from tests.support.waiting import wait_for
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.faults.journal import Run
-from ops.faults.observer import Seen
-from ops.faults.tally import longest_stall, poison_tally, run_more_than_once, tally
+from jobstream._ops.faults.journal import Run
+from jobstream._ops.faults.observer import Seen
+from jobstream._ops.faults.tally import longest_stall, poison_tally, run_more_than_once, tally
 
 
 def seen(kind: str, job: str, at: int, *, seen_ms: int | None = None,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ops.kafka.acls import ROLES, allowed, grants, markdown_table, principal
-from ops.kafka.principals import bindings, every_role
-from pipeline.config import Settings
-from pipeline.runtime.options import processor_group
-from pipeline.topics import PRIORITIES, Topics
-from pipeline.worker.lane import transactional_prefix, worker_group
+from jobstream._ops.kafka.acls import ROLES, allowed, grants, markdown_table, principal
+from jobstream._ops.kafka.principals import bindings, every_role
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.runtime.options import processor_group
+from jobstream._pipeline.topics import PRIORITIES, Topics
+from jobstream._pipeline.worker.lane import transactional_prefix, worker_group
 
 TOPICS = Topics(Settings(topic_prefix="p.", job_types=("data.process", "image.render")))
 OPERATIONS = ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")

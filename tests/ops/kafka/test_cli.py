@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from ops.kafka.ports import free_base_port
+from jobstream._ops.kafka.ports import free_base_port
 
 
 def jobstream(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ops", *args], capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "jobstream", *args], capture_output=True, text=True, timeout=180
     )
 
 

@@ -7,8 +7,8 @@ import socket
 import threading
 from pathlib import Path
 
-from ops.kafka.ports import free_base_port, free_ports
-from ops.stack import _healthy
+from jobstream._ops.kafka.ports import free_base_port, free_ports
+from jobstream._ops.stack import _healthy
 
 
 def _ephemeral_low() -> int:

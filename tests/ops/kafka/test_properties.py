@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ops.kafka.cluster import EXTRA_PROPERTIES_ENV, Layout, server_properties
-from pipeline.errors import BrokerError
+from jobstream._ops.kafka.cluster import EXTRA_PROPERTIES_ENV, Layout, server_properties
+from jobstream._pipeline.errors import BrokerError
 
 
 def _properties(tmp_path: Path) -> dict[str, str]:

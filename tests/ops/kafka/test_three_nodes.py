@@ -8,8 +8,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ops.kafka.cluster import Layout, LocalCluster
-from ops.kafka.ports import free_base_port
+from jobstream._ops.kafka.cluster import Layout, LocalCluster
+from jobstream._ops.kafka.ports import free_base_port
 from tests.support.tools import unavailable
 
 pytestmark = pytest.mark.cluster

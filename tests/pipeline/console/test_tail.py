@@ -10,11 +10,11 @@ import sys
 
 import orjson
 
-from pipeline.config import Settings
-from pipeline.console.tail import tail_topic, topic_name
-from pipeline.kafka import clients
-from pipeline.serde import JobStatus, encode_status
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.console.tail import tail_topic, topic_name
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import JobStatus, encode_status
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import SERIALIZE, process_env
 
@@ -65,7 +65,7 @@ def test_the_command_stops_at_its_limit(settings: Settings, topics: Topics) -> N
         producer.produce(topics.intake, SERIALIZE(job), job.data["job_id"].encode(), partition=0)
     assert producer.flush(30) == 0
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "tail", "jobs.intake", "--from-beginning",
+        [sys.executable, "-m", "jobstream._pipeline", "tail", "jobs.intake", "--from-beginning",
          "--limit", "3"],
         env=process_env(settings), capture_output=True, timeout=120, check=True,
     )  # fmt: skip
@@ -75,7 +75,7 @@ def test_the_command_stops_at_its_limit(settings: Settings, topics: Topics) -> N
 
 
 def test_an_unknown_topic_is_an_error(settings: Settings, topics: Topics) -> None:
-    done = subprocess.run([sys.executable, "-m", "pipeline", "tail", "jobs.nothing"],
+    done = subprocess.run([sys.executable, "-m", "jobstream._pipeline", "tail", "jobs.nothing"],
                           env=process_env(settings), capture_output=True, timeout=120)  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert b"no topic" in done.stderr

@@ -10,17 +10,17 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.dlq.cli import dlq_app, parse_instant
-from pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
-from pipeline.dlq.redrive import Redriver, TokenBucket, redrive_outputs, select
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.records import plain, typed
-from pipeline.scheduling import new_job_id
-from pipeline.serde import Event
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.dlq.cli import dlq_app, parse_instant
+from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
+from jobstream._pipeline.dlq.redrive import Redriver, TokenBucket, redrive_outputs, select
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.records import plain, typed
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution
 from tests.support.pipeline import (
     DESERIALIZE,

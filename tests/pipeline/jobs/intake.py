@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from pipeline.kafka import clients
-from pipeline.serde import Event, make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import gather
 from tests.support.waiting import wait_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.jobs.backfill import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs.backfill import (
     OCCURRENCE_LABEL,
     OF_LABEL,
     BackfillSource,
@@ -15,9 +15,9 @@ from pipeline.jobs.backfill import (
     occurrence_job_id,
     occurrence_request,
 )
-from pipeline.model import rules
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.workflows.commands import STEP_LABEL
+from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.workflows.commands import STEP_LABEL
 
 NOW = 1_795_000_000_000
 OCCURRENCE = 1_772_323_200_000  # 2026-03-01T00:00Z

@@ -10,15 +10,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ops.kafka.ports import free_base_port
-from pipeline.clock import ms_of, now_ms
-from pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
-from pipeline.jobs import cli as cli_module
-from pipeline.jobs.cli import EXIT_INVALID, register, requester
-from pipeline.model import records
-from pipeline.scheduling import CronSpec
-from pipeline.serde import Event
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.clock import ms_of, now_ms
+from jobstream._pipeline.jobs import JobRequest, idempotent_job_id, is_job_id
+from jobstream._pipeline.jobs import cli as cli_module
+from jobstream._pipeline.jobs.cli import EXIT_INVALID, register, requester
+from jobstream._pipeline.model import records
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.jobs.intake import read_intake
 from tests.support.cli import broker_env
 

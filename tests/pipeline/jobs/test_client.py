@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.errors import ValidationError
-from pipeline.jobs import JobClient, JobRequest, SubmissionError, idempotent_job_id
-from pipeline.model.job import validate_submitted
-from pipeline.scheduling import CronSpec
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.jobs import JobClient, JobRequest, SubmissionError, idempotent_job_id
+from jobstream._pipeline.model.job import validate_submitted
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.jobs.intake import intake_size, java_partition, murmur2, read_intake
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "submit_with_confluent_kafka.py"

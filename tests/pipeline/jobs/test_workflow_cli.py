@@ -8,11 +8,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ops.kafka.ports import free_base_port
-from pipeline.jobs.cli import EXIT_INVALID
-from pipeline.jobs.workflow_cli import workflow_app
-from pipeline.topics import Topics
-from pipeline.workflows import step_job_id
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.jobs.cli import EXIT_INVALID
+from jobstream._pipeline.jobs.workflow_cli import workflow_app
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import step_job_id
 from tests.pipeline.jobs.intake import read_intake
 from tests.support.cli import broker_env
 

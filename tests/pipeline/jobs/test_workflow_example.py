@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.clock import now_ms
-from pipeline.topics import Topics
-from pipeline.workflows.commands import expand_workflow, step_ids
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows.commands import expand_workflow, step_ids
 from tests.pipeline.jobs.intake import java_partition, read_intake
 
 EXAMPLE = (Path(__file__).parents[3] / "docs" / "examples"

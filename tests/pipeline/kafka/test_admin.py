@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from pipeline.config import Settings
-from pipeline.errors import TopicMismatchError
-from pipeline.kafka.admin import ensure_topics
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import TopicMismatchError
+from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.topics import Topics
 
 
 def test_creates_every_topic_of_the_design_once(settings: Settings) -> None:

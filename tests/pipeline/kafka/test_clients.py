@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.kafka.clients import (
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.kafka.clients import (
     CLIENT_ID,
     TRANSACTION_TIMEOUT_MS,
     TRANSACTIONAL_LINGER_MS,

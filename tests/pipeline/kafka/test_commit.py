@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from pipeline.kafka.commit import bounded, is_abortable
+from jobstream._pipeline.kafka.commit import bounded, is_abortable
 
 
 def test_a_call_blocked_past_its_timeout_raises_a_fatal_timeout() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from pipeline.errors import AuthorizationError
-from pipeline.kafka.denied import denied
+from jobstream._pipeline.errors import AuthorizationError
+from jobstream._pipeline.kafka.denied import denied
 
 
 def named(code: int, **names: str) -> AuthorizationError:

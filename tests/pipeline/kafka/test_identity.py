@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from pipeline.kafka.identity import topic_identity
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka.identity import topic_identity
+from jobstream._pipeline.topics import Topics
 from tests.support.topics import recreate
 
 

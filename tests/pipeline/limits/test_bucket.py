@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.limits.bucket import TokenBucket
+from jobstream._pipeline.limits.bucket import TokenBucket
 
 T0 = 1_000_000
 

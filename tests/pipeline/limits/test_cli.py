@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import orjson
 
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.limits.topic import read_limits
-from pipeline.topics import Topics
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.limits.topic import read_limits
+from jobstream._pipeline.topics import Topics
 from tests.support.cli import command, run
 
 

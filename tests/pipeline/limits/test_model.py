@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.limits.model import Limit, LimitKey, default_burst, keys_of, parse_rate
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.limits.model import Limit, LimitKey, default_burst, keys_of, parse_rate
 
 
 @pytest.mark.parametrize(("text", "rate"), [("50/s", 50.0), ("300/m", 5.0), ("0.5/s", 0.5),

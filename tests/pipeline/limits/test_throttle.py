@@ -3,8 +3,8 @@ taken; a process enforces its share of the partitions; a new limit applies at on
 
 from __future__ import annotations
 
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.limits.throttle import LimitBoard, Throttle
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.limits.throttle import LimitBoard, Throttle
 
 T0 = 5_000_000
 TYPE, PAIR, OWNER = (LimitKey(job_type="render"), LimitKey(owner="acme", job_type="render"),

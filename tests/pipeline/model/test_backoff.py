@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.model.backoff import compute_backoff, jitter_fraction
+from jobstream._pipeline.model.backoff import compute_backoff, jitter_fraction
 
 
 def delay(attempt: int, jitter: float = 0.0, seed: str = "exec-1", *, initial_ms: int = 1000,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.clock import instant_of
-from pipeline.errors import ValidationError
-from pipeline.model.commands import (
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.commands import (
     cancel_event,
     command_refusal,
     pause_event,
@@ -17,9 +17,9 @@ from pipeline.model.commands import (
     update_schedule_event,
     validate_command,
 )
-from pipeline.model.records import CronSchedule, JobCancelled, evolve, plain
-from pipeline.scheduling import CronSpec
-from pipeline.serde import AvroDeserializer, AvroSerializer, Event
+from jobstream._pipeline.model.records import CronSchedule, JobCancelled, evolve, plain
+from jobstream._pipeline.scheduling import CronSpec
+from jobstream._pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
 NOW_MS = 1_795_000_000_000
 JOB_ID = "01JD3W6Q8Z5X7M2K4N9P0R1S2T"

@@ -7,11 +7,11 @@ import hashlib
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.model.idempotency import idempotent_job_id, is_job_id
-from pipeline.partitioning import partition_key
-from pipeline.scheduling import job_id_time_ms, new_job_id
-from pipeline.scheduling.ids import ALPHABET
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.idempotency import idempotent_job_id, is_job_id
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.scheduling import job_id_time_ms, new_job_id
+from jobstream._pipeline.scheduling.ids import ALPHABET
 
 RFC4648 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 

@@ -9,11 +9,11 @@ import msgspec
 import orjson
 import pytest
 
-from pipeline.clock import instant_of, ms_of
-from pipeline.errors import ValidationError
-from pipeline.model.idempotency import idempotent_job_id
-from pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
-from pipeline.model.records import (
+from jobstream._pipeline.clock import instant_of, ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.job import JobRequest, RetryPolicy, validate_submitted
+from jobstream._pipeline.model.records import (
     CronSchedule,
     JobSubmitted,
     Record,
@@ -22,14 +22,14 @@ from pipeline.model.records import (
     plain,
     typed,
 )
-from pipeline.model.rules import (
+from jobstream._pipeline.model.rules import (
     MAX_LABEL_NAME_CHARS,
     MAX_LABEL_VALUE_CHARS,
     MAX_LABELS,
     MAX_PARAMS_BYTES,
 )
-from pipeline.scheduling import job_id_time_ms
-from pipeline.serde import AvroDeserializer, AvroSerializer, Event
+from jobstream._pipeline.scheduling import job_id_time_ms
+from jobstream._pipeline.serde import AvroDeserializer, AvroSerializer, Event
 
 NOW_MS = 1_795_000_000_000  # 2026-11-18T09:46:40Z
 NOW = instant_of(NOW_MS)

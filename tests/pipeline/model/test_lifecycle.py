@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.model.lifecycle import JobState, LifecycleKind
-from pipeline.serde import Event, event_schemas, make_serde
+from jobstream._pipeline.model.lifecycle import JobState, LifecycleKind
+from jobstream._pipeline.serde import Event, event_schemas, make_serde
 
 SERIALIZE, DESERIALIZE = make_serde()
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import hashlib
 
-from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, submission_fields, summarize_params
-from pipeline.model.records import JobSpec, JobSubmitted
+from jobstream._pipeline.model.params import (
+    STATUS_PARAMS_INLINE_BYTES,
+    submission_fields,
+    summarize_params,
+)
+from jobstream._pipeline.model.records import JobSpec, JobSubmitted
 
 
 def test_small_parameters_travel_inline_with_their_size_and_digest() -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.errors import ValidationError
-from pipeline.model.job import JobRequest, validate_submitted
-from pipeline.model.records import JobSubmitted, evolve, typed
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.job import JobRequest, validate_submitted
+from jobstream._pipeline.model.records import JobSubmitted, evolve, typed
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 
 NOW = 1_798_000_000_000

@@ -8,8 +8,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 import msgspec
 import pytest
 
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import (
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import (
     RECORD_TYPES,
     ErrorInfo,
     Event,
@@ -22,7 +22,7 @@ from pipeline.model.records import (
     plain,
     typed,
 )
-from pipeline.serde import EVENT_NAMES, event_schemas, make_serde
+from jobstream._pipeline.serde import EVENT_NAMES, event_schemas, make_serde
 
 SERIALIZE, DESERIALIZE = make_serde()
 

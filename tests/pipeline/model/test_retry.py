@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.errors import ConfigurationError, ValidationError
-from pipeline.model.backoff import compute_backoff
-from pipeline.model.records import ErrorInfo, JobSpec, RetryPolicyRecord, plain, typed
-from pipeline.model.retry import (
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.errors import ConfigurationError, ValidationError
+from jobstream._pipeline.model.backoff import compute_backoff
+from jobstream._pipeline.model.records import ErrorInfo, JobSpec, RetryPolicyRecord, plain, typed
+from jobstream._pipeline.model.retry import (
     EXHAUSTED,
     NON_RETRYABLE,
     DeadLetter,

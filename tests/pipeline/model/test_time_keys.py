@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rocksdict import Options, Rdict, ReadOptions
 
-from pipeline.model.time_keys import (
+from jobstream._pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     SCHEDULE_UPPER_BOUND,
     decode_schedule_key,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import orjson
 
-from pipeline.quotas.model import Quota
-from pipeline.quotas.topic import read_quotas
-from pipeline.topics import Topics
+from jobstream._pipeline.quotas.model import Quota
+from jobstream._pipeline.quotas.topic import read_quotas
+from jobstream._pipeline.topics import Topics
 from tests.support.cli import command, run
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.quotas.model import Quota, first_new_type_over
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.quotas.model import Quota, first_new_type_over
 
 DEFAULTS = Quota(job_types=50, submit_rate=1000.0, submit_burst=5000, pending_jobs=100_000,
                  streams=20)  # fmt: skip

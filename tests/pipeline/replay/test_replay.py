@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs.client import JobClient
-from pipeline.kafka import clients
-from pipeline.model.job import JobRequest
-from pipeline.model.lifecycle import JobState
-from pipeline.replay.status import compare, live_statuses, rebuild_statuses
-from pipeline.replay.stores import rebuild_stores
-from pipeline.state.store import PartitionStore
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
-from pipeline.status.query import read_statuses
-from pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.lifecycle import JobState
+from jobstream._pipeline.replay.status import compare, live_statuses, rebuild_statuses
+from jobstream._pipeline.replay.stores import rebuild_stores
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import in_thread, process_env
 from tests.support.waiting import wait_for
 
@@ -85,7 +85,7 @@ def test_jobs_status_rebuilt_from_jobs_events_equals_the_live_one(
     producer.produce(topics.status, None, lost)
     assert producer.flush(30) == 0
     assert lost not in live_statuses(settings)
-    subprocess.run([sys.executable, "-m", "ops", "replay", "status"], check=True,
+    subprocess.run([sys.executable, "-m", "jobstream", "replay", "status"], check=True,
                    env=process_env(settings), capture_output=True, timeout=180)  # fmt: skip
     restored = live_statuses(settings)
     assert compare(rebuilt, restored).equal == len(live)
@@ -119,7 +119,7 @@ def test_the_timers_state_rebuilt_from_its_changelog_equals_the_live_one(
     assert data(elsewhere.store_root(group)) == before
 
     # in place, by the command, over the live files
-    subprocess.run([sys.executable, "-m", "ops", "replay", "timers", "--instance-id", "t",
+    subprocess.run([sys.executable, "-m", "jobstream", "replay", "timers", "--instance-id", "t",
                     "--state-dir", str(tmp_path / "timers")], check=True,
                    env=process_env(settings), capture_output=True, timeout=180)  # fmt: skip
     assert data(live_dir) == before

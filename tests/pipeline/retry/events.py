@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pipeline.clock import now_ms
-from pipeline.model.records import typed
-from pipeline.scheduling import execution_id, new_job_id
-from pipeline.serde import Event
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.records import typed
+from jobstream._pipeline.scheduling import execution_id, new_job_id
+from jobstream._pipeline.serde import Event
 
 
 def error_info(attempt: int, error_type: str = "ConnectionError", *, retryable: bool = True,

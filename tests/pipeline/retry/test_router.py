@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.model.records import plain
-from pipeline.model.retry import RetryDefaults, RetryPolicy
-from pipeline.partitioning import partition_key
-from pipeline.retry.router import RetryRouter
-from pipeline.serde import Event
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.model.retry import RetryDefaults, RetryPolicy
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.retry.router import RetryRouter
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info, execution, failure, retry_policy, succeeded
 from tests.support.pipeline import DESERIALIZE, SERIALIZE
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.kafka import clients
-from pipeline.model.backoff import compute_backoff
-from pipeline.model.records import plain
-from pipeline.model.retry import RetryDefaults
-from pipeline.retry.processor import ROUTER_OPTIONS, RetryProcessor, router_runner
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.backoff import compute_backoff
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.model.retry import RetryDefaults
+from jobstream._pipeline.retry.processor import ROUTER_OPTIONS, RetryProcessor, router_runner
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.retry.events import (
     error_info,
     execution,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.runtime.collector import YOUNG_THRESHOLD, tune_collector
+from jobstream._pipeline.runtime.collector import YOUNG_THRESHOLD, tune_collector
 
 
 @pytest.fixture

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.retry.processor import RetryProcessor
-from pipeline.runtime import Output, Processor
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, JobState
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.processor import StatusProcessor
-from pipeline.status.state import JobRecord
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.retry.processor import RetryProcessor
+from jobstream._pipeline.runtime import Output, Processor
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event, JobState
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.processor import StatusProcessor
+from jobstream._pipeline.status.state import JobRecord
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info
 from tests.pipeline.retry.events import execution as failed_execution
 from tests.pipeline.status.events import T0, as_event, execution, fired, outcome, scheduled

@@ -6,10 +6,10 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import JobLifecycle
-from pipeline.runtime.observed import observe, observe_all, observe_launch
-from pipeline.serde import Event
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import JobLifecycle
+from jobstream._pipeline.runtime.observed import observe, observe_all, observe_launch
+from jobstream._pipeline.serde import Event
 
 TYPE = "observed.test"
 

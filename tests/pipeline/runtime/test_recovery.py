@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from pipeline.clock import now_ms
-from pipeline.kafka import clients
-from pipeline.runtime.runner import Runner
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import Executions, in_thread, produce
 from tests.support.waiting import wait_for

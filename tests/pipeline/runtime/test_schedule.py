@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.runtime.schedule import CommitSchedule
+from jobstream._pipeline.runtime.schedule import CommitSchedule
 
 
 def test_a_commit_is_due_once_the_interval_since_the_last_has_passed() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.runtime import Output
-from pipeline.runtime.transaction import OpenTransaction
-from pipeline.serde import Event, JobState
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.status.state import JobRecord, StatusState
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.transaction import OpenTransaction
+from jobstream._pipeline.serde import Event, JobState
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.status.state import JobRecord, StatusState
 
 S = JobState
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.clock import instant_of, ms_of
-from pipeline.errors import ValidationError
-from pipeline.scheduling import CronSpec, RepeatedHourPolicy, SkippedHourPolicy
-from pipeline.scheduling.backfill import (
+from jobstream._pipeline.clock import instant_of, ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling import CronSpec, RepeatedHourPolicy, SkippedHourPolicy
+from jobstream._pipeline.scheduling.backfill import (
     MAX_OCCURRENCES,
     backfill_occurrences,
     check_rate,

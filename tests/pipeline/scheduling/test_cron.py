@@ -20,9 +20,9 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.clock import instant_of, ms_of
-from pipeline.errors import ValidationError
-from pipeline.scheduling.cron import (
+from jobstream._pipeline.clock import instant_of, ms_of
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.cron import (
     CronSpec,
     MisfirePolicy,
     RepeatedHourPolicy,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
+from jobstream._pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
 
 EQUAL = weight_of({})
 

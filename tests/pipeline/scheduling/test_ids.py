@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.errors import ValidationError
-from pipeline.scheduling.ids import (
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.ids import (
     ALPHABET,
     execution_id,
     job_id_time_ms,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.clock import ms_of
-from pipeline.scheduling.cron import CronSpec, MisfirePolicy, next_due_ms
-from pipeline.scheduling.misfire import MAX_CATCHUP_RUNS, DueRuns, due_runs
+from jobstream._pipeline.clock import ms_of
+from jobstream._pipeline.scheduling.cron import CronSpec, MisfirePolicy, next_due_ms
+from jobstream._pipeline.scheduling.misfire import MAX_CATCHUP_RUNS, DueRuns, due_runs
 
 JOB = "01JOBJOBJOBJOBJOBJOBJOBJOB"
 HOUR = 3_600_000

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.scheduling.one_off import normalize_fire_time
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.scheduling.one_off import normalize_fire_time
 
 NOW = 1_780_000_000_000
 DAY = 86_400_000

@@ -20,9 +20,9 @@ from fastavro.utils import generate_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import DeserializationError, JobstreamError, SerializationError
-from pipeline.model.records import plain
-from pipeline.serde import (
+from jobstream._pipeline.errors import DeserializationError, JobstreamError, SerializationError
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.serde import (
     EVENT_NAMES,
     AvroDeserializer,
     AvroSerializer,

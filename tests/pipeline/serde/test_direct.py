@@ -10,12 +10,18 @@ from fastavro.utils import generate_many
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import SerializationError
-from pipeline.model.lifecycle import LifecycleKind
-from pipeline.model.records import JobLifecycle, Progress, evolve, plain, typed
-from pipeline.serde import EVENT_NAMES, AvroDeserializer, AvroSerializer, Event, event_schemas
-from pipeline.serde.avro import direct_codecs
-from pipeline.serde.direct import read_long, write_long
+from jobstream._pipeline.errors import SerializationError
+from jobstream._pipeline.model.lifecycle import LifecycleKind
+from jobstream._pipeline.model.records import JobLifecycle, Progress, evolve, plain, typed
+from jobstream._pipeline.serde import (
+    EVENT_NAMES,
+    AvroDeserializer,
+    AvroSerializer,
+    Event,
+    event_schemas,
+)
+from jobstream._pipeline.serde.avro import direct_codecs
+from jobstream._pipeline.serde.direct import read_long, write_long
 from tests.support.avro_events import ANY_EVENT
 
 SCHEMAS = event_schemas()

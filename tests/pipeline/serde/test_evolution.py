@@ -16,10 +16,10 @@ from fastavro import schemaless_writer
 from fastavro.utils import generate_many
 from fastavro.validation import validate
 
-from pipeline.errors import ConfigurationError, DeserializationError
-from pipeline.model.records import plain
-from pipeline.serde import AvroDeserializer, EventSchemas, WriterSchema, event_schemas
-from pipeline.serde.schemas import DEFAULT_SCHEMAS_DIR
+from jobstream._pipeline.errors import ConfigurationError, DeserializationError
+from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.serde import AvroDeserializer, EventSchemas, WriterSchema, event_schemas
+from jobstream._pipeline.serde.schemas import DEFAULT_SCHEMAS_DIR
 
 SCHEMAS = event_schemas()
 DESERIALIZER = AvroDeserializer()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.serde import Event, make_serde
-from pipeline.serde.peek import LIFECYCLE_KINDS, lifecycle_kind
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.serde.peek import LIFECYCLE_KINDS, lifecycle_kind
 
 SERIALIZE, DESERIALIZE = make_serde()
 

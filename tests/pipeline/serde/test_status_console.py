@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pipeline.kafka import clients
-from pipeline.serde import JobStatus, encode_status
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.serde import JobStatus, encode_status
+from jobstream._pipeline.topics import Topics
 from tests.support.tools import unavailable
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "status.md"

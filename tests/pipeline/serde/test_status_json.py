@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.errors import DeserializationError
-from pipeline.serde import JobState, JobStatus, LastError, decode_status, encode_status
+from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.serde import JobState, JobStatus, LastError, decode_status, encode_status
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "status.md"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastavro.utils import generate_many
 
-from pipeline.kafka import clients
-from pipeline.model.records import typed
-from pipeline.serde import EVENT_NAMES, Event, event_schemas, make_serde
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.records import typed
+from jobstream._pipeline.serde import EVENT_NAMES, Event, event_schemas, make_serde
+from jobstream._pipeline.topics import Topics
 from tests.support.waiting import wait_for
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.kafka import clients
-from pipeline.kafka.identity import TopicIdentity, topic_identity
-from pipeline.state.batch import PartitionBatch
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.identity import TopicIdentity, topic_identity
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.topics import Topics
 
 PARTITION = 1
 

@@ -5,8 +5,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer
 
-from pipeline.kafka import clients
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.topics import Topics
 
 
 @pytest.fixture

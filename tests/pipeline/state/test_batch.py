@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
 
 
 def test_a_scan_merges_pending_puts_and_deletes_with_the_store(tmp_path: Path) -> None:

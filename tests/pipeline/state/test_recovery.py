@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from pipeline.kafka import clients
-from pipeline.kafka.identity import TopicIdentity
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.partitions import PartitionStores
-from pipeline.state.recovery import restore
-from pipeline.state.store import PartitionStore
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.partitions import PartitionStores
+from jobstream._pipeline.state.recovery import restore
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.state.changelog import PARTITION, asked_again, identity_of, put, write_changelog
 from tests.support.topics import recreate
 
@@ -62,7 +62,7 @@ def test_a_changelog_that_stays_behind_the_checkpoint_sends_the_store_to_a_full_
     last = write_changelog(topics, [(b"a", b"1")])
     here = identity_of(topics)
     store = stored(tmp_path, topics, {b"stale": b"x"}, last + 100, identity=here)
-    with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
+    with caplog.at_level(logging.WARNING, logger="jobstream._pipeline.state.recovery"):
         assert restore(store, restorer, topics.timers_changelog, PARTITION, put,
                        identity=here, idle_s=1) == 1  # fmt: skip
     assert asked_again(caplog), "the same changelog's end was asked again before wiping"
@@ -78,7 +78,7 @@ def test_a_checkpoint_of_another_cluster_is_rebuilt_at_once_not_waited_for(
     theirs = TopicIdentity(cluster_id="another", topic_id=here.topic_id)
     store = stored(tmp_path, topics, {b"theirs": b"x"}, 19, identity=theirs)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
+    with caplog.at_level(logging.WARNING, logger="jobstream._pipeline.state.recovery"):
         applied = restore(store, restorer, topics.timers_changelog, PARTITION, put,
                           identity=here, idle_s=15)  # fmt: skip
     took = time.monotonic() - started

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
-from pipeline.kafka import clients
-from pipeline.kafka.identity import topic_identity
-from pipeline.state.partitions import PartitionStores
-from pipeline.state.recovery import restore_partitions
-from pipeline.state.store import PartitionStore
-from pipeline.topics import Topics
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.identity import topic_identity
+from jobstream._pipeline.state.partitions import PartitionStores
+from jobstream._pipeline.state.recovery import restore_partitions
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.state.changelog import asked_again, identity_of, put, write_changelog
 from tests.support.topics import recreate
 
@@ -77,7 +77,7 @@ def test_ends_behind_the_checkpoints_of_several_stores_are_waited_for_once(
         stores[p].write({b"lost": b"x"}, changelog_offset=40)
     idle_s = 5.0  # one wait: 5 s; one a partition, the fault: 15 s
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
+    with caplog.at_level(logging.WARNING, logger="jobstream._pipeline.state.recovery"):
         applied = restore_partitions(stores, restorer, topics.timers_changelog, put,
                                      identity=here, idle_s=idle_s)  # fmt: skip
     took = time.monotonic() - started
@@ -114,7 +114,7 @@ def test_a_state_directory_of_changelogs_made_again_is_rebuilt_at_once(
         write_changelog(topics, [(b"new", b"%d" % p)], partition=p)
     after = partition_stores()
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="pipeline.state.recovery"):
+    with caplog.at_level(logging.WARNING, logger="jobstream._pipeline.state.recovery"):
         after.assign(PARTITIONS)
     took = time.monotonic() - started
     for p in PARTITIONS:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import StoreError
-from pipeline.state.store import PartitionStore
+from jobstream._pipeline.errors import StoreError
+from jobstream._pipeline.state.store import PartitionStore
 
 
 def test_corrupt_files_are_dropped_and_the_store_opens_empty(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.kafka.identity import TopicIdentity
-from pipeline.state.validity import Checkpoint, Verdict, judge
+from jobstream._pipeline.kafka.identity import TopicIdentity
+from jobstream._pipeline.state.validity import Checkpoint, Verdict, judge
 
 HERE = TopicIdentity(cluster_id="Vg1hxhMgT5e1TVqMa4JRog", topic_id="2FjTOYHEQZyyXluu4ZllcQ")
 MADE_AGAIN = TopicIdentity(cluster_id=HERE.cluster_id, topic_id="7sXq0YtDQ4aVbrzwC1Fw1A")

@@ -11,9 +11,9 @@ from typing import Any
 
 import msgspec
 
-from pipeline.model.records import JobLifecycle
-from pipeline.scheduling import execution_id as make_execution_id
-from pipeline.serde import Event
+from jobstream._pipeline.model.records import JobLifecycle
+from jobstream._pipeline.scheduling import execution_id as make_execution_id
+from jobstream._pipeline.serde import Event
 from tests.support.jobs import cron_schedule, submitted
 
 T0 = 1_798_000_000_000  # 2026-12-23T04:26:40Z

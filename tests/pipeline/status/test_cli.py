@@ -9,12 +9,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from pipeline import cli_options
-from pipeline.config import Settings
-from pipeline.runtime import RunnerOptions
-from pipeline.status import cli
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.processor import STATUS_OPTIONS
+from jobstream._pipeline import cli_options
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.runtime import RunnerOptions
+from jobstream._pipeline.status import cli
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.processor import STATUS_OPTIONS
 
 
 def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -6,9 +6,16 @@ from typing import Any
 
 import pytest
 
-from pipeline.serde import JobState
-from pipeline.status.machine import CRON_ONLY, KINDS, OUTCOMES, TABLE, Verdict, transition
-from pipeline.status.state import FINISHED_KEPT, Cancellation, JobRecord
+from jobstream._pipeline.serde import JobState
+from jobstream._pipeline.status.machine import (
+    CRON_ONLY,
+    KINDS,
+    OUTCOMES,
+    TABLE,
+    Verdict,
+    transition,
+)
+from jobstream._pipeline.status.state import FINISHED_KEPT, Cancellation, JobRecord
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
 

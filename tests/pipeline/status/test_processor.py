@@ -9,18 +9,18 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.config import Settings
-from pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, params_digest
-from pipeline.model.records import JobLifecycle, evolve, plain
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event, JobState, encode_status, make_serde
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.state import JobRecord, StatusState
-from pipeline.timers.processor import TimerProcessor
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.params import STATUS_PARAMS_INLINE_BYTES, params_digest
+from jobstream._pipeline.model.records import JobLifecycle, evolve, plain
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event, JobState, encode_status, make_serde
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.state import JobRecord, StatusState
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
 from tests.support.jobs import submitted

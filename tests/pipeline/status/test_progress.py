@@ -13,11 +13,11 @@ import orjson
 import pytest
 from rich.console import Console
 
-from pipeline.model.records import JobLifecycle, Progress
-from pipeline.serde import JobState, decode_status
-from pipeline.status.machine import Verdict, transition
-from pipeline.status.query import status_table
-from pipeline.status.state import JobRecord
+from jobstream._pipeline.model.records import JobLifecycle, Progress
+from jobstream._pipeline.serde import JobState, decode_status
+from jobstream._pipeline.status.machine import Verdict, transition
+from jobstream._pipeline.status.query import status_table
+from jobstream._pipeline.status.state import JobRecord
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
 from tests.support.status import (

@@ -18,17 +18,17 @@ import typer
 from confluent_kafka import TopicPartition
 from typer.testing import CliRunner
 
-from pipeline.clock import now_ms
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.model.records import JobLifecycle, evolve, plain
-from pipeline.runtime.runner import Runner
-from pipeline.scheduling import new_job_id
-from pipeline.serde import JobState, JobStatus
-from pipeline.status.logic import StatusPolicy
-from pipeline.status.processor import STATUS_OPTIONS, status_runner
-from pipeline.status.query import read_statuses, status
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.records import JobLifecycle, evolve, plain
+from jobstream._pipeline.runtime.runner import Runner
+from jobstream._pipeline.scheduling import new_job_id
+from jobstream._pipeline.serde import JobState, JobStatus
+from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
+from jobstream._pipeline.status.query import read_statuses, status
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.status import events as ev
 from tests.support.pipeline import DESERIALIZE, in_thread, process_env, produce
 from tests.support.reader import TopicReader
@@ -221,7 +221,7 @@ def test_a_run_without_heartbeats_is_declared_lost_and_its_late_outcome_is_a_dup
 def start_processor(settings: Settings, state_dir: Path, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "pipeline", "status-processor", "--instance-id", "a",
+            [sys.executable, "-m", "jobstream._pipeline", "status-processor", "--instance-id", "a",
              "--state-dir", str(state_dir), "--lease", "300s"],
             env=process_env(settings), stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip

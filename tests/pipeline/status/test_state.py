@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from pipeline.model.records import (
+from jobstream._pipeline.model.records import (
     CronSchedule,
     ExecutionRequested,
     JobSpec,
@@ -17,10 +17,10 @@ from pipeline.model.records import (
     Progress,
     plain,
 )
-from pipeline.serde import JobState, JobStatus, decode_status, encode_status
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.status.state import Cancellation, JobRecord, RecordCache, StatusState
+from jobstream._pipeline.serde import JobState, JobStatus, decode_status, encode_status
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.status.state import Cancellation, JobRecord, RecordCache, StatusState
 from tests.support.jobs import cron_schedule
 
 S = JobState

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.config import Settings
-from pipeline.partitioning import partition_key
-from pipeline.serde import Event
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.partitioning import partition_key
+from jobstream._pipeline.serde import Event
 from tests.support.jobs import submitted
 from tests.support.timers import T0, TimersDriver, driving
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import orjson
 
-from pipeline.model.records import (
+from jobstream._pipeline.model.records import (
     CronSchedule,
     ErrorInfo,
     JobSubmitted,
     Priority,
     WorkflowSubmitted,
 )
-from pipeline.scheduling.cron import OverlapPolicy
-from pipeline.timers.entry import (
+from jobstream._pipeline.scheduling.cron import OverlapPolicy
+from jobstream._pipeline.timers.entry import (
     JobEntry,
     Marker,
     MarkerEntry,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.state import TimerState
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.state import TimerState
 from tests.support.jobs import submitted
 from tests.support.timers import T0, TimersDriver, executions, timers_driver
 

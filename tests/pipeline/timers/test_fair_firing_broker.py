@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.clock import now_ms
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import WorkerOptions
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.options import WorkerOptions
 from tests.pipeline.worker.support import EventLog, Worker
 from tests.support.jobs import submitted
 from tests.support.pipeline import produce, start_timers

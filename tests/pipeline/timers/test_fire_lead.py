@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.timers.processor import TIMER_OPTIONS, timer_options
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_options
 from tests.support.jobs import cancelled, cron_schedule, submitted
 from tests.support.timers import MINUTE, T0, TOPICS, TimersDriver, driving, executions, kinds
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.limits.model import Limit
-from pipeline.model.time_keys import (
+from jobstream._pipeline.limits.model import Limit
+from jobstream._pipeline.model.time_keys import (
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     SCHEDULE_LOWER_BOUND,
@@ -19,7 +19,7 @@ from pipeline.model.time_keys import (
     decode_owner_schedule_key,
     decode_schedule_key,
 )
-from pipeline.serde import Event
+from jobstream._pipeline.serde import Event
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 from tests.support.timers import (
     DUE,
@@ -121,7 +121,7 @@ def test_a_job_that_fired_or_ended_is_not_moved(
     gone = submitted(now_ms=T0, run_at_ms=T0 + HOUR)
     driver.step(T0, fired, gone, cancelled(gone.data["job_id"], now_ms=T0))
     assert len(executions(driver.step(T0 + 1000))) == 1
-    caplog.set_level(logging.INFO, logger="pipeline.timers.logic")
+    caplog.set_level(logging.INFO, logger="jobstream._pipeline.timers.logic")
     for job in (fired, gone):  # fired: its idempotency marker stays; ended: nothing stays
         job_id = job.data["job_id"]
         before = fire_times(driver, job_id)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.model.time_keys import (
+from jobstream._pipeline.model.time_keys import (
     OWNER_PREFIX,
     OWNER_UPPER_BOUND,
     decode_owner_schedule_key,

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.model.commands import trigger_event
-from pipeline.model.records import typed
-from pipeline.model.time_keys import due_upper_bound, encode_schedule_key
-from pipeline.serde import Event
-from pipeline.state.batch import PartitionBatch
-from pipeline.state.store import PartitionStore
-from pipeline.timers.intake import checked
-from pipeline.timers.state import TimerState
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.commands import trigger_event
+from jobstream._pipeline.model.records import typed
+from jobstream._pipeline.model.time_keys import due_upper_bound, encode_schedule_key
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.timers.intake import checked
+from jobstream._pipeline.timers.state import TimerState
 from tests.support.jobs import cancelled, cron_schedule, schedule_changed, submitted
 from tests.support.timers import MINUTE, T0, TOPICS, TimersDriver, executions, kinds, timers_driver
 

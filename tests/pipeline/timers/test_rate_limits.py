@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.model.records import typed
-from pipeline.state.batch import PartitionBatch
-from pipeline.status.machine import transition
-from pipeline.timers.state import TimerState
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.model.records import typed
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.status.machine import transition
+from jobstream._pipeline.timers.state import TimerState
 from tests.support.jobs import cancelled, cron_schedule, submitted
 from tests.support.timers import (
     ALONE,

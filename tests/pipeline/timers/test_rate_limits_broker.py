@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ops.kafka.ports import free_ports
-from ops.stack import Component, Stack, worker
-from pipeline.clock import now_ms
-from pipeline.limits.model import Limit, LimitKey
-from pipeline.limits.topic import read_limits, set_limit
-from pipeline.topics import Topics
+from jobstream._ops.kafka.ports import free_ports
+from jobstream._ops.stack import Component, Stack, worker
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.limits.model import Limit, LimitKey
+from jobstream._pipeline.limits.topic import read_limits, set_limit
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.worker.support import EventLog
 from tests.support.jobs import submitted
 from tests.support.pipeline import process_env, produce

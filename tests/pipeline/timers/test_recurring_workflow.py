@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.errors import ValidationError
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event
-from pipeline.timers.logic import TimerPolicy
-from pipeline.timers.nodes import NODE_PREFIX, workflow_key
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
-from pipeline.workflows import RUN_LABEL, run_workflow_id
-from pipeline.workflows.commands import step_ids, workflow_event
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.logic import TimerPolicy
+from jobstream._pipeline.timers.nodes import NODE_PREFIX, workflow_key
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import RUN_LABEL, run_workflow_id
+from jobstream._pipeline.workflows.commands import step_ids, workflow_event
 from tests.support.jobs import submitted as submitted_job
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
-from pipeline.clock import now_ms
-from pipeline.kafka import clients
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import cancelled, submitted
 from tests.support.pipeline import SERIALIZE, Executions, in_thread, produce, start_timers
 from tests.support.waiting import wait_for

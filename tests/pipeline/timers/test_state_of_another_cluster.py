@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipeline.clock import now_ms
-from pipeline.kafka.identity import TopicIdentity, topic_identity
-from pipeline.runtime.options import processor_group
-from pipeline.state.store import PartitionStore
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.kafka.identity import TopicIdentity, topic_identity
+from jobstream._pipeline.runtime.options import processor_group
+from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import Executions, in_thread, produce
 from tests.support.topics import recreate

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.timers.processor import refusal_reason
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.timers.processor import refusal_reason
+from jobstream._pipeline.topics import Topics
 from tests.support.refusals import refused_after_a_first_type
 
 BOUND = Topics(Settings(topic_prefix="p.", max_execution_topics=3)).execution_bound()

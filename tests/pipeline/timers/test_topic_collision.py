@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import Settings
-from pipeline.kafka.admin import colliding
-from pipeline.timers.processor import refusal_reason
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.admin import colliding
+from jobstream._pipeline.timers.processor import refusal_reason
+from jobstream._pipeline.topics import Topics
 from tests.support.reader import TopicReader
 from tests.support.refusals import refused_after_a_first_type
 from tests.support.waiting import wait_for

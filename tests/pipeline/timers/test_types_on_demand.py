@@ -9,10 +9,10 @@ from pathlib import Path
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted
 from tests.support.pipeline import DESERIALIZE, in_thread, produce
 from tests.support.reader import TopicReader

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from pipeline.clock import instant_of
-from pipeline.config import Settings
-from pipeline.model.records import evolve, plain
-from pipeline.runtime import Output
-from pipeline.runtime.driver import ProcessorDriver
-from pipeline.serde import Event
-from pipeline.state.batch import PartitionBatch
-from pipeline.timers.processor import TimerProcessor
-from pipeline.timers.state import TimerState
-from pipeline.topics import Topics
-from pipeline.workflows import step_job_id
-from pipeline.workflows.commands import step_ids, workflow_event
+from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.model.records import evolve, plain
+from jobstream._pipeline.runtime import Output
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import step_job_id
+from jobstream._pipeline.workflows.commands import step_ids, workflow_event
 from tests.support.jobs import submitted
 from tests.support.workflows import diamond, rebuilt, step, step_ended
 

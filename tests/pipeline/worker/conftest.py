@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
-from pipeline.worker.executor import Finished, JobExecutor
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import WorkerOptions
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.worker.executor import Finished, JobExecutor
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.options import WorkerOptions
 from tests.pipeline.worker.support import DriveWorker, EventLog, StartWorker, TopicReader, Worker
 
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import orjson
 
-from pipeline.clock import now_ms
-from pipeline.kafka import clients
-from pipeline.model.lifecycle import LEASE_EXPIRED
-from pipeline.model.records import ErrorInfo, evolve, typed
-from pipeline.scheduling import execution_id, new_job_id
-from pipeline.serde import Event
-from pipeline.topics import Topics
-from pipeline.worker import outcomes
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.lifecycle import LEASE_EXPIRED
+from jobstream._pipeline.model.records import ErrorInfo, evolve, typed
+from jobstream._pipeline.scheduling import execution_id, new_job_id
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import outcomes
 from tests.support.jobs import cron_schedule
 from tests.support.pipeline import SERIALIZE
 

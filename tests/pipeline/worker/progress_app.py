@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 flood = WorkerApp()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.worker import JobContext, WorkerApp
 
 app = WorkerApp()
 other = WorkerApp()

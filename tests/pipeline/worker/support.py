@@ -9,14 +9,14 @@ from typing import Any, Protocol
 
 from confluent_kafka import TopicPartition
 
-from pipeline.config import Settings
-from pipeline.kafka import clients
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
-from pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.worker.loop import WorkerLoop
 from tests.support.reader import TopicReader
 from tests.support.waiting import wait_for
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.clock import now_ms
-from pipeline.worker.alarms import Alarms
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.worker.alarms import Alarms
 
 
 def test_each_call_comes_at_its_instant_in_order_and_a_closed_one_calls_no_more() -> None:

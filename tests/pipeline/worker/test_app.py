@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import ConfigurationError
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.app import load_app
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.app import load_app
 from tests.pipeline.worker import sample_app
 
 

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pipeline.serde import make_serde
-from pipeline.topics import PRIORITIES, Topics
-from pipeline.worker.lane import Lane
-from pipeline.worker.ports import KafkaClients
+from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import PRIORITIES, Topics
+from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.ports import KafkaClients
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.support.waiting import wait_for
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.worker import WorkerApp
+from jobstream._pipeline.worker import WorkerApp
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.worker.buffer import TierBuffer
+from jobstream._pipeline.worker.buffer import TierBuffer
 
 P0, P1, P2 = ("t", 0), ("t", 1), ("t", 2)
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.clock import now_ms
-from pipeline.kafka import clients
-from pipeline.model.cancel import CancelRequest
-from pipeline.serde import Event
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import (
     WHO,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.model.cancel import CancelRequest
-from pipeline.model.records import ExecutionRequested, JobSpec
-from pipeline.worker.cancels import CancelSet
+from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.records import ExecutionRequested, JobSpec
+from jobstream._pipeline.worker.cancels import CancelSet
 
 T0 = 1_800_000_000_000
 TTL = 60_000

@@ -13,17 +13,22 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.logs import configure_logging
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.capture import FIELD_CHARS, RunLog, capturing, install
-from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished, JobExecutor
-from pipeline.worker.runlogs import DROPPED_HEADER, decode_lines, format_line, logs_record
+from jobstream._pipeline.logs import configure_logging
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.capture import FIELD_CHARS, RunLog, capturing, install
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.executor import Finished, JobExecutor
+from jobstream._pipeline.worker.runlogs import (
+    DROPPED_HEADER,
+    decode_lines,
+    format_line,
+    logs_record,
+)
 from tests.pipeline.worker.executions import execution_requested
 
 LOGGER = "tests.capture"
 log = logging.getLogger(LOGGER)
-worker_log = logging.getLogger("pipeline.worker.loop")
+worker_log = logging.getLogger("jobstream._pipeline.worker.loop")
 app = WorkerApp()
 turns = threading.Barrier(2, timeout=10)
 """Both thread runs log a line, then wait for each other: their lines interleave."""

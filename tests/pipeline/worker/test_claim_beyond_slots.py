@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S
+from jobstream._pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker
 from tests.support.waiting import wait_for

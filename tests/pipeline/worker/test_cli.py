@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.topics import Topics
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, TopicReader, committed_offsets
 from tests.support.pipeline import process_env
@@ -22,7 +22,7 @@ def start(topics: Topics, tmp_path: Path, *args: str) -> subprocess.Popen[bytes]
         [
             sys.executable,
             "-m",
-            "pipeline",
+            "jobstream._pipeline",
             "worker",
             "--app",
             "tests.pipeline.worker.sample_app",

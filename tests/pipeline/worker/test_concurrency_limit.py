@@ -14,14 +14,14 @@ import time
 
 import pytest
 
-from pipeline.config import Settings
-from pipeline.errors import ConfigurationError
-from pipeline.kafka import clients
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.loop import WorkerLoop
-from pipeline.worker.options import WorkerOptions
-from pipeline.worker.outcomes import event_key
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.loop import WorkerLoop
+from jobstream._pipeline.worker.options import WorkerOptions
+from jobstream._pipeline.worker.outcomes import event_key
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.overlap import Runs, most_at_once

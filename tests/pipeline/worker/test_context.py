@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.model.records import ExecutionRequested, plain, typed
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.app import DEFAULT_TIMEOUT_S
-from pipeline.worker.context import build_context
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.records import ExecutionRequested, plain, typed
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.app import DEFAULT_TIMEOUT_S
+from jobstream._pipeline.worker.context import build_context
 from tests.pipeline.worker.executions import execution_requested
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.config import load_settings
-from pipeline.model.lifecycle import WORKER_STOPPED
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.model.lifecycle import WORKER_STOPPED
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import (
     DriveWorker,

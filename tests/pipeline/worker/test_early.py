@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.scheduling.fair_share import weight_of
-from pipeline.worker.early import EarlyRecords
+from jobstream._pipeline.scheduling.fair_share import weight_of
+from jobstream._pipeline.worker.early import EarlyRecords
 
 A, B = ("jobs.exec.t.normal", 0), ("jobs.exec.t.normal", 1)
 

@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from pipeline.clock import now_ms
-from pipeline.errors import NonRetryableError
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.context import build_context
-from pipeline.worker.executor import AsyncRun, Finished, JobExecutor
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.executor import AsyncRun, Finished, JobExecutor
 from tests.pipeline.worker.executions import execution_requested
 
 app = WorkerApp()

@@ -6,12 +6,12 @@ import math
 from types import SimpleNamespace
 from typing import cast
 
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.worker.app import Handler
-from pipeline.worker.inflight import InFlight, RunningJob
-from pipeline.worker.lane import Lane
-from pipeline.worker.offsets import OffsetRef
-from pipeline.worker.slots import PartitionSlots
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.worker.app import Handler
+from jobstream._pipeline.worker.inflight import InFlight, RunningJob
+from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.offsets import OffsetRef
+from jobstream._pipeline.worker.slots import PartitionSlots
 from tests.pipeline.worker.executions import execution_requested
 
 LIMITS = ConcurrencyLimits({"report.generate": 8}, partitions=6)

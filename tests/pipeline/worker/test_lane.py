@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.worker.pauses import full_tiers
+from jobstream._pipeline.worker.pauses import full_tiers
 
 EMPTY: frozenset[str] = frozenset()
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import orjson
 
-from pipeline.errors import NonRetryableError
-from pipeline.model.records import evolve
-from pipeline.serde import Event
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.errors import NonRetryableError
+from jobstream._pipeline.model.records import evolve
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import DriveWorker, EventLog, StartWorker, committed_offsets
 from tests.support.waiting import wait_for
@@ -101,7 +101,7 @@ def test_a_result_over_the_limit_fails_the_run_naming_the_limit(drive: DriveWork
     driver.append(drive(app))
     (execution_id,) = driver[0].fire(execution_requested())
     failed = _wait(driver[0], execution_id, "FAILED")[0]["error"]
-    assert failed["error_type"] == "pipeline.worker.results.ResultTooLargeError"
+    assert failed["error_type"] == "jobstream._pipeline.worker.results.ResultTooLargeError"
     assert failed["retryable"] is False
     assert "over the limit of 1,048,576 bytes" in failed["message"]
 
@@ -130,7 +130,7 @@ def test_failures_carry_the_error_its_retryability_and_the_execution(
     assert 'raise ConnectionError("database unreachable")' in failed["error"]["traceback"]
     assert failed["execution"] == transient.data
     failed = _wait(driver, permanent.data["execution_id"], "FAILED")[0]
-    assert failed["error"]["error_type"] == "pipeline.errors.NonRetryableError"
+    assert failed["error"]["error_type"] == "jobstream._pipeline.errors.NonRetryableError"
     assert failed["error"]["retryable"] is False
     failed = _wait(driver, bad_params.data["execution_id"], "FAILED")[0]
     assert failed["error"]["retryable"] is False and "spec.params" in failed["error"]["message"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from pipeline.worker.offsets import (
+from jobstream._pipeline.worker.offsets import (
     METADATA_MOST_CHARS,
     Mark,
     OffsetTracker,

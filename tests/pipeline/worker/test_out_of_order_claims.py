@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.clock import now_ms
-from pipeline.topics import Topics
+from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.topics import Topics
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.sample_app import app
 from tests.pipeline.worker.support import EventLog, StartWorker

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import NonRetryableError, ValidationError
-from pipeline.model.records import evolve
-from pipeline.serde import Event, make_serde
-from pipeline.worker import outcomes
-from pipeline.worker.results import ResultEncodingError, encode_result
+from jobstream._pipeline.errors import NonRetryableError, ValidationError
+from jobstream._pipeline.model.records import evolve
+from jobstream._pipeline.serde import Event, make_serde
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.results import ResultEncodingError, encode_result
 from tests.pipeline.worker.executions import execution_requested
 
 SERIALIZE, DESERIALIZE = make_serde()
@@ -36,9 +36,9 @@ def round_trip(event: Event) -> dict[str, Any]:
     ("exc", "error_type", "retryable"),
     [
         (ValueError("bad"), "ValueError", True),
-        (NonRetryableError("no"), "pipeline.errors.NonRetryableError", False),
-        (ValidationError("spec.params", "x"), "pipeline.errors.ValidationError", False),
-        (ResultEncodingError("x"), "pipeline.worker.results.ResultEncodingError", False),
+        (NonRetryableError("no"), "jobstream._pipeline.errors.NonRetryableError", False),
+        (ValidationError("spec.params", "x"), "jobstream._pipeline.errors.ValidationError", False),
+        (ResultEncodingError("x"), "jobstream._pipeline.worker.results.ResultEncodingError", False),
         (Teapot("tea"), f"{__name__}.Teapot", False),
         (TimeoutError("own"), "TimeoutError", True),
     ],

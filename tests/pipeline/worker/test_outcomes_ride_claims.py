@@ -5,9 +5,9 @@ second")."""
 
 from __future__ import annotations
 
-from pipeline.runtime.schedule import DEFAULT_INTERVAL_S
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker
 

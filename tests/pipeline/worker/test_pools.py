@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.model.records import Event, JobSubmitted, evolve, typed
-from pipeline.timers.processor import TIMER_OPTIONS, timer_runner
-from pipeline.topics import Topics
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.model.records import Event, JobSubmitted, evolve, typed
+from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.support import EventLog, StartWorker
 from tests.support.jobs import submitted
 from tests.support.pipeline import in_thread, produce

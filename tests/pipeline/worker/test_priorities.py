@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from pipeline.worker.priorities import DEFAULT_WEIGHTS, PriorityPolicy
+from jobstream._pipeline.worker.priorities import DEFAULT_WEIGHTS, PriorityPolicy
 
 ALL = ("high", "normal", "low")
 

@@ -12,12 +12,12 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.worker.app import load_app
-from pipeline.worker.capture import RunLog
-from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished
-from pipeline.worker.processes import ProcessExecutor
-from pipeline.worker.runlogs import decode_lines
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.capture import RunLog
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.processes import ProcessExecutor
+from jobstream._pipeline.worker.runlogs import decode_lines
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.test_processes import gone
 from tests.support.logs_app import LOGGER

@@ -15,13 +15,13 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.errors import ConfigurationError
-from pipeline.worker import WorkerApp
-from pipeline.worker.app import load_app
-from pipeline.worker.child import LIFELINE_GRACE_S
-from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished
-from pipeline.worker.processes import ProcessExecutor
+from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.worker import WorkerApp
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.child import LIFELINE_GRACE_S
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.processes import ProcessExecutor
 from tests.pipeline.worker.executions import execution_requested
 from tests.support.waiting import wait_for
 
@@ -87,7 +87,7 @@ def test_results_sync_async_and_large_come_back_from_a_child(pool: Pool) -> None
     assert raw.result.inline is None
     over = pool.run(bytes=1001)  # the pool's limit is 1,000 bytes
     assert over.error is not None and over.error.retryable is False
-    assert over.error.error_type == "pipeline.worker.results.ResultTooLargeError"
+    assert over.error.error_type == "jobstream._pipeline.worker.results.ResultTooLargeError"
     assert "limit of 1,000 bytes" in over.error.message
 
 
@@ -165,9 +165,9 @@ def test_an_app_not_loaded_by_its_target_cannot_run_in_processes() -> None:
 
 PARENT = """
 import queue, sys
-from pipeline.worker.app import load_app
-from pipeline.worker.context import build_context
-from pipeline.worker.processes import ProcessExecutor
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.processes import ProcessExecutor
 from tests.pipeline.worker.executions import execution_requested
 
 app = load_app(sys.argv[1])

@@ -14,13 +14,13 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.errors import InvalidArgumentError, ValidationError
-from pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
-from pipeline.worker.app import load_app
-from pipeline.worker.context import build_context
-from pipeline.worker.executor import Finished, JobExecutor
-from pipeline.worker.processes import ProcessExecutor
-from pipeline.worker.progress import ProgressReport, ProgressReporter, checked
+from jobstream._pipeline.errors import InvalidArgumentError, ValidationError
+from jobstream._pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
+from jobstream._pipeline.worker.app import load_app
+from jobstream._pipeline.worker.context import build_context
+from jobstream._pipeline.worker.executor import Finished, JobExecutor
+from jobstream._pipeline.worker.processes import ProcessExecutor
+from jobstream._pipeline.worker.progress import ProgressReport, ProgressReporter, checked
 from tests.pipeline.worker.executions import execution_requested
 
 APP = "tests.pipeline.worker.progress_app"

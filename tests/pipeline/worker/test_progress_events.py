@@ -9,8 +9,8 @@ from itertools import pairwise
 import orjson
 import pytest
 
-from pipeline.topics import Topics
-from pipeline.worker.app import load_app
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker.app import load_app
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, StartWorker
 

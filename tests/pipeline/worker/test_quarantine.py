@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.model.records import ErrorInfo, ExecutionRequested, JobSpec
-from pipeline.worker.quarantine import Quarantine, is_suspect
+from jobstream._pipeline.model.records import ErrorInfo, ExecutionRequested, JobSpec
+from jobstream._pipeline.worker.quarantine import Quarantine, is_suspect
 
 
 def _error(error_type: str) -> ErrorInfo:

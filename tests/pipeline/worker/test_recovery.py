@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.kafka import clients
-from pipeline.topics import Topics
-from pipeline.worker import WorkerApp
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.worker import WorkerApp
 from tests.pipeline.worker.executions import execution_requested, submit
 from tests.pipeline.worker.support import EventLog, StartWorker
 

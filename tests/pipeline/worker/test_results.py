@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from pipeline.worker import Result
-from pipeline.worker.results import (
+from jobstream._pipeline.worker import Result
+from jobstream._pipeline.worker.results import (
     DEFAULT_MAX_RESULT_BYTES,
     INLINE_LIMIT,
     JSON,

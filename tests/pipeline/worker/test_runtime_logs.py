@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
-from pipeline.worker.runlogs import decode_lines
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.worker.runlogs import decode_lines
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker, cancel_request
 

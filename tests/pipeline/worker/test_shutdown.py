@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pipeline.worker import JobContext, WorkerApp
-from pipeline.worker.driver import WorkerDriver
+from jobstream._pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker.driver import WorkerDriver
 from tests.pipeline.worker.executions import execution_requested
 from tests.pipeline.worker.support import DriveWorker
 from tests.support.waiting import wait_for

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.concurrency import ConcurrencyLimits
-from pipeline.worker.slots import PartitionSlots
+from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.worker.slots import PartitionSlots
 
 LIMITS = ConcurrencyLimits({"report.generate": 8}, partitions=6)  # 2, 2, 1, 1, 1, 1
 

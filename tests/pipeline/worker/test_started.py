@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fastavro import schemaless_writer
 
-from pipeline.model.records import ErrorInfo, RetryPolicyRecord, evolve, plain
-from pipeline.serde import AvroSerializer, Event, EventSchemas, event_schemas
-from pipeline.serde.avro import SINGLE_OBJECT_MAGIC
-from pipeline.worker import outcomes
-from pipeline.worker.started import StartedEncoder
+from jobstream._pipeline.model.records import ErrorInfo, RetryPolicyRecord, evolve, plain
+from jobstream._pipeline.serde import AvroSerializer, Event, EventSchemas, event_schemas
+from jobstream._pipeline.serde.avro import SINGLE_OBJECT_MAGIC
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.started import StartedEncoder
 from tests.pipeline.worker.executions import execution_requested
 from tests.support.pipeline import DESERIALIZE, SERIALIZE
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from pipeline.worker import JobContext, WorkerApp
+from jobstream._pipeline.worker import JobContext, WorkerApp
 from tests.pipeline.worker.executions import execution_requested, suspect
 from tests.pipeline.worker.support import DriveWorker
 

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from pipeline.errors import ValidationError
-from pipeline.workflows import MAX_STEPS, topological_order
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.workflows import MAX_STEPS, topological_order
 
 
 def refusal(steps: list[tuple[str, list[str]]]) -> ValidationError:

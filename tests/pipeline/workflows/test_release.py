@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.workflows import Gate, GateAction, admit, after_parent_ended
+from jobstream._pipeline.workflows import Gate, GateAction, admit, after_parent_ended
 
 WAIT, RUN, CANCEL = GateAction.WAIT, GateAction.RUN, GateAction.CANCEL
 
