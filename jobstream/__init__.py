@@ -24,8 +24,6 @@ def generate(ctx: JobContext) -> dict:
 ``jobstream worker --app myapp.jobs --type report.generate`` serves it.
 """
 
-from importlib.metadata import version as _version
-
 from jobstream import records
 from jobstream._pipeline.config import Settings, load_settings
 from jobstream._pipeline.errors import (
@@ -37,11 +35,12 @@ from jobstream._pipeline.errors import (
 from jobstream._pipeline.jobs.client import JobClient, SubmissionError, WorkflowSubmission
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.model.retry import RetryPolicy
+from jobstream._pipeline.version import VERSION
 from jobstream._pipeline.worker.app import WorkerApp
 from jobstream._pipeline.worker.context import JobContext, ParentResult
 from jobstream._pipeline.worker.results import Result
 
-__version__: str = _version("jobstream")
+__version__: str = VERSION
 """The one version, read from the installed distribution (pyproject.toml sets it)."""
 
 __all__ = [

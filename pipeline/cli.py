@@ -36,6 +36,7 @@ from jobstream._pipeline.runtime.collector import tune_collector
 from jobstream._pipeline.status.cli import status_processor
 from jobstream._pipeline.status.query import status
 from jobstream._pipeline.timers.cli import timers
+from jobstream._pipeline.version import VERSION
 from jobstream._pipeline.worker.cli import worker
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,16 @@ def new_app(*, help: str, epilog: str | None = None) -> typer.Typer:
     return app
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"jobstream {VERSION}")
+        raise typer.Exit()
+
+
 def _setup(
     log_level: str = typer.Option("INFO", "--log-level", envvar="JOBSTREAM_LOG_LEVEL"),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print jobstream's version and exit."),
 ) -> None:
     configure_logging(log_level)
 

@@ -37,6 +37,21 @@ RELEASED_FINGERPRINTS: dict[str, dict[str, str]] = {
         "DeadLettered": "7883bf8cc9cd843a",
         "WorkerHeartbeat": "14eaf4a8b4202919",
     },
+    "v2": {
+        "JobSubmitted": "21f06b3bc07bf5d8",
+        "JobCancelled": "366df35a9bca369f",
+        "ScheduleChanged": "4fdccd629f53f778",
+        "ExecutionRequested": "dfd250940a112047",
+        "JobLifecycle": "dc6fef8b237d6672",
+        "RetryScheduled": "0de57b43eba5eafe",
+        "DeadLettered": "cd65031b2df149ea",
+        "WorkerHeartbeat": "130e630eb5fb4b3f",
+        "WorkflowSubmitted": "dce88b7d58fa9e11",
+        "WorkflowCancelled": "8ef8c301f02b507d",
+        "StepEnded": "e48186f9c44f8356",
+        "JobTriggered": "6409df3ba8a72379",
+        "CancelRequested": "5990115de09d3164",
+    },
 }
 
 
