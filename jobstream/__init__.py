@@ -24,24 +24,56 @@ def generate(ctx: JobContext) -> dict:
 ``jobstream worker --app myapp.jobs --type report.generate`` serves it.
 """
 
-from jobstream import records
-from jobstream._pipeline.config import Settings, load_settings
-from jobstream._pipeline.errors import (
-    InvalidArgumentError,
-    JobstreamError,
-    NonRetryableError,
-    ValidationError,
-)
-from jobstream._pipeline.jobs.client import JobClient, SubmissionError, WorkflowSubmission
-from jobstream._pipeline.model.job import JobRequest
-from jobstream._pipeline.model.retry import RetryPolicy
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from jobstream._pipeline.version import VERSION
-from jobstream._pipeline.worker.app import WorkerApp
-from jobstream._pipeline.worker.context import JobContext, ParentResult
-from jobstream._pipeline.worker.results import Result
+
+if TYPE_CHECKING:  # what type checkers and the API reference read; at run time, _PUBLIC
+    from jobstream import records as records
+    from jobstream._pipeline.config import Settings as Settings
+    from jobstream._pipeline.config import load_settings as load_settings
+    from jobstream._pipeline.errors import InvalidArgumentError as InvalidArgumentError
+    from jobstream._pipeline.errors import JobstreamError as JobstreamError
+    from jobstream._pipeline.errors import NonRetryableError as NonRetryableError
+    from jobstream._pipeline.errors import ValidationError as ValidationError
+    from jobstream._pipeline.jobs.client import JobClient as JobClient
+    from jobstream._pipeline.jobs.client import SubmissionError as SubmissionError
+    from jobstream._pipeline.jobs.client import WorkflowSubmission as WorkflowSubmission
+    from jobstream._pipeline.model.job import JobRequest as JobRequest
+    from jobstream._pipeline.model.retry import RetryPolicy as RetryPolicy
+    from jobstream._pipeline.worker.app import WorkerApp as WorkerApp
+    from jobstream._pipeline.worker.context import JobContext as JobContext
+    from jobstream._pipeline.worker.context import ParentResult as ParentResult
+    from jobstream._pipeline.worker.results import Result as Result
 
 __version__: str = VERSION
 """The one version, read from the installed distribution (pyproject.toml sets it)."""
+
+_PUBLIC = {
+    "InvalidArgumentError": "jobstream._pipeline.errors",
+    "JobClient": "jobstream._pipeline.jobs.client",
+    "JobContext": "jobstream._pipeline.worker.context",
+    "JobRequest": "jobstream._pipeline.model.job",
+    "JobstreamError": "jobstream._pipeline.errors",
+    "load_settings": "jobstream._pipeline.config",
+    "NonRetryableError": "jobstream._pipeline.errors",
+    "ParentResult": "jobstream._pipeline.worker.context",
+    "records": "jobstream.records",
+    "Result": "jobstream._pipeline.worker.results",
+    "RetryPolicy": "jobstream._pipeline.model.retry",
+    "Settings": "jobstream._pipeline.config",
+    "SubmissionError": "jobstream._pipeline.jobs.client",
+    "ValidationError": "jobstream._pipeline.errors",
+    "WorkerApp": "jobstream._pipeline.worker.app",
+    "WorkflowSubmission": "jobstream._pipeline.jobs.client",
+}
+"""Each public name and the module that defines it (a public module: itself). A name is
+imported on first use, so that a process importing one part of jobstream (a handler's child
+process, the timers) does not pay for the others: the client and the records load the
+Kafka and Avro libraries."""
 
 __all__ = [
     "InvalidArgumentError",
@@ -62,3 +94,17 @@ __all__ = [
     "load_settings",
     "records",
 ]
+
+
+def __getattr__(name: str) -> object:
+    where = _PUBLIC.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = import_module(where)
+    value = module if where == f"{__name__}.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

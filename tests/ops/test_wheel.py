@@ -12,7 +12,9 @@ processes (a module goes whole to one of them).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import sys
 import tomllib
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ import yaml
 
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.scrape import scrape
+from jobstream._ops.stack import Stack, worker
 from tests.support.compose import LOOPBACK, METRICS_PORT, ComposeRun
 from tests.support.tools import debian_tool
 from tests.support.waiting import wait_for
@@ -36,6 +39,10 @@ pytestmark = pytest.mark.timeout(900)
 
 MONITORING = ROOT / "ops" / "monitoring"
 JOB_TYPES = ("data.process", "image.render", "report.generate")
+USER_PROJECT = ROOT / "tests" / "support" / "user_project"
+"""A team's repository with packages of its own named ``pipeline``, ``ops`` and
+``connectors``, and a worker module that imports them beside jobstream."""
+USER_JOB_TYPE = "userproject.etl"
 
 
 def test_the_wheel_holds_every_package_data_file_of_the_checkout(
@@ -68,6 +75,80 @@ def test_commands_run_from_the_virtualenv_alone(installed_wheel: Installed) -> N
                            cwd=installed_wheel.home, env=installed_wheel.env(),
                            capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
     assert found.stdout.startswith(str(installed_wheel.site_packages)), found.stdout
+
+
+def test_the_wheel_installs_one_top_level_import_name(installed_wheel: Installed) -> None:
+    """Every file pip installed from the wheel, as the distribution's RECORD lists it, is
+    under ``jobstream/`` or its dist-info, or is the ``jobstream`` script."""
+    probe = ("import importlib.metadata as m, json; "
+             "print(json.dumps([f.parts for f in m.distribution('jobstream').files]))")
+    listed = subprocess.run([str(installed_wheel.venv / "bin" / "python"), "-c", probe],
+                            cwd=installed_wheel.home, env=installed_wheel.env(),
+                            capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    files = [tuple(parts) for parts in json.loads(listed.stdout)]
+    names = {parts[0] for parts in files if not parts[0].endswith(".dist-info")}
+    scripts = {parts[-1] for parts in files if parts[0] == ".."}
+    assert names - {".."} == {"jobstream"}, names
+    assert scripts == {"jobstream"}, scripts
+    assert ("jobstream", "py.typed") in files
+
+
+@pytest.fixture
+def user_project(tmp_path: Path) -> Path:
+    """A copy of the team's repository, outside the checkout."""
+    project = tmp_path / "project"
+    shutil.copytree(USER_PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
+    return project
+
+
+def test_a_user_project_type_checks_against_the_installed_wheel(
+        installed_wheel: Installed, user_project: Path) -> None:  # fmt: skip
+    """mypy --strict on the team's code finds jobstream in the wheel's virtualenv by its
+    py.typed; a call that the public API's types refuse fails, so the types are the wheel's."""
+
+    def mypy(*paths: str) -> subprocess.CompletedProcess[str]:
+        python = str(installed_wheel.venv / "bin" / "python")
+        command = [sys.executable, "-m", "mypy", "--python-executable", python, "--strict",
+                   "--cache-dir", "/dev/null", *paths]  # fmt: skip
+        return subprocess.run(command, cwd=user_project, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+
+    checked = mypy("myapp", "pipeline", "ops", "connectors")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (user_project / "misuse.py").write_text("from jobstream import WorkerApp\n\n"
+                                            "WorkerApp().handler(42)\n")  # fmt: skip
+    refused = mypy("misuse.py")
+    assert refused.returncode == 1, refused.stdout
+    assert 'misuse.py:3: error: Argument 1 to "handler" of "WorkerApp"' in refused.stdout
+
+
+def test_a_user_project_with_its_own_pipeline_package_is_served(
+        compose_run: ComposeRun, user_project: Path, tmp_path: Path) -> None:  # fmt: skip
+    """``jobstream worker --app myapp.jobs`` from the project's folder imports the team's
+    ``pipeline``, ``ops`` and ``connectors`` and jobstream's public API, and runs a job."""
+    installed = compose_run.installed
+    env = {"JOBSTREAM_BOOTSTRAP_SERVERS": compose_run.bootstrap,
+           "JOBSTREAM_METRICS_HOST": LOOPBACK}  # fmt: skip
+    stack = Stack(tmp_path / "stack", installed.env(env), program=(installed.jobstream,),
+                  cwd=user_project)  # fmt: skip
+    try:
+        stack.start([worker(USER_JOB_TYPE, "user-0", free_ports(1), app="myapp.jobs")],
+                    timeout_s=120)  # fmt: skip
+        submitted = installed.run("submit", "--type", USER_JOB_TYPE, "--owner", "wheel",
+                                  "--params", '{"rows": [1, 2, 3]}', env=env)  # fmt: skip
+        assert submitted.returncode == 0, submitted.stderr
+        job_id = submitted.stdout.strip()
+
+        def succeeded() -> dict[str, Any] | None:
+            shown = installed.run("status", job_id, "--timeout", "5s", env=env)
+            doc = json.loads(shown.stdout) if shown.returncode == 0 else {}
+            return doc if doc.get("state") == "SUCCEEDED" else None
+
+        doc = wait_for(succeeded, timeout_s=120, interval_s=1, what=f"{job_id} SUCCEEDED")
+        assert json.loads(doc["result"]) == {"rows": [2, 4, 6], "source": "warehouse",
+                                             "owner": "data-team"}  # fmt: skip
+    finally:
+        stack.stop()
 
 
 def test_jobs_of_each_demo_type_run_to_succeeded(compose_run: ComposeRun) -> None:

@@ -1,0 +1,1 @@
+SOURCE = "warehouse"

@@ -1,0 +1,1 @@
+OWNER = "data-team"
