@@ -1,5 +1,5 @@
-"""docker-compose.yml: a real Compose validator accepts it, it names every service the
-README lists, and each jobstream service runs a real command (tests/ops/test_wheel.py
+"""docker-compose.yml: a real Compose validator accepts it, it names every service that
+docs/deploy.md lists, and each jobstream service runs a real command (tests/ops/test_wheel.py
 runs them)."""
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ from tests.support.compose import COMPOSE_FILE, ROOT, compose_services, jobstrea
 from tests.support.tools import unavailable
 
 
-def readme_services() -> set[str]:
-    """First-column names of the table under the README's 'Services' heading."""
-    text = (ROOT / "README.md").read_text()
+def documented_services() -> set[str]:
+    """First-column names of the table under docs/deploy.md's 'Services' heading."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
     section = text.split("### Services in docker-compose.yml", 1)[1].split("\n#", 1)[0]
     return set(re.findall(r"^\|\s*`([\w-]+)`\s*\|", section, flags=re.MULTILINE))
 
 
-def test_compose_and_readme_name_the_same_services() -> None:
-    listed = readme_services()
-    assert listed, "README lists no services"
+def test_compose_and_the_docs_name_the_same_services() -> None:
+    listed = documented_services()
+    assert listed, "docs/deploy.md lists no services"
     assert listed == set(compose_services())
 
 

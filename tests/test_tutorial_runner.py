@@ -1,0 +1,105 @@
+"""run_tutorial (tests/support/tutorial.py) on small pages of its format, with no broker:
+one shell for every step, the test's value for an export, files written, a wait, the
+clean-up run after a failure too, and nothing left running."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.tutorial import TutorialError, run_tutorial
+from tests.support.wheel import Installed
+
+pytestmark = pytest.mark.usefixtures("child_processes")
+
+PAGE = """# A page
+
+## Start
+
+```bash
+export PORT=1
+sleep 300 &
+echo $! > sleeper.pid
+COUNT=0
+```
+
+## A file
+
+```text title="data/note.txt"
+hello
+```
+
+## Wait
+
+<!-- tutorial: until "3" within 30s -->
+```bash
+COUNT=$((COUNT + 1)); echo "count $COUNT"
+```
+
+## Check
+
+```bash
+cat data/note.txt
+test "$PORT" = 4242 && echo "port $PORT"
+command -v python
+{failing}
+```
+
+## End
+
+<!-- tutorial: finally -->
+```bash
+kill $(jobs -p)
+wait
+touch cleaned-up
+```
+"""
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Installed:
+    """This interpreter's environment standing in for the wheel's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return Installed(Path(sys.prefix), home)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_page_runs_in_one_shell_to_its_clean_up(installed: Installed, tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE.format(failing="true"))
+    work = tmp_path / "work"
+    ran = run_tutorial(installed, work, page=page, overrides={"PORT": "4242"})
+    outputs = {r.command: r.output for r in ran}
+    assert outputs['COUNT=$((COUNT + 1)); echo "count $COUNT"'] == "count 3\n"
+    assert outputs["cat data/note.txt"] == "hello\n"
+    assert outputs['test "$PORT" = 4242 && echo "port $PORT"'] == "port 4242\n"
+    assert outputs["command -v python"].startswith(str(Path(sys.prefix) / "bin"))
+    assert (work / "cleaned-up").exists()
+    assert not _alive(int((work / "sleeper.pid").read_text()))
+
+
+def test_a_failing_step_is_reported_and_the_clean_up_still_runs(
+    installed: Installed, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE.format(failing="echo about to fail; false"))
+    work = tmp_path / "work"
+    with pytest.raises(TutorialError) as failed:
+        run_tutorial(installed, work, page=page, overrides={"PORT": "4242"})
+    message = str(failed.value)
+    assert "page.md:" in message and "(Check)" in message
+    assert "`echo about to fail; false` exited 1" in message
+    assert "about to fail" in message
+    assert (work / "cleaned-up").exists()
+    assert not _alive(int((work / "sleeper.pid").read_text()))
