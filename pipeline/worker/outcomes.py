@@ -45,6 +45,10 @@ from jobstream._pipeline.worker.results import EncodedResult, result_uri
 
 SKIPPED_DETAIL = "skipped: previous run still running"
 
+RUN_ENDS = frozenset({LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT,
+                      LifecycleKind.CANCELLED})  # fmt: skip
+"""The kinds a worker ends a run with: the last event of every run it reports."""
+
 
 def event_key(execution: ExecutionRequested) -> bytes:
     return partition_key(execution.job_id, execution.workflow_id)

@@ -24,7 +24,7 @@ the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +118,7 @@ def result_headers(encoded: EncodedResult, execution_id: str,
             (ATTEMPT_HEADER, str(attempt).encode())]  # fmt: skip
 
 
-def header(headers: Mapping[str, str | bytes | None] | list[tuple[str, str | bytes | None]]
+def header(headers: Mapping[str, str | bytes | None] | Sequence[tuple[str, str | bytes | None]]
            | None, name: str) -> str | None:  # fmt: skip
     """A header's text from a record's headers (as confluent-kafka hands them); None when
     absent."""
