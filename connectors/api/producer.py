@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
-from jobstream._pipeline.jobs.client import names_of
+from jobstream._pipeline.jobs.outbound import names_of
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.partitioning import partition_key

@@ -8,7 +8,9 @@ of one per job.
 
 Records are keyed by :func:`jobstream._pipeline.partitioning.partition_key` and partitioned with
 ``murmur2_random``, the hash of Kafka's Java client, so that a job submitted here and its
-cancel sent by any other client (kcat, Java, Go) meet on the same partition.
+cancel sent by any other client (kcat, Java, Go, :class:`AsyncJobClient`) meet on the same
+partition. What builds the records and the errors is shared with the asyncio client
+(:mod:`jobstream._pipeline.jobs.outbound`); this module only produces and waits.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -25,76 +26,34 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
-from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.jobs.outbound import (
+    Failure,
+    SubmissionError,
+    WorkflowSubmission,
+    job_events,
+    outgoing,
+    refusal,
+    request_of,
+    unacknowledged,
+    workflow_submissions,
+)
 from jobstream._pipeline.kafka import clients
-from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.model import commands
 from jobstream._pipeline.model.job import JobRequest
-from jobstream._pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
-from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
 from jobstream._pipeline.topics import Topics
-from jobstream._pipeline.workflows.commands import step_ids, workflow_event
+from jobstream._pipeline.workflows.commands import workflow_event
+
+__all__ = ["JobClient", "SubmissionError", "WorkflowSubmission"]
 
 logger = logging.getLogger(__name__)
 
-_NOT_RETRYABLE = {
-    KafkaError.MSG_SIZE_TOO_LARGE,
-    KafkaError.INVALID_MSG_SIZE,
-    KafkaError.TOPIC_AUTHORIZATION_FAILED,
-    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-    KafkaError._INVALID_ARG,
-}
 
-
-class SubmissionError(JobstreamError):
-    """Records the broker did not acknowledge; ``job_ids`` names the jobs affected.
-
-    Retrying is safe for jobs with an idempotency key (the same id is deduplicated);
-    without one, a record that was in fact written before the failure runs twice.
-    """
-
-    def __init__(self, topic: str, reason: str, job_ids: list[str], *, retryable: bool) -> None:
-        shown = ", ".join(job_ids[:5]) + (
-            f" and {len(job_ids) - 5} more" if len(job_ids) > 5 else ""
-        )
-        super().__init__(f"{topic}: {reason}" + (f" (job ids {shown})" if job_ids else ""))
-        self.topic = topic
-        self.job_ids = job_ids
-        self.retryable = retryable
-
-
-def _on_delivery(
-    failures: list[tuple[str, str]],
-    codes: list[int],
-    job_id: str,
-    err: KafkaError | None,
-    _msg: Message,
-) -> None:
+def _on_delivery(failures: list[Failure], job_id: str, err: KafkaError | None,
+                 _msg: Message) -> None:  # fmt: skip
     if err is not None:
-        failures.append((job_id, err.str()))
-        codes.append(err.code())
-
-
-def names_of(event: Event) -> tuple[str, str | None]:
-    """The id a record is named by (in refusals) and the workflow id of its partition key.
-
-    A workflow's records have no job id: they are named (and keyed) by the workflow.
-    """
-    record = event.data
-    if isinstance(record, WorkflowSubmitted | WorkflowCancelled):
-        return record.workflow_id, record.workflow_id
-    return record.job_id, record.workflow_id
-
-
-@dataclass(frozen=True)
-class WorkflowSubmission:
-    """A workflow the broker has acknowledged."""
-
-    workflow_id: str
-    steps: dict[str, str]
-    """Step name -> job id, in submission order."""
+        failures.append(Failure(job_id, err.code(), err.str()))
 
 
 class JobClient:
@@ -121,16 +80,11 @@ class JobClient:
         Raises ValidationError (before anything is sent), SubmissionError, or
         AuthorizationError when this principal may not write jobs.intake.
         """
-        if request is None:
-            request = JobRequest(**fields)
-        elif fields:
-            raise TypeError("pass a JobRequest or its fields, not both")
-        return self.submit_many([request])[0]
+        return self.submit_many([request_of(request, fields)])[0]
 
     def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """Submit jobs in one batch; their ids in order, once the broker has them all."""
-        now = now_ms()
-        events = [request.to_event(now) for request in requests]
+        events = job_events(requests, now_ms())
         self._send(events)
         return [event.data.job_id for event in events]
 
@@ -156,8 +110,7 @@ class JobClient:
     def submit_workflows(self, events: Sequence[Event]) -> list[WorkflowSubmission]:
         """Submit WorkflowSubmitted records built by :func:`workflow_event` in one batch."""
         self._send(list(events))
-        return [WorkflowSubmission(e.data.workflow_id, {} if e.data.schedule else step_ids(e))
-                for e in events]  # fmt: skip
+        return workflow_submissions(events)
 
     def cancel_workflow(self, owner: str, workflow_id: str, *, reason: str | None = None,
                         requested_by: str | None = None) -> None:  # fmt: skip
@@ -219,39 +172,25 @@ class JobClient:
 
     def _send(self, events: list[Event]) -> None:
         """Produce every event, then wait once for all acknowledgements."""
-        failures: list[tuple[str, str]] = []
-        codes: list[int] = []
+        failures: list[Failure] = []
         produce, poll = self._producer.produce, self._producer.poll
-        for event in events:
-            job_id, workflow_id = names_of(event)
-            value = self._serialize(event, None)
-            key = partition_key(job_id, workflow_id)
-            callback = functools.partial(_on_delivery, failures, codes, job_id)
+        for record in outgoing(events, self._serialize):
+            callback = functools.partial(_on_delivery, failures, record.job_id)
             while True:
                 try:
-                    produce(self.topic, value, key, on_delivery=callback)
+                    produce(self.topic, record.value, record.key, on_delivery=callback)
                     break
                 except BufferError:  # local queue full: serve acknowledgements, then retry
                     poll(0.05)
                 except KafkaException as exc:  # refused locally, e.g. a record too large
                     error = exc.args[0]
-                    failures.append((job_id, error.str()))
-                    codes.append(error.code())
+                    failures.append(Failure(record.job_id, error.code(), error.str()))
                     break
         pending = self._producer.flush(self._timeout_s + 5)
-        for code in codes:
-            refused = denied(KafkaError(code), topic=self.topic, principal=self._principal)
-            if refused is not None:
-                raise refused
         if failures:
-            retryable = not any(code in _NOT_RETRYABLE for code in codes)
-            reason = f"{len(failures)} of {len(events)} records not acknowledged: {failures[0][1]}"
-            raise SubmissionError(
-                self.topic, reason, [job_id for job_id, _ in failures], retryable=retryable
-            )
+            raise refusal(self.topic, failures, len(events), principal=self._principal)
         if pending:  # message.timeout.ms should have failed them first; never assume success
-            reason = f"{pending} records unacknowledged after {self._timeout_s + 5} s"
-            raise SubmissionError(self.topic, reason, [], retryable=True)
+            raise unacknowledged(self.topic, pending, self._timeout_s + 5)
         logger.debug("sent %d records to %s", len(events), self.topic)
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""Reading jobs.intake back in tests, and where Kafka's Java client would put a key."""
+"""Reading jobs.intake back in tests."""
 
 from __future__ import annotations
 
@@ -60,26 +60,3 @@ def intake_size(topics: Topics, group_id: str) -> int:
     finally:
         consumer.close()
 
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (the Java client's key hash), as an unsigned 32-bit int."""
-    length, m = len(data), 0x5BD1E995
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    for i in range(0, length - length % 4, 4):
-        k = (int.from_bytes(data[i : i + 4], "little") * m) & 0xFFFFFFFF
-        k = ((k ^ (k >> 24)) * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = data[length - length % 4 :]
-    if len(tail) == 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
-    if tail:
-        h = ((h ^ tail[0]) * m) & 0xFFFFFFFF
-    h = ((h ^ (h >> 13)) * m) & 0xFFFFFFFF
-    return h ^ (h >> 15)
-
-
-def java_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's Java DefaultPartitioner picks for a keyed record."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions

@@ -15,25 +15,12 @@ from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs import JobClient, JobRequest, SubmissionError, idempotent_job_id
 from jobstream._pipeline.model.job import validate_submitted
+from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.topics import Topics
-from tests.pipeline.jobs.intake import intake_size, java_partition, murmur2, read_intake
+from tests.pipeline.jobs.intake import intake_size, read_intake
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "submit_with_confluent_kafka.py"
-
-
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        (b"21", -973932308),
-        (b"foobar", -790332482),
-        (b"a-little-bit-long-string", -985981536),
-        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
-        (b"abc", 479470107),
-    ],
-)
-def test_murmur2_matches_kafka_s_own_test_vectors(data: bytes, expected: int) -> None:
-    assert murmur2(data) == expected & 0xFFFFFFFF
 
 
 def test_submit_lands_keyed_by_job_id_where_java_would_put_it(

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows.commands import expand_workflow, step_ids
-from tests.pipeline.jobs.intake import java_partition, read_intake
+from tests.pipeline.jobs.intake import read_intake
 
 EXAMPLE = (Path(__file__).parents[3] / "docs" / "examples"
            / "submit_workflow_with_confluent_kafka.py")  # fmt: skip
