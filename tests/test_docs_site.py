@@ -1,6 +1,6 @@
 """The documentation site builds in strict mode (a broken link, anchor or reference fails
-it), its nav holds every page of docs/, and the API reference holds the public API's
-docstrings (mkdocs.yml; docs/reference.md)."""
+it), its nav holds every page of docs/, the API reference holds the public API's
+docstrings (mkdocs.yml; docs/reference.md), and the README's links lead somewhere."""
 
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ def test_the_nav_holds_every_page_of_docs() -> None:
     config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
     assert set(_nav_pages(config["nav"])) == pages
+
+
+def test_every_relative_link_of_the_readme_names_a_file() -> None:
+    """The README is read on the repository's page, outside the site: its links to docs/
+    are to files, which strict mode does not see."""
+    targets = re.findall(r"\]\((?!https?://)([^)#\s]+)", (ROOT / "README.md").read_text())
+    assert targets, "the README links to no page"
+    assert [t for t in targets if not (ROOT / t).exists()] == []
 
 
 @pytest.mark.usefixtures("child_processes")
