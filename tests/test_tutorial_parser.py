@@ -4,6 +4,7 @@ The steps run from the installed wheel in tests/ops/test_wheel.py."""
 
 from __future__ import annotations
 
+import re
 import types
 
 import pytest
@@ -17,6 +18,7 @@ from tests.support.tutorial import (
     parse,
     shell_commands,
 )
+from tests.support.wheel import ROOT
 
 
 def test_the_getting_started_page_parses_into_its_steps() -> None:
@@ -138,3 +140,31 @@ def test_an_override_the_page_never_exports_is_refused() -> None:
     steps = parse("```bash\nexport KAFKA_PORT=9092\n```\n")
     with pytest.raises(ValueError, match="BROKER_PORT"):
         check_overrides(steps, {"BROKER_PORT": "1"})
+
+
+def test_the_readmes_first_job_is_the_tutorials() -> None:
+    """The README's short version runs the same worker module and the same commands as
+    docs/getting-started.md, which the wheel's test runs whole."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Your first job", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w+)\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    steps = parse(PAGE.read_text())
+    (module,) = [s for s in steps if s.path is not None]
+    (readme_module,) = [body for language, body in blocks if body.startswith(f"# {module.path}")]
+    assert readme_module.split("\n", 1)[1] == module.text
+    tutorial = {_words(c) for s in steps for c in s.commands}
+    readme_commands = [c for language, body in blocks if language == "sh"
+                       for c in shell_commands(body) if "jobstream " in c]  # fmt: skip
+    assert readme_commands
+    assert [c for c in readme_commands if _words(c) not in tutorial] == []
+
+
+def _words(command: str) -> tuple[str, ...]:
+    """A command's program and subcommands, before its first option or redirection."""
+    command = command.split("$(", 1)[-1]
+    words = []
+    for word in command.split():
+        if word.startswith(("-", ">", "#", "&", '"')):
+            break
+        words.append(word)
+    return tuple(words)
