@@ -54,6 +54,7 @@ command -v python
 ```bash
 kill $(jobs -p)
 wait
+{cleanup}
 touch cleaned-up
 ```
 """
@@ -77,7 +78,7 @@ def _alive(pid: int) -> bool:
 
 def test_a_page_runs_in_one_shell_to_its_clean_up(installed: Installed, tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text(PAGE.format(failing="true"))
+    page.write_text(PAGE.format(failing="true", cleanup="true"))
     work = tmp_path / "work"
     ran = run_tutorial(installed, work, page=page, overrides={"PORT": "4242"})
     outputs = {r.command: r.output for r in ran}
@@ -93,7 +94,7 @@ def test_a_failing_step_is_reported_and_the_clean_up_still_runs(
     installed: Installed, tmp_path: Path
 ) -> None:
     page = tmp_path / "page.md"
-    page.write_text(PAGE.format(failing="echo about to fail; false"))
+    page.write_text(PAGE.format(failing="echo about to fail; false", cleanup="false"))
     work = tmp_path / "work"
     with pytest.raises(TutorialError) as failed:
         run_tutorial(installed, work, page=page, overrides={"PORT": "4242"})
@@ -101,5 +102,6 @@ def test_a_failing_step_is_reported_and_the_clean_up_still_runs(
     assert "page.md:" in message and "(Check)" in message
     assert "`echo about to fail; false` exited 1" in message
     assert "about to fail" in message
+    # the clean-up went on past its own failing command, and the step's failure came first
     assert (work / "cleaned-up").exists()
     assert not _alive(int((work / "sleeper.pid").read_text()))

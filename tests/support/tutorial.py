@@ -337,11 +337,17 @@ def _run_step(shell: _Shell, step: Step, page: Path, workdir: Path,
     seen: set[str] = set()
     commands = [override(c, overrides, seen) for c in step.commands]
     if step.until is None:
+        failed = None
         for command in commands:
             status, output = shell.run(command, timeout_s)
             if status != 0:
-                raise TutorialError(_report(step, page, command, status, output, workdir))
+                failed = failed or TutorialError(_report(step, page, command, status, output,
+                                                         workdir))  # fmt: skip
+                if not step.final:  # a clean-up goes on: the broker must stop all the same
+                    break
             ran.append(Ran(step, command, output))
+        if failed is not None:
+            raise failed
         return ran
     deadline = time.monotonic() + step.within_s
     while True:
