@@ -19,13 +19,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobstream._pipeline.config import Settings, load_settings
 from jobstream._pipeline.durations import format_duration
 from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.lifeline import ENV as LIFELINE_ENV
+from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +238,48 @@ class Stack:
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def process_env(settings: Settings) -> dict[str, str]:
+    """The environment of a stack's processes on ``settings``: this one's, less any
+    ``JOBSTREAM_`` setting, plus the topics and partitions of ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
+    env.update({
+        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+        "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
+        "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
+        "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
+        "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
+        "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
+        "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
+        "JOBSTREAM_LOG_LEVEL": "INFO",
+    })  # fmt: skip
+    return env
+
+
+def small_topics(bootstrap: str, prefix: str) -> Topics:
+    """Every topic, two partitions each (one for a dead-letter topic), under ``prefix``,
+    created: a test's pipeline on a shared broker."""
+    settings = load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
+                             timer_partitions=2, exec_partitions=2, events_partitions=2,
+                             status_partitions=2, dlq_partitions=1)  # fmt: skip
+    topics = Topics(settings)
+    ensure_topics(settings.kafka_config, topics.specs())
+    return topics
+
+
+@contextmanager
+def running_stack(settings: Settings, home: Path, parts: list[Component],
+                  **env: str) -> Iterator[Stack]:  # fmt: skip
+    """``parts`` running as processes on the topics of ``settings``, their state under
+    ``home``; ``env`` adds to their environment. Stopped at the end."""
+    running = Stack(home, {**process_env(settings), **env})
+    running.start(parts)
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 class HealthWatch:

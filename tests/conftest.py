@@ -1,46 +1,31 @@
 """One Kafka broker per test session, unique topic prefixes and group ids per test.
 
-The broker is ``KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise a local KRaft broker started
-from ops/ in a temporary folder on free ports. With ``CI=true`` a broker that cannot
-start fails the run; elsewhere the tests that need it are skipped with the reason.
+The broker is ``KAFKA_BOOTSTRAP_SERVERS`` when set, otherwise a container where a Docker
+engine answers, otherwise a local KRaft broker started from ops/ in a temporary folder on
+free ports: the choice of jobstream._ops.kafka.session, which the ``jobstream_broker``
+fixture of a user's tests makes too. With ``CI=true`` a broker that cannot start fails
+the run; elsewhere the tests that need it are skipped with the reason.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from jobstream._ops.kafka.cluster import LocalCluster
-from jobstream._ops.kafka.ports import free_base_port
 from jobstream._pipeline.config import Settings
-from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.topics import Topics
-from tests.support.tools import unavailable
+from jobstream.pytest_plugin import session_kafka
 
 pytest_plugins = ["pytester", "tests.support.tiers"]
 
 
-
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if external:
-        yield external
-        return
-    cluster = LocalCluster(tmp_path_factory.mktemp("kafka"))
-    try:
-        layout = cluster.up(nodes=1, port=free_base_port(1), heap_mb=512)
-    except JobstreamError as exc:
-        cluster.down()
-        unavailable(f"Kafka broker could not start: {exc}")
-    try:
-        yield layout.bootstrap
-    finally:
-        cluster.down()
+    """The session's broker, chosen as for a user's tests (jobstream.pytest_plugin)."""
+    yield from session_kafka(tmp_path_factory.mktemp("kafka"))
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from jobstream._ops.stack import process_env as process_env
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.runtime.runner import Runner
@@ -37,22 +37,6 @@ def produce(settings: Settings, topic: str, events: Iterable[Event | bytes]) -> 
             producer.flush(30)
     assert producer.flush(60) == 0
     return count
-
-
-def process_env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
-    env.update({
-        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
-        "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
-        "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
-        "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
-        "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
-        "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
-        "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
-        "JOBSTREAM_LOG_LEVEL": "INFO",
-    })  # fmt: skip
-    return env
 
 
 @contextmanager

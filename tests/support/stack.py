@@ -11,39 +11,16 @@ import httpx
 import pytest
 
 from jobstream._ops.kafka.ports import free_ports
-from jobstream._ops.stack import Component, Stack, components
+from jobstream._ops.stack import Stack, components
+from jobstream._ops.stack import running_stack as running_stack
+from jobstream._ops.stack import small_topics as module_topics
 from jobstream._pipeline.config import Settings
-from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.serde import JobStatus
 from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
-from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 
 APP = "tests.support.e2e_app"
-
-
-def module_topics(bootstrap: str, prefix: str) -> Topics:
-    """Every topic, two partitions each, under ``prefix``."""
-    settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
-                        timer_partitions=2, exec_partitions=2, events_partitions=2,
-                        status_partitions=2, dlq_partitions=1)  # fmt: skip
-    topics = Topics(settings)
-    ensure_topics(settings.kafka_config, topics.specs())
-    return topics
-
-
-@contextmanager
-def running_stack(settings: Settings, home: Path, parts: list[Component],
-                  **env: str) -> Iterator[Stack]:  # fmt: skip
-    """``parts`` running as processes on the topics of ``settings``, their state under
-    ``home``; ``env`` adds to their environment. Stopped at the end."""
-    running = Stack(home, {**process_env(settings), **env})
-    running.start(parts)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 @contextmanager

@@ -1,10 +1,11 @@
 """Test tiers, marked from the fixtures a test uses.
 
-A test whose fixture closure holds a broker (``kafka_bootstrap``), a browser
-(``browser``) or a child process (``child_processes``) is marked ``broker``,
-``browser`` or ``processes``; a test marked ``cluster`` counts as a broker test. Every
-other test is marked ``fast``: ``make test-fast`` runs those alone (``-m fast``), with no
-broker, no browser and no child process, in a couple of minutes.
+A test whose fixture closure holds a broker (``kafka_bootstrap``, or the
+``jobstream_broker`` of jobstream.pytest_plugin), a browser (``browser``) or a child
+process (``child_processes``) is marked ``broker``, ``browser`` or ``processes``; a test
+marked ``cluster`` counts as a broker test. Every other test is marked ``fast``: ``make
+test-fast`` runs those alone (``-m fast``), with no broker, no browser and no child
+process, in a couple of minutes.
 
 The fast tier is held to it: while a ``fast`` test is set up, runs or is torn down,
 starting a process (by ``subprocess``, ``os.fork``/``posix_spawn`` or ``multiprocessing``)
@@ -25,6 +26,7 @@ import pytest
 
 SLOW_FIXTURES = {
     "kafka_bootstrap": "broker",
+    "jobstream_broker": "broker",  # jobstream.pytest_plugin's
     "browser": "browser",
     "child_processes": "processes",
 }

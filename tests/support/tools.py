@@ -3,19 +3,10 @@ it, saying what to install."""
 
 from __future__ import annotations
 
-import os
 import shutil
-from typing import NoReturn
 
-import pytest
-
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def unavailable(message: str) -> NoReturn:
-    if IN_CI:
-        pytest.fail(message)
-    pytest.skip(message)
+from jobstream.pytest_plugin import IN_CI as IN_CI
+from jobstream.pytest_plugin import unavailable as unavailable
 
 
 def debian_tool(command: str, package: str) -> str:

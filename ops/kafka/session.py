@@ -1,0 +1,178 @@
+"""The broker of a test session: the one given, one in a container, or one from the jars.
+
+:func:`session_broker` makes the choice, once, for the project's own tests
+(tests/conftest.py's ``kafka_bootstrap``) and for a user's (the ``jobstream_broker``
+fixture of jobstream/pytest_plugin.py), in this order (:func:`broker_source`):
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` when set: a broker someone else runs;
+2. a container of the ``apache/kafka`` image, at the version the jars pin, started with
+   testcontainers (the ``testing`` extra) where a Docker engine answers
+   (:func:`docker_answers`): nothing to install but Docker;
+3. otherwise a one-node cluster of the local Kafka jars (:class:`LocalCluster`, which
+   fetches them with Maven once), in the session's temporary folder.
+
+Either broker started here is configured as the local cluster is (:func:`server_properties`:
+one replica, transactions, the record size), listens on free loopback ports, and is
+stopped when the session ends. One that cannot start raises :class:`BrokerError`: the
+fixture decides whether that fails the run or skips its tests.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from confluent_kafka.admin import AdminClient
+
+from jobstream._ops.kafka import jars
+from jobstream._ops.kafka.cluster import Layout, LocalCluster, server_properties
+from jobstream._ops.kafka.ports import free_base_port
+from jobstream._pipeline.errors import BrokerError
+
+if TYPE_CHECKING:
+    from testcontainers.core.container import DockerContainer
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+HEAP_MB = 512
+START_TIMEOUT_S = 120.0
+"""A container's first start pulls its image."""
+CONTAINER_DATA = "/var/lib/kafka/data"
+
+Source = Literal["given", "container", "local"]
+
+
+def broker_source(env: Mapping[str, str], docker: Callable[[], bool]) -> Source:
+    """Where the session's broker comes from: ``given`` (``KAFKA_BOOTSTRAP_SERVERS``),
+    ``container`` (testcontainers installed and ``docker()`` answering) or ``local``."""
+    if env.get(BOOTSTRAP_ENV):
+        return "given"
+    if importlib.util.find_spec("testcontainers") is not None and docker():
+        return "container"
+    return "local"
+
+
+def docker_answers(host: str | None = None, timeout_s: float = 3.0) -> bool:
+    """Whether a Docker engine answers a ping at ``host`` (``unix:///var/run/docker.sock``,
+    ``tcp://...``); by default where testcontainers looks (``DOCKER_HOST``, else the
+    local socket)."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = (docker.DockerClient(base_url=host, timeout=int(timeout_s)) if host
+                  else docker.from_env(timeout=int(timeout_s)))  # fmt: skip
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (DockerException, OSError) as exc:  # requests' errors are OSErrors
+        log.debug("no Docker engine: %s", exc)
+        return False
+
+
+@contextmanager
+def session_broker(home: Path, *, docker: Callable[[], bool] = docker_answers) -> Iterator[str]:
+    """The bootstrap servers of the session's broker (:func:`broker_source`), stopped at
+    the end if started here; ``home`` holds a local cluster's files. Raises BrokerError
+    when the broker cannot start."""
+    source = broker_source(os.environ, docker)
+    if source == "given":
+        yield os.environ[BOOTSTRAP_ENV]
+    elif source == "container":
+        with _container() as bootstrap:
+            yield bootstrap
+    else:
+        with _local(home) as bootstrap:
+            yield bootstrap
+
+
+@contextmanager
+def _local(home: Path) -> Iterator[str]:
+    cluster = LocalCluster(home)
+    try:
+        layout = cluster.up(nodes=1, port=free_base_port(1), heap_mb=HEAP_MB)
+    except BaseException:
+        cluster.down()
+        raise
+    try:
+        yield layout.bootstrap
+    finally:
+        cluster.down()
+
+
+def container_env(port: int, host: str) -> dict[str, str]:
+    """The environment of an ``apache/kafka`` container whose broker listens on ``port``
+    (bound to the same port of ``host``, so the address it advertises is the one clients
+    reach): the local cluster's server properties, listening on every interface."""
+    layout = Layout.plan(nodes=1, port=port, heap_mb=HEAP_MB)
+    node = layout.nodes[0]
+    text = server_properties(layout, node, Path(CONTAINER_DATA))
+    properties = dict(line.split("=", 1) for line in text.splitlines())
+    properties.update({
+        "listeners": f"PLAINTEXT://0.0.0.0:{node.port},CONTROLLER://0.0.0.0:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{node.port}",
+        "log.dirs": CONTAINER_DATA,
+    })  # fmt: skip
+    env = {_env_name(key): value for key, value in properties.items()}
+    env["CLUSTER_ID"] = layout.cluster_id
+    env["KAFKA_HEAP_OPTS"] = f"-Xmx{HEAP_MB}m -Xms{HEAP_MB}m"
+    return env
+
+
+def _env_name(key: str) -> str:
+    """The apache/kafka image's variable for a server property."""
+    return "KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
+
+
+@contextmanager
+def _container() -> Iterator[str]:
+    """A broker in a container (not run on the development machine: it has no Docker
+    engine; tests/ops/kafka/test_session.py covers the choice and the environment)."""
+    from docker.errors import DockerException
+    from testcontainers.core.container import DockerContainer
+
+    port = free_base_port(1)
+    container: DockerContainer = DockerContainer(f"apache/kafka:{jars.kafka_version()}")
+    host = container.get_container_host_ip()
+    for name, value in container_env(port, host).items():
+        container.with_env(name, value)
+    container.with_bind_ports(port, port)
+    try:
+        container.start()
+    except (DockerException, OSError) as exc:
+        raise BrokerError(f"the Kafka container did not start: {exc}") from exc
+    try:
+        bootstrap = f"{host}:{port}"
+        _wait_answers(bootstrap, container)
+        yield bootstrap
+    finally:
+        container.stop()
+
+
+def _wait_answers(bootstrap: str, container: DockerContainer) -> None:
+    """Wait until the broker answers metadata; BrokerError with its last lines if not."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if admin.list_topics(timeout=2).brokers:
+                return
+        except Exception as exc:  # KafkaException while the broker starts
+            log.debug("broker not ready yet: %s", exc)
+        time.sleep(0.2)
+    stdout, stderr = _logs(container)
+    raise BrokerError(f"the Kafka container did not answer within {START_TIMEOUT_S:.0f} s; "
+                      f"its last lines:\n{stdout[-2000:]}{stderr[-2000:]}")  # fmt: skip
+
+
+def _logs(container: Any) -> tuple[str, str]:
+    out, err = container.get_logs()
+    return out.decode(errors="replace"), err.decode(errors="replace")
