@@ -3,6 +3,8 @@ against the real broker: what a user sees on jobs.status and jobs.events."""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobstream._ops.kafka.ports import free_base_port
@@ -10,7 +12,8 @@ from jobstream._ops.stack import Stack, worker
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader
 from jobstream._pipeline.dlq.redrive import Redriver
-from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.jobs.aio import AsyncJobClient
+from jobstream._pipeline.jobs.client import JobClient, WorkflowSubmission
 from jobstream._pipeline.model.job import JobRequest, RetryPolicy
 from jobstream._pipeline.serde import JobStatus
 from jobstream._pipeline.status.query import read_statuses
@@ -84,6 +87,43 @@ def test_success_retries_dead_letters_and_redrive(stack: Stack, pipeline_topics:
     Redriver(settings, rate=10).redrive([dead[ids["exhausted"]]])
     again = settled(settings, {"exhausted": ids["exhausted"]}, {"exhausted": {"SUCCEEDED"}})
     assert again["exhausted"].attempt == 3
+
+
+def test_the_async_client_submits_a_job_that_runs_to_succeeded(
+    stack: Stack, pipeline_topics: Topics
+) -> None:
+    async def submit() -> str:
+        async with AsyncJobClient(pipeline_topics.settings) as client:
+            return await client.submit(job(via="asyncio"))
+
+    job_id = asyncio.run(submit())
+    done = settled(pipeline_topics.settings, {"async": job_id}, {"async": {"SUCCEEDED"}})
+    assert (done["async"].attempt, done["async"].result) == (1, '{"attempt":1}')
+
+
+def test_a_workflow_and_a_cancel_go_through_the_async_client(
+    stack: Stack, pipeline_topics: Topics
+) -> None:
+    settings = pipeline_topics.settings
+    later = JobRequest(job_type="data.process", owner="e2e",
+                       run_at=datetime.now(UTC) + timedelta(hours=1))  # fmt: skip
+    with JobClient(settings) as client:  # cancelled by the other client: they must meet
+        pending = client.submit(later)
+    steps = [{"name": "first", "job_type": "data.process"},
+             {"name": "then", "job_type": "data.process", "depends_on": ["first"]}]  # fmt: skip
+
+    async def submit_and_cancel() -> WorkflowSubmission:
+        async with AsyncJobClient(settings) as client:
+            run = await client.submit_workflow(steps, owner="e2e")
+            await client.cancel(pending, reason="not needed", requested_by="test")
+            return run
+
+    run = asyncio.run(submit_and_cancel())
+    done = settled(settings, {**run.steps, "later": pending}, {
+        "first": {"SUCCEEDED"}, "then": {"SUCCEEDED"}, "later": {"CANCELLED"},
+    })  # fmt: skip
+    cancelled = done["later"].cancellation
+    assert cancelled is not None and cancelled.reason == "not needed"
 
 
 def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_it(

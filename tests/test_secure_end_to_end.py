@@ -5,6 +5,7 @@ without the ACL is refused with an error naming the topic, at once."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import subprocess
@@ -22,8 +23,10 @@ from jobstream._ops.kafka.acls import principal
 from jobstream._ops.kafka.jars import classpath, java_executable
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.stack import Stack, components
+from jobstream._pipeline.config import Settings
 from jobstream._pipeline.console.tail import tail_topic
 from jobstream._pipeline.errors import AuthorizationError
+from jobstream._pipeline.jobs.aio import AsyncJobClient
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
@@ -91,6 +94,30 @@ def test_a_principal_without_the_acl_is_refused_naming_the_topic(kafka: SecureKa
     assert intake in str(refused.value) and "WRITE" in str(refused.value)
     assert "User:jobstream-console" in str(refused.value)
 
+
+def test_the_async_client_logs_in_as_the_sync_one_does(kafka: SecureKafka,
+                                                       stack: Stack) -> None:
+    """SCRAM over TLS from the same settings, through aiokafka: the client principal's job
+    runs; the console principal is refused, naming the topic, at once."""
+
+    async def submit(settings: Settings) -> str:
+        async with AsyncJobClient(settings, delivery_timeout_s=10) as client:
+            return await client.submit(JobRequest(job_type="data.process", owner="secure-aio"))
+
+    job_id = asyncio.run(submit(kafka.role("client")))
+    console = kafka.role("console")
+
+    def succeeded() -> bool:
+        found = read_statuses(console, owner="secure-aio")
+        return job_id in found and found[job_id].state == "SUCCEEDED"
+
+    wait_for(succeeded, timeout_s=60, interval_s=0.5, what=f"{job_id} SUCCEEDED")
+    started = time.monotonic()
+    with pytest.raises(AuthorizationError) as refused:
+        asyncio.run(submit(console))
+    assert time.monotonic() - started < 10
+    assert (refused.value.resource, refused.value.name, refused.value.operation) == (
+        "topic", Topics(console).intake, "WRITE")
 
 
 def test_a_processor_run_as_another_principal_stops_naming_what_it_lacks(

@@ -28,11 +28,13 @@ from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.jobs.outbound import (
     Failure,
     Outgoing,
     SubmissionError,
     WorkflowSubmission,
+    authorization,
     job_events,
     outgoing,
     refusal,
@@ -218,13 +220,14 @@ class AsyncJobClient:
                            self.topic, self._timeout_s)  # fmt: skip
 
     async def __aenter__(self) -> AsyncJobClient:
-        """Connects, so that a service learns at its start that the broker is not there:
-        SubmissionError naming the topic when it cannot within the timeout."""
+        """Connects, so that a service learns at its start that the broker is not there
+        (SubmissionError naming the topic, when it cannot within the timeout) or will not
+        take its records (AuthorizationError)."""
         try:
             async with asyncio.timeout(self._timeout_s):
                 await self._started()
         except (TimeoutError, KafkaError) as exc:
-            raise _unreachable(self.topic, exc) from exc
+            raise _unreachable(self.topic, exc, principal=self._principal) from exc
         return self
 
     async def __aexit__(
@@ -267,8 +270,14 @@ def _late_answer(ack: Ack) -> None:
         logger.debug("a record given up on was refused after all: %s", ack.exception())
 
 
-def _unreachable(topic: str, error: BaseException) -> SubmissionError:
-    """The error of a client that could not connect within its timeout."""
+def _unreachable(topic: str, error: BaseException, *,
+                 principal: str | None) -> JobstreamError:  # fmt: skip
+    """The error of a client that could not connect within its timeout: an
+    AuthorizationError when the broker refused this principal (an idempotent producer
+    needs a WRITE grant), else a retryable SubmissionError."""
+    refused = authorization(topic, _failure("", error).code, principal=principal)
+    if refused is not None:
+        return refused
     reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return SubmissionError(topic, f"could not connect to the broker: {reason}", [],
                            retryable=True)  # fmt: skip

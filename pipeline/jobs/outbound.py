@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.errors import AuthorizationError, JobstreamError
 from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
@@ -129,13 +129,19 @@ def refusal(topic: str, failures: Sequence[Failure], sent: int, *,
     AuthorizationError naming the grant when the broker wants an ACL, else a
     SubmissionError naming the jobs, retryable unless a code says otherwise."""
     for failure in failures:
-        if failure.code is not None:
-            refused = denied(KafkaError(failure.code), topic=topic, principal=principal)
-            if refused is not None:
-                return refused
+        refused = authorization(topic, failure.code, principal=principal)
+        if refused is not None:
+            return refused
     retryable = not any(failure.code in NOT_RETRYABLE for failure in failures)
     reason = f"{len(failures)} of {sent} records not acknowledged: {failures[0].reason}"
     return SubmissionError(topic, reason, [f.job_id for f in failures], retryable=retryable)
+
+
+def authorization(topic: str, code: int | None, *,
+                  principal: str | None) -> AuthorizationError | None:  # fmt: skip
+    """The AuthorizationError a Kafka error code stands for when writing ``topic`` (a
+    producer refused at the cluster for want of any WRITE grant included), else None."""
+    return None if code is None else denied(KafkaError(code), topic=topic, principal=principal)
 
 
 def unacknowledged(topic: str, pending: int, waited_s: float,

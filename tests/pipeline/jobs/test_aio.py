@@ -1,6 +1,6 @@
-"""AsyncJobClient without a broker: the same calls as JobClient, records on the partitions
-JobClient uses, and every failure (bad request, silent or absent broker) an error that
-names the job, within the timeout.
+"""AsyncJobClient: the same calls as JobClient, records on the partitions JobClient uses,
+and every failure (bad request, silent or absent broker, missing topic) an error that
+names the job, within the timeout. All but the missing topic run without a broker.
 
 The partition test runs both clients against librdkafka's mock cluster
 (``test.mock.num.brokers``): a Kafka protocol server on a loopback port, served by
@@ -171,3 +171,20 @@ def test_a_broker_nobody_listens_on_fails_every_job_of_the_batch() -> None:
     error = asyncio.run(submit())
     assert error.job_ids == [idempotent_job_id("acme", f"k-{n}") for n in range(3)]
     assert "3 of 3 records not acknowledged: KafkaConnectionError" in str(error)
+
+
+def test_a_missing_topic_fails_naming_it_and_the_job(kafka_bootstrap: str,
+                                                     unique_name: str) -> None:  # fmt: skip
+    settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=f"{unique_name}.none.")
+
+    async def submit() -> tuple[SubmissionError, float]:
+        async with AsyncJobClient(settings, delivery_timeout_s=2) as client:
+            started = time.monotonic()
+            with pytest.raises(SubmissionError) as failed:
+                await client.submit(job_type="data.process", owner="acme", idempotency_key="k")
+            return failed.value, time.monotonic() - started
+
+    error, elapsed = asyncio.run(submit())
+    assert elapsed < 5
+    assert error.topic == f"{unique_name}.none.jobs.intake" and error.topic in str(error)
+    assert error.job_ids == [idempotent_job_id("acme", "k")] and error.retryable
