@@ -1,7 +1,8 @@
 """The view store: job documents, their indexes, executions, commands, event timelines,
 schedules and workers in one RocksDB.
 
-One :class:`~pipeline.state.store.PartitionStore` (a bytes store) holds every namespace of
+One :class:`~jobstream._pipeline.state.store.PartitionStore` (a bytes store) holds every namespace
+of
 :mod:`jobstream._connectors.views.layout`. Writes go through a :class:`ViewBatch`, which reads its
 own
 writes and is applied as one RocksDB write batch together with the offsets of the records

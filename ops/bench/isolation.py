@@ -4,8 +4,8 @@
 ``bench.noop``) through each of the worker's executors as its runtime drives them
 (submit a run, take its ``Finished`` off a queue), in one process, no broker:
 
-- ``thread``: :class:`~pipeline.worker.executor.JobExecutor`, the default;
-- ``process``: :class:`~pipeline.worker.processes.ProcessExecutor` (``--isolation
+- ``thread``: :class:`~jobstream._pipeline.worker.executor.JobExecutor`, the default;
+- ``process``: :class:`~jobstream._pipeline.worker.processes.ProcessExecutor` (``--isolation
   process``), its children started and warm before the clock starts;
 
 each one run at a time (what a run adds to a job's latency) and with ``--in-flight`` runs

@@ -1,4 +1,5 @@
-"""py-spy recordings of a benchmark's processes, summarised by ops.bench.measure.top_frames.
+"""py-spy recordings of a benchmark's processes, summarised by
+jobstream._ops.bench.measure.top_frames.
 
 py-spy samples a running process from outside (``--nonblocking``: without pausing it),
 so the process measured runs the code it runs in production. With ``idle`` the samples

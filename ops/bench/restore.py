@@ -64,7 +64,8 @@ def fill_changelog(settings: Settings, count: int, progress: Progress) -> float:
 
 
 def restore_in_process(settings: Settings, path: Path) -> dict[str, Any]:
-    """Time pipeline.state.recovery.restore of partition 0 into an empty store at ``path``."""
+    """Time jobstream._pipeline.state.recovery.restore of partition 0 into an empty store at
+    ``path``."""
     store = PartitionStore(path / "0")
     consumer = clients.consumer(settings, f"{settings.topic_prefix}bench.restore")
     try:

@@ -2,5 +2,5 @@
 ``image.render`` draws a PNG chart, ``report.generate`` returns an HTML report (kept on
 jobs.results). ``faults`` makes any of them fail on request, for retries and dead letters.
 
-Run them with ``--app ops.demo_jobs.app`` (the :class:`WorkerApp` in :mod:`.app`).
+Run them with ``--app jobstream._ops.demo_jobs.app`` (the :class:`WorkerApp` in :mod:`.app`).
 """

@@ -1,6 +1,6 @@
 """The demo's worker app: the three demo job types on one :class:`WorkerApp`.
 
-``jobstream worker --app ops.demo_jobs.app`` serves them all in one process; for
+``jobstream worker --app jobstream._ops.demo_jobs.app`` serves them all in one process; for
 heterogeneous workers run one process per type, each scaled on its own, with
 ``--type image.render`` (or ``data.process``, ``report.generate``).
 

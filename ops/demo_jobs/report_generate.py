@@ -4,7 +4,7 @@ Params: those of ``data.process`` (``input``, ``group_by``, ``metric``) and ``ti
 (default "<metric> by <group_by>"). The report is one self-contained HTML page: a
 table of count, sum, mean, min, max and share of the total per group, with a totals
 row, and the sums as a bar chart (a PNG from ``image.render`` inlined as a data URI).
-The result is the page itself, as ``text/html`` (a :class:`~pipeline.worker.Result`):
+The result is the page itself, as ``text/html`` (a :class:`~jobstream._pipeline.worker.Result`):
 jobs.results keeps it, the SUCCEEDED event carries only where it is, and
 ``GET /api/v1/jobs/{id}/result`` serves it to a browser as it is.
 """

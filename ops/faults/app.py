@@ -1,6 +1,6 @@
 """The fault runs' worker app: one job type whose handler records every run it makes.
 
-``jobstream worker --app ops.faults.app``. The handler sleeps 10 ms (long enough for a
+``jobstream worker --app jobstream._ops.faults.app``. The handler sleeps 10 ms (long enough for a
 kill to land while jobs run, short enough to keep the worker's CPU low), then appends its
 run to the handler-side record (ops/faults/journal.py). A job with
 ``{"fail_until_attempt": n}`` raises a retryable error on attempts below ``n``, which

@@ -83,7 +83,7 @@ def _pydantic_error(exc: PydanticValidationError, paths: Mapping[str, str]) -> V
 
 
 class _Model(BaseModel):
-    """A frozen model whose constructor raises pipeline.errors.ValidationError only.
+    """A frozen model whose constructor raises jobstream._pipeline.errors.ValidationError only.
 
     The values its validators build raise ValidationErrors that already name the record
     path (CronSpec: ``spec.cron.<field>``; :func:`_retry_policy`: ``spec.retry.<field>``):
@@ -369,7 +369,7 @@ def _check_consistency(record: JobSubmitted, request: JobRequest) -> None:
             raise ValidationError(
                 "job_id",
                 f"must be {expected}, the id of this owner and idempotency key "
-                "(see pipeline.model.idempotency.idempotent_job_id)",
+                "(see jobstream._pipeline.model.idempotency.idempotent_job_id)",
             )
     if job_id in request.depends_on:
         raise ValidationError("spec.depends_on", "lists the job itself")

@@ -1,7 +1,8 @@
 """Rebuild jobs.status by folding jobs.events again from offset zero.
 
 Every record of jobs.events goes through the live status processor's own code (its
-:class:`~pipeline.status.processor.StatusProcessor` on the runtime's Task, over scratch RocksDB
+:class:`~jobstream._pipeline.status.processor.StatusProcessor` on the runtime's Task, over scratch
+RocksDB
 stores), one batch per transaction, with no punctuation: a lease the live processor saw
 expire is in jobs.events as the LOST it wrote, so none needs to expire again, and the
 fold gives each job the status the live processor wrote last. Only ``updated_at_ms``

@@ -1,11 +1,11 @@
 """The processor runtime: one lifecycle for every consume-process-produce processor.
 
-A :class:`~pipeline.runtime.processor.Processor` says what it reads, what state it keeps
+A :class:`~jobstream._pipeline.runtime.processor.Processor` says what it reads, what state it keeps
 and what each record (and the wall clock) makes it write; it never touches Kafka. The
-:class:`~pipeline.runtime.task.Task` holds the owned partitions' states and the open
-transaction; the :class:`~pipeline.runtime.runner.Runner` carries a task over Kafka (one
+:class:`~jobstream._pipeline.runtime.task.Task` holds the owned partitions' states and the open
+transaction; the :class:`~jobstream._pipeline.runtime.runner.Runner` carries a task over Kafka (one
 consumer, one transactional producer, the stores and their changelog, the commit order,
-health and stats), and :class:`~pipeline.runtime.driver.ProcessorDriver` carries the same
+health and stats), and :class:`~jobstream._pipeline.runtime.driver.ProcessorDriver` carries the same
 task with no broker, for tests.
 """
 

@@ -2,7 +2,7 @@
 
 Like Kafka Streams' TopologyTestDriver: :meth:`ProcessorDriver.pipe` hands one record to
 the processor and commits, :meth:`ProcessorDriver.advance` moves the clock and punctuates.
-The processor runs in the runner's own :class:`~pipeline.runtime.task.Task` over real
+The processor runs in the runner's own :class:`~jobstream._pipeline.runtime.task.Task` over real
 RocksDB stores, and every output is encoded as the runner would encode it, so what a
 test sees is what the broker would have received: the outputs (:attr:`outputs`), the
 changelog (:attr:`changelog`) and the stores (:meth:`store`).

@@ -77,7 +77,7 @@ class RepeatedHourPolicy(StrEnum):
 
 
 class MisfirePolicy(StrEnum):
-    """Runs missed while the scheduler was down; see pipeline.scheduling.misfire."""
+    """Runs missed while the scheduler was down; see jobstream._pipeline.scheduling.misfire."""
 
     SKIP = "SKIP"
     RUN_ONCE = "RUN_ONCE"

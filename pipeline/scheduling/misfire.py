@@ -1,6 +1,7 @@
 """Runs a recurring schedule missed while the scheduler was down: which to run now.
 
-Everything is on the fire timeline of pipeline.scheduling.cron (nominal + jitter), the instants
+Everything is on the fire timeline of jobstream._pipeline.scheduling.cron (nominal + jitter), the
+instants
 the timer store keys on and execution ids name. A fire ``F`` with ``last_due_ms < F <= now_ms``
 is *due*; it is *on time* when ``now_ms - F <= grace_ms`` (ordinary polling lateness, not a
 misfire) and *missed* otherwise. On-time fires always run; ``spec.misfire`` decides the rest:

@@ -6,7 +6,7 @@ edge, whoever produced the record: the submission's
 a command's (:func:`jobstream._pipeline.model.commands.validate_command`), a workflow's
 (:func:`jobstream._pipeline.workflows.commands.expand_workflow`) and a StepEnded's. A record that
 breaks
-one raises :class:`~pipeline.errors.ValidationError` naming the field, and the processor
+one raises :class:`~jobstream._pipeline.errors.ValidationError` naming the field, and the processor
 dead-letters it. The timers' logic (pipeline/timers/logic.py) receives the checked
 :data:`Command` and trusts it: it decides only what the record means for the state it holds.
 """

@@ -5,7 +5,7 @@ of one name are two workflows, and a job names as parents only jobs of its own o
 workflow. All jobs of a workflow share its partition (the workflow id is their key), so the timer
 processor of that partition sees every submission of the workflow and, through
 :class:`StepEnded` commands from the status processor, every end of one of its jobs. It
-keeps a :class:`~pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py) and:
+keeps a :class:`~jobstream._pipeline.workflows.StepNode` per job (pipeline/timers/nodes.py) and:
 
 - on a submission, refuses a parent it does not know in the workflow, and holds a child
   whose parents have not all succeeded: its timer entry is ``blocked`` (no schedule key)

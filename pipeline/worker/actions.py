@@ -1,6 +1,6 @@
 """What the worker's decisions ask of the shell around them.
 
-:class:`~pipeline.worker.engine.WorkerEngine` touches no client and no thread: it returns
+:class:`~jobstream._pipeline.worker.engine.WorkerEngine` touches no client and no thread: it returns
 these, and the loop (pipeline/worker/loop.py), or the test driver
 (pipeline/worker/driver.py), carries them out in order.
 """

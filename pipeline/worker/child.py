@@ -1,6 +1,7 @@
 """A child process of a process-isolated worker: one handler at a time, for the worker's life.
 
-:class:`~pipeline.worker.processes.ProcessExecutor` starts it as a fresh interpreter (fork
+:class:`~jobstream._pipeline.worker.processes.ProcessExecutor` starts it as a fresh interpreter
+(fork
 and exec, never a bare fork of the worker, whose librdkafka threads a forked copy would
 inherit in whatever state they were in) with one end of a socket pair. It imports the
 worker's app module itself (the ``--app`` target, sent in :class:`Setup`), says
@@ -66,7 +67,7 @@ LIFELINE_GRACE_S = 5.0
 """How long a child whose worker has died may take to stop before it kills itself."""
 
 BOOT = ("import sys; sys.path[:] = sys.argv[2:]; "
-        "from pipeline.worker.child import main; main(int(sys.argv[1]))")  # fmt: skip
+        "from jobstream._pipeline.worker.child import main; main(int(sys.argv[1]))")  # fmt: skip
 """The child's program (``python -c BOOT fd *sys.path``): the worker's import path as it is,
 as multiprocessing's spawn does, so that the child finds what the worker found (an app
 module beside the current directory, a test tree on pytest's path)."""

@@ -2,7 +2,7 @@
 moves, and what the worker produced and committed out.
 
 Like Kafka Streams' TopologyTestDriver, and like the processors'
-:class:`~pipeline.runtime.driver.ProcessorDriver`: the worker under test is the real
+:class:`~jobstream._pipeline.runtime.driver.ProcessorDriver`: the worker under test is the real
 :class:`WorkerLoop` (its engine, lanes, transactions and offsets) over in-memory clients
 (pipeline/worker/memory.py) and a :class:`TestClock`. The handlers are the app's own, run
 on the real executor's threads and event loop; a run launched ahead of its instant starts

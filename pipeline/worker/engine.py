@@ -6,7 +6,7 @@ cancels that arrived); it returns the actions for the shell to carry out
 (pipeline/worker/actions.py): claim these, launch that, emit this HEARTBEAT, stop that run.
 The loop (pipeline/worker/loop.py) feeds it from Kafka and the executor; the test driver
 (pipeline/worker/driver.py) from a test. The runs in hand are watched by
-:class:`~pipeline.worker.supervisor.RunSupervisor`.
+:class:`~jobstream._pipeline.worker.supervisor.RunSupervisor`.
 
 - Capacity: at most ``concurrency`` runs hold a slot, counting a timed-out sync handler
   whose thread has not returned yet. Lanes take turns, so one busy job type cannot hold

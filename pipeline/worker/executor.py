@@ -27,7 +27,7 @@ before its handler starts. The start lateness is observed at the handler's start
 Encoding the result happens here too (pipeline/worker/results.py), so a large result
 never costs the polling thread any time; the polling thread produces it to jobs.results
 with the run's SUCCEEDED. A run's log lines go to the :class:`RunLog` it was submitted
-with: the handler runs with it as :data:`~pipeline.worker.capture.CURRENT`
+with: the handler runs with it as :data:`~jobstream._pipeline.worker.capture.CURRENT`
 (pipeline/worker/capture.py).
 """
 

@@ -20,7 +20,7 @@ claimed ahead. Heartbeats come from a heap by instant (:meth:`beat_at`,
 (:meth:`seated`), at most the concurrency.
 
 A run in ``slots`` or ``ahead`` also holds a slot of its partition index in its lane's
-:class:`~pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
+:class:`~jobstream._pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
 when it is added, given back when its handler returns (or it ends unlaunched).
 """
 

@@ -24,7 +24,7 @@ partitions are revoked it lets its runs end and reports them (``before_revoke``,
 the worker's revoke timeout), so that their next owner starts nothing while they run.
 
 The lane builds no client: its consumer and producer come from the
-:class:`~pipeline.worker.ports.WorkerClients` it is given.
+:class:`~jobstream._pipeline.worker.ports.WorkerClients` it is given.
 """
 
 from __future__ import annotations

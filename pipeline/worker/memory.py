@@ -235,7 +235,7 @@ class CancelInbox:
 
 
 class MemoryClients:
-    """:class:`~pipeline.worker.ports.WorkerClients` over a :class:`MemoryBroker`."""
+    """:class:`~jobstream._pipeline.worker.ports.WorkerClients` over a :class:`MemoryBroker`."""
 
     def __init__(self, broker: MemoryBroker) -> None:
         self.broker = broker

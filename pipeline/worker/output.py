@@ -11,7 +11,7 @@ nothing. One thread per child (:class:`ChildOutput`) reads the pipes as they com
 - every byte of stdout and stderr goes on to the worker's own stdout and stderr, as when
   the child inherited them;
 - while the child runs a job, each line goes to the run's
-  :class:`~pipeline.worker.capture.RunLog`: a line of stdout as logger ``stdout`` at
+  :class:`~jobstream._pipeline.worker.capture.RunLog`: a line of stdout as logger ``stdout`` at
   INFO, of stderr as ``stderr`` at ERROR, a record's line as the child encoded it.
 
 The child flushes stdout and stderr (its records' lines are written as they are logged)

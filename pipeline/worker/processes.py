@@ -1,6 +1,7 @@
 """Handlers in child processes (``--isolation process``): a crash or a hang costs one child.
 
-:class:`ProcessExecutor` has :class:`~pipeline.worker.executor.JobExecutor`'s interface as
+:class:`ProcessExecutor` has :class:`~jobstream._pipeline.worker.executor.JobExecutor`'s interface
+as
 the loop uses it (``submit``, ``close``, each end reported as a ``Finished`` on the
 callback) and runs every handler, sync or async, in a child process
 (pipeline/worker/child.py), one run per child at a time:
@@ -136,7 +137,7 @@ class ProcessExecutor:
         if app.source is None:
             raise ConfigurationError(
                 "--isolation process: the handlers' processes import the app by the target "
-                "it was loaded from; load it with pipeline.worker.app.load_app('module')"
+                "it was loaded from; load it with jobstream._pipeline.worker.app.load_app('module')"
             )
         return cls(app.source, size, on_finish, max_result_bytes=max_result_bytes)
 

@@ -19,7 +19,7 @@ cancelled before it started) has none.
 | header ``attempt`` | its attempt, as decimal text |
 | header ``dropped-lines`` | lines past the bounds, not kept (decimal; ``0`` when none) |
 
-A line (:class:`~pipeline.worker.capture.LogLine`) has ``at_ms``, ``level``, ``logger``,
+A line (:class:`~jobstream._pipeline.worker.capture.LogLine`) has ``at_ms``, ``level``, ``logger``,
 ``msg`` and, for a record with an exception, ``exc`` (its traceback).
 The lines of a process-isolated run's stdout and stderr have ``logger`` ``stdout`` and
 ``stderr`` and ``level`` ``INFO`` and ``ERROR``.

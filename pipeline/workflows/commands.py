@@ -5,10 +5,10 @@ WorkflowSubmitted record and applies :func:`expand_workflow`, the very checks th
 apply to a record from any Kafka client. Nothing of a workflow runs unless all of it is
 valid: every step passes the job rules (errors name ``steps.<i>.<field>``), the graph has
 no unknown parent and no cycle (``steps: cycle: a -> b -> a``), and it has at most
-:data:`~pipeline.workflows.MAX_STEPS` steps.
+:data:`~jobstream._pipeline.workflows.MAX_STEPS` steps.
 
 A step's job id is derived from the owner, the workflow id and the step's name
-(:func:`~pipeline.workflows.step_job_id`), so a resubmitted workflow is the same jobs and
+(:func:`~jobstream._pipeline.workflows.step_job_id`), so a resubmitted workflow is the same jobs and
 another owner's workflow of the same name is other jobs.
 """
 
@@ -164,7 +164,7 @@ def expand_workflow(record: WorkflowSubmitted, *, now_ms: int) -> list[tuple[str
             raise ValidationError(
                 "workflow_id",
                 f"must be {expected}, the id of this owner and "
-                "idempotency key (pipeline.workflows.idempotent_workflow_id)",
+                "idempotency key (jobstream._pipeline.workflows.idempotent_workflow_id)",
             )
     check_schedule(record)
     steps = record.steps

@@ -2,7 +2,7 @@
 
 Steps are named; each lists the names of its parents. :func:`topological_order` returns
 the names with every parent before its children (the order the timers admit them in), or
-raises :class:`~pipeline.errors.ValidationError` naming the record path at fault: the
+raises :class:`~jobstream._pipeline.errors.ValidationError` naming the record path at fault: the
 unknown parent (``steps.3.depends_on.0``), the cycle (``steps``: ``cycle: a -> b -> a``),
 or the size.
 """

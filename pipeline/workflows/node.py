@@ -69,6 +69,6 @@ class WorkflowRecord(_JsonRecord):
     ended: int = 0
     """Steps that have ended (each counted once, at its first end)."""
     outcome: str | None = None
-    """The worst end of its steps so far (pipeline.workflows.run_outcome)."""
+    """The worst end of its steps so far (jobstream._pipeline.workflows.run_outcome)."""
     last_run: str | None = None
     """A recurring workflow: its latest run's workflow id."""

@@ -5,7 +5,7 @@ Pure: what the timers need to start a run and to know when one has ended.
 - A recurring workflow is a WorkflowSubmitted with a ``schedule`` (a CronSchedule): its
   steps are a template, and its id names the schedule. At each time of the schedule the
   timers submit a *run*: the same steps under a workflow id derived from the schedule's
-  id and the run's nominal time (:func:`~pipeline.workflows.ids.run_workflow_id`), so a
+  id and the run's nominal time (:func:`~jobstream._pipeline.workflows.ids.run_workflow_id`), so a
   run started twice is the same workflow, which the second submission leaves alone.
 - A run carries ``schedule_id``; once every one of its steps has ended, the timers of the
   run's partition send a StepEnded of the run (its id as the job id, the schedule's id as

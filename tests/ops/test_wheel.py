@@ -55,7 +55,7 @@ def test_the_wheel_holds_every_package_data_file_of_the_checkout(
     compared = 0
     for package, patterns in globs.items():
         for pattern in patterns:
-            here = sorted((ROOT / package).glob(pattern))
+            here = sorted((ROOT / package.replace(".", "/")).glob(pattern))  # through the links
             assert here, f"{package}: {pattern} matches nothing in the checkout"
             for path in here:
                 relative = path.relative_to(ROOT)
@@ -70,7 +70,7 @@ def test_commands_run_from_the_virtualenv_alone(installed_wheel: Installed) -> N
     for command in (("--help",), ("topics", "--help")):
         done = installed_wheel.run(*command)
         assert done.returncode == 0, f"jobstream {' '.join(command)}: {done.stderr}"
-    probe = "import pipeline.serde.schemas as s; print(s.DEFAULT_SCHEMAS_DIR)"
+    probe = "import jobstream._pipeline.serde.schemas as s; print(s.DEFAULT_SCHEMAS_DIR)"
     found = subprocess.run([str(installed_wheel.venv / "bin" / "python"), "-c", probe],
                            cwd=installed_wheel.home, env=installed_wheel.env(),
                            capture_output=True, text=True, timeout=60, check=True)  # fmt: skip

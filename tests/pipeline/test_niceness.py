@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from jobstream._pipeline.config import Settings
 
 _SHOW = (
-    "import os; from pipeline.cli_options import take_niceness; "
-    "from pipeline.config import load_settings; take_niceness(load_settings()); "
+    "import os; from jobstream._pipeline.cli_options import take_niceness; "
+    "from jobstream._pipeline.config import load_settings; take_niceness(load_settings()); "
     "print(os.getpriority(os.PRIO_PROCESS, 0))"
 )
 

@@ -1,4 +1,5 @@
-"""The Celery worker as a separate process: ``python -m celery -A ops.bench.peer.tasks worker``.
+"""The Celery worker as a separate process: ``python -m celery -A jobstream._ops.bench.peer.tasks
+worker``.
 
 Options every run uses, and why:
 

@@ -108,5 +108,5 @@ def test_the_doc_shows_the_table_of_the_code() -> None:
     shown = text[text.index(begin) + len(begin):text.index(end)]
     assert shown == markdown_table(Topics(Settings(topic_prefix=""))), (
         "docs/kafka-security.md's table differs from ops/kafka/acls.py: regenerate it with "
-        "python -c 'from ops.kafka.acls import markdown_table; ...'"
+        "python -c 'from jobstream._ops.kafka.acls import markdown_table; ...'"
     )
