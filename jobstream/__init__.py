@@ -1,11 +1,15 @@
 """jobstream: a job scheduler that is nothing but Kafka topics.
 
-What a user writes against is here, and only here: ``from jobstream import ...``. A worker
-module registers handlers on a :class:`WorkerApp`; a service submits jobs and workflows
-with a :class:`JobClient` (or :class:`AsyncJobClient` in asyncio code); a handler ends a
-job for good with :class:`NonRetryableError`; a Kafka client of one's own reads the
-topics' records with :mod:`jobstream.records`. :mod:`jobstream.testing` runs a handler
-in a test without a broker.
+What a user writes against is here, and only here: ``from jobstream import ...``.
+
+- A worker module registers handlers on a [`WorkerApp`][jobstream.WorkerApp].
+- A service submits jobs and workflows with a [`JobClient`][jobstream.JobClient], or an
+  [`AsyncJobClient`][jobstream.AsyncJobClient] in asyncio code.
+- A handler ends a job for good with [`NonRetryableError`][jobstream.NonRetryableError].
+- A Kafka client of one's own reads the topics' records with
+  [`jobstream.records`][jobstream.records].
+- [`jobstream.testing`][jobstream.testing] runs a handler in a test without a broker, and
+  [`jobstream.pytest_plugin`][jobstream.pytest_plugin] gives a test the whole pipeline.
 
 Everything else lives in ``jobstream._pipeline``, ``jobstream._connectors`` and
 ``jobstream._ops``: internal by name, and free to change between releases
@@ -39,9 +43,10 @@ if TYPE_CHECKING:  # what type checkers and the API reference read; at run time,
     from jobstream._pipeline.errors import JobstreamError as JobstreamError
     from jobstream._pipeline.errors import NonRetryableError as NonRetryableError
     from jobstream._pipeline.errors import ValidationError as ValidationError
+    from jobstream._pipeline.jobs.aio import AsyncJobClient as AsyncJobClient
     from jobstream._pipeline.jobs.client import JobClient as JobClient
-    from jobstream._pipeline.jobs.client import SubmissionError as SubmissionError
-    from jobstream._pipeline.jobs.client import WorkflowSubmission as WorkflowSubmission
+    from jobstream._pipeline.jobs.outbound import SubmissionError as SubmissionError
+    from jobstream._pipeline.jobs.outbound import WorkflowSubmission as WorkflowSubmission
     from jobstream._pipeline.model.job import JobRequest as JobRequest
     from jobstream._pipeline.model.retry import RetryPolicy as RetryPolicy
     from jobstream._pipeline.worker.app import WorkerApp as WorkerApp
@@ -53,6 +58,7 @@ __version__: str = VERSION
 """The one version, read from the installed distribution (pyproject.toml sets it)."""
 
 _PUBLIC = {
+    "AsyncJobClient": "jobstream._pipeline.jobs.aio",
     "InvalidArgumentError": "jobstream._pipeline.errors",
     "JobClient": "jobstream._pipeline.jobs.client",
     "JobContext": "jobstream._pipeline.worker.context",
@@ -65,10 +71,10 @@ _PUBLIC = {
     "Result": "jobstream._pipeline.worker.results",
     "RetryPolicy": "jobstream._pipeline.model.retry",
     "Settings": "jobstream._pipeline.config",
-    "SubmissionError": "jobstream._pipeline.jobs.client",
+    "SubmissionError": "jobstream._pipeline.jobs.outbound",
     "ValidationError": "jobstream._pipeline.errors",
     "WorkerApp": "jobstream._pipeline.worker.app",
-    "WorkflowSubmission": "jobstream._pipeline.jobs.client",
+    "WorkflowSubmission": "jobstream._pipeline.jobs.outbound",
 }
 """Each public name and the module that defines it (a public module: itself). A name is
 imported on first use, so that a process importing one part of jobstream (a handler's child
@@ -76,6 +82,7 @@ process, the timers) does not pay for the others: the client and the records loa
 Kafka and Avro libraries."""
 
 __all__ = [
+    "AsyncJobClient",
     "InvalidArgumentError",
     "JobClient",
     "JobContext",

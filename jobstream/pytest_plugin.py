@@ -3,21 +3,22 @@
 Installed with jobstream (the ``pytest11`` entry point), so a project's tests can ask for
 them by name. Loading the plugin starts nothing: the broker starts when a test first
 asks for a fixture that needs it, once per session. For a handler alone, with no
-broker, :func:`jobstream.testing.run` is quicker.
+broker, [`jobstream.testing.run`][jobstream.testing.run] is quicker.
 
 - ``jobstream_broker`` (session): the bootstrap servers of a Kafka broker.
-- ``jobstream_pipeline`` (session): a :class:`Pipeline`, every topic under a prefix of
-  its own and the timers, the status processor and the retry router running on them as
-  processes; ``wait_for(job_id, "SUCCEEDED")`` reads a job's status back.
+- ``jobstream_pipeline`` (session): a [`Pipeline`][jobstream.pytest_plugin.Pipeline],
+  every topic under a prefix of its own and the timers, the status processor and the
+  retry router running on them as processes; ``wait_for(job_id, "SUCCEEDED")`` reads a
+  job's status back.
 - ``jobstream_worker`` (each test): ``start(app, job_types=(), concurrency=4)`` runs a
   worker of your ``WorkerApp`` in a thread of the test's process, and stops it (drained)
   after the test.
-- ``jobstream_client`` (session): a :class:`~jobstream.JobClient` on the pipeline's topics.
+- ``jobstream_client`` (session): a [`JobClient`][jobstream.JobClient] on the pipeline's topics.
 
 The broker is ``KAFKA_BOOTSTRAP_SERVERS`` when set; otherwise a container started with
 testcontainers (``pip install 'jobstream[testing]'``) where a Docker engine answers, else
 a broker of the local Kafka jars (Java 17+ and Maven, as ``jobstream kafka up``): the
-choice of :func:`jobstream._ops.kafka.session.session_broker`, which jobstream's own tests
+choice of ``jobstream._ops.kafka.session.session_broker``, which jobstream's own tests
 make too. A broker that cannot start fails the test when ``CI`` is true and skips it
 otherwise, saying why.
 
@@ -82,8 +83,8 @@ def unavailable(message: str) -> NoReturn:
 
 def session_kafka(home: Path) -> Iterator[str]:
     """The body of a session fixture giving a broker's bootstrap servers (its files, if
-    started here, under ``home``): the broker :func:`session_broker` chooses, stopped after
-    the session; :func:`unavailable` when it cannot start."""
+    started here, under ``home``): the broker ``session_broker`` chooses, stopped after
+    the session; ``unavailable`` when it cannot start."""
     from jobstream._ops.kafka.session import session_broker
     from jobstream._pipeline.errors import JobstreamError
 

@@ -1,11 +1,14 @@
 """The records on jobstream's topics, typed, for a Kafka client of one's own.
 
 Every Avro record of ``schemas/`` has a frozen type here, field for field, and an
-:class:`Event` pairs a record with its name. :func:`make_serde` gives the serializer and
+[`Event`][jobstream.records.Event] pairs a record with its name.
+[`make_serde`][jobstream.records.make_serde] gives the serializer and
 deserializer the processes use: ``deserialize(value)`` turns a record's bytes (single-object
-Avro, or the Confluent wire format with a schema registry) into an :class:`Event`.
-jobs.status holds JSON rather than Avro: :func:`decode_status` reads one of its values into
-a :class:`JobStatus`.
+Avro, or the Confluent wire format with a schema registry) into an
+[`Event`][jobstream.records.Event].
+jobs.status holds JSON rather than Avro:
+[`decode_status`][jobstream.records.decode_status] reads one of its values into a
+[`JobStatus`][jobstream.records.JobStatus].
 
 ```python
 from confluent_kafka import Consumer

@@ -1,14 +1,14 @@
 """Run a handler in a test, in this process, with no broker: its outcome as the worker records it.
 
-:func:`run` gives one job to the worker's own loop (pipeline/worker/driver.py: the real
-engine, supervisor, lanes, transactions and executor, over in-memory Kafka clients and on
-the real clock) and returns what the worker wrote for the run: its last event's kind
-(SUCCEEDED, FAILED, TIMED_OUT or CANCELLED), the result as it went to jobs.results, the
-error with its retryability, the lines the handler logged, and every progress report it
-made. Nothing is decided here: a ``NonRetryableError`` (or ``ValidationError``) fails the
-run for good, any other exception may be retried, a result over
-``JOBSTREAM_MAX_RESULT_BYTES`` fails with ``ResultTooLargeError``, because that is what
-the worker does with them.
+[`run`][jobstream.testing.run] gives one job to the worker's own loop
+(pipeline/worker/driver.py: the real engine, supervisor, lanes, transactions and executor,
+over in-memory Kafka clients and on the real clock) and returns what the worker wrote for
+the run: its last event's kind (SUCCEEDED, FAILED, TIMED_OUT or CANCELLED), the result as
+it went to jobs.results, the error with its retryability, the lines the handler logged,
+and every progress report it made. Nothing is decided here: a ``NonRetryableError`` (or
+``ValidationError``) fails the run for good, any other exception may be retried, a result
+over ``JOBSTREAM_MAX_RESULT_BYTES`` fails with ``ResultTooLargeError``, because that is
+what the worker does with them.
 
 ```python
 import jobstream.testing
@@ -23,7 +23,7 @@ def test_report_counts_rows():
 A run is the handler's context of the test's choosing (params, attempt, parent results,
 a timeout, a cancel) and nothing else: no retries follow a failure, no workflow step
 waits on it. For the whole path (a broker, the timers, the status processor, a worker),
-the ``jobstream_*`` fixtures of :mod:`jobstream.pytest_plugin`.
+the ``jobstream_*`` fixtures of [`jobstream.pytest_plugin`][jobstream.pytest_plugin].
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ _HOLD_S = 30.0
 """How long a handler cancelled from its start waits for its cancel (it comes at the
 loop's next turn)."""
 _MARGIN_S = 30.0
-"""Time beyond the worker's own deadlines after which :func:`run` stops waiting."""
+"""Time beyond the worker's own deadlines after which [`run`][jobstream.testing.run] stops
+waiting."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +106,7 @@ class Outcome:
     progress: tuple[Progress, ...] = ()
     """Every report the handler made (``ctx.progress``), in order. The worker sends at
     most one per ``progress_interval_s`` on its HEARTBEATs, and always the last one: those
-    are among :attr:`events`."""
+    are among [`events`][jobstream.testing.Outcome.events]."""
     logs: tuple[LogLine, ...] = ()
     """The lines the run's log kept (jobs.logs), each ``at_ms``, ``level``, ``logger``,
     ``msg`` and, for a record with an exception, ``exc``."""
