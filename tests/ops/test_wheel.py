@@ -30,6 +30,7 @@ from jobstream._ops.scrape import scrape
 from jobstream._ops.stack import Stack, worker
 from tests.support.compose import LOOPBACK, METRICS_PORT, ComposeRun
 from tests.support.tools import debian_tool
+from tests.support.tutorial import run_tutorial
 from tests.support.waiting import wait_for
 from tests.support.wheel import ROOT, Installed
 
@@ -93,6 +94,26 @@ def test_the_wheel_installs_one_top_level_import_name(installed_wheel: Installed
     assert ("jobstream", "py.typed") in files
 
 
+def test_the_getting_started_tutorial_runs_from_the_wheel(
+        installed_wheel: Installed, tmp_path: Path) -> None:  # fmt: skip
+    """docs/getting-started.md, step by step, as a reader types it (tests/support/tutorial.py):
+    its own broker, the pipeline's processes, a worker module of the reader's, a job that
+    ends SUCCEEDED."""
+    ran = run_tutorial(installed_wheel, tmp_path / "tutorial")
+    assert any("SUCCEEDED" in step.output for step in ran)
+
+
+@pytest.fixture(scope="session")
+def testing_extra(installed_wheel: Installed) -> Installed:
+    """The wheel's virtualenv with ``jobstream[testing]`` (pytest, testcontainers), as a
+    team installs it to test its handlers."""
+    (wheel,) = (installed_wheel.venv.parent / "dist").glob("jobstream-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "--python",
+                    str(installed_wheel.venv / "bin" / "python"), "install", "--quiet",
+                    f"{wheel}[testing]"], check=True, capture_output=True, timeout=600)  # fmt: skip
+    return installed_wheel
+
+
 @pytest.fixture
 def user_project(tmp_path: Path) -> Path:
     """A copy of the team's repository, outside the checkout."""
@@ -101,19 +122,31 @@ def user_project(tmp_path: Path) -> Path:
     return project
 
 
+def test_a_user_project_tests_its_handler_with_jobstream_testing_and_no_broker(
+        testing_extra: Installed, user_project: Path) -> None:  # fmt: skip
+    """The team's pytest run (jobstream's plugin loaded by its entry point) with the broker
+    setting pointing where nothing listens: jobstream.testing needs none."""
+    env = testing_extra.env({"JOBSTREAM_BOOTSTRAP_SERVERS": "127.0.0.1:9", "CI": ""})
+    done = subprocess.run([str(testing_extra.venv / "bin" / "python"), "-m", "pytest", "-q",
+                           "-p", "no:cacheprovider"], cwd=user_project, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout, done.stdout
+
+
 def test_a_user_project_type_checks_against_the_installed_wheel(
-        installed_wheel: Installed, user_project: Path) -> None:  # fmt: skip
+        testing_extra: Installed, user_project: Path) -> None:  # fmt: skip
     """mypy --strict on the team's code finds jobstream in the wheel's virtualenv by its
     py.typed; a call that the public API's types refuse fails, so the types are the wheel's."""
 
     def mypy(*paths: str) -> subprocess.CompletedProcess[str]:
-        python = str(installed_wheel.venv / "bin" / "python")
+        python = str(testing_extra.venv / "bin" / "python")
         command = [sys.executable, "-m", "mypy", "--python-executable", python, "--strict",
                    "--cache-dir", "/dev/null", *paths]  # fmt: skip
         return subprocess.run(command, cwd=user_project, capture_output=True, text=True,
                               timeout=300)  # fmt: skip
 
-    checked = mypy("myapp", "pipeline", "ops", "connectors")
+    checked = mypy("myapp", "pipeline", "ops", "connectors", "tests", "submit.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     (user_project / "misuse.py").write_text("from jobstream import WorkerApp\n\n"
                                             "WorkerApp().handler(42)\n")  # fmt: skip
@@ -125,7 +158,8 @@ def test_a_user_project_type_checks_against_the_installed_wheel(
 def test_a_user_project_with_its_own_pipeline_package_is_served(
         compose_run: ComposeRun, user_project: Path, tmp_path: Path) -> None:  # fmt: skip
     """``jobstream worker --app myapp.jobs`` from the project's folder imports the team's
-    ``pipeline``, ``ops`` and ``connectors`` and jobstream's public API, and runs a job."""
+    ``pipeline``, ``ops`` and ``connectors`` and jobstream's public API, and runs the job
+    that the team's asyncio service submits (``submit.py``, on the AsyncJobClient)."""
     installed = compose_run.installed
     env = {"JOBSTREAM_BOOTSTRAP_SERVERS": compose_run.bootstrap,
            "JOBSTREAM_METRICS_HOST": LOOPBACK}  # fmt: skip
@@ -134,8 +168,9 @@ def test_a_user_project_with_its_own_pipeline_package_is_served(
     try:
         stack.start([worker(USER_JOB_TYPE, "user-0", free_ports(1), app="myapp.jobs")],
                     timeout_s=120)  # fmt: skip
-        submitted = installed.run("submit", "--type", USER_JOB_TYPE, "--owner", "wheel",
-                                  "--params", '{"rows": [1, 2, 3]}', env=env)  # fmt: skip
+        submitted = subprocess.run([str(installed.venv / "bin" / "python"), "submit.py"],
+                                   cwd=user_project, env=installed.env(env), text=True,
+                                   capture_output=True, timeout=120)  # fmt: skip
         assert submitted.returncode == 0, submitted.stderr
         job_id = submitted.stdout.strip()
 
