@@ -48,10 +48,10 @@ from jobstream._pipeline.model.records import (
     ExecutionRequested,
     JobLifecycle,
     JobSpec,
+    ParentResultRecord,
     Progress,
     StepOutcome,
 )
-from jobstream._pipeline.model.records import ParentResult as ParentRecord
 from jobstream._pipeline.scheduling import execution_id, new_job_id
 from jobstream._pipeline.worker.app import Handler, WorkerApp
 from jobstream._pipeline.worker.capture import LogLine
@@ -234,11 +234,12 @@ def _execution(job_type: str, *, params: Mapping[str, Any] | None, attempt: int,
     )  # fmt: skip
 
 
-def _parent_record(parent: ParentResult) -> ParentRecord:
+def _parent_record(parent: ParentResult) -> ParentResultRecord:
     """A parent as the timers put it in the execution: its result as JSON text."""
     text = None if parent.result is None else orjson.dumps(parent.result).decode()
-    return ParentRecord(job_id=parent.job_id, outcome=StepOutcome(parent.outcome), result=text,
-                        result_uri=parent.result_uri, step=parent.step)  # fmt: skip
+    return ParentResultRecord(job_id=parent.job_id, outcome=StepOutcome(parent.outcome),
+                              result=text, result_uri=parent.result_uri,
+                              step=parent.step)  # fmt: skip
 
 
 def _drive(driver: WorkerDriver, execution: ExecutionRequested, probe: _Probe,

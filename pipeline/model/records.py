@@ -150,7 +150,7 @@ class ErrorInfo(Record, frozen=True, kw_only=True):
     worker_id: str | None = None
 
 
-class ParentResult(Record, frozen=True, kw_only=True):
+class ParentResultRecord(Record, frozen=True, kw_only=True):
     job_id: str
     outcome: StepOutcome
     result: str | None = None
@@ -184,7 +184,7 @@ class ExecutionRequested(Record, frozen=True, kw_only=True):
     spec: JobSpec
     idempotency_key: str | None = None
     errors: list[ErrorInfo] = []
-    parent_results: list[ParentResult] = []
+    parent_results: list[ParentResultRecord] = []
 
 
 class JobLifecycle(Record, frozen=True, kw_only=True):
@@ -330,7 +330,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "RetryPolicy": RetryPolicyRecord,
     "JobSpec": JobSpec,
     "ErrorInfo": ErrorInfo,
-    "ParentResult": ParentResult,
+    "ParentResult": ParentResultRecord,
     "Progress": Progress,
     "WorkflowStep": WorkflowStep,
     "JobSubmitted": JobSubmitted,

@@ -39,7 +39,7 @@ from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.records import (
     JobCancelled,
     JobSubmitted,
-    ParentResult,
+    ParentResultRecord,
     StepEnded,
     WorkflowCancelled,
     WorkflowSubmitted,
@@ -308,8 +308,8 @@ class WorkflowTimers:
     # -- firing --------------------------------------------------------------------------
 
     @staticmethod
-    def parent_results(state: TimerState, job: JobSubmitted) -> list[ParentResult]:
-        """The ParentResult records of a job's execution, in its depends_on order."""
+    def parent_results(state: TimerState, job: JobSubmitted) -> list[ParentResultRecord]:
+        """The ParentResult records (Avro) of a job's execution, in its depends_on order."""
         workflow_id, parents = job.workflow_id, job.spec.depends_on
         if not workflow_id or not parents:
             return []
@@ -317,7 +317,7 @@ class WorkflowTimers:
         for parent in parents:
             node = state.nodes.get(job.spec.owner, workflow_id, parent)
             if node is None:
-                found.append(ParentResult(job_id=parent, outcome=StepOutcome.UNKNOWN))
+                found.append(ParentResultRecord(job_id=parent, outcome=StepOutcome.UNKNOWN))
                 continue
             result = node.result
             if result is not None:
@@ -325,7 +325,7 @@ class WorkflowTimers:
                 if budget < 0:
                     result = None
             outcome = StepOutcome(node.outcome) if node.outcome else StepOutcome.UNKNOWN
-            found.append(ParentResult(job_id=parent, outcome=outcome, result=result,
+            found.append(ParentResultRecord(job_id=parent, outcome=outcome, result=result,
                                       result_uri=node.result_uri, step=node.step))  # fmt: skip
         return found
 

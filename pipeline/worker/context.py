@@ -126,7 +126,7 @@ def parse_params(text: str | None) -> dict[str, Any]:
     return params
 
 
-def parent_results(parents: list[records.ParentResult]) -> Mapping[str, ParentResult]:
+def parent_results(parents: list[records.ParentResultRecord]) -> Mapping[str, ParentResult]:
     """The ``parent_results`` of an ExecutionRequested, read-only, by step name or job id."""
     found = {}
     for record in parents:
