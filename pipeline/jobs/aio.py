@@ -10,12 +10,16 @@ the jobs the broker did not acknowledge, AuthorizationError for a missing ACL.
 Records land where :class:`JobClient` puts them (the same key, and librdkafka's
 ``murmur2_random`` as aiokafka's partitioner, pipeline/kafka/aio.py), so a job submitted
 by one client and a cancel sent by the other meet. Every wait on the broker (connecting,
-metadata, acknowledgements) ends within ``delivery_timeout_s``.
+metadata, acknowledgements) ends within ``delivery_timeout_s``. That bound is a whole
+call's, every record of it: :class:`JobClient`'s is each record's (librdkafka's
+``message.timeout.ms``), so a ``submit_many`` of very many records wants a longer
+timeout here than there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -201,7 +205,9 @@ class AsyncJobClient:
                 try:
                     await producer.start()
                 except BaseException:
-                    await producer.stop()
+                    with contextlib.suppress(TimeoutError):  # stopping is bounded too
+                        async with asyncio.timeout(self._timeout_s):
+                            await producer.stop()
                     raise
                 self._producer = producer
             return self._producer
