@@ -11,6 +11,7 @@ stack ends, however it ends, they stop too.
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import os
 import subprocess
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.config import ENV_PREFIX, Settings, load_settings
 from jobstream._pipeline.durations import format_duration
 from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.kafka.admin import ensure_topics
@@ -240,13 +241,35 @@ class Stack:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
+def security_env(settings: Settings) -> dict[str, str]:
+    """How ``settings`` reach the cluster and the schema registry, as a process's
+    environment: the security protocol, the SASL and TLS settings, the further librdkafka
+    settings and the registry, those that are set."""
+    secret = {"SASL_PASSWORD": settings.sasl_password,
+              "SSL_KEY_PASSWORD": settings.ssl_key_password}  # fmt: skip
+    values = {
+        "SECURITY_PROTOCOL": settings.security_protocol,
+        "SASL_MECHANISM": settings.sasl_mechanism,
+        "SASL_USERNAME": settings.sasl_username,
+        "SSL_CA_LOCATION": settings.ssl_ca_location,
+        "SSL_CERTIFICATE_LOCATION": settings.ssl_certificate_location,
+        "SSL_KEY_LOCATION": settings.ssl_key_location,
+        "SCHEMA_REGISTRY_URL": settings.schema_registry_url,
+        "LIBRDKAFKA": json.dumps(settings.librdkafka) if settings.librdkafka else None,
+        **{key: value.get_secret_value() if value else None for key, value in secret.items()},
+    }
+    return {f"{ENV_PREFIX}{key}": value for key, value in values.items() if value is not None}
+
+
 def process_env(settings: Settings) -> dict[str, str]:
     """The environment of a stack's processes on ``settings``: this one's, less any
-    ``JOBSTREAM_`` setting, plus the topics and partitions of ``settings``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
+    ``JOBSTREAM_`` setting, plus the cluster, topics and partitions of ``settings`` and
+    how to reach them (:func:`security_env`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
     env.update({
         "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
         "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
+        "JOBSTREAM_REPLICATION_FACTOR": str(settings.replication_factor),
         "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
         "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
         "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
@@ -254,6 +277,7 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
         "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
         "JOBSTREAM_LOG_LEVEL": "INFO",
+        **security_env(settings),
     })  # fmt: skip
     return env
 
@@ -275,8 +299,8 @@ def running_stack(settings: Settings, home: Path, parts: list[Component],
     """``parts`` running as processes on the topics of ``settings``, their state under
     ``home``; ``env`` adds to their environment. Stopped at the end."""
     running = Stack(home, {**process_env(settings), **env})
-    running.start(parts)
     try:
+        running.start(parts)  # one that fails leaves those already started to the stop
         yield running
     finally:
         running.stop()

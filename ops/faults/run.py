@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import uuid
@@ -40,7 +39,7 @@ from jobstream._ops.faults.scenarios import Scenario, Target
 from jobstream._ops.faults.supervisor import Supervisor
 from jobstream._ops.faults.tally import histories, poison_tally, tally
 from jobstream._ops.kafka.ports import free_ports
-from jobstream._ops.stack import Stack, components, worker
+from jobstream._ops.stack import Stack, components, process_env, worker
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings, load_settings
 from jobstream._pipeline.durations import format_duration
@@ -134,7 +133,7 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path, say: Sa
 def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: FaultCluster,
          home: Path, say: Say) -> dict[str, Any]:  # fmt: skip
     stack = Stack(home / "stack")
-    stack.env = process_env(settings, home)
+    stack.env = run_env(settings, home)
     base = free_ports(12)
     beat: tuple[str, ...] = ()
     if scenario.heartbeat_s:
@@ -218,34 +217,15 @@ def _seconds(at_ms: int, first_due_ms: int) -> float:
     return round((at_ms - first_due_ms) / 1000, 2)
 
 
-def security_env(settings: Settings) -> dict[str, str]:
-    """The security settings of ``settings`` as the processes' environment."""
-    values = {
-        "SECURITY_PROTOCOL": settings.security_protocol,
-        "SASL_MECHANISM": settings.sasl_mechanism,
-        "SASL_USERNAME": settings.sasl_username,
-        "SASL_PASSWORD": settings.sasl_password.get_secret_value()
-        if settings.sasl_password else None,
-        "SSL_CA_LOCATION": settings.ssl_ca_location,
-    }
-    return {f"JOBSTREAM_{key}": value for key, value in values.items() if value is not None}
-
-
-def process_env(settings: Settings, home: Path) -> dict[str, str]:
-    """The pipeline processes' environment: this one's, less any ``JOBSTREAM_`` setting,
-    plus the run's settings and folders."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBSTREAM_")}
-    env.update({
-        "JOBSTREAM_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-        "JOBSTREAM_TOPIC_PREFIX": settings.topic_prefix,
-        "JOBSTREAM_REPLICATION_FACTOR": str(settings.replication_factor),
+def run_env(settings: Settings, home: Path) -> dict[str, str]:
+    """The pipeline processes' environment: a stack's on ``settings`` (``process_env``),
+    with the run's job types and folders."""
+    return {
+        **process_env(settings),
         "JOBSTREAM_JOB_TYPES": ",".join(settings.job_types),
-        "JOBSTREAM_LOG_LEVEL": "INFO",
-        **security_env(settings),
         "JOBSTREAM_STATE_DIR": str(home / "state"),
         RUNS_DIR_ENV: str(home / "runs"),
-    })  # fmt: skip
-    return env
+    }
 
 
 class FaultThread(threading.Thread):
