@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -108,19 +109,20 @@ def _local(home: Path) -> Iterator[str]:
         cluster.down()
 
 
-def container_env(port: int, host: str) -> dict[str, str]:
+def container_env(port: int) -> dict[str, str]:
     """The environment of an ``apache/kafka`` container whose broker listens on ``port``
-    (bound to the same port of ``host``, so the address it advertises is the one clients
-    reach): the local cluster's server properties, listening on every interface."""
+    (bound to the same port of the host): the local cluster's server properties,
+    listening on every interface. The address it advertises is set once the container
+    runs (:data:`ADVERTISE`), when the address clients reach it at is known."""
     layout = Layout.plan(nodes=1, port=port, heap_mb=HEAP_MB)
     node = layout.nodes[0]
     text = server_properties(layout, node, Path(CONTAINER_DATA))
     properties = dict(line.split("=", 1) for line in text.splitlines())
     properties.update({
         "listeners": f"PLAINTEXT://0.0.0.0:{node.port},CONTROLLER://0.0.0.0:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{node.port}",
         "log.dirs": CONTAINER_DATA,
     })  # fmt: skip
+    properties.pop("advertised.listeners", None)
     env = {_env_name(key): value for key, value in properties.items()}
     env["CLUSTER_ID"] = layout.cluster_id
     env["KAFKA_HEAP_OPTS"] = f"-Xmx{HEAP_MB}m -Xms{HEAP_MB}m"
@@ -128,33 +130,76 @@ def container_env(port: int, host: str) -> dict[str, str]:
 
 
 def _env_name(key: str) -> str:
-    """The apache/kafka image's variable for a server property."""
-    return "KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()
+    """The apache/kafka image's variable for a server property: ``_`` is ``__``, ``-`` is
+    ``___`` and ``.`` is ``_`` (underscores doubled first, or a dash's would be again)."""
+    return "KAFKA_" + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+ADVERTISED = "/tmp/jobstream-advertised-listeners"
+"""Written into the container once it runs: the listeners its broker advertises."""
+ADVERTISE = ("sh", "-c", f"while [ ! -f {ADVERTISED} ]; do sleep 0.1; done; "
+             f'export KAFKA_ADVERTISED_LISTENERS="$(cat {ADVERTISED})"; '
+             "exec /etc/kafka/docker/run")  # fmt: skip
+"""The container's command: the image's own, once the advertised listeners are written.
+Where clients reach the container (testcontainers' ``get_container_host_ip``) is known
+only once it runs: inside a container, the address is its bridge or gateway IP."""
+
+
+def advertised_listeners(host: str, port: int) -> str:
+    return f"PLAINTEXT://{host}:{port}"
 
 
 @contextmanager
 def _container() -> Iterator[str]:
     """A broker in a container (not run on the development machine: it has no Docker
-    engine; tests/ops/kafka/test_session.py covers the choice and the environment)."""
+    engine; tests/ops/kafka/test_session.py covers the choice, the environment, and a
+    start that fails, with a stand-in for the container)."""
     from docker.errors import DockerException
     from testcontainers.core.container import DockerContainer
+    from testcontainers.core.exceptions import ContainerStartException
 
     port = free_base_port(1)
-    container: DockerContainer = DockerContainer(f"apache/kafka:{jars.kafka_version()}")
-    host = container.get_container_host_ip()
-    for name, value in container_env(port, host).items():
-        container.with_env(name, value)
-    container.with_bind_ports(port, port)
+    container: DockerContainer | None = None
     try:
-        container.start()
-    except (DockerException, OSError) as exc:
-        raise BrokerError(f"the Kafka container did not start: {exc}") from exc
-    try:
+        try:
+            container = DockerContainer(f"apache/kafka:{jars.kafka_version()}")
+            for name, value in container_env(port).items():
+                container.with_env(name, value)
+            container.with_bind_ports(port, port)
+            container.with_command(list(ADVERTISE))
+            container.start()
+            host = container.get_container_host_ip()
+            _advertise(container, advertised_listeners(host, port))
+        except (ContainerStartException, DockerException, OSError) as exc:
+            raise BrokerError(f"the Kafka container did not start: {exc}") from exc
         bootstrap = f"{host}:{port}"
         _wait_answers(bootstrap, container)
         yield bootstrap
     finally:
+        if container is not None:
+            _stop(container)
+
+
+def _advertise(container: DockerContainer, listeners: str) -> None:
+    """Write the listeners where the container's command waits for them (whole, as a
+    rename makes them appear)."""
+    partial = f"{ADVERTISED}.partial"
+    result = container.exec(["sh", "-c", f"printf %s {shlex.quote(listeners)} > {partial} "
+                                         f"&& mv {partial} {ADVERTISED}"])  # fmt: skip
+    if result.exit_code != 0:
+        raise BrokerError(f"the Kafka container's listeners could not be set: "
+                          f"{result.output.decode(errors='replace')}")  # fmt: skip
+
+
+def _stop(container: DockerContainer) -> None:
+    """Remove the container; an engine gone meanwhile is logged, not raised over the
+    error that ended the session."""
+    from docker.errors import DockerException
+
+    try:
         container.stop()
+    except (DockerException, OSError) as exc:
+        log.warning("the Kafka container could not be removed: %s", exc)
 
 
 def _wait_answers(bootstrap: str, container: DockerContainer) -> None:
