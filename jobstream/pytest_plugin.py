@@ -72,6 +72,8 @@ __all__ = ["Pipeline", "RunningWorker", "jobstream_broker", "jobstream_client",
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 WORKER_START_S = 60.0
 """How long a worker may take to join its groups."""
+MIN_READ_S = 1.0
+"""The least time a read of jobs.status is given, however little of a wait is left."""
 
 
 def unavailable(message: str) -> NoReturn:
@@ -114,18 +116,28 @@ class Pipeline:
     """The timers, status processor and retry router: each a process whose log is
     under ``stack.logs``."""
 
-    def status(self, job_id: str) -> JobStatus | None:
-        """The job's latest status on jobs.status; None before it has one."""
+    def status(self, job_id: str, *, timeout_s: float = 30.0) -> JobStatus | None:
+        """The job's latest status on jobs.status; None before it has one. Raises
+        ``JobstreamError`` when jobs.status is not read to its end within ``timeout_s``."""
         from jobstream._pipeline.status.query import read_statuses
 
-        return read_statuses(self.settings, job_id=job_id).get(job_id)
+        return read_statuses(self.settings, job_id=job_id, timeout_s=timeout_s).get(job_id)
 
     def wait_for(self, job_id: str, *states: str, timeout_s: float = 60.0) -> JobStatus:
         """The job's status once it is in one of ``states`` (``SUCCEEDED``,
-        ``DEAD_LETTERED``, ...); AssertionError with its last status after ``timeout_s``."""
+        ``DEAD_LETTERED``, ...); AssertionError with its last status after ``timeout_s``
+        (each read of jobs.status has the time left, give or take a second)."""
+        from jobstream._pipeline.errors import JobstreamError
+
         deadline = time.monotonic() + timeout_s
+        found = None
         while True:
-            found = self.status(job_id)
+            left = deadline - time.monotonic()
+            try:
+                found = self.status(job_id, timeout_s=max(left, MIN_READ_S))
+            except JobstreamError:
+                if time.monotonic() < deadline:  # not the time running out: a missing topic
+                    raise
             if found is not None and found.state in states:
                 return found
             if time.monotonic() > deadline:
@@ -165,9 +177,13 @@ class RunningWorker:
         return self.loop.options.worker_id
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Stop as on SIGTERM (drain, then close); raise what the worker raised, if anything."""
+        """Stop as on SIGTERM (drain, then close); raise what the worker raised, if
+        anything, or AssertionError if it still runs after ``timeout_s``."""
         self.stopping.set()
         self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            raise AssertionError(f"the worker {self.worker_id} did not stop within "
+                                 f"{timeout_s:g} s")  # fmt: skip
         if self.failure:
             raise self.failure[0]
 
@@ -222,8 +238,13 @@ def _worker(settings: Settings, app: WorkerApp, job_types: tuple[str, ...],
     deadline = time.monotonic() + WORKER_START_S
     while loop.state == STARTING and worker.thread.is_alive():
         if time.monotonic() > deadline:
-            worker.stop()
-            raise AssertionError(f"the worker did not start within {WORKER_START_S:g} s")
+            late = AssertionError(f"the worker {worker.worker_id} did not start within "
+                                  f"{WORKER_START_S:g} s")  # fmt: skip
+            try:
+                worker.stop()
+            except BaseException as exc:  # the start is what the test is told of first
+                raise late from exc
+            raise late
         time.sleep(0.05)
     if worker.failure:
         raise worker.failure[0]
