@@ -31,7 +31,10 @@ def test_the_getting_started_page_parses_into_its_steps() -> None:
     background = [c.split()[1] for c in run if in_background(c)]
     assert background == ["timers", "status-processor", "retry-router", "worker"]
     waits = [s for s in steps if s.until]
-    assert [(s.until, s.commands) for s in waits] == [("SUCCEEDED", ['jobstream status "$JOB_ID"'])]
+    # the state field as `jobstream status` prints it: the word elsewhere (a result, an
+    # error) is not the job's state
+    until = '"state": "SUCCEEDED"'
+    assert [(s.until, s.commands) for s in waits] == [(until, ['jobstream status "$JOB_ID"'])]
     (final,) = [s for s in steps if s.final]
     assert final.commands[-1] == "jobstream kafka down"
     assert steps[-1] is final, "the clean-up is the page's last step"
@@ -106,6 +109,15 @@ jobstream kafka down
     assert (wait.until, wait.within_s) == ("SUCCEEDED", 30.0)
     assert (module.path, module.text, module.commands) == ("pkg/mod.py", "x = 1\n", [])
     assert end.final and end.commands == ["jobstream kafka down"]
+
+
+def test_until_text_with_double_quotes_is_in_single_quotes() -> None:
+    (step,) = parse("""<!-- tutorial: until '"state": "SUCCEEDED"' within 5s -->
+```bash
+true
+```
+""")
+    assert (step.until, step.within_s) == ('"state": "SUCCEEDED"', 5.0)
 
 
 def test_until_has_a_default_time() -> None:

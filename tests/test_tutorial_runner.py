@@ -1,15 +1,20 @@
 """run_tutorial (tests/support/tutorial.py) on small pages of its format, with no broker:
 one shell for every step, the test's value for an export, files written, a wait, the
-clean-up run after a failure too, and nothing left running."""
+clean-up run after a failure or a command that hangs too, and nothing left running, the
+broker of the tutorial's folder included."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from jobstream._ops.kafka.cluster import Layout
+from jobstream._ops.kafka.ports import free_base_port
 from tests.support.tutorial import TutorialError, run_tutorial
 from tests.support.wheel import Installed
 
@@ -105,3 +110,46 @@ def test_a_failing_step_is_reported_and_the_clean_up_still_runs(
     # the clean-up went on past its own failing command, and the step's failure came first
     assert (work / "cleaned-up").exists()
     assert not _alive(int((work / "sleeper.pid").read_text()))
+
+
+HUNG = "sh -c 'echo $$ > hung.pid; exec sleep 300'"
+
+
+def test_a_command_that_outlives_its_time_is_stopped_and_the_clean_up_still_runs(
+    installed: Installed, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(PAGE.format(failing=HUNG, cleanup="true"))
+    work = tmp_path / "work"
+    with pytest.raises(TutorialError) as failed:
+        run_tutorial(installed, work, page=page, overrides={"PORT": "4242"}, step_timeout_s=3)
+    assert f"`{HUNG}` did not end in time" in str(failed.value)
+    # the clean-up ran in a fresh shell, once the hung one was stopped with what it ran
+    assert (work / "cleaned-up").exists()
+    assert not _alive(int((work / "hung.pid").read_text()))
+    assert not _alive(int((work / "sleeper.pid").read_text()))
+
+
+def test_the_broker_of_the_tutorials_folder_is_stopped_whatever_the_clean_up_did(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """A process in a session of its own, as `jobstream kafka up` starts the broker, out of
+    reach of the shell's: the runner's own `jobstream kafka down --home` stops it."""
+    work = tmp_path / "work"
+    home = work / ".jobstream" / "kafka"
+    layout = Layout.plan(nodes=1, port=free_base_port(1), heap_mb=256)
+    node = home / f"node-{layout.nodes[0].node_id}"
+    node.mkdir(parents=True)
+    layout.save(home / "cluster.json")
+    broker = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        (node / "pid").write_text(str(broker.pid))
+        page = tmp_path / "page.md"
+        page.write_text(PAGE.format(failing=HUNG, cleanup="true"))
+        with pytest.raises(TutorialError):
+            run_tutorial(installed, work, page=page, overrides={"PORT": "4242"},
+                         step_timeout_s=3)  # fmt: skip
+        assert broker.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        broker.kill()
+        broker.wait()

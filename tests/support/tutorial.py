@@ -11,14 +11,18 @@ The page's format, which :func:`parse` reads:
 - an HTML comment right before a block, invisible on the page, says how to run it:
   ``<!-- tutorial: skip: why -->`` (not run: the install, which the test has done),
   ``<!-- tutorial: until "TEXT" within 120s -->`` (run again, a second apart, until it
-  exits 0 with TEXT in its output) and ``<!-- tutorial: finally -->`` (run at the end, also
-  after a step failed: the clean-up).
+  exits 0 with TEXT in its output; ``until 'TEXT'`` when TEXT holds a ``"``) and
+  ``<!-- tutorial: finally -->`` (run at the end, also after a step failed: the clean-up).
 
 :func:`run_tutorial` runs the steps in one ``bash`` with the wheel's virtualenv first on
 ``PATH``, in a folder of the test's, giving each ``export NAME=...`` of ``overrides`` the
 test's value (a free port for ``KAFKA_PORT`` by default), and raises :class:`TutorialError`
 with the step, the command and its output, and the background processes' logs, when one
-fails.
+fails. A command still running after its time is not waited for: the shell, and
+everything it started, is stopped, and the clean-up runs in a fresh shell in the same folder
+and environment. Whatever the clean-up did, the broker of the tutorial's folder is stopped
+last (``jobstream kafka down --home``), since ``jobstream kafka up`` starts it in a session
+of its own, out of reach of the shell's.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ PAGE = ROOT / "docs" / "getting-started.md"
 _FENCE = re.compile(r"^(?P<fence>`{3,})(?P<info>[^`]*)$")
 _HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*$")
 _DIRECTIVE = re.compile(r"^<!--\s*tutorial:\s*(?P<body>.*?)\s*-->\s*$")
-_UNTIL = re.compile(r'^until\s+"(?P<text>[^"]+)"(?:\s+within\s+(?P<seconds>\d+(?:\.\d+)?)s)?$')
+_UNTIL = re.compile(r"""^until\s+(?:"(?P<text>[^"]+)"|'(?P<quoted>[^']+)')"""
+                    r"(?:\s+within\s+(?P<seconds>\d+(?:\.\d+)?)s)?$")  # fmt: skip
 _TITLE = re.compile(r'\btitle="(?P<path>[^"]+)"')
 _EXPORT = re.compile(r"^export\s+(?P<name>[A-Za-z_]\w*)=\S*$")
 
@@ -157,9 +162,9 @@ def _step(section: str, line: int, info: str, text: str,
         return _replace(step, skip=True)
     if until := _UNTIL.match(body):
         seconds = float(until["seconds"]) if until["seconds"] else UNTIL_DEFAULT_S
-        return _replace(step, until=until["text"], within_s=seconds)
+        return _replace(step, until=until["text"] or until["quoted"], within_s=seconds)
     raise ValueError(f"line {at}: unknown tutorial directive {body!r} (skip, until \"TEXT\" "
-                     "within Ns, finally)")
+                     "within Ns, until 'TEXT' within Ns, finally)")  # fmt: skip
 
 
 def _replace(step: Step, **changes: object) -> Step:
@@ -210,6 +215,8 @@ class _Shell:
     spool: Path
     process: subprocess.Popen[bytes] = field(init=False)
     count: int = 0
+    hung: bool = False
+    """A command outlived its time: it still runs, and would hold every command after it."""
 
     def __post_init__(self) -> None:
         self.spool.mkdir(parents=True, exist_ok=True)
@@ -237,10 +244,18 @@ class _Shell:
             return None, "the shell has ended"
         deadline = time.monotonic() + timeout_s
         while not rc.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
+            if self.process.poll() is not None:
+                return None, _read(out)
+            if time.monotonic() > deadline:
+                self.hung = True
                 return None, _read(out)
             time.sleep(0.05)
         return int(rc.read_text().strip() or "1"), _read(out)
+
+    @property
+    def usable(self) -> bool:
+        """Whether a command given now would run: the shell is alive and runs nothing."""
+        return not self.hung and self.process.poll() is None
 
     def close(self, grace_s: float = 40.0) -> None:
         """End the shell, then everything left in its session: SIGTERM, then SIGKILL after
@@ -297,7 +312,10 @@ def run_tutorial(installed: Installed, workdir: Path, *, page: Path = PAGE,
     ``env`` adds to the environment. A command has ``step_timeout_s`` (the first
     ``jobstream kafka up`` fetches the jars); an ``until`` step its own ``within``. The
     ``finally`` steps run at the end, after a failure too, then whatever the shell still
-    runs is stopped. Returns every command run, with its output.
+    runs is stopped, then the broker of ``workdir`` (:func:`stop_broker`). After a command
+    that did not end in time, the shell is stopped first (the hung command with it) and
+    the ``finally`` steps run in a fresh one: its variables and jobs are gone, its jobs
+    stopped as ``kill $(jobs -p)`` would. Returns every command run, with its output.
     """
     if overrides is None:
         from jobstream._ops.kafka.ports import free_base_port
@@ -306,7 +324,9 @@ def run_tutorial(installed: Installed, workdir: Path, *, page: Path = PAGE,
     steps = parse(page.read_text())
     check_overrides(steps, overrides)
     workdir.mkdir(parents=True, exist_ok=True)
-    shell = _Shell(workdir, tutorial_env(installed, env), workdir.parent / f"{workdir.name}.shell")
+    shell_env = tutorial_env(installed, env)
+    spool = workdir.parent / f"{workdir.name}.shell"
+    shell = _Shell(workdir, shell_env, spool)
     ran: list[Ran] = []
     failure: TutorialError | None = None
     try:
@@ -315,15 +335,49 @@ def run_tutorial(installed: Installed, workdir: Path, *, page: Path = PAGE,
     except TutorialError as error:
         failure = error
     finally:
-        for step in (s for s in steps if s.final):
-            try:
-                ran += _run_step(shell, step, page, workdir, overrides, step_timeout_s)
-            except TutorialError as error:
-                failure = failure or error
-        shell.close()
+        try:
+            if not shell.usable:
+                # Stopped before the clean-up runs: a hung `jobstream kafka up` could
+                # otherwise start the broker after `jobstream kafka down` has run.
+                shell.close()
+                shell = _Shell(workdir, shell_env, spool / "clean-up")
+            for step in (s for s in steps if s.final):
+                try:
+                    ran += _run_step(shell, step, page, workdir, overrides, step_timeout_s)
+                except TutorialError as error:
+                    failure = failure or error
+        finally:
+            shell.close()
+            stopped = stop_broker(installed, workdir, shell_env)
+            failure = failure or stopped
     if failure is not None:
         raise failure
     return ran
+
+
+def broker_home(workdir: Path, env: Mapping[str, str]) -> Path:
+    """The folder of the broker that ``jobstream kafka up`` starts in ``workdir`` with
+    ``env``: ``JOBSTREAM_KAFKA_HOME``, else ``.jobstream/kafka`` (ops/cli.py)."""
+    return workdir / env.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka")
+
+
+def stop_broker(installed: Installed, workdir: Path,
+                env: Mapping[str, str]) -> TutorialError | None:  # fmt: skip
+    """Stop the broker of ``workdir`` with the wheel's ``jobstream kafka down``, if it has
+    one; the error when that fails, for the run to report."""
+    home = broker_home(workdir, env)
+    if not (home / "cluster.json").exists():
+        return None
+    try:
+        done = subprocess.run([installed.jobstream, "kafka", "down", "--home", str(home)],
+                              cwd=workdir, env=dict(env), capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        return TutorialError(f"`jobstream kafka down --home {home}` did not end in time: {exc}")
+    if done.returncode != 0:
+        return TutorialError(f"`jobstream kafka down --home {home}` exited {done.returncode}:\n"
+                             f"{done.stdout}{done.stderr}")  # fmt: skip
+    return None
 
 
 def _run_step(shell: _Shell, step: Step, page: Path, workdir: Path,
@@ -343,7 +397,9 @@ def _run_step(shell: _Shell, step: Step, page: Path, workdir: Path,
             if status != 0:
                 failed = failed or TutorialError(_report(step, page, command, status, output,
                                                          workdir))  # fmt: skip
-                if not step.final:  # a clean-up goes on: the broker must stop all the same
+                # A clean-up goes on, the broker must stop all the same; but not behind a
+                # command that still runs, where each one after it would time out too.
+                if not step.final or not shell.usable:
                     break
             ran.append(Ran(step, command, output))
         if failed is not None:
