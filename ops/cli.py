@@ -42,6 +42,7 @@ def kafka_up(
     warm_up_ms: int = duration_option(
         f"{WARM_UP_S:g}s",
         "--warm-up",
+        envvar="JOBSTREAM_KAFKA_WARM_UP",
         help="Transactional traffic through a node just started, so its JIT has compiled "
         "the request paths before the pipeline needs them (0s: none).",
     ),
