@@ -55,6 +55,10 @@ def run(
     out: Path | None = typer.Option(None, "--out", help="Write the results here as JSON."),
     secure: bool = typer.Option(False, "--secure", help="On a secured cluster (TLS, "
                                 "SASL/SCRAM, ACLs; docs/kafka-security.md)."),
+    outage_ms: int | None = duration_option(
+        None, "--outage", minimum="1s",
+        help="How long a broker node or the state disk stays down (default: the "
+        "scenario's own, 20 s)."),
 ) -> None:  # fmt: skip
     """Run fault scenarios against the whole pipeline and report what the jobs saw."""
     if nodes not in (None, 1, 3):
@@ -62,7 +66,8 @@ def run(
     chosen = _choose(scenario, nodes)
     folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
     options = RunOptions(jobs=jobs, nodes=nodes, window_s=window_ms / 1000,
-                         deadline_s=deadline_ms / 1000, secure=secure)  # fmt: skip
+                         deadline_s=deadline_ms / 1000, secure=secure,
+                         outage_s=None if outage_ms is None else outage_ms / 1000)  # fmt: skip
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     results = []
     for one in chosen:

@@ -75,6 +75,8 @@ class RunOptions:
     """How long to wait for the jobs past the last due time (and the fault's end)."""
     secure: bool = False
     """A secured cluster (TLS, SASL/SCRAM, ACLs): every client logs in as its super user."""
+    outage_s: float | None = None
+    """How long a broker node or the state disk stays down; None: each scenario's own."""
 
 
 def spares_the_broker(scenario: Scenario) -> bool:
@@ -147,7 +149,8 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     supervisor = Supervisor(stack)
     supervisor.restarts_workers = scenario.restarts_workers
     target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
-                    state_dir=home / "state", settings=settings)  # fmt: skip
+                    state_dir=home / "state", settings=settings,
+                    outage_s=options.outage_s)  # fmt: skip
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
                 scenario.fail_share)  # fmt: skip

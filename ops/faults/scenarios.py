@@ -106,6 +106,12 @@ class Target:
     """The poison jobs submitted (job id -> due time): they must end."""
     cancelled_at: dict[str, int] = field(default_factory=dict)
     """When each poison job of a cancel scenario was cancelled (epoch ms)."""
+    outage_s: float | None = None
+    """How long a broker node or the state disk stays down; None: the scenario's own
+    (BROKER_DOWN_S, DISK_FULL_S)."""
+
+    def outage(self, default_s: float) -> float:
+        return default_s if self.outage_s is None else self.outage_s
 
     def note(self, action: str) -> None:
         self.notes.append(Note(now_ms(), action))
@@ -289,7 +295,7 @@ def fill_state_disk(target: Target) -> None:
     target.note("filling the state folders' disk")
     written = host.fill(target.state_dir)
     target.note(f"state disk full ({written >> 20} MB written)")
-    time.sleep(DISK_FULL_S)
+    time.sleep(target.outage(DISK_FULL_S))
     host.empty(target.state_dir)
     target.note("state disk freed")
 
@@ -303,7 +309,7 @@ def skewed_worker_clocks(target: Target) -> None:
 def kill_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.note(f"SIGKILL kafka node {node} (pid {target.cluster.kill(node)})")
-    time.sleep(BROKER_DOWN_S)
+    time.sleep(target.outage(BROKER_DOWN_S))
     target.note(f"starting kafka node {node} again")
     target.cluster.restart(node)
     target.note(f"kafka node {node} back in the metadata")
@@ -313,7 +319,7 @@ def cut_off_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.cluster.cut_off(node)
     target.note(f"kafka node {node} cut off the network (every packet it sends dropped)")
-    time.sleep(BROKER_DOWN_S)
+    time.sleep(target.outage(BROKER_DOWN_S))
     target.cluster.heal(node)
     target.note(f"kafka node {node} back on the network")
 
@@ -321,7 +327,7 @@ def cut_off_broker(target: Target) -> None:
 def pause_broker(target: Target) -> None:
     node = target.cluster.busiest_node()
     target.note(f"SIGSTOP kafka node {node} (pid {target.cluster.pause(node)})")
-    time.sleep(BROKER_DOWN_S)
+    time.sleep(target.outage(BROKER_DOWN_S))
     target.cluster.resume(node)
     target.note(f"SIGCONT kafka node {node}")
 
