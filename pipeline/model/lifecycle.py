@@ -36,6 +36,11 @@ class LifecycleKind(StrEnum):
     PAUSED = "PAUSED"
     RESUMED = "RESUMED"
     DUPLICATE = "DUPLICATE"
+    WAITING = "WAITING"
+    """A workflow step that runs on no worker (a wait for a signal, a sleep) has begun."""
+    EXPIRED = "EXPIRED"
+    """The job gave up on time: its deadline passed, it stayed QUEUED past its queue limit,
+    or its wait ended without the signal."""
 
 
 class JobState(StrEnum):
@@ -50,11 +55,16 @@ class JobState(StrEnum):
     DEAD_LETTERED = "DEAD_LETTERED"
     CANCELLED = "CANCELLED"
     PAUSED = "PAUSED"
+    WAITING = "WAITING"
+    """A step held by the timers, not a worker: a wait for a signal, a sleep."""
+    EXPIRED = "EXPIRED"
 
 
 FAILURE_KINDS = frozenset({LifecycleKind.FAILED, LifecycleKind.TIMED_OUT, LifecycleKind.LOST})
 """An attempt that ended without success: the retry router decides what follows."""
-TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.CANCELLED})
+TERMINAL_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.CANCELLED, JobState.EXPIRED}
+)
 """A finished job: only its next cron run or a redrive brings it back, and its record is
 purged after the retention."""
 

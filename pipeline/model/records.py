@@ -59,6 +59,7 @@ class StepOutcome(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     DEAD_LETTERED = "DEAD_LETTERED"
     CANCELLED = "CANCELLED"
+    EXPIRED = "EXPIRED"
 
 
 class WorkerState(StrEnum):
@@ -138,6 +139,8 @@ class JobSpec(Record, frozen=True, kw_only=True):
     labels: dict[str, str] = {}
     on_parent_failure: ParentFailurePolicy = ParentFailurePolicy.CANCEL
     pool: str | None = None
+    deadline_ms: int | None = None
+    queue_limit_ms: int | None = None
 
 
 class ErrorInfo(Record, frozen=True, kw_only=True):

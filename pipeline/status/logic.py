@@ -52,7 +52,8 @@ _LEASED = frozenset({LifecycleKind.STARTED, LifecycleKind.HEARTBEAT})
 """What a RUNNING job's run reports to take or renew its lease."""
 _STEP_OUTCOMES = {JobState.SUCCEEDED: StepOutcome.SUCCEEDED,
                   JobState.DEAD_LETTERED: StepOutcome.DEAD_LETTERED,
-                  JobState.CANCELLED: StepOutcome.CANCELLED}  # fmt: skip
+                  JobState.CANCELLED: StepOutcome.CANCELLED,
+                  JobState.EXPIRED: StepOutcome.EXPIRED}  # fmt: skip
 """How a job of a workflow ended, by its finished state (:data:`TERMINAL_STATES`)."""
 
 

@@ -101,7 +101,8 @@ def _failed(target: JobState) -> dict[str, JobState]:
 # docs/lifecycle.md, row by row ("-" cells are absent; the SCHEDULED column follows).
 _ROWS: dict[JobState, dict[str, JobState]] = {
     S.SCHEDULED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.RETRY_SCHEDULED: S.FAILED_RETRYING,
-                  K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.BLOCKED: S.BLOCKED},
+                  K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.BLOCKED: S.BLOCKED,
+                  K.WAITING: S.WAITING},
     S.QUEUED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.SUCCEEDED: S.SUCCEEDED,
                **_failed(S.FAILED_RETRYING), K.RETRY_SCHEDULED: S.FAILED_RETRYING,
                K.DEAD_LETTERED: S.DEAD_LETTERED, K.CANCELLED: S.CANCELLED},
@@ -118,7 +119,12 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
     S.PAUSED: {K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.RESUMED: S.SCHEDULED},
     # Waiting for parents: BLOCKED again with fewer parents, SCHEDULED (the column below)
     # once released, CANCELLED when a parent failed.
-    S.BLOCKED: {K.BLOCKED: S.BLOCKED, K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED},
+    S.BLOCKED: {K.BLOCKED: S.BLOCKED, K.FIRED: S.QUEUED, K.CANCELLED: S.CANCELLED,
+                K.WAITING: S.WAITING},
+    # Held by the timers, not a worker (a wait, a sleep): it ends there, on a signal or at
+    # its instant, and a cancel or the workflow's cancel ends it too.
+    S.WAITING: {K.WAITING: S.WAITING, K.SUCCEEDED: S.SUCCEEDED, K.CANCELLED: S.CANCELLED},
+    S.EXPIRED: {},
 }  # fmt: skip
 
 Transitions = dict[tuple[JobState | None, str], JobState]
@@ -126,6 +132,11 @@ Transitions = dict[tuple[JobState | None, str], JobState]
 # SCHEDULED (a new submission or an updated schedule) is legal from every non-terminal state.
 _RESCHEDULED: Transitions = {
     (state, K.SCHEDULED): S.SCHEDULED for state in S if state not in TERMINAL_STATES
+}
+
+# EXPIRED (a deadline or a queue limit passed, a wait ran out) ends any job not ended.
+_EXPIRES: Transitions = {
+    (state, K.EXPIRED): S.EXPIRED for state in [*S, None] if state not in TERMINAL_STATES
 }
 
 # A job never seen: its first event is SCHEDULED (or BLOCKED, or CANCELLED for a schedule
@@ -142,6 +153,7 @@ _FROM_ROWS: Transitions = {
 TABLE: Transitions = {
     **_FROM_ROWS,
     **_RESCHEDULED,
+    **_EXPIRES,
     **_NEW,
 }
 """(current state, event kind) -> new state; None is a job not seen yet."""

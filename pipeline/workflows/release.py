@@ -5,7 +5,7 @@ timers apply it when a child is submitted (:func:`admit`) and each time one of i
 parents ends (:func:`after_parent_ended`).
 
 - Every parent SUCCEEDED: RUN.
-- A parent ended DEAD_LETTERED or CANCELLED: with ``on_parent_failure=CANCEL`` (the
+- A parent ended DEAD_LETTERED, CANCELLED or EXPIRED: with ``on_parent_failure=CANCEL`` (the
   default) the child is CANCELLED at once, the reason naming that parent, even while
   other parents still run; with ``RUN`` that parent counts as done.
 - Otherwise WAIT for the parents not ended yet. A parent being retried has not ended:
@@ -20,7 +20,9 @@ from enum import StrEnum
 
 from jobstream._pipeline.model.records import ParentFailurePolicy, StepOutcome
 
-FAILED_OUTCOMES = frozenset({StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED})
+FAILED_OUTCOMES = frozenset(
+    {StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED, StepOutcome.EXPIRED}
+)
 
 
 class GateAction(StrEnum):

@@ -22,7 +22,8 @@ from jobstream._pipeline.scheduling.cron import OverlapPolicy
 RUN_LABEL = "jobstream.schedule"
 """The label each step of a run carries the schedule's id in (a run is found by it)."""
 
-_WORST_FIRST = (StepOutcome.DEAD_LETTERED, StepOutcome.CANCELLED, StepOutcome.SUCCEEDED)
+_WORST_FIRST = (StepOutcome.DEAD_LETTERED, StepOutcome.EXPIRED, StepOutcome.CANCELLED,
+                StepOutcome.SUCCEEDED)
 
 
 def run_record(template: WorkflowSubmitted, run_id: str, *, now_ms: int) -> WorkflowSubmitted:
@@ -37,7 +38,7 @@ def run_record(template: WorkflowSubmitted, run_id: str, *, now_ms: int) -> Work
 
 def run_outcome(so_far: str | None, step: str) -> StepOutcome:
     """A run's outcome once one more step ended ``step``: the worst of its steps'
-    (DEAD_LETTERED, then CANCELLED, then SUCCEEDED)."""
+    (DEAD_LETTERED, then EXPIRED, then CANCELLED, then SUCCEEDED)."""
     seen = {so_far, step}
     return next(outcome for outcome in _WORST_FIRST if outcome in seen)
 

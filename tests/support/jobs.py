@@ -66,6 +66,8 @@ def submitted(
                 "labels": {},
                 "on_parent_failure": "CANCEL",
                 "pool": None,
+                "deadline_ms": None,
+                "queue_limit_ms": None,
             },
         },
     )

@@ -40,7 +40,8 @@ def execution(*, job_id: str | None = None, attempt: int = 1, fired_at_ms: int |
         "spec": {"job_type": job_type, "owner": owner, "params": '{"input": 1}',
                  "priority": "NORMAL", "run_at_ms": None, "cron": None, "depends_on": [],
                  "retry": retry, "timeout_ms": None, "labels": {},
-                 "on_parent_failure": "CANCEL", "pool": None},
+                 "on_parent_failure": "CANCEL", "pool": None,
+                 "deadline_ms": None, "queue_limit_ms": None},
         "idempotency_key": idempotency_key, "errors": list(errors), "parent_results": [],
     }  # fmt: skip
 

@@ -77,7 +77,7 @@ def test_the_table_is_the_contract() -> None:
     assert TABLE[(S.DEAD_LETTERED, "RETRY_SCHEDULED")] is S.FAILED_RETRYING
     assert TABLE[(S.PAUSED, "RESUMED")] is S.SCHEDULED
     assert TABLE[(S.PAUSED, "PAUSED")] is S.PAUSED, "its schedule updated while it stays paused"
-    non_terminal = set(S) - {S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED}
+    non_terminal = set(S) - {S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED, S.EXPIRED}
     assert {s for (s, kind) in TABLE if kind == "SCHEDULED"} == non_terminal | {None}
     assert not [key for key in TABLE if key[0] is S.CANCELLED]
 
