@@ -4,7 +4,8 @@ Every rule on a record read from jobs.intake or jobs.retry is applied here, at t
 edge, whoever produced the record: the submission's
 (:func:`jobstream._pipeline.model.job.validate_submitted`),
 a command's (:func:`jobstream._pipeline.model.commands.validate_command`), a workflow's
-(:func:`jobstream._pipeline.workflows.commands.expand_workflow`) and a StepEnded's. A record that
+(:func:`jobstream._pipeline.workflows.commands.expand_workflow`), a StepEnded's and a signal's
+(:func:`jobstream._pipeline.model.held.check_signal`). A record that
 breaks
 one raises :class:`~jobstream._pipeline.errors.ValidationError` naming the field, and the processor
 dead-letters it. The timers' logic (pipeline/timers/logic.py) receives the checked
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.commands import validate_command
+from jobstream._pipeline.model.held import check_signal
 from jobstream._pipeline.model.job import validate_submitted
 from jobstream._pipeline.model.records import (
     JobCancelled,
@@ -28,6 +30,7 @@ from jobstream._pipeline.model.records import (
     ScheduleChanged,
     StepEnded,
     WorkflowCancelled,
+    WorkflowSignalled,
     WorkflowSubmitted,
 )
 from jobstream._pipeline.scheduling import CronSpec
@@ -58,7 +61,7 @@ class Ended:
 
 
 Command = (JobSubmitted | JobCancelled | JobTriggered | ScheduleChanged | WorkflowCancelled
-           | RetryScheduled | Workflow | Ended)  # fmt: skip
+           | RetryScheduled | Workflow | Ended | WorkflowSignalled)  # fmt: skip
 """What the timers' logic applies: a record that passed its rules."""
 
 
@@ -100,6 +103,11 @@ def _step_ended(event: Event, now_ms: int) -> Command:
     return Ended(data, owner)
 
 
+def _signal(event: Event, now_ms: int) -> Command:
+    check_signal(event.data)
+    return event.data
+
+
 def _retry(event: Event, now_ms: int) -> Command:
     """A RetryScheduled is the retry router's, from a JobSubmitted checked at intake."""
     return event.data
@@ -114,4 +122,5 @@ _CHECKS: dict[str, Callable[[Event, int], Command]] = {
     "WorkflowSubmitted": _workflow,
     "StepEnded": _step_ended,
     "RetryScheduled": _retry,
+    "WorkflowSignalled": _signal,
 }
