@@ -26,6 +26,7 @@ from jobstream._pipeline.errors import (
 )
 from jobstream._pipeline.jobs.cli import EXIT_INVALID
 from jobstream._pipeline.jobs.cli import register as register_job_commands
+from jobstream._pipeline.jobs.signal_cli import signal
 from jobstream._pipeline.jobs.workflow_cli import workflow_app
 from jobstream._pipeline.lifeline import watch_supervisor
 from jobstream._pipeline.limits.cli import limits_app
@@ -83,7 +84,7 @@ def _setup(
 
 def register(app: typer.Typer) -> None:
     """Add the engine's commands to *app*: its processes, ``status``, ``dlq``, the job
-    commands (``submit``, ``cancel``, ...) and ``workflow``."""
+    commands (``submit``, ``cancel``, ...), ``workflow`` and ``signal``."""
     app.command("timers")(timers)
     app.command("status-processor")(status_processor)
     app.command("status")(status)
@@ -95,6 +96,7 @@ def register(app: typer.Typer) -> None:
     app.command("worker")(worker)
     register_job_commands(app)
     app.add_typer(workflow_app, name="workflow")
+    app.command("signal")(signal)
 
 
 def run(app: typer.Typer) -> None:

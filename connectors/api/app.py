@@ -1,7 +1,9 @@
 """The HTTP API: a FastAPI app over the views and jobs.intake (docs/api.md).
 
-``/healthz``, ``/openapi.json``, ``/docs`` and the dashboard's page and assets (``/``,
-``/static``) need no token; everything under ``/api/v1`` needs a bearer token
+``/healthz``, ``/openapi.json``, ``/docs``, the dashboard's page and assets (``/``,
+``/static``) and a one-time approval link (``/api/v1/approvals/link/...``, whose token is
+its own, connectors/api/links.py) need no API token; everything else under ``/api/v1``
+needs a bearer token
 (connectors/api/auth.py), the dashboard's calls included. Every response carries the
 origin's security headers (connectors/api/headers.py).
 """
@@ -27,6 +29,7 @@ from jobstream._connectors.api import (
     quotas,
     runlogs,
     schedules,
+    signals,
     timeline,
     workflows,
 )
@@ -67,6 +70,7 @@ def create_app(svc: Services | None) -> FastAPI:
     app.include_router(quotas.router)
     app.include_router(timeline.router)
     app.include_router(schedules.router)
+    app.include_router(signals.router)
     mount_dashboard(app)
     docs.mount(app)
 

@@ -6,6 +6,7 @@ request and :func:`services` the one that hands the routes their parts.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
@@ -43,9 +44,14 @@ class Services:
     quota_board: QuotaBoard = field(default_factory=QuotaBoard)
     """The owners' overrides (jobs.quotas, which the API server follows)."""
     quotas: QuotaGate = field(init=False)
+    link_secret: bytes = field(init=False, repr=False)
+    """What signs one-time approval links (connectors/api/links.py)."""
 
     def __post_init__(self) -> None:
         self.quotas = QuotaGate(self.api.default_quota(), self.quota_board)
+        configured = self.api.api_link_secret
+        self.link_secret = (configured.get_secret_value().encode() if configured
+                            else secrets.token_bytes(32))  # fmt: skip
 
     def job(self, job_id: str, principal: Principal) -> Doc:
         """The job as the views (or, just accepted, this API) hold it; 404 when it is not

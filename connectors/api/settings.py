@@ -54,6 +54,10 @@ class ApiSettings(BaseSettings):
     )
     api_url: str = Field("http://127.0.0.1:8080", description="Where the CLI finds the API.")
     api_token: SecretStr | None = Field(None, description="The CLI's bearer token.")
+    api_link_secret: SecretStr | None = Field(
+        None, description="Signs one-time approval links; the same on every API replica "
+        "(none: a secret of this process, whose links end with it)."
+    )
     worker_stale_after: Annotated[int, NoDecode] = Field(
         15_000, description="A worker without a heartbeat for this long is stale (15s)."
     )

@@ -18,10 +18,16 @@ STATIC = package_path(__name__, "static")
 
 
 def mount(app: FastAPI) -> None:
-    """Serve the page at ``/`` and its assets under ``/static``."""
+    """Serve the page at ``/``, a one-time approval link's at ``/approve.html``, and their
+    assets under ``/static``."""
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/approve.html", include_in_schema=False)
+    def approve() -> FileResponse:
+        """A one-time approval link's page: its token is the fragment (connectors/api/links.py)."""
+        return FileResponse(STATIC / "approve.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -47,6 +47,7 @@ from jobstream._pipeline.jobs.outbound import (
 )
 from jobstream._pipeline.kafka.aio import producer_options
 from jobstream._pipeline.model import commands
+from jobstream._pipeline.model.held import signal_event
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
@@ -109,6 +110,14 @@ class AsyncJobClient:
         """As :meth:`JobClient.cancel_workflow`."""
         await self.send_command(commands.cancel_workflow_event(
             owner, workflow_id, reason, now_ms=now_ms(), requested_by=requested_by))  # fmt: skip
+
+    async def signal(self, owner: str, workflow_id: str, name: str, payload: Any = None, *,
+                     reject: bool = False, step: str | None = None, reason: str | None = None,
+                     requested_by: str | None = None) -> None:  # fmt: skip
+        """As :meth:`JobClient.signal`."""
+        await self.send_command(signal_event(
+            owner, workflow_id, name, payload, now_ms=now_ms(), reject=reject, step=step,
+            reason=reason, requested_by=requested_by))  # fmt: skip
 
     async def cancel(self, job_id: str, *, workflow_id: str | None = None,
                      reason: str | None = None,

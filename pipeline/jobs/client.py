@@ -39,6 +39,7 @@ from jobstream._pipeline.jobs.outbound import (
 )
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.model import commands
+from jobstream._pipeline.model.held import signal_event
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
@@ -117,6 +118,17 @@ class JobClient:
         """Cancel every job of ``owner``'s workflow that has not ended, running ones too."""
         self._send([commands.cancel_workflow_event(owner, workflow_id, reason, now_ms=now_ms(),
                                                    requested_by=requested_by)])  # fmt: skip
+
+    def signal(self, owner: str, workflow_id: str, name: str, payload: Any = None, *,
+               reject: bool = False, step: str | None = None, reason: str | None = None,
+               requested_by: str | None = None) -> None:  # fmt: skip
+        """Send the signal ``name`` to ``owner``'s workflow: it ends every step waiting for
+        it (a ``wait`` step), SUCCEEDED with ``payload`` (any JSON value) as its result, or
+        CANCELLED with ``reject``; no step waits yet: it is kept for the first that will.
+        ``step`` addresses one step by name (an approval) and is not kept."""
+        self._send([signal_event(owner, workflow_id, name, payload, now_ms=now_ms(),
+                                 reject=reject, step=step, reason=reason,
+                                 requested_by=requested_by)])  # fmt: skip
 
     def cancel(self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None,
                requested_by: str | None = None) -> None:  # fmt: skip

@@ -19,7 +19,11 @@ from confluent_kafka import KafkaError
 from jobstream._pipeline.errors import AuthorizationError, JobstreamError
 from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.model.job import JobRequest
-from jobstream._pipeline.model.records import WorkflowCancelled, WorkflowSubmitted
+from jobstream._pipeline.model.records import (
+    WorkflowCancelled,
+    WorkflowSignalled,
+    WorkflowSubmitted,
+)
 from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.workflows.commands import step_ids
@@ -87,7 +91,7 @@ def names_of(event: Event) -> tuple[str, str | None]:
     A workflow's records have no job id: they are named (and keyed) by the workflow.
     """
     record = event.data
-    if isinstance(record, WorkflowSubmitted | WorkflowCancelled):
+    if isinstance(record, WorkflowSubmitted | WorkflowCancelled | WorkflowSignalled):
         return record.workflow_id, record.workflow_id
     return record.job_id, record.workflow_id
 

@@ -28,7 +28,7 @@ import orjson
 from jobstream._pipeline.durations import parse_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
-from jobstream._pipeline.model.records import JobSpec, WorkflowSignalled
+from jobstream._pipeline.model.records import Event, JobSpec, WorkflowSignalled
 
 WAIT_TYPE = "jobstream.wait"
 SLEEP_TYPE = "jobstream.sleep"
@@ -195,6 +195,21 @@ def _prompt(value: object) -> str:
     if len(value) > MAX_PROMPT_CHARS:
         raise ValueError(f"is {len(value)} characters, more than {MAX_PROMPT_CHARS}")
     return value
+
+
+def signal_event(owner: str, workflow_id: str, name: str, payload: Any = None, *,
+                 now_ms: int, reject: bool = False, step: str | None = None,
+                 reason: str | None = None, requested_by: str | None = None,
+                 ) -> Event:  # fmt: skip
+    """The WorkflowSignalled of ``name`` for ``owner``'s workflow, checked: ``payload`` (any
+    JSON value) becomes the result of the step it ends; ``reject`` cancels that step
+    instead; ``step`` addresses one step by name only."""
+    text = None if payload is None else orjson.dumps(payload).decode()
+    record = WorkflowSignalled(workflow_id=workflow_id, owner=owner, name=name, payload=text,
+                               reject=reject, step=step, sent_at_ms=now_ms, reason=reason,
+                               requested_by=requested_by)  # fmt: skip
+    check_signal(record)
+    return Event.of(record)
 
 
 def check_signal(record: WorkflowSignalled) -> None:

@@ -89,7 +89,8 @@ class JobStatus(BaseModel):
     )
     step: str | None = Field(default=None, description="Its step name, in a workflow.")
     waiting_for: list[str] = Field(
-        default_factory=list, description="BLOCKED: the parents (job ids) it still waits for."
+        default_factory=list,
+        description="BLOCKED: the parents (job ids) it still waits for; WAITING: the signal.",
     )
     created_at_ms: int | None = Field(
         default=None, description="When the job was submitted (epoch ms); null if not known."

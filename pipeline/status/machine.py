@@ -81,6 +81,8 @@ _DUPLICATE, _FIRED, _STARTED, _HEARTBEAT, _SUCCEEDED, _LOST, _RETRY_SCHEDULED, _
 )  # fmt: skip
 _CANCELLED = K.CANCELLED
 _BLOCKED = K.BLOCKED
+_WAITING = K.WAITING
+_EXPIRED = K.EXPIRED
 _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
@@ -245,7 +247,7 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     execution = execution_id_of(event)
     if record.state is S.DEAD_LETTERED:  # a redrive: the failure is history now
         changes["last_error"] = None
-    if kind is _BLOCKED:
+    if kind is _BLOCKED or kind is _WAITING:
         changes.update(scheduled_at_ms=event.scheduled_at_ms,
                        waiting_for=tuple(event.waiting_for or ()))  # fmt: skip
     elif record.waiting_for:
@@ -277,6 +279,8 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
         changes["scheduled_at_ms"] = None
         if event.error:
             changes["last_error"] = _last_error(kind, event)
+    elif kind is _EXPIRED:
+        changes.update(scheduled_at_ms=None, last_error=_last_error(kind, event))
     elif kind is _CANCELLED:
         changes["cancellation"] = _cancellation(event)
         if execution is not None:

@@ -1,10 +1,11 @@
 // The dashboard's shell: token login, the hash router (#/overview, #/jobs, #/jobs/<id>,
-// #/schedules, #/dlq, #/workers), the time zone toggle (UTC or the browser's zone: the
+// #/schedules, #/approvals, #/dlq, #/workers), the time zone toggle (UTC or the browser's zone: the
 // page on screen is drawn again) and the live stream, whose status events go to the page
 // on screen.
 
 import { Refused, follow, get, setToken, token } from "./api.js";
 import { setZoneMode, zoneMode, zoneName } from "./dom.js";
+import * as approvals from "./page-approvals.js";
 import * as dlq from "./page-dlq.js";
 import * as job from "./page-job.js";
 import * as jobs from "./page-jobs.js";
@@ -34,7 +35,7 @@ function route() {
   view.dataset.page = name;
   $("view").replaceChildren(view);
   if (name === "jobs" && parts[1]) page = job.render(view, { id: decodeURIComponent(parts[1]), me });
-  else page = ({ jobs, schedules, dlq, workers }[name] ?? overview).render(view, { params, me });
+  else page = ({ jobs, schedules, approvals, dlq, workers }[name] ?? overview).render(view, { params, me });
 }
 
 function showLogin(error = "") {

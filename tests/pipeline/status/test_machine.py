@@ -373,3 +373,22 @@ def test_the_stopped_run_of_a_cancelled_schedule_changes_nothing() -> None:
                                                   at_ms=E1 + 10, worker_id=None)  # fmt: skip
     decision = transition(cancelled, worker_cancelled(run, at_ms=E1 + 20))
     assert decision.verdict is Verdict.IGNORED and decision.record == cancelled
+
+
+def test_a_wait_step_waits_for_its_signal_and_ends_on_it_or_expires() -> None:
+    job = "01JD3W6Q8Z5X7M2K4N9P0R1WAIT"
+    begun = transition(None, ev.scheduled(job)).record
+    waiting = transition(begun, ev.lifecycle("WAITING", job, scheduled_at_ms=T0 + MINUTE,
+                                             waiting_for=["approved"])).record  # fmt: skip
+    assert waiting is not None and waiting.state is S.WAITING
+    assert (waiting.waiting_for, waiting.scheduled_at_ms) == (("approved",), T0 + MINUTE)
+    done = transition(waiting, ev.lifecycle("SUCCEEDED", job, result='{"ok": true}')).record
+    assert done is not None and (done.state, done.result) == (S.SUCCEEDED, '{"ok": true}')
+    assert done.waiting_for == ()
+
+    expired = transition(waiting, ev.lifecycle("EXPIRED", job, error={
+        "attempt": 1, "error_type": "WaitTimedOut", "message": "no signal", "at_ms": T0,
+        "retryable": False}))  # fmt: skip
+    assert expired.record is not None and expired.record.state is S.EXPIRED
+    assert expired.record.last_error == {"error_type": "WaitTimedOut", "message": "no signal"}
+    assert transition(expired.record, ev.lifecycle("SUCCEEDED", job)).verdict is Verdict.ILLEGAL
