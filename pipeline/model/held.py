@@ -1,4 +1,4 @@
-"""Steps the timers hold instead of a worker: a wait for a signal, and a sleep.
+"""Steps the timers hold instead of a worker: a wait for a signal, a sleep, and a map.
 
 A workflow step of job type :data:`WAIT_TYPE` or :data:`SLEEP_TYPE` never reaches an
 execution topic. When it would fire, the timers begin it: it is WAITING, with no worker
@@ -9,9 +9,14 @@ waits for, as JSON any Kafka client can write:
 - wait: ``{"signal": "approved", "timeout": "1h", "prompt": "Ship it?", "approval": true}``
   (``timeout`` a duration, or ``timeout_ms``; none: it waits for ever);
 - sleep: ``{"for": "30s"}`` (or ``for_ms``), or ``{"until": "2026-12-01T09:00", "timezone":
-  "Europe/Paris"}`` (a local time there), or ``{"until_ms": 1796000000000}``.
+  "Europe/Paris"}`` (a local time there), or ``{"until_ms": 1796000000000}``;
+- map: ``{"over": "list-files", "job_type": "image.render", "params": {"size": 512},
+  "max_concurrency": 50, "on_item_failure": "fail"}``: one job per item of the parent
+  step ``over``'s result (a JSON list), the map ending once every item has
+  (pipeline/timers/maps.py).
 
-Pure: :func:`held_step` reads a spec's parameters into a :class:`Wait` or a :class:`Sleep`,
+Pure: :func:`held_step` reads a spec's parameters into a :class:`Wait`, :class:`Sleep` or
+:class:`Map`,
 raising :class:`~jobstream._pipeline.errors.ValidationError` naming the field
 (``spec.params.timeout``); :func:`check_signal` holds a ``WorkflowSignalled`` to its rules.
 """
@@ -32,8 +37,12 @@ from jobstream._pipeline.model.records import Event, JobSpec, WorkflowSignalled
 
 WAIT_TYPE = "jobstream.wait"
 SLEEP_TYPE = "jobstream.sleep"
-HELD_TYPES = frozenset({WAIT_TYPE, SLEEP_TYPE})
+MAP_TYPE = "jobstream.map"
+HELD_TYPES = frozenset({WAIT_TYPE, SLEEP_TYPE, MAP_TYPE})
 """Job types the timers run themselves: no worker serves them."""
+MAX_MAP_ITEMS = 10_000
+"""Items of one map: as many as steps of one workflow."""
+MAX_MAP_CONCURRENCY = 10_000
 
 MAX_SIGNAL_CHARS = 100
 MAX_PROMPT_CHARS = 2000
@@ -73,7 +82,22 @@ class Sleep:
         return self.until_ms
 
 
-Held = Wait | Sleep
+@dataclass(frozen=True, slots=True)
+class Map:
+    over: str
+    """The parent step (by name) whose result, a JSON list, it maps."""
+    job_type: str
+    """Each item's job type: a worker's."""
+    params: dict[str, Any]
+    """Each item's params, beside ``item`` (its value) and ``index`` (from 0)."""
+    max_concurrency: int = 10
+    """Items run at most at once; the next starts as one ends."""
+    fail_fast: bool = True
+    """on_item_failure ``fail`` (true): an item that ends failed cancels the rest and the
+    map ends CANCELLED; ``continue``: every item runs and the map SUCCEEDS."""
+
+
+Held = Wait | Sleep | Map
 
 
 def is_held(spec: JobSpec) -> bool:
@@ -89,16 +113,19 @@ def held_step(spec: JobSpec) -> Held:
         return _wait(params)
     if spec.job_type == SLEEP_TYPE:
         return _sleep(params)
+    if spec.job_type == MAP_TYPE:
+        return _map(params)
     raise ValidationError("spec.job_type", f"{spec.job_type!r} is not a held step's type")
 
 
 def check_held(spec: JobSpec, workflow_id: str | None) -> None:
-    """The rules of a submitted wait or sleep beyond its parameters: a wait belongs to a
-    workflow (signals name one), and neither repeats."""
+    """The rules of a submitted wait, sleep or map beyond its parameters: a wait or a map
+    belongs to a workflow (a signal names the workflow, a map's items join it), and none
+    repeats."""
     held_step(spec)
-    if spec.job_type == WAIT_TYPE and workflow_id is None:
-        raise ValidationError("workflow_id", "a wait step belongs to a workflow: a signal "
-                                             "names the workflow it is for")  # fmt: skip
+    if spec.job_type in (WAIT_TYPE, MAP_TYPE) and workflow_id is None:
+        kind = spec.job_type.removeprefix("jobstream.")
+        raise ValidationError("workflow_id", f"a {kind} step belongs to a workflow")
     if spec.cron is not None:
         raise ValidationError("spec.cron", f"a {spec.job_type} step runs once")
 
@@ -132,6 +159,30 @@ def _sleep(params: dict[str, Any]) -> Sleep:
         raise ValidationError("spec.params", "a sleep needs one of for, for_ms, until or "
                                              "until_ms")  # fmt: skip
     return Sleep(for_ms=duration, until_ms=until)
+
+
+def _map(params: dict[str, Any]) -> Map:
+    _only(params, {"over", "job_type", "params", "max_concurrency", "on_item_failure"})
+    over = _field("over", signal_name, params.get("over"))
+    job_type = _field("job_type", rules.job_type, params.get("job_type"))
+    if job_type in HELD_TYPES:
+        raise ValidationError("spec.params.job_type", "must be a worker's job type")
+    item_params = params.get("params", {})
+    if not isinstance(item_params, dict):
+        raise ValidationError("spec.params.params", "must be a JSON object")
+    for reserved in ("item", "index"):
+        if reserved in item_params:
+            raise ValidationError(f"spec.params.params.{reserved}", "is each item's own")
+    concurrency = params.get("max_concurrency", 10)
+    if (not isinstance(concurrency, int) or isinstance(concurrency, bool)
+            or not 1 <= concurrency <= MAX_MAP_CONCURRENCY):  # fmt: skip
+        raise ValidationError("spec.params.max_concurrency",
+                              f"must be an integer from 1 to {MAX_MAP_CONCURRENCY}")  # fmt: skip
+    failure = params.get("on_item_failure", "fail")
+    if failure not in ("fail", "continue"):
+        raise ValidationError("spec.params.on_item_failure", "must be 'fail' or 'continue'")
+    return Map(over=over, job_type=job_type, params=item_params,
+               max_concurrency=concurrency, fail_fast=failure == "fail")  # fmt: skip
 
 
 def _only(params: dict[str, Any], known: set[str]) -> None:

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 
 from jobstream._pipeline.errors import ValidationError
-from jobstream._pipeline.model.held import NEVER_MS, Sleep, Wait, held_step
+from jobstream._pipeline.model.held import NEVER_MS, Map, Sleep, Wait, held_step
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.records import ErrorInfo, WorkflowSignalled
 from jobstream._pipeline.runtime.processor import Output
@@ -42,12 +42,15 @@ WAIT_TIMED_OUT = "WaitTimedOut"
 
 Finish = Callable[[TimerState, JobEntry, int], None]
 """``(state, entry, now_ms)``: drop a timer that has ended, leaving its markers."""
+BeginMap = Callable[[TimerState, JobEntry, Map, int], list[Output]]
+"""``(state, entry, map, now_ms)``: start a map's items (pipeline/timers/maps.py)."""
 
 
 class HeldSteps:
-    def __init__(self, lifecycle: Lifecycle, finish: Finish) -> None:
+    def __init__(self, lifecycle: Lifecycle, finish: Finish, begin_map: BeginMap) -> None:
         self.lifecycle = lifecycle
         self.finish = finish
+        self.begin_map = begin_map
         self.signals_kept = 0
         """Signals no step awaited when they came (kept for one)."""
         self.signals_dropped = 0
@@ -56,6 +59,8 @@ class HeldSteps:
     def fire(self, state: TimerState, entry: JobEntry, now_ms: int) -> list[Output]:
         """A held step's entry came due: begin it, or end it at its instant."""
         step = held_step(entry.spec)
+        if isinstance(step, Map):
+            return [] if entry.waiting_since_ms else self.begin_map(state, entry, step, now_ms)
         if entry.waiting_since_ms is None:
             return self._begin(state, entry, step, now_ms)
         self.finish(state, entry, now_ms)

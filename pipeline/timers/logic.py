@@ -53,11 +53,13 @@ from jobstream._pipeline.timers.entry import (
 )
 from jobstream._pipeline.timers.held import HeldSteps
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
+from jobstream._pipeline.timers.maps import Members
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.timers.workflow import WorkflowTimers
 from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows import GateAction, WorkflowRecord
 from jobstream._pipeline.workflows.commands import STEP_LABEL
+from jobstream._pipeline.workflows.members import SPAWNED_BY_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +106,12 @@ class TimerLogic:
         self.duplicates = 0
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip
-        self.held = HeldSteps(self._lifecycle, self._finish)
-        """Waits and sleeps: steps the timers end themselves (pipeline/timers/held.py)."""
+        self.members = Members(self._lifecycle, self._cancelled, self._finish)
+        """Maps and spawners: jobs whose end waits for others (pipeline/timers/maps.py)."""
+        self.members.ended = self.workflows.step_ended
+        self.workflows.members = self.members
+        self.held = HeldSteps(self._lifecycle, self._finish, self.members.begin_map)
+        """Waits, sleeps and maps: steps the timers end themselves (pipeline/timers/held.py)."""
         self.owner_weight = weight_of(self.policy.owner_weights)
 
     # -- intake and retries --------------------------------------------------------------
@@ -149,6 +155,9 @@ class TimerLogic:
             return [self._lifecycle(K.CANCELLED, job, now_ms, detail=gate.reason, **first)]
         blocked = gate is not None and gate.action is GateAction.WAIT
         state.put(JobEntry(timer_id=job.job_id, job=job, due_ms=due, blocked=blocked))
+        holder = job.spec.labels.get(SPAWNED_BY_LABEL)
+        if holder is not None and workflow_id is not None:
+            self.members.joined(state, job, holder)
         if gate is not None and blocked:
             return [self.workflows.blocked(job, now_ms, due, gate.waiting, **first)]
         return [self._lifecycle(K.SCHEDULED, job, now_ms, scheduled_at_ms=due, **first)]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.lifecycle import LifecycleKind
@@ -59,6 +60,9 @@ from jobstream._pipeline.timers.entry import (
     schedule_timer_id,
 )
 from jobstream._pipeline.timers.state import TimerState
+
+if TYPE_CHECKING:
+    from jobstream._pipeline.timers.maps import Members
 from jobstream._pipeline.workflows import (
     Gate,
     GateAction,
@@ -72,6 +76,7 @@ from jobstream._pipeline.workflows import (
     run_record,
     run_workflow_id,
 )
+from jobstream._pipeline.workflows.members import item_job_id
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +105,8 @@ class WorkflowTimers:
         """StepEnded of jobs this partition keeps no node for (purged, or never seen)."""
         self.runs_skipped = 0
         """Times of recurring workflows that started no run: the previous one still ran."""
+        self.members: Members | None = None
+        """Maps and spawners: jobs whose end waits for their members (pipeline/timers/maps.py)."""
 
     # -- submissions ---------------------------------------------------------------------
 
@@ -149,6 +156,11 @@ class WorkflowTimers:
             return []
         if node.outcome == outcome:
             return []  # the same end read again (a replayed jobs.events): done already
+        if node.outcome is None and node.members_ended < node.members:
+            # Its spawned children still run: its end waits for theirs (timers/maps.py).
+            state.nodes.put(node.evolve(own_outcome=outcome, result=data.result,
+                                        result_uri=data.result_uri))  # fmt: skip
+            return []
         first_end = node.outcome is None
         state.nodes.put(node.evolve(outcome=outcome, result=data.result,
                                     result_uri=data.result_uri,
@@ -158,6 +170,8 @@ class WorkflowTimers:
             child = state.nodes.get(owner, workflow_id, child_id)
             if child is not None:
                 emits.extend(self._follow(state, child, parent, outcome, now_ms))
+        if first_end and node.member_of is not None and self.members is not None:
+            emits.extend(self.members.member_ended(state, node, outcome, now_ms))
         if first_end:
             emits.extend(self._count_end(state, owner, workflow_id, outcome, now_ms))
         return emits
@@ -314,19 +328,32 @@ class WorkflowTimers:
         workflow_id, parents = job.workflow_id, job.spec.depends_on
         if not workflow_id or not parents:
             return []
-        found, budget = [], PARENT_RESULTS_INLINE_BYTES
+        found: list[ParentResultRecord] = []
+        budget = PARENT_RESULTS_INLINE_BYTES
         for parent in parents:
             node = state.nodes.get(job.spec.owner, workflow_id, parent)
             if node is None:
                 found.append(ParentResultRecord(job_id=parent, outcome=StepOutcome.UNKNOWN))
                 continue
-            result = node.result
-            if result is not None:
-                budget -= len(result.encode())
-                if budget < 0:
-                    result = None
-            outcome = StepOutcome(node.outcome) if node.outcome else StepOutcome.UNKNOWN
-            found.append(ParentResultRecord(job_id=parent, outcome=outcome, result=result,
-                                      result_uri=node.result_uri, step=node.step))  # fmt: skip
+            budget = _results(found, [node], budget)
+            if node.next_member:  # a map: each item's result after its own, in item order
+                name = node.step or node.job_id
+                items = (state.nodes.get(node.owner, workflow_id,
+                                         item_job_id(node.owner, workflow_id, name, index))
+                         for index in range(node.members))  # fmt: skip
+                budget = _results(found, [item for item in items if item is not None], budget)
         return found
 
+
+def _results(found: list[ParentResultRecord], nodes: list[StepNode], budget: int) -> int:
+    """Append each node's ParentResult while inline results fit ``budget``; what is left."""
+    for node in nodes:
+        result = node.result
+        if result is not None:
+            budget -= len(result.encode())
+            if budget < 0:
+                result = None
+        outcome = StepOutcome(node.outcome) if node.outcome else StepOutcome.UNKNOWN
+        found.append(ParentResultRecord(job_id=node.job_id, outcome=outcome, result=result,
+                                        result_uri=node.result_uri, step=node.step))  # fmt: skip
+    return budget

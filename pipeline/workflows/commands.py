@@ -22,7 +22,7 @@ import msgspec
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
-from jobstream._pipeline.model.held import SLEEP_TYPE, WAIT_TYPE
+from jobstream._pipeline.model.held import MAP_TYPE, SLEEP_TYPE, WAIT_TYPE, Map, held_step
 from jobstream._pipeline.model.job import JobRequest, cron_of, validate_submitted
 from jobstream._pipeline.model.records import (
     CronSchedule,
@@ -36,7 +36,7 @@ from jobstream._pipeline.serde import Event
 from jobstream._pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
 MAX_STEP_NAME_CHARS = 100
-HELD_STEPS = {"wait": WAIT_TYPE, "sleep": SLEEP_TYPE}
+HELD_STEPS = {"wait": WAIT_TYPE, "sleep": SLEEP_TYPE, "map": MAP_TYPE}
 """A step written ``{"name": ..., "wait": {...}}`` is a step of job type jobstream.wait
 whose params are the mapping (pipeline/model/held.py); ``sleep`` likewise."""
 STEP_LABEL = "jobstream.step"
@@ -193,8 +193,20 @@ def expand_workflow(record: WorkflowSubmitted, *, now_ms: int) -> list[tuple[str
         with _at(f"steps.{i}."):
             job = _step_job(step, owner, workflow_id, record.submitted_at_ms)
             validate_submitted(job, now_ms=now_ms)
+            _check_map(step)
         expanded.append((name, job))
     return expanded
+
+
+def _check_map(step: WorkflowStep) -> None:
+    """A map maps the result of one of its parents."""
+    if step.spec.job_type != MAP_TYPE:
+        return
+    mapped = held_step(step.spec)
+    assert isinstance(mapped, Map)
+    if mapped.over not in step.depends_on:
+        raise ValidationError("spec.params.over", f"{mapped.over!r} must be one of the step's "
+                                                  "parents (depends_on)")  # fmt: skip
 
 
 def _step_job(step: WorkflowStep, owner: str, workflow_id: str,

@@ -52,6 +52,21 @@ class StepNode(_JsonRecord):
     ended_at_ms: int | None = None
     awaits: str | None = None
     """A wait step while it is WAITING: the signal that ends it."""
+    member_of: str | None = None
+    """A member (a map's item, a spawned child): its holder's job id
+    (pipeline/workflows/members.py)."""
+    members: int = 0
+    """A holder: members started so far."""
+    members_ended: int = 0
+    next_member: int = 0
+    """A map: the index of the next item to start (the rest wait for a slot)."""
+    own_outcome: str | None = None
+    """A holder whose own run ended while members still ran: how it ended (its ``outcome``
+    waits for its members)."""
+    member_outcome: str | None = None
+    """The worst end of its members so far."""
+    member_failure: str | None = None
+    """The first member that ended failed, and how: the reason a failing map gives."""
 
 
 @dataclass(frozen=True, slots=True)

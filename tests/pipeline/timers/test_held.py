@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from jobstream._pipeline.config import Settings
@@ -223,3 +224,94 @@ def test_a_wait_outside_a_workflow_is_refused() -> None:
     spec = JobSpec(job_type="jobstream.wait", owner="tests", params='{"signal": "a"}')
     with pytest.raises(ValidationError, match="workflow_id: a wait step belongs to a workflow"):
         check_held(spec, None)
+
+
+def test_a_map_runs_an_item_per_element_a_few_at_a_time_and_the_join_gets_them_in_order(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("list"),
+           {"name": "render", "depends_on": ["list"],
+            "map": {"over": "list", "job_type": "image.render", "params": {"size": 64},
+                    "max_concurrency": 2}},
+           step("join", "render"))  # fmt: skip
+    timers.advance(0)
+    released = timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0,
+                                                     '["a", "b", "c"]'))  # fmt: skip
+    assert lifecycle(released) == [("SCHEDULED", ids("render"))]
+    begun = timers.advance(0)
+    items = [ids(f"render[{i}]") for i in range(3)]
+    assert sorted(lifecycle(begun)) == sorted([("SCHEDULED", items[0]), ("SCHEDULED", items[1]),
+                                               ("BLOCKED", items[2]), ("WAITING", ids("render"))])
+    fired = timers.advance(0)
+    runs = [data(fired, "ExecutionRequested", item) for item in items[:2]]
+    assert [orjson.loads(run["spec"]["params"]) for run in runs] == [
+        {"size": 64, "item": "a", "index": 0}, {"size": 64, "item": "b", "index": 1}]
+    assert runs[0]["spec"]["job_type"] == "image.render"
+
+    freed = timers.pipe(TOPICS.intake, step_ended(items[1], WF, "SUCCEEDED", T0, '"B"'))
+    assert lifecycle(freed) == [("SCHEDULED", items[2])], "a slot freed: the next item"
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(items[2], WF, "SUCCEEDED", T0, '"C"'))
+    ended = timers.pipe(TOPICS.intake, step_ended(items[0], WF, "SUCCEEDED", T0, '"A"'))
+    assert lifecycle(ended) == [("SUCCEEDED", ids("render"))]
+    assert data(ended, "SUCCEEDED", ids("render"))["result"] == '{"items":3}'
+    timers.pipe(TOPICS.intake, step_ended(ids("render"), WF, "SUCCEEDED", T0, '{"items":3}'))
+    join = data(timers.advance(0), "ExecutionRequested", ids("join"))
+    assert [(r["step"], r["result"]) for r in join["parent_results"]] == [
+        ("render", '{"items":3}'), ("render[0]", '"A"'), ("render[1]", '"B"'),
+        ("render[2]", '"C"')]  # fmt: skip
+
+
+def test_a_failed_item_cancels_the_rest_of_its_map(timers: ProcessorDriver[TimerState]) -> None:
+    submit(timers, step("list"),
+           {"name": "render", "depends_on": ["list"],
+            "map": {"over": "list", "job_type": "image.render", "max_concurrency": 1}},
+           step("join", "render"))  # fmt: skip
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0, "[1, 2, 3]"))
+    timers.advance(0)
+    items = [ids(f"render[{i}]") for i in range(3)]
+    failed = timers.pipe(TOPICS.intake, step_ended(items[0], WF, "DEAD_LETTERED", T0))
+    assert sorted(lifecycle(failed)) == sorted([("CANCELLED", items[1]), ("CANCELLED", items[2])])
+    timers.pipe(TOPICS.intake, step_ended(items[1], WF, "CANCELLED", T0))
+    ended = timers.pipe(TOPICS.intake, step_ended(items[2], WF, "CANCELLED", T0))
+    assert lifecycle(ended) == [("CANCELLED", ids("render"))]
+    assert "render[0] ended DEAD_LETTERED" in data(ended, "CANCELLED", ids("render"))["detail"]
+
+
+def test_a_map_over_a_result_that_is_not_a_list_ends_naming_why(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("list"), {"name": "render", "depends_on": ["list"],
+                                  "map": {"over": "list", "job_type": "image.render"}})  # fmt: skip
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0, '{"a": 1}'))
+    ended = timers.advance(0)
+    assert lifecycle(ended) == [("CANCELLED", ids("render"))]
+    assert data(ended, "CANCELLED", ids("render"))["detail"] == (
+        "map over 'list': its result is not a JSON list")
+
+
+def test_a_map_of_ten_thousand_items_joins_all_of_them_in_order(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    n = 10_000
+    submit(timers, step("list"),
+           {"name": "m", "depends_on": ["list"],
+            "map": {"over": "list", "job_type": "image.render", "max_concurrency": 500}},
+           step("join", "m"))  # fmt: skip
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0,
+                                          orjson.dumps(list(range(n))).decode()))  # fmt: skip
+    timers.advance(0)
+    started = 0
+    for i in range(n):
+        started += len([e for e in lifecycle(timers.advance(0)) if e[0] == "RUN"])
+        timers.pipe(TOPICS.intake, step_ended(ids(f"m[{i}]"), WF, "SUCCEEDED", T0, str(i * 2)))
+    started += len([e for e in lifecycle(timers.advance(0)) if e[0] == "RUN"])
+    assert started == n, "every item ran once"
+    end = timers.pipe(TOPICS.intake, step_ended(ids("m"), WF, "SUCCEEDED", T0, '{"items":10000}'))
+    assert lifecycle(end) == [("SCHEDULED", ids("join"))]
+    join = data(timers.advance(0), "ExecutionRequested", ids("join"))
+    results = join["parent_results"][1:]
+    assert [int(r["result"]) for r in results] == [i * 2 for i in range(n)]
