@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.clock import iso_ms
 from jobstream._pipeline.model.records import ErrorInfo, ExecutionRequested, JobSpec
 
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -50,17 +50,13 @@ class Expiry:
                          retryable=False, at_ms=at_ms, worker_id=worker_id)  # fmt: skip
 
 
-def _when(ms: int) -> str:
-    return instant_of(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _past_deadline(spec: JobSpec, start_ms: int, what: str) -> Expiry | None:
     deadline = spec.deadline_ms
     if deadline is None or start_ms < deadline:
         return None
     return Expiry(DEADLINE_EXCEEDED,
-                  f"{what} at {_when(start_ms)}, at or past the job's deadline "
-                  f"{_when(deadline)}")  # fmt: skip
+                  f"{what} at {iso_ms(start_ms)}, at or past the job's deadline "
+                  f"{iso_ms(deadline)}")  # fmt: skip
 
 
 def attempt_refusal(spec: JobSpec, *, attempt: int, due_ms: int, now_ms: int) -> Expiry | None:
@@ -89,6 +85,14 @@ def attempt_deadline_ms(spec: JobSpec, *, start_ms: int, timeout_ms: int | None)
     return min(ends, default=None)
 
 
+def capped_timeout_s(spec: JobSpec, *, start_ms: int, timeout_s: float) -> float:
+    """An attempt's timeout, cut so that a run starting at ``start_ms`` ends by the job's
+    deadline (at least a millisecond: a worker refuses to start one at or past it)."""
+    if spec.deadline_ms is None:
+        return timeout_s
+    return min(timeout_s, max(spec.deadline_ms - start_ms, 1) / 1000)
+
+
 def queued_expiry_ms(spec_deadline_ms: int | None, queue_limit_ms: int | None, *,
                      queued_at_ms: int, due_ms: int | None) -> int | None:  # fmt: skip
     """When a QUEUED attempt expires: its queue limit counted from when it was queued (a
@@ -100,18 +104,26 @@ def queued_expiry_ms(spec_deadline_ms: int | None, queue_limit_ms: int | None, *
     return min((end for end in ends if end is not None), default=None)
 
 
-def queued_refusal(spec_deadline_ms: int | None, queue_limit_ms: int | None, *,
-                   job_type: str, pool: str | None, attempt: int, now_ms: int) -> Expiry:
+def queued_refusal(
+    spec_deadline_ms: int | None,
+    queue_limit_ms: int | None,
+    *,
+    job_type: str,
+    pool: str | None,
+    attempt: int,
+    now_ms: int,
+) -> Expiry:
     """Why a QUEUED attempt expired at ``now_ms``: its deadline, if that has passed, else
     its queue limit; the message names the job type and pool that no worker served."""
     served = f"no worker of type {job_type} ({'pool ' + pool if pool else 'any pool'})"
     if spec_deadline_ms is not None and now_ms >= spec_deadline_ms:
         return Expiry(DEADLINE_EXCEEDED,
                       f"{served} started attempt {attempt} before the job's deadline "
-                      f"{_when(spec_deadline_ms)}")  # fmt: skip
+                      f"{iso_ms(spec_deadline_ms)}")  # fmt: skip
     limit = f"{queue_limit_ms / 1000:g} s" if queue_limit_ms is not None else "its limit"
-    return Expiry(QUEUE_LIMIT_EXCEEDED,
-                  f"{served} took attempt {attempt} within its queue limit of {limit}")
+    return Expiry(
+        QUEUE_LIMIT_EXCEEDED, f"{served} took attempt {attempt} within its queue limit of {limit}"
+    )
 
 
 def claim_refusal(execution: ExecutionRequested, start_ms: int) -> str | None:

@@ -30,13 +30,13 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
+from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
 from jobstream._pipeline.model.lifecycle import (
     LEASE_EXPIRED,
     TERMINAL_STATES,
     JobState,
     LifecycleKind,
 )
-from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
 from jobstream._pipeline.model.records import (
     ErrorInfo,
     Event,
