@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jobstream._pipeline.model.deadlines import DEADLINE_EXCEEDED, QUEUE_LIMIT_EXCEEDED
+from jobstream._pipeline.model.records import JobLifecycle
 from jobstream._pipeline.serde import JobState
 from tests.pipeline.status import events as ev
 from tests.pipeline.status.events import T0
@@ -24,7 +26,7 @@ def driver(tmp_path: Path) -> Iterator[StatusDriver]:
     driver.close()
 
 
-def _limited(run: dict, **limits: object) -> object:
+def _limited(run: dict[str, Any], **limits: Any) -> JobLifecycle:
     """The timers' FIRED of ``run``, telling its pool and limits as they write it."""
     return ev.lifecycle("FIRED", run["job_id"], at_ms=run["epoch"],
                         scheduled_at_ms=run["scheduled_at_ms"], attempt=run["attempt"],
