@@ -28,8 +28,9 @@ from jobstream._connectors.api.settings import ApiSettings, load_api_settings
 from jobstream._connectors.views import ViewStore, ViewUpdater
 from jobstream._pipeline import metrics
 from jobstream._pipeline.cli_options import MetricsPortOption
-from jobstream._pipeline.clock import instant_of
+from jobstream._pipeline.clock import instant_of, iso_ms
 from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.durations import format_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.backfill import OF_LABEL
 from jobstream._pipeline.jobs.cli import refusals
@@ -169,6 +170,13 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
     console.print(f"{job['job_id']}  {job['job_type']}  {job['owner']}  {job['state']}")
     if job.get("waiting_for_pool"):
         console.print(f"waiting: no live worker serves pool {job['pool']}")
+    limits = [f"deadline {iso_ms(job['deadline_ms'])}" if job.get("deadline_ms") else "",
+              f"queue limit {format_duration(job['queue_limit_ms'])}"
+              if job.get("queue_limit_ms") else ""]  # fmt: skip
+    if any(limits):
+        console.print("limits: " + ", ".join(limit for limit in limits if limit))
+    if job["state"] == "EXPIRED" and job.get("last_error"):
+        console.print(f"expired: {job['last_error']['message']}", markup=False)
     if job.get("progress"):
         done = job["progress"]
         console.print(f"progress: {done['fraction']:.0%} {done.get('message') or ''}".rstrip(),

@@ -74,6 +74,10 @@ DUPLICATES = Counter("jobstream_duplicates_total",
 LEASES_EXPIRED = Counter("jobstream_leases_expired_total",
                          "Running jobs declared LOST after their lease passed without a heartbeat",
                          ["job_type"])  # fmt: skip
+EXPIRED = Counter("jobstream_expired_total",
+                  "Jobs that ended EXPIRED, by reason: deadline (no attempt may start past "
+                  "it), queue_limit (no worker took it in time), other",
+                  ["job_type", "reason"])  # fmt: skip
 WORKER_HEARTBEAT = Gauge("jobstream_worker_heartbeat_seconds",
                          "Unix time a worker serving the type last sent its heartbeat",
                          ["job_type"])  # fmt: skip

@@ -41,6 +41,15 @@ class JobIn(BaseModel):
     depends_on: list[str] = Field(default_factory=list, description="Job ids to succeed first.")
     retry: dict[str, Any] | None = Field(None, description="A RetryPolicy object.")
     timeout_ms: int | None = Field(None, description="Per-attempt timeout.")
+    deadline: str | None = Field(
+        None, description="The whole job's deadline, across attempts: an ISO 8601 instant with "
+        "a zone (2026-12-01T09:00Z) or an ISO 8601 duration from the submission (PT30M). No "
+        "attempt starts at or past it: the job ends EXPIRED. One-off jobs only."
+    )  # fmt: skip
+    queue_limit_ms: int | None = Field(
+        None, description="The longest one attempt may stay QUEUED before a worker starts it: "
+        "past it the job ends EXPIRED. One-off jobs only."
+    )  # fmt: skip
     idempotency_key: str | None = Field(
         None, description="Same owner and key, same job; the Idempotency-Key header also sets it."
     )
@@ -125,12 +134,11 @@ class JobOut(JobStatus):
     )
     depends_on: list[str] = Field(default_factory=list, description="Its parents' job ids.")
     ended_at_ms: int | None = Field(
-        None, description="When it reached SUCCEEDED, DEAD_LETTERED or CANCELLED (epoch ms); "
-        "null while it has not."
-    )
+        None, description="When it reached SUCCEEDED, DEAD_LETTERED, CANCELLED or EXPIRED "
+        "(epoch ms); null while it has not."
+    )  # fmt: skip
     idempotency_key: str | None = None
     schedule: Schedule | None = None
-    pool: str | None = Field(None, description="The worker pool it requires, if any.")
     retry: dict[str, Any] | None = Field(
         None, description="Its RetryPolicy as submitted; null: the job type's default."
     )

@@ -23,7 +23,7 @@ class EventOut(BaseModel):
     kind: str = Field(
         description="The JobLifecycle kind: SCHEDULED, FIRED, STARTED, "
         "HEARTBEAT, SUCCEEDED, FAILED, TIMED_OUT, LOST, CANCELLED, "
-        "RETRY_SCHEDULED, DEAD_LETTERED, PAUSED, RESUMED, BLOCKED, DUPLICATE."
+        "RETRY_SCHEDULED, DEAD_LETTERED, PAUSED, RESUMED, BLOCKED, WAITING, EXPIRED, DUPLICATE."
     )
     at_ms: int = Field(description="When it happened; a HEARTBEAT entry's first heartbeat.")
     attempt: int | None = Field(

@@ -3,7 +3,8 @@
 A job's document merges three sources that reach the view in no fixed order:
 
 * its **submission** (JobSubmitted on jobs.intake): owner, type, labels, parameters'
-  size and digest, the schedule, the retry policy and timeout (a backfill copies them),
+  size and digest, the schedule, the retry policy, timeout, deadline and queue limit (a
+  backfill copies the first two),
   ``created_at_ms`` and, in a workflow, its parents
   (``depends_on``) and step name (``step``); the first submission wins (a
   resubmission with the same idempotency key is the same job);
@@ -49,7 +50,8 @@ KEPT_BESIDE = frozenset({"params", "params_uri"})
 _IDENTITY = ("job_id", "job_type", "owner", "workflow_id")
 """jobs.status fields that name the job: set when its document is made (a workflow id,
 which a status may lack, is kept once known)."""
-_SUBMISSION_FIELDS = ("created_at_ms", "labels", "params_bytes", "params_sha256", "step")
+_SUBMISSION_FIELDS = ("created_at_ms", "labels", "params_bytes", "params_sha256", "step",
+                      "pool", "deadline_ms", "queue_limit_ms")  # fmt: skip
 """jobs.status fields the submission owns: a status fills them only in a document no
 submission has filled."""
 _STATUS_FIELDS = tuple(
@@ -82,7 +84,9 @@ _OUTCOMES = {
     LifecycleKind.CANCELLED: "CANCELLED",
 }
 """The ends of an execution; a CANCELLED names one when a worker stopped it (the timers'
-CANCELLED of a job not fired names none, and changes no execution)."""
+CANCELLED of a job not fired names none, and changes no execution). An EXPIRED ends an
+execution no worker started (the status processor's); the retry router's names the failed
+one, which keeps its outcome."""
 
 
 def new_doc(job_id: str, owner: str, job_type: str, created_at_ms: int) -> dict[str, Any]:
@@ -124,6 +128,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: JobSubmitted) -> dict[st
         "submitted": True, "depends_on": list(spec.depends_on or []),
         "step": labels.get(STEP_LABEL), "pool": spec.pool,
         "retry": None if spec.retry is None else plain(spec.retry), "timeout_ms": spec.timeout_ms,
+        "deadline_ms": spec.deadline_ms, "queue_limit_ms": spec.queue_limit_ms,
     }  # fmt: skip
 
 
@@ -196,9 +201,9 @@ def apply_event(
             run["outcome"] = "RUNNING"
     elif kind == LifecycleKind.HEARTBEAT:
         run["last_heartbeat_ms"] = max(at, run["last_heartbeat_ms"] or 0)
-    elif kind in _OUTCOMES:
+    elif kind in _OUTCOMES or (kind == LifecycleKind.EXPIRED and run["ended_at_ms"] is None):
         error = event.error
-        run.update(ended_at_ms=at, outcome=_OUTCOMES[LifecycleKind(kind)],
+        run.update(ended_at_ms=at, outcome=_OUTCOMES.get(LifecycleKind(kind), str(kind)),
                    result=event.result, result_uri=event.result_uri,
                    worker_id=event.worker_id or run["worker_id"],
                    detail=event.detail or run["detail"], log_lines=event.log_lines)  # fmt: skip

@@ -31,10 +31,11 @@ EVENTS_KEPT = 200
 OUTCOMES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "LOST", "CANCELLED"})
 """The kinds that end an execution (a CANCELLED that names none ends the job only)."""
 _RANK = {kind.value: rank for rank, kind in enumerate([
-    LifecycleKind.SCHEDULED, LifecycleKind.BLOCKED, LifecycleKind.PAUSED, LifecycleKind.RESUMED,
-    LifecycleKind.FIRED, LifecycleKind.STARTED, LifecycleKind.HEARTBEAT, LifecycleKind.DUPLICATE,
-    LifecycleKind.SUCCEEDED, LifecycleKind.FAILED, LifecycleKind.TIMED_OUT, LifecycleKind.LOST,
-    LifecycleKind.CANCELLED, LifecycleKind.RETRY_SCHEDULED, LifecycleKind.DEAD_LETTERED,
+    LifecycleKind.SCHEDULED, LifecycleKind.BLOCKED, LifecycleKind.WAITING, LifecycleKind.PAUSED,
+    LifecycleKind.RESUMED, LifecycleKind.FIRED, LifecycleKind.STARTED, LifecycleKind.HEARTBEAT,
+    LifecycleKind.DUPLICATE, LifecycleKind.SUCCEEDED, LifecycleKind.FAILED,
+    LifecycleKind.TIMED_OUT, LifecycleKind.LOST, LifecycleKind.CANCELLED,
+    LifecycleKind.RETRY_SCHEDULED, LifecycleKind.DEAD_LETTERED, LifecycleKind.EXPIRED,
 ])}  # fmt: skip
 """Events of one millisecond in the order they happen in a job's life."""
 _LATE = frozenset({LifecycleKind.FIRED, LifecycleKind.STARTED})

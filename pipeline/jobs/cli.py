@@ -14,6 +14,7 @@ import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import typer
 from jobstream._pipeline.cli_options import option_group
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import load_settings
-from jobstream._pipeline.durations import parse_duration
+from jobstream._pipeline.durations import DurationError, parse_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.model import commands
@@ -172,6 +173,18 @@ def submit(
     max_attempts: int | None = typer.Option(
         None, "--max-attempts", help="Attempts in all (other retry settings: defaults)."
     ),
+    deadline: str | None = typer.Option(
+        None,
+        "--deadline",
+        help="No attempt starts past this: an ISO 8601 instant with a zone (2026-12-01T09:00Z) "
+        "or a duration from now (30m, 2h); then the job ends EXPIRED.",
+    ),
+    queue_limit: str | None = typer.Option(
+        None,
+        "--queue-limit",
+        help="The longest an attempt may wait QUEUED for a worker, a duration (30s, 5m); "
+        "then the job ends EXPIRED.",
+    ),
     depends_on: list[str] = DependsOnOption,
     workflow: str | None = typer.Option(None, "--workflow", help="Workflow (DAG) id."),
     label: list[str] = LabelOption,
@@ -205,12 +218,28 @@ def submit(
             "workflow_id": workflow,
             "labels": _labels(label),
             "pool": pool,
+            "deadline": None if deadline is None else deadline_of(deadline),
+            "queue_limit_ms": (
+                None
+                if queue_limit is None
+                else parse_duration(queue_limit, option="spec.queue_limit_ms")
+            ),
         }
         request = JobRequest(**fields)
         request.to_event(now_ms())  # the rules that need the clock, still before the broker
     with JobClient(load_settings()) as client:
         job_id = client.submit(request)
     typer.echo(job_id)
+
+
+def deadline_of(text: str) -> str | timedelta:
+    """``--deadline`` as JobRequest takes it: a duration (``30m``) from the submission, or
+    other text (an instant), which JobRequest reads and names ``spec.deadline_ms`` when it
+    cannot."""
+    try:
+        return timedelta(milliseconds=parse_duration(text, option="spec.deadline_ms"))
+    except DurationError:
+        return text
 
 
 JobIdArgument = typer.Argument(..., help="The job id submit printed.")

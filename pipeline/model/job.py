@@ -13,7 +13,8 @@ and a dead-letter reader all see the same name.
 The rules live in three places, each used by both paths: field rules in
 :mod:`jobstream._pipeline.model.rules`, the cron rules in
 :class:`jobstream._pipeline.scheduling.CronSpec`, and the
-record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_consistency`).
+record rules below (:func:`_check_envelope`, :func:`_check_run_at`, :func:`_check_deadline`,
+:func:`_check_consistency`).
 
 Record rules depend only on the record, never on when it is read: the requested run time is checked
 against ``submitted_at_ms`` (not the reader's clock), so replaying jobs.intake days later
@@ -24,6 +25,7 @@ bounds ``submitted_at_ms`` from above (a client clock far ahead), which replay c
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
@@ -43,7 +45,7 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from jobstream._pipeline.avro_bounds import INT_MAX, LONG_MAX
-from jobstream._pipeline.clock import instant_of, ms_of
+from jobstream._pipeline.clock import ONE_MS, instant_of, ms_of
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.held import check_held, is_held
@@ -60,6 +62,7 @@ from jobstream._pipeline.model.records import (
 )
 from jobstream._pipeline.model.retry import RetryPolicy
 from jobstream._pipeline.scheduling import CronSpec, new_job_id, next_due_ms, normalize_fire_time
+from jobstream._pipeline.scheduling.one_off import DEFAULT_MAX_FUTURE_MS
 
 EARLIEST_SUBMITTED_AT_MS = 1_577_836_800_000
 """2020-01-01T00:00Z: an earlier ``submitted_at_ms`` is a unit mistake (seconds for ms)."""
@@ -137,6 +140,25 @@ def _no_number(value: object) -> object:
     return value
 
 
+_DEADLINE_FORMS = ("an instant (a time-zone-aware datetime, or ISO 8601 text such as "
+                   "2026-12-01T09:00Z) or a duration from the submission (a timedelta, or ISO "
+                   "8601 text such as PT30M)")  # fmt: skip
+
+
+def _deadline(value: object, parse: ValidatorFunctionWrapHandler) -> object:
+    """``deadline`` as an aware datetime or a positive timedelta, or one error that says
+    both forms (pydantic's would name each member of the union)."""
+    if isinstance(value, int | float):
+        raise ValueError(f"must be {_DEADLINE_FORMS}, not a number")
+    try:
+        parsed = parse(value)
+    except PydanticValidationError:
+        raise ValueError(f"must be {_DEADLINE_FORMS}, got {value!r}") from None
+    if isinstance(parsed, timedelta) and parsed <= timedelta(0):
+        raise ValueError("must be a positive duration from the submission")
+    return parsed
+
+
 def cron_spec(value: object) -> object:
     """A CronSpec from a CronSpec, a bare expression (read in UTC) or a mapping of its fields.
 
@@ -190,6 +212,8 @@ class JobRequest(_Model):
         "labels": "spec.labels",
         "on_parent_failure": "spec.on_parent_failure",
         "pool": "spec.pool",
+        "deadline": "spec.deadline_ms",
+        "queue_limit_ms": "spec.queue_limit_ms",
     }
 
     job_type: Annotated[str, AfterValidator(rules.job_type)]
@@ -224,6 +248,13 @@ class JobRequest(_Model):
     ``rules.MAX_LABELS``, a name without ``=``."""
     pool: Annotated[str, AfterValidator(rules.pool)] | None = None
     """The worker pool the job must run in (e.g. ``gpu``); None: any worker of the type."""
+    deadline: Annotated[AwareDatetime | timedelta, WrapValidator(_deadline)] | None = None
+    """The whole job's deadline, across attempts: an instant (as ``run_at``), or a duration
+    from the submission (a timedelta, or ISO 8601 text such as ``PT30M``). No attempt
+    starts at or past it; the job then ends EXPIRED. One-off jobs only."""
+    queue_limit_ms: int | None = Field(default=None, gt=0, le=LONG_MAX)
+    """The longest one attempt may stay QUEUED before a worker starts it; past it the job
+    ends EXPIRED. One-off jobs only."""
 
     @field_validator("cron")
     @classmethod
@@ -270,12 +301,21 @@ class JobRequest(_Model):
                 labels=dict(self.labels),
                 on_parent_failure=ParentFailurePolicy(self.on_parent_failure),
                 pool=self.pool,
+                deadline_ms=self._deadline_ms(now_ms),
+                queue_limit_ms=self.queue_limit_ms,
             ),
         )
         _check_envelope(record, now_ms=now_ms)
         _check_run_at(record)
+        _check_deadline(record)
         _check_consistency(record, self)
         return Event.of(record)
+
+    def _deadline_ms(self, now_ms: int) -> int | None:
+        deadline = self.deadline
+        if isinstance(deadline, timedelta):
+            return now_ms + deadline // ONE_MS
+        return None if deadline is None else ms_of(deadline)
 
 
 def validate_submitted(record: JobSubmitted, *, now_ms: int) -> None:
@@ -287,6 +327,7 @@ def validate_submitted(record: JobSubmitted, *, now_ms: int) -> None:
     """
     _check_envelope(record, now_ms=now_ms)
     _check_run_at(record)
+    _check_deadline(record)
     _check_consistency(record, _checked_request(record))
     if is_held(record.spec):
         check_held(record.spec, record.workflow_id)
@@ -307,10 +348,12 @@ def _checked_request(record: JobSubmitted) -> JobRequest:
     fire time. So a request is kept per spec with those two left out; a record of a known
     spec checks only its parameters (the same rule), and any failure takes the full build,
     which words the error. The request returned serves :func:`_check_consistency`: its
-    ``params`` and ``run_at`` are those of the first record of its spec.
+    ``params``, ``run_at`` and ``deadline`` are those of the first record of its spec
+    (:func:`_check_deadline` checks the record's own).
     """
     spec = record.spec
-    shape = evolve(spec, params="", run_at_ms=None if spec.run_at_ms is None else 0)
+    shape = evolve(spec, params="", run_at_ms=None if spec.run_at_ms is None else 0,
+                   deadline_ms=None if spec.deadline_ms is None else 0)  # fmt: skip
     key = _spec_key.encode((shape, record.idempotency_key, record.workflow_id))
     request = _checked.get(key)
     if request is not None:
@@ -328,15 +371,16 @@ def _checked_request(record: JobSubmitted) -> JobRequest:
 
 def _request_of(record: JobSubmitted) -> JobRequest:
     """The JobRequest a record stands for, built through the same field rules."""
-    spec = record.spec  # its run_at_ms is in range: _check_run_at came first
+    spec = record.spec  # its run_at_ms and deadline_ms are in range: checked first
     fields: dict[str, object] = {
         "job_type": spec.job_type, "owner": spec.owner, "params": spec.params,
         "priority": spec.priority, "depends_on": spec.depends_on, "retry": spec.retry,
         "on_parent_failure": spec.on_parent_failure, "timeout_ms": spec.timeout_ms,
-        "labels": spec.labels, "pool": spec.pool,
+        "labels": spec.labels, "pool": spec.pool, "queue_limit_ms": spec.queue_limit_ms,
         "idempotency_key": record.idempotency_key, "workflow_id": record.workflow_id,
         "run_at": None if spec.run_at_ms is None else instant_of(spec.run_at_ms),
         "cron": None if spec.cron is None else cron_of(spec.cron),
+        "deadline": None if spec.deadline_ms is None else instant_of(spec.deadline_ms),
     }  # fmt: skip
     # The record's forms (JSON text, a list, enums, the RetryPolicy record) are what the
     # field rules take: they convert them as they do a caller's.
@@ -361,6 +405,28 @@ def _check_envelope(record: JobSubmitted, *, now_ms: int) -> None:
 def _check_run_at(record: JobSubmitted) -> None:
     """A requested run time in the range normalize_fire_time accepts, from the submission."""
     normalize_fire_time(record.spec.run_at_ms, now_ms=record.submitted_at_ms)
+
+
+def _check_deadline(record: JobSubmitted) -> None:
+    """A deadline after the submission and the requested run time, within the range of a
+    run time; neither limit on a recurring job (its schedule's ``end_at`` ends it)."""
+    spec, submitted = record.spec, record.submitted_at_ms
+    for field, value in (("deadline_ms", spec.deadline_ms),
+                         ("queue_limit_ms", spec.queue_limit_ms)):  # fmt: skip
+        if value is not None and spec.cron is not None:
+            raise ValidationError(f"spec.{field}", "a recurring job takes no deadline nor "
+                                  "queue limit: its schedule's end_at ends it")  # fmt: skip
+    deadline = spec.deadline_ms
+    if deadline is None:
+        return
+    if deadline <= submitted:
+        raise ValidationError("spec.deadline_ms", f"is not after the submission "
+                              f"({submitted - deadline} ms before it)")  # fmt: skip
+    if deadline > submitted + DEFAULT_MAX_FUTURE_MS:
+        raise ValidationError("spec.deadline_ms", f"is more than {DEFAULT_MAX_FUTURE_MS} ms "
+                              "after the submission")  # fmt: skip
+    if spec.run_at_ms is not None and deadline <= spec.run_at_ms:
+        raise ValidationError("spec.deadline_ms", "is not after run_at: no attempt could start")
 
 
 def _check_consistency(record: JobSubmitted, request: JobRequest) -> None:

@@ -88,7 +88,7 @@ IMPLIED_ERRORS: Mapping[str, tuple[str, str]] = {
         "no heartbeat within the lease: the worker running it died or stalled",
     ),
     LifecycleKind.TIMED_OUT: ("Timeout", "the attempt ran past its deadline"),
-    LifecycleKind.EXPIRED: ("Expired", "the job gave up on time"),
+    LifecycleKind.EXPIRED: ("Expired", "the job gave up on time: a deadline or a limit passed"),
 }
 """The (error type, message) a failure without an ErrorInfo stands for: the status
 processor declares a run LOST without any error from the worker."""

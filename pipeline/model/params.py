@@ -54,13 +54,18 @@ class SubmissionFields(TypedDict):
     params: str | None
     params_bytes: int
     params_sha256: str
+    deadline_ms: int | None
+    queue_limit_ms: int | None
+    pool: str | None
 
 
 def submission_fields(job: JobSubmitted) -> SubmissionFields:
     """What the first lifecycle event of a JobSubmitted tells the status processor:
     creation time, labels and the parameters' summary (JobLifecycle's optional fields;
-    labels always travel with the summary)."""
-    summary = summarize_params(job.spec.params)
-    return SubmissionFields(created_at_ms=job.submitted_at_ms, labels=dict(job.spec.labels),
+    labels always travel with the summary), and its time limits and pool."""
+    spec = job.spec
+    summary = summarize_params(spec.params)
+    return SubmissionFields(created_at_ms=job.submitted_at_ms, labels=dict(spec.labels),
                             params=summary.params, params_bytes=summary.params_bytes,
-                            params_sha256=summary.params_sha256)  # fmt: skip
+                            params_sha256=summary.params_sha256, deadline_ms=spec.deadline_ms,
+                            queue_limit_ms=spec.queue_limit_ms, pool=spec.pool)  # fmt: skip

@@ -218,6 +218,9 @@ class JobLifecycle(Record, frozen=True, kw_only=True):
     requested_by: str | None = None
     progress: Progress | None = None
     log_lines: int | None = None
+    deadline_ms: int | None = None
+    queue_limit_ms: int | None = None
+    pool: str | None = None
     execution: ExecutionRequested | None = None
 
 

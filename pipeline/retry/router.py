@@ -5,7 +5,12 @@ Pure over events, like the timers' logic (pipeline/timers/logic.py):
 
 - a RetryScheduled on jobs.retry (the timers fire it at ``retry_at_ms``, so a retry is as
   punctual as any firing) and a RETRY_SCHEDULED JobLifecycle on jobs.events, or
-- a DeadLettered on ``jobs.dlq.<type>`` and a DEAD_LETTERED JobLifecycle,
+- a DeadLettered on ``jobs.dlq.<type>`` and a DEAD_LETTERED JobLifecycle, or
+- an EXPIRED JobLifecycle alone, when the retry would start at or past the job's deadline
+  (pipeline/model/deadlines.py). Not the dead-letter topic: a record there is for a
+  redrive once the cause is fixed, and a redrive of a job past its deadline would only
+  expire again at the timers. The EXPIRED's error says the deadline, and which failure
+  asked for the retry,
 
 and the runner commits both records of a pair with the input offset in one transaction,
 at the end of the loop iteration that routed it (both are urgent outputs: a retry's time
@@ -24,6 +29,7 @@ from __future__ import annotations
 import logging
 
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.deadlines import retry_refusal
 from jobstream._pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind
 from jobstream._pipeline.model.records import (
     DeadLettered,
@@ -46,7 +52,8 @@ class RetryRouter:
     def __init__(self, topics: Topics, defaults: RetryDefaults | None = None) -> None:
         self.topics = topics
         self.defaults = defaults or RetryDefaults()
-        self.stats = Counters("retried", "dead_lettered", "unroutable", "bad_policies")
+        self.stats = Counters("retried", "dead_lettered", "expired", "unroutable",
+                              "bad_policies")  # fmt: skip
         """``unroutable``: failures without an ``execution`` (or with one no policy can use);
         ``bad_policies``: jobs whose own retry policy was invalid, so the type's default was
         used instead."""
@@ -77,6 +84,17 @@ class RetryRouter:
             self.stats.unroutable += 1
             return []
         if isinstance(decision, Retry):
+            expiry = retry_refusal(execution.spec, attempt=decision.attempt,
+                                   retry_at_ms=decision.retry_at_ms,
+                                   last_error=decision.errors[-1])  # fmt: skip
+            if expiry is not None:
+                self.stats.expired += 1
+                step = lifecycle(LifecycleKind.EXPIRED, execution, at_ms=now_ms,
+                                 detail=expiry.message,
+                                 error=expiry.error(attempt=execution.attempt,
+                                                    at_ms=now_ms))  # fmt: skip
+                key = partition_key(execution.job_id, execution.workflow_id)
+                return [Output(self.topics.events, key, Event.of(step), urgent=True)]
             self.stats.retried += 1
             return self._retry(execution, decision, now_ms)
         self.stats.dead_lettered += 1

@@ -1,7 +1,8 @@
 """The job metrics, read off the lifecycle events a process commits: one function for every
 process, so a firing, a run, a retry or a lost lease is counted the same way wherever it
 happens (the timers write FIRED, the workers the outcomes, the retry router
-RETRY_SCHEDULED and DEAD_LETTERED, the status processor LOST and DUPLICATE). A run's start
+RETRY_SCHEDULED and DEAD_LETTERED, the status processor LOST and DUPLICATE, and EXPIRED
+whichever of them gave the job up). A run's start
 lateness is the exception: :func:`observe_launch` counts it when its handler is launched,
 which may come after its STARTED was written (a run claimed ahead of its due instant).
 """
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jobstream._pipeline import metrics
+from jobstream._pipeline.model.deadlines import expiry_reason
 from jobstream._pipeline.model.lifecycle import LifecycleKind as K
 from jobstream._pipeline.model.records import JobLifecycle
 from jobstream._pipeline.serde import Event
@@ -44,6 +46,8 @@ def observe(event: JobLifecycle, labelled: Labelled = _labels) -> None:
         labelled(metrics.DEAD_LETTERS, job_type).inc()
     elif kind == K.DUPLICATE:
         labelled(metrics.DUPLICATES, job_type).inc()
+    elif kind == K.EXPIRED:
+        labelled(metrics.EXPIRED, job_type, expiry_reason(event.error)).inc()
     if kind in _OUTCOMES:
         labelled(metrics.EXECUTIONS, job_type, kind).inc()
         if kind == K.LOST:

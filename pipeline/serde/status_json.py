@@ -127,6 +127,20 @@ class JobStatus(BaseModel):
         description="The current run's latest progress report; kept when the run ends, "
         "null from the next firing or start, and for a run that reported none.",
     )
+    pool: str | None = Field(
+        default=None, description="The worker pool it requires; null: any worker of its type."
+    )
+    deadline_ms: int | None = Field(
+        default=None,
+        description="The whole job's deadline (epoch ms): no attempt starts at or past it, "
+        "and the job ends EXPIRED; null: none.",
+    )
+    queue_limit_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="The longest an attempt may stay QUEUED before a worker starts it: past "
+        "it the job ends EXPIRED; null: no limit.",
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

@@ -15,6 +15,13 @@ it early. An expired lease emits LOST (with the execution, for the retry router)
 fences the execution at once (a late heartbeat or outcome of it is a duplicate); the
 state moves to FAILED_RETRYING when the LOST is read back from jobs.events, so that
 replaying jobs.events rebuilds exactly the statuses that were written.
+
+A QUEUED attempt of a job with a queue limit or a deadline holds an expiry the same way
+(pipeline/model/deadlines.py): from when this processor read its FIRED (or its due
+instant, for a run fired ahead), and dropped when the job leaves QUEUED. Past it, no
+worker took the attempt: EXPIRED (naming the job type and pool) is emitted and fences the
+execution at once, so a worker's STARTED read after it is a duplicate; the state moves
+when the EXPIRED is read back, as with LOST.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
+from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
 from jobstream._pipeline.model.lifecycle import (
     LEASE_EXPIRED,
     TERMINAL_STATES,
@@ -75,8 +83,8 @@ class StatusCounters(Counters):
     StepEnded commands sent to the timers (jobs of workflows that ended)."""
 
     def __init__(self) -> None:
-        super().__init__("applied", "illegal", "duplicates", "lost", "ignored", "purged",
-                         "steps_ended")  # fmt: skip
+        super().__init__("applied", "illegal", "duplicates", "lost", "expired", "ignored",
+                         "purged", "steps_ended")  # fmt: skip
         self.illegal_by_transition: Counter[str] = Counter()
         """Rejections by "STATE + KIND": which component breaks the contract, and how."""
 
@@ -111,6 +119,7 @@ class StatusLogic:
         finished = record.state in TERMINAL_STATES
         after = record.evolve(
             lease_deadline_ms=self._lease(state, before, record, event, now_ms),
+            queue_expiry_ms=_queue_expiry(record, event, now_ms),
             purge_at_ms=now_ms + self.policy.retention_ms if finished else None,
             updated_at_ms=now_ms if changed else record.updated_at_ms,
         )
@@ -145,6 +154,26 @@ class StatusLogic:
             state.delete_execution(record.job_id)
             self.counters.lost += 1
             emits.append(self._lost(state, record, execution, now_ms))
+        return emits
+
+    def expire_queued(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
+        """Expire every QUEUED attempt no worker started before its expiry at ``now_ms``."""
+        emits = []
+        for record in state.expired_queued(now_ms, limit):
+            if record.state is not JobState.QUEUED:  # cannot happen: it ends with QUEUED
+                state.put(record.evolve(queue_expiry_ms=None))
+                continue
+            state.put(record.evolve(queue_expiry_ms=None,
+                                    finished=record.finish(record.execution_id)))  # fmt: skip
+            expiry = queued_refusal(record.deadline_ms, record.queue_limit_ms,
+                                    job_type=record.job_type, pool=record.pool,
+                                    attempt=record.attempt, now_ms=now_ms)  # fmt: skip
+            self.counters.expired += 1
+            emits.append(self._back(state, lifecycle(
+                LifecycleKind.EXPIRED, record, at_ms=now_ms, attempt=record.attempt,
+                epoch=record.epoch, execution_id=record.execution_id, detail=expiry.message,
+                error=expiry.error(attempt=record.attempt, at_ms=now_ms),
+            )))  # fmt: skip
         return emits
 
     def purge(self, state: StatusState, now_ms: int, limit: int = 1000) -> int:
@@ -220,3 +249,14 @@ class StatusLogic:
             epoch=record.epoch, execution_id=record.execution_id, worker_id=record.worker_id,
             error=error, detail=f"lease expired: {message}", execution=execution,
         ))  # fmt: skip
+
+
+def _queue_expiry(after: JobRecord, event: JobLifecycle, now_ms: int) -> int | None:
+    """The QUEUED attempt's expiry after ``event``: set by its FIRED, kept while it stays
+    QUEUED, dropped when it leaves."""
+    if after.state is not JobState.QUEUED:
+        return None
+    if event.kind == LifecycleKind.FIRED:
+        return queued_expiry_ms(after.deadline_ms, after.queue_limit_ms, queued_at_ms=now_ms,
+                                due_ms=event.scheduled_at_ms)  # fmt: skip
+    return after.queue_expiry_ms

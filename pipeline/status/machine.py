@@ -33,6 +33,11 @@ execution, so a late SUCCEEDED of the run it stopped is a duplicate. A schedule 
 at the timers is CANCELLED while its last run may still go on: that run's CANCELLED
 changes nothing (ignored), any other outcome of it is illegal.
 
+An EXPIRED (the job gave up on time, pipeline/model/deadlines.py) ends any job not ended,
+its error becoming ``last_error``. One naming an execution (a QUEUED attempt the status
+processor expired) finishes it, so a late STARTED of it is a duplicate, and one of a
+superseded epoch is ignored, as a LOST is.
+
 Recurrence is learnt from an execution's spec (``execution.spec.cron``, on STARTED,
 FAILED, TIMED_OUT, LOST): SCHEDULED and FIRED carry no spec. A recurring job goes back
 to SCHEDULED after SUCCEEDED (runs + 1) while its schedule has runs left; a job whose
@@ -87,7 +92,9 @@ _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
-_IDENTITY = ("job_type", "owner", "workflow_id", "step")
+_IDENTITY = ("job_type", "owner", "workflow_id", "step", "pool", "deadline_ms", "queue_limit_ms")
+"""What the job is, as any event that tells it does (the first and FIRED tell the last
+three)."""
 _SUMMARIZED = ("labels", "params")
 """Spec fields jobs.status shows through the submission's summary (:func:`_submission`)."""
 _FROM_SPEC = tuple(name for name in JobStatus.model_fields
@@ -213,8 +220,8 @@ def transition(record: JobRecord | None, event: JobLifecycle) -> Decision:
         if outcome or kind in _FENCED:
             return Decision(Verdict.DUPLICATE, record,
                             f"stale epoch {epoch} < {record.epoch}")  # fmt: skip
-        if kind == _LOST:
-            return Decision(Verdict.IGNORED, record, f"LOST of superseded epoch {epoch}")
+        if kind == _LOST or (kind is _EXPIRED and execution is not None):
+            return Decision(Verdict.IGNORED, record, f"{kind} of superseded epoch {epoch}")
     if record is not None and outcome and execution in record.finished:
         return Decision(Verdict.DUPLICATE, record, f"execution {execution} already finished")
     current = None if record is None else record.state
@@ -279,10 +286,13 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
         changes["scheduled_at_ms"] = None
         if event.error:
             changes["last_error"] = _last_error(kind, event)
-    elif kind is _EXPIRED:
-        changes.update(scheduled_at_ms=None, last_error=_last_error(kind, event))
     elif kind is _CANCELLED:
         changes["cancellation"] = _cancellation(event)
+        if execution is not None:
+            changes["finished"] = record.finish(execution)
+    elif kind is _EXPIRED:
+        changes.update(scheduled_at_ms=None, next_fire_at_ms=None,
+                       last_error=_last_error(kind, event))  # fmt: skip
         if execution is not None:
             changes["finished"] = record.finish(execution)
     return record.evolve(**changes)

@@ -14,9 +14,10 @@ by up to the interval. A transaction holding a StepEnded is the exception: the c
 of a workflow wait for it, so it commits at the end of the loop iteration that made it
 (an urgent output, pipeline/runtime/schedule.py).
 
-Leases expire only on a partition read to its end (librdkafka's partition EOF): while a
-backlog is being read (after a restart, under load) the heartbeats in it have not been
-seen yet, and expiring then would declare healthy runs lost.
+Leases (and QUEUED attempts' expiries) expire only on a partition read to its end
+(librdkafka's partition EOF): while a backlog is being read (after a restart, under load)
+the heartbeats (and STARTEDs) in it have not been seen yet, and expiring then would declare
+healthy runs lost.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class StatusProcessor(Processor[StatusState]):
 
     def punctuate(self, state: StatusState, now_ms: int, limit: int) -> Iterable[Output]:
         expired = self.logic.expire_leases(state, now_ms, limit)
+        expired += self.logic.expire_queued(state, now_ms, limit)
         self.logic.purge(state, now_ms, limit)
         return expired
 

@@ -8,8 +8,9 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
   kept apart because
   its parameters may reach 1 MB while the record changes on every heartbeat: the changelog
   then carries the large value once per run, not once per heartbeat.
-- ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, and ``p`` + one
-  by purge time: indexes, so that expired leases and finished jobs are range scans.
+- ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, ``q`` + one
+  by queue expiry, and ``p`` + one by purge time: indexes, so that expired leases, expired
+  QUEUED attempts and finished jobs are range scans.
 
 Only ``j`` and ``e`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
 store key); the indexes are derived from records, so restoring rebuilds them.
@@ -46,6 +47,7 @@ RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"
 LEASE_PREFIX = b"l"
 PURGE_PREFIX = b"p"
+QUEUED_PREFIX = b"q"
 
 FINISHED_KEPT = 20
 """Finished execution ids remembered per job: enough to recognise a redelivered or
@@ -136,6 +138,12 @@ class JobRecord(NamedTuple):
     """CANCELLED: who asked, why, when, and the worker that stopped a run."""
     progress: Progress | None = None
     """The current run's latest progress report (fraction, message, at_ms)."""
+    pool: str | None = None
+    deadline_ms: int | None = None
+    queue_limit_ms: int | None = None
+    queue_expiry_ms: int | None = None
+    """QUEUED only: when the attempt expires if no worker has started it (its queue limit
+    or the job's deadline, pipeline/model/deadlines.py)."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -216,9 +224,10 @@ class JobRecord(NamedTuple):
 
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
-          "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress")  # fmt: skip
+          "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress", "pool",
+          "deadline_ms", "queue_limit_ms", "queue_expiry_ms")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
-large parameters' URI, cancels, progress."""
+large parameters' URI, cancels, progress, pools and time limits."""
 _NESTED: tuple[tuple[str, type], ...] = (
     ("cron", CronSchedule), ("progress", Progress), ("cancellation", Cancellation))
 """Fields kept as objects of their own fields, typed again when a record is decoded."""
@@ -384,6 +393,10 @@ class StatusState:
         """RUNNING jobs whose lease deadline is at or before ``now_ms``, earliest first."""
         return list(self._due(LEASE_PREFIX, now_ms, limit))
 
+    def expired_queued(self, now_ms: int, limit: int) -> list[JobRecord]:
+        """QUEUED jobs whose queue expiry is at or before ``now_ms``, earliest first."""
+        return list(self._due(QUEUED_PREFIX, now_ms, limit))
+
     def purgeable(self, now_ms: int, limit: int) -> list[JobRecord]:
         """Finished jobs whose retention ended at or before ``now_ms``."""
         return list(self._due(PURGE_PREFIX, now_ms, limit))
@@ -423,9 +436,11 @@ class StatusState:
     def _move_index(
         self, job_id: str, previous: JobRecord | None, record: JobRecord | None
     ) -> None:
-        """Move the lease and purge index keys of a job from ``previous`` to ``record``."""
+        """Move the lease, queue expiry and purge index keys of a job from ``previous`` to
+        ``record``."""
         for prefix, old, new in (
             (LEASE_PREFIX, _lease(previous), _lease(record)),
+            (QUEUED_PREFIX, _queue_expiry(previous), _queue_expiry(record)),
             (PURGE_PREFIX, _purge(previous), _purge(record)),
         ):
             if old == new:
@@ -438,6 +453,10 @@ class StatusState:
 
 def _lease(record: JobRecord | None) -> int | None:
     return None if record is None else record.lease_deadline_ms
+
+
+def _queue_expiry(record: JobRecord | None) -> int | None:
+    return None if record is None else record.queue_expiry_ms
 
 
 def _purge(record: JobRecord | None) -> int | None:

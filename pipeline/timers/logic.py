@@ -18,6 +18,7 @@ from jobstream._pipeline.concurrency import ConcurrencyLimits
 from jobstream._pipeline.limits.throttle import Throttle
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.commands import command_refusal, update_refusal
+from jobstream._pipeline.model.deadlines import attempt_deadline_ms, attempt_refusal
 from jobstream._pipeline.model.held import is_held
 from jobstream._pipeline.model.job import cron_of
 from jobstream._pipeline.model.lifecycle import LifecycleKind
@@ -449,15 +450,20 @@ class TimerLogic:
     def _fire(self, state: TimerState, entry: Firing, due_ms: int, now_ms: int,
               asked: Mapping[str, str | None] | None = None) -> list[Output]:  # fmt: skip
         """The execution of ``entry`` due at ``due_ms`` and its FIRED (with who ``asked``
-        for it and why, for a trigger)."""
+        for it and why, for a trigger); past the job's deadline, its EXPIRED instead."""
         job = entry.job
+        spec = job.spec
+        expiry = attempt_refusal(spec, attempt=entry.attempt, due_ms=due_ms, now_ms=now_ms)
+        if expiry is not None:
+            return [self._lifecycle(K.EXPIRED, job, now_ms, detail=expiry.message,
+                                    error=expiry.error(attempt=entry.attempt,
+                                                       at_ms=now_ms))]  # fmt: skip
         key = partition_key(job.job_id, job.workflow_id)
         topic = self._execution_topic(entry)
         refusal = self.refused_topics.get(topic)
         if refusal is not None:
             return self._refuse(entry, key, refusal, now_ms)
-        spec = job.spec
-        timeout = spec.timeout_ms
+        ends = attempt_deadline_ms(spec, start_ms=max(now_ms, due_ms), timeout_ms=spec.timeout_ms)
         execution = ExecutionRequested(
             job_id=job.job_id,
             workflow_id=job.workflow_id,
@@ -467,7 +473,7 @@ class TimerLogic:
             epoch=now_ms,
             scheduled_at_ms=due_ms,
             fired_at_ms=now_ms,
-            deadline_ms=max(now_ms, due_ms) + timeout if timeout else None,
+            deadline_ms=ends,
             spec=spec,
             idempotency_key=job.idempotency_key,
             errors=entry.errors,
@@ -476,7 +482,8 @@ class TimerLogic:
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = lifecycle(K.FIRED, execution, at_ms=now_ms, step=spec.labels.get(STEP_LABEL),
                           scheduled_at_ms=due_ms, lateness_ms=max(0, now_ms - due_ms),
-                          throttled_ms=throttled, **(asked or {}))  # fmt: skip
+                          throttled_ms=throttled, pool=spec.pool, deadline_ms=spec.deadline_ms,
+                          queue_limit_ms=spec.queue_limit_ms, **(asked or {}))  # fmt: skip
         partition = self.policy.concurrency.partition_for(spec.job_type, key)
         # Due within half the lead (or late): it cannot wait for the timers' commit interval.
         urgent = due_ms - now_ms < self.policy.lead_ms // 2

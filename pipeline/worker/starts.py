@@ -7,16 +7,21 @@ reported CANCELLED; a cron execution with ``overlap=SKIP`` while a run of the sa
 runs here is reported SUCCEEDED, result null, detail "skipped: previous run still
 running", so it is not retried (runs of a job share a partition key, hence a worker; only
 across a rebalance may two workers overlap); one whose params cannot be read fails, not
-retried. Pure, like the engine that calls it (pipeline/worker/engine.py).
+retried. One past the job's deadline or its attempt's queue limit is not run and reports
+nothing: the status processor expires the job (pipeline/model/deadlines.py), and the
+handler's side effects must not happen. A run's timeout ends by the job's deadline. Pure,
+like the engine that calls it (pipeline/worker/engine.py).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from itertools import count
 
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.deadlines import capped_timeout_s, claim_refusal
 from jobstream._pipeline.scheduling.cron import OverlapPolicy
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.worker import outcomes
@@ -27,6 +32,8 @@ from jobstream._pipeline.worker.lane import Lane, Record
 from jobstream._pipeline.worker.options import WorkerOptions
 from jobstream._pipeline.worker.progress import ProgressReporter
 from jobstream._pipeline.worker.supervisor import RunSupervisor
+
+log = logging.getLogger(__name__)
 
 Started = tuple[RunningJob, JobContext]
 
@@ -64,9 +71,17 @@ class RunStarts:
             runs.settle(lane, record.ref, outcomes.skipped(execution, worker_id=worker,
                                                            now_ms=wall), execution)  # fmt: skip
             return None
-        handler = self.app.get(lane.job_type)
-        timeout_s = handler.timeout_for(execution)
         started_ms = max(wall, execution.scheduled_at_ms)  # claimed ahead: its instant
+        expired = claim_refusal(execution, started_ms)
+        if expired is not None:
+            self.stats.expired += 1
+            log.info("execution not run: %s", expired, extra={
+                "job_id": execution.job_id, "execution_id": execution.execution_id})  # fmt: skip
+            runs.settle(lane, record.ref, None, execution)
+            return None
+        handler = self.app.get(lane.job_type)
+        timeout_s = capped_timeout_s(execution.spec, start_ms=started_ms,
+                                     timeout_s=handler.timeout_for(execution))  # fmt: skip
         progress = ProgressReporter(self.options.progress_interval_s)
         try:
             ctx = build_context(execution, worker_id=worker, started_ms=started_ms,

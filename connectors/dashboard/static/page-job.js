@@ -20,7 +20,7 @@ import { logsLink } from "./run-logs.js";
 import { timelineSection } from "./timeline.js";
 import { workflowGraph } from "./workflow-graph.js";
 
-const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED"]);
+const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"]);
 const NOT_FIRED = new Set(["SCHEDULED", "SUBMITTED"]);
 
 // Whether "run now" applies: a recurring job neither paused nor blocked, a one-off job
@@ -127,6 +127,8 @@ function fields(job) {
   ];
   if (job.cancellation) rows.push(["cancelled", h("span", { id: "cancellation" }, cancelledBy(job.cancellation))]);
   if (job.progress) rows.splice(4, 0, ["progress", progressOf(job.progress)]);
+  if (job.queue_limit_ms) rows.splice(4, 0, ["queue limit", duration(job.queue_limit_ms)]);
+  if (job.deadline_ms) rows.splice(4, 0, ["deadline", time(job.deadline_ms)]);
   if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);

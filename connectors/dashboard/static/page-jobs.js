@@ -7,8 +7,8 @@ import { get } from "./api.js";
 import { bulkBar } from "./bulk.js";
 import { h, jobLink, parseWallTime, poolWait, state, table, wallInput, wallTime, zoneName } from "./dom.js";
 
-const STATES = ["", "SUBMITTED", "SCHEDULED", "BLOCKED", "QUEUED", "RUNNING", "FAILED_RETRYING",
-  "PAUSED", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED"];
+const STATES = ["", "SUBMITTED", "SCHEDULED", "BLOCKED", "WAITING", "QUEUED", "RUNNING",
+  "FAILED_RETRYING", "PAUSED", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"];
 const FILTERS = ["owner", "type", "state", "label", "since", "until"];
 
 // A time of the list: its zone is the column's, printed again only when it differs (a

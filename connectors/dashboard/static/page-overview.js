@@ -6,8 +6,8 @@ import { get } from "./api.js";
 import { legend, lineChart } from "./charts.js";
 import { h, state, table } from "./dom.js";
 
-const STATES = ["SUBMITTED", "SCHEDULED", "BLOCKED", "QUEUED", "RUNNING", "FAILED_RETRYING",
-  "PAUSED", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED"];
+const STATES = ["SUBMITTED", "SCHEDULED", "BLOCKED", "WAITING", "QUEUED", "RUNNING",
+  "FAILED_RETRYING", "PAUSED", "SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"];
 const RATES = [
   { name: "fired/s", key: "fired_per_s", color: "#2f6fdf" },
   { name: "started/s", key: "started_per_s", color: "#1a7f37" },

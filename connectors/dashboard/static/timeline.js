@@ -4,7 +4,8 @@
 
 import { duration, h, state, table, time } from "./dom.js";
 
-const OUTCOMES = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "LOST", "CANCELLED", "DEAD_LETTERED"]);
+const OUTCOMES = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "LOST", "CANCELLED", "DEAD_LETTERED",
+  "EXPIRED"]);
 
 function what(e) {
   if (e.kind === "HEARTBEAT") return `HEARTBEAT ×${e.count ?? 1}`;

@@ -143,7 +143,8 @@ FULL_STATUS = JobStatus(
     created_at_ms=T0, labels={"team": "red"}, params='{"n": 1}', params_bytes=8,
     params_sha256="ab" * 32, throttled_ms=250, params_uri="/api/v1/jobs/x/params",
     cancellation=Cancellation(by="api:acme", reason="no", at_ms=T0 + 2),
-    progress=Progress(fraction=0.5, message="half", at_ms=T0 + 1),
+    progress=Progress(fraction=0.5, message="half", at_ms=T0 + 1), pool="gpu",
+    deadline_ms=T0 + 3_600_000, queue_limit_ms=30_000,
 )  # fmt: skip
 """A status with every field set: a field added to JobStatus and left out here fails
 :func:`test_a_full_status_sets_every_field`."""

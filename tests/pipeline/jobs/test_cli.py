@@ -71,6 +71,12 @@ POLICY_OPTIONS = [  # option, CronSchedule field, a value it takes, values it re
         ([*SUBMIT, "--timeout", "soon"], "spec.timeout_ms"),
         ([*SUBMIT, "--timeout", "0s"], "spec.timeout_ms"),
         ([*SUBMIT, "--max-attempts", "0"], "spec.retry.max_attempts"),
+        ([*SUBMIT, "--deadline", "soon"], "spec.deadline_ms"),
+        ([*SUBMIT, "--deadline", "0s"], "spec.deadline_ms"),
+        ([*SUBMIT, "--deadline", "2020-01-01T00:00Z"], "spec.deadline_ms"),
+        ([*SUBMIT, "--deadline", "1h", "--cron", "0 9 * * *"], "spec.deadline_ms"),
+        ([*SUBMIT, "--queue-limit", "30"], "spec.queue_limit_ms"),
+        ([*SUBMIT, "--queue-limit", "0s"], "spec.queue_limit_ms"),
         ([*SUBMIT, "--depends-on", "job-1"], "spec.depends_on.0"),
         ([*SUBMIT, "--label", "no-equals-sign"], "spec.labels"),
         ([*SUBMIT, "--workflow", ""], "workflow_id"),
@@ -260,3 +266,11 @@ def test_a_reschedule_takes_the_policies_too(
     expected = CronSpec(expression="0 3 * * *", timezone="Europe/Paris", skipped_hour="SKIP",
                         misfire="SKIP", overlap="SKIP")  # fmt: skip
     assert records.plain(record.cron) == expected.to_avro()
+
+
+def test_a_deadline_is_a_duration_from_now_or_an_instant() -> None:
+    assert cli_module.deadline_of("30m") == timedelta(minutes=30)
+    assert cli_module.deadline_of("2.5s") == timedelta(milliseconds=2500)
+    assert cli_module.deadline_of("2026-12-01T09:00Z") == "2026-12-01T09:00Z", "JobRequest's"
+    request = JobRequest(job_type="a.b", owner="o", deadline=cli_module.deadline_of("PT1M"))
+    assert request.deadline == timedelta(minutes=1)

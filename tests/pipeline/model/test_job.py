@@ -246,6 +246,7 @@ def good_records() -> list[JobSubmitted]:
         JobRequest(
             **BASE, depends_on=["01JD3W6Q8Z5X7M2K4N9P0R1S2T"], labels={"a": "b"}, workflow_id="wf"
         ),
+        JobRequest(**BASE, deadline=timedelta(hours=1), queue_limit_ms=30_000),
     ]
     return [request.to_event(NOW_MS).data for request in requests]
 
@@ -295,6 +296,9 @@ def edit(path: str, value: Any, record: Record | None = None) -> Any:
         ("spec.depends_on", ["nope"], "spec.depends_on.0"),
         ("spec.retry", RetryPolicyRecord(max_attempts=0), "spec.retry.max_attempts"),
         ("spec.timeout_ms", -1, "spec.timeout_ms"),
+        ("spec.deadline_ms", NOW_MS + DAY_MS, "spec.deadline_ms"),  # before its run_at
+        ("spec.deadline_ms", NOW_MS, "spec.deadline_ms"),  # at the submission
+        ("spec.queue_limit_ms", 0, "spec.queue_limit_ms"),
         ("spec.labels", {"k": None}, "spec.labels.k"),
         ("idempotency_key", "", "idempotency_key"),
         ("workflow_id", "w" * 201, "workflow_id"),
@@ -413,3 +417,51 @@ def test_limits_at_their_bound_and_workflow_ids_of_every_kind_are_accepted() -> 
 def test_finite_params_are_kept_as_sent() -> None:
     event = JobRequest(**BASE, params={"x": 1.5, "y": [0.0, -2e300]}).to_event(NOW_MS)
     assert orjson.loads(event.data.spec.params) == {"x": 1.5, "y": [0.0, -2e300]}
+
+
+# --- deadlines and queue limits
+
+
+def test_a_deadline_is_an_instant_or_a_duration_from_the_submission() -> None:
+    def deadline_of(value: Any) -> int | None:
+        spec = JobRequest(**BASE, deadline=value).to_event(NOW_MS).data.spec
+        return spec.deadline_ms  # type: ignore[no-any-return]
+
+    assert deadline_of(timedelta(minutes=30)) == NOW_MS + 1_800_000
+    assert deadline_of("PT30M") == NOW_MS + 1_800_000
+    assert deadline_of(NOW + timedelta(hours=1)) == NOW_MS + 3_600_000
+    assert deadline_of((NOW + timedelta(hours=1)).isoformat()) == NOW_MS + 3_600_000
+    assert deadline_of(None) is None
+    spec = JobRequest(**BASE, queue_limit_ms=5_000).to_event(NOW_MS).data.spec
+    assert (spec.queue_limit_ms, spec.deadline_ms) == (5_000, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"deadline": 3600}, "not a number"),
+        ({"deadline": "soon"}, "ISO 8601"),
+        ({"deadline": datetime(2030, 1, 1)}, "ISO 8601"),  # no zone
+        ({"deadline": timedelta(0)}, "positive"),
+        ({"deadline": NOW - timedelta(seconds=1)}, "not after the submission"),
+        ({"deadline": NOW + timedelta(days=4000)}, "after the submission"),
+        ({"deadline": NOW + timedelta(hours=1), "run_at": NOW + timedelta(hours=1)},
+         "not after run_at"),
+        ({"deadline": timedelta(hours=1), "cron": "0 9 * * *"}, "recurring"),
+    ],
+)
+def test_a_bad_deadline_is_refused_naming_its_field(fields: dict[str, Any], words: str) -> None:
+    refused = refusal(**fields)
+    assert refused.field == "spec.deadline_ms"
+    assert words in refused.message
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(0, "greater than 0"), (-5, "greater than 0"), ("soon", "integer")],
+)
+def test_a_bad_queue_limit_is_refused_naming_its_field(value: Any, words: str) -> None:
+    refused = refusal(queue_limit_ms=value)
+    assert (refused.field, words in refused.message) == ("spec.queue_limit_ms", True)
+    cron = refusal(queue_limit_ms=1000, cron="0 9 * * *")
+    assert (cron.field, "recurring" in cron.message) == ("spec.queue_limit_ms", True)

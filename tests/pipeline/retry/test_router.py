@@ -95,3 +95,21 @@ def test_other_events_are_ignored_and_failures_without_an_execution_counted(
     assert router.route(Event("JobCancelled", {"job_id": "x"}), NOW) == []
     assert router.stats.unroutable == 1
     assert router.stats.retried == router.stats.dead_lettered == 0
+
+
+def test_a_retry_that_would_start_at_or_past_the_deadline_expires_the_job(
+    router: RetryRouter,
+) -> None:
+    run = execution(attempt=1)
+    run["spec"]["deadline_ms"] = T0 + 1000  # the retry's backoff is 1000 ms
+    (step,) = router.route(failure("FAILED", run, at_ms=T0, error=error_info(1, at_ms=T0)), NOW)
+    assert step.topic == "t.jobs.events" and step.urgent, "no RetryScheduled, no dead letter"
+    lifecycle = encoded(step.value).data
+    assert lifecycle.kind == "EXPIRED"
+    assert lifecycle.error.error_type == "DeadlineExceeded"
+    assert "attempt 1 failed (ConnectionError: ConnectionError on 1)" in lifecycle.error.message
+    assert "retry (attempt 2) would start" in lifecycle.detail
+    assert (router.stats.expired, router.stats.retried) == (1, 0)
+    run["spec"]["deadline_ms"] = T0 + 1001
+    retry, _ = router.route(failure("FAILED", run, at_ms=T0, error=error_info(1, at_ms=T0)), NOW)
+    assert retry.topic == "t.jobs.retry", "a retry before the deadline is scheduled"

@@ -392,3 +392,22 @@ def test_a_wait_step_waits_for_its_signal_and_ends_on_it_or_expires() -> None:
     assert expired.record is not None and expired.record.state is S.EXPIRED
     assert expired.record.last_error == {"error_type": "WaitTimedOut", "message": "no signal"}
     assert transition(expired.record, ev.lifecycle("SUCCEEDED", job)).verdict is Verdict.ILLEGAL
+
+
+def test_expired_ends_a_job_with_its_reason_and_fences_the_execution_it_names() -> None:
+    run = ev.execution(JOB, epoch=E1)
+    error = {"attempt": 1, "error_type": "QueueLimitExceeded", "message": "no worker",
+             "traceback": None, "retryable": False, "at_ms": E1 + 1, "worker_id": None}
+    expired = ev.lifecycle("EXPIRED", JOB, at_ms=E1 + 1, attempt=1, epoch=E1,
+                           execution_id=run["execution_id"], error=error)  # fmt: skip
+    after = fold(ev.scheduled(JOB), ev.fired(run), expired)
+    assert after is not None and after.state is S.EXPIRED
+    assert after.last_error == {"error_type": "QueueLimitExceeded", "message": "no worker"}
+    assert after.scheduled_at_ms is None
+    assert transition(after, ev.outcome("STARTED", run)).verdict is Verdict.DUPLICATE
+    superseded = transition(record(S.QUEUED, epoch=E2), expired)
+    assert superseded.verdict is Verdict.IGNORED, "an older attempt's expiry"
+    bare = fold(ev.scheduled(JOB), ev.lifecycle("EXPIRED", JOB, detail="deadline"))
+    assert bare is not None and bare.state is S.EXPIRED
+    assert bare.last_error == {"error_type": "Expired",
+                               "message": "the job gave up on time: a deadline or a limit passed"}
