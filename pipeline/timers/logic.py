@@ -50,6 +50,7 @@ from jobstream._pipeline.timers.entry import (
     retry_timer_id,
 )
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
+from jobstream._pipeline.timers.recurring import RecurringWorkflows
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.timers.workflow import WorkflowTimers
 from jobstream._pipeline.topics import Topics
@@ -101,6 +102,7 @@ class TimerLogic:
         self.duplicates = 0
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip
+        self.recurring = RecurringWorkflows(topics.events, self.workflows)
         self.owner_weight = weight_of(self.policy.owner_weights)
 
     # -- intake and retries --------------------------------------------------------------
@@ -110,6 +112,8 @@ class TimerLogic:
         ValidationError only for what the state refuses (a parent unknown here)."""
         if isinstance(command, JobSubmitted):
             return self._submitted(state, command, now_ms)
+        if isinstance(command, ScheduleChanged | JobTriggered) and command.owner is not None:
+            return self.recurring.command(state, command, now_ms)  # a recurring workflow's
         if isinstance(command, JobCancelled):
             return self._cancelled(state, command, now_ms)
         if isinstance(command, ScheduleChanged):
@@ -118,11 +122,13 @@ class TimerLogic:
             return self._triggered(state, command, now_ms)
         if isinstance(command, RetryScheduled):
             return self._retry(state, command, now_ms)
-        if isinstance(command, Ended):
-            return self.workflows.step_ended(state, command.record, command.owner, now_ms)
+        if isinstance(command, Ended):  # the status first: it reads whether a run had ended
+            return (self.recurring.run_ended(state, command, now_ms)
+                    + self.workflows.step_ended(state, command.record, command.owner, now_ms))
         if isinstance(command, Workflow):
             return self._workflow_submitted(state, command, now_ms)
-        return self.workflows.cancel_workflow(state, command, now_ms)
+        return (self.recurring.cancelled(state, command, now_ms)
+                + self.workflows.cancel_workflow(state, command, now_ms))
 
     def _submitted(self, state: TimerState, job: JobSubmitted, now_ms: int, *,
                    step: str | None = None) -> list[Output]:  # fmt: skip
@@ -155,7 +161,7 @@ class TimerLogic:
             return []
         if workflow.schedule is not None:
             self.workflows.schedule(state, data, workflow.schedule, now_ms)
-            return []
+            return self.recurring.scheduled(state, data, now_ms)
         state.nodes.put_workflow(WorkflowRecord(
             owner=data.owner, workflow_id=data.workflow_id, steps=len(workflow.steps),
             idempotency_key=data.idempotency_key, submitted_at_ms=data.submitted_at_ms,
@@ -331,7 +337,8 @@ class TimerLogic:
         """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
         refused (a cron job too: it would be refused at every run) then ends."""
         if isinstance(entry, ScheduleEntry):
-            return self._fire_recurring(state, entry, entry.cron, now_ms)
+            started = self._fire_recurring(state, entry, entry.cron, now_ms)
+            return self.recurring.fired(state, entry, started, now_ms)
         cron = entry.spec.cron
         refused = bool(self.refused_topics) and self._refusal(entry) is not None
         if refused or cron is None or isinstance(entry, RetryEntry):
