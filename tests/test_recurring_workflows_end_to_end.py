@@ -69,8 +69,10 @@ def test_pause_stops_runs_resume_brings_them_back_and_an_update_changes_the_next
         assert (refused.status_code, refused.json()["field"]) == (409, "workflow_id")
         client.trigger_workflow(OWNER, WORKFLOW)  # past the API: the timers ignore it
 
-        bad = acme.patch(f"/api/v1/workflows/{WORKFLOW}",
-                         json={"steps": [{"name": "b", "job_type": "Not A Type"}]})
+        bad = acme.patch(
+            f"/api/v1/workflows/{WORKFLOW}",
+            json={"steps": [{"name": "b", "job_type": "Not A Type"}]},
+        )
         assert (bad.status_code, bad.json()["field"]) == (422, "steps.0.spec.job_type")
         updated = acme.patch(f"/api/v1/workflows/{WORKFLOW}", json={"steps": [step("b")]})
         assert updated.status_code == 202, updated.text
@@ -80,13 +82,13 @@ def test_pause_stops_runs_resume_brings_them_back_and_an_update_changes_the_next
         second = wait_for(lambda: schedule_status(topics, "SCHEDULED", 2), timeout_s=40,
                           what="the second run ended")  # fmt: skip
 
-    run = orjson.loads(second.result or "")
-    assert run["outcome"] == "SUCCEEDED" and run["run_id"] != orjson.loads(first.result or "")["run_id"]
+    run, earlier = orjson.loads(second.result or ""), orjson.loads(first.result or "")
+    assert run["outcome"] == "SUCCEEDED" and run["run_id"] != earlier["run_id"]
     steps = run_steps(topics)
-    assert sorted((s.step, s.state.value) for s in steps) == [("a", "SUCCEEDED"),
-                                                              ("b", "SUCCEEDED")], (
-        "one run before the pause, none while paused, the updated steps after it"
-    )
+    assert sorted((s.step, s.state.value) for s in steps) == [
+        ("a", "SUCCEEDED"),
+        ("b", "SUCCEEDED"),
+    ], "one run before the pause, none while paused, the updated steps after it"
     assert next(s for s in steps if s.step == "b").workflow_id == run["run_id"]
     listed = wait_for(lambda: [item for item in acme.get("/api/v1/schedules").json()["items"]
                                if item["id"] == WORKFLOW and item["runs"] == 2],

@@ -51,8 +51,9 @@ class WorkflowUpdateIn(CommandIn):
     """A recurring workflow's new schedule and/or new steps, for the runs after it."""
 
     cron: str | dict[str, Any] | None = Field(
-        None, description="A cron expression (UTC) or a CronSchedule object; its runs do not "
-        "overlap unless it says overlap: ALLOW."
+        None,
+        description="A cron expression (UTC) or a CronSchedule object; its runs do not "
+        "overlap unless it says overlap: ALLOW.",
     )
     steps: list[dict[str, Any]] | None = Field(
         None, description="The new steps, as POST /api/v1/workflows takes them."

@@ -22,8 +22,8 @@ from jobstream._connectors.views import fold, layout, timeline
 from jobstream._pipeline.model.records import (
     JobLifecycle,
     JobSubmitted,
-    WorkerHeartbeat,
     ScheduleChanged,
+    WorkerHeartbeat,
     WorkflowCancelled,
     WorkflowSubmitted,
 )

@@ -167,8 +167,11 @@ OwnerOption = typer.Option(..., "--owner", help="The workflow's owner (ids are p
 def pause(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
           reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Start no run of a recurring workflow until it is resumed (runs started go on)."""
-    send_command(lambda: schedule_commands.pause_workflow_event(
-        owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason))
+    send_command(
+        lambda: schedule_commands.pause_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
 
 
 @workflow_app.command("resume")
@@ -176,16 +179,22 @@ def resume(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
            reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Let a paused recurring workflow run again, from its next time after now (the times
     missed while paused start no run)."""
-    send_command(lambda: schedule_commands.resume_workflow_event(
-        owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason))
+    send_command(
+        lambda: schedule_commands.resume_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
 
 
 @workflow_app.command("trigger")
 def trigger(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
             reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
     """Start a run of a recurring workflow now; its schedule keeps its times."""
-    send_command(lambda: schedule_commands.trigger_workflow_event(
-        owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason))
+    send_command(
+        lambda: schedule_commands.trigger_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
 
 
 @workflow_app.command("update")

@@ -286,8 +286,9 @@ def _check_schedule_change(record: ScheduleChanged) -> None:
                                        "carries steps")  # fmt: skip
     if cron is None and params is None and run_at is None and steps is None:
         raise ValidationError(
-            "cron", "UPDATE needs a new schedule (cron) or run time (run_at_ms), or new params"
-            " (a recurring workflow: new steps)"
+            "cron",
+            "UPDATE needs a new schedule (cron) or run time (run_at_ms), or new params"
+            " (a recurring workflow: new steps)",
         )
     if run_at is not None:
         if cron is not None:

@@ -100,8 +100,16 @@ class RecurringWorkflows:
                   else "no run: the previous run has not ended")  # fmt: skip
         after = state.get(entry.timer_id)
         if not isinstance(after, ScheduleEntry):
-            return [*started, self._status(K.CANCELLED, owner, workflow_id, now_ms,
-                                           detail=f"{detail}; the schedule has no future run")]
+            return [
+                *started,
+                self._status(
+                    K.CANCELLED,
+                    owner,
+                    workflow_id,
+                    now_ms,
+                    detail=f"{detail}; the schedule has no future run",
+                ),
+            ]
         return [*started, self._status(K.SCHEDULED, owner, workflow_id, now_ms,
                                        scheduled_at_ms=after.due_ms, detail=detail)]  # fmt: skip
 
@@ -118,8 +126,9 @@ class RecurringWorkflows:
             return []
         outcome = str(data.outcome)
         result = orjson.dumps({"run_id": data.job_id, "outcome": outcome}).decode()
-        kind, at = (K.PAUSED, {}) if entry.paused else (K.SCHEDULED, {"scheduled_at_ms":
-                                                                       entry.due_ms})
+        kind, at = (
+            (K.PAUSED, {}) if entry.paused else (K.SCHEDULED, {"scheduled_at_ms": entry.due_ms})
+        )
         return [self._status(kind, owner, data.workflow_id, now_ms, result=result,
                              detail=f"run {data.job_id} ended {outcome}", **at)]  # fmt: skip
 
@@ -139,8 +148,11 @@ class RecurringWorkflows:
         assert data.owner is not None and data.workflow_id is not None  # check_workflow_command's
         entry = state.get(schedule_timer_id(data.owner, data.workflow_id))
         if not isinstance(entry, ScheduleEntry):
-            _ignored(data, f"{data.owner}'s workflow {data.workflow_id} has no schedule here: "
-                           "it was cancelled, has ended, or is not a recurring workflow")
+            _ignored(
+                data,
+                f"{data.owner}'s workflow {data.workflow_id} has no schedule here: "
+                "it was cancelled, has ended, or is not a recurring workflow",
+            )
             return []
         if isinstance(data, JobTriggered):
             return self._trigger(state, entry, data, now_ms)
@@ -188,8 +200,15 @@ class RecurringWorkflows:
         due = next_due_ms(cron_of(cron), now_ms, job_id=entry.job_id, runs_so_far=entry.runs)
         if due is None:
             state.remove(entry.timer_id)
-            return [self._status(K.CANCELLED, entry.owner, entry.job_id, now_ms,
-                                 **_asked(data, f"{done}: the schedule has no future run"))]
+            return [
+                self._status(
+                    K.CANCELLED,
+                    entry.owner,
+                    entry.job_id,
+                    now_ms,
+                    **_asked(data, f"{done}: the schedule has no future run"),
+                )
+            ]
         state.put(entry.evolve(due_ms=due))
         at = {} if kind is K.PAUSED else {"scheduled_at_ms": due}
         still = ", still paused" if kind is K.PAUSED else ""

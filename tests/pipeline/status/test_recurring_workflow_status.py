@@ -53,8 +53,15 @@ def test_the_status_follows_the_schedule_its_commands_and_its_runs(tmp_path: Pat
     try:
         intake = TOPICS.intake
         key = SCHEDULE.encode()
-        record = fold(None, timers.pipe(intake, workflow_event(
-            OWNER, [step("a")], now_ms=T0, workflow_id=SCHEDULE, schedule="* * * * *")))
+        record = fold(
+            None,
+            timers.pipe(
+                intake,
+                workflow_event(
+                    OWNER, [step("a")], now_ms=T0, workflow_id=SCHEDULE, schedule="* * * * *"
+                ),
+            ),
+        )
         assert record is not None
         assert (record.job_id, record.job_type) == (schedule_job_id(OWNER, SCHEDULE),
                                                     SCHEDULE_JOB_TYPE)  # fmt: skip
@@ -65,8 +72,14 @@ def test_the_status_follows_the_schedule_its_commands_and_its_runs(tmp_path: Pat
         record = fold(record, fired)
         assert record is not None and record.next_fire_at_ms == FIRST + MINUTE
         [run] = [o.value.data for o in fired if o.topic == intake]
-        record = fold(record, timers.pipe(intake, pause_workflow_event(
-            OWNER, SCHEDULE, now_ms=T0, requested_by="cli:ann"), key=key))
+        record = fold(
+            record,
+            timers.pipe(
+                intake,
+                pause_workflow_event(OWNER, SCHEDULE, now_ms=T0, requested_by="cli:ann"),
+                key=key,
+            ),
+        )
         assert record is not None and record.state is JobState.PAUSED
 
         timers.pipe(intake, Event("WorkflowSubmitted", run), key=run["workflow_id"].encode())
@@ -81,13 +94,16 @@ def test_the_status_follows_the_schedule_its_commands_and_its_runs(tmp_path: Pat
                                                      "outcome": "DEAD_LETTERED"}  # fmt: skip
 
         timers.advance(5 * MINUTE)
-        record = fold(record, timers.pipe(intake, resume_workflow_event(
-            OWNER, SCHEDULE, now_ms=T0), key=key))
+        record = fold(
+            record, timers.pipe(intake, resume_workflow_event(OWNER, SCHEDULE, now_ms=T0), key=key)
+        )
         assert record is not None
         assert (record.state, record.next_fire_at_ms) == (JobState.SCHEDULED,
                                                           FIRST + 6 * MINUTE)  # fmt: skip
-        cancel = Event("WorkflowCancelled", {"workflow_id": SCHEDULE, "owner": OWNER,
-                                             "requested_at_ms": T0, "reason": "done"})
+        cancel = Event(
+            "WorkflowCancelled",
+            {"workflow_id": SCHEDULE, "owner": OWNER, "requested_at_ms": T0, "reason": "done"},
+        )
         record = fold(record, timers.pipe(intake, cancel))
         assert record is not None and record.state is JobState.CANCELLED
         assert record.cancellation is not None and record.cancellation.reason == "done"
@@ -103,4 +119,6 @@ def test_a_job_of_the_reserved_type_carries_no_run() -> None:
     event = JobLifecycle(kind="SCHEDULED", job_id=job.job_id, at_ms=T0, result='{"x": 1}')
     decision = transition(job, event)
     assert decision.record is not None and (decision.record.runs, decision.record.result) == (
-        0, None)
+        0,
+        None,
+    )

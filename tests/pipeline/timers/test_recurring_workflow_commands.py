@@ -68,8 +68,14 @@ def send(timers: ProcessorDriver[TimerState], event: Event) -> list[Output]:
 def test_the_schedule_has_a_status_of_its_own(tmp_path: Path) -> None:
     driver = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path, now_ms=T0)
     try:
-        [first] = status(driver.pipe(TOPICS.intake, workflow_event(
-            OWNER, [step("a")], now_ms=T0, workflow_id=SCHEDULE, schedule="* * * * *")))
+        [first] = status(
+            driver.pipe(
+                TOPICS.intake,
+                workflow_event(
+                    OWNER, [step("a")], now_ms=T0, workflow_id=SCHEDULE, schedule="* * * * *"
+                ),
+            )
+        )
         assert (first.kind, first.job_type, first.owner) == ("SCHEDULED", SCHEDULE_JOB_TYPE, OWNER)
         assert (first.scheduled_at_ms, first.created_at_ms) == (FIRST, T0)
         assert first.labels == {"jobstream.workflow": SCHEDULE}
@@ -105,8 +111,14 @@ def test_paused_no_run_starts_and_resumed_the_schedule_goes_on_from_now(
 def test_an_update_gives_the_next_runs_its_steps_and_schedule(
     timers: ProcessorDriver[TimerState],
 ) -> None:
-    update = update_workflow_event(OWNER, SCHEDULE, steps=[step("c", job_type="report.render")],
-                                   cron="*/5 * * * *", now_ms=T0, requested_by="api:tests")
+    update = update_workflow_event(
+        OWNER,
+        SCHEDULE,
+        steps=[step("c", job_type="report.render")],
+        cron="*/5 * * * *",
+        now_ms=T0,
+        requested_by="api:tests",
+    )
     [updated] = status(send(timers, update))
     five = (T0 // (5 * MINUTE) + 1) * 5 * MINUTE
     assert (updated.kind, updated.scheduled_at_ms) == ("SCHEDULED", five)
@@ -140,8 +152,9 @@ def test_a_trigger_starts_a_run_now_unless_paused_or_the_last_run_still_runs(
     )
     for job_id in step_ids(Event("WorkflowSubmitted", run)).values():
         timers.pipe(TOPICS.intake, Event("WorkflowSubmitted", run), key=run["workflow_id"].encode())
-        for output in timers.pipe(TOPICS.intake, step_ended(job_id, run["workflow_id"],
-                                                            "SUCCEEDED", timers.now_ms)):
+        for output in timers.pipe(
+            TOPICS.intake, step_ended(job_id, run["workflow_id"], "SUCCEEDED", timers.now_ms)
+        ):
             if output.topic == TOPICS.intake:  # the run's end, to the schedule's partition
                 [ended] = status(send(timers, output.value))
                 assert orjson.loads(ended.result) == {"run_id": run["workflow_id"],
@@ -157,8 +170,10 @@ def test_a_command_for_what_is_no_recurring_workflow_here_changes_nothing(
 ) -> None:
     assert send(timers, pause_workflow_event("someone-else", SCHEDULE, now_ms=T0)) == []
     assert send(timers, trigger_workflow_event(OWNER, "unknown", now_ms=T0)) == []
-    cancel = Event("WorkflowCancelled", {"workflow_id": SCHEDULE, "owner": OWNER,
-                                         "requested_at_ms": T0, "requested_by": "cli:ann"})
+    cancel = Event(
+        "WorkflowCancelled",
+        {"workflow_id": SCHEDULE, "owner": OWNER, "requested_at_ms": T0, "requested_by": "cli:ann"},
+    )
     [cancelled] = status(send(timers, cancel))
     assert (cancelled.kind, cancelled.requested_by) == ("CANCELLED", "cli:ann")
     assert send(timers, resume_workflow_event(OWNER, SCHEDULE, now_ms=T0)) == [], "cancelled"
