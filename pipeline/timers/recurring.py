@@ -96,7 +96,7 @@ class RecurringWorkflows:
         """The status after a time of the schedule (``started``: the run it submitted, or
         none when the previous run still ran): its next time, or its end."""
         owner, workflow_id = entry.owner, entry.job_id
-        detail = (f"run {started[-1].key.decode()} started" if started
+        detail = (f"run {_run_id(started)} started" if started
                   else "no run: the previous run has not ended")  # fmt: skip
         after = state.get(entry.timer_id)
         if not isinstance(after, ScheduleEntry):
@@ -227,7 +227,7 @@ class RecurringWorkflows:
             return []
         runs = entry.runs + 1
         max_runs = entry.cron.max_runs
-        run = started[-1].key.decode()
+        run = _run_id(started)
         if max_runs is not None and runs >= max_runs:
             state.remove(entry.timer_id)
             return [*started, self._status(K.CANCELLED, entry.owner, entry.job_id, now_ms,
@@ -237,6 +237,14 @@ class RecurringWorkflows:
         return [*started, self._status(K.SCHEDULED, entry.owner, entry.job_id, now_ms,
                                        scheduled_at_ms=entry.due_ms,
                                        **_asked(data, f"run {run} started now"))]  # fmt: skip
+
+
+def _run_id(started: list[Output]) -> str:
+    """The workflow id of the run ``started`` submitted (start_run's one output)."""
+    event = started[-1].value
+    assert isinstance(event, Event)  # start_run's output is the run's WorkflowSubmitted
+    run: WorkflowSubmitted = event.data
+    return run.workflow_id
 
 
 def _described(workflow_id: str, cron: CronSchedule) -> str:
