@@ -46,6 +46,7 @@ from jobstream._pipeline.avro_bounds import INT_MAX, LONG_MAX
 from jobstream._pipeline.clock import instant_of, ms_of
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.held import check_held, is_held
 from jobstream._pipeline.model.idempotency import idempotent_job_id
 from jobstream._pipeline.model.records import (
     CronSchedule,
@@ -287,6 +288,8 @@ def validate_submitted(record: JobSubmitted, *, now_ms: int) -> None:
     _check_envelope(record, now_ms=now_ms)
     _check_run_at(record)
     _check_consistency(record, _checked_request(record))
+    if is_held(record.spec):
+        check_held(record.spec, record.workflow_id)
 
 
 _CHECKED_KEPT = 4096

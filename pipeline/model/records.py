@@ -318,6 +318,18 @@ class WorkflowCancelled(Record, frozen=True, kw_only=True):
     requested_by: str | None = None
 
 
+class WorkflowSignalled(Record, frozen=True, kw_only=True):
+    workflow_id: str
+    owner: str
+    name: str
+    payload: str | None = None
+    reject: bool = False
+    step: str | None = None
+    sent_at_ms: int
+    reason: str | None = None
+    requested_by: str | None = None
+
+
 class WorkerHeartbeat(Record, frozen=True, kw_only=True):
     worker_id: str
     host: str
@@ -351,6 +363,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "StepEnded": StepEnded,
     "WorkflowSubmitted": WorkflowSubmitted,
     "WorkflowCancelled": WorkflowCancelled,
+    "WorkflowSignalled": WorkflowSignalled,
     "WorkerHeartbeat": WorkerHeartbeat,
 }
 """Each Avro record's type by its name (without namespace)."""

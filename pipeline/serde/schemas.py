@@ -50,6 +50,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "StepEnded",
     "JobTriggered",
     "CancelRequested",
+    "WorkflowSignalled",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

@@ -112,6 +112,9 @@ class TimerEntry(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     held_at_ms: int | None = None
     """When a rate limit first held it back: its firing reports the time since as
     throttled, apart from the timers' own lateness."""
+    waiting_since_ms: int | None = None
+    """A wait or a sleep (pipeline/model/held.py) that has begun: since when it is WAITING;
+    its ``due_ms`` is then when it wakes, or times out."""
 
     @property
     def job_id(self) -> str:

@@ -5,7 +5,8 @@ edge, whoever produced the record: the submission's
 (:func:`jobstream._pipeline.model.job.validate_submitted`),
 a command's (:func:`jobstream._pipeline.model.commands.validate_command`; a recurring
 workflow's, :mod:`jobstream._pipeline.workflows.schedule_commands`), a workflow's
-(:func:`jobstream._pipeline.workflows.commands.expand_workflow`) and a StepEnded's. A record that
+(:func:`jobstream._pipeline.workflows.commands.expand_workflow`), a StepEnded's and a signal's
+(:func:`jobstream._pipeline.model.held.check_signal`). A record that
 breaks
 one raises :class:`~jobstream._pipeline.errors.ValidationError` naming the field, and the processor
 dead-letters it. The timers' logic (pipeline/timers/logic.py) receives the checked
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.held import check_signal
 from jobstream._pipeline.model.job import validate_submitted
 from jobstream._pipeline.model.records import (
     JobCancelled,
@@ -28,6 +30,7 @@ from jobstream._pipeline.model.records import (
     ScheduleChanged,
     StepEnded,
     WorkflowCancelled,
+    WorkflowSignalled,
     WorkflowSubmitted,
 )
 from jobstream._pipeline.scheduling import CronSpec
@@ -59,7 +62,7 @@ class Ended:
 
 
 Command = (JobSubmitted | JobCancelled | JobTriggered | ScheduleChanged | WorkflowCancelled
-           | RetryScheduled | Workflow | Ended)  # fmt: skip
+           | RetryScheduled | Workflow | Ended | WorkflowSignalled)  # fmt: skip
 """What the timers' logic applies: a record that passed its rules."""
 
 
@@ -101,6 +104,11 @@ def _step_ended(event: Event, now_ms: int) -> Command:
     return Ended(data, owner)
 
 
+def _signal(event: Event, now_ms: int) -> Command:
+    check_signal(event.data)
+    return event.data
+
+
 def _retry(event: Event, now_ms: int) -> Command:
     """A RetryScheduled is the retry router's, from a JobSubmitted checked at intake."""
     return event.data
@@ -115,4 +123,5 @@ _CHECKS: dict[str, Callable[[Event, int], Command]] = {
     "WorkflowSubmitted": _workflow,
     "StepEnded": _step_ended,
     "RetryScheduled": _retry,
+    "WorkflowSignalled": _signal,
 }

@@ -18,6 +18,7 @@ from jobstream._pipeline.concurrency import ConcurrencyLimits
 from jobstream._pipeline.limits.throttle import Throttle
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.commands import command_refusal, update_refusal
+from jobstream._pipeline.model.held import is_held
 from jobstream._pipeline.model.job import cron_of
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.params import submission_fields, summarize_params
@@ -30,6 +31,7 @@ from jobstream._pipeline.model.records import (
     RetryScheduled,
     ScheduleAction,
     ScheduleChanged,
+    WorkflowSignalled,
     evolve,
     lifecycle,
 )
@@ -49,6 +51,7 @@ from jobstream._pipeline.timers.entry import (
     ScheduleEntry,
     retry_timer_id,
 )
+from jobstream._pipeline.timers.held import HeldSteps
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
 from jobstream._pipeline.timers.recurring import RecurringWorkflows
 from jobstream._pipeline.timers.state import TimerState
@@ -103,6 +106,8 @@ class TimerLogic:
         self.workflows = WorkflowTimers(self._lifecycle, self._cancelled, topics.intake,
                                         self.policy.marker_ttl_ms)  # fmt: skip
         self.recurring = RecurringWorkflows(topics.events, self.workflows)
+        self.held = HeldSteps(self._lifecycle, self._finish)
+        """Waits and sleeps: steps the timers end themselves (pipeline/timers/held.py)."""
         self.owner_weight = weight_of(self.policy.owner_weights)
 
     # -- intake and retries --------------------------------------------------------------
@@ -127,6 +132,8 @@ class TimerLogic:
                     + self.workflows.step_ended(state, command.record, command.owner, now_ms))
         if isinstance(command, Workflow):
             return self._workflow_submitted(state, command, now_ms)
+        if isinstance(command, WorkflowSignalled):
+            return self.held.signalled(state, command, now_ms)
         return (self.recurring.cancelled(state, command, now_ms)
                 + self.workflows.cancel_workflow(state, command, now_ms))
 
@@ -327,7 +334,8 @@ class TimerLogic:
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
                 continue
-            if isinstance(entry, FiringEntry) and self._hold(state, entry, now_ms):
+            if (isinstance(entry, FiringEntry) and not is_held(entry.spec)
+                    and self._hold(state, entry, now_ms)):  # fmt: skip
                 continue
             emits.extend(self._fire_entry(state, entry, now_ms))
         return emits
@@ -339,6 +347,8 @@ class TimerLogic:
         if isinstance(entry, ScheduleEntry):
             started = self._fire_recurring(state, entry, entry.cron, now_ms)
             return self.recurring.fired(state, entry, started, now_ms)
+        if isinstance(entry, JobEntry) and is_held(entry.spec):
+            return self.held.fire(state, entry, now_ms)
         cron = entry.spec.cron
         refused = bool(self.refused_topics) and self._refusal(entry) is not None
         if refused or cron is None or isinstance(entry, RetryEntry):
@@ -349,11 +359,13 @@ class TimerLogic:
 
     def _on_its_instant(self, entry: AnyEntry) -> bool:
         """Whether an entry fires on its instant, not a lead ahead: a workflow's run (it is
-        submitted on its time, its steps due then), and a job under a rate limit (a limit
-        caps firings, and the runs fired within the lead would all start on their
-        instant, beyond the limit)."""
+        submitted on its time, its steps due then), a wait or a sleep (no worker waits for
+        it), and a job under a rate limit (a limit caps firings, and the runs fired within
+        the lead would all start on their instant, beyond the limit)."""
         if isinstance(entry, ScheduleEntry):
             return True
+        if isinstance(entry, FiringEntry) and is_held(entry.spec):
+            return True  # a wait or a sleep begins and ends on its instant: no worker waits
         return isinstance(entry, FiringEntry) and self.throttle.applies(entry.owner,
                                                                          entry.spec.job_type)
 

@@ -10,10 +10,12 @@ ranges:
 - ``w<wf>``: the :class:`WorkflowRecord` (submitted as one unit, cancelled).
 - ``b<wf><parent id><child id>``: the blocked index, one key per parent a child still
   waits for; derived from the nodes, so it is not logged and restoring rebuilds it.
+- ``g<wf><signal name>``: a signal no step waited for when it came, kept for the first
+  that will (pipeline/timers/held.py): the WorkflowSignalled as JSON.
 
-Nodes and records go to the timers' changelog under their store key. Their first byte
-(``n``, ``w``: lower case) never starts a timer id (job ids are upper-case base32), which
-is how restoring tells them apart from timer entries.
+Nodes, records and kept signals go to the timers' changelog under their store key. Their
+first byte (``n``, ``w``, ``g``: lower case) never starts a timer id (job ids are upper-case
+base32), which is how restoring tells them apart from timer entries.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import logging
 import struct
 from collections.abc import Iterator
 
+import msgspec
 import orjson
 
+from jobstream._pipeline.model.records import WorkflowSignalled
 from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 from jobstream._pipeline.workflows.node import StepNode, WorkflowRecord
 
@@ -32,7 +36,8 @@ log = logging.getLogger(__name__)
 NODE_PREFIX = b"n"
 WORKFLOW_PREFIX = b"w"
 WAITING_PREFIX = b"b"
-LOGGED_PREFIXES = (NODE_PREFIX, WORKFLOW_PREFIX)
+SIGNAL_PREFIX = b"g"
+LOGGED_PREFIXES = (NODE_PREFIX, WORKFLOW_PREFIX, SIGNAL_PREFIX)
 """Changelog keys of this module's records (the rest are timer ids)."""
 
 _LENGTH = struct.Struct(">H")
@@ -59,6 +64,13 @@ def workflow_key(owner: str, workflow_id: str) -> bytes:
 
 def waiting_key(owner: str, workflow_id: str, parent: str, child: str) -> bytes:
     return WAITING_PREFIX + _workflow(owner, workflow_id) + parent.encode() + child.encode()
+
+
+def signal_key(owner: str, workflow_id: str, name: str) -> bytes:
+    return SIGNAL_PREFIX + _workflow(owner, workflow_id) + name.encode()
+
+
+_SIGNAL = msgspec.json.Decoder(WorkflowSignalled)
 
 
 class WorkflowNodes:
@@ -122,6 +134,29 @@ class WorkflowNodes:
         key = workflow_key(owner, workflow_id)
         self.tx.delete(key)
         self.changelog.append((key, None))
+
+    def signal(self, owner: str, workflow_id: str, name: str) -> WorkflowSignalled | None:
+        """The signal of that name kept for the workflow, if one is."""
+        raw = self.tx.get(signal_key(owner, workflow_id, name))
+        return None if raw is None else _SIGNAL.decode(raw)
+
+    def keep_signal(self, signal: WorkflowSignalled) -> None:
+        key = signal_key(signal.owner, signal.workflow_id, signal.name)
+        raw = msgspec.json.encode(signal)
+        self.tx.put(key, raw)
+        self.changelog.append((key, raw))
+
+    def drop_signal(self, owner: str, workflow_id: str, name: str) -> None:
+        key = signal_key(owner, workflow_id, name)
+        self.tx.delete(key)
+        self.changelog.append((key, None))
+
+    def drop_signals(self, owner: str, workflow_id: str) -> None:
+        """Forget every signal kept for an ended workflow."""
+        prefix = SIGNAL_PREFIX + _workflow(owner, workflow_id)
+        for key, _ in list(self.tx.scan(prefix, prefix + _END)):
+            self.tx.delete(key)
+            self.changelog.append((key, None))
 
     def restore(self, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record of a node or a workflow record. A record written

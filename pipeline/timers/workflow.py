@@ -179,6 +179,7 @@ class WorkflowTimers:
             return []
         for node in list(state.nodes.of_workflow(owner, workflow_id)):
             state.nodes.delete(node)
+        state.nodes.drop_signals(owner, workflow_id)
         marker = Marker(job_id=workflow_id, idempotency_key=None, owner=owner)
         state.put(MarkerEntry(timer_id=ended_timer_id(owner, workflow_id), job=marker,
                               due_ms=now_ms + self.record_ttl_ms))  # fmt: skip

@@ -22,6 +22,7 @@ import msgspec
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.held import SLEEP_TYPE, WAIT_TYPE
 from jobstream._pipeline.model.job import JobRequest, cron_of, validate_submitted
 from jobstream._pipeline.model.records import (
     CronSchedule,
@@ -35,6 +36,9 @@ from jobstream._pipeline.serde import Event
 from jobstream._pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
 MAX_STEP_NAME_CHARS = 100
+HELD_STEPS = {"wait": WAIT_TYPE, "sleep": SLEEP_TYPE}
+"""A step written ``{"name": ..., "wait": {...}}`` is a step of job type jobstream.wait
+whose params are the mapping (pipeline/model/held.py); ``sleep`` likewise."""
 STEP_LABEL = "jobstream.step"
 """The label a step's job carries its name in (its handler and jobs.status see it)."""
 
@@ -42,7 +46,7 @@ Fields = Mapping[str, Any]
 """What a caller writes a step or a schedule as (the client, the CLI's file, the API's body):
 field names and values, checked into records here."""
 
-_STEP_FIELDS = frozenset({"name", "depends_on"})
+_STEP_FIELDS = frozenset({"name", "depends_on", *HELD_STEPS})
 """What a step has besides the fields of a JobRequest (its owner is the workflow's)."""
 
 
@@ -70,7 +74,9 @@ def workflow_event(owner: str, steps: Iterable[Fields], *, now_ms: int,
     """The WorkflowSubmitted of ``steps``; ValidationError naming the field at fault.
 
     A step is a mapping: ``name``, ``depends_on`` (names of other steps) and any field of
-    :class:`JobRequest` but ``owner``, ``workflow_id`` and ``idempotency_key``. Without a
+    :class:`JobRequest` but ``owner``, ``workflow_id`` and ``idempotency_key``; or, for a
+    step the timers hold, ``wait`` or ``sleep`` with its parameters
+    (pipeline/model/held.py) in place of a job type and params. Without a
     ``workflow_id`` it is derived from the idempotency key, else a new ULID. With a
     ``schedule`` (a CronSpec, a CronSchedule record, its fields or a bare expression read
     in UTC) the workflow is recurring: each time of the schedule starts a new run of the
@@ -141,6 +147,14 @@ def _step_record(step: Fields, owner: str, workflow_id: str,
     if isinstance(parents, str) or not isinstance(parents, Sequence):
         raise ValidationError("depends_on", "must be a list of step names")
     fields = {key: value for key, value in step.items() if key not in _STEP_FIELDS}
+    for kind, job_type in HELD_STEPS.items():
+        if kind in step:
+            if "job_type" in fields or "params" in fields:
+                raise ValidationError(kind, f"a {kind} step has no job_type or params of its "
+                                            "own: its mapping is its params")  # fmt: skip
+            if not isinstance(step[kind], Mapping):
+                raise ValidationError(kind, "must be a mapping, e.g. {'signal': 'approved'}")
+            fields = {**fields, "job_type": job_type, "params": dict(step[kind])}
     request = JobRequest(**fields, owner=owner, workflow_id=workflow_id)
     # The step's own label is added as it expands: the limit counts it here already.
     rules.field_check("spec.labels", rules.labels, {**request.labels, STEP_LABEL: name})

@@ -50,6 +50,8 @@ class StepNode(_JsonRecord):
     result: str | None = None
     result_uri: str | None = None
     ended_at_ms: int | None = None
+    awaits: str | None = None
+    """A wait step while it is WAITING: the signal that ends it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,225 @@
+"""Waits and sleeps at the timers, through the runtime's driver: real RocksDB, a clock of
+the test's own. Signals come as any Kafka client writes them (a WorkflowSignalled)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.held import check_held
+from jobstream._pipeline.model.records import JobSpec
+from jobstream._pipeline.runtime.driver import ProcessorDriver
+from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.processor import TimerProcessor
+from jobstream._pipeline.timers.state import TimerState
+from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import step_job_id
+from jobstream._pipeline.workflows.commands import workflow_event
+from tests.pipeline.timers.test_workflow import data, dead_letters, lifecycle
+from tests.support.workflows import rebuilt, step, step_ended
+
+SETTINGS = Settings(fire_lead=1000)
+"""With the default fire lead: a wait or a sleep still begins and ends on its instant."""
+TOPICS = Topics(SETTINGS)
+T0 = 1_798_000_000_000
+WF = "wf-held"
+
+
+def ids(name: str) -> str:
+    return step_job_id("tests", WF, name)
+
+
+def signal(name: str, payload: str | None = None, **fields: Any) -> Event:
+    return Event("WorkflowSignalled", {
+        "workflow_id": WF, "owner": "tests", "name": name, "payload": payload,
+        "sent_at_ms": T0, **fields,
+    })  # fmt: skip
+
+
+def submit(timers: ProcessorDriver[TimerState], *steps: dict[str, Any]) -> list[Any]:
+    return timers.pipe(TOPICS.intake, workflow_event("tests", steps, now_ms=timers.now_ms,
+                                                     workflow_id=WF), key=WF.encode())  # fmt: skip
+
+
+@pytest.fixture
+def timers(tmp_path: Path) -> Iterator[ProcessorDriver[TimerState]]:
+    driver = ProcessorDriver(TimerProcessor(SETTINGS), tmp_path / "a", now_ms=T0)
+    yield driver
+    driver.close()
+
+
+def test_a_wait_ends_on_its_signal_with_the_payload_as_its_result(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, {"name": "approve", "wait": {"signal": "approved", "timeout": "1h"}},
+           step("ship", "approve"))  # fmt: skip
+    begun = timers.advance(0)
+    assert lifecycle(begun) == [("WAITING", ids("approve"))], "no execution: no worker"
+    waiting = data(begun, "WAITING", ids("approve"))
+    assert waiting["waiting_for"] == ["approved"]
+    assert waiting["scheduled_at_ms"] == T0 + 3_600_000, "its timeout"
+    assert timers.advance(600_000) == [], "nothing until the signal"
+
+    ended = timers.pipe(TOPICS.intake, signal("approved", '{"by": "ana"}', requested_by="ana"))
+    assert lifecycle(ended) == [("SUCCEEDED", ids("approve"))]
+    assert data(ended, "SUCCEEDED", ids("approve"))["result"] == '{"by": "ana"}'
+    assert data(ended, "SUCCEEDED", ids("approve"))["requested_by"] == "ana"
+    assert timers.advance(3_600_000) == [], "its timeout is gone with it"
+    # The status processor's StepEnded releases the child, as for a job run by a worker.
+    released = timers.pipe(TOPICS.intake, step_ended(ids("approve"), WF, "SUCCEEDED",
+                                                     timers.now_ms, '{"by": "ana"}'))  # fmt: skip
+    assert lifecycle(released) == [("SCHEDULED", ids("ship"))]
+    run = data(timers.advance(0), "ExecutionRequested", ids("ship"))
+    assert run["parent_results"][0]["result"] == '{"by": "ana"}'
+
+
+def test_a_signal_that_comes_first_is_kept_for_its_step(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("a"), {"name": "gate", "depends_on": ["a"], "wait": {"signal": "go"}})
+    timers.advance(0)
+    assert timers.pipe(TOPICS.intake, signal("go", "42")) == [], "kept: no step waits yet"
+    released = timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", T0))
+    assert lifecycle(released) == [("SCHEDULED", ids("gate"))]
+    ended = timers.advance(0)
+    assert lifecycle(ended) == [("SUCCEEDED", ids("gate"))], "took the kept signal at once"
+    assert data(ended, "SUCCEEDED", ids("gate"))["result"] == "42"
+
+
+def test_a_wait_left_alone_expires_at_its_timeout_and_its_children_follow_their_rule(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, {"name": "approve", "wait": {"signal": "approved", "timeout": "30s"}},
+           step("ship", "approve"), step("tell", "approve", on_parent_failure="run"))  # fmt: skip
+    timers.advance(0)
+    assert timers.advance(29_999) == []
+    expired = timers.advance(1)
+    assert lifecycle(expired) == [("EXPIRED", ids("approve"))]
+    error = data(expired, "EXPIRED", ids("approve"))["error"]
+    assert (error["error_type"], error["retryable"]) == ("WaitTimedOut", False)
+    assert "no signal 'approved'" in error["message"]
+    after = timers.pipe(TOPICS.intake, step_ended(ids("approve"), WF, "EXPIRED", timers.now_ms))
+    assert sorted(lifecycle(after)) == sorted([("CANCELLED", ids("ship")),
+                                               ("SCHEDULED", ids("tell"))])  # fmt: skip
+    late = timers.pipe(TOPICS.intake, signal("approved"))
+    assert late == [], "a signal after the wait ended is kept, harming nothing"
+
+
+def test_a_rejection_cancels_the_wait(timers: ProcessorDriver[TimerState]) -> None:
+    submit(timers, {"name": "approve", "wait": {"signal": "approved", "approval": True,
+                                                "prompt": "Ship 1.2?"}})  # fmt: skip
+    timers.advance(0)
+    ended = timers.pipe(TOPICS.intake, signal("approved", reject=True, reason="not today",
+                                              requested_by="bo"))  # fmt: skip
+    assert lifecycle(ended) == [("CANCELLED", ids("approve"))]
+    assert data(ended, "CANCELLED", ids("approve"))["detail"] == "not today"
+
+
+def test_a_signal_for_one_step_takes_only_that_step_and_is_not_kept(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, {"name": "one", "wait": {"signal": "ok"}},
+           {"name": "two", "wait": {"signal": "ok"}})  # fmt: skip
+    timers.advance(0)
+    ended = timers.pipe(TOPICS.intake, signal("ok", step="two"))
+    assert lifecycle(ended) == [("SUCCEEDED", ids("two"))]
+    assert timers.pipe(TOPICS.intake, signal("ok", step="two")) == [], "used: dropped"
+    both = timers.pipe(TOPICS.intake, signal("ok"))
+    assert lifecycle(both) == [("SUCCEEDED", ids("one"))]
+
+
+def test_a_sleep_holds_no_worker_and_ends_at_its_instant(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("a"), {"name": "nap", "depends_on": ["a"], "sleep": {"for": "10m"}},
+           step("b", "nap"))  # fmt: skip
+    timers.advance(0)
+    timers.advance(5_000)
+    released = timers.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", timers.now_ms))
+    assert lifecycle(released) == [("SCHEDULED", ids("nap"))]
+    begun = timers.advance(0)
+    assert lifecycle(begun) == [("WAITING", ids("nap"))]
+    wake = timers.now_ms + 600_000
+    assert data(begun, "WAITING", ids("nap"))["scheduled_at_ms"] == wake
+    assert timers.advance(599_000) == [], "not even the fire lead ahead"
+    assert timers.advance(999) == []
+    assert lifecycle(timers.advance(1)) == [("SUCCEEDED", ids("nap"))]
+
+
+def test_a_sleep_until_a_local_time_in_its_zone(timers: ProcessorDriver[TimerState]) -> None:
+    # T0 is 2026-12-23T04:26:40Z; 10:00 on the 24th in Paris (UTC+1 in winter) is 09:00Z.
+    submit(timers, {"name": "nap", "sleep": {"until": "2026-12-24T10:00",
+                                             "timezone": "Europe/Paris"}})  # fmt: skip
+    begun = timers.advance(0)
+    assert data(begun, "WAITING", ids("nap"))["scheduled_at_ms"] == 1_798_102_800_000
+
+
+def test_a_waiting_step_is_cancelled_with_its_workflow(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, {"name": "approve", "wait": {"signal": "approved", "timeout": "1h"}})
+    timers.advance(0)
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "tests",
+                                         "requested_at_ms": timers.now_ms})  # fmt: skip
+    assert lifecycle(timers.pipe(TOPICS.intake, cancel)) == [("CANCELLED", ids("approve"))]
+    assert timers.advance(3_600_000) == []
+
+
+def test_a_restored_store_still_waits_and_keeps_its_signals(
+    timers: ProcessorDriver[TimerState], tmp_path: Path,
+) -> None:
+    submit(timers, {"name": "one", "wait": {"signal": "ok", "timeout": "1h"}}, step("a"),
+           {"name": "two", "depends_on": ["a"], "wait": {"signal": "later"}})  # fmt: skip
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, signal("later", '"kept"'))
+    again = rebuilt(timers, TimerProcessor(SETTINGS), tmp_path / "b")
+    try:
+        assert lifecycle(again.pipe(TOPICS.intake, signal("ok"))) == [("SUCCEEDED", ids("one"))]
+        again.pipe(TOPICS.intake, step_ended(ids("a"), WF, "SUCCEEDED", again.now_ms))
+        ended = again.advance(0)
+        assert data(ended, "SUCCEEDED", ids("two"))["result"] == '"kept"'
+    finally:
+        again.close()
+
+
+def test_signals_for_a_workflow_not_here_go_to_the_dead_letters_with_the_reason(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    unknown = timers.pipe(TOPICS.intake, signal("ok"))
+    assert dead_letters(unknown) == ["workflow_id: tests's workflow wf-held is not running here: "
+                                     "never submitted, or ended"]  # fmt: skip
+    submit(timers, {"name": "one", "wait": {"signal": "ok"}})
+    other_owner = timers.pipe(TOPICS.intake, signal("ok", owner="mallory"))
+    assert dead_letters(other_owner)[0].startswith("workflow_id: mallory's workflow")
+    bad = timers.pipe(TOPICS.intake, signal("ok", payload="{not json"))
+    assert dead_letters(bad)[0].startswith("payload: is not JSON")
+
+
+@pytest.mark.parametrize(("held", "field", "message"), [
+    ({"wait": {}}, "steps.0.spec.params.signal", "must be a non-blank string"),
+    ({"wait": {"signal": "a", "timeout": "soon"}}, "steps.0.spec.params.timeout",
+     "'soon' is not a duration"),
+    ({"wait": {"signal": "a", "timeot": "1h"}}, "steps.0.spec.params.timeot", "unknown"),
+    ({"sleep": {}}, "steps.0.spec.params", "a sleep needs one of"),
+    ({"sleep": {"until": "2026-12-24T10:00", "timezone": "Mars/Olympus"}},
+     "steps.0.spec.params.timezone", "unknown time zone"),
+    ({"sleep": {"for": "1m"}, "job_type": "data.process"}, "steps.0.sleep", "no job_type"),
+])  # fmt: skip
+def test_a_held_step_with_bad_params_is_refused_naming_the_field(
+    held: dict[str, Any], field: str, message: str,
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        workflow_event("tests", [{"name": "s", **held}], now_ms=T0, workflow_id=WF)
+    assert refused.value.field == field
+    assert message in refused.value.message
+
+
+def test_a_wait_outside_a_workflow_is_refused() -> None:
+    spec = JobSpec(job_type="jobstream.wait", owner="tests", params='{"signal": "a"}')
+    with pytest.raises(ValidationError, match="workflow_id: a wait step belongs to a workflow"):
+        check_held(spec, None)
