@@ -8,6 +8,8 @@ once a later command's effect is seen, an earlier one has been applied or ignore
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import orjson
 
@@ -21,7 +23,9 @@ from jobstream._pipeline.workflows.ids import schedule_job_id
 from tests.support.stack import api_fixtures, pipeline_fixtures
 from tests.support.waiting import wait_for
 
-OWNER, WORKFLOW = "acme", "rwf-nightly"
+OWNER = "acme"
+WORKFLOW = f"rwf-{uuid.uuid4().hex[:12]}"
+"""Its own id each session: a broker kept between sessions keeps the module's topics."""
 STATUS_ID = schedule_job_id(OWNER, WORKFLOW)
 
 pipeline_topics, stack = pipeline_fixtures("rwf", lease_s=3)
