@@ -31,6 +31,7 @@ from jobstream._connectors.api import (
     schedules,
     signals,
     timeline,
+    workflow_schedules,
     workflows,
 )
 from jobstream._connectors.api.headers import SecurityHeaders
@@ -65,6 +66,7 @@ def create_app(svc: Services | None) -> FastAPI:
     app.include_router(backfill.router, responses={429: {"model": Problem}})
     # A workflow's steps pass their owner's quotas (connectors/api/gate.py).
     app.include_router(workflows.router, responses={429: {"model": Problem}})
+    app.include_router(workflow_schedules.router)
     app.include_router(operations.router)
     app.include_router(live.router)
     app.include_router(quotas.router)

@@ -24,6 +24,7 @@ from jobstream._connectors.views.schedules import Schedule, list_schedules, next
 from jobstream._connectors.views.timeline import last_runs
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.model.lifecycle import JobState
+from jobstream._pipeline.workflows.ids import schedule_job_id
 
 router = APIRouter(prefix="/api/v1", tags=["schedules"])
 
@@ -55,15 +56,18 @@ class ScheduleOut(BaseModel):
     expression: str = Field(description="The cron expression.")
     timezone: str = Field(description="The IANA time zone it is read in.")
     cron: dict[str, Any] = Field(description="The whole CronSchedule.")
-    state: str = Field(description="A job's state; SCHEDULED for a workflow (it has no "
-                       "jobs.status record).")  # fmt: skip
+    status_id: str | None = Field(default=None, description="A workflow's: the job id of its "
+                                  "own status (GET /api/v1/jobs/{status_id}).")  # fmt: skip
+    state: str = Field(description="Its state (a workflow's: SCHEDULED, PAUSED or CANCELLED, "
+                       "SCHEDULED until its status is in the views).")  # fmt: skip
     paused: bool
-    pausable: bool = Field(description="Whether pause and resume apply (a recurring job; a "
-                           "recurring workflow cannot be paused, only cancelled).")  # fmt: skip
+    pausable: bool = Field(description="Whether pause and resume apply (always: recurring "
+                           "jobs and recurring workflows).")  # fmt: skip
     created_at_ms: int
-    runs: int | None = Field(default=None, description="A job's runs so far.")
+    runs: int | None = Field(default=None, description="Runs so far (a workflow's: runs "
+                             "ended).")  # fmt: skip
     next_fire_at_ms: int | None = Field(
-        default=None, description="A job's next fire, as the timers hold it."
+        default=None, description="Its next fire (a workflow's: next run), as the timers hold it."
     )
     next_runs_ms: list[int] = Field(
         description=f"The next {NEXT_RUNS} fire instants computed "
@@ -118,11 +122,17 @@ def _shown(svc: Svc, item: Schedule, now: int) -> ScheduleOut:
     runs = [RunOut(id=run["run_id"], outcome=run["outcome"], at_ms=run["started_at_ms"],
                    ended_at_ms=run["ended_at_ms"])
             for run in workflow_runs(svc.store, item.owner, workflow_id, LAST_RUNS)]  # fmt: skip
+    status_id = schedule_job_id(item.owner, workflow_id)
+    status = svc.store.doc(status_id) or {}  # its own status, once the timers have sent it
+    state = status.get("state") or JobState.SCHEDULED
+    following = status.get("next_fire_at_ms")
+    after = now if following is None else min(now, int(following) - 1)
     return ScheduleOut(
-        kind="workflow", id=workflow_id, owner=item.owner,
+        kind="workflow", id=workflow_id, owner=item.owner, status_id=status_id,
         steps=[step["name"] for step in held["steps"]], expression=cron["expression"],
-        timezone=cron.get("timezone") or "UTC", cron=cron, state=JobState.SCHEDULED,
-        paused=False, pausable=False, created_at_ms=held["created_at_ms"],
-        next_runs_ms=next_runs(cron, after_ms=now, schedule_id=workflow_id, count=NEXT_RUNS),
+        timezone=cron.get("timezone") or "UTC", cron=cron, state=state,
+        paused=state == JobState.PAUSED, pausable=True, created_at_ms=held["created_at_ms"],
+        runs=status.get("runs"), next_fire_at_ms=following,
+        next_runs_ms=next_runs(cron, after_ms=after, schedule_id=workflow_id, count=NEXT_RUNS),
         last_runs=runs,
     )  # fmt: skip

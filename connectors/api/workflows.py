@@ -98,9 +98,9 @@ def _visible_jobs(svc: Services, who: Principal, workflow_id: str,
     return docs
 
 
-def _recurring(svc: Services, who: Principal, workflow_id: str,
+def recurring_owner(svc: Services, who: Principal, workflow_id: str,
                owner: str | None) -> str | None:  # fmt: skip
-    """The owner of the recurring workflow ``workflow_id`` the token may cancel (the views
+    """The owner of the recurring workflow ``workflow_id`` the token may command (the views
     keep its schedule, connectors/views/schedules.py), or None when there is none."""
     found = workflow_schedules(svc.store, workflow_id, owner if who.admin else who.owner)
     owners = sorted({held["owner"] for held in found})
@@ -134,7 +134,7 @@ async def cancel_workflow(workflow_id: str, who: Auth, svc: Svc, body: CommandIn
     refused. A recurring workflow's cancel ends its schedule (no run starts after it; the
     runs started go on, each cancelled by its own id). 202 once the command is on
     jobs.intake; 404 as for GET; 409 when every job of it has ended."""
-    scheduled = _recurring(svc, who, workflow_id, owner)
+    scheduled = recurring_owner(svc, who, workflow_id, owner)
     if scheduled is not None:  # a recurring workflow: its schedule ends, its runs go on
         await svc.send([commands.cancel_workflow_event(
             scheduled, workflow_id, body.reason if body else None, now_ms=now_ms(),

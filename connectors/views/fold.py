@@ -32,7 +32,13 @@ import orjson
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
 from jobstream._pipeline.model.params import params_digest
-from jobstream._pipeline.model.records import JobLifecycle, JobSubmitted, WorkflowSubmitted, plain
+from jobstream._pipeline.model.records import (
+    JobLifecycle,
+    JobSubmitted,
+    ScheduleChanged,
+    WorkflowSubmitted,
+    plain,
+)
 from jobstream._pipeline.scheduling.ids import job_id_time_ms
 from jobstream._pipeline.serde import JobStatus
 from jobstream._pipeline.workflows.commands import STEP_LABEL
@@ -264,6 +270,17 @@ def workflow_schedule(record: WorkflowSubmitted) -> dict[str, Any]:
                   for step in record.steps or []],
         "cancelled_at_ms": None,
     }  # fmt: skip
+
+
+def workflow_updated(held: dict[str, Any], record: ScheduleChanged) -> dict[str, Any]:
+    """A recurring workflow's schedule after an UPDATE of its cron and/or steps."""
+    changed = dict(held)
+    if record.cron is not None:
+        changed["cron"] = plain(record.cron)
+    if record.steps is not None:
+        changed["steps"] = [{"name": step.name, "job_type": step.spec.job_type}
+                            for step in record.steps]  # fmt: skip
+    return changed
 
 
 def dumps(value: object) -> bytes:

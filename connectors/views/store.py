@@ -22,6 +22,7 @@ from jobstream._connectors.views import fold, layout, timeline
 from jobstream._pipeline.model.records import (
     JobLifecycle,
     JobSubmitted,
+    ScheduleChanged,
     WorkerHeartbeat,
     WorkflowCancelled,
     WorkflowSubmitted,
@@ -231,6 +232,20 @@ class ViewBatch:
         if held.get("cancelled_at_ms") is None:
             self.changes[key] = fold.dumps({**held, "cancelled_at_ms": record.requested_at_ms})
             self.changes[_schedule_entry(held)] = None
+
+    def workflow_updated(self, record: ScheduleChanged) -> None:
+        """A recurring workflow's UPDATE: the schedule and steps its listing shows (its
+        state, next time and runs are its status's, a job of type jobstream.workflow)."""
+        owner = record.owner
+        if owner is None or record.workflow_id is None:
+            return
+        key = layout.workflow_schedule_key(owner, record.workflow_id)
+        raw = self.get(key)
+        if raw is None:
+            return
+        held = fold.workflow_updated(fold.loads(raw), record)
+        if held.get("cancelled_at_ms") is None:
+            self.changes[key] = fold.dumps(held)
 
     def result(self, job_id: str, execution_id: str | None, location: tuple[int, int]) -> None:
         """A run's result on jobs.results at ``location`` (partition, offset): the job's

@@ -31,7 +31,7 @@ from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, JobstreamError, ValidationError
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.watermarks import watermarks
-from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.model.records import JobSubmitted, ScheduleChanged
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.serde import Event, decode_status, make_serde
 from jobstream._pipeline.timers.intake import Workflow, checked
@@ -222,16 +222,22 @@ class ViewUpdater:
         return event if event.name in names else None
 
     def _intake(self, batch: ViewBatch, message: Message) -> None:
-        event = self._decode(message, "JobSubmitted", "WorkflowSubmitted", "WorkflowCancelled")
+        event = self._decode(message, "JobSubmitted", "WorkflowSubmitted", "WorkflowCancelled",
+                             "ScheduleChanged")  # fmt: skip
         if event is None:
             return
         if event.name == "WorkflowCancelled":
             batch.workflow_cancelled(event.data)
             return
+        if event.name == "ScheduleChanged" and event.data.owner is None:
+            return  # a job's: its status tells
         try:  # what the timers refuse (to jobs.intake.dlq), by the same check, the view skips
             command = checked(event, now_ms())
         except ValidationError as exc:
             self._skip(message, str(exc))
+            return
+        if isinstance(command, ScheduleChanged):
+            batch.workflow_updated(command)  # a recurring workflow's new schedule or steps
             return
         if isinstance(command, Workflow) and command.schedule is not None:
             batch.workflow_schedule(event.data)  # a template: its steps are no jobs

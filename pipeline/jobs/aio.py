@@ -52,6 +52,7 @@ from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
 from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import schedule_commands
 from jobstream._pipeline.workflows.commands import workflow_event
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,37 @@ class AsyncJobClient:
         await self.send_command(signal_event(
             owner, workflow_id, name, payload, now_ms=now_ms(), reject=reject, step=step,
             reason=reason, requested_by=requested_by))  # fmt: skip
+
+    async def pause_workflow(self, owner: str, workflow_id: str, *,
+                             requested_by: str | None = None,
+                             reason: str | None = None) -> None:  # fmt: skip
+        """As :meth:`JobClient.pause_workflow`."""
+        await self.send_command(schedule_commands.pause_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason))
+
+    async def resume_workflow(self, owner: str, workflow_id: str, *,
+                              requested_by: str | None = None,
+                              reason: str | None = None) -> None:  # fmt: skip
+        """As :meth:`JobClient.resume_workflow`."""
+        await self.send_command(schedule_commands.resume_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason))
+
+    async def trigger_workflow(self, owner: str, workflow_id: str, *,
+                               requested_by: str | None = None,
+                               reason: str | None = None) -> None:  # fmt: skip
+        """As :meth:`JobClient.trigger_workflow`."""
+        await self.send_command(schedule_commands.trigger_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason))
+
+    async def update_workflow(self, owner: str, workflow_id: str, *,
+                              schedule: CronSpec | Mapping[str, Any] | str | None = None,
+                              steps: Iterable[Mapping[str, Any]] | None = None,
+                              requested_by: str | None = None, reason: str | None = None,
+                              ) -> None:  # fmt: skip
+        """As :meth:`JobClient.update_workflow`."""
+        await self.send_command(schedule_commands.update_workflow_event(
+            owner, workflow_id, cron=schedule, steps=steps, now_ms=now_ms(),
+            requested_by=requested_by, reason=reason))  # fmt: skip
 
     async def cancel(self, job_id: str, *, workflow_id: str | None = None,
                      reason: str | None = None,

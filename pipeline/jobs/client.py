@@ -44,6 +44,7 @@ from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
 from jobstream._pipeline.topics import Topics
+from jobstream._pipeline.workflows import schedule_commands
 from jobstream._pipeline.workflows.commands import workflow_event
 
 __all__ = ["JobClient", "SubmissionError", "WorkflowSubmission"]
@@ -129,6 +130,37 @@ class JobClient:
         self._send([signal_event(owner, workflow_id, name, payload, now_ms=now_ms(),
                                  reject=reject, step=step, reason=reason,
                                  requested_by=requested_by)])  # fmt: skip
+
+    def pause_workflow(self, owner: str, workflow_id: str, *, requested_by: str | None = None,
+                       reason: str | None = None) -> None:  # fmt: skip
+        """Start no run of ``owner``'s recurring workflow until :meth:`resume_workflow` (the
+        runs started go on)."""
+        self._send([schedule_commands.pause_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason)])
+
+    def resume_workflow(self, owner: str, workflow_id: str, *, requested_by: str | None = None,
+                        reason: str | None = None) -> None:  # fmt: skip
+        """Let a paused recurring workflow run again, from its next time after now."""
+        self._send([schedule_commands.resume_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason)])
+
+    def trigger_workflow(self, owner: str, workflow_id: str, *, requested_by: str | None = None,
+                         reason: str | None = None) -> None:  # fmt: skip
+        """Start a run of a recurring workflow now; its schedule keeps its times."""
+        self._send([schedule_commands.trigger_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requested_by, reason=reason)])
+
+    def update_workflow(self, owner: str, workflow_id: str, *,
+                        schedule: CronSpec | Mapping[str, Any] | str | None = None,
+                        steps: Iterable[Mapping[str, Any]] | None = None,
+                        requested_by: str | None = None, reason: str | None = None,
+                        ) -> None:  # fmt: skip
+        """Give a recurring workflow a new ``schedule`` and/or new ``steps`` (each as
+        :meth:`submit_workflow` takes them) for the runs that start after it; ValidationError
+        naming the field (``steps.<i>.<field>``, ``cron.<field>``) before anything is sent."""
+        self._send([schedule_commands.update_workflow_event(
+            owner, workflow_id, cron=schedule, steps=steps, now_ms=now_ms(),
+            requested_by=requested_by, reason=reason)])  # fmt: skip
 
     def cancel(self, job_id: str, *, workflow_id: str | None = None, reason: str | None = None,
                requested_by: str | None = None) -> None:  # fmt: skip

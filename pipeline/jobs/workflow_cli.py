@@ -1,4 +1,5 @@
-"""``jobstream workflow submit | cancel``: workflows from the shell.
+"""``jobstream workflow submit | cancel | pause | resume | trigger | update | status``:
+workflows from the shell (the last five: a recurring workflow's, by its id and owner).
 
 A workflow file is YAML or JSON (YAML reads both)::
 
@@ -39,6 +40,7 @@ from typing import Any
 
 import typer
 import yaml
+from rich.console import Console
 
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import load_settings
@@ -46,9 +48,14 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.cli import ByOption, ReasonOption, refusals, requester, send_command
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.model import commands
+from jobstream._pipeline.serde import Event, encode_status
+from jobstream._pipeline.status.query import EXIT_NOT_FOUND, TimeoutOption, read_statuses
+from jobstream._pipeline.workflows import schedule_commands
 from jobstream._pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.workflows.ids import schedule_job_id
 
-workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs).",
+workflow_app = typer.Typer(help="Submit and cancel workflows (DAGs of jobs); pause, resume, "
+                           "trigger, update and show recurring ones.",
                            no_args_is_help=True)  # fmt: skip
 
 _FILE_KEYS = frozenset({"owner", "workflow_id", "idempotency_key", "steps", "edges",
@@ -150,3 +157,80 @@ def cancel(
     send_command(lambda: commands.cancel_workflow_event(owner, workflow_id, reason,
                                                         now_ms=now_ms(),
                                                         requested_by=requester(by)))  # fmt: skip
+
+
+WorkflowIdArgument = typer.Argument(..., help="The recurring workflow's id.")
+OwnerOption = typer.Option(..., "--owner", help="The workflow's owner (ids are per owner).")
+
+
+@workflow_app.command("pause")
+def pause(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
+          reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
+    """Start no run of a recurring workflow until it is resumed (runs started go on)."""
+    send_command(
+        lambda: schedule_commands.pause_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
+
+
+@workflow_app.command("resume")
+def resume(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
+           reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
+    """Let a paused recurring workflow run again, from its next time after now (the times
+    missed while paused start no run)."""
+    send_command(
+        lambda: schedule_commands.resume_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
+
+
+@workflow_app.command("trigger")
+def trigger(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
+            reason: str | None = ReasonOption, by: str | None = ByOption) -> None:  # fmt: skip
+    """Start a run of a recurring workflow now; its schedule keeps its times."""
+    send_command(
+        lambda: schedule_commands.trigger_workflow_event(
+            owner, workflow_id, now_ms=now_ms(), requested_by=requester(by), reason=reason
+        )
+    )
+
+
+@workflow_app.command("update")
+def update(
+    workflow_id: str = WorkflowIdArgument,
+    owner: str = OwnerOption,
+    file: str | None = typer.Option(None, "--file", help="New steps: a workflow file's steps "
+                                    "(and edges), YAML or JSON; - for stdin."),
+    cron: str | None = typer.Option(None, "--cron", help="New 5-field cron expression."),
+    tz: str | None = typer.Option(None, "--tz", help="IANA zone --cron is read in (UTC)."),
+    reason: str | None = ReasonOption,
+    by: str | None = ByOption,
+) -> None:  # fmt: skip
+    """Give a recurring workflow new steps (--file) and/or a new schedule (--cron, --tz),
+    for the runs that start after it. A bad step exits 2 naming it (steps.<i>.<field>)."""
+
+    def build() -> Event:
+        if tz is not None and cron is None:
+            raise ValidationError("cron.timezone", "--tz needs --cron")
+        steps = None if file is None else read_workflow_file(file)["steps"]
+        schedule = None if cron is None else {"expression": cron, "timezone": tz or "UTC"}
+        return schedule_commands.update_workflow_event(
+            owner, workflow_id, cron=schedule, steps=steps, now_ms=now_ms(),
+            requested_by=requester(by), reason=reason)  # fmt: skip
+
+    send_command(build)
+
+
+@workflow_app.command("status")
+def status(workflow_id: str = WorkflowIdArgument, owner: str = OwnerOption,
+           timeout_ms: int = TimeoutOption) -> None:  # fmt: skip
+    """Show a recurring workflow's own status (JSON, from jobs.status): SCHEDULED, PAUSED or
+    CANCELLED, its next run (next_fire_at_ms), runs so far, its last run (result)."""
+    job_id = schedule_job_id(owner, workflow_id)
+    statuses = read_statuses(load_settings(), job_id=job_id, timeout_s=timeout_ms / 1000)
+    if job_id not in statuses:
+        typer.echo(f"error: no status for {owner}'s recurring workflow {workflow_id}", err=True)
+        raise typer.Exit(EXIT_NOT_FOUND)
+    Console().print_json(encode_status(statuses[job_id]).decode())

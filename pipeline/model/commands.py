@@ -239,8 +239,23 @@ def validate_command(event: Event, *, now_ms: int) -> None:
         rules.field_check("workflow_id", rules.workflow_id, record.workflow_id)
     _check_requested_at(record.requested_at_ms, now_ms)
     _check_actor(record)
+    if not isinstance(record, JobCancelled) and record.owner is not None:
+        _check_recurring_workflow(record)
     if isinstance(record, ScheduleChanged):
         _check_schedule_change(record)
+
+
+def _check_recurring_workflow(record: JobTriggered | ScheduleChanged) -> None:
+    """A command on a recurring workflow (it names an owner): the workflow's id and owner;
+    what only a job has is refused. Its job id and steps are checked with the workflow's
+    rules (:func:`jobstream._pipeline.workflows.schedule_commands.check_workflow_command`)."""
+    rules.field_check("owner", rules.owner, record.owner)
+    if record.workflow_id is None:
+        raise ValidationError("workflow_id", "a recurring workflow's command names the workflow")
+    if isinstance(record, ScheduleChanged):
+        for name, value in (("params", record.params), ("run_at_ms", record.run_at_ms)):
+            if value is not None:
+                raise ValidationError(name, f"a recurring workflow has no {name}: its steps do")
 
 
 def _check_actor(record: Command) -> None:
@@ -257,16 +272,23 @@ def _check_requested_at(value: int, now_ms: int) -> None:
 
 def _check_schedule_change(record: ScheduleChanged) -> None:
     action, cron, params, run_at = record.action, record.cron, record.params, record.run_at_ms
+    steps = record.steps
     if action not in _ACTIONS:
         raise ValidationError("action", f"must be one of {', '.join(_ACTIONS)}; got {action!r}")
     if action != ScheduleAction.UPDATE:
-        for name, value in (("cron", cron), ("params", params), ("run_at_ms", run_at)):
+        for name, value in (("cron", cron), ("params", params), ("run_at_ms", run_at),
+                            ("steps", steps)):  # fmt: skip
             if value is not None:
                 raise ValidationError(name, f"only UPDATE carries {name}, not {action}")
         return
-    if cron is None and params is None and run_at is None:
+    if steps is not None and record.owner is None:
+        raise ValidationError("steps", "only a recurring workflow's UPDATE (with its owner) "
+                                       "carries steps")  # fmt: skip
+    if cron is None and params is None and run_at is None and steps is None:
         raise ValidationError(
-            "cron", "UPDATE needs a new schedule (cron) or run time (run_at_ms), or new params"
+            "cron",
+            "UPDATE needs a new schedule (cron) or run time (run_at_ms), or new params"
+            " (a recurring workflow: new steps)",
         )
     if run_at is not None:
         if cron is not None:

@@ -68,6 +68,12 @@ TERMINAL_STATES = frozenset(
 """A finished job: only its next cron run or a redrive brings it back, and its record is
 purged after the retention."""
 
+SCHEDULE_JOB_TYPE = "jobstream.workflow"
+"""The job type of a recurring workflow's own status: its schedule is a job of this type in
+jobs.status (SCHEDULED, PAUSED, CANCELLED; its runs are workflows of their own), under the
+id :func:`jobstream._pipeline.workflows.ids.schedule_job_id` derives. Reserved: no job is
+submitted with it."""
+
 LEASE_EXPIRED = "LeaseExpired"
 """The error of a LOST run: no heartbeat within the lease (its process died or stalled)."""
 WORKER_CRASHED = "WorkerCrashed"

@@ -260,6 +260,7 @@ class JobTriggered(Record, frozen=True, kw_only=True):
     requested_at_ms: int
     reason: str | None = None
     requested_by: str | None = None
+    owner: str | None = None
 
 
 class ScheduleChanged(Record, frozen=True, kw_only=True):
@@ -272,6 +273,8 @@ class ScheduleChanged(Record, frozen=True, kw_only=True):
     run_at_ms: int | None = None
     reason: str | None = None
     requested_by: str | None = None
+    owner: str | None = None
+    steps: list[WorkflowStep] | None = None
 
 
 class CancelRequested(Record, frozen=True, kw_only=True):

@@ -20,6 +20,7 @@ import orjson
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.idempotency import is_job_id
+from jobstream._pipeline.model.lifecycle import SCHEDULE_JOB_TYPE
 from jobstream._pipeline.scheduling.ids import ID_LENGTH
 
 T = TypeVar("T")
@@ -63,6 +64,8 @@ def field_check(field: str, rule: Callable[[Any], T], value: object) -> T:
 
 
 def job_type(value: str) -> str:
+    if value == SCHEDULE_JOB_TYPE:
+        raise ValueError(f"{SCHEDULE_JOB_TYPE} is reserved: recurring workflows' status has it")
     return _name(value, MAX_JOB_TYPE_CHARS, _JOB_TYPE,
                  "words of a-z, 0-9 and _ joined by dots, e.g. 'report.generate'")  # fmt: skip
 

@@ -42,6 +42,11 @@ Recurrence is learnt from an execution's spec (``execution.spec.cron``, on START
 FAILED, TIMED_OUT, LOST): SCHEDULED and FIRED carry no spec. A recurring job goes back
 to SCHEDULED after SUCCEEDED (runs + 1) while its schedule has runs left; a job whose
 spec was never seen is taken as one-off, so SUCCEEDED ends it.
+
+A recurring workflow's status is a job of type ``jobstream.workflow`` (SCHEDULE_JOB_TYPE,
+pipeline/timers/recurring.py): recurring by its type, it is SCHEDULED, PAUSED or CANCELLED
+only, and a SCHEDULED or PAUSED of it that carries a ``result`` is the end of one of its
+runs (the run's id and outcome): its ``result``, and one more in ``runs``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from jobstream._pipeline.model.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
     PROGRESS_MESSAGE_CHARS,
+    SCHEDULE_JOB_TYPE,
     TERMINAL_STATES,
     JobState,
     LifecycleKind,
@@ -92,6 +98,8 @@ _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
+_RUN_ENDS = frozenset({K.SCHEDULED, K.PAUSED})
+"""A recurring workflow's kinds that may carry the end of one of its runs."""
 _IDENTITY = ("job_type", "owner", "workflow_id", "step", "pool", "deadline_ms", "queue_limit_ms")
 """What the job is, as any event that tells it does (the first and FIRED tell the last
 three)."""
@@ -245,7 +253,10 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
            event: JobLifecycle) -> JobRecord:  # fmt: skip
     """The record after a legal transition: state, then what this kind of event carries."""
     changes: Changes = {"state": target, **_identity(record, event)}
-    recurring = changes.get("recurring", record.recurring)
+    workflow = changes.get("job_type", record.job_type) == SCHEDULE_JOB_TYPE
+    recurring = workflow or changes.get("recurring", record.recurring)
+    if workflow and kind in _RUN_ENDS and event.result is not None:  # one of its runs ended
+        changes.update(result=event.result, runs=record.runs + 1)
     attempt = event.attempt or 0
     if kind in _TAKES_EPOCH:
         changes["epoch"] = max(record.epoch, epoch)

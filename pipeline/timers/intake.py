@@ -3,7 +3,8 @@
 Every rule on a record read from jobs.intake or jobs.retry is applied here, at the serde
 edge, whoever produced the record: the submission's
 (:func:`jobstream._pipeline.model.job.validate_submitted`),
-a command's (:func:`jobstream._pipeline.model.commands.validate_command`), a workflow's
+a command's (:func:`jobstream._pipeline.model.commands.validate_command`; a recurring
+workflow's, :mod:`jobstream._pipeline.workflows.schedule_commands`), a workflow's
 (:func:`jobstream._pipeline.workflows.commands.expand_workflow`), a StepEnded's and a signal's
 (:func:`jobstream._pipeline.model.held.check_signal`). A record that
 breaks
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
-from jobstream._pipeline.model.commands import validate_command
 from jobstream._pipeline.model.held import check_signal
 from jobstream._pipeline.model.job import validate_submitted
 from jobstream._pipeline.model.records import (
@@ -37,6 +37,7 @@ from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.workflows import StepOutcome
 from jobstream._pipeline.workflows.commands import check_schedule, expand_workflow
+from jobstream._pipeline.workflows.schedule_commands import validate
 
 _ENDED = frozenset(StepOutcome) - {StepOutcome.UNKNOWN}
 
@@ -81,7 +82,7 @@ def _submitted(event: Event, now_ms: int) -> Command:
 
 
 def _command(event: Event, now_ms: int) -> Command:
-    validate_command(event, now_ms=now_ms)
+    validate(event, now_ms=now_ms)
     return event.data
 
 

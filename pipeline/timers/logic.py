@@ -55,6 +55,7 @@ from jobstream._pipeline.timers.entry import (
 from jobstream._pipeline.timers.held import HeldSteps
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
 from jobstream._pipeline.timers.maps import Members
+from jobstream._pipeline.timers.recurring import RecurringWorkflows
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.timers.workflow import WorkflowTimers
 from jobstream._pipeline.topics import Topics
@@ -111,6 +112,7 @@ class TimerLogic:
         """Maps and spawners: jobs whose end waits for others (pipeline/timers/maps.py)."""
         self.members.ended = self.workflows.step_ended
         self.workflows.members = self.members
+        self.recurring = RecurringWorkflows(topics.events, self.workflows)
         self.held = HeldSteps(self._lifecycle, self._finish, self.members.begin_map)
         """Waits, sleeps and maps: steps the timers end themselves (pipeline/timers/held.py)."""
         self.owner_weight = weight_of(self.policy.owner_weights)
@@ -122,6 +124,8 @@ class TimerLogic:
         ValidationError only for what the state refuses (a parent unknown here)."""
         if isinstance(command, JobSubmitted):
             return self._submitted(state, command, now_ms)
+        if isinstance(command, ScheduleChanged | JobTriggered) and command.owner is not None:
+            return self.recurring.command(state, command, now_ms)  # a recurring workflow's
         if isinstance(command, JobCancelled):
             return self._cancelled(state, command, now_ms)
         if isinstance(command, ScheduleChanged):
@@ -130,13 +134,15 @@ class TimerLogic:
             return self._triggered(state, command, now_ms)
         if isinstance(command, RetryScheduled):
             return self._retry(state, command, now_ms)
-        if isinstance(command, Ended):
-            return self.workflows.step_ended(state, command.record, command.owner, now_ms)
+        if isinstance(command, Ended):  # the status first: it reads whether a run had ended
+            return (self.recurring.run_ended(state, command, now_ms)
+                    + self.workflows.step_ended(state, command.record, command.owner, now_ms))
         if isinstance(command, Workflow):
             return self._workflow_submitted(state, command, now_ms)
         if isinstance(command, WorkflowSignalled):
             return self.held.signalled(state, command, now_ms)
-        return self.workflows.cancel_workflow(state, command, now_ms)
+        return (self.recurring.cancelled(state, command, now_ms)
+                + self.workflows.cancel_workflow(state, command, now_ms))
 
     def _submitted(self, state: TimerState, job: JobSubmitted, now_ms: int, *,
                    step: str | None = None) -> list[Output]:  # fmt: skip
@@ -172,7 +178,7 @@ class TimerLogic:
             return []
         if workflow.schedule is not None:
             self.workflows.schedule(state, data, workflow.schedule, now_ms)
-            return []
+            return self.recurring.scheduled(state, data, now_ms)
         state.nodes.put_workflow(WorkflowRecord(
             owner=data.owner, workflow_id=data.workflow_id, steps=len(workflow.steps),
             idempotency_key=data.idempotency_key, submitted_at_ms=data.submitted_at_ms,
@@ -349,7 +355,8 @@ class TimerLogic:
         """Fire one due entry; a one-off job, a retry, or a job whose topic the broker
         refused (a cron job too: it would be refused at every run) then ends."""
         if isinstance(entry, ScheduleEntry):
-            return self._fire_recurring(state, entry, entry.cron, now_ms)
+            started = self._fire_recurring(state, entry, entry.cron, now_ms)
+            return self.recurring.fired(state, entry, started, now_ms)
         if isinstance(entry, JobEntry) and is_held(entry.spec):
             return self.held.fire(state, entry, now_ms)
         cron = entry.spec.cron

@@ -96,13 +96,13 @@ def workflow_event(owner: str, steps: Iterable[Fields], *, now_ms: int,
     record = WorkflowSubmitted(
         workflow_id=workflow_id, idempotency_key=idempotency_key, owner=owner,
         submitted_at_ms=now_ms, steps=records, schedule_id=None,
-        schedule=None if schedule is None else _schedule_record(schedule),
+        schedule=None if schedule is None else schedule_record(schedule),
     )  # fmt: skip
     expand_workflow(record, now_ms=now_ms)
     return Event.of(record)
 
 
-def _schedule_record(schedule: CronSpec | CronSchedule | Fields | str,
+def schedule_record(schedule: CronSpec | CronSchedule | Fields | str,
                      ) -> CronSchedule:  # fmt: skip
     """The CronSchedule of a recurring workflow; its runs do not overlap unless told."""
     if isinstance(schedule, CronSchedule):  # a record tells: checked as the workflow expands

@@ -48,3 +48,13 @@ RUN_PREFIX = "R"
 def run_workflow_id(schedule_id: str, due_ms: int) -> str:
     """The workflow id of the run of recurring workflow ``schedule_id`` due at ``due_ms``."""
     return _hashed(RUN_PREFIX, schedule_id, str(due_ms))
+
+
+SCHEDULE_PREFIX = "S"
+
+
+def schedule_job_id(owner: str, workflow_id: str) -> str:
+    """The job id of ``owner``'s recurring workflow ``workflow_id`` in jobs.status (job type
+    :data:`~jobstream._pipeline.model.lifecycle.SCHEDULE_JOB_TYPE`): derived from both, as
+    two owners' workflows of one id are two schedules."""
+    return _hashed(SCHEDULE_PREFIX, owner, workflow_id)

@@ -1,8 +1,8 @@
 // Schedules: the recurring jobs and recurring workflows not ended (GET /api/v1/schedules),
 // newest first, with their cron expression and time zone, their next runs (computed from
-// the schedule), whether they are paused, pause and resume (recurring jobs: a recurring
-// workflow is only cancelled) and their last runs. Redrawn when one of them changes on
-// the live stream.
+// the schedule), whether they are paused, pause and resume (a recurring job's through
+// /api/v1/jobs, a recurring workflow's through /api/v1/workflows) and their last runs.
+// Redrawn when one of them (a workflow: its own status) changes on the live stream.
 
 import { get, post } from "./api.js";
 import { fill, h, jobLink, minuteTime, state, table, time, zoneName } from "./dom.js";
@@ -37,7 +37,10 @@ export function render(root, { params, me }) {
   const command = async (name, s, button) => {
     button.disabled = true;
     try {
-      await post(`/api/v1/jobs/${encodeURIComponent(s.id)}/${name}`, { reason: `${name} from the schedules page` });
+      const path = s.kind === "workflow"
+        ? `/api/v1/workflows/${encodeURIComponent(s.id)}/${name}?owner=${encodeURIComponent(s.owner)}`
+        : `/api/v1/jobs/${encodeURIComponent(s.id)}/${name}`;
+      await post(path, { reason: `${name} from the schedules page` });
       message.textContent = `${name} of ${s.id} sent`;
     } catch (error) {
       message.textContent = error.message;
@@ -45,7 +48,6 @@ export function render(root, { params, me }) {
     }
   };
   const buttons = (s) => {
-    if (!s.pausable) return h("span", { class: "message", title: "A recurring workflow is cancelled, not paused." }, "cancel only");
     return s.paused
       ? h("button", { type: "button", class: "secondary", "data-schedule-command": "resume",
         onclick: (e) => command("resume", s, e.target) }, "Resume")
@@ -53,7 +55,7 @@ export function render(root, { params, me }) {
         onclick: (e) => command("pause", s, e.target) }, "Pause");
   };
   const row = (s) => {
-    listed.add(s.id);
+    listed.add(s.status_id ?? s.id);
     return h("tr", { "data-schedule": s.id, "data-kind": s.kind },
       h("td", {}, what(s)), me.admin ? h("td", {}, s.owner) : null,
       h("td", {}, h("code", { "data-cron": s.id }, s.expression), h("div", { class: "sub" }, s.timezone)),

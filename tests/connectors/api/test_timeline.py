@@ -11,6 +11,7 @@ from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.workflows.ids import schedule_job_id
 from tests.connectors.views.records import event
 from tests.support.pipeline import SERIALIZE, produce
 from tests.support.waiting import wait_for
@@ -85,7 +86,8 @@ def test_schedules_list_an_owners_recurring_jobs_and_workflows_with_next_runs(
     assert job["next_runs_ms"][0] > now_ms() - 60_000
     assert (workflow["kind"], workflow["id"], workflow["steps"]) == (
         "workflow", template.data["workflow_id"], ["extract"])
-    assert workflow["pausable"] is False and len(workflow["next_runs_ms"]) == 5
+    assert workflow["pausable"] is True and len(workflow["next_runs_ms"]) == 5
+    assert workflow["status_id"] == schedule_job_id("acme", template.data["workflow_id"])
     assert theirs not in {i["id"] for i in acme.get("/api/v1/schedules").json()["items"]}
     assert acme.get("/api/v1/schedules", params={"owner": "bolt"}).json()["items"] == []
     everyone = admin.get("/api/v1/schedules", params={"limit": 2})
