@@ -9,7 +9,9 @@ kind}``, :data:`POISONS`) takes its worker down instead: ``kill`` SIGKILLs the p
 once, as a segfault would; ``kill-mid-run`` after :data:`POISON_DELAY_S`, while the jobs
 beside it run; ``hang`` never returns (run with ``--isolation process``, whose timeout
 kills it); ``cancel`` waits until the run is cancelled. It records no run: it never gets
-to the end of one.
+to the end of one. In a workflow (ops/faults/workflows.py) a job returns what the steps
+after it read: a list to map (``emit``), an item's own value, or, for a join, how many
+item results it checked.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 
 from jobstream._ops.faults.journal import Journal, Run
 from jobstream._pipeline.clock import now_ms
-from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.errors import JobstreamError, NonRetryableError
 from jobstream._pipeline.worker import JobContext, WorkerApp
 
 JOB_TYPE = "faults.record"
@@ -29,6 +31,10 @@ FAIL_UNTIL_ATTEMPT = "fail_until_attempt"
 POISON = "poison"
 POISON_DELAY_S = 0.5
 POISONS = ("kill", "kill-mid-run", "hang", "cancel")
+EMIT = "emit"
+"""``{"emit": n}``: the run returns the list 0..n-1 (what a map step maps)."""
+JOIN = "join"
+"""``{"join": "map", "items": n}``: the run checks its parent map's n item results."""
 
 app = WorkerApp()
 journal = Journal()
@@ -41,7 +47,7 @@ class PlannedFailure(JobstreamError):
 
 
 @app.handler(JOB_TYPE, timeout_s=30)
-def record(ctx: JobContext) -> None:
+def record(ctx: JobContext) -> object:
     start_ms = now_ms()
     poison = ctx.params.get(POISON)
     if poison == "hang":
@@ -55,8 +61,30 @@ def record(ctx: JobContext) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(SLEEP_S)
     ok = ctx.attempt >= int(ctx.params.get(FAIL_UNTIL_ATTEMPT, 0))
+    joined = _join(ctx)
     journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,
                        worker_id=ctx.worker_id, start_ms=start_ms,
                        end_ms=now_ms(), pid=os.getpid(), ok=ok))  # fmt: skip
     if not ok:
         raise PlannedFailure(f"attempt {ctx.attempt} fails as the job asked")
+    if EMIT in ctx.params:
+        return list(range(int(ctx.params[EMIT])))
+    return ctx.params.get("item", joined)
+
+
+class MapOutOfOrder(NonRetryableError):
+    """A join saw its map's items other than each once, in order: the scenario fails."""
+
+
+def _join(ctx: JobContext) -> int | None:
+    """A join of map ``ctx.params["join"]`` checks it got every item's result, in order
+    (each item returns its own value: its index)."""
+    name = ctx.params.get(JOIN)
+    if name is None:
+        return None
+    items = [result.result for step, result in ctx.parent_results.items()
+             if step.startswith(f"{name}[")]  # fmt: skip
+    if items != list(range(len(items))) or len(items) != int(ctx.params["items"]):
+        raise MapOutOfOrder(f"{len(items)} item results, not 0..{ctx.params['items'] - 1} "
+                            "in order")  # fmt: skip
+    return len(items)

@@ -26,6 +26,8 @@ EPILOG = """Examples:
   jobstream faults run --scenario all --jobs 2000 --out faults.json
 
   jobstream faults run --scenario kill-broker --nodes 3 --jobs 2000
+
+  jobstream faults run --scenario workflows --jobs 2000 --map-items 10000
 """
 
 faults_app = typer.Typer(
@@ -59,6 +61,8 @@ def run(
         None, "--outage", minimum="1s",
         help="How long a broker node or the state disk stays down (default: the "
         "scenario's own, 20 s)."),
+    map_items: int = typer.Option(100, "--map-items", min=0, max=10_000, help="Items of each "
+                                  "map of the workflows scenario."),
 ) -> None:  # fmt: skip
     """Run fault scenarios against the whole pipeline and report what the jobs saw."""
     if nodes not in (None, 1, 3):
@@ -67,7 +71,8 @@ def run(
     folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
     options = RunOptions(jobs=jobs, nodes=nodes, window_s=window_ms / 1000,
                          deadline_s=deadline_ms / 1000, secure=secure,
-                         outage_s=None if outage_ms is None else outage_ms / 1000)  # fmt: skip
+                         outage_s=None if outage_ms is None else outage_ms / 1000,
+                         map_items=map_items)  # fmt: skip
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     results = []
     for one in chosen:

@@ -21,7 +21,7 @@ from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.topics import Topics
 
-ENDED = frozenset({"SUCCEEDED", "DEAD_LETTERED", "CANCELLED"})
+ENDED = frozenset({"SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"})
 """Kinds after which a one-off job has nothing more to do."""
 FIELDS = ("kind", "job_id", "at_ms", "attempt", "epoch", "execution_id", "worker_id",
           "scheduled_at_ms", "detail")  # fmt: skip

@@ -33,6 +33,12 @@ def problems(result: dict[str, Any]) -> list[str]:
         found.append(f"waiting ended by {result['ending']}")
     if result["fault_error"]:
         found.append(f"the fault failed: {result['fault_error']}")
+    flows = result.get("workflows") or {}
+    for key, what in (("lost", "workflow jobs lost"), ("dead_lettered", "workflow jobs "
+                      "dead-lettered (a join saw its map's items out of order)"),
+                      ("unflagged_duplicate_runs", "workflow jobs ran more than once unflagged")):
+        if flows.get(key):
+            found.append(f"{flows[key]} {what}")
     return found
 
 
@@ -64,6 +70,11 @@ def show(results: list[dict[str, Any]]) -> None:
                           f"at {exit['at_s']:.1f} s[/red]")  # fmt: skip
         for problem in problems(result):
             console.print(f"  [red]{problem}[/red]")
+        flows = result.get("workflows")
+        if flows:
+            console.print(f"  workflows' jobs: {flows['submitted']} submitted, {flows['ended']} "
+                          f"ended, {flows['lost']} lost, {flows['dead_lettered']} dead-lettered, "
+                          f"{flows['unflagged_duplicate_runs']} run twice unflagged")  # fmt: skip
         for name, ids in result["ids"].items():
             if ids and name != "run_more_than_once":
                 console.print(f"  {name}: {', '.join(ids)}")

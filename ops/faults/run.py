@@ -59,6 +59,9 @@ LATE_OUTCOMES_S = 3.0
 CATCH_UP_S = 60.0
 """How long the status processor and the reader get to read jobs.events to its end."""
 PROGRESS_EVERY_S = 5.0
+WORKFLOW_NUMBERS = ("submitted", "ended", "dead_lettered", "lost", "run_more_than_once",
+                    "flagged", "unflagged_duplicate_runs", "ids")
+"""What a run reports of the workflow scenario's jobs, apart from the load's."""
 READY_TIMEOUT_S = 120.0
 
 Say = Callable[[str], object]
@@ -77,6 +80,8 @@ class RunOptions:
     """A secured cluster (TLS, SASL/SCRAM, ACLs): every client logs in as its super user."""
     outage_s: float | None = None
     """How long a broker node or the state disk stays down; None: each scenario's own."""
+    map_items: int = 100
+    """Items of each map of the workflow scenario."""
 
 
 def spares_the_broker(scenario: Scenario) -> bool:
@@ -150,7 +155,7 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     supervisor.restarts_workers = scenario.restarts_workers
     target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
                     state_dir=home / "state", settings=settings,
-                    outage_s=options.outage_s)  # fmt: skip
+                    outage_s=options.outage_s, map_items=options.map_items)  # fmt: skip
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
                 scenario.fail_share)  # fmt: skip
@@ -189,6 +194,11 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     runs = read_runs(home / "runs")
     numbers = tally(submitter.due, observer.seen, runs, fault_ms=fault.began_ms, until_ms=until)
     shown = {*numbers["ids"]["lost"], *numbers["ids"]["unflagged"], *numbers["ids"]["flagged"][:3]}
+    if target.workflow_jobs:
+        flows = tally(target.workflow_jobs, observer.seen, runs, fault_ms=fault.began_ms,
+                      until_ms=until)  # fmt: skip
+        numbers["workflows"] = {key: flows[key] for key in WORKFLOW_NUMBERS}
+        shown |= {*flows["ids"]["lost"], *flows["ids"]["unflagged"]}
     if target.poison:
         numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen,
                                          target.cancelled_at)  # fmt: skip
@@ -283,7 +293,7 @@ def _follow(observer: EventsObserver, submitter: Submitter, fault: FaultThread,
             fault.start()
         submitted = not submitter.is_alive()
         fault_done = fault.ended_ms
-        awaited = set(submitter.due) | set(fault.target.poison)
+        awaited = set(submitter.due) | set(fault.target.poison) | set(fault.target.workflow_jobs)
         if submitted and fault_done is not None and observer.ended >= awaited:
             return "all ended"
         if fault_done is not None and now > max(last_due, fault_done) + deadline_ms:

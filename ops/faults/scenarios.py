@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from jobstream._ops.faults import host
+from jobstream._ops.faults import host, workflows
 from jobstream._ops.faults.app import JOB_TYPE, POISON
 from jobstream._ops.faults.cluster import FaultCluster
 from jobstream._ops.faults.supervisor import Supervisor
@@ -109,6 +109,11 @@ class Target:
     outage_s: float | None = None
     """How long a broker node or the state disk stays down; None: the scenario's own
     (BROKER_DOWN_S, DISK_FULL_S)."""
+    map_items: int = 100
+    """Items of each map of the workflow scenario (ops/faults/workflows.py)."""
+    workflow_jobs: dict[str, int] = field(default_factory=dict)
+    """Every job of the workflows a scenario submitted, their maps' items too (job id ->
+    submitted at): they must end as the load's do."""
 
     def outage(self, default_s: float) -> float:
         return default_s if self.outage_s is None else self.outage_s
@@ -332,6 +337,30 @@ def pause_broker(target: Target) -> None:
     target.note(f"SIGCONT kafka node {node}")
 
 
+def workflows_under_kills(target: Target) -> None:
+    """Submit the workflow scenario's workflows, SIGKILL the timers once their maps run,
+    signal the workflows, SIGKILL a busy worker (each started again 2 s later)."""
+    with JobClient(target.settings) as client:
+        ids, jobs = workflows.submit(client, target.settings.topic_prefix, target.map_items)
+        target.workflow_jobs.update(jobs)
+        target.note(f"submitted {len(ids)} workflows of {target.map_items} map items each")
+        if not workflows.wait_started(lambda: _items_ended(target) >= len(ids)):
+            target.note("no map item ended within "
+                        f"{workflows.MAP_STARTED_TIMEOUT_S:.0f} s")  # fmt: skip
+        _kill_and_restart(target, "timers")
+        for workflow_id in ids:
+            client.signal(workflows.OWNER, workflow_id, workflows.SIGNAL, {"from": "faults"},
+                          requested_by="faults")  # fmt: skip
+        target.note(f"signalled {len(ids)} workflows {workflows.SIGNAL!r}")
+    kill_worker(target)
+
+
+def _items_ended(target: Target) -> int:
+    statuses = read_statuses(target.settings, owner=workflows.OWNER)
+    return sum(1 for status in statuses.values()
+               if (status.step or "").startswith("map[") and status.state == "SUCCEEDED")
+
+
 _AFTER_A_RUN = "the first of the two workers to finish a run, just after it did"
 
 SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
@@ -374,6 +403,10 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     Scenario("cut-off-broker", "Cut the Kafka node leading most partitions (of 3) off the "
              f"network, from clients and the other nodes alike, for {BROKER_DOWN_S:.0f} s.",
              cut_off_broker, nodes=3, cuts_network=True),
+    Scenario("workflows", f"Submit {workflows.WORKFLOWS} workflows (a map, a wait, a sleep "
+             "and a join each) among the load; SIGKILL the timers while their maps run, "
+             f"signal the waits, SIGKILL {_AFTER_A_RUN}; each is started again 2 s later.",
+             workflows_under_kills, lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S),
     Scenario("poison-kill", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its worker at "
              "once; a worker that dies is started again at once.", submit_poison("kill"),
              lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S,

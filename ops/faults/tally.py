@@ -3,7 +3,7 @@
 Inputs: the submitted jobs (id -> due time), jobs.events as seen (each event with the
 instant the reader saw it), the handler-side record of runs, and when the fault began.
 
-- *ended*: jobs with a terminal event (SUCCEEDED, DEAD_LETTERED, CANCELLED); *lost*:
+- *ended*: jobs with a terminal event (SUCCEEDED, DEAD_LETTERED, CANCELLED, EXPIRED); *lost*:
   submitted jobs without one.
 - *run more than once*: jobs whose handler ran one execution twice (a redelivery), or
   succeeded in two executions (a zombie's run and its retry's). A run that failed on

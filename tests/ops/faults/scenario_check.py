@@ -102,6 +102,11 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> No
     assert result["lost"] == 0, evidence(result)
     assert result["unflagged_duplicate_runs"] == 0, evidence(result)
     assert result["unexpected_exits"] == [], evidence(result)
+    flows = result.get("workflows")
+    if flows is not None:  # every job of its workflows ended, each join in item order
+        assert flows["submitted"] > 0 and flows["lost"] == 0, evidence(result)
+        assert flows["dead_lettered"] == 0, evidence(result)
+        assert flows["unflagged_duplicate_runs"] == 0, evidence(result)
     expected = SCENARIOS[name].poison
     if expected is not None:
         poison = result["poison"]
