@@ -83,8 +83,3 @@ def checkpoint_record(report: CheckpointReport, execution: ExecutionRequested) -
     return Checkpoint(state=report.state, json=report.json, attempt=execution.attempt,
                       execution_id=execution.execution_id, at_ms=report.at_ms)  # fmt: skip
 
-
-def latest(saved: Checkpoint | None, execution: ExecutionRequested) -> Checkpoint | None:
-    """The job's latest checkpoint at the end of a run: the run's own last one, else the
-    one it resumed from (an attempt that saved nothing leaves the next where it started)."""
-    return saved if saved is not None else execution.resume_from
