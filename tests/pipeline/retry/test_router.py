@@ -42,7 +42,7 @@ def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_k
     assert plain(scheduled) == {
         "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
         "retry_at_ms": T0 + 1000, "spec": run["spec"], "errors": [error],
-        "idempotency_key": "k-1",
+        "idempotency_key": "k-1", "resume_from": None,
     }  # fmt: skip
     lifecycle = encoded(step.value).data
     assert lifecycle.kind == "RETRY_SCHEDULED"
