@@ -66,13 +66,17 @@ def encode_state(state: object) -> tuple[bytes, bool]:
 def resume_value(checkpoint: Checkpoint | None) -> Any:
     """What a handler resumes from: the value its earlier attempt saved (bytes as bytes),
     None when none saved one."""
-    if checkpoint is None:
-        return None
-    if not checkpoint.json:
-        return checkpoint.state
+    return None if checkpoint is None else decode_state(checkpoint.state, checkpoint.json)
+
+
+def decode_state(state: bytes, is_json: bool) -> Any:
+    """The value :func:`encode_state` encoded; ValidationError for JSON text that is not
+    (a checkpoint written by another client)."""
+    if not is_json:
+        return state
     try:
-        return orjson.loads(checkpoint.state)
-    except orjson.JSONDecodeError as exc:  # written by another client
+        return orjson.loads(state)
+    except orjson.JSONDecodeError as exc:
         raise ValidationError("resume_from.state", f"not valid JSON: {exc}") from exc
 
 
@@ -82,4 +86,3 @@ def checkpoint_record(report: CheckpointReport, execution: ExecutionRequested) -
 
     return Checkpoint(state=report.state, json=report.json, attempt=execution.attempt,
                       execution_id=execution.execution_id, at_ms=report.at_ms)  # fmt: skip
-

@@ -32,8 +32,8 @@ callback) and runs every handler, sync or async, in a child process
 
 One thread per child reads its answers and its death (the socket's end of file), and
 reports on the callback, like the executor's threads. A run's progress reports and
-checkpoints (``ctx.progress``, ``ctx.checkpoint`` in the child) come the same way and go to the progress sink of the
-context it was submitted with.
+checkpoints (``ctx.progress``, ``ctx.checkpoint`` in the child) come the same way and go
+to the progress sink of the context it was submitted with.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_the_first_report_leaves_at_once_and_later_ones_wait_for_the_interval() 
     reporter.put(report(0.2))
     reporter.put(report(0.3))
     assert reporter.due(10.2) is None, "within the interval of the previous report"
-    assert reporter.due(10.25) == (report(0.3), None), "the latest; the one it replaced is never sent"
+    assert reporter.due(10.25) == (report(0.3), None), "the latest; the one replaced never leaves"
     reporter.put(report(0.4))
     assert reporter.due(10.4) is None
     assert reporter.due(10.6) == (report(0.4), None)
@@ -124,11 +124,13 @@ def test_a_flood_of_reports_leaves_at_most_one_per_interval_and_ends_with_the_la
         if ms % 20 == 0 and (due := reporter.due(now)) is not None:
             sent.append((now, due))
     final = reporter.last(3.0)
-    assert final is not None and final.progress is not None and final.progress.at_ms == 2999, "the handler's last word goes out"
+    assert final is not None and final.progress is not None
+    assert final.progress.at_ms == 2999, "the handler's last word goes out"
     assert 3 / 0.25 <= len(sent) <= 3 / 0.25 + 1
     gaps = [later - earlier for (earlier, _), (later, _) in pairwise(sent)]
     assert min(gaps) >= 0.25 - 1e-9
-    assert all(due.progress and due.progress.at_ms == round(now * 1000) for now, due in sent), "each the latest then"
+    assert all(due.progress and due.progress.at_ms == round(now * 1000)
+               for now, due in sent)  # fmt: skip, "each the latest then"
 
 
 def test_a_negative_interval_is_refused() -> None:
