@@ -26,12 +26,14 @@ is what the next attempt finds in ``ctx.resume_from`` after a failure.
 
 ```python
 def test_import_resumes_where_it_stopped():
-    first = jobstream.testing.run(app, "data.import", params={"fail_at": 55})
-    assert first.state == "FAILED" and first.checkpoints[-1] == {"done": 50}
+    first = jobstream.testing.run(app, "data.import", params={"fail_at": 550})
+    assert first.state == "FAILED" and first.checkpoints[-1] == {"row": 500}
     second = jobstream.testing.run(app, "data.import", attempt=2,
                                    resume_from=first.checkpoints[-1])
-    assert second.result == {"started_at": 50}
+    assert second.result == {"began_at": 500}
 ```
+
+(docs/workers.md, "Checkpoints", has the handler.)
 
 A run is the handler's context of the test's choosing (params, attempt, parent results,
 a checkpoint to resume from, a timeout, a cancel) and nothing else: no retries follow a
