@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,7 @@ from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import DESERIALIZE
 from tests.support.reader import events_of
-from tests.support.stack import running_stack, topics_fixture
+from tests.support.stack import module_topics, running_stack
 from tests.support.waiting import wait_for
 
 APP = "tests.support.checkpoint_app"
@@ -37,7 +38,12 @@ OWNER = "checkpoints"
 THREADS, PROCESSES = "worker-threads", "worker-processes"
 WORKER_OF = {"ckpt.steps": THREADS, "ckpt.isolated": PROCESSES}
 
-pipeline_topics = topics_fixture("ckpt")
+
+@pytest.fixture(scope="module")
+def pipeline_topics(kafka_bootstrap: str) -> Topics:
+    """The module's own topics, named anew each session: a broker kept between sessions
+    keeps them, with records of the schemas of the day they were written."""
+    return module_topics(kafka_bootstrap, f"ckpt-{uuid.uuid4().hex[:8]}.")
 
 
 @pytest.fixture(scope="module")
