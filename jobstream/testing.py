@@ -5,8 +5,9 @@
 over in-memory Kafka clients and on the real clock) and returns what the worker wrote for
 the run: its last event's kind (SUCCEEDED, FAILED, TIMED_OUT or CANCELLED), the result as
 it went to jobs.results, the error with its retryability, the lines the handler logged,
-and every progress report it made. Nothing is decided here: a ``NonRetryableError`` (or
-``ValidationError``) fails the run for good, any other exception may be retried, a result
+and every progress report and checkpoint it made. Nothing is decided here: a
+``NonRetryableError`` (or ``ValidationError``) fails the run for good, any other exception
+may be retried, a result
 over ``JOBSTREAM_MAX_RESULT_BYTES`` fails with ``ResultTooLargeError``, because that is
 what the worker does with them.
 
@@ -20,10 +21,25 @@ def test_report_counts_rows():
     assert outcome.result == {"rows": 2}
 ```
 
+A handler that resumes is tested by running it twice: the first run's last checkpoint
+is what the next attempt finds in ``ctx.resume_from`` after a failure.
+
+```python
+def test_import_resumes_where_it_stopped():
+    first = jobstream.testing.run(app, "data.import", params={"fail_at": 550})
+    assert first.state == "FAILED" and first.checkpoints[-1] == {"row": 500}
+    second = jobstream.testing.run(app, "data.import", attempt=2,
+                                   resume_from=first.checkpoints[-1])
+    assert second.result == {"began_at": 500}
+```
+
+(docs/workers.md, "Checkpoints", has the handler.)
+
 A run is the handler's context of the test's choosing (params, attempt, parent results,
-a timeout, a cancel) and nothing else: no retries follow a failure, no workflow step
-waits on it. For the whole path (a broker, the timers, the status processor, a worker),
-the ``jobstream_*`` fixtures of [`jobstream.pytest_plugin`][jobstream.pytest_plugin].
+a checkpoint to resume from, a timeout, a cancel) and nothing else: no retries follow a
+failure, no workflow step waits on it. For the whole path (a broker, the timers, the
+status processor, a worker), the ``jobstream_*`` fixtures of
+[`jobstream.pytest_plugin`][jobstream.pytest_plugin].
 """
 
 from __future__ import annotations
@@ -43,6 +59,7 @@ from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.records import (
+    Checkpoint,
     ErrorInfo,
     Event,
     ExecutionRequested,
@@ -55,7 +72,8 @@ from jobstream._pipeline.model.records import (
 from jobstream._pipeline.scheduling import execution_id, new_job_id
 from jobstream._pipeline.worker.app import Handler, WorkerApp
 from jobstream._pipeline.worker.capture import LogLine
-from jobstream._pipeline.worker.context import JobContext, ParentResult
+from jobstream._pipeline.worker.checkpoints import CheckpointReport, decode_state, encode_state
+from jobstream._pipeline.worker.context import JobContext, ParentResult, Report
 from jobstream._pipeline.worker.driver import WorkerDriver
 from jobstream._pipeline.worker.outcomes import RUN_ENDS
 from jobstream._pipeline.worker.progress import ProgressReport
@@ -107,6 +125,11 @@ class Outcome:
     """Every report the handler made (``ctx.progress``), in order. The worker sends at
     most one per ``progress_interval_s`` on its HEARTBEATs, and always the last one: those
     are among [`events`][jobstream.testing.Outcome.events]."""
+    checkpoints: tuple[Any, ...] = ()
+    """Every checkpoint the handler saved (``ctx.checkpoint``), in order, as the next
+    attempt would read it in ``ctx.resume_from`` (a JSON value as saved, bytes as bytes).
+    The worker keeps the latest one for the job's next attempt: the run's end carries it
+    (FAILED, TIMED_OUT, CANCELLED), a SUCCEEDED ends it on jobs.checkpoints."""
     logs: tuple[LogLine, ...] = ()
     """The lines the run's log kept (jobs.logs), each ``at_ms``, ``level``, ``logger``,
     ``msg`` and, for a record with an exception, ``exc``."""
@@ -123,6 +146,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     attempt: int = 1,
     parent_results: Iterable[ParentResult] = (),
+    resume_from: Any = None,
     timeout_s: float | None = None,
     cancel_after_s: float | None = None,
     job_id: str | None = None,
@@ -136,6 +160,9 @@ def run(
     - ``attempt``: ``ctx.attempt``, 1 for the first.
     - ``parent_results``: the job's parents as they ended (``ctx.parent_results``, by step
       name, or job id for a parent without one), in the job's ``depends_on`` order.
+    - ``resume_from``: what an earlier attempt saved with ``ctx.checkpoint`` (a JSON value,
+      or bytes), handed to the handler as ``ctx.resume_from``; None: no checkpoint. Checked
+      as ``ctx.checkpoint`` checks it (an InvalidArgumentError naming ``state``).
     - ``timeout_s``: the job's own timeout; by default the handler's ``timeout_s``, else
       300 s. A sync handler past it is reported TIMED_OUT at once and its thread runs on
       until it returns (Python cannot stop a thread), as in a worker; an ``async def``
@@ -160,8 +187,8 @@ def run(
         raise ValueError(f"cancel_after_s must not be negative, got {cancel_after_s}")
     probe = _Probe(app.get(job_type), held=cancel_after_s == 0)
     execution = _execution(job_type, params=params, attempt=attempt,
-                           parents=parent_results, timeout_s=timeout_s, job_id=job_id,
-                           owner=owner)  # fmt: skip
+                           parents=parent_results, resume_from=resume_from,
+                           timeout_s=timeout_s, job_id=job_id, owner=owner)  # fmt: skip
     driver = WorkerDriver(probe.app, settings=settings, now_ms=execution.scheduled_at_ms,
                           worker_id=WORKER_ID, concurrency=1, poll_timeout_s=_POLL_S)  # fmt: skip
     options = driver.loop.options
@@ -180,12 +207,12 @@ def run(
 
 
 class _Probe:
-    """The handler under test, in an app of its own: each progress report kept as well as
-    given to the worker, its start noted, and (``held``) its start held until the run's
-    cancel has reached it."""
+    """The handler under test, in an app of its own: each progress report and checkpoint
+    kept as well as given to the worker, its start noted, and (``held``) its start held
+    until the run's cancel has reached it."""
 
     def __init__(self, handler: Handler, *, held: bool) -> None:
-        self.reports: list[ProgressReport] = []
+        self.reports: list[Report] = []
         self.began_at: float | None = None
         """Monotonic instant the handler began."""
         self._held = held
@@ -211,17 +238,23 @@ class _Probe:
             ctx.cancel_signal.wait(_HOLD_S)
         return replace(ctx, progress_sink=partial(self._report, ctx.progress_sink))
 
-    def _report(self, worker: Callable[[ProgressReport], None], report: ProgressReport) -> None:
+    def _report(self, worker: Callable[[Report], None], report: Report) -> None:
         self.reports.append(report)
         worker(report)
 
 
 def _execution(job_type: str, *, params: Mapping[str, Any] | None, attempt: int,
-               parents: Iterable[ParentResult], timeout_s: float | None, job_id: str | None,
-               owner: str) -> ExecutionRequested:  # fmt: skip
+               parents: Iterable[ParentResult], resume_from: Any, timeout_s: float | None,
+               job_id: str | None, owner: str) -> ExecutionRequested:  # fmt: skip
     """The ExecutionRequested the timers would fire for such a job, due now."""
     now = now_ms()
     job_id = job_id or new_job_id(now)
+    saved = None
+    if resume_from is not None:  # as if the attempt before this one saved it
+        state, is_json = encode_state(resume_from)
+        earlier = max(1, attempt - 1)
+        saved = Checkpoint(state=state, json=is_json, attempt=earlier,
+                           execution_id=execution_id(job_id, earlier, now), at_ms=now)  # fmt: skip
     timeout_ms = None if timeout_s is None else max(1, round(timeout_s * 1000))
     spec = JobSpec(job_type=job_type, owner=owner,
                    params=orjson.dumps(params if params is not None else {}).decode(),
@@ -230,7 +263,7 @@ def _execution(job_type: str, *, params: Mapping[str, Any] | None, attempt: int,
         job_id=job_id, execution_id=execution_id(job_id, attempt, now), attempt=attempt,
         epoch=now, scheduled_at_ms=now, fired_at_ms=now,
         deadline_ms=now + timeout_ms if timeout_ms else None, spec=spec,
-        parent_results=[_parent_record(parent) for parent in parents],
+        parent_results=[_parent_record(parent) for parent in parents], resume_from=saved,
     )  # fmt: skip
 
 
@@ -265,7 +298,7 @@ def _drive(driver: WorkerDriver, execution: ExecutionRequested, probe: _Probe,
 
 
 def _outcome(driver: WorkerDriver, execution: ExecutionRequested, end: JobLifecycle,
-             reports: list[ProgressReport]) -> Outcome:  # fmt: skip
+             reports: list[Report]) -> Outcome:  # fmt: skip
     """What the worker wrote for the run, read back from the topics."""
     result = body = content_type = None
     for message in _of_run(driver, driver.topics.results, execution):
@@ -280,7 +313,9 @@ def _outcome(driver: WorkerDriver, execution: ExecutionRequested, end: JobLifecy
         state=end.kind, result=result, content_type=content_type, result_bytes=body,
         error=end.error,
         progress=tuple(Progress(fraction=r.fraction, message=r.message, at_ms=r.at_ms)
-                       for r in reports),
+                       for r in reports if isinstance(r, ProgressReport)),
+        checkpoints=tuple(decode_state(r.state, r.json) for r in reports
+                          if isinstance(r, CheckpointReport)),
         logs=tuple(lines), logs_dropped=dropped,
         events=tuple(driver.events(execution.execution_id)),
     )  # fmt: skip

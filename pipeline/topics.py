@@ -100,6 +100,7 @@ class Topics:
         self.control = f"{p}jobs.control"
         self.results = f"{p}jobs.results"
         self.logs = f"{p}jobs.logs"
+        self.checkpoints = f"{p}jobs.checkpoints"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -141,6 +142,7 @@ class Topics:
             self.control_spec(),
             self.results_spec(),
             self.logs_spec(),
+            self.checkpoints_spec(),
         ]
         for job_type in s.job_types:
             specs.extend(self.job_type_specs(job_type))
@@ -167,6 +169,14 @@ class Topics:
         then, a retry's beside the first attempt's."""
         s = self.settings
         return TopicSpec(self.logs, s.logs_partitions, retention_ms=s.logs_retention)
+
+    def checkpoints_spec(self) -> TopicSpec:
+        """jobs.checkpoints: each job's latest checkpoint (``ctx.checkpoint``), keyed by job
+        id (docs/adr/0006-checkpoints.md). Compacted, with a tombstone when the job succeeds;
+        deleted after a week, so the checkpoint of a job that ended otherwise does not stay
+        for ever (its next attempt finds it on its ExecutionRequested, not here)."""
+        return TopicSpec(self.checkpoints, self.settings.events_partitions, compacted=True,
+                         expires=True)
 
     def spec_of(self, name: str) -> TopicSpec | None:
         """The spec of topic ``name``: one of the design's, or a job type's (any type)."""

@@ -52,6 +52,7 @@ WRITERS = {
     "jobs.workers": "workers",
     "jobs.results": "workers",
     "jobs.logs": "workers",
+    "jobs.checkpoints": "workers",
     "jobs.dlq.": "retry router",
 }
 """Who writes each topic (the first key a topic name starts with)."""
@@ -67,6 +68,7 @@ READERS = {
     "jobs.workers": "views (API)",
     "jobs.results": "views (API)",
     "jobs.logs": "views (API)",
+    "jobs.checkpoints": "console consumers",
 }
 """Who reads each topic in production (the first key a topic name starts with)."""
 

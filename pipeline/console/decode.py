@@ -71,7 +71,7 @@ def record_line(message: Message, deserialize: Deserialize) -> bytes:
         pairs = headers.items() if isinstance(headers, dict) else headers
         line["headers"] = {name: None if raw is None else _plain(raw) for name, raw in pairs}
     line.update({"value": None} if value is None else decode_value(value, deserialize))
-    return orjson.dumps(line, default=_bytes)
+    return orjson.dumps(line, default=bytes_as_json)
 
 
 def _plain(raw: str | bytes) -> str:
@@ -82,7 +82,8 @@ def _plain(raw: str | bytes) -> str:
     return shown.get("text") or "base64:" + shown.get("base64", "")
 
 
-def _bytes(value: object) -> str:
+def bytes_as_json(value: object) -> str:
+    """orjson's fallback for bytes in a record (a checkpoint's state): ``base64:<...>``."""
     if isinstance(value, bytes | bytearray | memoryview):
         return "base64:" + base64.b64encode(bytes(value)).decode()
     raise TypeError(f"{type(value).__name__} is not JSON")

@@ -14,6 +14,7 @@ from rich.table import Table
 from jobstream._pipeline.cli_options import JsonLinesOption, option_group
 from jobstream._pipeline.clock import instant_of, ms_of, now_ms
 from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.console.decode import bytes_as_json
 from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
 from jobstream._pipeline.dlq.redrive import DEFAULT_RATE, Redriver, select
 from jobstream._pipeline.durations import FORM, DurationError, parse_duration
@@ -100,8 +101,8 @@ def _utc(ms: int | None) -> str:
 
 
 def _json_line(value: Mapping[str, object]) -> None:
-    """One JSON object (of builtins) on a line."""
-    typer.echo(orjson.dumps(value).decode())
+    """One JSON object (of builtins; bytes, a checkpoint's, as ``base64:<...>``) on a line."""
+    typer.echo(orjson.dumps(value, default=bytes_as_json).decode())
 
 
 @dlq_app.command("list")

@@ -1,7 +1,8 @@
 """Redrive dead letters: put jobs back through jobs.retry, at a capped rate.
 
 A redriven job is the same job: its id, workflow, idempotency key and spec are kept, and
-so is its history (every attempt's error travels on in ``errors``). It runs as attempt
+so is its history (every attempt's error travels on in ``errors``) and its latest
+checkpoint (``resume_from``). It runs as attempt
 ``attempts + 1`` at once, through the timers like any retry, so the execution ids of a
 redrive never collide with those of earlier attempts. Its attempts stay spent: should the
 redriven attempt fail, the router dead-letters the job again rather than starting over
@@ -104,7 +105,7 @@ def redrive_outputs(topics: Topics, record: DlqRecord, now_ms: int, *,
     retry = RetryScheduled(
         job_id=dead.job_id, workflow_id=dead.workflow_id, attempt=attempt, epoch=0,
         retry_at_ms=now_ms, spec=dead.spec, errors=dead.errors,
-        idempotency_key=dead.idempotency_key,
+        idempotency_key=dead.idempotency_key, resume_from=dead.resume_from,
     )  # fmt: skip
     step = lifecycle(
         LifecycleKind.RETRY_SCHEDULED, dead, at_ms=now_ms, attempt=attempt,

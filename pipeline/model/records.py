@@ -167,6 +167,16 @@ class Progress(Record, frozen=True, kw_only=True):
     at_ms: int
 
 
+class Checkpoint(Record, frozen=True, kw_only=True):
+    """A run's saved progress (``ctx.checkpoint``): pipeline/worker/checkpoints.py."""
+
+    state: bytes
+    json: bool = True
+    attempt: int
+    execution_id: str
+    at_ms: int
+
+
 class JobSubmitted(Record, frozen=True, kw_only=True):
     job_id: str
     idempotency_key: str | None = None
@@ -188,6 +198,7 @@ class ExecutionRequested(Record, frozen=True, kw_only=True):
     idempotency_key: str | None = None
     errors: list[ErrorInfo] = []
     parent_results: list[ParentResultRecord] = []
+    resume_from: Checkpoint | None = None
 
 
 class JobLifecycle(Record, frozen=True, kw_only=True):
@@ -221,6 +232,7 @@ class JobLifecycle(Record, frozen=True, kw_only=True):
     deadline_ms: int | None = None
     queue_limit_ms: int | None = None
     pool: str | None = None
+    checkpoint: Checkpoint | None = None
     execution: ExecutionRequested | None = None
 
 
@@ -233,6 +245,7 @@ class RetryScheduled(Record, frozen=True, kw_only=True):
     spec: JobSpec
     errors: list[ErrorInfo] = []
     idempotency_key: str | None = None
+    resume_from: Checkpoint | None = None
 
 
 class DeadLettered(Record, frozen=True, kw_only=True):
@@ -244,6 +257,7 @@ class DeadLettered(Record, frozen=True, kw_only=True):
     attempts: int
     spec: JobSpec
     errors: list[ErrorInfo] = []
+    resume_from: Checkpoint | None = None
 
 
 class JobCancelled(Record, frozen=True, kw_only=True):
@@ -353,6 +367,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "ErrorInfo": ErrorInfo,
     "ParentResult": ParentResultRecord,
     "Progress": Progress,
+    "Checkpoint": Checkpoint,
     "WorkflowStep": WorkflowStep,
     "JobSubmitted": JobSubmitted,
     "ExecutionRequested": ExecutionRequested,
@@ -418,7 +433,7 @@ def typed(name: str, data: Any) -> Record:
 
 def plain(record: Record) -> dict[str, Any]:
     """The record as the Avro writer takes it: dicts, lists and symbols."""
-    built: dict[str, Any] = msgspec.to_builtins(record)
+    built: dict[str, Any] = msgspec.to_builtins(record, builtin_types=(bytes,))
     return built
 
 

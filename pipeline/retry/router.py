@@ -21,7 +21,8 @@ stays in order on jobs.events.
 
 The router needs nothing but the event: the failed ``execution`` travels in it (spec,
 attempt, earlier errors, idempotency key). An event without one cannot be routed; it is
-counted, never guessed at.
+counted, never guessed at. The job's latest checkpoint goes on with the retry (and the
+dead letter, for a redrive): the failed run's own, else the one it resumed from.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.deadlines import retry_refusal
 from jobstream._pipeline.model.lifecycle import FAILURE_KINDS, LifecycleKind
 from jobstream._pipeline.model.records import (
+    Checkpoint,
     DeadLettered,
     Event,
     ExecutionRequested,
@@ -83,6 +85,7 @@ class RetryRouter:
         except ValueError:  # an execution whose attempt no backoff is defined for
             self.stats.unroutable += 1
             return []
+        resume_from = failure.checkpoint or execution.resume_from
         if isinstance(decision, Retry):
             expiry = retry_refusal(execution.spec, attempt=decision.attempt,
                                    retry_at_ms=decision.retry_at_ms,
@@ -96,16 +99,18 @@ class RetryRouter:
                 key = partition_key(execution.job_id, execution.workflow_id)
                 return [Output(self.topics.events, key, Event.of(step), urgent=True)]
             self.stats.retried += 1
-            return self._retry(execution, decision, now_ms)
+            return self._retry(execution, decision, resume_from, now_ms)
         self.stats.dead_lettered += 1
-        return self._dead_letter(execution, decision, now_ms)
+        return self._dead_letter(execution, decision, resume_from, now_ms)
 
-    def _retry(self, execution: ExecutionRequested, retry: Retry, now_ms: int) -> list[Output]:
+    def _retry(self, execution: ExecutionRequested, retry: Retry,
+               resume_from: Checkpoint | None, now_ms: int) -> list[Output]:  # fmt: skip
         key = partition_key(execution.job_id, execution.workflow_id)
         scheduled = RetryScheduled(
             job_id=execution.job_id, workflow_id=execution.workflow_id, attempt=retry.attempt,
             epoch=execution.epoch, retry_at_ms=retry.retry_at_ms, spec=execution.spec,
             errors=retry.errors, idempotency_key=execution.idempotency_key,
+            resume_from=resume_from,
         )  # fmt: skip
         last = retry.errors[-1]
         step = lifecycle(
@@ -118,12 +123,13 @@ class RetryRouter:
                 Output(self.topics.events, key, Event.of(step), urgent=True)]  # fmt: skip
 
     def _dead_letter(self, execution: ExecutionRequested, dead: DeadLetter,
-                     now_ms: int) -> list[Output]:  # fmt: skip
+                     resume_from: Checkpoint | None, now_ms: int) -> list[Output]:  # fmt: skip
         key = partition_key(execution.job_id, execution.workflow_id)
         record = DeadLettered(
             job_id=execution.job_id, workflow_id=execution.workflow_id,
             idempotency_key=execution.idempotency_key, dead_lettered_at_ms=now_ms,
             reason=dead.reason, attempts=dead.attempts, spec=execution.spec, errors=dead.errors,
+            resume_from=resume_from,
         )  # fmt: skip
         step = lifecycle(
             LifecycleKind.DEAD_LETTERED, execution, at_ms=now_ms, attempt=dead.attempts,

@@ -4,7 +4,7 @@ cavro and fastavro write and read dicts: a typed record went through ``plain`` (
 of it) and cavro's writer, 22 µs for a STARTED that this writes in 6, and came back
 through cavro's reader and ``typed``, 11 µs against 9 here. Profiles put a tenth to a
 fifth of each process's CPU there (docs/benchmarks.md, "Codecs"). The schemas
-are ours and use few shapes (records, enums, arrays, maps, strings, numbers and
+are ours and use few shapes (records, enums, arrays, maps, strings, bytes, numbers and
 ``["null", X]`` unions), so each record's codec is written out as Python source once, at
 start, from its current schema: a write is one function of straight-line appends, a
 read one of straight-line slices that builds the record type directly.
@@ -138,6 +138,11 @@ def _write(src: _Source, schema: Any, value: str, indent: str, types: dict[str, 
         emit(f"{indent}{v} = {value}.encode()")
         emit(f"{indent}write_long(out, len({v}))")
         emit(f"{indent}out += {v}")
+    elif kind == "bytes":
+        v = src.temp()
+        emit(f"{indent}{v} = {value}")
+        emit(f"{indent}write_long(out, len({v}))")
+        emit(f"{indent}out += {v}")
     elif kind == "boolean":
         emit(f"{indent}out.append(1 if {value} else 0)")
     elif kind == "double":
@@ -193,6 +198,11 @@ def _read(src: _Source, schema: Any, target: str, indent: str, types: dict[str, 
         _read(src, "long", "n", indent, types, records)
         emit(f"{indent}if n < 0 or p + n > len(b): raise ValueError('string length')")
         emit(f"{indent}{target} = b[p:p + n].decode()")
+        emit(f"{indent}p += n")
+    elif kind == "bytes":
+        _read(src, "long", "n", indent, types, records)
+        emit(f"{indent}if n < 0 or p + n > len(b): raise ValueError('bytes length')")
+        emit(f"{indent}{target} = bytes(b[p:p + n])")
         emit(f"{indent}p += n")
     elif kind == "boolean":
         emit(f"{indent}c = b[p]")

@@ -51,6 +51,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "JobTriggered",
     "CancelRequested",
     "WorkflowSignalled",
+    "Checkpoint",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

@@ -11,10 +11,11 @@ so tests drive leases with a clock of their own.
 
 A lease is processing time: it runs from when this processor read the STARTED or the
 last HEARTBEAT, not from the worker's clock, so clock skew between hosts cannot expire
-it early. An expired lease emits LOST (with the execution, for the retry router) and
-fences the execution at once (a late heartbeat or outcome of it is a duplicate); the
-state moves to FAILED_RETRYING when the LOST is read back from jobs.events, so that
-replaying jobs.events rebuilds exactly the statuses that were written.
+it early. An expired lease emits LOST (with the execution and the latest checkpoint a
+HEARTBEAT carried, for the retry router) and fences the execution at once (a late
+heartbeat or outcome of it is a duplicate); the state moves to FAILED_RETRYING when the
+LOST is read back from jobs.events, so that replaying jobs.events rebuilds exactly the
+statuses that were written.
 
 A QUEUED attempt of a job with a queue limit or a deadline holds an expiry the same way
 (pipeline/model/deadlines.py): from when this processor read its FIRED (or its due
@@ -38,6 +39,7 @@ from jobstream._pipeline.model.lifecycle import (
     LifecycleKind,
 )
 from jobstream._pipeline.model.records import (
+    Checkpoint,
     ErrorInfo,
     Event,
     ExecutionRequested,
@@ -149,11 +151,12 @@ class StatusLogic:
                 state.put(record.evolve(lease_deadline_ms=None))
                 continue
             execution = state.get_execution(record.job_id)
+            checkpoint = state.get_checkpoint(record.job_id)
             state.put(record.evolve(lease_deadline_ms=None,
                                     finished=record.finish(record.execution_id)))  # fmt: skip
             state.delete_execution(record.job_id)
             self.counters.lost += 1
-            emits.append(self._lost(state, record, execution, now_ms))
+            emits.append(self._lost(state, record, execution, checkpoint, now_ms))
         return emits
 
     def expire_queued(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
@@ -189,11 +192,13 @@ class StatusLogic:
     def _lease(self, state: StatusState, before: JobRecord | None, after: JobRecord,
                event: JobLifecycle, now_ms: int) -> int | None:  # fmt: skip
         """The lease deadline after ``event``: taken or renewed by the run, or dropped (with
-        the run's execution) when it ends."""
+        the run's execution and checkpoint) when it ends."""
         kind = event.kind
         if after.state is JobState.RUNNING and kind in _LEASED:
             if event.execution is not None and kind == LifecycleKind.STARTED:
                 state.put_execution(after.job_id, event.execution)
+            elif event.checkpoint is not None and kind == LifecycleKind.HEARTBEAT:
+                state.put_checkpoint(after.job_id, event.checkpoint)  # for a LOST to carry
             return now_ms + self.policy.lease_ms
         if after.state is not JobState.RUNNING:
             if before is not None and before.state is JobState.RUNNING:
@@ -239,7 +244,7 @@ class StatusLogic:
                       Event.of(ended), urgent=True)  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: ExecutionRequested | None,
-              now_ms: int) -> Output:  # fmt: skip
+              checkpoint: Checkpoint | None, now_ms: int) -> Output:  # fmt: skip
         worker = record.worker_id or "an unknown worker"
         message = f"no heartbeat from {worker} for {self.policy.lease_ms / 1000:g} s"
         error = ErrorInfo(attempt=record.attempt, error_type=LEASE_EXPIRED, message=message,
@@ -248,6 +253,7 @@ class StatusLogic:
             LifecycleKind.LOST, record, at_ms=now_ms, attempt=record.attempt,
             epoch=record.epoch, execution_id=record.execution_id, worker_id=record.worker_id,
             error=error, detail=f"lease expired: {message}", execution=execution,
+            checkpoint=checkpoint,
         ))  # fmt: skip
 
 

@@ -8,11 +8,14 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
   kept apart because
   its parameters may reach 1 MB while the record changes on every heartbeat: the changelog
   then carries the large value once per run, not once per heartbeat.
+- ``c<job id>``: the running attempt's latest checkpoint (JSON, its Avro fields), from the
+  HEARTBEAT that carried it: a LOST hands it to the next attempt. Kept and dropped with
+  the ``e`` entry.
 - ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, ``q`` + one
   by queue expiry, and ``p`` + one by purge time: indexes, so that expired leases, expired
   QUEUED attempts and finished jobs are range scans.
 
-Only ``j`` and ``e`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
+Only ``j``, ``e`` and ``c`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
 store key); the indexes are derived from records, so restoring rebuilds them.
 
 Within one transaction a job's record is decoded at most once and encoded at most once:
@@ -33,7 +36,13 @@ import msgspec
 import orjson
 
 from jobstream._pipeline.model.lifecycle import JobState
-from jobstream._pipeline.model.records import CronSchedule, ExecutionRequested, Priority, Progress
+from jobstream._pipeline.model.records import (
+    Checkpoint,
+    CronSchedule,
+    ExecutionRequested,
+    Priority,
+    Progress,
+)
 from jobstream._pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     decode_schedule_key,
@@ -45,6 +54,7 @@ from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 
 RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"
+CHECKPOINT_PREFIX = b"c"
 LEASE_PREFIX = b"l"
 PURGE_PREFIX = b"p"
 QUEUED_PREFIX = b"q"
@@ -245,10 +255,12 @@ _public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
 Changes = dict[str, Any]
 """Fields of a :class:`JobRecord` by name, to :meth:`JobRecord.evolve` it with."""
 
-_EXECUTION_JSON = msgspec.json.Encoder()
+_RUN_JSON = msgspec.json.Encoder()
 _EXECUTION_READER = msgspec.json.Decoder(ExecutionRequested)
 """An ``e`` entry: the ExecutionRequested's fields as a JSON object (the Avro record's
 fields, enums as their symbols), as orjson wrote the decoded dict before records were typed."""
+_CHECKPOINT_READER = msgspec.json.Decoder(Checkpoint)
+"""A ``c`` entry: the Checkpoint's fields as a JSON object, its state in base64."""
 
 
 class RecordCache:
@@ -301,8 +313,9 @@ class StatusState:
         """Every record read or written in this transaction, as it is now (None: absent)."""
         self._written: set[str] = set()
         """Job ids whose record changed since the last :meth:`flush`."""
-        self._executions: dict[str, ExecutionRequested | None] = {}
-        """Executions put (or deleted: None) since the last :meth:`flush`."""
+        self._runs: dict[bytes, ExecutionRequested | Checkpoint | None] = {}
+        """Executions and checkpoints put (or deleted: None) since the last :meth:`flush`,
+        by store key."""
         self._changelog: dict[bytes, bytes | None] = {}
 
     def flush(self) -> list[ChangelogRecord]:
@@ -321,10 +334,9 @@ class StatusState:
                 self.tx.put(key, raw)
             self._changelog[key] = raw
         self._written.clear()
-        for job_id, execution in self._executions.items():
-            key = EXECUTION_PREFIX + job_id.encode()
-            if execution is not None:
-                raw = _EXECUTION_JSON.encode(execution)
+        for key, value in self._runs.items():
+            if value is not None:
+                raw = _RUN_JSON.encode(value)
                 self.tx.put(key, raw)
                 self._changelog[key] = raw
             # A run that started and ended within this transaction never reached the store
@@ -332,7 +344,7 @@ class StatusState:
             elif self.tx.get(key) is not None:
                 self.tx.delete(key)
                 self._changelog[key] = None
-        self._executions.clear()
+        self._runs.clear()
         return list(self._changelog.items())
 
     def committed(self) -> None:
@@ -343,7 +355,7 @@ class StatusState:
     @property
     def changed(self) -> bool:
         """Whether this transaction has anything for the store and the changelog."""
-        return bool(self._written or self._executions or self._changelog)
+        return bool(self._written or self._runs or self._changelog)
 
     # -- records -------------------------------------------------------------------------
 
@@ -373,19 +385,32 @@ class StatusState:
             self._written.add(job_id)
         self.delete_execution(job_id)
 
-    # -- the running attempt's execution -------------------------------------------------
+    # -- the running attempt's execution and checkpoint -----------------------------------
 
     def get_execution(self, job_id: str) -> ExecutionRequested | None:
-        if job_id in self._executions:
-            return self._executions[job_id]
-        raw = self.tx.get(EXECUTION_PREFIX + job_id.encode())
+        key = EXECUTION_PREFIX + job_id.encode()
+        if key in self._runs:
+            return self._runs[key]  # type: ignore[return-value]
+        raw = self.tx.get(key)
         return None if raw is None else _EXECUTION_READER.decode(raw)
 
     def put_execution(self, job_id: str, execution: ExecutionRequested) -> None:
-        self._executions[job_id] = execution
+        self._runs[EXECUTION_PREFIX + job_id.encode()] = execution
+
+    def get_checkpoint(self, job_id: str) -> Checkpoint | None:
+        key = CHECKPOINT_PREFIX + job_id.encode()
+        if key in self._runs:
+            return self._runs[key]  # type: ignore[return-value]
+        raw = self.tx.get(key)
+        return None if raw is None else _CHECKPOINT_READER.decode(raw)
+
+    def put_checkpoint(self, job_id: str, checkpoint: Checkpoint) -> None:
+        self._runs[CHECKPOINT_PREFIX + job_id.encode()] = checkpoint
 
     def delete_execution(self, job_id: str) -> None:
-        self._executions[job_id] = None
+        """The run has ended: drop its execution and its checkpoint."""
+        self._runs[EXECUTION_PREFIX + job_id.encode()] = None
+        self._runs[CHECKPOINT_PREFIX + job_id.encode()] = None
 
     # -- indexes -------------------------------------------------------------------------
 
@@ -427,7 +452,7 @@ class StatusState:
                 self.tx.put(key, value)
             elif previous_raw is not None:
                 self.tx.delete(key)
-        elif key.startswith(EXECUTION_PREFIX):
+        elif key.startswith((EXECUTION_PREFIX, CHECKPOINT_PREFIX)):
             if value is None:
                 self.tx.delete(key)
             else:

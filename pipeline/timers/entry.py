@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal, Self
 import msgspec
 
 from jobstream._pipeline.model.records import (
+    Checkpoint,
     CronSchedule,
     ErrorInfo,
     JobSpec,
@@ -164,6 +165,8 @@ class RetryEntry(FiringEntry, frozen=True, kw_only=True, tag="retry"):
     """One more attempt of a job that failed (``attempt``, after ``errors``)."""
 
     kind: ClassVar[Kind] = "retry"
+    resume_from: Checkpoint | None = None
+    """The job's latest checkpoint: its execution hands it to the handler."""
 
 
 class MarkerEntry(TimerEntry, frozen=True, kw_only=True, tag="marker"):

@@ -326,7 +326,8 @@ class TimerLogic:
                            idempotency_key=data.idempotency_key, submitted_at_ms=now_ms,
                            spec=data.spec)  # fmt: skip
         state.put(RetryEntry(timer_id=timer_id, job=job, due_ms=data.retry_at_ms,
-                             attempt=data.attempt, errors=data.errors))  # fmt: skip
+                             attempt=data.attempt, errors=data.errors,
+                             resume_from=data.resume_from))  # fmt: skip
         return []
 
     # -- firing ------------------------------------------------------------------------
@@ -485,6 +486,7 @@ class TimerLogic:
             idempotency_key=job.idempotency_key,
             errors=entry.errors,
             parent_results=self.workflows.parent_results(state, job),
+            resume_from=entry.resume_from if isinstance(entry, RetryEntry) else None,
         )
         throttled = None if entry.held_at_ms is None else now_ms - entry.held_at_ms
         fired = lifecycle(K.FIRED, execution, at_ms=now_ms, step=spec.labels.get(STEP_LABEL),

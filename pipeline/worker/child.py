@@ -11,8 +11,9 @@ stop or its pipe closes.
 - The context is rebuilt here from the fields the worker sent (:func:`portable`); the
   result is encoded here too (its size checked against the worker's limit), and its
   bytes cross the pipe for the worker to produce to jobs.results.
-- Each ``ctx.progress`` report crosses the pipe as a :class:`Progressed`, before the run's
-  :class:`Ended`; the worker keeps the latest and sends it at its own pace.
+- Each ``ctx.progress`` report and ``ctx.checkpoint`` crosses the pipe as a
+  :class:`Progressed`, before the run's :class:`Ended`; the worker keeps the latest and
+  sends it at its own pace.
 - Async handlers run on one event loop kept for the child's life.
 - Its stdout and stderr are pipes the worker reads, and its root logger writes each record
   of a run, as the run's log line, to a third (pipeline/worker/output.py), besides the
@@ -55,10 +56,9 @@ from jobstream._pipeline.clock import now_ms, seconds_until
 from jobstream._pipeline.lifeline import watch_supervisor
 from jobstream._pipeline.logs import configure_logging
 from jobstream._pipeline.worker.app import WorkerApp, load_app
-from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.context import JobContext, Report
 from jobstream._pipeline.worker.failures import ErrorDescription, describe_error
 from jobstream._pipeline.worker.output import RunLinesHandler, log_to
-from jobstream._pipeline.worker.progress import ProgressReport
 from jobstream._pipeline.worker.results import EncodedResult, encode_result
 
 log = logging.getLogger(__name__)
@@ -129,10 +129,11 @@ class Ended:
 
 @dataclass(frozen=True)
 class Progressed:
-    """A progress report of the run the child holds (``ctx.progress``)."""
+    """A progress report or a checkpoint of the run the child holds (``ctx.progress``,
+    ``ctx.checkpoint``)."""
 
     token: int
-    report: ProgressReport
+    report: Report
 
 
 class Terminated(BaseException):
@@ -202,10 +203,10 @@ def _next(conn: Connection) -> Run | None:
 
 
 def _reporter(conn: Connection, lock: threading.Lock,
-              token: int) -> Callable[[ProgressReport], None]:  # fmt: skip
+              token: int) -> Callable[[Report], None]:  # fmt: skip
     """The progress sink of run ``token``: each report to the worker, as it comes."""
 
-    def report(progress: ProgressReport) -> None:
+    def report(progress: Report) -> None:
         with lock:
             send(conn, Progressed(token, progress))
 
@@ -213,7 +214,7 @@ def _reporter(conn: Connection, lock: threading.Lock,
 
 
 def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
-         run: Run, progress_sink: Callable[[ProgressReport], None]) -> Ended:  # fmt: skip
+         run: Run, progress_sink: Callable[[Report], None]) -> Ended:  # fmt: skip
     try:
         handler = app.get(run.job_type)
         ctx = _context(run.context, progress_sink)
@@ -239,7 +240,7 @@ def _flush() -> None:
 
 
 def _context(fields: PortableContext,
-             progress_sink: Callable[[ProgressReport], None]) -> JobContext:  # fmt: skip
+             progress_sink: Callable[[Report], None]) -> JobContext:  # fmt: skip
     """The context :func:`portable` took apart, its reports going to ``progress_sink``."""
     fields["parent_results"] = MappingProxyType(fields["parent_results"])
     return JobContext(**fields, progress_sink=progress_sink)

@@ -13,6 +13,9 @@ object is refused with a non-retryable ValidationError (no attempt can fix the i
 A handler tells how far it has got with ``ctx.progress(fraction, message)`` (``await
 ctx.aprogress(...)`` in an ``async def`` one): the report goes to the context's
 ``progress_sink``, which the worker reads at its own pace (pipeline/worker/progress.py).
+A long handler saves what it needs to go on with ``ctx.checkpoint(state)`` (``await
+ctx.acheckpoint(state)``), and its next attempt finds it in ``ctx.resume_from``
+(pipeline/worker/checkpoints.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import orjson
 
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.worker.checkpoints import CheckpointReport, encode_state, resume_value
 from jobstream._pipeline.worker.progress import ProgressReport, checked
 
 if TYPE_CHECKING:  # a handler's child process imports this module, not the records
@@ -50,7 +54,11 @@ class ParentResult:
     whole by ``GET /api/v1/jobs/{job_id}/result``."""
 
 
-def dropped(report: ProgressReport) -> None:
+Report = ProgressReport | CheckpointReport
+"""What a handler tells its worker as it runs."""
+
+
+def dropped(report: Report) -> None:
     """The progress sink of a context built outside a worker: reports go nowhere."""
 
 
@@ -82,10 +90,15 @@ class JobContext:
                                            compare=False)  # fmt: skip
     """Set by the worker when a cancel of the run reaches it; read it through
     :attr:`cancelled` and :meth:`wait_cancelled`."""
-    progress_sink: Callable[[ProgressReport], None] = field(default=dropped, repr=False,
-                                                            compare=False)  # fmt: skip
-    """Where :meth:`progress` puts each report: the run's reporter in a worker; a context
-    built by hand (a test calling a handler) drops them unless given one."""
+    resume_from: Any = None
+    """What the job's latest earlier attempt saved with :meth:`checkpoint` (a JSON value as
+    it was saved, bytes as bytes): go on from there. None on a first attempt, and when no
+    attempt saved one."""
+    progress_sink: Callable[[Report], None] = field(default=dropped, repr=False,
+                                                    compare=False)  # fmt: skip
+    """Where :meth:`progress` and :meth:`checkpoint` put each report: the run's reporter in
+    a worker; a context built by hand (a test calling a handler) drops them unless given
+    one."""
 
     @property
     def cancelled(self) -> bool:
@@ -112,6 +125,26 @@ class JobContext:
         """:meth:`progress` for an ``async def`` handler, which then yields to the event
         loop: a loop of steps that reports as it goes lets the other runs (and a cancel) in."""
         self.progress(fraction, message)
+        await asyncio.sleep(0)
+
+    def checkpoint(self, state: object) -> None:
+        """Save how far the run has got, for the job's next attempt (after a crash, a
+        timeout, a lost lease or a redrive) to go on from as ``ctx.resume_from``: a JSON
+        value, or bytes, of at most 64 KiB encoded (an InvalidArgumentError, a ValueError,
+        naming ``state`` otherwise). Save where the work is (an offset, a page, an id),
+        not the work.
+
+        Cheap and never blocking: the latest one leaves with the run's next progress report
+        (at most 4 times a second), and the last one before the outcome. A checkpoint saved
+        less than that before the worker dies may be lost: the next attempt then resumes
+        from the one before.
+        """
+        data, is_json = encode_state(state)
+        self.progress_sink(CheckpointReport(data, is_json, now_ms()))
+
+    async def acheckpoint(self, state: object) -> None:
+        """:meth:`checkpoint` for an ``async def`` handler, which then yields to the event loop."""
+        self.checkpoint(state)
         await asyncio.sleep(0)
 
 
@@ -148,7 +181,7 @@ def build_context(
     worker_id: str,
     started_ms: int,
     timeout_s: float | None,
-    progress_sink: Callable[[ProgressReport], None] | None = None,
+    progress_sink: Callable[[Report], None] | None = None,
 ) -> JobContext:
     """The context of an ExecutionRequested started at ``started_ms``; its handler's
     progress reports go to ``progress_sink``."""
@@ -165,5 +198,6 @@ def build_context(
         deadline_ms=None if timeout_s is None else started_ms + int(timeout_s * 1000),
         worker_id=worker_id,
         parent_results=parent_results(execution.parent_results),
+        resume_from=resume_value(execution.resume_from),
         progress_sink=progress_sink or dropped,
     )

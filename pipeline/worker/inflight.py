@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from jobstream._pipeline.model.cancel import CancelRequest
-from jobstream._pipeline.model.records import ExecutionRequested
+from jobstream._pipeline.model.records import Checkpoint, ExecutionRequested
 from jobstream._pipeline.worker.app import Handler
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
@@ -74,7 +74,9 @@ class RunningJob:
     cancel_deadline: float = float("inf")
     """Monotonic instant it is reported CANCELLED at, should the handler ignore the cancel."""
     progress: ProgressReporter = field(default_factory=ProgressReporter)
-    """Its handler's latest progress report, waiting for its HEARTBEAT."""
+    """Its handler's latest progress report (and checkpoint), waiting for its HEARTBEAT."""
+    checkpoint: Checkpoint | None = None
+    """The last checkpoint it sent: its failure carries it to the next attempt."""
     log: RunLog | None = None
     """Its log lines, from its launch until they go to jobs.logs with its outcome."""
 

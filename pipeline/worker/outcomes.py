@@ -3,12 +3,16 @@
 | kind | carries |
 |---|---|
 | STARTED | ``execution`` (the ExecutionRequested as received), worker, attempt, epoch |
-| HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id``, ``progress`` (``ctx.progress``) |
+| HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id``, ``progress`` (``ctx.progress``), |
+|  | ``checkpoint`` (``ctx.checkpoint``: such a HEARTBEAT goes in the lane's transaction) |
 | SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` (jobs.results) |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
 | CANCELLED | ``requested_by``, ``detail`` (the reason), ``execution`` |
+
+FAILED, TIMED_OUT and CANCELLED of a run that saved a checkpoint carry its latest one
+(``checkpoint``), set by the supervisor when it reports them.
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
 other record of the job (:func:`jobstream._pipeline.partitioning.partition_key`), so one partition
@@ -29,6 +33,7 @@ from __future__ import annotations
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.records import (
+    Checkpoint,
     ErrorInfo,
     Event,
     ExecutionRequested,
@@ -60,15 +65,16 @@ def started(execution: ExecutionRequested, *, worker_id: str, now_ms: int) -> Ev
 
 
 def heartbeat(execution: ExecutionRequested, *, worker_id: str, now_ms: int,
-              progress: ProgressReport | None = None) -> Event:  # fmt: skip
-    """HEARTBEAT of a run, carrying its handler's latest ``progress`` report if one waits."""
-    if progress is None:
-        return Event.of(lifecycle(LifecycleKind.HEARTBEAT, execution, at_ms=now_ms,
-                                  worker_id=worker_id))  # fmt: skip
-    report = Progress(fraction=progress.fraction, message=progress.message,
-                      at_ms=progress.at_ms)  # fmt: skip
+              progress: ProgressReport | None = None,
+              checkpoint: Checkpoint | None = None) -> Event:  # fmt: skip
+    """HEARTBEAT of a run, carrying its handler's latest ``progress`` report and
+    ``checkpoint`` if they wait."""
+    report = None if progress is None else Progress(fraction=progress.fraction,
+                                                    message=progress.message,
+                                                    at_ms=progress.at_ms)  # fmt: skip
     return Event.of(lifecycle(LifecycleKind.HEARTBEAT, execution, at_ms=now_ms,
-                              worker_id=worker_id, progress=report))  # fmt: skip
+                              worker_id=worker_id, progress=report,
+                              checkpoint=checkpoint))  # fmt: skip
 
 
 def succeeded(

@@ -31,9 +31,9 @@ callback) and runs every handler, sync or async, in a child process
   the child's death) before the end is reported.
 
 One thread per child reads its answers and its death (the socket's end of file), and
-reports on the callback, like the executor's threads. A run's progress reports
-(``ctx.progress`` in the child) come the same way and go to the progress sink of the
-context it was submitted with.
+reports on the callback, like the executor's threads. A run's progress reports and
+checkpoints (``ctx.progress``, ``ctx.checkpoint`` in the child) come the same way and go
+to the progress sink of the context it was submitted with.
 """
 
 from __future__ import annotations
@@ -70,11 +70,10 @@ from jobstream._pipeline.worker.child import (
     receive,
     send,
 )
-from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.context import JobContext, Report
 from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.failures import crashed_error, how_it_ended
 from jobstream._pipeline.worker.output import ChildOutput
-from jobstream._pipeline.worker.progress import ProgressReport
 from jobstream._pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 
 log = logging.getLogger(__name__)
@@ -120,7 +119,7 @@ class ProcessExecutor:
         self._running: dict[int, _Child] = {}
         self._waiting: deque[Run] = deque()
         """Runs submitted while every child is busy (the loop's slots keep this empty)."""
-        self._sinks: dict[int, Callable[[ProgressReport], None]] = {}
+        self._sinks: dict[int, Callable[[Report], None]] = {}
         """The progress sink of each run's context, until the run ends."""
         self._logs: dict[int, RunLog] = {}
         """The log of each run submitted and not ended, by token."""

@@ -9,6 +9,10 @@ life: it renews the run's lease and stands in for the next plain heartbeat. When
 ends, the report still waiting, if any, is sent before its outcome whatever the interval,
 so the last progress jobs.status shows is the handler's last word.
 
+A checkpoint (``ctx.checkpoint``, pipeline/worker/checkpoints.py) is put here too and leaves
+the same way, with the progress waiting beside it on one HEARTBEAT: what the handler
+reported after it never leaves before it.
+
 So a run sends at most one report per ``interval_s`` (4 a second by default), and a report
 waits at most ``interval_s`` plus one turn of the loop (``poll_timeout_s``, 20 ms) before
 it is produced. Pure apart from a lock: the caller passes the monotonic time, so the
@@ -21,9 +25,11 @@ import math
 import numbers
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from jobstream._pipeline.errors import InvalidArgumentError
 from jobstream._pipeline.model.lifecycle import PROGRESS_MESSAGE_CHARS
+from jobstream._pipeline.worker.checkpoints import CheckpointReport
 
 DEFAULT_INTERVAL_S = 0.25
 """Least time between two reports of one run on jobs.events."""
@@ -41,6 +47,13 @@ class ProgressReport:
     """What the handler is doing, at most :data:`PROGRESS_MESSAGE_CHARS` characters."""
     at_ms: int
     """When the handler reported it (epoch ms, the worker's clock)."""
+
+
+class Reports(NamedTuple):
+    """What leaves on one HEARTBEAT: the latest progress and checkpoint, either may be None."""
+
+    progress: ProgressReport | None
+    checkpoint: CheckpointReport | None
 
 
 def checked(fraction: object, message: object) -> tuple[float, str | None]:
@@ -76,7 +89,7 @@ class ProgressReporter:
     loop only.
     """
 
-    __slots__ = ("_lock", "_next_at", "_waiting", "interval_s")
+    __slots__ = ("_lock", "_next_at", "_saved", "_waiting", "interval_s")
 
     def __init__(self, interval_s: float = DEFAULT_INTERVAL_S) -> None:
         if not interval_s >= 0:
@@ -84,30 +97,36 @@ class ProgressReporter:
         self.interval_s = interval_s
         self._lock = threading.Lock()
         self._waiting: ProgressReport | None = None
+        self._saved: CheckpointReport | None = None
         self._next_at = -math.inf
         """Monotonic instant from which the next report may leave."""
 
-    def put(self, report: ProgressReport) -> None:
-        """The handler's latest report: it replaces any still waiting."""
+    def put(self, report: ProgressReport | CheckpointReport) -> None:
+        """The handler's latest report (or checkpoint): it replaces any still waiting."""
         with self._lock:
-            self._waiting = report
+            if isinstance(report, CheckpointReport):
+                self._saved = report
+            else:
+                self._waiting = report
 
-    def due(self, now: float) -> ProgressReport | None:
-        """The report to send at monotonic ``now``: the one waiting, once ``interval_s``
-        has passed since the previous report was taken; None otherwise. Read without the
+    def due(self, now: float) -> Reports | None:
+        """The reports to send at monotonic ``now``: those waiting, once ``interval_s``
+        has passed since the previous ones were taken; None otherwise. Read without the
         lock first: a report put meanwhile is seen on the loop's next turn."""
-        if self._waiting is None or now < self._next_at:
+        if (self._waiting is None and self._saved is None) or now < self._next_at:
             return None
         return self._take(now)
 
-    def last(self, now: float) -> ProgressReport | None:
-        """The report still waiting, interval or not: the run has ended, and its last
-        report goes before its outcome."""
-        return None if self._waiting is None else self._take(now)
+    def last(self, now: float) -> Reports | None:
+        """The reports still waiting, interval or not: the run has ended, and its last
+        ones go before its outcome."""
+        return None if self._waiting is None and self._saved is None else self._take(now)
 
-    def _take(self, now: float) -> ProgressReport | None:
+    def _take(self, now: float) -> Reports | None:
         with self._lock:
-            report, self._waiting = self._waiting, None
-        if report is not None:
-            self._next_at = now + self.interval_s
-        return report
+            reports = Reports(self._waiting, self._saved)
+            self._waiting = self._saved = None
+        if reports == (None, None):
+            return None
+        self._next_at = now + self.interval_s
+        return reports

@@ -11,7 +11,9 @@ transaction (``lane.tx``); HEARTBEAT records leave outside them (:class:`Emit`).
   here. A run in a child process is reported so too, and its child killed.
 - Heartbeats: a HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
   handler reported (at most one per ``progress_interval_s``); its last report goes before
-  its outcome.
+  its outcome. A HEARTBEAT carrying a checkpoint goes in the lane's next transaction (due
+  at once), with the checkpoint on jobs.checkpoints; the run's outcome carries its latest
+  checkpoint (FAILED, TIMED_OUT, CANCELLED) or, SUCCEEDED, ends it with a tombstone.
 - Cancels: a record of a cancelled job is not started but reported CANCELLED; a run of one
   is stopped and reported CANCELLED when it returns, or after ``cancel_grace_s`` if it
   ignores the cancel (its slot stays taken until it returns); a run claimed ahead and not
@@ -28,19 +30,20 @@ import math
 from collections.abc import Callable
 
 from jobstream._pipeline.model.cancel import CancelRequest
-from jobstream._pipeline.model.lifecycle import WORKER_STOPPED
+from jobstream._pipeline.model.lifecycle import WORKER_STOPPED, LifecycleKind
 from jobstream._pipeline.model.records import ExecutionRequested, evolve
 from jobstream._pipeline.runtime.observed import observe
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.worker import outcomes
 from jobstream._pipeline.worker.actions import Action, Emit, Expire, Kill, Stop
 from jobstream._pipeline.worker.cancels import CancelSet
+from jobstream._pipeline.worker.checkpoints import checkpoint_record
 from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.inflight import InFlight, RunningJob
 from jobstream._pipeline.worker.lane import Lane, Record
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.options import WorkerOptions, WorkerStats
-from jobstream._pipeline.worker.progress import ProgressReport
+from jobstream._pipeline.worker.progress import Reports
 from jobstream._pipeline.worker.results import result_headers
 from jobstream._pipeline.worker.runlogs import logs_record
 from jobstream._pipeline.worker.transactions import moving_mean
@@ -107,19 +110,32 @@ class RunSupervisor:
         """A HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
         handler reported (at most one per ``progress_interval_s``)."""
         for job in self.inflight.seated():
-            report = job.progress.due(now)
-            if report is not None:
-                self._beat(job, now, wall, report)
+            reports = job.progress.due(now)
+            if reports is not None:
+                self._beat(job, now, wall, reports)
         for job in self.inflight.beats_due(now):
             self._beat(job, now, wall, None)
 
-    def _beat(self, job: RunningJob, now: float, wall: int, report: ProgressReport | None) -> None:
+    def _beat(self, job: RunningJob, now: float, wall: int, reports: Reports | None) -> None:
         self.inflight.beat_at(job, now + self.options.heartbeat_s)
-        self._emit_beat(job, wall, report)
+        self._emit_beat(job, wall, reports)
 
-    def _emit_beat(self, job: RunningJob, wall: int, report: ProgressReport | None) -> None:
-        self._actions.append(Emit(outcomes.event_key(job.execution), outcomes.heartbeat(
-            job.execution, worker_id=self.worker_id, now_ms=wall, progress=report)))
+    def _emit_beat(self, job: RunningJob, wall: int, reports: Reports | None) -> None:
+        """A HEARTBEAT outside the transactions; one carrying a checkpoint in the lane's next,
+        with the checkpoint on jobs.checkpoints."""
+        progress, saved = reports or (None, None)
+        execution = job.execution
+        checkpoint = None if saved is None else checkpoint_record(saved, execution)
+        key = outcomes.event_key(execution)
+        event = outcomes.heartbeat(execution, worker_id=self.worker_id, now_ms=wall,
+                                   progress=progress, checkpoint=checkpoint)  # fmt: skip
+        if checkpoint is None:
+            self._actions.append(Emit(key, event))
+            return
+        job.checkpoint = checkpoint
+        job.lane.tx.pending.append((key, self._serialize(event)))
+        job.lane.tx.add_checkpoint(execution.job_id.encode(),
+                                   self._serialize(Event.of(checkpoint)))  # fmt: skip
 
     # -- cancels --------------------------------------------------------------------------
 
@@ -181,12 +197,25 @@ class RunSupervisor:
         self.stats.count(event.data.kind.lower())
         observe(event.data)
         self.inflight.reported(job)
-        self.queue_outcome(job.lane, self._with_logs(job, event), job.execution)
+        self.queue_outcome(job.lane, self._with_logs(job, self._with_checkpoint(job, event)),
+                           job.execution)  # fmt: skip
 
     def _last_progress(self, job: RunningJob, now: float, wall: int) -> None:
-        report = job.progress.last(now)
-        if report is not None:
-            self._emit_beat(job, wall, report)
+        reports = job.progress.last(now)
+        if reports is not None:
+            self._emit_beat(job, wall, reports)
+
+    def _with_checkpoint(self, job: RunningJob, event: Event) -> Event:
+        """A run's outcome with its latest checkpoint, for the next attempt; a SUCCEEDED
+        tombstones the job's checkpoint on jobs.checkpoints, if it has one."""
+        execution = job.execution
+        if event.data.kind == LifecycleKind.SUCCEEDED:
+            if job.checkpoint is not None or execution.resume_from is not None:
+                job.lane.tx.add_checkpoint(execution.job_id.encode(), None)
+            return event
+        if job.checkpoint is None:
+            return event
+        return Event(event.name, evolve(event.data, checkpoint=job.checkpoint))
 
     def _with_logs(self, job: RunningJob, event: Event) -> Event:
         """A launched run's outcome telling how many lines it kept; its lines, if any, go
@@ -230,4 +259,5 @@ class RunSupervisor:
             event = (self.cancelled(job.execution, job.cancel, wall) if job.cancel is not None
                      else outcomes.failed(job.execution, error, worker_id=self.worker_id,
                                           now_ms=wall))  # fmt: skip
-            self.queue_outcome(job.lane, self._with_logs(job, event), job.execution)
+            self.queue_outcome(job.lane, self._with_logs(job, self._with_checkpoint(job, event)),
+                               job.execution)  # fmt: skip

@@ -19,7 +19,8 @@ def create_missing_topics(settings: Settings, lanes: Sequence[Lane], pool: str |
     left alone: their partition count is no business of a worker."""
     topics = Topics(settings)
     present = lanes[0].consumer.list_topics(timeout=30).topics
-    for needed, what in ((topics.results, "results"), (topics.logs, "run logs")):
+    for needed, what in ((topics.results, "results"), (topics.logs, "run logs"),
+                         (topics.checkpoints, "checkpoints")):
         if needed not in present:  # made by `topics create`, not by workers
             raise ConfigurationError(f"topic {needed} not found: {what} go there; run "
                                      "`jobstream topics create`")

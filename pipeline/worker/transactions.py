@@ -1,7 +1,8 @@
 """One lane's transactions: its claims and outcomes, committed with its offsets.
 
 Final outcomes of the type's executions (with their results, for jobs.results, and their
-runs' log lines, for jobs.logs) and the group's offsets commit in transactions
+runs' log lines, for jobs.logs, and their checkpoints, for jobs.checkpoints) and the group's
+offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
@@ -53,13 +54,14 @@ Headers = list[tuple[str, bytes]]
 
 
 class LaneTransactions:
-    def __init__(self, *, job_type: str, transactional_id: str, topics: tuple[str, str, str],
+    def __init__(self, *, job_type: str, transactional_id: str,
+                 topics: tuple[str, str, str, str],
                  new_producer: Callable[[str], Producer], consumer: Callable[[], Consumer],
                  tracker: OffsetTracker, schedule: CommitSchedule, clock: Clock,
                  before_commit: Callable[[], object], principal: str | None) -> None:  # fmt: skip
         self.job_type = job_type
         self.transactional_id = transactional_id
-        self.events_topic, self.results_topic, self.logs_topic = topics
+        self.events_topic, self.results_topic, self.logs_topic, self.checkpoints_topic = topics
         self._new_producer = new_producer
         self._consumer = consumer
         """The lane's consumer of the moment (a fenced one is replaced): its group's
@@ -76,6 +78,9 @@ class LaneTransactions:
         for jobs.results in the same transaction."""
         self.logs: list[tuple[bytes, bytes, Headers]] = []
         """Log lines of the runs whose outcome waits in ``pending``, for jobs.logs."""
+        self.checkpoints: list[tuple[bytes, bytes | None]] = []
+        """Checkpoints of the runs whose HEARTBEAT carrying them waits in ``pending``, and
+        tombstones of the jobs whose SUCCEEDED does, for jobs.checkpoints (key: job id)."""
         self._results_bytes = 0
         self.transactions = self.aborted = self.renewed = 0
         self.commit_s: float | None = None
@@ -103,7 +108,7 @@ class LaneTransactions:
                           or not self.schedule.due(now, len(self.pending), grace_s)):  # fmt: skip
             return False
         offsets = self.tracker.to_commit()
-        if not self.pending and not offsets:
+        if not self.pending and not offsets and not self.checkpoints:
             return False
         if self.pending:
             self._before_commit()
@@ -118,6 +123,8 @@ class LaneTransactions:
                 send(self.producer, self.results_topic, value, key, headers=headers)
             for key, value, headers in self.logs:
                 send(self.producer, self.logs_topic, value, key, headers=headers)
+            for key, saved in self.checkpoints:
+                send(self.producer, self.checkpoints_topic, saved, key)
             commit_offsets(self.producer, self._consumer(),
                            [TopicPartition(t, p, mark.offset, metadata=mark.metadata)
                             for (t, p), mark in offsets.items()])  # fmt: skip
@@ -131,6 +138,7 @@ class LaneTransactions:
         self.pending.clear()
         self.results.clear()
         self.logs.clear()
+        self.checkpoints.clear()
         self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
@@ -157,6 +165,12 @@ class LaneTransactions:
         """A run's log lines, for jobs.logs in the transaction of its outcome."""
         self.logs.append((key, value, headers))
         self._grew(len(value))
+
+    def add_checkpoint(self, key: bytes, value: bytes | None) -> None:
+        """A job's checkpoint (None: its tombstone), for jobs.checkpoints in the next
+        transaction, which is due at once: the checkpoint is worth only once it is kept."""
+        self.checkpoints.append((key, value))
+        self.schedule.hurry()
 
     def _grew(self, size: int) -> None:
         self._results_bytes += size

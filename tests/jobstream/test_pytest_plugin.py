@@ -1,7 +1,7 @@
-"""The examples of docs/workers.md, "Testing a handler", run as a user's test files: the
-handler test with no broker (fast), the whole path through the plugin's fixtures (broker).
-And the plugin's own parts with no broker: loading it starts nothing, a worker that does
-not stop is told, a wait for a status keeps to its time."""
+"""The examples of docs/workers.md, "Testing a handler" and "Checkpoints", run as a user's
+test files: the handler tests with no broker (fast), the whole path through the plugin's
+fixtures (broker). And the plugin's own parts with no broker: loading it starts nothing, a
+worker that does not stop is told, a wait for a status keeps to its time."""
 
 from __future__ import annotations
 
@@ -115,6 +115,12 @@ def test_the_docs_handler_tests_pass(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_jobs=example("test_jobs.py"))
     result = pytester.runpytest_inprocess("-q")
     result.assert_outcomes(passed=3)
+
+
+def test_the_docs_checkpoint_example_passes(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_import=example("test_import.py"))
+    result = pytester.runpytest_inprocess("-q")
+    result.assert_outcomes(passed=1)
 
 
 def test_a_users_job_goes_through_the_pipeline(

@@ -33,6 +33,13 @@ def test_other_compacted_topics_keep_their_records_for_ever() -> None:
     assert "retention.ms" not in status.config()
 
 
+def test_the_checkpoints_topic_is_compacted_and_forgets_a_job_after_a_week() -> None:
+    settings = Settings(topic_prefix="p.", events_partitions=5)
+    config = spec_config(settings, "p.jobs.checkpoints", 5)
+    assert config["cleanup.policy"] == "compact,delete"
+    assert config["retention.ms"] == str(7 * 86_400_000)
+
+
 def test_the_logs_topic_deletes_by_age_and_is_not_compacted() -> None:
     settings = Settings(topic_prefix="p.", logs_partitions=3, logs_retention="2d")
     config = spec_config(settings, "p.jobs.logs", 3)

@@ -15,6 +15,7 @@ PRIMITIVES: dict[str, st.SearchStrategy[Any]] = {
     "long": st.integers(-(2**63), 2**63 - 1),
     "double": st.floats(allow_nan=False),
     "string": st.text(max_size=20),
+    "bytes": st.binary(max_size=20),
 }
 
 

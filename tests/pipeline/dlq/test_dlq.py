@@ -16,7 +16,7 @@ from jobstream._pipeline.dlq.cli import dlq_app, parse_instant
 from jobstream._pipeline.dlq.reader import DlqFilter, DlqReader, DlqRecord, line
 from jobstream._pipeline.dlq.redrive import Redriver, TokenBucket, redrive_outputs, select
 from jobstream._pipeline.model.idempotency import idempotent_job_id
-from jobstream._pipeline.model.records import plain, typed
+from jobstream._pipeline.model.records import evolve, plain, typed
 from jobstream._pipeline.scheduling import new_job_id
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.timers.processor import TIMER_OPTIONS, timer_runner
@@ -106,6 +106,7 @@ def test_a_redrive_is_the_next_attempt_at_once_with_the_job_s_history() -> None:
     )  # fmt: skip
     assert (scheduled.spec, scheduled.errors) == (dead.data.spec, dead.data.errors)
     assert scheduled.idempotency_key == "key-1"
+    assert scheduled.resume_from is None, "it saved no checkpoint"
     event = DESERIALIZE(SERIALIZE(step.value)).data
     assert (event.kind, event.attempt, event.scheduled_at_ms, event.at_ms) == (
         "RETRY_SCHEDULED", 3, 5000, 5000
@@ -113,6 +114,15 @@ def test_a_redrive_is_the_next_attempt_at_once_with_the_job_s_history() -> None:
     assert (event.job_type, event.owner, event.detail, event.requested_by) == (
         "data.process", "acme", "fixed", "ops"
     )  # fmt: skip
+
+
+def test_a_redrive_resumes_from_the_job_s_latest_checkpoint() -> None:
+    dead = dead_lettered(at_ms=1000, errors=[error_info(1, "ValueError")])
+    saved = typed("Checkpoint", {"state": b"\x00\x32", "json": False, "attempt": 1,
+                                 "execution_id": "x1", "at_ms": 900})  # fmt: skip
+    dead = Event.of(evolve(dead.data, resume_from=saved))
+    retry, _ = redrive_outputs(Topics(Settings()), record(dead), 5000)
+    assert DESERIALIZE(SERIALIZE(retry.value)).data.resume_from == saved
 
 
 def test_a_listing_line_is_the_last_error_and_where_the_record_lies() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobstream._pipeline.config import Settings
-from jobstream._pipeline.model.records import plain
+from jobstream._pipeline.model.records import evolve, plain, typed
 from jobstream._pipeline.model.retry import RetryDefaults, RetryPolicy
 from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.retry.router import RetryRouter
@@ -42,7 +42,7 @@ def test_a_retry_is_a_retry_scheduled_and_a_lifecycle_step_under_the_partition_k
     assert plain(scheduled) == {
         "job_id": run["job_id"], "workflow_id": None, "attempt": 2, "epoch": run["epoch"],
         "retry_at_ms": T0 + 1000, "spec": run["spec"], "errors": [error],
-        "idempotency_key": "k-1",
+        "idempotency_key": "k-1", "resume_from": None,
     }  # fmt: skip
     lifecycle = encoded(step.value).data
     assert lifecycle.kind == "RETRY_SCHEDULED"
@@ -113,3 +113,31 @@ def test_a_retry_that_would_start_at_or_past_the_deadline_expires_the_job(
     run["spec"]["deadline_ms"] = T0 + 1001
     retry, _ = router.route(failure("FAILED", run, at_ms=T0, error=error_info(1, at_ms=T0)), NOW)
     assert retry.topic == "t.jobs.retry", "a retry before the deadline is scheduled"
+
+
+def test_the_latest_checkpoint_goes_on_with_the_retry_and_the_dead_letter(
+    router: RetryRouter,
+) -> None:
+    saved = {"state": b'{"done": 50}', "json": True, "attempt": 1, "execution_id": "x1",
+             "at_ms": T0}  # fmt: skip
+    run = execution(attempt=1, fired_at_ms=T0 - 500)
+    lost = failure("LOST", run, at_ms=T0, error=error_info(1, at_ms=T0))
+    lost = Event(lost.name, evolve(lost.data, checkpoint=typed("Checkpoint", saved)))
+    retry, _ = router.route(lost, NOW)
+    assert plain(encoded(retry.value).data)["resume_from"] == saved
+
+    # The next attempt saves nothing before it fails: the one it resumed from goes on.
+    again = {**execution(job_id=run["job_id"], attempt=2, fired_at_ms=T0 + 1000),
+             "resume_from": saved}  # fmt: skip
+    retry, _ = router.route(failure("FAILED", again, at_ms=T0 + 2000,
+                                    error=error_info(2, at_ms=T0 + 2000)), NOW)  # fmt: skip
+    assert plain(encoded(retry.value).data)["resume_from"] == saved
+    last = {**execution(job_id=run["job_id"], attempt=3, fired_at_ms=T0 + 5000),
+            "resume_from": saved}  # fmt: skip
+    dead, _ = router.route(failure("FAILED", last, at_ms=T0 + 6000,
+                                   error=error_info(3, at_ms=T0 + 6000)), NOW)  # fmt: skip
+    assert dead.topic == "t.jobs.dlq.data.process"
+    assert plain(encoded(dead.value).data)["resume_from"] == saved, "for a redrive"
+    fresh = execution(attempt=1)
+    retry, _ = router.route(failure("FAILED", fresh, error=error_info(1)), NOW)
+    assert encoded(retry.value).data.resume_from is None, "none saved: none handed on"

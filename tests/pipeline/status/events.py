@@ -36,7 +36,7 @@ def execution(job_id: str, *, epoch: int, attempt: int = 1, cron: dict[str, Any]
         "execution_id": make_execution_id(job_id, attempt, epoch), "attempt": attempt,
         "epoch": epoch, "scheduled_at_ms": epoch, "fired_at_ms": epoch, "deadline_ms": None,
         "spec": spec(cron=cron, owner=owner), "idempotency_key": None, "errors": [],
-        "parent_results": [],
+        "parent_results": [], "resume_from": None,
     }  # fmt: skip
 
 

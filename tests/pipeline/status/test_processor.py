@@ -197,6 +197,43 @@ def test_restore_from_the_changelog_rebuilds_the_same_state(
     twin.close()
 
 
+def checkpoint(done: int, run: dict[str, Any]) -> dict[str, Any]:
+    return {"state": orjson.dumps({"done": done}), "json": True, "attempt": run["attempt"],
+            "execution_id": run["execution_id"], "at_ms": run["epoch"] + done}  # fmt: skip
+
+
+def test_a_lost_run_hands_on_the_last_checkpoint_a_heartbeat_carried(
+    driver: StatusDriver, tmp_path: Path
+) -> None:
+    run = start_run(driver, worker="w1")
+    for done in (10, 20):
+        driver.step(E1 + done, ev.outcome("HEARTBEAT", run, checkpoint=checkpoint(done, run)))
+    driver.step(E1 + 30, ev.outcome("HEARTBEAT", run))  # a plain one keeps it
+    twin = restored(driver, tmp_path / "restored")  # kept through a restore, too
+    for processor in (driver, twin):
+        lost = lifecycles(processor.step(E1 + 30 + LEASE))
+        assert [e.kind for e in lost] == ["LOST"]
+        assert lost[0].checkpoint is not None and plain(lost[0].checkpoint) == checkpoint(20, run)
+        assert lost[0].execution is not None, "the execution too, as before"
+    twin.close()
+    assert not stored_checkpoints(driver), "dropped with the lost run"
+
+
+def stored_checkpoints(driver: StatusDriver) -> list[bytes]:
+    return [key for key, _ in everything(driver.store(PARTITION)) if key.startswith(b"c")]
+
+
+def test_a_run_that_ends_drops_its_checkpoint(driver: StatusDriver) -> None:
+    run = start_run(driver, worker="w1")
+    driver.step(E1 + 10, ev.outcome("HEARTBEAT", run, checkpoint=checkpoint(10, run)))
+    assert stored_checkpoints(driver) == [b"c" + JOB.encode()]
+    driver.step(E1 + 20, ev.outcome("FAILED", run))
+    assert stored_checkpoints(driver) == []
+    start_run(driver, epoch=E2, attempt=2)
+    lost = lifecycles(driver.step(E2 + LEASE))
+    assert [e.kind for e in lost] == ["LOST"] and lost[0].checkpoint is None
+
+
 # -- workflows -----------------------------------------------------------------------------
 
 

@@ -311,9 +311,10 @@ def test_a_stored_execution_written_as_its_decoded_dict_reads_as_its_record(
     tx.put(b"e" + JOB.encode(), orjson.dumps(old))
     tx.commit(0)
     execution = StatusState(PartitionBatch(store)).get_execution(JOB)
-    assert isinstance(execution, ExecutionRequested) and plain(execution) == old
+    now = {**old, "resume_from": None}  # a field added since: its default
+    assert isinstance(execution, ExecutionRequested) and plain(execution) == now
     assert execution.spec.priority is Priority.LOW
     assert isinstance(execution.spec.cron, CronSchedule)
     state = StatusState(PartitionBatch(store))
     state.put_execution(JOB, execution)
-    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(old))], "written as before"
+    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(now))], "written as before"

@@ -8,7 +8,7 @@ import pytest
 
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.commands import trigger_event
-from jobstream._pipeline.model.records import typed
+from jobstream._pipeline.model.records import plain, typed
 from jobstream._pipeline.model.time_keys import due_upper_bound, encode_schedule_key
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.state.batch import PartitionBatch
@@ -186,6 +186,25 @@ def test_retry_fires_the_next_attempt(driver: TimersDriver) -> None:
     assert [(r["attempt"], r["scheduled_at_ms"]) for r in runs] == [(2, T0 + 2000)]
     assert [e["message"] for e in runs[0]["errors"]] == ["disk full"]
     assert runs[0]["execution_id"] != executions(driver.step(T0 + 2001, job))[0]["execution_id"]
+
+
+def test_a_retry_hands_the_job_s_latest_checkpoint_to_its_execution(
+    driver: TimersDriver, tmp_path: Path
+) -> None:
+    job = submitted(now_ms=T0, run_at_ms=T0)
+    saved = {"state": b'{"done": 50}', "json": True, "attempt": 1, "execution_id": "x1",
+             "at_ms": T0}  # fmt: skip
+    retry = Event("RetryScheduled", {
+        "job_id": job.data["job_id"], "workflow_id": None, "attempt": 2, "epoch": 0,
+        "retry_at_ms": T0 + 2000, "spec": job.data["spec"], "idempotency_key": None,
+        "errors": [], "resume_from": saved,
+    })  # fmt: skip
+    assert driver.step(T0, retry) == []
+    driver.reopen()  # the entry is read back from its store
+    [run] = executions(driver.step(T0 + 2000))
+    assert run["attempt"] == 2 and plain(run["resume_from"]) == saved
+    [first] = executions(driver.step(T0 + 2001, job))
+    assert first["resume_from"] is None, "a job's own firing resumes from nothing"
 
 
 def test_invalid_submission_is_refused_naming_the_field(driver: TimersDriver) -> None:

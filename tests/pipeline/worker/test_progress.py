@@ -20,7 +20,7 @@ from jobstream._pipeline.worker.app import load_app
 from jobstream._pipeline.worker.context import build_context
 from jobstream._pipeline.worker.executor import Finished, JobExecutor
 from jobstream._pipeline.worker.processes import ProcessExecutor
-from jobstream._pipeline.worker.progress import ProgressReport, ProgressReporter, checked
+from jobstream._pipeline.worker.progress import ProgressReport, ProgressReporter, Reports, checked
 from tests.pipeline.worker.executions import execution_requested
 
 APP = "tests.pipeline.worker.progress_app"
@@ -92,43 +92,45 @@ def test_the_first_report_leaves_at_once_and_later_ones_wait_for_the_interval() 
     reporter = ProgressReporter(interval_s=0.25)
     assert reporter.due(10.0) is None, "nothing reported"
     reporter.put(report(0.1))
-    assert reporter.due(10.0) == report(0.1)
+    assert reporter.due(10.0) == (report(0.1), None)
     assert reporter.due(10.0) is None, "taken: nothing waits"
     reporter.put(report(0.2))
     reporter.put(report(0.3))
     assert reporter.due(10.2) is None, "within the interval of the previous report"
-    assert reporter.due(10.25) == report(0.3), "the latest; the one it replaced is never sent"
+    assert reporter.due(10.25) == (report(0.3), None), "the latest; the one replaced never leaves"
     reporter.put(report(0.4))
     assert reporter.due(10.4) is None
-    assert reporter.due(10.6) == report(0.4)
+    assert reporter.due(10.6) == (report(0.4), None)
 
 
 def test_the_report_waiting_when_the_run_ends_is_taken_whatever_the_interval() -> None:
     reporter = ProgressReporter(interval_s=0.25)
     assert reporter.last(0.0) is None
     reporter.put(report(0.5))
-    assert reporter.due(0.0) == report(0.5)
+    assert reporter.due(0.0) == (report(0.5), None)
     reporter.put(report(1.0))
     assert reporter.due(0.01) is None
-    assert reporter.last(0.01) == report(1.0)
+    assert reporter.last(0.01) == (report(1.0), None)
     assert reporter.last(0.02) is None, "sent once"
 
 
 def test_a_flood_of_reports_leaves_at_most_one_per_interval_and_ends_with_the_last() -> None:
     """A handler reporting every millisecond for 3 s, the worker's loop turning every 20 ms."""
     reporter = ProgressReporter(interval_s=0.25)
-    sent: list[tuple[float, ProgressReport]] = []
+    sent: list[tuple[float, Reports]] = []
     for ms in range(3000):
         reporter.put(report(ms / 3000, at_ms=ms))
         now = ms / 1000
         if ms % 20 == 0 and (due := reporter.due(now)) is not None:
             sent.append((now, due))
     final = reporter.last(3.0)
-    assert final is not None and final.at_ms == 2999, "the handler's last word goes out"
+    assert final is not None and final.progress is not None
+    assert final.progress.at_ms == 2999, "the handler's last word goes out"
     assert 3 / 0.25 <= len(sent) <= 3 / 0.25 + 1
     gaps = [later - earlier for (earlier, _), (later, _) in pairwise(sent)]
     assert min(gaps) >= 0.25 - 1e-9
-    assert all(due.at_ms == round(now * 1000) for now, due in sent), "each the latest then"
+    assert all(due.progress and due.progress.at_ms == round(now * 1000)
+               for now, due in sent)  # fmt: skip, "each the latest then"
 
 
 def test_a_negative_interval_is_refused() -> None:
@@ -148,11 +150,11 @@ def test_a_report_put_while_one_is_taken_is_never_lost() -> None:
     thread = threading.Thread(target=handler)
     thread.start()
     while thread.is_alive():
-        if (due := reporter.due(0.0)) is not None:
-            taken.append(due.at_ms)
+        if (due := reporter.due(0.0)) is not None and due.progress is not None:
+            taken.append(due.progress.at_ms)
     thread.join()
-    if (final := reporter.last(0.0)) is not None:
-        taken.append(final.at_ms)
+    if (final := reporter.last(0.0)) is not None and final.progress is not None:
+        taken.append(final.progress.at_ms)
     assert taken[-1] == count - 1
     assert taken == sorted(set(taken)), "in order, none twice"
 
