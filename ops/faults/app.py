@@ -55,7 +55,7 @@ def record(ctx: JobContext) -> object:
             time.sleep(1)
     if poison == "cancel":
         ctx.wait_cancelled(600)
-        return
+        return None
     if poison is not None:
         time.sleep(POISON_DELAY_S if poison == "kill-mid-run" else 0)
         os.kill(os.getpid(), signal.SIGKILL)
