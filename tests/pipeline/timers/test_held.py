@@ -20,7 +20,8 @@ from jobstream._pipeline.timers.processor import TimerProcessor
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows import step_job_id
-from jobstream._pipeline.workflows.commands import workflow_event
+from jobstream._pipeline.workflows.commands import STEP_LABEL, workflow_event
+from jobstream._pipeline.workflows.members import SPAWNED_BY_LABEL, spawned_job_id
 from tests.pipeline.timers.test_workflow import data, dead_letters, lifecycle
 from tests.support.workflows import rebuilt, step, step_ended
 
@@ -315,3 +316,33 @@ def test_a_map_of_ten_thousand_items_joins_all_of_them_in_order(
     join = data(timers.advance(0), "ExecutionRequested", ids("join"))
     results = join["parent_results"][1:]
     assert [int(r["result"]) for r in results] == [i * 2 for i in range(n)]
+
+
+def spawned(holder: str, key: str, now_ms: int) -> Event:
+    """The JobSubmitted of a child ``ctx.spawn`` started from step ``holder``."""
+    child = spawned_job_id("tests", WF, holder, key)
+    return Event("JobSubmitted", {
+        "job_id": child, "workflow_id": WF, "idempotency_key": None, "submitted_at_ms": now_ms,
+        "spec": {"job_type": "data.process", "owner": "tests", "params": "{}",
+                 "labels": {SPAWNED_BY_LABEL: ids(holder), STEP_LABEL: f"{holder}/{key}"}},
+    })  # fmt: skip
+
+
+def test_the_dependents_of_a_spawner_wait_for_its_children(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("fan"), step("after", "fan"))
+    timers.advance(0)
+    kids = [spawned_job_id("tests", WF, "fan", key) for key in ("0", "1")]
+    for key in ("0", "1"):
+        assert lifecycle(timers.pipe(TOPICS.intake, spawned("fan", key, timers.now_ms)))[0] == (
+            "SCHEDULED", spawned_job_id("tests", WF, "fan", key))
+    again = timers.pipe(TOPICS.intake, spawned("fan", "0", timers.now_ms))
+    assert again == [], "a retried run's child is the child it started"
+    assert timers.pipe(TOPICS.intake, step_ended(ids("fan"), WF, "SUCCEEDED", T0, '"ok"')) == [], (
+        "its children still run: its dependents wait")
+    assert timers.pipe(TOPICS.intake, step_ended(kids[0], WF, "SUCCEEDED", T0)) == []
+    released = timers.pipe(TOPICS.intake, step_ended(kids[1], WF, "DEAD_LETTERED", T0))
+    assert lifecycle(released) == [("CANCELLED", ids("after"))]
+    assert data(released, "CANCELLED", ids("after"))["detail"] == (
+        f"parent {ids('fan')} ended DEAD_LETTERED"), "the worst of its end and its children's"
