@@ -1,7 +1,8 @@
 """One lane's transactions: its claims and outcomes, committed with its offsets.
 
-Final outcomes of the type's executions (with their results, for jobs.results, and their
-runs' log lines, for jobs.logs) and the group's offsets commit in transactions
+Final outcomes of the type's executions (with their results, for jobs.results, their
+runs' log lines, for jobs.logs, and the children their handlers spawned, for
+jobs.intake) and the group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
@@ -53,13 +54,14 @@ Headers = list[tuple[str, bytes]]
 
 
 class LaneTransactions:
-    def __init__(self, *, job_type: str, transactional_id: str, topics: tuple[str, str, str],
+    def __init__(self, *, job_type: str, transactional_id: str,
+                 topics: tuple[str, str, str, str],
                  new_producer: Callable[[str], Producer], consumer: Callable[[], Consumer],
                  tracker: OffsetTracker, schedule: CommitSchedule, clock: Clock,
                  before_commit: Callable[[], object], principal: str | None) -> None:  # fmt: skip
         self.job_type = job_type
         self.transactional_id = transactional_id
-        self.events_topic, self.results_topic, self.logs_topic = topics
+        self.events_topic, self.results_topic, self.logs_topic, self.intake_topic = topics
         self._new_producer = new_producer
         self._consumer = consumer
         """The lane's consumer of the moment (a fenced one is replaced): its group's
@@ -76,6 +78,8 @@ class LaneTransactions:
         for jobs.results in the same transaction."""
         self.logs: list[tuple[bytes, bytes, Headers]] = []
         """Log lines of the runs whose outcome waits in ``pending``, for jobs.logs."""
+        self.spawned: list[tuple[bytes, bytes]] = []
+        """Children the runs spawned (key, JobSubmitted), for jobs.intake."""
         self._results_bytes = 0
         self.transactions = self.aborted = self.renewed = 0
         self.commit_s: float | None = None
@@ -99,11 +103,12 @@ class LaneTransactions:
         """Commit the pending outcomes with the watermarks when the schedule says so (or
         ``force``); whether a transaction committed."""
         now = self._clock.monotonic()
+        waiting = len(self.pending) + len(self.spawned)
         if not force and (now < self._retry_at
-                          or not self.schedule.due(now, len(self.pending), grace_s)):  # fmt: skip
+                          or not self.schedule.due(now, waiting, grace_s)):  # fmt: skip
             return False
         offsets = self.tracker.to_commit()
-        if not self.pending and not offsets:
+        if not waiting and not offsets:
             return False
         if self.pending:
             self._before_commit()
@@ -118,6 +123,8 @@ class LaneTransactions:
                 send(self.producer, self.results_topic, value, key, headers=headers)
             for key, value, headers in self.logs:
                 send(self.producer, self.logs_topic, value, key, headers=headers)
+            for key, value in self.spawned:
+                send(self.producer, self.intake_topic, value, key)
             commit_offsets(self.producer, self._consumer(),
                            [TopicPartition(t, p, mark.offset, metadata=mark.metadata)
                             for (t, p), mark in offsets.items()])  # fmt: skip
@@ -131,6 +138,7 @@ class LaneTransactions:
         self.pending.clear()
         self.results.clear()
         self.logs.clear()
+        self.spawned.clear()
         self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
@@ -157,6 +165,12 @@ class LaneTransactions:
         """A run's log lines, for jobs.logs in the transaction of its outcome."""
         self.logs.append((key, value, headers))
         self._grew(len(value))
+
+    def add_spawned(self, key: bytes, value: bytes) -> None:
+        """A child a run spawned, for jobs.intake in the next transaction, which it hurries:
+        the workflow's steps wait on it."""
+        self.spawned.append((key, value))
+        self.schedule.hurry()
 
     def _grew(self, size: int) -> None:
         self._results_bytes += size
