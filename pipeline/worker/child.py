@@ -163,8 +163,9 @@ def portable(ctx: JobContext) -> PortableContext:
     return fields
 
 
-def send(conn: Connection,
-         message: Setup | Ready | Run | Progressed | SpawnedChild | Ended | None) -> None:
+def send(
+    conn: Connection, message: Setup | Ready | Run | Progressed | SpawnedChild | Ended | None
+) -> None:
     """Plain pickle: the connection's own pickler copies its reducer table every call."""
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 

@@ -78,8 +78,8 @@ from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.failures import crashed_error, how_it_ended
 from jobstream._pipeline.worker.output import ChildOutput
 from jobstream._pipeline.worker.progress import ProgressReport
-from jobstream._pipeline.worker.spawns import Spawned
 from jobstream._pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
+from jobstream._pipeline.worker.spawns import Spawned
 
 log = logging.getLogger(__name__)
 

@@ -65,8 +65,9 @@ def spawned_record(*, spawner_id: str, owner: str, workflow_id: str, holder_step
     if isinstance(labels, Mapping):
         for name in RESERVED_LABELS:
             if name in labels:
-                raise ValidationError("spec.labels", f"{name} is set by the worker on a "
-                                                     "spawned child, not by its handler")  # fmt: skip
+                raise ValidationError(
+                    "spec.labels", f"{name} is set by the worker on a spawned child, not by "
+                    "its handler")  # fmt: skip
         given["labels"] = {**labels, SPAWNED_BY_LABEL: spawner_id,
                            STEP_LABEL: spawned_step(holder_step, key)}  # fmt: skip
     request = JobRequest(job_type=job_type, owner=owner, workflow_id=workflow_id, **given)

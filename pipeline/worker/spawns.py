@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # a handler's child process imports this module, not the reco
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Spawned:
     """One child a run spawned, as its JobSubmitted for jobs.intake. Frozen, without slots:
