@@ -5,9 +5,9 @@
 over in-memory Kafka clients and on the real clock) and returns what the worker wrote for
 the run: its last event's kind (SUCCEEDED, FAILED, TIMED_OUT or CANCELLED), the result as
 it went to jobs.results, the error with its retryability, the lines the handler logged,
-and every progress report and checkpoint it made. Nothing is decided here: a
-``NonRetryableError`` (or ``ValidationError``) fails the run for good, any other exception
-may be retried, a result
+every progress report and checkpoint it made, and the children it spawned (``ctx.spawn``,
+for a job given a ``workflow_id``). Nothing is decided here: a ``NonRetryableError`` (or
+``ValidationError``) fails the run for good, any other exception may be retried, a result
 over ``JOBSTREAM_MAX_RESULT_BYTES`` fails with ``ResultTooLargeError``, because that is
 what the worker does with them.
 
@@ -57,6 +57,7 @@ from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.model.cancel import CancelRequest
+from jobstream._pipeline.model.labels import STEP_LABEL
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.records import (
     Checkpoint,
@@ -65,6 +66,7 @@ from jobstream._pipeline.model.records import (
     ExecutionRequested,
     JobLifecycle,
     JobSpec,
+    JobSubmitted,
     ParentResultRecord,
     Progress,
     StepOutcome,
@@ -84,6 +86,7 @@ from jobstream._pipeline.worker.results import (
     header,
 )
 from jobstream._pipeline.worker.runlogs import DROPPED_HEADER, decode_lines
+from jobstream._pipeline.workflows.members import SPAWNED_BY_LABEL
 
 __all__ = ["LogLine", "Outcome", "run"]
 
@@ -137,6 +140,11 @@ class Outcome:
     """Lines past the log's bounds (``JOBSTREAM_MAX_LOG_LINES``, ``JOBSTREAM_MAX_LOG_BYTES``)."""
     events: tuple[JobLifecycle, ...] = ()
     """The run's records on jobs.events: STARTED, any HEARTBEAT, and its end."""
+    spawned: tuple[JobSubmitted, ...] = ()
+    """The children the handler spawned (``ctx.spawn``), in order: the JobSubmitted records
+    the worker put on jobs.intake, each with its derived ``job_id``, the run's
+    ``workflow_id`` and the labels ``jobstream.spawned_by`` and ``jobstream.step``. Those of
+    a run that failed or timed out too: they were submitted all the same."""
 
 
 def run(
@@ -151,6 +159,8 @@ def run(
     cancel_after_s: float | None = None,
     job_id: str | None = None,
     owner: str = "tests",
+    workflow_id: str | None = None,
+    step: str | None = None,
     log_level: int | str = logging.INFO,
     settings: Settings | None = None,
 ) -> Outcome:
@@ -173,6 +183,10 @@ def run(
       yields). The run ends CANCELLED however the handler then returns; one that ignores
       the cancel is reported CANCELLED after the worker's grace (5 s). A handler that ends
       before the cancel comes ends as it would have.
+    - ``workflow_id``, ``step``: the workflow the job belongs to, and its step name in it
+      (``ctx.workflow_id``, ``ctx.step``): a job with a workflow may spawn children
+      (``ctx.spawn``), which :attr:`Outcome.spawned` lists. A ``job_id`` fixed too makes
+      their ids those of a worker's run of that job.
     - ``log_level``: the root logger's level for the run (the worker's
       ``JOBSTREAM_LOG_LEVEL``, INFO by default), restored afterwards: a run's log holds
       what passes the loggers' levels.
@@ -188,7 +202,8 @@ def run(
     probe = _Probe(app.get(job_type), held=cancel_after_s == 0)
     execution = _execution(job_type, params=params, attempt=attempt,
                            parents=parent_results, resume_from=resume_from,
-                           timeout_s=timeout_s, job_id=job_id, owner=owner)  # fmt: skip
+                           timeout_s=timeout_s, job_id=job_id, owner=owner,
+                           workflow_id=workflow_id, step=step)  # fmt: skip
     driver = WorkerDriver(probe.app, settings=settings, now_ms=execution.scheduled_at_ms,
                           worker_id=WORKER_ID, concurrency=1, poll_timeout_s=_POLL_S)  # fmt: skip
     options = driver.loop.options
@@ -245,7 +260,8 @@ class _Probe:
 
 def _execution(job_type: str, *, params: Mapping[str, Any] | None, attempt: int,
                parents: Iterable[ParentResult], resume_from: Any, timeout_s: float | None,
-               job_id: str | None, owner: str) -> ExecutionRequested:  # fmt: skip
+               job_id: str | None, owner: str, workflow_id: str | None,
+               step: str | None) -> ExecutionRequested:  # fmt: skip
     """The ExecutionRequested the timers would fire for such a job, due now."""
     now = now_ms()
     job_id = job_id or new_job_id(now)
@@ -258,9 +274,11 @@ def _execution(job_type: str, *, params: Mapping[str, Any] | None, attempt: int,
     timeout_ms = None if timeout_s is None else max(1, round(timeout_s * 1000))
     spec = JobSpec(job_type=job_type, owner=owner,
                    params=orjson.dumps(params if params is not None else {}).decode(),
-                   timeout_ms=timeout_ms)  # fmt: skip
+                   timeout_ms=timeout_ms,
+                   labels={} if step is None else {STEP_LABEL: step})  # fmt: skip
     return ExecutionRequested(
-        job_id=job_id, execution_id=execution_id(job_id, attempt, now), attempt=attempt,
+        job_id=job_id, workflow_id=workflow_id,
+        execution_id=execution_id(job_id, attempt, now), attempt=attempt,
         epoch=now, scheduled_at_ms=now, fired_at_ms=now,
         deadline_ms=now + timeout_ms if timeout_ms else None, spec=spec,
         parent_results=[_parent_record(parent) for parent in parents], resume_from=saved,
@@ -318,6 +336,8 @@ def _outcome(driver: WorkerDriver, execution: ExecutionRequested, end: JobLifecy
                           if isinstance(r, CheckpointReport)),
         logs=tuple(lines), logs_dropped=dropped,
         events=tuple(driver.events(execution.execution_id)),
+        spawned=tuple(record for record in driver.submitted()
+                      if record.spec.labels.get(SPAWNED_BY_LABEL) == execution.job_id),
     )  # fmt: skip
 
 

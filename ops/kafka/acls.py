@@ -145,6 +145,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.results, ("WRITE",), "each run's result, with its SUCCEEDED"),
             _topic(topics.logs, ("WRITE",), "each run's log lines, with its outcome"),
             _topic(topics.checkpoints, ("WRITE",), "each job's latest checkpoint"),
+            _topic(topics.intake, ("WRITE",), "the children its handlers spawn (ctx.spawn)"),
             _topic(topics.workers, ("WRITE",), "the worker's heartbeat"),
             _topic(topics.control, ("READ",), "cancels of runs under way, read whole"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.control whole", prefixed=True),

@@ -13,7 +13,9 @@ stop or its pipe closes.
   bytes cross the pipe for the worker to produce to jobs.results.
 - Each ``ctx.progress`` report and ``ctx.checkpoint`` crosses the pipe as a
   :class:`Progressed`, before the run's :class:`Ended`; the worker keeps the latest and
-  sends it at its own pace.
+  sends it at its own pace. Each child job ``ctx.spawn`` makes crosses likewise as a
+  :class:`SpawnedChild` (its JobSubmitted built and checked here), for the worker's next
+  transaction: one spawned before the child process dies is submitted all the same.
 - Async handlers run on one event loop kept for the child's life.
 - Its stdout and stderr are pipes the worker reads, and its root logger writes each record
   of a run, as the run's log line, to a third (pipeline/worker/output.py), besides the
@@ -60,6 +62,7 @@ from jobstream._pipeline.worker.context import JobContext, Report
 from jobstream._pipeline.worker.failures import ErrorDescription, describe_error
 from jobstream._pipeline.worker.output import RunLinesHandler, log_to
 from jobstream._pipeline.worker.results import EncodedResult, encode_result
+from jobstream._pipeline.worker.spawns import Spawned
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +106,8 @@ class Ready:
 
 PortableContext = dict[str, Any]
 """A :class:`JobContext` as it crosses to a child (:func:`portable`): its plain fields by
-name, without the cancel signal and the progress sink, ``parent_results`` as a dict (a
-read-only view does not pickle; it is one again in the child)."""
+name, without the cancel signal, the sinks and the spawn ledger, ``parent_results`` as a
+dict (a read-only view does not pickle; it is one again in the child)."""
 
 
 @dataclass(frozen=True)
@@ -136,21 +139,33 @@ class Progressed:
     report: Report
 
 
+@dataclass(frozen=True)
+class SpawnedChild:
+    """A child job the run the child holds has spawned (``ctx.spawn``)."""
+
+    token: int
+    spawned: Spawned
+
+
 class Terminated(BaseException):
     """Raised by SIGTERM in whatever the child runs: the worker is stopping this run."""
 
 
 def portable(ctx: JobContext) -> PortableContext:
     """What of a context crosses to a child: every field but the cancel signal (a child's
-    run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler) and the
-    progress sink (a child's reports cross as :class:`Progressed`)."""
+    run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler), the
+    sinks (a child's reports cross as :class:`Progressed`, its spawns as
+    :class:`SpawnedChild`) and the spawn ledger (the run's, new in the child)."""
     fields = dict(vars(ctx))
     del fields["cancel_signal"], fields["progress_sink"]
+    del fields["spawn_sink"], fields["spawn_ledger"]
     fields["parent_results"] = dict(ctx.parent_results)
     return fields
 
 
-def send(conn: Connection, message: Setup | Ready | Run | Progressed | Ended | None) -> None:
+def send(
+    conn: Connection, message: Setup | Ready | Run | Progressed | SpawnedChild | Ended | None
+) -> None:
     """Plain pickle: the connection's own pickler copies its reducer table every call."""
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
@@ -181,7 +196,7 @@ def main(fd: int) -> None:
         while (run := _next(conn)) is not None:
             if lines is not None:
                 lines.running = True
-            ended = _run(app, setup.max_result_bytes, loop, run, _reporter(conn, lock, run.token))
+            ended = _run(app, setup.max_result_bytes, loop, run, _Sinks(conn, lock, run.token))
             if lines is not None:
                 lines.running = False
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
@@ -202,22 +217,27 @@ def _next(conn: Connection) -> Run | None:
     return run
 
 
-def _reporter(conn: Connection, lock: threading.Lock,
-              token: int) -> Callable[[Report], None]:  # fmt: skip
-    """The progress sink of run ``token``: each report to the worker, as it comes."""
+class _Sinks:
+    """The sinks of run ``token``'s context: each report and each spawned child to the
+    worker, as it comes (a handler may report from threads of its own: one ``lock``)."""
 
-    def report(progress: Report) -> None:
-        with lock:
-            send(conn, Progressed(token, progress))
+    def __init__(self, conn: Connection, lock: threading.Lock, token: int) -> None:
+        self._conn, self._lock, self._token = conn, lock, token
 
-    return report
+    def progress(self, report: Report) -> None:
+        with self._lock:
+            send(self._conn, Progressed(self._token, report))
+
+    def spawn(self, spawned: Spawned) -> None:
+        with self._lock:
+            send(self._conn, SpawnedChild(self._token, spawned))
 
 
 def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
-         run: Run, progress_sink: Callable[[Report], None]) -> Ended:  # fmt: skip
+         run: Run, sinks: _Sinks) -> Ended:  # fmt: skip
     try:
         handler = app.get(run.job_type)
-        ctx = _context(run.context, progress_sink)
+        ctx = _context(run.context, sinks.progress, sinks.spawn)
         time.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead of its instant
         value = handler.func(ctx)
         if handler.is_async:
@@ -239,11 +259,12 @@ def _flush() -> None:
             log.warning("could not flush the run's %s: %s", stream.name, exc)
 
 
-def _context(fields: PortableContext,
-             progress_sink: Callable[[Report], None]) -> JobContext:  # fmt: skip
-    """The context :func:`portable` took apart, its reports going to ``progress_sink``."""
+def _context(fields: PortableContext, progress_sink: Callable[[Report], None],
+             spawn_sink: Callable[[Spawned], None]) -> JobContext:  # fmt: skip
+    """The context :func:`portable` took apart, its reports going to ``progress_sink`` and
+    its spawned children to ``spawn_sink``."""
     fields["parent_results"] = MappingProxyType(fields["parent_results"])
-    return JobContext(**fields, progress_sink=progress_sink)
+    return JobContext(**fields, progress_sink=progress_sink, spawn_sink=spawn_sink)
 
 
 _terminating = False

@@ -16,6 +16,10 @@ ctx.aprogress(...)`` in an ``async def`` one): the report goes to the context's
 A long handler saves what it needs to go on with ``ctx.checkpoint(state)`` (``await
 ctx.acheckpoint(state)``), and its next attempt finds it in ``ctx.resume_from``
 (pipeline/worker/checkpoints.py).
+
+A handler of a workflow's job submits children in its workflow with ``ctx.spawn(job_type,
+params, key=...)``: each goes to the context's ``spawn_sink`` as its JobSubmitted, which
+the worker produces in the run's next transaction (pipeline/worker/spawns.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +36,15 @@ import orjson
 
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.labels import STEP_LABEL
+from jobstream._pipeline.worker import spawns
 from jobstream._pipeline.worker.checkpoints import CheckpointReport, encode_state, resume_value
 from jobstream._pipeline.worker.progress import ProgressReport, checked
+from jobstream._pipeline.worker.spawns import Spawned, SpawnLedger
 
 if TYPE_CHECKING:  # a handler's child process imports this module, not the records
     from jobstream._pipeline.model import records
+    from jobstream._pipeline.model.retry import RetryPolicy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +108,18 @@ class JobContext:
     """Where :meth:`progress` and :meth:`checkpoint` put each report: the run's reporter in
     a worker; a context built by hand (a test calling a handler) drops them unless given
     one."""
+    workflow_id: str | None = None
+    """The workflow the job belongs to; None for a job submitted on its own, which cannot
+    :meth:`spawn`."""
+    step: str | None = None
+    """The job's step name in its workflow (its ``jobstream.step`` label); None for a job
+    submitted without one."""
+    spawn_sink: Callable[[Spawned], None] = field(default=spawns.dropped, repr=False,
+                                                  compare=False)  # fmt: skip
+    """Where :meth:`spawn` puts each child: the run's box in a worker, which produces it to
+    jobs.intake; a context built by hand drops them (:attr:`spawned` lists them)."""
+    spawn_ledger: SpawnLedger = field(default_factory=SpawnLedger, repr=False, compare=False)
+    """The keys the run has spawned, and the ordinal of its next spawn without one."""
 
     @property
     def cancelled(self) -> bool:
@@ -147,6 +168,68 @@ class JobContext:
         self.checkpoint(state)
         await asyncio.sleep(0)
 
+    def spawn(self, job_type: str, params: Mapping[str, Any] | None = None, *,
+              key: str | int | None = None, priority: str | None = None,
+              run_at: datetime | str | None = None, timeout_ms: int | None = None,
+              retry: RetryPolicy | Mapping[str, Any] | None = None,
+              labels: Mapping[str, str] | None = None, pool: str | None = None) -> str:  # fmt: skip
+        """Submit a child job in this job's workflow and return its job id; the workflow's
+        steps that wait for this job wait for its children too.
+
+        The child's id derives from the workflow, this job's step and ``key``: the same
+        for every attempt of the run, so a retried handler that spawns again makes the
+        same children, which are submitted once. Without a ``key`` the spawn takes its
+        ordinal among the run's spawns without one (``0``, ``1``, ...): a retry that spawns
+        in another order (by a set's order, from threads) makes other children, so give
+        a key (an item's id, a string or an int) wherever the order may change. Spawning a
+        key twice in one run raises ValidationError naming ``key``.
+
+        The other arguments are those of a submission (``JobClient.submit``), checked by
+        its rules: a bad child raises ValidationError naming its field (``spec.params``,
+        ``spec.priority``, ...), and ``workflow_id`` for a job not in a workflow. The child
+        belongs to this job's owner, and carries the labels ``jobstream.spawned_by`` (this
+        job's id) and ``jobstream.step`` (its step name, ``<this step>/<key>``).
+
+        Never blocking: the worker produces the child in the run's next transaction, at
+        the latest with its outcome (a child spawned after the run's timeout or cancel
+        is not submitted).
+        """
+        # Loaded at the first spawn: a handler's child process starts without pydantic.
+        from jobstream._pipeline.worker import spawn_record
+
+        if self.workflow_id is None:
+            raise ValidationError("workflow_id", "this job belongs to no workflow: only a job "
+                                                 "of a workflow can spawn children")  # fmt: skip
+        taken = self.spawn_ledger.take(None if key is None else spawn_record.spawn_key(key))
+        try:
+            record = spawn_record.spawned_record(
+                spawner_id=self.job_id, owner=self.owner, workflow_id=self.workflow_id,
+                holder_step=self.step or self.job_id, key=taken, job_type=job_type,
+                now_ms=now_ms(),
+                fields={"params": params, "priority": priority, "run_at": run_at,
+                        "timeout_ms": timeout_ms, "retry": retry, "labels": labels,
+                        "pool": pool},
+            )  # fmt: skip
+        except BaseException:
+            self.spawn_ledger.release(taken)
+            raise
+        self.spawn_ledger.spawned(taken, record.job_id)
+        self.spawn_sink(Spawned(taken, record.job_id, record))
+        return record.job_id
+
+    async def aspawn(self, job_type: str, params: Mapping[str, Any] | None = None,
+                     **options: Any) -> str:  # fmt: skip
+        """:meth:`spawn` for an ``async def`` handler, which then yields to the event loop,
+        as :meth:`aprogress` does: a loop that spawns many lets the other runs in."""
+        job_id = self.spawn(job_type, params, **options)
+        await asyncio.sleep(0)
+        return job_id
+
+    @property
+    def spawned(self) -> Mapping[str, str]:
+        """The children this run has spawned so far: key -> job id, in spawn order."""
+        return MappingProxyType(self.spawn_ledger.children())
+
 
 def parse_params(text: str | None) -> dict[str, Any]:
     """``spec.params`` as a dict; anything but a JSON object is a ValidationError."""
@@ -182,9 +265,10 @@ def build_context(
     started_ms: int,
     timeout_s: float | None,
     progress_sink: Callable[[Report], None] | None = None,
+    spawn_sink: Callable[[Spawned], None] | None = None,
 ) -> JobContext:
     """The context of an ExecutionRequested started at ``started_ms``; its handler's
-    progress reports go to ``progress_sink``."""
+    progress reports go to ``progress_sink``, the children it spawns to ``spawn_sink``."""
     spec = execution.spec
     return JobContext(
         job_id=execution.job_id,
@@ -200,4 +284,7 @@ def build_context(
         parent_results=parent_results(execution.parent_results),
         resume_from=resume_value(execution.resume_from),
         progress_sink=progress_sink or dropped,
+        workflow_id=execution.workflow_id,
+        step=spec.labels.get(STEP_LABEL),
+        spawn_sink=spawn_sink or spawns.dropped,
     )

@@ -258,6 +258,11 @@ class WorkerDriver:
         """The worker's own records on jobs.workers, decoded."""
         return self._decoded(self.topics.workers)
 
+    def submitted(self) -> list[Any]:
+        """The JobSubmitted records on jobs.intake (committed), decoded: the children the
+        handlers spawned (``ctx.spawn``)."""
+        return self._decoded(self.topics.intake)
+
     def _decoded(self, topic: str) -> list[Any]:
         """Every record of ``topic``, partition by partition, each decoded once."""
         found = []

@@ -41,6 +41,7 @@ from jobstream._pipeline.worker.lane import Lane
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
 from jobstream._pipeline.worker.slots import count_down
+from jobstream._pipeline.worker.spawns import SpawnBox
 
 _STALE_BEATS = 1000
 """Heartbeat entries allowed beyond twice the runs held before the heap is rebuilt."""
@@ -79,6 +80,8 @@ class RunningJob:
     """The last checkpoint it sent: its failure carries it to the next attempt."""
     log: RunLog | None = None
     """Its log lines, from its launch until they go to jobs.logs with its outcome."""
+    spawns: SpawnBox = field(default_factory=SpawnBox)
+    """The children its handler spawned, waiting for the lane's next transaction."""
 
     @property
     def execution_id(self) -> str:

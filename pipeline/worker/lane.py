@@ -121,7 +121,8 @@ class Lane:
         self.tracker = OffsetTracker()
         self.tx = LaneTransactions(
             job_type=job_type, transactional_id=transactional_id,
-            topics=(topics.events, topics.results, topics.logs, topics.checkpoints),
+            topics=(topics.events, topics.results, topics.logs, topics.checkpoints,
+                    topics.intake),
             new_producer=clients.transactional, consumer=lambda: self.consumer,
             tracker=self.tracker, schedule=schedule or CommitSchedule(), clock=clock,
             before_commit=before_commit, principal=settings.sasl_username,

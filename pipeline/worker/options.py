@@ -111,10 +111,10 @@ class WorkerStats(Counters):
     included); runs ``skipped`` because of the overlap policy; records
     ``redelivered`` (of an execution already running or answered here: not run again);
     records ``expired`` (past the job's deadline or the attempt's queue limit: not run);
-    runs ``given_up`` at the stop; and, as of the last loop, runs ``running`` and
-    records ``buffered`` by job type."""
+    runs ``given_up`` at the stop; children ``spawned`` by handlers (``ctx.spawn``); and,
+    as of the last loop, runs ``running`` and records ``buffered`` by job type."""
 
     def __init__(self) -> None:
         super().__init__("started", "succeeded", "failed", "timed_out", "cancelled", "skipped",
-                         "redelivered", "expired", "given_up", "running")  # fmt: skip
+                         "redelivered", "expired", "given_up", "spawned", "running")  # fmt: skip
         self.buffered: dict[str, int] = {}

@@ -32,8 +32,10 @@ callback) and runs every handler, sync or async, in a child process
 
 One thread per child reads its answers and its death (the socket's end of file), and
 reports on the callback, like the executor's threads. A run's progress reports and
-checkpoints (``ctx.progress``, ``ctx.checkpoint`` in the child) come the same way and go
-to the progress sink of the context it was submitted with.
+checkpoints (``ctx.progress``, ``ctx.checkpoint`` in the child) and the children it spawns
+(``ctx.spawn``) come the same way and go to the sinks of the context it was submitted
+with; a child spawned before its process died is read before that death is reported, and
+so is submitted before the run's end.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from jobstream._pipeline.worker.child import (
     Ready,
     Run,
     Setup,
+    SpawnedChild,
     portable,
     receive,
     send,
@@ -75,6 +78,7 @@ from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.failures import crashed_error, how_it_ended
 from jobstream._pipeline.worker.output import ChildOutput
 from jobstream._pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
+from jobstream._pipeline.worker.spawns import Spawned
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +125,8 @@ class ProcessExecutor:
         """Runs submitted while every child is busy (the loop's slots keep this empty)."""
         self._sinks: dict[int, Callable[[Report], None]] = {}
         """The progress sink of each run's context, until the run ends."""
+        self._spawn_sinks: dict[int, Callable[[Spawned], None]] = {}
+        """The spawn sink of each run's context, until the run ends."""
         self._logs: dict[int, RunLog] = {}
         """The log of each run submitted and not ended, by token."""
         self._watchers: list[threading.Thread] = []
@@ -157,6 +163,7 @@ class ProcessExecutor:
             if self._closing:
                 raise RuntimeError("the process executor is closed")
             self._sinks[token] = ctx.progress_sink
+            self._spawn_sinks[token] = ctx.spawn_sink
             if log is not None:
                 self._logs[token] = log
             if self._idle:
@@ -250,6 +257,10 @@ class ProcessExecutor:
                 sink = self._sinks.get(message.token)
                 if sink is not None and child.ending is None:
                     sink(message.report)
+            elif isinstance(message, SpawnedChild):  # even while stopped: it was spawned
+                spawn_sink = self._spawn_sinks.get(message.token)
+                if spawn_sink is not None:
+                    spawn_sink(message.spawned)
             elif isinstance(message, Ended):
                 self._ended(child, message)
         child.conn.close()
@@ -304,6 +315,7 @@ class ProcessExecutor:
 
     def _finish(self, finished: Finished) -> None:
         self._sinks.pop(finished.token, None)
+        self._spawn_sinks.pop(finished.token, None)
         self._on_finish(finished)
 
     def _handoff(self, child: _Child) -> Run | None:

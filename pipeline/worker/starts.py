@@ -31,6 +31,7 @@ from jobstream._pipeline.worker.inflight import RunningJob
 from jobstream._pipeline.worker.lane import Lane, Record
 from jobstream._pipeline.worker.options import WorkerOptions
 from jobstream._pipeline.worker.progress import ProgressReporter
+from jobstream._pipeline.worker.spawns import SpawnBox
 from jobstream._pipeline.worker.supervisor import RunSupervisor
 
 log = logging.getLogger(__name__)
@@ -82,10 +83,11 @@ class RunStarts:
         handler = self.app.get(lane.job_type)
         timeout_s = capped_timeout_s(execution.spec, start_ms=started_ms,
                                      timeout_s=handler.timeout_for(execution))  # fmt: skip
-        progress = ProgressReporter(self.options.progress_interval_s)
+        progress, spawns = ProgressReporter(self.options.progress_interval_s), SpawnBox()
         try:
             ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
-                                timeout_s=timeout_s, progress_sink=progress.put)
+                                timeout_s=timeout_s, progress_sink=progress.put,
+                                spawn_sink=spawns.put)  # fmt: skip
         except ValidationError as exc:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
@@ -97,7 +99,7 @@ class RunStarts:
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             started=(outcomes.event_key(execution), self._encode_started(started, record.raw)),
             deadline=math.inf, next_beat=math.inf,  # set at its launch (beats: its claim, if ahead)
-            signal=ctx.cancel_signal, progress=progress,
+            signal=ctx.cancel_signal, progress=progress, spawns=spawns,
         )  # fmt: skip
         self.inflight.add(job, ahead=ahead)
         lane.tx.pending.append(job.started)

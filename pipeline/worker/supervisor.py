@@ -14,6 +14,9 @@ transaction (``lane.tx``); HEARTBEAT records leave outside them (:class:`Emit`).
   its outcome. A HEARTBEAT carrying a checkpoint goes in the lane's next transaction (due
   at once), with the checkpoint on jobs.checkpoints; the run's outcome carries its latest
   checkpoint (FAILED, TIMED_OUT, CANCELLED) or, SUCCEEDED, ends it with a tombstone.
+- Children (``ctx.spawn``): what a run's handler spawned goes to its lane's next
+  transaction at each turn, and what is left when its outcome is decided with that
+  outcome (pipeline/worker/spawns.py).
 - Cancels: a record of a cancelled job is not started but reported CANCELLED; a run of one
   is stopped and reported CANCELLED when it returns, or after ``cancel_grace_s`` if it
   ignores the cancel (its slot stays taken until it returns); a run claimed ahead and not
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.lifecycle import WORKER_STOPPED, LifecycleKind
 from jobstream._pipeline.model.records import ExecutionRequested, evolve
+from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.runtime.observed import observe
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.worker import outcomes
@@ -46,6 +50,7 @@ from jobstream._pipeline.worker.options import WorkerOptions, WorkerStats
 from jobstream._pipeline.worker.progress import Reports
 from jobstream._pipeline.worker.results import result_headers
 from jobstream._pipeline.worker.runlogs import logs_record
+from jobstream._pipeline.worker.spawns import Spawned
 from jobstream._pipeline.worker.transactions import moving_mean
 
 log = logging.getLogger(__name__)
@@ -108,17 +113,27 @@ class RunSupervisor:
 
     def beat(self, now: float, wall: int) -> None:
         """A HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
-        handler reported (at most one per ``progress_interval_s``)."""
+        handler reported (at most one per ``progress_interval_s``); and the children its
+        handler spawned to its lane's next transaction."""
         for job in self.inflight.seated():
             reports = job.progress.due(now)
             if reports is not None:
                 self._beat(job, now, wall, reports)
+            self._spawn(job, job.spawns.take())
         for job in self.inflight.beats_due(now):
             self._beat(job, now, wall, None)
 
     def _beat(self, job: RunningJob, now: float, wall: int, reports: Reports | None) -> None:
         self.inflight.beat_at(job, now + self.options.heartbeat_s)
         self._emit_beat(job, wall, reports)
+
+    def _spawn(self, job: RunningJob, children: list[Spawned]) -> None:
+        """The children a run spawned, for jobs.intake in its lane's next transaction."""
+        for child in children:
+            record = child.record
+            job.lane.tx.add_spawned(partition_key(record.job_id, record.workflow_id),
+                                    self._serialize(Event.of(record)))  # fmt: skip
+        self.stats.spawned += len(children)
 
     def _emit_beat(self, job: RunningJob, wall: int, reports: Reports | None) -> None:
         """A HEARTBEAT outside the transactions; one carrying a checkpoint in the lane's next,
@@ -192,8 +207,10 @@ class RunSupervisor:
 
     def report(self, job: RunningJob, event: Event, now: float, wall: int) -> None:
         """Queue a run's final outcome for its lane's next transaction, after its last
-        progress report (the lane flushes HEARTBEATs before its transaction)."""
+        progress report (the lane flushes HEARTBEATs before its transaction) and with the
+        children its handler spawned that wait still."""
         self._last_progress(job, now, wall)
+        self._spawn(job, job.spawns.close())
         self.stats.count(event.data.kind.lower())
         observe(event.data)
         self.inflight.reported(job)
@@ -256,6 +273,7 @@ class RunSupervisor:
             f"{self.options.drain_timeout_s:g} s)", None, True)  # fmt: skip
         for job in given_up:
             self._last_progress(job, now, wall)
+            self._spawn(job, job.spawns.close())
             event = (self.cancelled(job.execution, job.cancel, wall) if job.cancel is not None
                      else outcomes.failed(job.execution, error, worker_id=self.worker_id,
                                           now_ms=wall))  # fmt: skip

@@ -1,8 +1,8 @@
 """One lane's transactions: its claims and outcomes, committed with its offsets.
 
-Final outcomes of the type's executions (with their results, for jobs.results, and their
-runs' log lines, for jobs.logs, and their checkpoints, for jobs.checkpoints) and the group's
-offsets commit in transactions
+Final outcomes of the type's executions (with their results, for jobs.results, their
+runs' log lines, for jobs.logs, their checkpoints, for jobs.checkpoints, and the children
+their handlers spawned, for jobs.intake) and the group's offsets commit in transactions
 (transactional id ``<prefix>jobstream.worker.<type>--<worker id>``: the type first, so an
 ACL can grant a type's workers its ids alone, ops/kafka/acls.py), with the offsets of
 :class:`OffsetTracker` (watermarks: a record is done once started, or once settled
@@ -55,13 +55,14 @@ Headers = list[tuple[str, bytes]]
 
 class LaneTransactions:
     def __init__(self, *, job_type: str, transactional_id: str,
-                 topics: tuple[str, str, str, str],
+                 topics: tuple[str, str, str, str, str],
                  new_producer: Callable[[str], Producer], consumer: Callable[[], Consumer],
                  tracker: OffsetTracker, schedule: CommitSchedule, clock: Clock,
                  before_commit: Callable[[], object], principal: str | None) -> None:  # fmt: skip
         self.job_type = job_type
         self.transactional_id = transactional_id
-        self.events_topic, self.results_topic, self.logs_topic, self.checkpoints_topic = topics
+        (self.events_topic, self.results_topic, self.logs_topic, self.checkpoints_topic,
+         self.intake_topic) = topics
         self._new_producer = new_producer
         self._consumer = consumer
         """The lane's consumer of the moment (a fenced one is replaced): its group's
@@ -81,6 +82,8 @@ class LaneTransactions:
         self.checkpoints: list[tuple[bytes, bytes | None]] = []
         """Checkpoints of the runs whose HEARTBEAT carrying them waits in ``pending``, and
         tombstones of the jobs whose SUCCEEDED does, for jobs.checkpoints (key: job id)."""
+        self.spawned: list[tuple[bytes, bytes]] = []
+        """Children the runs spawned (key, JobSubmitted), for jobs.intake."""
         self._results_bytes = 0
         self.transactions = self.aborted = self.renewed = 0
         self.commit_s: float | None = None
@@ -104,11 +107,12 @@ class LaneTransactions:
         """Commit the pending outcomes with the watermarks when the schedule says so (or
         ``force``); whether a transaction committed."""
         now = self._clock.monotonic()
+        waiting = len(self.pending) + len(self.spawned)
         if not force and (now < self._retry_at
-                          or not self.schedule.due(now, len(self.pending), grace_s)):  # fmt: skip
+                          or not self.schedule.due(now, waiting, grace_s)):  # fmt: skip
             return False
         offsets = self.tracker.to_commit()
-        if not self.pending and not offsets and not self.checkpoints:
+        if not waiting and not offsets and not self.checkpoints:
             return False
         if self.pending:
             self._before_commit()
@@ -125,6 +129,8 @@ class LaneTransactions:
                 send(self.producer, self.logs_topic, value, key, headers=headers)
             for key, saved in self.checkpoints:
                 send(self.producer, self.checkpoints_topic, saved, key)
+            for key, value in self.spawned:
+                send(self.producer, self.intake_topic, value, key)
             commit_offsets(self.producer, self._consumer(),
                            [TopicPartition(t, p, mark.offset, metadata=mark.metadata)
                             for (t, p), mark in offsets.items()])  # fmt: skip
@@ -139,6 +145,7 @@ class LaneTransactions:
         self.results.clear()
         self.logs.clear()
         self.checkpoints.clear()
+        self.spawned.clear()
         self._results_bytes = 0
         self.schedule.committed(now)
         self.transactions += 1
@@ -170,6 +177,10 @@ class LaneTransactions:
         """A job's checkpoint (None: its tombstone), for jobs.checkpoints in the next
         transaction, which is due at once: the checkpoint is worth only once it is kept."""
         self.checkpoints.append((key, value))
+    def add_spawned(self, key: bytes, value: bytes) -> None:
+        """A child a run spawned, for jobs.intake in the next transaction, which it hurries:
+        the workflow's steps wait on it."""
+        self.spawned.append((key, value))
         self.schedule.hurry()
 
     def _grew(self, size: int) -> None:

@@ -24,6 +24,7 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.held import MAP_TYPE, SLEEP_TYPE, WAIT_TYPE, Map, held_step
 from jobstream._pipeline.model.job import JobRequest, cron_of, validate_submitted
+from jobstream._pipeline.model.labels import STEP_LABEL as STEP_LABEL
 from jobstream._pipeline.model.records import (
     CronSchedule,
     JobSubmitted,
@@ -39,8 +40,6 @@ MAX_STEP_NAME_CHARS = 100
 HELD_STEPS = {"wait": WAIT_TYPE, "sleep": SLEEP_TYPE, "map": MAP_TYPE}
 """A step written ``{"name": ..., "wait": {...}}`` is a step of job type jobstream.wait
 whose params are the mapping (pipeline/model/held.py); ``sleep`` likewise."""
-STEP_LABEL = "jobstream.step"
-"""The label a step's job carries its name in (its handler and jobs.status see it)."""
 
 Fields = Mapping[str, Any]
 """What a caller writes a step or a schedule as (the client, the CLI's file, the API's body):

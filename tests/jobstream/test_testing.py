@@ -22,6 +22,7 @@ from jobstream._pipeline.errors import ConfigurationError
 
 log = logging.getLogger("tests.user_app")
 app = WorkerApp()
+JOB_ID = "01JB8XZ0000000000000000000"
 STOPPED = threading.Event()
 """Set by a sync handler that saw its cancel."""
 
@@ -77,6 +78,15 @@ async def fetch(ctx: JobContext) -> dict[str, object]:
     await asyncio.sleep(ctx.params.get("sleep_s", 0))
     log.warning("fetched")
     return {"job": ctx.job_type}
+
+
+@app.handler("report.split")
+def split(ctx: JobContext) -> list[str]:
+    ids = [ctx.spawn("report.generate", {"rows": [n]}) for n in range(ctx.params["pages"])]
+    ids.append(ctx.spawn("report.merge", key="merge", priority="high"))
+    if ctx.attempt == 1:
+        raise RuntimeError("crashed after spawning")
+    return ids
 
 
 def test_a_json_result_succeeds_with_its_progress_and_log_lines() -> None:
@@ -206,3 +216,27 @@ def test_the_log_level_is_the_runs_own_and_put_back() -> None:
 def test_an_unknown_job_type_is_the_workers_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="no handler for job type 'nope'"):
         jobstream.testing.run(app, "nope")
+
+
+def test_the_children_a_handler_spawned_are_on_its_outcome() -> None:
+    first = jobstream.testing.run(app, "report.split", params={"pages": 2}, job_id=JOB_ID,
+                                  workflow_id="wf-report", step="split")  # fmt: skip
+    assert first.state == "FAILED", "submitted all the same"
+    assert [child.spec.job_type for child in first.spawned] == [
+        "report.generate", "report.generate", "report.merge"]
+    assert {child.workflow_id for child in first.spawned} == {"wf-report"}
+    assert [child.spec.labels["jobstream.step"] for child in first.spawned] == [
+        "split/0", "split/1", "split/merge"]
+    assert {child.spec.labels["jobstream.spawned_by"] for child in first.spawned} == {JOB_ID}
+    again = jobstream.testing.run(app, "report.split", params={"pages": 2}, job_id=JOB_ID,
+                                  workflow_id="wf-report", step="split", attempt=2)  # fmt: skip
+    assert again.state == "SUCCEEDED"
+    assert again.result == [child.job_id for child in again.spawned]
+    assert again.result == [child.job_id for child in first.spawned], "the retry's are the same"
+
+
+def test_a_job_outside_a_workflow_fails_its_spawn_for_good() -> None:
+    outcome = jobstream.testing.run(app, "report.split", params={"pages": 1})
+    assert outcome.state == "FAILED" and outcome.spawned == ()
+    assert outcome.error is not None and outcome.error.retryable is False
+    assert outcome.error.message.startswith("workflow_id: this job belongs to no workflow")

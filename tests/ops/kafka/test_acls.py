@@ -44,7 +44,8 @@ def test_a_worker_reads_its_types_executions_and_writes_its_outcomes() -> None:
     assert allowed(mine, "TRANSACTIONAL_ID",
                    f"{transactional_prefix('p.', 'data.process')}worker-7", "WRITE")  # fmt: skip
     assert not allowed(mine, "TOPIC", TOPICS.status, "WRITE")
-    assert not allowed(mine, "TOPIC", TOPICS.intake, "WRITE")
+    assert allowed(mine, "TOPIC", TOPICS.intake, "WRITE")  # the children handlers spawn
+    assert not allowed(mine, "TOPIC", TOPICS.intake, "READ")
 
 
 def test_the_client_may_only_write_the_intake() -> None:
