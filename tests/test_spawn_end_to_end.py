@@ -1,6 +1,7 @@
 """``ctx.spawn`` in the whole pipeline, on the real broker: a handler that spawns three
 children and then kills its own process (``--isolation process``) is retried, spawns them
-again, and each child is one job that runs once."""
+again, and each child is one job that runs once; the step after the spawner starts once
+every child has ended."""
 
 from __future__ import annotations
 
@@ -58,16 +59,20 @@ def test_the_children_of_a_run_that_crashed_and_was_retried_are_submitted_once(
 ) -> None:
     settings = pipeline_topics.settings
     workflow_id = f"fan-out-{uuid.uuid4().hex[:12]}"  # the module's topics outlive a run
-    step = {"name": "fan-out", "job_type": "spawn.parent", "params": {"count": 3},
+    step = {"name": "fan-out", "job_type": "spawn.parent",
+            "params": {"count": 3, "child_sleep_s": 1.0},
             "retry": {"max_attempts": 2, "initial_backoff_ms": 200, "jitter": 0}}  # fmt: skip
+    after = {"name": "after", "depends_on": ["fan-out"], "job_type": "spawn.child",
+             "params": {"item": -1}}  # fmt: skip
     with JobClient(settings) as client:
-        submitted = client.submit_workflow([step], owner=OWNER, workflow_id=workflow_id)
+        submitted = client.submit_workflow([step, after], owner=OWNER, workflow_id=workflow_id)
     parent_id = submitted.steps["fan-out"]
     children = {f"child {n}": spawned_job_id(OWNER, workflow_id, "fan-out", str(n))
                 for n in range(3)}  # fmt: skip
-    done = settled(settings, OWNER, {"parent": parent_id, **children},
-                   {"parent": {"SUCCEEDED"}, **{label: {"SUCCEEDED"} for label in children}},
-                   timeout_s=90)  # fmt: skip
+    after_id = submitted.steps["after"]
+    done = settled(settings, OWNER, {"parent": parent_id, "after": after_id, **children},
+                   {"parent": {"SUCCEEDED"}, "after": {"SUCCEEDED"},
+                    **{label: {"SUCCEEDED"} for label in children}}, timeout_s=90)  # fmt: skip
 
     parent = done["parent"]
     assert parent.attempt == 2
@@ -92,3 +97,8 @@ def test_the_children_of_a_run_that_crashed_and_was_retried_are_submitted_once(
     assert sorted(r["job_id"] for r in started) == sorted(children.values()), "each ran once"
     items = sorted(orjson.loads(done[label].result or "{}")["item"] for label in children)
     assert items == [0, 1, 2]
+    ended = [r["at_ms"] for r in lifecycle
+             if r["job_id"] in children.values() and r["kind"] == "SUCCEEDED"]  # fmt: skip
+    [after_start] = [r["at_ms"] for r in lifecycle
+                     if r["job_id"] == after_id and r["kind"] == "STARTED"]  # fmt: skip
+    assert after_start >= max(ended), "the step after the spawner waited for its children"
