@@ -254,23 +254,65 @@ class WorkflowAccepted(BaseModel):
     created: bool = Field(description="False when the idempotency key named a known workflow.")
 
 
+class HeldOut(BaseModel):
+    """What a wait, sleep or map step asks for, read from its parameters (docs/workflows.md,
+    "Waits and sleeps", "Maps"); only the fields of its kind are set."""
+
+    signal: str | None = Field(default=None, description="A wait: the signal that ends it.")
+    prompt: str | None = Field(default=None, description="A wait: what a person is asked.")
+    approval: bool = Field(default=False, description="A wait: a person approves or rejects.")
+    timeout_ms: int | None = Field(
+        default=None, description="A wait: how long it waits once begun; null: for ever."
+    )
+    for_ms: int | None = Field(default=None, description="A sleep: how long, once begun.")
+    until_ms: int | None = Field(default=None, description="A sleep: when it wakes (epoch ms).")
+    over: str | None = Field(default=None, description="A map: the parent step it maps.")
+    item_type: str | None = Field(default=None, description="A map: each item's job type.")
+    max_concurrency: int | None = Field(default=None, description="A map: items run at once.")
+
+
+class MembersOut(BaseModel):
+    """The jobs a step started (a map's items, a handler's spawned children), counted rather
+    than listed: a map of 10,000 items is one step."""
+
+    total: int = Field(description="Members the views hold.")
+    by_state: dict[str, int] = Field(description="State -> members in it (none: left out).")
+
+
 class StepOut(BaseModel):
-    """One job of a workflow, as its graph needs it."""
+    """One step of a workflow, as its graph needs it: a map's items and spawned children are
+    not steps of their own but counted at the step that started them."""
 
     job_id: str
     step: str | None = None
     job_type: str
+    kind: str = Field(default="job", description="job (a worker runs it), wait, sleep or map.")
     state: str
     depends_on: list[str] = Field(default_factory=list, description="Its parents' job ids.")
     attempt: int = 0
     updated_at_ms: int | None = None
+    scheduled_at_ms: int | None = Field(
+        None, description="When its current or next attempt is due; WAITING: a sleep's wake "
+        "instant, a wait's timeout."
+    )  # fmt: skip
+    waiting_for: list[str] = Field(
+        default_factory=list, description="BLOCKED: the parents (job ids) it still waits "
+        "for; WAITING: the signal."
+    )  # fmt: skip
+    held: HeldOut | None = Field(None, description="A wait, sleep or map: what it asks for.")
+    items: MembersOut | None = Field(None, description="A map: its items by state.")
+    children: MembersOut | None = Field(
+        None, description="The jobs it spawned (ctx.spawn), and theirs, by state; a map's "
+        "items' children count at the map."
+    )  # fmt: skip
 
 
 class WorkflowOut(BaseModel):
     workflow_id: str
     owner: str
-    steps: list[StepOut] = Field(description="Every job of the workflow the views hold, "
-                                 "parents before children.")
+    steps: list[StepOut] = Field(description="Every step of the workflow the views hold, "
+                                 "parents before children; a map's items and spawned "
+                                 "children are counted at their step (items, children).")
 
 
 class WorkerOut(BaseModel):

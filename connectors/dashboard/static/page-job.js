@@ -11,7 +11,9 @@
 // "logs" link shows the lines it wrote (run-logs.js). A run's progress (the API's
 // `progress`, from the handler's ctx.progress) is a bar with its message, redrawn in place
 // when a status event changes nothing else. Below the attempts, its event timeline
-// (timeline.js); above them, a re-run with edited parameters (rerun.js).
+// (timeline.js); above them, a re-run with edited parameters (rerun.js). A change of
+// another job of its workflow (a map's items can be thousands) redraws the graph alone,
+// at most four times a second.
 
 import { download, get, post } from "./api.js";
 import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
@@ -22,6 +24,7 @@ import { workflowGraph } from "./workflow-graph.js";
 
 const ENDED = new Set(["SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"]);
 const NOT_FIRED = new Set(["SCHEDULED", "SUBMITTED"]);
+const GRAPH_EVERY_MS = 250;
 
 // Whether "run now" applies: a recurring job neither paused nor blocked, a one-off job
 // that has not fired yet (connectors/api/commands.py refuses the rest with 409).
@@ -35,7 +38,7 @@ async function workflow(job) {
   try {
     // A workflow id is its owner's: the owner named makes an admin's read unambiguous.
     const found = await get(`/api/v1/workflows/${encodeURIComponent(job.workflow_id)}?owner=${encodeURIComponent(job.owner)}`);
-    return [h("h2", {}, `Workflow (${found.steps.length} steps)`), workflowGraph(found.steps, job.job_id)];
+    return [h("h2", {}, `Workflow (${found.steps.length} steps)`), workflowGraph(found.steps, job.job_id, job.step)];
   } catch (error) {
     return [h("h2", {}, "Workflow"), h("p", { class: "message" }, error.message)];
   }
@@ -239,7 +242,7 @@ export function render(root, { id }) {
         job.schedule?.cron ? [command("pause"), command("resume")] : null], message),
       ENDED.has(job.state) ? null : confirmBar,
       again.element,
-      ...(graph ?? []),
+      graph ? h("div", { id: "workflow-section" }, graph) : null,
       h("h2", {}, `Attempts (${runs.length})`),
       runs.length ? history : h("p", { class: "message" }, "No attempt yet."),
       timelineSection(events),
@@ -248,6 +251,17 @@ export function render(root, { id }) {
       active.focus();
       if (selection) active.setSelectionRange(...selection);
     }
+  };
+  // Another job of the workflow changed (a map's item, maybe one of thousands): only the
+  // graph is drawn again, at most every GRAPH_EVERY_MS, the latest answer winning.
+  let graphs = 0, pending = null;
+  const redrawGraph = async () => {
+    pending = null;
+    const turn = ++graphs, loaded = loads;
+    const graph = shown ? await workflow(shown) : null;
+    const section = root.querySelector("#workflow-section");
+    if (turn !== graphs || loaded !== loads || !graph || !section) return;
+    section.replaceChildren(...graph);
   };
   load();
   return {
@@ -260,8 +274,11 @@ export function render(root, { id }) {
         bar.replaceWith(progressOf(job.progress));
         return;
       }
-      if (job.job_id === id || (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner)) load();
+      if (job.job_id === id) load();
+      else if (workflowId && job.workflow_id === workflowId && job.owner === workflowOwner) {
+        pending ??= setTimeout(redrawGraph, GRAPH_EVERY_MS);
+      }
     },
-    stop() {},
+    stop() { clearTimeout(pending); },
   };
 }
