@@ -32,6 +32,7 @@ from jobstream._pipeline.model.params import submission_fields
 from jobstream._pipeline.model.records import JobCancelled, JobSubmitted, StepEnded, evolve
 from jobstream._pipeline.runtime.processor import Output
 from jobstream._pipeline.timers.entry import JobEntry
+from jobstream._pipeline.timers.held import Finish
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.timers.workflow import Cancel, Lifecycle
 from jobstream._pipeline.workflows import StepNode, StepOutcome, run_outcome
@@ -40,7 +41,6 @@ from jobstream._pipeline.workflows.members import item_job_id, item_step
 
 K = LifecycleKind
 
-Finish = Callable[[TimerState, JobEntry, int], None]
 Ended = Callable[[TimerState, StepEnded, str, int], list[Output]]
 """``(state, step ended, owner, now_ms) -> outputs``: a workflow job's end, applied."""
 
