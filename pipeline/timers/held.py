@@ -59,16 +59,18 @@ class HeldSteps:
     def fire(self, state: TimerState, entry: JobEntry, now_ms: int) -> list[Output]:
         """A held step's entry came due: begin it, or end it at its instant."""
         step = held_step(entry.spec)
-        if isinstance(step, Map):
-            return [] if entry.waiting_since_ms else self.begin_map(state, entry, step, now_ms)
         if entry.waiting_since_ms is None:
+            if isinstance(step, Map):
+                return self.begin_map(state, entry, step, now_ms)
             return self._begin(state, entry, step, now_ms)
+        if isinstance(step, Map) or (isinstance(step, Wait) and step.timeout_ms is None):
+            state.put(entry.evolve(due_ms=NEVER_MS))  # ends on its items or its signal only
+            return []
         self.finish(state, entry, now_ms)
         self._awaits(state, entry, None)
         if isinstance(step, Sleep):
             return [self.lifecycle(K.SUCCEEDED, entry.job, now_ms, scheduled_at_ms=entry.due_ms,
                                    detail="slept until its instant")]  # fmt: skip
-        assert step.timeout_ms is not None  # a wait without one is never due
         message = f"no signal {step.signal!r} within {step.timeout_ms} ms"
         error = ErrorInfo(attempt=entry.attempt, error_type=WAIT_TIMED_OUT, message=message,
                           retryable=False, at_ms=now_ms)  # fmt: skip

@@ -227,6 +227,8 @@ class TimerLogic:
             if data.run_at_ms is not None:
                 _ignored(data, "no pending run: it has fired, ended, or is unknown here")
             return []
+        if _waiting(entry, data):
+            return []
         action = data.action
         if action is not ScheduleAction.UPDATE and self._refused(action.lower(), entry, data):
             return []
@@ -290,7 +292,8 @@ class TimerLogic:
         towards its max_runs. A job that fired already, ended, waits for its parents or is
         paused (resume it first) has nothing to run now: the command changes nothing."""
         entry = state.get(data.job_id)
-        if not isinstance(entry, JobEntry) or self._refused("trigger", entry, data):
+        if (not isinstance(entry, JobEntry) or _waiting(entry, data)
+                or self._refused("trigger", entry, data)):  # fmt: skip
             return []
         cron = entry.spec.cron
         if cron is None:
@@ -565,6 +568,16 @@ class TimerLogic:
 def _ignored(command: ScheduleChanged | JobTriggered, reason: str) -> None:
     what = "trigger" if isinstance(command, JobTriggered) else "schedule change"
     log.info("%s ignored", what, extra={"job_id": command.job_id, "reason": reason})
+
+
+def _waiting(entry: JobEntry, command: ScheduleChanged | JobTriggered) -> bool:
+    """Whether ``entry`` is a wait, a sleep or a map that has begun: it ends on its signal,
+    its instant or its items, which no trigger, pause or new time changes (logged)."""
+    if entry.waiting_since_ms is None:
+        return False
+    _ignored(command, "it has begun waiting (a signal, its instant, its items): cancel it "
+                      "instead")  # fmt: skip
+    return True
 
 
 def _asked(command: ScheduleChanged | JobTriggered, done: str) -> dict[str, str | None]:

@@ -346,3 +346,21 @@ def test_the_dependents_of_a_spawner_wait_for_its_children(
     assert lifecycle(released) == [("CANCELLED", ids("after"))]
     assert data(released, "CANCELLED", ids("after"))["detail"] == (
         f"parent {ids('fan')} ended DEAD_LETTERED"), "the worst of its end and its children's"
+
+
+def test_a_trigger_or_a_new_time_does_not_end_a_step_that_waits(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, {"name": "gate", "wait": {"signal": "go", "timeout": "1h"}},
+           {"name": "forever", "wait": {"signal": "go-on"}})  # fmt: skip
+    timers.advance(0)
+    for name in ("gate", "forever"):
+        trigger = Event("JobTriggered", {"job_id": ids(name), "workflow_id": WF,
+                                         "requested_at_ms": timers.now_ms})  # fmt: skip
+        moved = Event("ScheduleChanged", {"job_id": ids(name), "workflow_id": WF,
+                                          "requested_at_ms": timers.now_ms, "action": "UPDATE",
+                                          "run_at_ms": timers.now_ms})  # fmt: skip
+        assert timers.pipe(TOPICS.intake, trigger) == []
+        assert timers.pipe(TOPICS.intake, moved) == []
+    assert timers.advance(1000) == [], "both still wait"
+    assert lifecycle(timers.pipe(TOPICS.intake, signal("go-on"))) == [("SUCCEEDED", ids("forever"))]
