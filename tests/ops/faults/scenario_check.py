@@ -4,7 +4,7 @@ event on jobs.events) and that no process exits on its own.
 
 Each run has a Kafka cluster on free ports (one node shared by the module's scenarios
 that spare the broker, or three of its own for the broker scenarios), the pipeline as
-processes and 600 jobs due over 8 s, and injects its fault (ops/faults/scenarios.py) once
+processes and 600 jobs due over 6 s, and injects its fault (ops/faults/scenarios.py) once
 a third of the jobs have fired, so it strikes in the middle of a flow of jobs. With
 ``CI=true`` a broker that cannot start fails the test; elsewhere it is skipped with the
 reason. The long form is one command for people to run:
@@ -32,7 +32,11 @@ from jobstream._ops.faults.scenarios import (
 )
 
 JOBS = 600
-WINDOW_S = 8.0
+WINDOW_S = 6.0
+LEAD_S = 2.0
+"""Each job is submitted 2 s before it falls due (the command's default is 5 s): the
+pipeline is up and every group assigned before the first is submitted, and each of the
+suite's runs waits the lead once."""
 OUTAGE_S = 10.0
 """A broker node or the state disk down for 10 s in the suite, where `jobstream faults run`
 keeps 20 s: still past the brokers' 9 s session timeout, so the controller fences the node
@@ -92,7 +96,7 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> No
     """Run scenario ``name`` at the suite's size (on ``shared`` when its fault spares the
     broker) and check what it promises."""
     scenario = SCENARIOS[name]
-    options = RunOptions(jobs=JOBS, window_s=WINDOW_S, outage_s=OUTAGE_S)
+    options = RunOptions(jobs=JOBS, window_s=WINDOW_S, lead_s=LEAD_S, outage_s=OUTAGE_S)
     result = run_scenario(scenario, options, tmp_path,
                           shared=shared if spares_the_broker(scenario) else None)  # fmt: skip
 
