@@ -228,15 +228,27 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
+RECURRING_STEPS = [step("extract", sleep_s=0.5), step("load", "extract")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def every_minute(stack: Stack, pipeline_topics: Topics) -> tuple[int, WorkflowSubmission]:
+    """A recurring workflow submitted as the module starts, whose first run the module's
+    last test waits for: the other tests run while its minute comes."""
+    with JobClient(pipeline_topics.settings) as client:
+        submitted_at = _now()
+        schedule = client.submit_workflow(RECURRING_STEPS, owner=OWNER, schedule="* * * * *")
+    return submitted_at, schedule
+
+
 def test_a_recurring_workflow_starts_a_run_at_its_next_minute(
     stack: Stack,
     pipeline_topics: Topics,
+    every_minute: tuple[int, WorkflowSubmission],
 ) -> None:
     settings = pipeline_topics.settings
-    steps = [step("extract", sleep_s=0.5), step("load", "extract")]
-    with JobClient(settings) as client:
-        submitted_at = _now()
-        schedule = client.submit_workflow(steps, owner=OWNER, schedule="* * * * *")
+    steps = RECURRING_STEPS
+    submitted_at, schedule = every_minute
     assert schedule.steps == {}, "a template's steps are no jobs"
     # Its first time is the minute after the timers read it, this minute's end or the next.
     minute = (submitted_at // 60_000 + 1) * 60_000
