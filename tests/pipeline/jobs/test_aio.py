@@ -70,11 +70,16 @@ def test_the_two_clients_put_a_job_s_records_on_one_partition_as_java_would(
             ids = await client.submit_many([*jobs, *in_workflow])
             for job_id in by_sync:
                 await client.cancel(job_id, reason="superseded")
+            for request in in_workflow:
+                await client.signal("acme", request.workflow_id or "", "go", {"n": 1})
             return ids
 
     by_async = asyncio.run(submit_and_cancel())
-    records = read_back(mock_kafka, Topics(settings).intake, 2 * len(jobs) + len(in_workflow) +
-                        len(by_sync))  # fmt: skip
+    records = read_back(mock_kafka, Topics(settings).intake, 2 * len(jobs) +
+                        2 * len(in_workflow) + len(by_sync))  # fmt: skip
+    signals = {r.event.data["workflow_id"]: r for r in records
+               if r.event.name == "WorkflowSignalled"}  # fmt: skip
+    records = [r for r in records if r.event.name != "WorkflowSignalled"]
     for record in records:
         assert record.partition == java_partition(record.key, MOCK_PARTITIONS)
     assert len({r.partition for r in records}) == MOCK_PARTITIONS
@@ -83,6 +88,8 @@ def test_the_two_clients_put_a_job_s_records_on_one_partition_as_java_would(
         assert where["JobCancelled", job_id] == where["JobSubmitted", job_id]
     for job_id, request in zip(by_async[len(jobs):], in_workflow, strict=True):
         assert where["JobSubmitted", job_id][0] == (request.workflow_id or "").encode()
+        signal = signals[request.workflow_id]  # a signal meets its workflow's jobs
+        assert (signal.key, signal.partition) == where["JobSubmitted", job_id]
 
 
 def test_every_call_of_the_sync_client_is_a_coroutine_with_the_same_signature() -> None:
