@@ -1,8 +1,8 @@
 """The HTTP API: a FastAPI app over the views and jobs.intake (docs/api.md).
 
 ``/healthz``, ``/openapi.json``, ``/docs``, the dashboard's page and assets (``/``,
-``/static``) and a one-time approval link (``/api/v1/approvals/link/...``, whose token is
-its own, connectors/api/links.py) need no API token; everything else under ``/api/v1``
+``/static``) and a one-time approval link (``/api/v1/approvals/link``, whose token is its
+own, connectors/api/links.py) need no API token; everything else under ``/api/v1``
 needs a bearer token
 (connectors/api/auth.py), the dashboard's calls included. Every response carries the
 origin's security headers (connectors/api/headers.py).

@@ -5,9 +5,10 @@
 - ``GET /api/v1/approvals``: the wait steps that ask a person (``approval: true``) and wait
   now, with their prompt and one-time link; ``POST /api/v1/approvals/{job_id}``: approve or
   reject one, recorded as the token's command.
-- ``GET`` and ``POST /api/v1/approvals/link/{token}``: the same for whoever holds a step's
-  one-time link (connectors/api/links.py), with no API token: it reads that step's prompt
-  and completes that step, once.
+- ``GET`` and ``POST /api/v1/approvals/link``: the same for whoever holds a step's
+  one-time link (connectors/api/links.py), with no API token, the link's token in a header
+  or the body (never in a path an access log keeps): it reads that step's prompt and
+  completes that step, once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobstream._connectors.api import links
@@ -31,6 +32,8 @@ from jobstream._pipeline.model.held import WAIT_TYPE, signal_event
 from jobstream._pipeline.model.lifecycle import JobState
 
 router = APIRouter(tags=["workflows"])
+
+LINK_HEADER = "X-Jobstream-Link"
 
 ERRORS: Responses = {code: {"model": Problem} for code in (401, 404, 409, 422, 503)}
 APPROVALS_SHOWN = 500
@@ -144,18 +147,10 @@ async def _decide(svc: Services, doc: Doc, body: DecisionIn, by: str) -> Approva
     shown = _approval(svc, doc)
     event = signal_event(doc["owner"], doc["workflow_id"], shown.signal,
                          {"approved": body.approve, "by": by, "reason": body.reason},
-                         now_ms=now_ms(), reject=not body.approve, step=doc.get("step"),
+                         now_ms=now_ms(), reject=not body.approve, step=doc["job_id"],
                          reason=body.reason, requested_by=by)  # fmt: skip
     await svc.send([event])
     return shown
-
-
-@router.post("/api/v1/approvals/{job_id}", status_code=202, response_model=ApprovalOut,
-             responses=ERRORS)  # fmt: skip
-async def decide(job_id: str, body: DecisionIn, who: Auth, svc: Svc) -> ApprovalOut:
-    """Approve (the step SUCCEEDS, its result ``{"approved": true, "by", "reason"}``) or
-    reject (it is CANCELLED with the reason) a waiting approval; 409 once it has ended."""
-    return await _decide(svc, svc.job(job_id, who), body, requester(who))
 
 
 def _linked(request: Request, token: str) -> tuple[Services, Doc]:
@@ -168,19 +163,38 @@ def _linked(request: Request, token: str) -> tuple[Services, Doc]:
     return svc, doc
 
 
-@router.get("/api/v1/approvals/link/{token}", response_model=ApprovalOut, responses=ERRORS)
-def linked(token: str, request: Request) -> ApprovalOut:
-    """The step a one-time link completes, with no API token; 409 once it has ended."""
+LinkHeader = Annotated[str, Header(alias=LINK_HEADER, description="The one-time link's token "
+                                    "(after the # of its URL).")]  # fmt: skip
+
+
+class LinkDecisionIn(DecisionIn):
+    token: str = Field(description="The one-time link's token (after the # of its URL).")
+
+
+@router.get("/api/v1/approvals/link", response_model=ApprovalOut, responses=ERRORS)
+def linked(token: LinkHeader, request: Request) -> ApprovalOut:
+    """The step a one-time link completes, with no API token (the link's token in the
+    ``X-Jobstream-Link`` header, never in a URL a log keeps); 409 once it has ended."""
     svc, doc = _linked(request, token)
     if not _waiting_approval(svc, doc):
         raise ApiError(409, f"step {doc['job_id']} is not waiting any more", "token")
     return _approval(svc, doc)
 
 
-@router.post("/api/v1/approvals/link/{token}", status_code=202, response_model=ApprovalOut,
+@router.post("/api/v1/approvals/link", status_code=202, response_model=ApprovalOut,
              responses=ERRORS)  # fmt: skip
-async def decide_by_link(token: str, body: DecisionIn, request: Request) -> ApprovalOut:
-    """Approve or reject the step of a one-time link, with no API token (recorded as
-    ``link:<job id>``); 409 once it has ended, so a link completes its step once."""
-    svc, doc = _linked(request, token)
+async def decide_by_link(body: LinkDecisionIn, request: Request) -> ApprovalOut:
+    """Approve or reject the step of a one-time link, with no API token (its token in the
+    body; recorded as ``link:<job id>``); 409 once it has ended, so a link completes its
+    step once."""
+    svc, doc = _linked(request, body.token)
     return await _decide(svc, doc, body, f"link:{doc['job_id']}")
+
+
+# After the link's routes: "link" is no job id.
+@router.post("/api/v1/approvals/{job_id}", status_code=202, response_model=ApprovalOut,
+             responses=ERRORS)  # fmt: skip
+async def decide(job_id: str, body: DecisionIn, who: Auth, svc: Svc) -> ApprovalOut:
+    """Approve (the step SUCCEEDS, its result ``{"approved": true, "by", "reason"}``) or
+    reject (it is CANCELLED with the reason) a waiting approval; 409 once it has ended."""
+    return await _decide(svc, svc.job(job_id, who), body, requester(who))

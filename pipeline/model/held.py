@@ -50,6 +50,9 @@ MAX_SIGNAL_PAYLOAD_BYTES = 256 * 1024
 """A signal's payload becomes the step's inline result: the bound of a result inline."""
 NEVER_MS = 2**53
 """The due instant of a wait without a timeout: in the schedule, never due."""
+MAX_HELD_MS = 10 * 366 * 86_400_000
+"""The longest a wait's timeout or a sleep's duration may be: about ten years, as far ahead
+as a submission may name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,15 @@ def check_held(spec: JobSpec, workflow_id: str | None) -> None:
         raise ValidationError("spec.cron", f"a {spec.job_type} step runs once")
 
 
+def held_refusal(spec: JobSpec, workflow_id: str | None) -> str | None:
+    """Why :func:`check_held` refuses ``spec`` (``field: message``), or None."""
+    try:
+        check_held(spec, workflow_id)
+    except ValidationError as exc:
+        return str(exc)
+    return None
+
+
 def _wait(params: dict[str, Any]) -> Wait:
     _only(params, {"signal", "timeout", "timeout_ms", "prompt", "approval"})
     signal = _field("signal", signal_name, params.get("signal"))
@@ -147,8 +159,9 @@ def _sleep(params: dict[str, Any]) -> Sleep:
     _only(params, {"for", "for_ms", "until", "until_ms", "timezone"})
     duration = _duration(params, "for")
     until = params.get("until_ms")
-    if until is not None and (not isinstance(until, int) or isinstance(until, bool)):
-        raise ValidationError("spec.params.until_ms", "must be an integer (epoch ms)")
+    if until is not None and (not isinstance(until, int) or isinstance(until, bool)
+                              or not 0 <= until < NEVER_MS):  # fmt: skip
+        raise ValidationError("spec.params.until_ms", "must be an instant in epoch ms")
     if "until" in params:
         if until is not None:
             raise ValidationError("spec.params.until", "give until or until_ms, not both")
@@ -203,8 +216,9 @@ def _duration(params: dict[str, Any], name: str) -> int | None:
         ms = parse_duration(text, option=f"spec.params.{name}")
     elif ms is not None and (not isinstance(ms, int) or isinstance(ms, bool)):
         raise ValidationError(f"spec.params.{name}_ms", "must be an integer (ms)")
-    if ms is not None and ms <= 0:
-        raise ValidationError(f"spec.params.{name}", "must be more than 0")
+    if ms is not None and not 0 < ms <= MAX_HELD_MS:
+        most = f"{MAX_HELD_MS} ms (about ten years)"
+        raise ValidationError(f"spec.params.{name}", f"must be more than 0 and at most {most}")
     return ms
 
 
@@ -213,7 +227,7 @@ def _local_instant(text: object, zone: object) -> int:
         raise ValidationError("spec.params.timezone", "must be an IANA time zone name")
     try:
         tz = ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder, a long name
         raise ValidationError("spec.params.timezone", f"unknown time zone {zone!r}") from None
     if not isinstance(text, str):
         raise ValidationError("spec.params.until", "must be an ISO 8601 local time")
@@ -223,7 +237,13 @@ def _local_instant(text: object, zone: object) -> int:
         raise ValidationError("spec.params.until", f"{text!r} is not an ISO 8601 time") from None
     if local.tzinfo is not None:
         raise ValidationError("spec.params.until", "is a local time: give its zone in timezone")
-    return int(local.replace(tzinfo=tz).timestamp() * 1000)
+    try:
+        instant = int(local.replace(tzinfo=tz).timestamp() * 1000)
+    except (OverflowError, ValueError, OSError):
+        instant = -1
+    if not 0 <= instant < NEVER_MS:
+        raise ValidationError("spec.params.until", f"{text!r} is not an instant after 1970")
+    return instant
 
 
 def _field(name: str, rule: Any, value: object) -> Any:

@@ -11,9 +11,10 @@ job. When its entry comes due, the timers *begin* it instead of firing an execut
   its timeout ends it EXPIRED (WaitTimedOut), and its children follow their
   ``on_parent_failure``.
 
-A signal that no step of the workflow awaits is kept, the latest of each name, for the
-first step that will; one naming a step (an approval's one-time link) is only for that
-step while it waits. The end goes to jobs.events; the status processor's StepEnded then
+A signal that no step of the workflow awaits is kept, the latest of each name (at most
+:data:`MAX_KEPT_SIGNALS` names), for the first step that will, until the workflow ends or
+is cancelled; one naming a step (by name or job id: an approval) is only for that step
+while it waits. The end goes to jobs.events; the status processor's StepEnded then
 releases the children as for any job. Everything is in the timers' transaction: the
 signal consumed, the entry ended and the WAITING or SUCCEEDED written commit together.
 """
@@ -38,6 +39,9 @@ log = logging.getLogger(__name__)
 K = LifecycleKind
 
 WAIT_TIMED_OUT = "WaitTimedOut"
+MAX_KEPT_SIGNALS = 100
+"""Signals of distinct names a workflow keeps for steps that have not begun waiting; past
+it a signal of a new name goes to jobs.intake.dlq."""
 """The error of a wait that ended EXPIRED: no signal of its name within its timeout."""
 
 Finish = Callable[[TimerState, JobEntry, int], None]
@@ -142,6 +146,10 @@ class HeldSteps:
                      extra={"workflow_id": workflow_id, "step": signal.step,
                             "signal": signal.name})  # fmt: skip
             return []
+        kept = state.nodes.kept_signals(owner, workflow_id)
+        if signal.name not in kept and len(kept) >= MAX_KEPT_SIGNALS:
+            raise ValidationError("name", f"workflow {workflow_id} keeps {len(kept)} signals no "
+                                          "step has taken: no more are kept")  # fmt: skip
         self.signals_kept += 1
         state.nodes.keep_signal(signal)
         return []
@@ -150,7 +158,7 @@ class HeldSteps:
     def _waiting(state: TimerState, signal: WorkflowSignalled) -> list[StepNode]:
         return [node for node in state.nodes.of_workflow(signal.owner, signal.workflow_id)
                 if node.awaits == signal.name and node.outcome is None
-                and (signal.step is None or node.step == signal.step)]  # fmt: skip
+                and signal.step in (None, node.step, node.job_id)]  # fmt: skip
 
     def _end(self, state: TimerState, node: StepNode, signal: WorkflowSignalled,
              now_ms: int) -> Output | None:  # fmt: skip

@@ -19,7 +19,7 @@ from jobstream._pipeline.limits.throttle import Throttle
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.commands import command_refusal, update_refusal
 from jobstream._pipeline.model.deadlines import attempt_deadline_ms, attempt_refusal
-from jobstream._pipeline.model.held import is_held
+from jobstream._pipeline.model.held import held_refusal, is_held
 from jobstream._pipeline.model.job import cron_of
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.params import submission_fields, summarize_params
@@ -195,10 +195,13 @@ class TimerLogic:
         a CancelRequested on jobs.control (pipeline/model/cancel.py)."""
         emits: list[Output] = []
         in_flight = True
+        items: list[Output] = []
         for timer_id in (data.job_id, retry_timer_id(data.job_id)):
             entry = state.get(timer_id)
             if not isinstance(entry, FiringEntry):  # none, or a marker
                 continue
+            if isinstance(entry, JobEntry) and entry.waiting_since_ms is not None:
+                items = self.members.cancel_items(state, entry, now_ms)  # a map's, if any
             self._finish(state, entry, now_ms)
             self.workflows.forget_waiting(state, entry.job)
             in_flight = isinstance(entry, JobEntry) and entry.spec.cron is not None
@@ -209,7 +212,7 @@ class TimerLogic:
         emits = emits[:1]
         if in_flight:
             emits.append(self._control(data, now_ms))
-        return emits
+        return emits + items
 
     def _control(self, data: JobCancelled, now_ms: int) -> Output:
         """The CancelRequested of a cancel that may find a run under way: it covers the
@@ -254,6 +257,9 @@ class TimerLogic:
                 spec = evolve(spec, cron=data.cron)
             if data.params is not None:
                 spec = evolve(spec, params=data.params)
+                if is_held(spec) and (refused := held_refusal(spec, entry.job.workflow_id)):
+                    _ignored(data, refused)
+                    return []
             if run_at is not None:
                 # A moved job's spec asks for its new time: the entry holds one due instant.
                 spec = evolve(spec, run_at_ms=run_at)

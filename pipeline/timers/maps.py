@@ -70,7 +70,7 @@ class Members:
             self.finish(state, entry, now_ms)
             return [self.lifecycle(K.SUCCEEDED, job, now_ms, result='{"items": 0}',
                                    detail="nothing to map")]  # fmt: skip
-        name = job.spec.labels.get(STEP_LABEL, job.job_id)
+        name = node.step or job.job_id
         window = min(mapped.max_concurrency, len(items))
         emits = []
         for index, item in enumerate(items):
@@ -108,7 +108,10 @@ class Members:
         if node.result is None:
             stored = " (stored by URI: a map reads an inline result)" if node.result_uri else ""
             return [], f"map over {mapped.over!r}: its result is not a JSON list{stored}"
-        items = orjson.loads(node.result)
+        try:
+            items = orjson.loads(node.result)
+        except orjson.JSONDecodeError:
+            items = None
         if not isinstance(items, list):
             return [], f"map over {mapped.over!r}: its result is not a JSON list"
         if len(items) > MAX_MAP_ITEMS:
@@ -151,6 +154,7 @@ class Members:
         if holder is None or holder.outcome is not None:
             return []
         failed = outcome != StepOutcome.SUCCEEDED
+        first_failure = failed and holder.member_failure is None
         holder = holder.evolve(
             members_ended=holder.members_ended + 1,
             member_outcome=run_outcome(holder.member_outcome, outcome),
@@ -160,7 +164,7 @@ class Members:
         entry = state.get(holder.job_id)
         is_map = isinstance(entry, JobEntry) and entry.waiting_since_ms is not None
         emits: list[Output] = []
-        if is_map and failed and isinstance(entry, JobEntry) and self._fail_fast(entry):
+        if is_map and first_failure and isinstance(entry, JobEntry) and self._fail_fast(entry):
             emits.extend(self._cancel_rest(state, holder, now_ms))
             holder = holder.evolve(next_member=holder.members)
         elif is_map and holder.next_member < holder.members:
@@ -196,9 +200,21 @@ class Members:
         return [self.lifecycle(K.SCHEDULED, entry.job, now_ms, scheduled_at_ms=now_ms,
                                detail="a slot of its map is free")]  # fmt: skip
 
-    def _cancel_rest(self, state: TimerState, holder: StepNode, now_ms: int) -> list[Output]:
+    def cancel_items(self, state: TimerState, entry: JobEntry, now_ms: int) -> list[Output]:
+        """A map cancelled while its items run: cancel the items not ended, and start no
+        more (each one's end is still counted, and the last ends the map's waiting)."""
+        workflow_id = entry.job.workflow_id
+        holder = None if workflow_id is None else state.nodes.get(entry.owner, workflow_id,
+                                                                  entry.job_id)  # fmt: skip
+        if holder is None or not holder.next_member:
+            return []  # not a map (a wait, a sleep), or one that started nothing
+        state.nodes.put(holder.evolve(next_member=holder.members))
+        return self._cancel_rest(state, holder, now_ms, "its map was cancelled")
+
+    def _cancel_rest(self, state: TimerState, holder: StepNode, now_ms: int,
+                     reason: str | None = None) -> list[Output]:  # fmt: skip
         emits: list[Output] = []
-        reason = f"map cancelled: {holder.member_failure}"
+        reason = reason or f"map cancelled: {holder.member_failure}"
         name = holder.step or holder.job_id
         for index in range(holder.members):
             job_id = item_job_id(holder.owner, holder.workflow_id, name, index)

@@ -151,6 +151,11 @@ class WorkflowNodes:
         self.tx.delete(key)
         self.changelog.append((key, None))
 
+    def kept_signals(self, owner: str, workflow_id: str) -> list[str]:
+        """The names of the signals kept for the workflow."""
+        prefix = SIGNAL_PREFIX + _workflow(owner, workflow_id)
+        return [key[len(prefix) :].decode() for key, _ in self.tx.scan(prefix, prefix + _END)]
+
     def drop_signals(self, owner: str, workflow_id: str) -> None:
         """Forget every signal kept for an ended workflow."""
         prefix = SIGNAL_PREFIX + _workflow(owner, workflow_id)

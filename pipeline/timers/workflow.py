@@ -32,7 +32,7 @@ nodes and the firing it allows commit together with the input offset.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from jobstream._pipeline.errors import ValidationError
@@ -83,8 +83,9 @@ log = logging.getLogger(__name__)
 K = LifecycleKind
 
 PARENT_RESULTS_INLINE_BYTES = 1_000_000
-"""Inline parent results an execution carries at most; past it a parent's inline result
-is left out (its outcome and result URI stay), so a wide fan-in fits in one record."""
+"""Bytes of parent results an execution carries at most (inline results, and each
+record's ids): past it a parent's inline result is left out (its outcome and result URI
+stay) and a map's further items too, so a wide fan-in fits in one record."""
 
 Lifecycle = Callable[..., Output]
 """``(kind, job, now_ms, **fields) -> Output``: a JobLifecycle of a job on jobs.events."""
@@ -161,6 +162,9 @@ class WorkflowTimers:
             state.nodes.put(node.evolve(own_outcome=outcome, result=data.result,
                                         result_uri=data.result_uri))  # fmt: skip
             return []
+        if node.outcome is None and node.members and not node.next_member:
+            # A spawner whose children ended first: the worst of its end and theirs.
+            outcome = run_outcome(outcome, node.member_outcome or outcome)
         first_end = node.outcome is None
         state.nodes.put(node.evolve(outcome=outcome, result=data.result,
                                     result_uri=data.result_uri,
@@ -308,6 +312,7 @@ class WorkflowTimers:
         record = (state.nodes.workflow(owner, workflow_id)
                   or WorkflowRecord(owner=owner, workflow_id=workflow_id))  # fmt: skip
         state.nodes.put_workflow(record.evolve(cancelled=True))
+        state.nodes.drop_signals(owner, workflow_id)
         if record.schedule:  # no more runs; the runs started go on (each can be cancelled)
             state.remove(schedule_timer_id(owner, workflow_id))
             return []
@@ -341,13 +346,26 @@ class WorkflowTimers:
                 items = (state.nodes.get(node.owner, workflow_id,
                                          item_job_id(node.owner, workflow_id, name, index))
                          for index in range(node.members))  # fmt: skip
-                budget = _results(found, [item for item in items if item is not None], budget)
+                budget = _results(found, items, budget, items=True)
         return found
 
 
-def _results(found: list[ParentResultRecord], nodes: list[StepNode], budget: int) -> int:
-    """Append each node's ParentResult while inline results fit ``budget``; what is left."""
+RECORD_BYTES = 24
+"""What one ParentResult costs in an execution beside its ids and result: its outcome, its
+fields' lengths and nulls, with room to spare."""
+
+
+def _results(found: list[ParentResultRecord], nodes: Iterable[StepNode | None], budget: int,
+             *, items: bool = False) -> int:  # fmt: skip
+    """Append each node's ParentResult, its result inline while ``budget`` lasts; what is
+    left. A map's ``items`` stop once the budget is spent: past it, the execution would
+    outgrow the topics' record size (a join reads the rest through the API)."""
     for node in nodes:
+        if node is None:
+            continue
+        budget -= RECORD_BYTES + len(node.job_id) + len((node.step or "").encode())
+        if items and budget < 0:
+            return budget
         result = node.result
         if result is not None:
             budget -= len(result.encode())

@@ -37,6 +37,9 @@ from jobstream._pipeline.serde import Event
 from jobstream._pipeline.workflows import idempotent_workflow_id, step_job_id, topological_order
 
 MAX_STEP_NAME_CHARS = 100
+RESERVED_STEP_CHARS = frozenset("[]/")
+"""Characters the names of a map's items and of spawned children use
+(pipeline/workflows/members.py): a step's own name has none, so no two meet."""
 HELD_STEPS = {"wait": WAIT_TYPE, "sleep": SLEEP_TYPE, "map": MAP_TYPE}
 """A step written ``{"name": ..., "wait": {...}}`` is a step of job type jobstream.wait
 whose params are the mapping (pipeline/model/held.py); ``sleep`` likewise."""
@@ -63,6 +66,11 @@ def step_name(value: object) -> str:
         raise ValueError("must be a non-blank string")
     if len(value) > MAX_STEP_NAME_CHARS:
         raise ValueError(f"is {len(value)} characters, more than {MAX_STEP_NAME_CHARS}")
+    reserved = sorted(set(value) & RESERVED_STEP_CHARS)
+    if reserved:
+        shown = " or ".join(map(repr, reserved))
+        raise ValueError(f"must not contain {shown}: a map's items are named '<step>[<i>]' "
+                         "and a handler's children '<step>/<key>'")  # fmt: skip
     return value
 
 

@@ -1,16 +1,17 @@
 // The page of a one-time approval link (/approve.html#<token>): the step's prompt and
 // Approve / Reject, with no API token. The token is in the fragment, so it never reaches a
-// server log or a Referer; the API completes the step once (connectors/api/links.py).
+// server log or a Referer, and goes to the API in a header and the body, never in a path;
+// the API completes the step once (connectors/api/links.py).
 
 import { h } from "./dom.js";
 
 const token = location.hash.slice(1);
-const path = `/api/v1/approvals/link/${encodeURIComponent(token)}`;
+const path = "/api/v1/approvals/link";
 const root = document.getElementById("approval");
 const status = document.getElementById("approval-status");
 
 async function call(init) {
-  const response = await fetch(path, init);
+  const response = await fetch(path, { ...init, headers: { ...(init.headers ?? {}), "X-Jobstream-Link": token } });
   const body = response.headers.get("content-type")?.includes("json") ? await response.json() : null;
   if (!response.ok) throw new Error(body?.detail ?? `HTTP ${response.status}`);
   return body;
@@ -30,7 +31,7 @@ async function show() {
     for (const button of root.querySelectorAll("button")) button.disabled = true;
     try {
       await call({ method: "POST", headers: { "content-type": "application/json" },
-        body: JSON.stringify({ approve, reason: reason.value || null }) });
+        body: JSON.stringify({ token, approve, reason: reason.value || null }) });
       status.textContent = approve ? "Approved. Thank you." : "Rejected. Thank you.";
       status.dataset.decided = approve ? "approved" : "rejected";
     } catch (error) {

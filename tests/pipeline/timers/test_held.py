@@ -16,6 +16,8 @@ from jobstream._pipeline.model.held import check_held
 from jobstream._pipeline.model.records import JobSpec
 from jobstream._pipeline.runtime.driver import ProcessorDriver
 from jobstream._pipeline.serde import Event
+from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.held import MAX_KEPT_SIGNALS
 from jobstream._pipeline.timers.processor import TimerProcessor
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
@@ -274,7 +276,8 @@ def test_a_failed_item_cancels_the_rest_of_its_map(timers: ProcessorDriver[Timer
     items = [ids(f"render[{i}]") for i in range(3)]
     failed = timers.pipe(TOPICS.intake, step_ended(items[0], WF, "DEAD_LETTERED", T0))
     assert sorted(lifecycle(failed)) == sorted([("CANCELLED", items[1]), ("CANCELLED", items[2])])
-    timers.pipe(TOPICS.intake, step_ended(items[1], WF, "CANCELLED", T0))
+    again = timers.pipe(TOPICS.intake, step_ended(items[1], WF, "CANCELLED", T0))
+    assert again == [], "the rest is cancelled once, at the first failure"
     ended = timers.pipe(TOPICS.intake, step_ended(items[2], WF, "CANCELLED", T0))
     assert lifecycle(ended) == [("CANCELLED", ids("render"))]
     assert "render[0] ended DEAD_LETTERED" in data(ended, "CANCELLED", ids("render"))["detail"]
@@ -364,3 +367,61 @@ def test_a_trigger_or_a_new_time_does_not_end_a_step_that_waits(
         assert timers.pipe(TOPICS.intake, moved) == []
     assert timers.advance(1000) == [], "both still wait"
     assert lifecycle(timers.pipe(TOPICS.intake, signal("go-on"))) == [("SUCCEEDED", ids("forever"))]
+
+
+def test_a_step_name_of_an_item_or_a_child_shape_is_refused() -> None:
+    for name in ("render[0]", "split/page-1"):
+        with pytest.raises(ValidationError, match=r"steps\.0\.name: must not contain"):
+            workflow_event("tests", [step(name)], now_ms=T0, workflow_id=WF)
+
+
+def test_cancelling_a_map_cancels_its_items_and_ends_its_wait(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("list"),
+           {"name": "m", "depends_on": ["list"],
+            "map": {"over": "list", "job_type": "image.render", "max_concurrency": 1}},
+           step("after", "m"))  # fmt: skip
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0, "[1, 2, 3]"))
+    timers.advance(0)
+    items = [ids(f"m[{i}]") for i in range(3)]
+    cancel = Event("JobCancelled", {"job_id": ids("m"), "workflow_id": WF,
+                                    "requested_at_ms": timers.now_ms})  # fmt: skip
+    cancelled = timers.pipe(TOPICS.intake, cancel)
+    assert ("CANCELLED", ids("m")) in lifecycle(cancelled)
+    assert {("CANCELLED", items[1]), ("CANCELLED", items[2])} <= set(lifecycle(cancelled))
+    # The map's end waits for its items'; then its dependents follow its CANCELLED.
+    assert timers.pipe(TOPICS.intake, step_ended(ids("m"), WF, "CANCELLED", T0)) == []
+    for item in items[1:]:
+        assert timers.pipe(TOPICS.intake, step_ended(item, WF, "CANCELLED", T0)) == []
+    last = timers.pipe(TOPICS.intake, step_ended(items[0], WF, "SUCCEEDED", T0))
+    assert lifecycle(last) == [("CANCELLED", ids("after"))]
+
+
+def test_a_spawner_whose_children_failed_first_releases_as_failed(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("fan"), step("after", "fan"))
+    timers.advance(0)
+    timers.pipe(TOPICS.intake, spawned("fan", "0", timers.now_ms))
+    child = spawned_job_id("tests", WF, "fan", "0")
+    assert timers.pipe(TOPICS.intake, step_ended(child, WF, "DEAD_LETTERED", T0)) == []
+    released = timers.pipe(TOPICS.intake, step_ended(ids("fan"), WF, "SUCCEEDED", T0))
+    assert lifecycle(released) == [("CANCELLED", ids("after"))]
+
+
+def test_a_workflow_keeps_a_bounded_number_of_signals_and_forgets_them_when_cancelled(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    submit(timers, step("a"), {"name": "gate", "depends_on": ["a"], "wait": {"signal": "go"}})
+    for n in range(MAX_KEPT_SIGNALS):
+        assert timers.pipe(TOPICS.intake, signal(f"s-{n}")) == []
+    assert timers.pipe(TOPICS.intake, signal("s-0", '"again"')) == [], "a kept name: replaced"
+    refused = dead_letters(timers.pipe(TOPICS.intake, signal("one-more")))
+    assert refused == [f"name: workflow {WF} keeps {MAX_KEPT_SIGNALS} signals no step has "
+                       "taken: no more are kept"]  # fmt: skip
+    cancel = Event("WorkflowCancelled", {"workflow_id": WF, "owner": "tests",
+                                         "requested_at_ms": timers.now_ms})  # fmt: skip
+    timers.pipe(TOPICS.intake, cancel)
+    assert TimerState(PartitionBatch(timers.store())).nodes.kept_signals("tests", WF) == []
