@@ -130,7 +130,8 @@ class HeldSteps:
         record = state.nodes.workflow(owner, workflow_id)
         known = record is not None or next(state.nodes.of_workflow(owner, workflow_id), None)
         if not known or (record is not None and record.steps and record.ended >= record.steps):
-            why = "never submitted, or ended"
+            why = ("never submitted, or ended; or the record is keyed or partitioned otherwise "
+                   "than by its workflow id with Java's murmur2")
             raise ValidationError("workflow_id", f"{owner}'s workflow {workflow_id} is not "
                                                  f"running here: {why}")  # fmt: skip
         if record is not None and record.cancelled:

@@ -145,7 +145,8 @@ def test_a_signal_from_a_plain_kafka_producer_completes_a_wait(
         "payload": '{"path": "s3://in/2026-11-28.csv"}', "reject": False, "step": None,
         "sent_at_ms": now_ms(), "reason": None, "requested_by": "a plain producer",
     })  # fmt: skip
-    producer = Producer({"bootstrap.servers": pipeline_topics.settings.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": pipeline_topics.settings.bootstrap_servers,
+                         "partitioner": "murmur2_random"})  # Java's: docs/submitting.md
     producer.produce(pipeline_topics.intake, key=f"report-kafka-{RUN}".encode(),
                      value=header + body.getvalue())  # fmt: skip
     assert producer.flush(30) == 0

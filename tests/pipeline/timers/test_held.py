@@ -195,8 +195,8 @@ def test_signals_for_a_workflow_not_here_go_to_the_dead_letters_with_the_reason(
     timers: ProcessorDriver[TimerState],
 ) -> None:
     unknown = timers.pipe(TOPICS.intake, signal("ok"))
-    assert dead_letters(unknown) == ["workflow_id: tests's workflow wf-held is not running here: "
-                                     "never submitted, or ended"]  # fmt: skip
+    assert dead_letters(unknown)[0].startswith(
+        "workflow_id: tests's workflow wf-held is not running here: never submitted, or ended")
     submit(timers, {"name": "one", "wait": {"signal": "ok"}})
     other_owner = timers.pipe(TOPICS.intake, signal("ok", owner="mallory"))
     assert dead_letters(other_owner)[0].startswith("workflow_id: mallory's workflow")
