@@ -55,10 +55,6 @@ class HeldSteps:
         self.lifecycle = lifecycle
         self.finish = finish
         self.begin_map = begin_map
-        self.signals_kept = 0
-        """Signals no step awaited when they came (kept for one)."""
-        self.signals_dropped = 0
-        """Signals for one step that was not waiting (a link used twice): dropped."""
 
     def fire(self, state: TimerState, entry: JobEntry, now_ms: int) -> list[Output]:
         """A held step's entry came due: begin it, or end it at its instant."""
@@ -142,7 +138,6 @@ class HeldSteps:
         if ended:
             return ended
         if signal.step is not None:
-            self.signals_dropped += 1
             log.info("signal for a step not waiting dropped",
                      extra={"workflow_id": workflow_id, "step": signal.step,
                             "signal": signal.name})  # fmt: skip
@@ -151,7 +146,6 @@ class HeldSteps:
         if signal.name not in kept and len(kept) >= MAX_KEPT_SIGNALS:
             raise ValidationError("name", f"workflow {workflow_id} keeps {len(kept)} signals no "
                                           "step has taken: no more are kept")  # fmt: skip
-        self.signals_kept += 1
         state.nodes.keep_signal(signal)
         return []
 

@@ -265,15 +265,21 @@ def test_a_map_runs_an_item_per_element_a_few_at_a_time_and_the_join_gets_them_i
         ("render[2]", '"C"')]  # fmt: skip
 
 
-def test_a_failed_item_cancels_the_rest_of_its_map(timers: ProcessorDriver[TimerState]) -> None:
+def begun_map(timers: ProcessorDriver[TimerState], name: str, after: str) -> list[str]:
+    """A workflow whose map ``name`` over [1, 2, 3] runs one item at a time, ``after``
+    waiting for it, begun: the items' job ids."""
     submit(timers, step("list"),
-           {"name": "render", "depends_on": ["list"],
+           {"name": name, "depends_on": ["list"],
             "map": {"over": "list", "job_type": "image.render", "max_concurrency": 1}},
-           step("join", "render"))  # fmt: skip
+           step(after, name))  # fmt: skip
     timers.advance(0)
     timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0, "[1, 2, 3]"))
     timers.advance(0)
-    items = [ids(f"render[{i}]") for i in range(3)]
+    return [ids(f"{name}[{i}]") for i in range(3)]
+
+
+def test_a_failed_item_cancels_the_rest_of_its_map(timers: ProcessorDriver[TimerState]) -> None:
+    items = begun_map(timers, "render", "join")
     failed = timers.pipe(TOPICS.intake, step_ended(items[0], WF, "DEAD_LETTERED", T0))
     assert sorted(lifecycle(failed)) == sorted([("CANCELLED", items[1]), ("CANCELLED", items[2])])
     again = timers.pipe(TOPICS.intake, step_ended(items[1], WF, "CANCELLED", T0))
@@ -378,14 +384,7 @@ def test_a_step_name_of_an_item_or_a_child_shape_is_refused() -> None:
 def test_cancelling_a_map_cancels_its_items_and_ends_its_wait(
     timers: ProcessorDriver[TimerState],
 ) -> None:
-    submit(timers, step("list"),
-           {"name": "m", "depends_on": ["list"],
-            "map": {"over": "list", "job_type": "image.render", "max_concurrency": 1}},
-           step("after", "m"))  # fmt: skip
-    timers.advance(0)
-    timers.pipe(TOPICS.intake, step_ended(ids("list"), WF, "SUCCEEDED", T0, "[1, 2, 3]"))
-    timers.advance(0)
-    items = [ids(f"m[{i}]") for i in range(3)]
+    items = begun_map(timers, "m", "after")
     cancel = Event("JobCancelled", {"job_id": ids("m"), "workflow_id": WF,
                                     "requested_at_ms": timers.now_ms})  # fmt: skip
     cancelled = timers.pipe(TOPICS.intake, cancel)
