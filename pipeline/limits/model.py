@@ -8,7 +8,6 @@ console tool, and a limit is a setting, not an event of a job's life.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +19,6 @@ from jobstream._pipeline.model.rules import field_check
 
 _SEPARATOR = "\x00"
 """Between owner and type in a key id: owners may hold any printable character, no NUL."""
-_RATE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*/\s*(s|m|h)\s*")
-_PER_SECOND = {"s": 1.0, "m": 60.0, "h": 3600.0}
 BURST_SECONDS = 0.5
 """The default burst: half a second's tokens (at least one). A bucket holds no more than
 its burst, so tokens earned while one firing transaction commits beyond that are lost: the
@@ -108,11 +105,6 @@ def default_burst(rate: float) -> int:
 
 
 def parse_rate(text: str) -> float:
-    """``50/s``, ``300/m`` or ``1000/h`` as firings per second; ValidationError otherwise."""
-    match = _RATE.fullmatch(text)
-    if match is None:
-        raise ValidationError("rate", f"must be a number per s, m or h, e.g. '50/s'; got {text!r}")
-    rate = float(match.group(1)) / _PER_SECOND[match.group(2)]
-    if rate <= 0:
-        raise ValidationError("rate", f"must be positive, got {text!r}")
-    return rate
+    """``50/s``, ``300/m`` or ``1000/h`` as firings per second (:func:`rules.rate_per_second`);
+    ValidationError naming ``rate`` otherwise."""
+    return field_check("rate", rules.rate_per_second, text)

@@ -50,9 +50,11 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.held import check_held, is_held
 from jobstream._pipeline.model.idempotency import idempotent_job_id
+from jobstream._pipeline.model.keys import Keys, check_keys, request_fields
 from jobstream._pipeline.model.records import (
     CronSchedule,
     Event,
+    JobKeys,
     JobSpec,
     JobSubmitted,
     ParentFailurePolicy,
@@ -214,6 +216,7 @@ class JobRequest(_Model):
         "pool": "spec.pool",
         "deadline": "spec.deadline_ms",
         "queue_limit_ms": "spec.queue_limit_ms",
+        "keys": "spec.job_keys",
     }
 
     job_type: Annotated[str, AfterValidator(rules.job_type)]
@@ -255,6 +258,10 @@ class JobRequest(_Model):
     queue_limit_ms: int | None = Field(default=None, gt=0, le=LONG_MAX)
     """The longest one attempt may stay QUEUED before a worker starts it; past it the job
     ends EXPIRED. One-off jobs only."""
+    keys: Keys | None = None
+    """Concurrency, rate, debounce and singleton keys (:mod:`jobstream._pipeline.model.keys`),
+    as a Keys or its mapping; a key's ``{params...}`` and ``{labels...}`` paths are filled
+    from this job."""
 
     @field_validator("cron")
     @classmethod
@@ -303,6 +310,7 @@ class JobRequest(_Model):
                 pool=self.pool,
                 deadline_ms=self._deadline_ms(now_ms),
                 queue_limit_ms=self.queue_limit_ms,
+                job_keys=self._job_keys(),
             ),
         )
         _check_envelope(record, now_ms=now_ms)
@@ -310,6 +318,13 @@ class JobRequest(_Model):
         _check_deadline(record)
         _check_consistency(record, self)
         return Event.of(record)
+
+    def _job_keys(self) -> JobKeys | None:
+        if self.keys is None:
+            return None
+        keys = self.keys
+        return rules.field_check("spec.job_keys",
+                                 lambda _: keys.record(self.params, self.labels), keys)  # fmt: skip
 
     def _deadline_ms(self, now_ms: int) -> int | None:
         deadline = self.deadline
@@ -381,6 +396,7 @@ def _request_of(record: JobSubmitted) -> JobRequest:
         "run_at": None if spec.run_at_ms is None else instant_of(spec.run_at_ms),
         "cron": None if spec.cron is None else cron_of(spec.cron),
         "deadline": None if spec.deadline_ms is None else instant_of(spec.deadline_ms),
+        "keys": None if spec.job_keys is None else request_fields(spec.job_keys),
     }  # fmt: skip
     # The record's forms (JSON text, a list, enums, the RetryPolicy record) are what the
     # field rules take: they convert them as they do a caller's.
@@ -447,6 +463,7 @@ def _check_consistency(record: JobSubmitted, request: JobRequest) -> None:
                                                  "between jobs of one workflow")  # fmt: skip
     if request.depends_on and request.cron is not None:
         raise ValidationError("spec.depends_on", "a recurring job cannot wait for other jobs")
+    check_keys(record)
     if request.cron is not None:
         submitted = record.submitted_at_ms
         if next_due_ms(request.cron, submitted - 1, job_id=job_id) is None:

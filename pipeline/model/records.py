@@ -62,6 +62,20 @@ class StepOutcome(StrEnum):
     EXPIRED = "EXPIRED"
 
 
+class DebounceKeep(StrEnum):
+    """Whose params a debounced run takes: the window's last submission or its first."""
+
+    LAST = "LAST"
+    FIRST = "FIRST"
+
+
+class SingletonMode(StrEnum):
+    """What a new submission of a busy singleton key does."""
+
+    DROP = "DROP"
+    REPLACE = "REPLACE"
+
+
 class WorkerState(StrEnum):
     STARTING = "STARTING"
     RUNNING = "RUNNING"
@@ -126,6 +140,21 @@ class RetryPolicyRecord(Record, frozen=True, kw_only=True):
     non_retryable_errors: list[str] = []
 
 
+class JobKeys(Record, frozen=True, kw_only=True):
+    """io.jobstream.JobKeys: its rules are :mod:`jobstream._pipeline.model.keys`."""
+
+    concurrency_key: str | None = None
+    concurrency_limit: int = 1
+    rate_key: str | None = None
+    rate: str | None = None
+    debounce_key: str | None = None
+    debounce_window_ms: int = 0
+    debounce_max_ms: int | None = None
+    debounce_keep: DebounceKeep = DebounceKeep.LAST
+    singleton_key: str | None = None
+    singleton_mode: SingletonMode = SingletonMode.DROP
+
+
 class JobSpec(Record, frozen=True, kw_only=True):
     job_type: str
     owner: str
@@ -141,6 +170,7 @@ class JobSpec(Record, frozen=True, kw_only=True):
     pool: str | None = None
     deadline_ms: int | None = None
     queue_limit_ms: int | None = None
+    job_keys: JobKeys | None = None
 
 
 class ErrorInfo(Record, frozen=True, kw_only=True):
@@ -363,6 +393,7 @@ class WorkerHeartbeat(Record, frozen=True, kw_only=True):
 RECORD_TYPES: dict[str, type[Record]] = {
     "CronSchedule": CronSchedule,
     "RetryPolicy": RetryPolicyRecord,
+    "JobKeys": JobKeys,
     "JobSpec": JobSpec,
     "ErrorInfo": ErrorInfo,
     "ParentResult": ParentResultRecord,

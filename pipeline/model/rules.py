@@ -106,6 +106,22 @@ def _text(value: object, max_chars: int) -> str:
     return value
 
 
+_RATE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*")
+_PER_SECOND = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def rate_per_second(text: object) -> float:
+    """``50/s``, ``300/min`` or ``1000/h`` (``s``/``sec``/``second``, ``m``/``min``/
+    ``minute``, ``h``/``hour``) as events per second; ValueError otherwise."""
+    match = _RATE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"must be a number per s, min or h, e.g. '100/min'; got {text!r}")
+    rate = float(match.group(1)) / _PER_SECOND[match.group(2)[0]]
+    if rate <= 0:
+        raise ValueError(f"must be positive, got {text!r}")
+    return rate
+
+
 def idempotency_key(value: str) -> str:
     return _text(value, MAX_IDEMPOTENCY_KEY_CHARS)
 

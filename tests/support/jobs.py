@@ -68,6 +68,7 @@ def submitted(
                 "pool": None,
                 "deadline_ms": None,
                 "queue_limit_ms": None,
+                "job_keys": None,
             },
         },
     )

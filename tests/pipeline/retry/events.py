@@ -41,7 +41,7 @@ def execution(*, job_id: str | None = None, attempt: int = 1, fired_at_ms: int |
                  "priority": "NORMAL", "run_at_ms": None, "cron": None, "depends_on": [],
                  "retry": retry, "timeout_ms": None, "labels": {},
                  "on_parent_failure": "CANCEL", "pool": None,
-                 "deadline_ms": None, "queue_limit_ms": None},
+                 "deadline_ms": None, "queue_limit_ms": None, "job_keys": None},
         "idempotency_key": idempotency_key, "errors": list(errors), "parent_results": [],
     }  # fmt: skip
 

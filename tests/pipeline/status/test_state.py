@@ -304,7 +304,7 @@ def test_a_stored_execution_written_as_its_decoded_dict_reads_as_its_record(
                            "backoff_coefficient": 2.0, "max_backoff_ms": 300000, "jitter": 0.1,
                            "non_retryable_errors": []},
                  "timeout_ms": None, "labels": {"a": "b"}, "on_parent_failure": "CANCEL",
-                 "pool": None, "deadline_ms": None, "queue_limit_ms": None},
+                 "pool": None, "deadline_ms": None, "queue_limit_ms": None, "job_keys": None},
         "idempotency_key": None, "errors": [], "parent_results": [],
     }  # fmt: skip
     tx = PartitionBatch(store)
