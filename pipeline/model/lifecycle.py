@@ -41,6 +41,12 @@ class LifecycleKind(StrEnum):
     EXPIRED = "EXPIRED"
     """The job gave up on time: its deadline passed, it stayed QUEUED past its queue limit,
     or its wait ended without the signal."""
+    HELD = "HELD"
+    """A job waits on one of its keys (docs/keys.md): ``held_by`` names the key,
+    ``waiting_for`` the jobs it waits behind. Its state does not change."""
+    COLLAPSED = "COLLAPSED"
+    """A debounced or singleton submission runs as another job (``joined_job_id``): it
+    joined a debounce window's run, was dropped for its singleton key's job, or replaced."""
 
 
 class JobState(StrEnum):
@@ -58,12 +64,15 @@ class JobState(StrEnum):
     WAITING = "WAITING"
     """A step held by the timers, not a worker: a wait for a signal, a sleep."""
     EXPIRED = "EXPIRED"
+    COLLAPSED = "COLLAPSED"
+    """A debounced or singleton submission that runs as another job (its ``joined_job_id``)."""
 
 
 FAILURE_KINDS = frozenset({LifecycleKind.FAILED, LifecycleKind.TIMED_OUT, LifecycleKind.LOST})
 """An attempt that ended without success: the retry router decides what follows."""
 TERMINAL_STATES = frozenset(
-    {JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.CANCELLED, JobState.EXPIRED}
+    {JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.CANCELLED, JobState.EXPIRED,
+     JobState.COLLAPSED}
 )
 """A finished job: only its next cron run or a redrive brings it back, and its record is
 purged after the retention."""

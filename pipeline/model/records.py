@@ -263,6 +263,9 @@ class JobLifecycle(Record, frozen=True, kw_only=True):
     queue_limit_ms: int | None = None
     pool: str | None = None
     checkpoint: Checkpoint | None = None
+    job_keys: JobKeys | None = None
+    held_by: str | None = None
+    joined_job_id: str | None = None
     execution: ExecutionRequested | None = None
 
 
