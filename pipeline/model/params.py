@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple, TypedDict
 
-from jobstream._pipeline.model.records import JobSubmitted
+from jobstream._pipeline.model.records import JobKeys, JobSubmitted
 
 STATUS_PARAMS_INLINE_BYTES = 4 * 1024
 """Largest parameters (bytes of JSON text) written inline in a jobs.status record."""
@@ -57,15 +57,17 @@ class SubmissionFields(TypedDict):
     deadline_ms: int | None
     queue_limit_ms: int | None
     pool: str | None
+    job_keys: JobKeys | None
 
 
 def submission_fields(job: JobSubmitted) -> SubmissionFields:
     """What the first lifecycle event of a JobSubmitted tells the status processor:
     creation time, labels and the parameters' summary (JobLifecycle's optional fields;
-    labels always travel with the summary), and its time limits and pool."""
+    labels always travel with the summary), its time limits, pool and keys."""
     spec = job.spec
     summary = summarize_params(spec.params)
     return SubmissionFields(created_at_ms=job.submitted_at_ms, labels=dict(spec.labels),
                             params=summary.params, params_bytes=summary.params_bytes,
                             params_sha256=summary.params_sha256, deadline_ms=spec.deadline_ms,
-                            queue_limit_ms=spec.queue_limit_ms, pool=spec.pool)  # fmt: skip
+                            queue_limit_ms=spec.queue_limit_ms, pool=spec.pool,
+                            job_keys=spec.job_keys)  # fmt: skip

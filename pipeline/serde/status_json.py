@@ -10,7 +10,7 @@ still reads the fields it knows; add fields with defaults, never rename.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,7 +90,8 @@ class JobStatus(BaseModel):
     step: str | None = Field(default=None, description="Its step name, in a workflow.")
     waiting_for: list[str] = Field(
         default_factory=list,
-        description="BLOCKED: the parents (job ids) it still waits for; WAITING: the signal.",
+        description="BLOCKED: the parents (job ids) it still waits for; WAITING: the signal; "
+        "QUEUED and held on a key (held_by): the jobs it waits behind.",
     )
     created_at_ms: int | None = Field(
         default=None, description="When the job was submitted (epoch ms); null if not known."
@@ -140,6 +141,21 @@ class JobStatus(BaseModel):
         ge=0,
         description="The longest an attempt may stay QUEUED before a worker starts it: past "
         "it the job ends EXPIRED; null: no limit.",
+    )
+    keys: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="Its concurrency, rate, debounce and singleton keys, each as an object "
+        "(docs/keys.md); null: none.",
+    )
+    held_by: str | None = Field(
+        default=None,
+        description="QUEUED: the key it waits on, '<kind>:<key>' (concurrency:customer-42), "
+        "waiting_for naming the jobs it waits behind; null when no key holds it.",
+    )
+    joined_job_id: str | None = Field(
+        default=None,
+        description="COLLAPSED: the job it runs as (a debounce window's run, the singleton "
+        "key's job it was dropped for or replaced by).",
     )
 
 

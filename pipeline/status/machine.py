@@ -33,6 +33,13 @@ execution, so a late SUCCEEDED of the run it stopped is a duplicate. A schedule 
 at the timers is CANCELLED while its last run may still go on: that run's CANCELLED
 changes nothing (ignored), any other outcome of it is illegal.
 
+A HELD (a worker holds a QUEUED attempt back on its concurrency key) changes no state:
+it tells ``held_by`` (the key) and ``waiting_for`` (the jobs it waits behind), both
+cleared by the job's next event. A COLLAPSED (a
+debounced or singleton submission runs as another job) ends any job not ended, naming
+that job (``joined_job_id``). The first event of a job, or an execution's spec, tells
+its ``keys``.
+
 An EXPIRED (the job gave up on time, pipeline/model/deadlines.py) ends any job not ended,
 its error becoming ``last_error``. One naming an execution (a QUEUED attempt the status
 processor expired) finishes it, so a late STARTED of it is a duplicate, and one of a
@@ -57,6 +64,7 @@ from math import isfinite
 
 from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.model.job import cron_of
+from jobstream._pipeline.model.keys import shown
 from jobstream._pipeline.model.lifecycle import (
     FAILURE_KINDS,
     IMPLIED_ERRORS,
@@ -94,6 +102,8 @@ _CANCELLED = K.CANCELLED
 _BLOCKED = K.BLOCKED
 _WAITING = K.WAITING
 _EXPIRED = K.EXPIRED
+_HELD = K.HELD
+_COLLAPSED = K.COLLAPSED
 _FENCED = OUTCOMES | {K.FIRED}
 """Of an older epoch, a zombie's outcome or a replayed firing: DUPLICATE."""
 _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
@@ -120,7 +130,7 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
     S.SCHEDULED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.RETRY_SCHEDULED: S.FAILED_RETRYING,
                   K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.BLOCKED: S.BLOCKED,
                   K.WAITING: S.WAITING},
-    S.QUEUED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.SUCCEEDED: S.SUCCEEDED,
+    S.QUEUED: {K.FIRED: S.QUEUED, K.HELD: S.QUEUED, K.STARTED: S.RUNNING, K.SUCCEEDED: S.SUCCEEDED,
                **_failed(S.FAILED_RETRYING), K.RETRY_SCHEDULED: S.FAILED_RETRYING,
                K.DEAD_LETTERED: S.DEAD_LETTERED, K.CANCELLED: S.CANCELLED},
     S.RUNNING: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.HEARTBEAT: S.RUNNING,
@@ -142,6 +152,7 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
     # its instant, and a cancel or the workflow's cancel ends it too.
     S.WAITING: {K.WAITING: S.WAITING, K.SUCCEEDED: S.SUCCEEDED, K.CANCELLED: S.CANCELLED},
     S.EXPIRED: {},
+    S.COLLAPSED: {},
 }  # fmt: skip
 
 Transitions = dict[tuple[JobState | None, str], JobState]
@@ -154,6 +165,12 @@ _RESCHEDULED: Transitions = {
 # EXPIRED (a deadline or a queue limit passed, a wait ran out) ends any job not ended.
 _EXPIRES: Transitions = {
     (state, K.EXPIRED): S.EXPIRED for state in [*S, None] if state not in TERMINAL_STATES
+}
+
+# COLLAPSED (a debounced or singleton submission runs as another job) ends it, whatever
+# the timers had told of it before.
+_COLLAPSES: Transitions = {
+    (state, K.COLLAPSED): S.COLLAPSED for state in [*S, None] if state not in TERMINAL_STATES
 }
 
 # A job never seen: its first event is SCHEDULED (or BLOCKED, or CANCELLED for a schedule
@@ -171,6 +188,7 @@ TABLE: Transitions = {
     **_FROM_ROWS,
     **_RESCHEDULED,
     **_EXPIRES,
+    **_COLLAPSES,
     **_NEW,
 }
 """(current state, event kind) -> new state; None is a job not seen yet."""
@@ -268,8 +286,12 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
     if kind is _BLOCKED or kind is _WAITING:
         changes.update(scheduled_at_ms=event.scheduled_at_ms,
                        waiting_for=tuple(event.waiting_for or ()))  # fmt: skip
+    elif kind is _HELD:
+        changes.update(held_by=event.held_by, waiting_for=tuple(event.waiting_for or ()))
     elif record.waiting_for:
         changes["waiting_for"] = ()
+    if record.held_by is not None and kind is not _HELD:
+        changes["held_by"] = None
     if kind in _SETS_SCHEDULE:
         changes["scheduled_at_ms"] = event.scheduled_at_ms
         if recurring:
@@ -301,6 +323,9 @@ def _apply(record: JobRecord, kind: LifecycleKind, epoch: int, target: JobState,
         changes["cancellation"] = _cancellation(event)
         if execution is not None:
             changes["finished"] = record.finish(execution)
+    elif kind is _COLLAPSED:
+        changes.update(scheduled_at_ms=None, next_fire_at_ms=None,
+                       joined_job_id=event.joined_job_id)  # fmt: skip
     elif kind is _EXPIRED:
         changes.update(scheduled_at_ms=None, next_fire_at_ms=None,
                        last_error=_last_error(kind, event))  # fmt: skip
@@ -325,8 +350,12 @@ def _identity(record: JobRecord, event: JobLifecycle) -> Changes:
             found.update(_submission(spec))
         if execution.workflow_id:
             found["workflow_id"] = execution.workflow_id
+        if spec.job_keys is not None:
+            found["keys"] = shown(spec.job_keys)
     if event.created_at_ms is not None:
         found["created_at_ms"] = event.created_at_ms
+    if event.job_keys is not None:
+        found["keys"] = shown(event.job_keys)
     if event.params_sha256 is not None:  # labels travel with the parameters' summary
         found.update(params=event.params, params_bytes=event.params_bytes,
                      params_sha256=event.params_sha256, labels=dict(event.labels or {}))

@@ -154,6 +154,12 @@ class JobRecord(NamedTuple):
     queue_expiry_ms: int | None = None
     """QUEUED only: when the attempt expires if no worker has started it (its queue limit
     or the job's deadline, pipeline/model/deadlines.py)."""
+    keys: dict[str, Any] | None = None
+    """Its keys as jobs.status shows them (pipeline/model/keys.py ``shown``)."""
+    held_by: str | None = None
+    """QUEUED and held on a key: ``<kind>:<key>``, from the worker's HELD."""
+    joined_job_id: str | None = None
+    """COLLAPSED: the job it runs as."""
 
     def evolve(self, **changes: Any) -> JobRecord:
         """A copy with ``changes``; TypeError for a field the record lacks.
@@ -235,9 +241,10 @@ class JobRecord(NamedTuple):
 
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
           "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress", "pool",
-          "deadline_ms", "queue_limit_ms", "queue_expiry_ms")  # fmt: skip
+          "deadline_ms", "queue_limit_ms", "queue_expiry_ms", "keys", "held_by",
+          "joined_job_id")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
-large parameters' URI, cancels, progress, pools and time limits."""
+large parameters' URI, cancels, progress, pools, time limits and keys."""
 _NESTED: tuple[tuple[str, type], ...] = (
     ("cron", CronSchedule), ("progress", Progress), ("cancellation", Cancellation))
 """Fields kept as objects of their own fields, typed again when a record is decoded."""

@@ -94,6 +94,9 @@ def sql_type(schema: dict, definitions: dict) -> set[str]:
         inner = ", ".join(f"{name} {min(sql_type(field, definitions))}"
                           for name, field in ref["properties"].items())  # fmt: skip
         return {f"STRUCT<{inner}>"}
+    values = kind.get("additionalProperties")
+    if kind.get("type") == "object" and isinstance(values, dict) and values.get("type") == "object":
+        return {"MAP<VARCHAR, MAP<VARCHAR, VARCHAR>>"}  # keys: objects of scalars by kind
     return {
         "string": {"VARCHAR"},
         "integer": {"INT", "BIGINT"},

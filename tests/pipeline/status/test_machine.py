@@ -77,7 +77,7 @@ def test_the_table_is_the_contract() -> None:
     assert TABLE[(S.DEAD_LETTERED, "RETRY_SCHEDULED")] is S.FAILED_RETRYING
     assert TABLE[(S.PAUSED, "RESUMED")] is S.SCHEDULED
     assert TABLE[(S.PAUSED, "PAUSED")] is S.PAUSED, "its schedule updated while it stays paused"
-    non_terminal = set(S) - {S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED, S.EXPIRED}
+    non_terminal = set(S) - {S.SUCCEEDED, S.DEAD_LETTERED, S.CANCELLED, S.EXPIRED, S.COLLAPSED}
     assert {s for (s, kind) in TABLE if kind == "SCHEDULED"} == non_terminal | {None}
     assert not [key for key in TABLE if key[0] is S.CANCELLED]
 
@@ -411,3 +411,30 @@ def test_expired_ends_a_job_with_its_reason_and_fences_the_execution_it_names() 
     assert bare is not None and bare.state is S.EXPIRED
     assert bare.last_error == {"error_type": "Expired",
                                "message": "the job gave up on time: a deadline or a limit passed"}
+
+
+def test_a_job_held_on_its_key_stays_queued_naming_the_key_until_it_starts() -> None:
+    run = ev.execution(JOB, epoch=E1)
+    keys = {"concurrency_key": "customer-42", "concurrency_limit": 2}
+    first = ev.lifecycle("SCHEDULED", JOB, scheduled_at_ms=E1, job_keys=keys)
+    held = ev.lifecycle("HELD", JOB, at_ms=E1 + 1, epoch=E1, execution_id=run["execution_id"],
+                        held_by="concurrency:customer-42", waiting_for=["A", "B"])  # fmt: skip
+    waiting = fold(first, ev.fired(run), held)
+    assert waiting is not None and waiting.state is S.QUEUED
+    assert waiting.keys == {"concurrency": {"key": "customer-42", "limit": 2}}
+    assert (waiting.held_by, waiting.waiting_for) == ("concurrency:customer-42", ("A", "B"))
+    started = fold(ev.outcome("STARTED", run), start=waiting)
+    assert started is not None and started.state is S.RUNNING
+    assert (started.held_by, started.waiting_for) == (None, ())
+    assert started.keys == waiting.keys, "the keys stay"
+    assert transition(record(S.RUNNING, epoch=E1), held).verdict is Verdict.ILLEGAL
+
+
+def test_a_collapsed_submission_ends_naming_the_job_it_runs_as() -> None:
+    collapsed = ev.lifecycle("COLLAPSED", JOB, joined_job_id="01JD3W6Q8Z5X7M2K4N9P0RRUNX")
+    for before in (None, record(S.SCHEDULED, scheduled_at_ms=E1), record(S.QUEUED, epoch=E1)):
+        after = transition(before, collapsed).record
+        assert after is not None and after.state is S.COLLAPSED
+        assert (after.joined_job_id, after.scheduled_at_ms) == ("01JD3W6Q8Z5X7M2K4N9P0RRUNX", None)
+        assert transition(after, event_of("FIRED")).verdict is Verdict.ILLEGAL
+    assert transition(record(S.SUCCEEDED), collapsed).verdict is Verdict.ILLEGAL
