@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from jobstream._pipeline.errors import DeserializationError, ValidationError
 from jobstream._pipeline.partitioning import partition_key
@@ -30,10 +31,23 @@ SOURCE_HEADER = "jobstream.source"
 lies (``topic/partition/offset``); the record's own headers follow."""
 
 
+class _NoStore:
+    """The store batch of a processor with none: nothing to roll back."""
+
+    def rollback(self) -> None:
+        pass
+
+
 @dataclass
 class Tally:
-    """What one transaction's records did, per trigger label: counted once it commits."""
+    """What one transaction's records did, per trigger label: counted once it commits.
 
+    It is the processor's per-partition state in the runtime's eyes (a new one per
+    transaction, dropped with an abort), so it answers as a state view over no store.
+    """
+
+    changed: ClassVar[bool] = False
+    tx: ClassVar[_NoStore] = _NoStore()
     matched: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
