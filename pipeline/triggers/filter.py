@@ -69,7 +69,7 @@ class Filter:
 
 def _cel(value: object) -> Any:
     """A JSON-shaped value as CEL's types (null, bool, int, double, string, list, map)."""
-    return celpy.json_to_cel(value)
+    return celpy.json_to_cel(value)  # type: ignore[arg-type]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -121,9 +121,10 @@ class Trigger:
         given = data.get("owner")
         if owner is not None and given is not None and given != owner:
             raise ValidationError("owner", f"must be this token's owner ({owner})")
-        if (owner or given) is None:
+        whose = owner or given
+        if whose is None:
             raise ValidationError("owner", "is required")
-        return cls(name=data["name"], owner=owner or given, source=data["source"],
+        return cls(name=data["name"], owner=whose, source=data["source"],
                    format=data.get("format") or "json", filter=data.get("filter"),
                    description=data.get("description") or "",
                    job=JobTemplate.from_json(data["job"]))  # fmt: skip
