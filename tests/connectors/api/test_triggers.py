@@ -13,7 +13,8 @@ TRIGGER = {"name": "orders-paid", "source": "orders", "filter": 'value.status ==
 
 
 def test_an_owner_manages_its_own_triggers_only(acme: httpx.Client, bolt: httpx.Client,
-                                                admin: httpx.Client, settings: Settings) -> None:  # fmt: skip
+                                                admin: httpx.Client,
+                                                settings: Settings) -> None:  # fmt: skip
     created = acme.post("/api/v1/triggers", json=TRIGGER)
     assert created.status_code == 201, created.text
     assert created.json()["owner"] == "acme"
