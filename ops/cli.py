@@ -224,8 +224,8 @@ def pipeline(
         help="Report a process not healthy this long after it started (it is waited for).",
     ),
 ) -> None:
-    """Run the whole pipeline (timers, status processor, retry router, demo workers)
-    in the foreground until Ctrl-C or SIGTERM.
+    """Run the whole pipeline (timers, status processor, retry router, demo workers,
+    trigger processor) in the foreground until Ctrl-C or SIGTERM.
 
     A process that exits is started again; one slow to become healthy is reported and
     waited for. No process outlives this command, however it ends (SIGKILL too)."""
@@ -244,7 +244,7 @@ def pipeline(
         say(f"[red]{name} exited with {code}[/red], restarting it{when}:\n{stack.log_tail(name)}")
 
     try:
-        stack.launch(components(base_port))
+        stack.launch(components(base_port, triggers=True))
         say(f"started {len(stack.processes)} processes; logs in {stack.logs}")
         stack.supervise(stop, report, on_tick=HealthWatch(stack, say, slow_s=slow_ms / 1000))
     finally:

@@ -1,7 +1,8 @@
 """``jobstream demo``: the whole pipeline running real jobs, shown as their status changes.
 
-Starts the timers, the status processor, the retry router and one worker per demo job
-type (ops/demo_jobs) as processes, then submits: one-off jobs of the three types, a
+Starts the timers, the status processor, the retry router, the trigger processor (idle
+until a trigger is defined: docs/triggers.md) and one worker per demo job type
+(ops/demo_jobs) as processes, then submits: one-off jobs of the three types, a
 weekday cron job in Europe/Paris, a job that fails twice and then succeeds, a poison job
 that ends in the dead-letter topic, a job cancelled before its time, and a small workflow
 (a CSV aggregation, then a chart, then a report, each step BLOCKED until its parent
@@ -147,10 +148,11 @@ def run_demo(settings: Settings, home: Path = Path(".jobstream"), base_port: int
     """Run the demo; raises JobstreamError when its jobs have not settled in ``timeout_s``
     after they were submitted."""
     stack = Stack(home)
-    console.print("starting the pipeline: timers, status processor, retry router, 3 workers")
+    console.print("starting the pipeline: timers, status processor, retry router, 3 workers, "
+                  "trigger processor")
     try:
         stack.start(
-            components(base_port),
+            components(base_port, triggers=True),
             timeout_s=300,
             progress=lambda names: console.print(f"  still starting: {', '.join(names)}"),
         )

@@ -59,8 +59,10 @@ def components(
     lease_s: float | None = None,
     heartbeat_s: float | None = None,
     instance: int = 0,
+    triggers: bool = False,
 ) -> list[Component]:
-    """The pipeline's processes: timers, status processor, retry router, a worker per type.
+    """The pipeline's processes: timers, status processor, retry router, a worker per type,
+    and with ``triggers`` a trigger processor (on the port after the workers').
 
     ``instance`` numbers one copy of them: a second copy (``instance=1``, on other ports)
     joins the same consumer groups and takes half of the partitions. The first copy keeps
@@ -78,6 +80,9 @@ def components(
     for i, job_type in enumerate(job_types):
         listed.append(worker(job_type, f"{job_type}-{instance}", base_port + 3 + i, app=app,
                              extra=beat))  # fmt: skip
+    if triggers:
+        listed.append(Component(f"trigger-processor{suffix}", ("trigger-processor", *ident),
+                                base_port + 3 + len(job_types), YIELDING))  # fmt: skip
     return listed
 
 

@@ -37,6 +37,7 @@ from jobstream._pipeline.runtime.collector import tune_collector
 from jobstream._pipeline.status.cli import status_processor
 from jobstream._pipeline.status.query import status
 from jobstream._pipeline.timers.cli import timers
+from jobstream._pipeline.triggers.cli import trigger_processor, triggers_app
 from jobstream._pipeline.version import VERSION
 from jobstream._pipeline.worker.cli import worker
 
@@ -90,6 +91,8 @@ def register(app: typer.Typer) -> None:
     app.command("status")(status)
     app.command("tail", epilog=TAIL_EPILOG)(tail)
     app.command("retry-router")(retry_router)
+    app.command("trigger-processor")(trigger_processor)
+    app.add_typer(triggers_app, name="triggers")
     app.add_typer(dlq_app, name="dlq")
     app.add_typer(limits_app, name="limits")
     app.add_typer(quotas_app, name="quotas")

@@ -83,6 +83,17 @@ WORKER_HEARTBEAT = Gauge("jobstream_worker_heartbeat_seconds",
                          ["job_type"])  # fmt: skip
 TIMER_DEAD_LETTERED = Counter("jobstream_timer_dead_lettered_total",
                               "Intake records sent to the intake dead-letter topic")  # fmt: skip
+TRIGGER_MATCHED = Counter("jobstream_trigger_matched_total",
+                          "Source records that started a job, per trigger (owner/name)",
+                          ["trigger"])  # fmt: skip
+TRIGGER_SKIPPED = Counter("jobstream_trigger_skipped_total",
+                          "Source records a trigger's filter passed over", ["trigger"])
+TRIGGER_REFUSED = Counter("jobstream_trigger_refused_total",
+                          "Source records a trigger could not read, sent to jobs.triggers.dlq",
+                          ["trigger"])  # fmt: skip
+TRIGGER_LAG = Gauge("jobstream_trigger_lag",
+                    "Records of a trigger's source topic not yet read by its processors",
+                    ["trigger"])  # fmt: skip
 
 # -- the API process, read off its views when scraped (connectors/api/metrics.py) -------
 JOBS_WAITING_FOR_POOL = Gauge("jobstream_jobs_waiting_for_pool",

@@ -101,6 +101,8 @@ class Topics:
         self.results = f"{p}jobs.results"
         self.logs = f"{p}jobs.logs"
         self.checkpoints = f"{p}jobs.checkpoints"
+        self.triggers = f"{p}jobs.triggers"
+        self.triggers_dlq = f"{p}jobs.triggers.dlq"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -138,6 +140,10 @@ class Topics:
             TopicSpec(self.limits, 1, compacted=True),
             # Quotas per owner, keyed by owner; every API process reads it whole.
             TopicSpec(self.quotas, 1, compacted=True),
+            # Event triggers, keyed by owner and name; every trigger processor reads it whole.
+            TopicSpec(self.triggers, 1, compacted=True),
+            # Source records a trigger could not read, with the reason (pipeline/triggers).
+            TopicSpec(self.triggers_dlq, s.dlq_partitions, retention_ms=_YEAR_MS),
             # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
             self.control_spec(),
             self.results_spec(),

@@ -31,6 +31,7 @@ from jobstream._connectors.api import (
     schedules,
     signals,
     timeline,
+    triggers,
     workflow_schedules,
     workflows,
 )
@@ -73,6 +74,7 @@ def create_app(svc: Services | None) -> FastAPI:
     app.include_router(timeline.router)
     app.include_router(schedules.router)
     app.include_router(signals.router)
+    app.include_router(triggers.router)
     mount_dashboard(app)
     docs.mount(app)
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -31,6 +27,7 @@ from jobstream._pipeline.serde import (
     make_serde,
 )
 from tests.support.avro_events import ANY_EVENT
+from tests.support.registry import FIRST_ID, FakeRegistry
 
 SCHEMAS = event_schemas()
 SERIALIZER = AvroSerializer()
@@ -321,76 +318,10 @@ def test_body_is_plain_avro_binary() -> None:
 # endpoints the serde uses, as Confluent documents them, and the real
 # SchemaRegistryClient talks to it over 127.0.0.1.
 
-FIRST_ID = 0x00010203  # makes the big-endian byte order visible in the frame
-
-
-class FakeRegistry(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _RegistryHandler)
-        self.ids: dict[str, int] = {}
-        self.subjects: dict[str, list[int]] = {}
-        self.requests: list[tuple[str, str]] = []
-        self.fail_with: int | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def schema(self, schema_id: int) -> str | None:
-        return next((text for text, i in self.ids.items() if i == schema_id), None)
-
-
-class _RegistryHandler(BaseHTTPRequestHandler):
-    server: FakeRegistry
-
-    def log_message(self, format: str, *args: object) -> None:  # quiet test output
-        pass
-
-    def _reply(self, status: int, body: dict[str, object]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _route(self, method: str, pattern: str) -> re.Match[str] | None:
-        path = urlsplit(self.path).path
-        self.server.requests.append((method, path))
-        return re.fullmatch(pattern, path)
-
-    def do_POST(self) -> None:
-        match = self._route("POST", r"/subjects/([^/]+)/versions")
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.server.fail_with:
-            self._reply(self.server.fail_with, {"error_code": 50001, "message": "told to fail"})
-        elif match is None:
-            self._reply(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
-        else:
-            schema_id = self.server.ids.setdefault(body["schema"], FIRST_ID + len(self.server.ids))
-            self.server.subjects.setdefault(unquote(match[1]), []).append(schema_id)
-            self._reply(200, {"id": schema_id})
-
-    def do_GET(self) -> None:
-        match = self._route("GET", r"/schemas/ids/(\d+)")
-        text = self.server.schema(int(match[1])) if match else None
-        if self.server.fail_with:
-            self._reply(self.server.fail_with, {"error_code": 50001, "message": "told to fail"})
-        elif text is None:
-            self._reply(404, {"error_code": 40403, "message": "Schema not found"})
-        else:
-            self._reply(200, {"schema": text})
-
-
 @pytest.fixture
 def registry() -> Iterator[FakeRegistry]:
-    server = FakeRegistry()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with FakeRegistry() as server:
+        yield server
 
 
 def client(url: str) -> SchemaRegistryClient:
