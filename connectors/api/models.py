@@ -62,6 +62,13 @@ class JobIn(BaseModel):
         f"most {rules.MAX_LABEL_NAME_CHARS} characters, a value of at most "
         f"{rules.MAX_LABEL_VALUE_CHARS}; no control characters."
     )
+    keys: dict[str, Any] | None = Field(
+        None, description="Concurrency, rate, debounce and singleton keys (docs/keys.md): "
+        '{"concurrency": {"key": "customer-{params.customer_id}", "limit": 2}, "rate": '
+        '{"key": "crm", "rate": "100/min"}, "debounce": {"key": ..., "window_ms": 5000, '
+        '"max_delay_ms": null, "keep": "LAST"}, "singleton": {"key": ..., "mode": "DROP"}}; a '
+        "key's {params...} and {labels...} paths are filled from the job."
+    )
 
 
 class BatchIn(BaseModel):

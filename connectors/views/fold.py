@@ -30,6 +30,7 @@ import msgspec
 import orjson
 
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.keys import shown
 from jobstream._pipeline.model.lifecycle import TERMINAL_STATES, LifecycleKind
 from jobstream._pipeline.model.params import params_digest
 from jobstream._pipeline.model.records import (
@@ -135,6 +136,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: JobSubmitted) -> dict[st
         "step": labels.get(STEP_LABEL), "pool": spec.pool,
         "retry": None if spec.retry is None else plain(spec.retry), "timeout_ms": spec.timeout_ms,
         "deadline_ms": spec.deadline_ms, "queue_limit_ms": spec.queue_limit_ms,
+        "keys": shown(spec.job_keys) or None,
     }  # fmt: skip
 
 

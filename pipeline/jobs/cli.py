@@ -26,6 +26,7 @@ from jobstream._pipeline.config import load_settings
 from jobstream._pipeline.durations import DurationError, parse_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.client import JobClient
+from jobstream._pipeline.jobs.key_options import key_options
 from jobstream._pipeline.model import commands
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling.backfill import parse_instant_ms
@@ -193,6 +194,23 @@ def submit(
         "--pool",
         help="Run only in this worker pool, e.g. gpu (workers started with --pool gpu).",
     ),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="KEY[:LIMIT]: at most LIMIT (1) runs of the key at once "
+        "across the fleet, e.g. 'customer-{params.id}:2' (docs/keys.md)."),
+    rate: str | None = typer.Option(
+        None, "--rate", help="KEY=RATE: the key's jobs fire at most at RATE, e.g. crm=100/min."),
+    debounce: str | None = typer.Option(
+        None, "--debounce", help="KEY=WINDOW: submissions of the key within WINDOW of one "
+        "another run once, after it, e.g. customer-42=5s."),
+    debounce_max: str | None = typer.Option(
+        None, "--debounce-max", help="The longest a debounce window stays open (ten windows)."),
+    debounce_keep: str | None = typer.Option(
+        None, "--debounce-keep", help="last (default) or first: whose params the run takes."),
+    singleton: str | None = typer.Option(
+        None, "--singleton", help="KEY: while a job of the key is queued or running, a new "
+        "one is dropped (or replaces the queued one: --singleton-mode replace)."),
+    singleton_mode: str | None = typer.Option(
+        None, "--singleton-mode", help="drop (default) or replace."),
     *,
     policies: dict[str, str | None],
 ) -> None:
@@ -224,6 +242,9 @@ def submit(
                 if queue_limit is None
                 else parse_duration(queue_limit, option="spec.queue_limit_ms")
             ),
+            "keys": key_options(concurrency=concurrency, rate=rate, debounce=debounce,
+                                debounce_max=debounce_max, debounce_keep=debounce_keep,
+                                singleton=singleton, singleton_mode=singleton_mode),
         }
         request = JobRequest(**fields)
         request.to_event(now_ms())  # the rules that need the clock, still before the broker

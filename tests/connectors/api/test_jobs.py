@@ -28,6 +28,26 @@ def test_a_submission_is_201_with_location_and_shown_at_once(acme: httpx.Client)
     assert doc["params"] == {"input": "sales.csv"} and doc["labels"] == {"team": "red"}
 
 
+def test_a_jobs_keys_are_filled_from_it_and_shown_and_a_bad_one_is_422(acme: httpx.Client) -> None:
+    keys = {"concurrency": {"key": "customer-{params.customer}", "limit": 2},
+            "rate": {"key": "crm", "rate": "100/min"}}  # fmt: skip
+    reply = submit(acme, params={"customer": 42}, keys=keys)
+    assert reply.status_code == 201, reply.text
+    shown = acme.get(reply.headers["location"]).json()
+    assert shown["keys"] == {"concurrency": {"key": "customer-42", "limit": 2},
+                             "rate": {"key": "crm", "rate": "100/min"}}, shown  # fmt: skip
+    for body, field in (({"keys": {"concurrency": {"key": "c-{params.nope}"}}}, "spec.job_keys"),
+                        ({"keys": {"rate": {"key": "crm", "rate": "fast"}}},
+                         "spec.job_keys.rate.rate"),
+                        ({"keys": {"singleton": {"key": "s"}}, "workflow_id": "wf"},
+                         "spec.job_keys.singleton_key"),
+                        ({"keys": {"lock": {"key": "s"}}}, "spec.job_keys.lock")):  # fmt: skip
+        refused = submit(acme, **body)
+        assert (refused.status_code, refused.json()["field"]) == (422, field), refused.text
+    assert "params.nope" in submit(acme, keys=keys | {"concurrency": {"key": "{params.nope}"}}
+                                   ).json()["detail"]
+
+
 def test_bad_fields_are_422_naming_the_field(acme: httpx.Client) -> None:
     cases = [
         ({"job_type": "Bad Type"}, "spec.job_type"),

@@ -80,6 +80,17 @@ POLICY_OPTIONS = [  # option, CronSchedule field, a value it takes, values it re
         ([*SUBMIT, "--depends-on", "job-1"], "spec.depends_on.0"),
         ([*SUBMIT, "--label", "no-equals-sign"], "spec.labels"),
         ([*SUBMIT, "--workflow", ""], "workflow_id"),
+        ([*SUBMIT, "--concurrency", "c:0"], "spec.job_keys.concurrency.limit"),
+        ([*SUBMIT, "--concurrency", "c-{params.id}"], "spec.job_keys"),
+        ([*SUBMIT, "--rate", "crm"], "spec.job_keys.rate"),
+        ([*SUBMIT, "--rate", "crm=fast"], "spec.job_keys.rate.rate"),
+        ([*SUBMIT, "--debounce", "c=soon"], "spec.job_keys.debounce.window_ms"),
+        ([*SUBMIT, "--debounce-keep", "first"], "spec.job_keys.debounce"),
+        ([*SUBMIT, "--debounce", "c=5s", "--debounce-keep", "middle"],
+         "spec.job_keys.debounce.keep"),
+        ([*SUBMIT, "--singleton", "s", "--singleton-mode", "queue"],
+         "spec.job_keys.singleton.mode"),
+        ([*SUBMIT, "--singleton", "s", "--cron", "0 9 * * *"], "spec.job_keys.singleton_key"),
         *[([*SUBMIT, option, value], "spec.cron." + name)  # each policy needs --cron
           for option, name, value, _ in POLICY_OPTIONS],
         *[([*SUBMIT, "--cron", "0 9 * * *", option, value], "spec.cron." + name)
@@ -126,6 +137,7 @@ def test_submit_prints_only_the_job_id_and_the_job_lands(
         *SUBMIT,
         "--at", at.strftime("%Y-%m-%dT%H:%MZ"), "--params", f"@{params}", "--priority", "HIGH",
         "--timeout", "90s", "--max-attempts", "5", "--label", "team=finance",
+        "--concurrency", "report-{params.report}:2", "--rate", "crm=100/min",
     ]  # fmt: skip
     result = CliRunner().invoke(make_app(), args, env=broker_env(topics))
     assert result.exit_code == 0, result.output
@@ -140,6 +152,9 @@ def test_submit_prints_only_the_job_id_and_the_job_lands(
     assert (spec["priority"], spec["timeout_ms"]) == ("HIGH", 90_000)
     assert spec["retry"]["max_attempts"] == 5
     assert spec["labels"] == {"team": "finance"}
+    keys = spec["job_keys"]
+    assert (keys["concurrency_key"], keys["concurrency_limit"]) == ("report-sales", 2)
+    assert (keys["rate_key"], keys["rate"]) == ("crm", "100/min")
 
 
 def test_recurring_submit_with_a_key_then_commands(topics: Topics, unique_name: str) -> None:
