@@ -175,6 +175,13 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
               if job.get("queue_limit_ms") else ""]  # fmt: skip
     if any(limits):
         console.print("limits: " + ", ".join(limit for limit in limits if limit))
+    if job.get("keys"):
+        console.print("keys: " + _keys(job["keys"]), markup=False)
+    if job.get("held_by"):
+        behind = ", ".join(job.get("waiting_for") or []) or "no job seen yet"
+        console.print(f"held: on {job['held_by']}, behind {behind}", markup=False)
+    if job.get("joined_job_id"):
+        console.print(f"collapsed: runs as {job['joined_job_id']}", markup=False)
     if job["state"] == "EXPIRED" and job.get("last_error"):
         console.print(f"expired: {job['last_error']['message']}", markup=False)
     if job.get("progress"):
@@ -196,6 +203,16 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
                           command.get("reason") or "")  # fmt: skip
         console.print("commands")
         console.print(given)
+
+
+def _keys(keys: dict[str, dict[str, object]]) -> str:
+    """A job's keys in a line: ``concurrency customer-42 (limit 2), rate crm (100/min)``."""
+    said = {"concurrency": lambda k: f"limit {k['limit']}", "rate": lambda k: str(k["rate"]),
+            "debounce": lambda k: f"window {format_duration(int(k['window_ms']))}, keep "
+                                  f"{str(k['keep']).lower()}",
+            "singleton": lambda k: str(k["mode"]).lower()}  # fmt: skip
+    return ", ".join(f"{kind} {key['key']} ({said[kind](key)})" for kind, key in keys.items()
+                     if kind in said)  # fmt: skip
 
 
 def result(

@@ -44,6 +44,10 @@ export async function post(path, body = undefined) {
   return answer(await fetch(path, init));
 }
 
+export async function remove(path) {
+  return answer(await fetch(path, { method: "DELETE", headers: headers() }));
+}
+
 // Follows /api/v1/stream (fetch, not EventSource: it sends the Authorization header) and
 // calls onEvent(name, data) for each server-sent event; reconnects after a pause while
 // keepGoing() holds. onState(true|false) tells whether the stream is connected.

@@ -1,5 +1,5 @@
 // The dashboard's shell: token login, the hash router (#/overview, #/jobs, #/jobs/<id>,
-// #/schedules, #/approvals, #/dlq, #/workers), the time zone toggle (UTC or the browser's zone: the
+// #/schedules, #/approvals, #/triggers, #/dlq, #/workers), the time zone toggle (UTC or the browser's zone: the
 // page on screen is drawn again) and the live stream, whose status events go to the page
 // on screen.
 
@@ -11,6 +11,7 @@ import * as job from "./page-job.js";
 import * as jobs from "./page-jobs.js";
 import * as overview from "./page-overview.js";
 import * as schedules from "./page-schedules.js";
+import * as triggers from "./page-triggers.js";
 import * as workers from "./page-workers.js";
 
 const $ = (id) => document.getElementById(id);
@@ -35,7 +36,7 @@ function route() {
   view.dataset.page = name;
   $("view").replaceChildren(view);
   if (name === "jobs" && parts[1]) page = job.render(view, { id: decodeURIComponent(parts[1]), me });
-  else page = ({ jobs, schedules, approvals, dlq, workers }[name] ?? overview).render(view, { params, me });
+  else page = ({ jobs, schedules, approvals, triggers, dlq, workers }[name] ?? overview).render(view, { params, me });
 }
 
 function showLogin(error = "") {

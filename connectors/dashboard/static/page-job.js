@@ -16,7 +16,7 @@
 // at most four times a second.
 
 import { download, get, post } from "./api.js";
-import { duration, fill, h, poolWait, state, table, time } from "./dom.js";
+import { duration, fill, h, jobLink, poolWait, state, table, time } from "./dom.js";
 import { rerunner } from "./rerun.js";
 import { logsLink } from "./run-logs.js";
 import { timelineSection } from "./timeline.js";
@@ -133,9 +133,24 @@ function fields(job) {
   if (job.queue_limit_ms) rows.splice(4, 0, ["queue limit", duration(job.queue_limit_ms)]);
   if (job.deadline_ms) rows.splice(4, 0, ["deadline", time(job.deadline_ms)]);
   if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
+  if (job.keys) rows.push(["keys", h("span", { id: "job-keys" }, keysOf(job.keys))]);
+  if (job.held_by) rows.push(["held", h("span", { id: "job-held" },
+    `on ${job.held_by}, behind ${(job.waiting_for ?? []).join(", ") || "no job seen yet"}`)]);
+  if (job.joined_job_id) rows.push(["runs as", h("span", { id: "job-joined" }, jobLink(job.joined_job_id))]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);
   return h("dl", { class: "fields", id: "job-fields" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+// A job's keys in a line, as `jobstream history` says them (docs/keys.md).
+function keysOf(keys) {
+  const said = {
+    concurrency: (k) => `limit ${k.limit}`, rate: (k) => k.rate,
+    debounce: (k) => `window ${duration(k.window_ms)}, keep ${k.keep.toLowerCase()}`,
+    singleton: (k) => k.mode.toLowerCase(),
+  };
+  return Object.entries(keys).filter(([kind]) => said[kind])
+    .map(([kind, k]) => `${kind} ${k.key} (${said[kind](k)})`).join(", ");
 }
 
 function cancelledBy(c) {

@@ -277,3 +277,42 @@ def test_an_items_page_outlines_its_map(page: Page, admin: httpx.Client) -> None
     graph = page.locator("#workflow-graph")
     expect(graph.locator(".current")).to_have_attribute("data-node", ids["each"], timeout=20_000)
     expect(graph.locator("[data-node]")).to_have_count(2)
+
+
+def test_a_trigger_is_defined_and_removed_on_the_triggers_page_and_a_jobs_keys_shown(
+    page: Page, admin: httpx.Client, tmp_path: Path
+) -> None:
+    acme = {"Authorization": f"Bearer {TOKENS['acme']}"}
+    name = f"orders-paid-{RUN}"
+    log_in(page, TOKENS["acme"])
+    page.goto("/#/triggers")
+    form = page.locator("#trigger-form")
+    form.locator("[name=name]").fill(name)
+    form.locator("[name=source]").fill(f"orders-{RUN}")
+    form.locator("[name=filter]").fill("value.status == 'paid'")
+    form.locator("[name=job_type]").fill("data.process")
+    form.locator("[name=params]").fill('{"order": "value.id"}')
+    form.locator("[name=keys]").fill("{not json")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#triggers-message")).to_contain_text("keys: not JSON")
+    form.locator("[name=keys]").fill('{"concurrency": {"key": "order-{params.order}"}}')
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#triggers-message")).to_contain_text(f"defined: {name}")
+    row = page.locator(f"#triggers tr[data-trigger='{name}']")
+    expect(row).to_contain_text("value.status == 'paid'")
+    shot(page, tmp_path, "triggers")
+    shown = admin.get(f"/api/v1/triggers/{name}", headers=acme).json()
+    assert shown["job"]["keys"] == {"concurrency": {"key": "order-{params.order}"}}, shown
+    row.locator(f"[data-remove='{name}']").click()
+    expect(page.locator("#triggers-message")).to_contain_text(f"removed: {name}")
+    expect(row).to_have_count(0)
+    gone = admin.get(f"/api/v1/triggers/{name}", headers=acme)
+    assert gone.status_code == 404, gone.text
+
+    reply = admin.post("/api/v1/jobs", json={
+        "owner": "acme", "job_type": "data.process", "params": {"customer": 42},
+        "run_at": "2030-01-01T00:00Z",
+        "keys": {"concurrency": {"key": "customer-{params.customer}", "limit": 2}}})  # fmt: skip
+    assert reply.status_code == 201, reply.text
+    page.goto(f"/#/jobs/{reply.json()['job_id']}")
+    expect(page.locator("#job-keys")).to_have_text("concurrency customer-42 (limit 2)")
