@@ -11,6 +11,7 @@ from __future__ import annotations
 from confluent_kafka import Message
 
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.kafka.follow import (
     TopicFollower,
     apply_setting,
@@ -44,9 +45,17 @@ def find_trigger(settings: Settings, owner: str, name: str) -> Trigger | None:
 
 def apply(board: TriggerBoard, message: Message) -> None:
     """One jobs.triggers record onto ``board``; one that is not a trigger (or no longer
-    passes the rules) is logged and skipped."""
+    passes the rules, or is keyed other than by its owner and name, which its tombstone
+    would then miss) is logged and skipped."""
     apply_setting(message, key=str, decode=Trigger.decode,
-                  set_to=lambda _key, trigger: board.set(trigger), clear=board.clear)
+                  set_to=lambda key, trigger: board.set(_keyed(key, trigger)), clear=board.clear)
+
+
+def _keyed(key: str, trigger: Trigger) -> Trigger:
+    if key != trigger.id:
+        raise ValidationError("key", f"{key!r} is not the key of trigger {trigger.label} "
+                              f"({trigger.id!r})")  # fmt: skip
+    return trigger
 
 
 class TriggersFollower(TopicFollower):

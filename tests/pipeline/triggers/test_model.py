@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Message
 
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.triggers.board import TriggerBoard
 from jobstream._pipeline.triggers.model import Trigger, split_id
 from jobstream._pipeline.triggers.template import JobTemplate
+from jobstream._pipeline.triggers.topic import apply
 
 GOOD = {"name": "orders-paid", "owner": "shop", "source": "orders", "format": "json",
         "filter": 'value.status == "paid"',
@@ -60,19 +63,26 @@ def test_a_bad_definition_names_its_field(path: str, value: object, field: str) 
     assert caught.value.field == field
 
 
-def test_keys_are_handed_to_the_job_request_as_they_are() -> None:
-    """``keys`` reach JobRequest(keys=...): refused naming job.keys while JobRequest has
-    no such field, taken once it has."""
-    from jobstream._pipeline.model.job import JobRequest
+def test_keys_are_handed_to_the_job_request_and_filled_from_the_records_params() -> None:
+    template = JobTemplate(job_type="order.ship",
+                           keys={"concurrency": {"key": "order-{params.order}", "limit": 1}})
+    request = template.request("shop", {"order": 7}, "t", "orders/0/0", None)
+    assert request.to_event(1_798_000_000_000).data.spec.job_keys.concurrency_key == "order-7"
+    with pytest.raises(ValidationError) as caught:
+        template.request("shop", {}, "t", "orders/0/0", None).to_event(1_798_000_000_000)
+    assert caught.value.field == "spec.job_keys"
 
-    template = JobTemplate(job_type="order.ship", keys={"concurrency": {"key": "c", "limit": 1}})
-    if "keys" in JobRequest.model_fields:
-        request = template.request("shop", {}, "t", "orders/0/0", None)
-        assert request.keys is not None  # type: ignore[attr-defined]
-    else:
-        with pytest.raises(ValidationError) as caught:
-            template.request("shop", {}, "t", "orders/0/0", None)
-        assert caught.value.field == "job.keys"
+
+def test_a_record_keyed_other_than_by_its_trigger_is_skipped() -> None:
+    trigger = Trigger.from_json({"name": "paid", "source": "orders",
+                                 "job": {"job_type": "order.ship"}}, owner="shop")  # fmt: skip
+    board = TriggerBoard()
+    apply(board, Message(topic="jobs.triggers", key=b"other\x00paid", value=trigger.encode()))
+    assert board.snapshot.triggers == {}
+    apply(board, Message(topic="jobs.triggers", key=trigger.id.encode(), value=trigger.encode()))
+    assert list(board.snapshot.triggers) == [trigger.id]
+    apply(board, Message(topic="jobs.triggers", key=trigger.id.encode(), value=None))
+    assert board.snapshot.triggers == {}
 
 
 def test_an_api_token_owner_fills_or_must_match_the_owner() -> None:
