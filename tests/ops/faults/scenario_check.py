@@ -95,13 +95,14 @@ def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
     return test
 
 
-def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> None:
+def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster | None) -> None:
     """Run scenario ``name`` at the suite's size (on ``shared`` when its fault spares the
     broker) and check what it promises."""
     scenario = SCENARIOS[name]
     options = RunOptions(jobs=JOBS, window_s=WINDOW_S, lead_s=LEAD_S, outage_s=OUTAGE_S)
     result = run_scenario(scenario, options, tmp_path,
                           shared=shared if spares_the_broker(scenario) else None)  # fmt: skip
+    show_figures(result)
 
     assert result["fault_error"] is None, evidence(result)
     assert result["submitted"] == JOBS
@@ -134,6 +135,14 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> No
         if expected.kind == "cancel":
             assert max(poison["cancelled_within_ms"]) <= CANCEL_WITHIN_MS, poison
         assert poison["most_starts_of_another_job"] <= 2, poison_evidence(result)
+
+
+def show_figures(result: dict[str, Any]) -> None:
+    """The run's figures on the test's output (``pytest -s``, or a failure's report)."""
+    figures = {key: result[key] for key in ("submitted", "ended", "lost", "run_more_than_once",
+                                            "flagged", "unflagged_duplicate_runs", "seconds")}
+    fed = {key: value for key, value in (result.get("triggers") or {}).items() if key != "ids"}
+    print(f"{result['scenario']}: {figures}" + (f"; triggers {fed}" if fed else ""))
 
 
 def trigger_evidence(result: dict[str, Any]) -> str:
