@@ -119,7 +119,8 @@ class SourceFeed(threading.Thread):
         topic = source_topic(self.settings)
         producer = Producer({**self.settings.kafka_config, "enable.idempotence": True,
                              "acks": "all", "linger.ms": 5,
-                             "client.id": "faults-trigger-source"})  # fmt: skip
+                             "client.id": "faults-trigger-source",
+                             "logger": log})  # fmt: skip
         started = time.monotonic()
         while not self.halt.is_set():
             due = int((time.monotonic() - started) * self.rate)
