@@ -208,8 +208,11 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
         others = set(submitter.due) | set(target.poison) | set(target.workflow_jobs)
         found = triggers.trigger_tally(target.trigger_feed, observer.seen, others,
                                        triggers.dead_letters(settings))  # fmt: skip
-        numbers["triggers"] = {**{key: jobs[key] for key in WORKFLOW_NUMBERS if key != "ids"},
-                               **found, "ids": {**jobs["ids"], **found["ids"]}}  # fmt: skip
+        numbers["triggers"] = {
+            **{key: jobs[key] for key in WORKFLOW_NUMBERS if key not in ("ids", "dead_lettered")},
+            "jobs_dead_lettered": jobs["dead_lettered"], **found,
+            "ids": {**jobs["ids"], **found["ids"]},
+        }  # fmt: skip
         shown |= {*jobs["ids"]["lost"], *jobs["ids"]["unflagged"], *found["ids"]["fired_twice"]}
     if target.poison:
         numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen,
