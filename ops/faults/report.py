@@ -11,6 +11,7 @@ import orjson
 from rich.table import Table
 
 from jobstream._ops.bench.report import console
+from jobstream._ops.faults import triggers
 
 COLUMNS = (
     ("scenario", "scenario"), ("jobs", "submitted"), ("ended", "ended"), ("lost", "lost"),
@@ -39,6 +40,13 @@ def problems(result: dict[str, Any]) -> list[str]:
                       ("unflagged_duplicate_runs", "workflow jobs ran more than once unflagged")):
         if flows.get(key):
             found.append(f"{flows[key]} {what}")
+    fed = result.get("triggers")
+    if fed is not None:
+        for key, what in (("lost", "trigger jobs lost"), ("unflagged_duplicate_runs",
+                          "trigger jobs ran more than once unflagged")):  # fmt: skip
+            if fed[key]:
+                found.append(f"{fed[key]} {what}")
+        found += triggers.problems(fed)
     return found
 
 
@@ -75,6 +83,15 @@ def show(results: list[dict[str, Any]]) -> None:
             console.print(f"  workflows' jobs: {flows['submitted']} submitted, {flows['ended']} "
                           f"ended, {flows['lost']} lost, {flows['dead_lettered']} dead-lettered, "
                           f"{flows['unflagged_duplicate_runs']} run twice unflagged")  # fmt: skip
+        fed = result.get("triggers")
+        if fed:
+            console.print(f"  trigger: {fed['source_records']} source records, {fed['matching']} "
+                          f"matching, {fed['skipped']} not, {fed['unparseable']} unparseable; "
+                          f"{fed['ended']} jobs ended, {fed['never_fired']} matching records "
+                          f"without their job, {fed['fired_twice']} jobs fired twice, "
+                          f"{fed['jobs_not_of_a_matching_record']} jobs of no matching record, "
+                          f"{fed['dead_lettered']} of {fed['unparseable']} unparseable in "
+                          "jobs.triggers.dlq")  # fmt: skip
         for name, ids in result["ids"].items():
             if ids and name != "run_more_than_once":
                 console.print(f"  {name}: {', '.join(ids)}")

@@ -29,7 +29,7 @@ from typing import Any
 
 from jobstream._ops.bench.harness import CommittedWatch
 from jobstream._ops.faults import app as fault_app
-from jobstream._ops.faults import host
+from jobstream._ops.faults import host, triggers
 from jobstream._ops.faults.cluster import FaultCluster
 from jobstream._ops.faults.groups import pipeline_groups, wait_assigned
 from jobstream._ops.faults.journal import RUNS_DIR_ENV, read_runs
@@ -39,7 +39,7 @@ from jobstream._ops.faults.scenarios import Scenario, Target
 from jobstream._ops.faults.supervisor import Supervisor
 from jobstream._ops.faults.tally import histories, poison_tally, tally
 from jobstream._ops.kafka.ports import free_ports
-from jobstream._ops.stack import Stack, components, process_env, worker
+from jobstream._ops.stack import YIELDING, Component, Stack, components, process_env, worker
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings, load_settings
 from jobstream._pipeline.durations import format_duration
@@ -151,6 +151,9 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
                      concurrency=CONCURRENCY, extra=(*beat, "--isolation", scenario.isolation),
                      env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
+    if scenario.triggers:
+        parts.append(Component("trigger-processor", ("trigger-processor", "--instance-id", "0"),
+                               base + 10, YIELDING))  # fmt: skip
     supervisor = Supervisor(stack)
     supervisor.restarts_workers = scenario.restarts_workers
     target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
@@ -199,6 +202,18 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
                       until_ms=until)  # fmt: skip
         numbers["workflows"] = {key: flows[key] for key in WORKFLOW_NUMBERS}
         shown |= {*flows["ids"]["lost"], *flows["ids"]["unflagged"]}
+    if target.trigger_feed is not None:
+        jobs = tally(target.trigger_jobs, observer.seen, runs, fault_ms=fault.began_ms,
+                     until_ms=until)  # fmt: skip
+        others = set(submitter.due) | set(target.poison) | set(target.workflow_jobs)
+        found = triggers.trigger_tally(target.trigger_feed, observer.seen, others,
+                                       triggers.dead_letters(settings))  # fmt: skip
+        numbers["triggers"] = {
+            **{key: jobs[key] for key in WORKFLOW_NUMBERS if key not in ("ids", "dead_lettered")},
+            "jobs_dead_lettered": jobs["dead_lettered"], **found,
+            "ids": {**jobs["ids"], **found["ids"]},
+        }  # fmt: skip
+        shown |= {*jobs["ids"]["lost"], *jobs["ids"]["unflagged"], *found["ids"]["fired_twice"]}
     if target.poison:
         numbers["poison"] = poison_tally(target.poison, submitter.due, observer.seen,
                                          target.cancelled_at)  # fmt: skip
@@ -293,7 +308,8 @@ def _follow(observer: EventsObserver, submitter: Submitter, fault: FaultThread,
             fault.start()
         submitted = not submitter.is_alive()
         fault_done = fault.ended_ms
-        awaited = set(submitter.due) | set(fault.target.poison) | set(fault.target.workflow_jobs)
+        target = fault.target
+        awaited = {*submitter.due, *target.poison, *target.workflow_jobs, *target.trigger_jobs}
         if submitted and fault_done is not None and observer.ended >= awaited:
             return "all ended"
         if fault_done is not None and now > max(last_due, fault_done) + deadline_ms:

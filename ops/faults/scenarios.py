@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from jobstream._ops.faults import host, workflows
+from jobstream._ops.faults import host, triggers, workflows
 from jobstream._ops.faults.app import JOB_TYPE, POISON
 from jobstream._ops.faults.cluster import FaultCluster
 from jobstream._ops.faults.supervisor import Supervisor
@@ -114,6 +114,11 @@ class Target:
     workflow_jobs: dict[str, int] = field(default_factory=dict)
     """Every job of the workflows a scenario submitted, their maps' items too (job id ->
     submitted at): they must end as the load's do."""
+    trigger_feed: triggers.SourceFeed | None = None
+    """The trigger scenario's source producer (ops/faults/triggers.py)."""
+    trigger_jobs: dict[str, int] = field(default_factory=dict)
+    """The job of every matching source record of the trigger scenario (job id -> its
+    record delivered at): they must end as the load's do."""
 
     def outage(self, default_s: float) -> float:
         return default_s if self.outage_s is None else self.outage_s
@@ -147,6 +152,8 @@ class Scenario:
     """The misbehaving jobs a poison scenario submits."""
     isolation: str = "thread"
     """Where the workers run their handlers (``--isolation``)."""
+    triggers: bool = False
+    """A trigger processor runs beside the pipeline (ops/faults/triggers.py)."""
 
     @property
     def restarts_workers(self) -> bool:
@@ -355,6 +362,30 @@ def workflows_under_kills(target: Target) -> None:
     kill_worker(target)
 
 
+def triggers_under_kills(target: Target) -> None:
+    """Define the trigger scenario's trigger and feed its source (ops/faults/triggers.py);
+    once its jobs run, SIGKILL the trigger processor (started again 2 s later), then the
+    Kafka node leading most partitions (started again after the outage); stop the feed
+    a little after."""
+    feed = triggers.start_feed(target.settings, target.cluster.layout.replication)
+    target.trigger_feed = feed
+    try:
+        time.sleep(triggers.FIRST_JOBS_S)
+        _kill_and_restart(target, "trigger-processor")
+        time.sleep(triggers.BETWEEN_KILLS_S)
+        kill_broker(target)
+        time.sleep(triggers.TAIL_S)
+    finally:
+        feed.halt.set()
+        feed.join(triggers.FLUSH_S + 10)
+        target.trigger_jobs.update(feed.matching)
+    target.note(f"the source fed {feed.delivered} records at {feed.rate}/s: "
+                f"{len(feed.matching)} matching, {feed.skipped} not, "
+                f"{len(feed.unparseable)} unparseable")  # fmt: skip
+    if feed.error is not None:
+        raise feed.error
+
+
 def _items_ended(target: Target) -> int:
     statuses = read_statuses(target.settings, owner=workflows.OWNER)
     return sum(1 for status in statuses.values()
@@ -407,6 +438,11 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
              "and a join each) among the load; SIGKILL the timers while their maps run, "
              f"signal the waits, SIGKILL {_AFTER_A_RUN}; each is started again 2 s later.",
              workflows_under_kills, lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S),
+    Scenario("triggers", f"Feed a trigger's source at {triggers.RATE} records/s (half "
+             f"matching, 1 in {triggers.UNPARSEABLE_EVERY} not JSON) among the load; SIGKILL "
+             "the trigger processor (started again 2 s later), then the Kafka node leading "
+             f"most partitions (of 3, started again {BROKER_DOWN_S:.0f} s later).",
+             triggers_under_kills, nodes=3, triggers=True),
     Scenario("poison-kill", f"Submit {POISON_JOBS} jobs whose handler SIGKILLs its worker at "
              "once; a worker that dies is started again at once.", submit_poison("kill"),
              lease_s=KILL_LEASE_S, heartbeat_s=KILL_HEARTBEAT_S,

@@ -72,12 +72,15 @@ PROCESS_FAULTS = (
     "pause-worker",
 )
 """The scenarios of test_process_faults.py; test_poison_faults.py has the poison ones,
+test_trigger_faults.py the trigger one,
 test_broker_and_host_faults.py the others. Modules because ``make test`` gives each
 module to one test process (pytest-xdist's ``loadfile``): each runs its scenarios one at
 a time, so at most two runs, each with its cluster and processes, share the machine."""
 POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.poison)
+TRIGGER_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.triggers)
+"""test_trigger_faults.py's."""
 OTHER_FAULTS = tuple(name for name in SCENARIOS
-                     if name not in PROCESS_FAULTS and name not in POISON_FAULTS)  # fmt: skip
+                     if name not in (*PROCESS_FAULTS, *POISON_FAULTS, *TRIGGER_FAULTS))  # fmt: skip
 
 
 def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
@@ -92,13 +95,14 @@ def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
     return test
 
 
-def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> None:
+def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster | None) -> None:
     """Run scenario ``name`` at the suite's size (on ``shared`` when its fault spares the
     broker) and check what it promises."""
     scenario = SCENARIOS[name]
     options = RunOptions(jobs=JOBS, window_s=WINDOW_S, lead_s=LEAD_S, outage_s=OUTAGE_S)
     result = run_scenario(scenario, options, tmp_path,
                           shared=shared if spares_the_broker(scenario) else None)  # fmt: skip
+    show_figures(result)
 
     assert result["fault_error"] is None, evidence(result)
     assert result["submitted"] == JOBS
@@ -111,6 +115,16 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> No
         assert flows["submitted"] > 0 and flows["lost"] == 0, evidence(result)
         assert flows["dead_lettered"] == 0, evidence(result)
         assert flows["unflagged_duplicate_runs"] == 0, evidence(result)
+    fed = result.get("triggers")
+    if SCENARIOS[name].triggers:  # every matching record's job fired once, ended, ran once
+        assert fed is not None and fed["matching"] > 0 and fed["unparseable"] > 0, fed
+        assert fed["never_fired"] == 0 and fed["lost"] == 0, trigger_evidence(result)
+        assert fed["fired_twice"] == 0, trigger_evidence(result)
+        assert fed["unflagged_duplicate_runs"] == 0, trigger_evidence(result)
+        assert fed["jobs_not_of_a_matching_record"] == 0, trigger_evidence(result)
+        assert fed["dead_letters_missing"] == 0, trigger_evidence(result)
+        assert fed["dead_lettered_twice"] == 0, trigger_evidence(result)
+        assert fed["undelivered"] == [], fed
     expected = SCENARIOS[name].poison
     if expected is not None:
         poison = result["poison"]
@@ -121,6 +135,24 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster) -> No
         if expected.kind == "cancel":
             assert max(poison["cancelled_within_ms"]) <= CANCEL_WITHIN_MS, poison
         assert poison["most_starts_of_another_job"] <= 2, poison_evidence(result)
+
+
+def show_figures(result: dict[str, Any]) -> None:
+    """The run's figures on the test's output (``pytest -s``, or a failure's report)."""
+    figures = {key: result[key] for key in ("submitted", "ended", "lost", "run_more_than_once",
+                                            "flagged", "unflagged_duplicate_runs", "seconds")}
+    fed = {key: value for key, value in (result.get("triggers") or {}).items() if key != "ids"}
+    print(f"{result['scenario']}: {figures}" + (f"; triggers {fed}" if fed else ""))
+
+
+def trigger_evidence(result: dict[str, Any]) -> str:
+    """What a failed trigger check shows: the tally, the fault, and the history of two
+    jobs in question."""
+    fed = result["triggers"]
+    shown = [*fed["ids"]["lost"][:2], *fed["ids"]["fired_twice"][:2]]
+    shown = [job_id for job_id in shown if job_id in result["evidence"]]
+    return (f"{fed}; fault {result['fault']}; logs in {result['logs']}"
+            f"{histories(result, shown)}")  # fmt: skip
 
 
 def poison_evidence(result: dict[str, Any]) -> str:

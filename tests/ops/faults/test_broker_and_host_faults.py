@@ -8,12 +8,14 @@ from tests.ops.faults.scenario_check import (
     OTHER_FAULTS,
     POISON_FAULTS,
     PROCESS_FAULTS,
+    TRIGGER_FAULTS,
     scenario_test,
 )
 
 
-def test_the_three_modules_run_every_scenario_once() -> None:
-    assert sorted(PROCESS_FAULTS + POISON_FAULTS + OTHER_FAULTS) == sorted(SCENARIOS)
+def test_the_four_modules_run_every_scenario_once() -> None:
+    modules = PROCESS_FAULTS + POISON_FAULTS + TRIGGER_FAULTS + OTHER_FAULTS
+    assert sorted(modules) == sorted(SCENARIOS)
 
 
 test_no_job_is_lost_and_no_duplicate_run_goes_unflagged = scenario_test(OTHER_FAULTS)

@@ -7,6 +7,8 @@ from typing import Any
 from jobstream._ops.faults.journal import Run
 from jobstream._ops.faults.observer import Seen
 from jobstream._ops.faults.tally import longest_stall, poison_tally, run_more_than_once, tally
+from jobstream._ops.faults.triggers import SourceFeed, problems, trigger_tally
+from jobstream._pipeline.config import load_settings
 
 
 def seen(kind: str, job: str, at: int, *, seen_ms: int | None = None,
@@ -99,3 +101,18 @@ def test_poison_jobs_are_counted_by_their_starts_and_how_they_ended() -> None:
         "jobs": 3, "ended": {"CANCELLED": 1, "DEAD_LETTERED": 1, "SUCCEEDED": 1},
         "cancelled_within_ms": [300], "starts": [1, 2, 3], "most_starts_of_another_job": 2,
         "other_jobs_started_twice": 1, "ids_started_more_than_twice": []}  # fmt: skip
+
+
+def test_the_trigger_tally_finds_a_record_without_its_job_a_job_fired_twice_a_stranger() -> None:
+    feed = SourceFeed(load_settings(bootstrap_servers="127.0.0.1:1"))
+    feed.matching = {"a": 1, "b": 1, "c": 1}
+    feed.unparseable = {"orders/0/9", "orders/1/4"}
+    feed.delivered = 6
+    seen = [Seen(1, {"kind": "FIRED", "job_id": j}) for j in ("a", "b", "b", "load-1", "x")]
+    found = trigger_tally(feed, seen, {"load-1"}, {"orders/0/9": 1, "orders/1/4": 2})
+    assert (found["fired"], found["never_fired"], found["fired_twice"]) == (2, 1, 1)
+    assert found["ids"]["never_fired"] == ["c"] and found["ids"]["fired_twice"] == ["b"]
+    assert found["jobs_not_of_a_matching_record"] == 1
+    assert (found["dead_lettered"], found["dead_letters_missing"], found["dead_lettered_twice"]) \
+        == (2, 0, 1)
+    assert len(problems(found)) == 4
