@@ -55,7 +55,7 @@ def test_the_registry_holds_every_scenario_and_the_broker_ones_need_3_nodes() ->
         "delete-timer-state", "full-state-disk", "skew-worker-clocks", "pause-timers",
         "pause-status-processor", "pause-retry-router", "pause-worker", "kill-broker",
         "pause-broker", "cut-off-broker", "poison-kill", "poison-kill-mid-run", "poison-hang",
-        "poison-cancel", "workflows",
+        "poison-cancel", "workflows", "triggers",
     }  # fmt: skip
     broker = {name for name, scenario in SCENARIOS.items() if scenario.nodes == 3}
-    assert broker == {"kill-broker", "pause-broker", "cut-off-broker"}
+    assert broker == {"kill-broker", "pause-broker", "cut-off-broker", "triggers"}
