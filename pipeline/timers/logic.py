@@ -502,7 +502,7 @@ class TimerLogic:
                           scheduled_at_ms=due_ms, lateness_ms=max(0, now_ms - due_ms),
                           throttled_ms=throttled, pool=spec.pool, deadline_ms=spec.deadline_ms,
                           queue_limit_ms=spec.queue_limit_ms, **(asked or {}))  # fmt: skip
-        partition = self.policy.concurrency.partition_for(spec.job_type, key)
+        partition = self.policy.concurrency.route(spec, key)
         # Due within half the lead (or late): it cannot wait for the timers' commit interval.
         urgent = due_ms - now_ms < self.policy.lead_ms // 2
         return [Output(topic, key, Event("ExecutionRequested", execution), partition,
