@@ -69,8 +69,8 @@ def events(settings: Settings, stack: Stack) -> Iterator[TopicReader]:
 
 
 def keyed(key: str, sleep_s: float = SLEEP_S) -> JobRequest:
-    return JobRequest(job_type=TYPE, owner=OWNER, params={"sleep_s": sleep_s},
-                      keys=Keys.model_validate({"concurrency": {"key": key, "limit": LIMIT}}))
+    keys = Keys.model_validate({"concurrency": {"key": key, "limit": LIMIT}})
+    return JobRequest(job_type=TYPE, owner=OWNER, params={"sleep_s": sleep_s}, keys=keys)
 
 
 def test_a_key_runs_at_most_its_limit_across_workers_and_holds_no_other_key_back(
@@ -104,8 +104,9 @@ def test_a_key_runs_at_most_its_limit_across_workers_and_holds_no_other_key_back
 def test_a_rate_key_fires_at_its_rate(settings: Settings, events: TopicReader) -> None:
     keys = Keys.model_validate({"rate": {"key": "partner-api", "rate": "5/s"}})
     with JobClient(settings) as client:
-        ids = set(client.submit_many([JobRequest(job_type=TYPE, owner=OWNER, keys=keys,
-                                                 params={"sleep_s": 0}) for _ in range(10)]))
+        requests = [JobRequest(job_type=TYPE, owner=OWNER, keys=keys, params={"sleep_s": 0})
+                    for _ in range(10)]  # fmt: skip
+        ids = set(client.submit_many(requests))
 
     def fired() -> list[dict] | None:
         found = [r for r in events.poll() if r["kind"] == "FIRED" and r["job_id"] in ids]
