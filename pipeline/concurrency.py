@@ -12,6 +12,11 @@ design, its guarantee and its limits.
 Timers and workers both read ``JOBSTREAM_CONCURRENCY_LIMITS`` and
 ``JOBSTREAM_EXEC_PARTITIONS``: they must agree, or executions land on partitions the
 workers give no slot (the workers log it). Pure, no Kafka: unit-tested directly.
+
+A job with a concurrency key (docs/keys.md) is routed by its key instead
+(:func:`keyed_partition`): every run of one key, whatever its job, meets on one partition
+index, whose one owner counts the key's runs (pipeline/worker/keyed.py,
+docs/adr/0008-concurrency-keys.md).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass, field
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import ConfigurationError
 from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.keys import scoped
+from jobstream._pipeline.model.records import JobSpec
 
 SETTING = "JOBSTREAM_CONCURRENCY_LIMITS"
 
@@ -44,6 +51,24 @@ def routed_partition(limit: int, key: bytes, partitions: int) -> int | None:
     if limit >= partitions:
         return None
     return zlib.crc32(key) % limit
+
+
+def keyed_partition(scoped_key: str, partitions: int, limit: int | None = None) -> int:
+    """Where the timers put an execution of a job with a concurrency key: the partition
+    index chosen by the key (:func:`jobstream._pipeline.model.keys.scoped`), among the
+    first ``limit`` indices when the job's type is limited below the partition count (the
+    indices that carry its slots), else among all ``partitions``. Every run of a key meets
+    on that one index, whatever job, tier or retry it belongs to."""
+    spread = partitions if limit is None else min(limit, partitions)
+    return zlib.crc32(scoped_key.encode()) % spread
+
+
+def concurrency_key_of(spec: JobSpec) -> str | None:
+    """The job's concurrency key as the fleet counts it (scoped by its owner), if any."""
+    keys = spec.job_keys
+    if keys is None or keys.concurrency_key is None:
+        return None
+    return scoped(spec.owner, keys.concurrency_key)
 
 
 @dataclass(frozen=True)
@@ -91,3 +116,11 @@ class ConcurrencyLimits:
         to the producer's partitioner."""
         limit = self.limits.get(job_type)
         return None if limit is None else routed_partition(limit, key, self.partitions)
+
+    def route(self, spec: JobSpec, key: bytes) -> int | None:
+        """The execution partition of a job: by its concurrency key if it has one (within
+        its type's slots when the type is limited too), else as :meth:`partition_for`."""
+        scoped_key = concurrency_key_of(spec)
+        if scoped_key is None:
+            return self.partition_for(spec.job_type, key)
+        return keyed_partition(scoped_key, self.partitions, self.limits.get(spec.job_type))

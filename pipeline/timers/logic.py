@@ -386,8 +386,8 @@ class TimerLogic:
             return True
         if isinstance(entry, FiringEntry) and is_held(entry.spec):
             return True  # a wait or a sleep begins and ends on its instant: no worker waits
-        return isinstance(entry, FiringEntry) and self.throttle.applies(entry.owner,
-                                                                         entry.spec.job_type)
+        return isinstance(entry, FiringEntry) and self.throttle.applies(
+            entry.owner, entry.spec.job_type, entry.spec.job_keys)
 
     # -- rate limits -------------------------------------------------------------------
 
@@ -395,7 +395,7 @@ class TimerLogic:
         """Put a due job in the queue of the limit that has no token for it; False when
         every limit that applies gave one (and the job is to fire now)."""
         job_type = entry.spec.job_type
-        key = self.throttle.admit(entry.owner, job_type, now_ms)
+        key = self.throttle.admit(entry.owner, job_type, now_ms, entry.spec.job_keys)
         if key is None:
             return False
         state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
@@ -412,7 +412,8 @@ class TimerLogic:
                     return ready
                 if not isinstance(entry, FiringEntry):  # only jobs are held
                     continue
-                key = self.throttle.admit(entry.owner, entry.spec.job_type, now_ms)
+                key = self.throttle.admit(entry.owner, entry.spec.job_type, now_ms,
+                                          entry.spec.job_keys)  # fmt: skip
                 if key is None:
                     ready.append(entry)
                 elif key.id != limit_id:
@@ -502,7 +503,7 @@ class TimerLogic:
                           scheduled_at_ms=due_ms, lateness_ms=max(0, now_ms - due_ms),
                           throttled_ms=throttled, pool=spec.pool, deadline_ms=spec.deadline_ms,
                           queue_limit_ms=spec.queue_limit_ms, **(asked or {}))  # fmt: skip
-        partition = self.policy.concurrency.partition_for(spec.job_type, key)
+        partition = self.policy.concurrency.route(spec, key)
         # Due within half the lead (or late): it cannot wait for the timers' commit interval.
         urgent = due_ms - now_ms < self.policy.lead_ms // 2
         return [Output(topic, key, Event("ExecutionRequested", execution), partition,

@@ -28,6 +28,9 @@ The loop (pipeline/worker/loop.py) feeds it from Kafka and the executor; the tes
   claims' round trip has as many more due records claimed as its slots run in one round
   trip, launched as runs end, so that its slots do not idle while each claim commits.
 - What a record picked becomes (a run, a join, a skip): pipeline/worker/starts.py.
+- Concurrency keys: a record whose key is at its limit here is parked by its lane
+  (pipeline/worker/keyed.py) and announced once, HELD on jobs.events (:class:`Emit`, the
+  plain producer flushed before the next claim commits, so a HELD precedes its STARTED).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from functools import partial
 
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.serde import Event
-from jobstream._pipeline.worker.actions import Action, Claim, Launch
+from jobstream._pipeline.worker import outcomes
+from jobstream._pipeline.worker.actions import Action, Claim, Emit, Launch
 from jobstream._pipeline.worker.app import WorkerApp
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.context import JobContext
@@ -104,6 +108,7 @@ class WorkerEngine:
             self._dispatch(wall)
             self._claim_beyond_slots(wall)
             self._dispatch_ahead(wall)
+        self._announce_held(wall)
         return self.claim()
 
     def supervise(self, now: float, wall: int) -> list[Action]:
@@ -203,7 +208,10 @@ class WorkerEngine:
         the :class:`Claim` commits before the handlers run."""
         running = self.inflight.active
         while self.slot_free() and not self.quarantine.blocks(running):
-            picked = self.quarantine.take_held(running) or self._next_record()
+            held = self.quarantine.take_held(running)
+            if held is not None and not held[0].readmit(held[1]):
+                continue  # its key filled up while it waited: parked first in line
+            picked = held or self._next_record()
             if picked is None:
                 break
             lane, record = picked
@@ -218,6 +226,18 @@ class WorkerEngine:
                 self._unclaimed.append(started)
                 if suspect:
                     self.quarantine.alone = started[0].execution_id
+
+    def _announce_held(self, wall: int) -> None:
+        """A HELD for each record parked since the last turn."""
+        for lane in self.lanes:
+            if not lane.keys.held:
+                continue
+            for held in lane.keys.take_held():
+                execution = held.record.execution
+                event = outcomes.held(execution, held_by=held.key.held_by,
+                                      waiting_for=held.waiting_for,
+                                      worker_id=self.options.worker_id, now_ms=wall)  # fmt: skip
+                self._actions.append(Emit(outcomes.event_key(execution), event))
 
     def _next_record(self) -> tuple[Lane, Record] | None:
         lanes = len(self.lanes)

@@ -21,7 +21,9 @@ claimed ahead. Heartbeats come from a heap by instant (:meth:`beat_at`,
 
 A run in ``slots`` or ``ahead`` also holds a slot of its partition index in its lane's
 :class:`~jobstream._pipeline.worker.slots.PartitionSlots` (a type with a fleet-wide limit): taken
-when it is added, given back when its handler returns (or it ends unlaunched).
+when it is added, given back when its handler returns (or it ends unlaunched). A run of a
+job with a concurrency key holds its key among the worker's
+:class:`~jobstream._pipeline.worker.keyed.KeyedRuns` for the same span.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from jobstream._pipeline.model.records import Checkpoint, ExecutionRequested
 from jobstream._pipeline.worker.app import Handler
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
+from jobstream._pipeline.worker.keyed import concurrency_key
 from jobstream._pipeline.worker.lane import Lane
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
@@ -114,6 +117,10 @@ class InFlight:
         """A run started: it takes a slot now, or (``ahead``) once :meth:`seat` gives it one."""
         (self.ahead if ahead else self.slots)[job.token] = job
         job.lane.slots.take(job.partition)
+        key = concurrency_key(job.execution)
+        if key is not None:
+            job.lane.keys.runs.take(key, job.execution.job_id)
+            job.lane.key_runs += 1
         self.active[job.execution_id] = job
         job_id = job.execution.job_id
         self._job_ids[job_id] = self._job_ids.get(job_id, 0) + 1
@@ -128,6 +135,10 @@ class InFlight:
         job = self.slots.pop(token, None) or self.ahead.pop(token, None)
         if job is not None:
             job.lane.slots.give(job.partition)
+            key = concurrency_key(job.execution)
+            if key is not None:
+                job.lane.key_runs -= 1
+                job.lane.keys.runs.give(key, job.execution.job_id)
         return job
 
     def reported(self, job: RunningJob) -> None:

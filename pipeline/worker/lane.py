@@ -23,6 +23,13 @@ while its partition index has a free slot (:class:`PartitionSlots`), and before 
 partitions are revoked it lets its runs end and reports them (``before_revoke``, at most
 the worker's revoke timeout), so that their next owner starts nothing while they run.
 
+A record whose job has a concurrency key (docs/keys.md) starts only while its key has
+room among the runs of this worker (:class:`KeyedRuns`, shared by the lanes); otherwise
+it is parked behind its key (:class:`ParkedRecords`), out of the tier buffer, so the
+records of other keys go on; it starts when a run of its key ends, before new records.
+A lane holding runs with a key waits for them before its partitions are revoked, as a
+limited lane does (docs/adr/0008-concurrency-keys.md).
+
 The lane builds no client: its consumer and producer come from the
 :class:`~jobstream._pipeline.worker.ports.WorkerClients` it is given.
 """
@@ -48,6 +55,12 @@ from jobstream._pipeline.serde import AvroDeserializer
 from jobstream._pipeline.topics import PRIORITIES, Topics, routed
 from jobstream._pipeline.worker.buffer import TierBuffer
 from jobstream._pipeline.worker.early import EarlyRecords
+from jobstream._pipeline.worker.keyed import (
+    ConcurrencyKey,
+    KeyedRuns,
+    ParkedRecords,
+    concurrency_key,
+)
 from jobstream._pipeline.worker.offsets import OffsetRef, OffsetTracker, Partition
 from jobstream._pipeline.worker.pauses import share, to_pause
 from jobstream._pipeline.worker.ports import SYSTEM_CLOCK, Clock, WorkerClients
@@ -71,6 +84,8 @@ class Record:
     execution: ExecutionRequested
     raw: bytes | None
     """The record's value as fetched: STARTED reuses its bytes (see started.py)."""
+    key: ConcurrencyKey | None = None
+    """Its job's concurrency key, if any."""
 
 
 def worker_group(prefix: str, route: str) -> str:
@@ -90,7 +105,8 @@ class Lane:
                  pool: str | None = None, claim_ahead_ms: int = 0, launch_ahead_ms: int = 0,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  clock: Clock = SYSTEM_CLOCK, before_commit: Callable[[], object] = lambda: None,
-                 before_revoke: Callable[[Lane], object] = lambda lane: None) -> None:  # fmt: skip
+                 before_revoke: Callable[[Lane], object] = lambda lane: None,
+                 keyed: KeyedRuns | None = None) -> None:  # fmt: skip
         self.job_type = job_type
         topics = Topics(settings)
         self.tier_of = {topics.execution(job_type, tier, pool): tier for tier in PRIORITIES}
@@ -102,6 +118,10 @@ class Lane:
         self._before_revoke = before_revoke
         """Runs before a limited lane's partitions are revoked: the loop waits there for
         the lane's runs to end."""
+        self.keys: ParkedRecords[Record] = ParkedRecords(keyed or KeyedRuns())
+        """Records parked behind their concurrency key; the key counts are the worker's."""
+        self.key_runs = 0
+        """Runs of this lane holding a concurrency key (kept by the runs in flight)."""
         self.closing = False
         prefix = settings.topic_prefix
         route = routed(job_type, pool)  # a pool's workers are a group of their own
@@ -200,7 +220,7 @@ class Lane:
             return partitions
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self.slots.limited and not self.closing:
+        if (self.slots.limited or self.key_runs) and not self.closing:
             self._before_revoke(self)
         try:
             self.commit(force=True)
@@ -220,6 +240,7 @@ class Lane:
             buffer.forget(gone)
         self.early.forget(gone)
         self.ahead.forget(gone)
+        self.keys.forget(gone)
 
     # -- records ------------------------------------------------------------------------
 
@@ -251,8 +272,10 @@ class Lane:
                 continue
             tier = self.tier_of[topic]
             self.slots.check_fetched(partition)
-            record = Record(ref, tier, event.data, raw)
-            release = record.execution.scheduled_at_ms - self.claim_ahead_ms
+            record = Record(ref, tier, event.data, raw, concurrency_key(event.data))
+            # A keyed record's claim holds its key: it comes no sooner than its launch.
+            ahead_ms = self.claim_ahead_ms if record.key is None else self.launch_ahead_ms
+            release = record.execution.scheduled_at_ms - ahead_ms
             if release > now:
                 self.early.add(release, (topic, partition), record)
             else:
@@ -271,7 +294,8 @@ class Lane:
     def _place(self, partition: Partition, record: Record, now: int) -> None:
         """A record whose claim has come: ahead of a slot while its launch is still to
         come, else in its tier buffer."""
-        if record.execution.scheduled_at_ms - now > self.launch_ahead_ms and not self.slots.limited:
+        if (record.execution.scheduled_at_ms - now > self.launch_ahead_ms
+                and not self.slots.limited and record.key is None):  # fmt: skip
             self.ahead.add(record.execution.scheduled_at_ms, partition, record)
         else:
             self.buffers[record.tier].append(partition, record, _size(record))
@@ -282,8 +306,32 @@ class Lane:
                                          _size(record))  # fmt: skip
 
     def pick(self) -> Record | None:
-        """The next record to start, by the priority policy; with a concurrency limit,
-        only from a partition index with a free slot."""
+        """The next record to start: a parked record whose key has room now, else the next
+        by the priority policy whose key (if any) has room, parking those whose key has
+        none; with a concurrency limit, only from a partition index with a free slot."""
+        ready = self._slot_free if self.slots.limited else None
+        while True:
+            if self.keys:
+                parked = self.keys.pop_ready(ready)
+                if parked is not None:
+                    return parked
+            record = self._pick_buffered()
+            if record is None or record.key is None:
+                return record
+            if self.keys.admit(record.key, (record.ref.topic, record.ref.partition), record,
+                               _size(record)):  # fmt: skip
+                return record
+
+    def readmit(self, record: Record) -> bool:
+        """Whether a record picked earlier and held back since (a suspect waiting to run
+        alone) may still start; if its key has no room now, it is parked first in line."""
+        if record.key is None or self.keys.runs.room(record.key):
+            return True
+        self.keys.park_first(record.key, (record.ref.topic, record.ref.partition), record,
+                             _size(record))  # fmt: skip
+        return False
+
+    def _pick_buffered(self) -> Record | None:
         if not self.slots.limited:
             tier = self.policy.pick([tier for tier, buffer in self.buffers.items() if buffer])
             return None if tier is None else self.buffers[tier].popleft(_size)
@@ -300,22 +348,30 @@ class Lane:
 
     @property
     def waits_for_slot(self) -> bool:
-        """Whether records are buffered that only a free slot would let start."""
-        return self.slots.limited and not self.has_buffered and any(self.buffers.values())
+        """Whether records are buffered (or parked) that only a free slot (or a run of
+        their key ending) would let start."""
+        if self.has_buffered:
+            return False
+        return bool(self.keys) or (self.slots.limited and any(self.buffers.values()))
 
     @property
     def has_buffered(self) -> bool:
-        """Whether a buffered record could start now (with a limit: on a free slot)."""
+        """Whether a buffered record could start now (with a limit: on a free slot), or
+        a parked one whose key has room."""
         if not self.slots.limited:
-            return any(self.buffers.values())
-        return any(buffer.first(self._slot_free) is not None for buffer in self.buffers.values())
+            return any(self.buffers.values()) or (bool(self.keys) and self.keys.has_ready())
+        return (any(buffer.first(self._slot_free) is not None for buffer in self.buffers.values())
+                or (bool(self.keys) and self.keys.has_ready(self._slot_free)))  # fmt: skip
 
     @property
     def paused(self) -> frozenset[Partition]:
         return frozenset(self._paused)
 
     def buffered(self) -> dict[str, int]:
-        return {tier: len(buffer) for tier, buffer in self.buffers.items()}
+        counts = {tier: len(buffer) for tier, buffer in self.buffers.items()}
+        if self.keys:
+            counts["parked"] = len(self.keys)
+        return counts
 
     def counters(self) -> dict[str, int]:
         """Transactions committed and aborted, producers replaced, records skipped."""
@@ -330,6 +386,9 @@ class Lane:
                                       assigned=self.tracker.assigned(),
                                       paused=frozenset(self._paused),
                                       fetching=fetching)  # fmt: skip
+        if self.keys and fetching:
+            assigned = self.tracker.assigned()
+            wanted |= self.keys.crowded(len(assigned), frozenset(self._paused)) & set(assigned)
         if wanted - self._paused:
             self.consumer.pause([TopicPartition(t, p) for t, p in wanted - self._paused])
         if self._paused - wanted:

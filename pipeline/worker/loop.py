@@ -19,7 +19,8 @@ every slot is taken, records to arrive when a slot is free and nothing is buffer
   lines go to jobs.logs (pipeline/worker/runlogs.py).
 - Concurrency limits: before a limited type's partitions are revoked the loop lets its
   runs end and reports them (:meth:`_await_runs`), so the next owner of an index starts
-  nothing while a run of it goes on here (docs/adr/0003-concurrency-limits.md).
+  nothing while a run of it goes on here (docs/adr/0003-concurrency-limits.md); so it
+  does for a lane holding runs with a concurrency key (docs/adr/0008-concurrency-keys.md).
 - Cancels come from jobs.control (pipeline/worker/control.py), read from its retention's
   start before the first run.
 - Shutdown (``stop`` set, e.g. by SIGTERM): DRAINING, fetch nothing more, wait up to
@@ -58,6 +59,7 @@ from jobstream._pipeline.worker.heartbeat import (
     STOPPED,
     WorkerIdentity,
 )
+from jobstream._pipeline.worker.keyed import KeyedRuns
 from jobstream._pipeline.worker.lane import Lane
 from jobstream._pipeline.worker.options import MIN_PREFETCH, WorkerOptions
 from jobstream._pipeline.worker.ports import (
@@ -101,13 +103,14 @@ class WorkerLoop:
         # as many HEARTBEAT records in a request.
         self.events = clients.producer(f"jobstream.worker.{options.worker_id}",
                                        {"delivery.report.only.error": True, "linger.ms": 50})
+        keyed = KeyedRuns()  # a key's runs are counted over every lane of the worker
         self.lanes = [Lane(settings, t, clients=clients, worker_id=options.worker_id,
                            prefetch=prefetch, static_member=options.static_member,
                            pool=options.pool, clock=clock,
                            claim_ahead_ms=round(options.claim_ahead_s * 1000),
                            launch_ahead_ms=round(options.launch_ahead_s * 1000),
                            deserialize=deserialize, before_commit=self._flush_events,
-                           before_revoke=self._await_runs,
+                           before_revoke=self._await_runs, keyed=keyed,
                            schedule=CommitSchedule(options.commit_interval_s,
                                                    options.commit_max_outcomes))
                       for t in self.job_types]  # fmt: skip
@@ -178,23 +181,24 @@ class WorkerLoop:
             lane.commit(force=True)
 
     def _await_runs(self, lane: Lane) -> None:
-        """Before a limited lane's partitions are revoked: let its runs end and report
-        them (the lane commits their outcomes next, and claims what waits), at most
-        ``revoke_timeout_s``. No record is fetched or started meanwhile; the other
-        lanes' runs are collected too, every run keeps its heartbeats and the worker its
-        own."""
+        """Before the partitions of a limited lane, or of one holding runs with a
+        concurrency key, are revoked: let those runs end and report them (the lane commits
+        their outcomes next, and claims what waits), at most ``revoke_timeout_s``. No
+        record is fetched or started meanwhile; the other lanes' runs are collected too,
+        every run keeps its heartbeats and the worker its own."""
         deadline = self.clock.monotonic() + self.options.revoke_timeout_s
-        while lane.slots.in_use and self.clock.monotonic() < deadline:
+        while (lane.slots.in_use or lane.key_runs) and self.clock.monotonic() < deadline:
             self._apply(self.engine.claim())
             self.collect(wait_s=self.options.poll_timeout_s)
             self._apply(self.engine.supervise(self.clock.monotonic(), self.clock.wall_ms()))
             self._beat_worker()
             self.events.poll(0)
             self.health.beat()  # the loop is waiting on purpose: /healthz stays up
-        if lane.slots.in_use:
+        if lane.slots.in_use or lane.key_runs:
             log.warning("runs still going when their partitions were revoked: given up, "
                         "their next owner may run beside them", extra={
-                            "job_type": lane.job_type, "runs": lane.slots.in_use})  # fmt: skip
+                            "job_type": lane.job_type,
+                            "runs": max(lane.slots.in_use, lane.key_runs)})  # fmt: skip
 
     def close(self) -> None:
         self._apply(self.engine.give_up(self.clock.monotonic(), self.clock.wall_ms()))

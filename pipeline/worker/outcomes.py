@@ -10,6 +10,8 @@
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
 | TIMED_OUT | ``error`` (type ``Timeout``, retryable), ``execution`` |
 | CANCELLED | ``requested_by``, ``detail`` (the reason), ``execution`` |
+| HELD | ``held_by`` (``concurrency:<key>``), ``waiting_for`` (the job ids of the key's |
+|  | runs here): a record parked behind its concurrency key (pipeline/worker/keyed.py) |
 
 FAILED, TIMED_OUT and CANCELLED of a run that saved a checkpoint carry its latest one
 (``checkpoint``), set by the supervisor when it reports them.
@@ -62,6 +64,13 @@ def event_key(execution: ExecutionRequested) -> bytes:
 def started(execution: ExecutionRequested, *, worker_id: str, now_ms: int) -> Event:
     return Event.of(lifecycle(LifecycleKind.STARTED, execution, at_ms=now_ms,
                               worker_id=worker_id, execution=execution))  # fmt: skip
+
+
+def held(execution: ExecutionRequested, *, held_by: str, waiting_for: list[str],
+         worker_id: str, now_ms: int) -> Event:
+    """HELD of a record parked behind its concurrency key: what it waits on, and behind whom."""
+    return Event.of(lifecycle(LifecycleKind.HELD, execution, at_ms=now_ms, worker_id=worker_id,
+                              held_by=held_by, waiting_for=waiting_for))  # fmt: skip
 
 
 def heartbeat(execution: ExecutionRequested, *, worker_id: str, now_ms: int,
