@@ -114,7 +114,8 @@ def test_a_steady_stream_runs_at_the_maximum_delay_and_the_next_opens_a_window(
 
 
 def test_a_window_survives_a_restart_from_the_changelog(
-    timers: ProcessorDriver[TimerState], tmp_path: Path,
+    timers: ProcessorDriver[TimerState],
+    tmp_path: Path,
 ) -> None:
     for n in range(3):
         timers.pipe(TOPICS.intake, request(n, DEBOUNCE, timers.now_ms))
@@ -183,7 +184,8 @@ def test_singleton_drop_keeps_the_current_job(timers: ProcessorDriver[TimerState
     timers.pipe(TOPICS.intake, ended(run.job_id, timers.now_ms))
     third = request(3, singleton("DROP"), T0)
     assert [j.job_id for j in submissions(timers.pipe(TOPICS.intake, third))] == [
-        third.data.job_id], "free again once it ended"
+        third.data.job_id
+    ], "free again once it ended"
 
 
 def test_singleton_replace_waits_behind_the_current_and_replaces_the_waiting(
