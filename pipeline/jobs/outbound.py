@@ -18,8 +18,10 @@ from confluent_kafka import KafkaError
 
 from jobstream._pipeline.errors import AuthorizationError, JobstreamError
 from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.model.collapse import intake_key
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.model.records import (
+    JobSubmitted,
     WorkflowCancelled,
     WorkflowSignalled,
     WorkflowSubmitted,
@@ -98,11 +100,16 @@ def names_of(event: Event) -> tuple[str, str | None]:
 
 def outgoing(events: Iterable[Event],
              serialize: Callable[[Event, Any], bytes]) -> list[Outgoing]:  # fmt: skip
-    """Each event encoded and keyed by :func:`partition_key`, in order."""
+    """Each event encoded and keyed by :func:`partition_key`, in order; a debounced or
+    singleton submission by its key's collapse key, where the timers decide on it
+    (:func:`jobstream._pipeline.model.collapse.intake_key`)."""
     records = []
     for event in events:
         job_id, workflow_id = names_of(event)
-        records.append(Outgoing(job_id, partition_key(job_id, workflow_id), serialize(event, None)))
+        data = event.data
+        key = (intake_key(data) if isinstance(data, JobSubmitted)
+               else partition_key(job_id, workflow_id))  # fmt: skip
+        records.append(Outgoing(job_id, key, serialize(event, None)))
     return records
 
 

@@ -344,6 +344,14 @@ class StepEnded(Record, frozen=True, kw_only=True):
     detail: str | None = None
 
 
+class SingletonEnded(Record, frozen=True, kw_only=True):
+    job_id: str
+    owner: str
+    singleton_key: str
+    state: str
+    ended_at_ms: int
+
+
 class WorkflowStep(Record, frozen=True, kw_only=True):
     name: str
     depends_on: list[str] = []
@@ -413,6 +421,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "ScheduleChanged": ScheduleChanged,
     "CancelRequested": CancelRequested,
     "StepEnded": StepEnded,
+    "SingletonEnded": SingletonEnded,
     "WorkflowSubmitted": WorkflowSubmitted,
     "WorkflowCancelled": WorkflowCancelled,
     "WorkflowSignalled": WorkflowSignalled,

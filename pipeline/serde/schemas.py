@@ -52,6 +52,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "CancelRequested",
     "WorkflowSignalled",
     "Checkpoint",
+    "SingletonEnded",
 )
 """Records that travel on topics; the other .avsc files are types they share."""
 

@@ -2,7 +2,9 @@
 
 A job of a workflow that ends (SUCCEEDED, DEAD_LETTERED, CANCELLED) is also announced to
 the timers of its workflow as a StepEnded command on jobs.intake, so that they release or
-cancel its children (docs/workflows.md).
+cancel its children (docs/workflows.md). A job that ran under a singleton key (it carries
+the ``jobstream.singleton`` label) that ends is announced the same way, as a SingletonEnded
+keyed by its key, to the timers holding the key (docs/keys.md).
 
 Pure over a :class:`StatusState` (one partition's store within one transaction), like the
 timers' logic: every call returns the records to produce, and the runner carries them,
@@ -31,6 +33,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
+from jobstream._pipeline.model.collapse import SINGLETON, SINGLETON_LABEL, collapse_key
 from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
 from jobstream._pipeline.model.lifecycle import (
     LEASE_EXPIRED,
@@ -44,6 +47,7 @@ from jobstream._pipeline.model.records import (
     Event,
     ExecutionRequested,
     JobLifecycle,
+    SingletonEnded,
     StepEnded,
     StepOutcome,
     lifecycle,
@@ -138,6 +142,9 @@ class StatusLogic:
             and (before is None or before.state not in TERMINAL_STATES)
         ):
             outputs.append(self._step_ended(after, event))
+        singleton = (after.labels or {}).get(SINGLETON_LABEL) if finished else None
+        if singleton is not None and (before is None or before.state not in TERMINAL_STATES):
+            outputs.append(self._singleton_ended(after, singleton, event))
         if changed:
             # jobs.status is compacted: only a job's last status in a transaction is written.
             outputs.append(Output(self.topics.status, after.job_id.encode(), after, compact=True))
@@ -241,6 +248,16 @@ class StatusLogic:
         )  # fmt: skip
         self.counters.steps_ended += 1
         return Output(self.topics.intake, partition_key(record.job_id, record.workflow_id),
+                      Event.of(ended), urgent=True)  # fmt: skip
+
+    def _singleton_ended(self, record: JobRecord, key: str, event: JobLifecycle) -> Output:
+        """SingletonEnded to the partition of jobs.intake that holds the job's singleton
+        key (its timers let the job waiting behind it run): sent once, as a StepEnded is,
+        a replay's second one ignored there. Only a job its key's timers let through
+        carries :data:`SINGLETON_LABEL`."""
+        ended = SingletonEnded(job_id=record.job_id, owner=record.owner, singleton_key=key,
+                               state=str(record.state), ended_at_ms=event.at_ms)  # fmt: skip
+        return Output(self.topics.intake, collapse_key(record.owner, SINGLETON, key),
                       Event.of(ended), urgent=True)  # fmt: skip
 
     def _lost(self, state: StatusState, record: JobRecord, execution: ExecutionRequested | None,

@@ -8,7 +8,9 @@ depends on the kind:
 - :class:`JobEntry` (``job``) and :class:`RetryEntry` (``retry``): the JobSubmitted record;
 - :class:`MarkerEntry` (``marker``): a :class:`Marker`, the ids a repeat is recognised by;
 - :class:`ScheduleEntry` (``workflow``): a :class:`RecurringWorkflow`, whose template
-  every run is submitted from.
+  every run is submitted from;
+- :class:`DebounceEntry` (``debounce``) and :class:`SingletonEntry` (``singleton``): a
+  debounce key's open window and a singleton key's current job (pipeline/timers/collapse.py).
 
 The field names are those entries had when ``job`` was a plain JSON object, so a store
 restored from a changelog written then still loads (tests/pipeline/timers/test_entry.py).
@@ -29,7 +31,7 @@ from jobstream._pipeline.model.records import (
     WorkflowSubmitted,
 )
 
-Kind = Literal["job", "retry", "marker", "workflow"]
+Kind = Literal["job", "retry", "marker", "workflow", "debounce", "singleton"]
 
 RETRY_SUFFIX = "/retry"
 
@@ -204,9 +206,52 @@ class ScheduleEntry(TimerEntry, frozen=True, kw_only=True, tag="workflow"):
         return self.job.spec.cron
 
 
+class DebounceEntry(TimerEntry, frozen=True, kw_only=True, tag="debounce"):
+    """A debounce key's open window, due when it closes; its timer id is the key's
+    collapse key (pipeline/model/collapse.py)."""
+
+    kind: ClassVar[Kind] = "debounce"
+    job: JobSubmitted
+    """The submission whose spec the run takes (the last, or the first: its keep)."""
+    run_id: str
+    """The run's job id, derived from the window's first submission."""
+    run_idempotency_key: str
+    opened_ms: int
+    joined: int = 1
+    """Submissions the window holds so far."""
+
+    @property
+    def job_id(self) -> str:
+        return self.run_id
+
+    @property
+    def owner(self) -> str:
+        return self.job.spec.owner
+
+
+class SingletonEntry(TimerEntry, frozen=True, kw_only=True, tag="singleton"):
+    """A singleton key's current job and the one waiting behind it. Out of the schedule
+    (``blocked``): the current job's end (SingletonEnded) moves it on, not an instant."""
+
+    kind: ClassVar[Kind] = "singleton"
+    current: str
+    """The job id of the key's job that has not ended."""
+    key_owner: str
+    waiting: JobSubmitted | None = None
+    """REPLACE: the submission to run when the current one ends."""
+
+    @property
+    def job_id(self) -> str:
+        return self.current
+
+    @property
+    def owner(self) -> str:
+        return self.key_owner
+
+
 Firing = JobEntry | RetryEntry
 """An entry whose firing runs a job (a :class:`FiringEntry`)."""
-AnyEntry = JobEntry | RetryEntry | MarkerEntry | ScheduleEntry
+AnyEntry = JobEntry | RetryEntry | MarkerEntry | ScheduleEntry | DebounceEntry | SingletonEntry
 """An entry as the store holds it: one of the kinds."""
 
 _ENCODER = msgspec.json.Encoder()

@@ -5,7 +5,8 @@ edge, whoever produced the record: the submission's
 (:func:`jobstream._pipeline.model.job.validate_submitted`),
 a command's (:func:`jobstream._pipeline.model.commands.validate_command`; a recurring
 workflow's, :mod:`jobstream._pipeline.workflows.schedule_commands`), a workflow's
-(:func:`jobstream._pipeline.workflows.commands.expand_workflow`), a StepEnded's and a signal's
+(:func:`jobstream._pipeline.workflows.commands.expand_workflow`), a StepEnded's, a
+SingletonEnded's and a signal's
 (:func:`jobstream._pipeline.model.held.check_signal`). A record that
 breaks
 one raises :class:`~jobstream._pipeline.errors.ValidationError` naming the field, and the processor
@@ -22,12 +23,14 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.held import check_signal
 from jobstream._pipeline.model.job import validate_submitted
+from jobstream._pipeline.model.keys import key_text
 from jobstream._pipeline.model.records import (
     JobCancelled,
     JobSubmitted,
     JobTriggered,
     RetryScheduled,
     ScheduleChanged,
+    SingletonEnded,
     StepEnded,
     WorkflowCancelled,
     WorkflowSignalled,
@@ -62,7 +65,7 @@ class Ended:
 
 
 Command = (JobSubmitted | JobCancelled | JobTriggered | ScheduleChanged | WorkflowCancelled
-           | RetryScheduled | Workflow | Ended | WorkflowSignalled)  # fmt: skip
+           | RetryScheduled | Workflow | Ended | WorkflowSignalled | SingletonEnded)  # fmt: skip
 """What the timers' logic applies: a record that passed its rules."""
 
 
@@ -109,6 +112,16 @@ def _signal(event: Event, now_ms: int) -> Command:
     return event.data
 
 
+def _singleton_ended(event: Event, now_ms: int) -> Command:
+    """A SingletonEnded comes from the status processor; its rules hold it to the store key
+    of its singleton key (owner, key) and to a job id."""
+    data: SingletonEnded = event.data
+    rules.field_check("job_id", rules.job_id, data.job_id)
+    rules.field_check("owner", rules.owner, data.owner)
+    rules.field_check("singleton_key", key_text, data.singleton_key)
+    return data
+
+
 def _retry(event: Event, now_ms: int) -> Command:
     """A RetryScheduled is the retry router's, from a JobSubmitted checked at intake."""
     return event.data
@@ -124,4 +137,5 @@ _CHECKS: dict[str, Callable[[Event, int], Command]] = {
     "StepEnded": _step_ended,
     "RetryScheduled": _retry,
     "WorkflowSignalled": _signal,
+    "SingletonEnded": _singleton_ended,
 }

@@ -32,6 +32,7 @@ from jobstream._pipeline.model.records import (
     RetryScheduled,
     ScheduleAction,
     ScheduleChanged,
+    SingletonEnded,
     WorkflowSignalled,
     evolve,
     lifecycle,
@@ -41,8 +42,10 @@ from jobstream._pipeline.runtime.processor import Output
 from jobstream._pipeline.scheduling import due_runs, execution_id, next_due_ms
 from jobstream._pipeline.scheduling.fair_share import fair_batch, group_by, weight_of
 from jobstream._pipeline.serde import Event
+from jobstream._pipeline.timers.collapse import Collapses
 from jobstream._pipeline.timers.entry import (
     AnyEntry,
+    DebounceEntry,
     Firing,
     FiringEntry,
     JobEntry,
@@ -50,6 +53,7 @@ from jobstream._pipeline.timers.entry import (
     MarkerEntry,
     RetryEntry,
     ScheduleEntry,
+    SingletonEntry,
     retry_timer_id,
 )
 from jobstream._pipeline.timers.held import HeldSteps
@@ -116,6 +120,9 @@ class TimerLogic:
         self.held = HeldSteps(self._lifecycle, self._finish, self.members.begin_map)
         """Waits, sleeps and maps: steps the timers end themselves (pipeline/timers/held.py)."""
         self.owner_weight = weight_of(self.policy.owner_weights)
+        self.collapses = Collapses(topics.intake, topics.settings.timer_partitions,
+                                   self._lifecycle)  # fmt: skip
+        """Debounce and singleton keys (pipeline/timers/collapse.py)."""
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -141,11 +148,16 @@ class TimerLogic:
             return self._workflow_submitted(state, command, now_ms)
         if isinstance(command, WorkflowSignalled):
             return self.held.signalled(state, command, now_ms)
+        if isinstance(command, SingletonEnded):
+            return self.collapses.ended(state, command, now_ms)
         return (self.recurring.cancelled(state, command, now_ms)
                 + self.workflows.cancel_workflow(state, command, now_ms))
 
     def _submitted(self, state: TimerState, job: JobSubmitted, now_ms: int, *,
                    step: str | None = None) -> list[Output]:  # fmt: skip
+        collapsed = self.collapses.submitted(state, job, now_ms)
+        if collapsed is not None:
+            return collapsed
         workflow_id = job.workflow_id
         known = workflow_id is not None and self.workflows.known(state, job, workflow_id)
         if known or state.get(job.job_id) is not None:
@@ -354,6 +366,9 @@ class TimerLogic:
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
                 continue
+            if isinstance(entry, DebounceEntry | SingletonEntry):  # a singleton's is never due
+                emits.extend(self.collapses.close(state, entry, now_ms))
+                continue
             if (isinstance(entry, FiringEntry) and not is_held(entry.spec)
                     and self._hold(state, entry, now_ms)):  # fmt: skip
                 continue
@@ -382,8 +397,8 @@ class TimerLogic:
         submitted on its time, its steps due then), a wait or a sleep (no worker waits for
         it), and a job under a rate limit (a limit caps firings, and the runs fired within
         the lead would all start on their instant, beyond the limit)."""
-        if isinstance(entry, ScheduleEntry):
-            return True
+        if isinstance(entry, ScheduleEntry | DebounceEntry):
+            return True  # a debounce window closes on its instant: its run fires after
         if isinstance(entry, FiringEntry) and is_held(entry.spec):
             return True  # a wait or a sleep begins and ends on its instant: no worker waits
         return isinstance(entry, FiringEntry) and self.throttle.applies(
