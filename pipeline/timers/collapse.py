@@ -109,7 +109,7 @@ class Collapses:
                   f"(at {window.due_ms})")  # fmt: skip
         emits.append(self.lifecycle(K.COLLAPSED, job, now_ms, joined_job_id=window.run_id,
                                     scheduled_at_ms=window.due_ms, detail=detail,
-                                    job_keys=keys, **submission_fields(job)))  # fmt: skip
+                                    **submission_fields(job)))  # fmt: skip
         return emits
 
     def close(self, state: TimerState, window: DebounceEntry | SingletonEntry,
@@ -148,7 +148,6 @@ class Collapses:
             return [self._run(marked)]
         if verdict is Verdict.DROP:
             return [self.lifecycle(K.COLLAPSED, job, now_ms, joined_job_id=held.current,
-                                   job_keys=job.spec.job_keys,
                                    detail=f"dropped: singleton key {key!r} has {held.current} "
                                           "queued or running",
                                    **submission_fields(job))]  # fmt: skip
@@ -158,7 +157,7 @@ class Collapses:
                                         detail=f"replaced on singleton key {key!r} by "
                                                f"{job.job_id}"))  # fmt: skip
         state.put(held.evolve(waiting=marked))
-        emits.append(self.lifecycle(K.SCHEDULED, marked, now_ms, job_keys=marked.spec.job_keys,
+        emits.append(self.lifecycle(K.SCHEDULED, marked, now_ms,
                                     **submission_fields(marked)))  # fmt: skip
         emits.append(self.lifecycle(K.HELD, marked, now_ms, held_by=f"singleton:{key}",
                                     waiting_for=[held.current],

@@ -72,9 +72,10 @@ PROCESS_FAULTS = (
     "pause-worker",
 )
 """The scenarios of test_process_faults.py; test_poison_faults.py has the poison ones,
-test_broker_and_host_faults.py the others (but those COVERED by one of them). Modules because ``make test`` gives each
-module to one test process (pytest-xdist's ``loadfile``): each runs its scenarios one at
-a time, so at most two runs, each with its cluster and processes, share the machine."""
+test_broker_and_host_faults.py the others (but those COVERED by one of them). Modules
+because ``make test`` gives each module to one test process (pytest-xdist's
+``loadfile``): each runs its scenarios one at a time, so at most two runs, each with its
+cluster and processes, share the machine."""
 POISON_FAULTS = tuple(name for name, scenario in SCENARIOS.items() if scenario.poison)
 COVERED = {"kill-broker": "triggers"}
 """Scenarios CI does not run alone, each to the one that holds it whole: the triggers

@@ -34,7 +34,8 @@ def execution_requested(
         "priority": priority, "run_at_ms": None,
         "cron": cron_schedule("* * * * *", overlap=overlap) if overlap else None,
         "depends_on": [], "retry": None, "timeout_ms": timeout_ms, "labels": {},
-        "on_parent_failure": "CANCEL", "pool": None, "deadline_ms": None, "queue_limit_ms": None, "job_keys": None,
+        "on_parent_failure": "CANCEL", "pool": None, "deadline_ms": None, "queue_limit_ms": None,
+        "job_keys": None,
     }  # fmt: skip
     return Event.of(typed("ExecutionRequested", {
         "job_id": job_id, "workflow_id": None,
