@@ -178,8 +178,9 @@ def history(job_id: str = typer.Argument(..., help="The job's id.")) -> None:
     if job.get("keys"):
         console.print("keys: " + _keys(job["keys"]), markup=False)
     if job.get("held_by"):
-        behind = ", ".join(job.get("waiting_for") or []) or "no job seen yet"
-        console.print(f"held: on {job['held_by']}, behind {behind}", markup=False)
+        behind = ", ".join(job.get("waiting_for") or [])
+        console.print(f"held: on {job['held_by']}" + (f", behind {behind}" if behind else ""),
+                      markup=False)  # fmt: skip
     if job.get("joined_job_id"):
         console.print(f"collapsed: runs as {job['joined_job_id']}", markup=False)
     if job["state"] == "EXPIRED" and job.get("last_error"):

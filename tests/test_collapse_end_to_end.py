@@ -11,6 +11,8 @@ from typing import Any
 from jobstream._ops.stack import Stack
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.serde import JobStatus
+from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
 from tests.support.reader import TopicReader
 from tests.support.stack import pipeline_fixtures
@@ -78,6 +80,17 @@ def test_a_burst_of_one_debounce_key_runs_once_after_the_window_with_the_last_pa
     assert all([e["kind"] for e in events.by_job[job_id]] == ["COLLAPSED"]
                for job_id in ids), "none ran itself"  # fmt: skip
 
+    def joined() -> dict[str, JobStatus] | None:
+        found = read_statuses(pipeline_topics.settings, owner="collapse")
+        shown = {job_id: found[job_id] for job_id in ids if job_id in found}
+        return shown if len(shown) == len(ids) else None
+
+    statuses = wait_for(joined, timeout_s=30, what="the 50 in jobs.status")
+    assert {(s.state, s.joined_job_id) for s in statuses.values()} == {("COLLAPSED", run_id)}
+    assert statuses[ids[0]].keys == {"debounce": {"key": "customer-42", "window_ms": WINDOW_MS,
+                                                  "max_delay_ms": 10 * WINDOW_MS,
+                                                  "keep": "LAST"}}  # fmt: skip
+
 
 def test_a_singleton_job_drops_a_new_one_while_it_runs(
     stack: Stack, pipeline_topics: Topics
@@ -127,3 +140,6 @@ def test_a_singleton_replace_queues_the_latest_behind_the_running_job(
     assert started["execution"]["spec"]["params"] == '{"n":3}'
     events.first(latest, "SUCCEEDED")
     assert "STARTED" not in events.kinds(replaced)
+    shown = wait_for(lambda: read_statuses(pipeline_topics.settings, job_id=replaced).get(replaced),
+                     timeout_s=30, what="the replaced one in jobs.status")  # fmt: skip
+    assert (shown.state, shown.joined_job_id) == ("COLLAPSED", latest), shown

@@ -91,7 +91,7 @@ class JobStatus(BaseModel):
     waiting_for: list[str] = Field(
         default_factory=list,
         description="BLOCKED: the parents (job ids) it still waits for; WAITING: the signal; "
-        "QUEUED and held on a key (held_by): the jobs it waits behind.",
+        "held on a key (held_by): the jobs it waits behind.",
     )
     created_at_ms: int | None = Field(
         default=None, description="When the job was submitted (epoch ms); null if not known."
@@ -149,7 +149,8 @@ class JobStatus(BaseModel):
     )
     held_by: str | None = Field(
         default=None,
-        description="QUEUED: the key it waits on, '<kind>:<key>' (concurrency:customer-42), "
+        description="The key it waits on, '<kind>:<key>' (concurrency:customer-42, "
+        "rate:crm, singleton:nightly), "
         "waiting_for naming the jobs it waits behind; null when no key holds it.",
     )
     joined_job_id: str | None = Field(

@@ -33,7 +33,9 @@ execution, so a late SUCCEEDED of the run it stopped is a duplicate. A schedule 
 at the timers is CANCELLED while its last run may still go on: that run's CANCELLED
 changes nothing (ignored), any other outcome of it is illegal.
 
-A HELD (a worker holds a QUEUED attempt back on its concurrency key) changes no state:
+A HELD (a job waits on a key: a worker holds a QUEUED attempt back on its concurrency
+key, the timers hold a due one on its rate key or behind its singleton key's job) changes
+no state:
 it tells ``held_by`` (the key) and ``waiting_for`` (the jobs it waits behind), both
 cleared by the job's next event. A COLLAPSED (a
 debounced or singleton submission runs as another job) ends any job not ended, naming
@@ -127,7 +129,8 @@ def _failed(target: JobState) -> dict[str, JobState]:
 
 # docs/lifecycle.md, row by row ("-" cells are absent; the SCHEDULED column follows).
 _ROWS: dict[JobState, dict[str, JobState]] = {
-    S.SCHEDULED: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING, K.RETRY_SCHEDULED: S.FAILED_RETRYING,
+    S.SCHEDULED: {K.FIRED: S.QUEUED, K.HELD: S.SCHEDULED, K.STARTED: S.RUNNING,
+                  K.RETRY_SCHEDULED: S.FAILED_RETRYING,
                   K.CANCELLED: S.CANCELLED, K.PAUSED: S.PAUSED, K.BLOCKED: S.BLOCKED,
                   K.WAITING: S.WAITING},
     S.QUEUED: {K.FIRED: S.QUEUED, K.HELD: S.QUEUED, K.STARTED: S.RUNNING, K.SUCCEEDED: S.SUCCEEDED,
@@ -137,7 +140,7 @@ _ROWS: dict[JobState, dict[str, JobState]] = {
                 K.SUCCEEDED: S.SUCCEEDED, **_failed(S.FAILED_RETRYING),
                 K.RETRY_SCHEDULED: S.FAILED_RETRYING, K.DEAD_LETTERED: S.DEAD_LETTERED,
                 K.CANCELLED: S.CANCELLED},
-    S.FAILED_RETRYING: {K.FIRED: S.QUEUED, K.STARTED: S.RUNNING,
+    S.FAILED_RETRYING: {K.FIRED: S.QUEUED, K.HELD: S.FAILED_RETRYING, K.STARTED: S.RUNNING,
                         K.RETRY_SCHEDULED: S.FAILED_RETRYING, K.DEAD_LETTERED: S.DEAD_LETTERED,
                         K.CANCELLED: S.CANCELLED},
     S.SUCCEEDED: {K.FIRED: S.QUEUED},

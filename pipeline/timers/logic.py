@@ -15,6 +15,7 @@ from typing import Any
 
 from jobstream._pipeline.avro_bounds import INT_MAX
 from jobstream._pipeline.concurrency import ConcurrencyLimits
+from jobstream._pipeline.limits.keyed import RateKey
 from jobstream._pipeline.limits.throttle import Throttle
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.commands import command_refusal, update_refusal
@@ -369,9 +370,11 @@ class TimerLogic:
             if isinstance(entry, DebounceEntry | SingletonEntry):  # a singleton's is never due
                 emits.extend(self.collapses.close(state, entry, now_ms))
                 continue
-            if (isinstance(entry, FiringEntry) and not is_held(entry.spec)
-                    and self._hold(state, entry, now_ms)):  # fmt: skip
-                continue
+            if isinstance(entry, FiringEntry) and not is_held(entry.spec):
+                held = self._hold(state, entry, now_ms)
+                if held is not None:
+                    emits.extend(held)
+                    continue
             emits.extend(self._fire_entry(state, entry, now_ms))
         return emits
 
@@ -406,16 +409,22 @@ class TimerLogic:
 
     # -- rate limits -------------------------------------------------------------------
 
-    def _hold(self, state: TimerState, entry: Firing, now_ms: int) -> bool:
-        """Put a due job in the queue of the limit that has no token for it; False when
-        every limit that applies gave one (and the job is to fire now)."""
+    def _hold(self, state: TimerState, entry: Firing, now_ms: int) -> list[Output] | None:
+        """Put a due job in the queue of the limit that has no token for it, and return
+        what that tells (a HELD naming a rate key); None when every limit that applies gave
+        one (and the job is to fire now)."""
         job_type = entry.spec.job_type
         key = self.throttle.admit(entry.owner, job_type, now_ms, entry.spec.job_keys)
         if key is None:
-            return False
+            return None
         state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
         state.held.append(job_type)
-        return True
+        if not isinstance(key, RateKey):
+            return []  # a type's or an owner's limit: its wait shows as throttled_ms only
+        return [self._lifecycle(K.HELD, entry.job, now_ms, held_by=str(key),
+                                scheduled_at_ms=entry.due_ms,
+                                detail=f"held to the rate of key {key.key!r} "
+                                       f"({key.rate:g}/s)")]  # fmt: skip
 
     def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[Firing]:
         """The held jobs that may fire now: each limit's queue in order, while its tokens

@@ -134,8 +134,9 @@ function fields(job) {
   if (job.deadline_ms) rows.splice(4, 0, ["deadline", time(job.deadline_ms)]);
   if (job.pool) rows.splice(3, 0, ["pool", job.pool]);
   if (job.keys) rows.push(["keys", h("span", { id: "job-keys" }, keysOf(job.keys))]);
+  const behind = (job.waiting_for ?? []).join(", ");
   if (job.held_by) rows.push(["held", h("span", { id: "job-held" },
-    `on ${job.held_by}, behind ${(job.waiting_for ?? []).join(", ") || "no job seen yet"}`)]);
+    `on ${job.held_by}${behind ? `, behind ${behind}` : ""}`)]);
   if (job.joined_job_id) rows.push(["runs as", h("span", { id: "job-joined" }, jobLink(job.joined_job_id))]);
   if (job.workflow_id) rows.splice(1, 0, ["workflow", h("span", { class: "mono" }, job.workflow_id)],
     ["step", job.step ?? ""]);

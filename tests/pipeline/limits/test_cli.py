@@ -30,5 +30,5 @@ def test_set_list_replace_and_clear(topics: Topics) -> None:
 def test_a_bad_rate_is_refused_naming_it(topics: Topics) -> None:
     result = run(topics, "limits", "set", "--type", "a.b", "--rate", "fast")
     assert result.exit_code != 0
-    assert "rate: must be a number per s, m or h" in str(result.exception or result.output)
+    assert "rate: must be a number per s, min or h" in str(result.exception or result.output)
     assert read_limits(topics.settings) == []

@@ -42,12 +42,15 @@ def test_a_rate_key_fires_at_its_rate_on_the_instant_and_reports_its_wait(
     early = driver.step(T0, *jobs, other)
     assert [e["job_id"] for e in executions(early)] == [other.data["job_id"]], "fired ahead"
     queue = RateKey("tests", "api", 5.0).id
-    fired = []
+    fired, held = [], []
     for now in range(DUE, DUE + 2000, TICK):
-        fired += [e.value.data for e in driver.step(now) if e.value.name == "JobLifecycle"
-                  and e.value.data["kind"] == "FIRED"]  # fmt: skip
+        events = [e.value.data for e in driver.step(now) if e.value.name == "JobLifecycle"]
+        fired += [e for e in events if e["kind"] == "FIRED"]
+        held += [e for e in events if e["kind"] == "HELD"]
         if now == DUE:
             assert sum(1 for _ in TimerState(PartitionBatch(driver.store())).held_by(queue)) == 7
+    assert len(held) == 7, "one HELD for each job held, when first held"
+    assert {(e["held_by"], e["scheduled_at_ms"]) for e in held} == {("rate:api", DUE)}
     assert sorted(f["job_id"] for f in fired) == sorted(j.data["job_id"] for j in jobs)
     times = sorted(f["at_ms"] for f in fired)
     for k, at in enumerate(times):
