@@ -32,7 +32,7 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.records import DebounceKeep, JobKeys, JobSubmitted, SingletonMode
 
-MAX_KEY_CHARS = 200
+MAX_KEY_CHARS = rules.MAX_KEY_CHARS
 MAX_CONCURRENCY_LIMIT = 10_000
 DEBOUNCE_MAX_WINDOWS = 10
 """A debounce window without ``max_delay_ms`` stays open at most this many windows."""
@@ -45,17 +45,10 @@ _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 def key_text(value: object) -> str:
     """A key as a record holds it: text of at most MAX_KEY_CHARS, no control character,
     no brace (braces are for paths, filled before a record is written)."""
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    if not value:
-        raise ValueError("must not be empty")
-    if len(value) > MAX_KEY_CHARS:
-        raise ValueError(f"is {len(value)} characters, more than {MAX_KEY_CHARS}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError("must not contain control characters")
-    if "{" in value or "}" in value:
-        raise ValueError(f"{value!r} has a brace that is not a path such as '{{params.id}}'")
-    return value
+    text = rules.job_key(value)
+    if "{" in text or "}" in text:
+        raise ValueError(f"{text!r} has a brace that is not a path such as '{{params.id}}'")
+    return text
 
 
 def _lookup(path: str, params: Mapping[str, Any], labels: Mapping[str, str]) -> str:

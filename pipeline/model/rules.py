@@ -33,6 +33,8 @@ MAX_POOL_CHARS = 50
 MAX_PARAMS_BYTES = 1_000_000
 """Parameters as compact UTF-8 JSON; the topics accept 2 MiB records, envelope included."""
 MAX_IDEMPOTENCY_KEY_CHARS = 200
+MAX_KEY_CHARS = 200
+"""A job's concurrency, rate, debounce or singleton key (pipeline/model/keys.py)."""
 MAX_WORKFLOW_ID_CHARS = 200
 """A workflow id is a path segment of the API (/api/v1/workflows/{id}) and a partition key."""
 MAX_LABELS = 32
@@ -120,6 +122,14 @@ def rate_per_second(text: object) -> float:
     if rate <= 0:
         raise ValueError(f"must be positive, got {text!r}")
     return rate
+
+
+def job_key(value: object) -> str:
+    """A key of a job's keys: bounded text with no control character."""
+    text = _text(value, MAX_KEY_CHARS)
+    if _has_control(text):
+        raise ValueError("must not contain control characters")
+    return text
 
 
 def idempotency_key(value: str) -> str:
