@@ -27,6 +27,7 @@ from enum import StrEnum
 
 from jobstream._pipeline.model.idempotency import idempotent_job_id
 from jobstream._pipeline.model.keys import debounce_delay_ms, scoped
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.records import (
     DebounceKeep,
     JobKeys,
@@ -38,10 +39,6 @@ from jobstream._pipeline.partitioning import java_partition, partition_key
 
 DEBOUNCE = "debounce"
 SINGLETON = "singleton"
-SINGLETON_LABEL = "jobstream.singleton"
-"""Set (to the key) on a singleton job by its key's timers: it has been admitted or queued
-there, and its end is to be told there. Its own partition's timers then take it as an
-ordinary job."""
 DEBOUNCE_RUN_PREFIX = "debounce:"
 """A debounce run's idempotency key is this and its window's first submission's job id."""
 

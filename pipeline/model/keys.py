@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from jobstream._pipeline.avro_bounds import LONG_MAX
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.records import DebounceKeep, JobKeys, JobSubmitted, SingletonMode
 
 MAX_KEY_CHARS = rules.MAX_KEY_CHARS
@@ -103,12 +104,12 @@ class _KeyModel(BaseModel):
         return _template(value)
 
 
-class ConcurrencyKey(_KeyModel):
+class ConcurrencySpec(_KeyModel):
     limit: int = Field(default=1, ge=1, le=MAX_CONCURRENCY_LIMIT)
     """Runs of the key at once, across every worker."""
 
 
-class RateKey(_KeyModel):
+class RateSpec(_KeyModel):
     rate: str
     """Firings of the key per second, minute or hour: ``100/min``, ``5/s``, ``1000/h``."""
 
@@ -119,7 +120,7 @@ class RateKey(_KeyModel):
         return value
 
 
-class DebounceKey(_KeyModel):
+class DebounceSpec(_KeyModel):
     window_ms: int = Field(gt=0, le=MAX_DEBOUNCE_MS)
     """The quiet time after the last submission that ends the window."""
     max_delay_ms: int | None = Field(default=None, gt=0, le=MAX_DEBOUNCE_MS)
@@ -128,14 +129,14 @@ class DebounceKey(_KeyModel):
     """Whose params the run takes."""
 
     @model_validator(mode="after")
-    def _delay_covers_window(self) -> DebounceKey:
+    def _delay_covers_window(self) -> DebounceSpec:
         if self.max_delay_ms is not None and self.max_delay_ms < self.window_ms:
             raise ValueError(f"max_delay_ms ({self.max_delay_ms}) is shorter than "
                              f"window_ms ({self.window_ms})")  # fmt: skip
         return self
 
 
-class SingletonKey(_KeyModel):
+class SingletonSpec(_KeyModel):
     mode: Literal["DROP", "REPLACE"] = "DROP"
     """While a job of the key is queued or running: drop the new one, or let it replace
     the queued one."""
@@ -146,10 +147,10 @@ class Keys(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    concurrency: ConcurrencyKey | None = None
-    rate: RateKey | None = None
-    debounce: DebounceKey | None = None
-    singleton: SingletonKey | None = None
+    concurrency: ConcurrencySpec | None = None
+    rate: RateSpec | None = None
+    debounce: DebounceSpec | None = None
+    singleton: SingletonSpec | None = None
 
     @model_validator(mode="after")
     def _one_collapse(self) -> Keys:
@@ -259,3 +260,13 @@ def check_keys(record: JobSubmitted) -> None:
             raise ValidationError(f"spec.job_keys.{collapse}",
                                   f"a debounced or singleton job takes no {field}: it is one "
                                   "job of its own, run when its key allows")  # fmt: skip
+    own_labels = len(spec.labels) - (SINGLETON_LABEL in spec.labels)
+    if keys.singleton_key is not None and own_labels >= rules.MAX_LABELS:
+        raise ValidationError("spec.labels", f"a singleton job takes at most "
+                              f"{rules.MAX_LABELS - 1} labels: its key's timers add "
+                              f"{SINGLETON_LABEL}")  # fmt: skip
+    latest = record.submitted_at_ms + debounce_delay_ms(keys)
+    if keys.debounce_key is not None and (spec.deadline_ms or latest + 1) <= latest:
+        raise ValidationError("spec.deadline_ms", "a debounced job's deadline must fall after "
+                              f"its window's latest close ({debounce_delay_ms(keys)} ms after "
+                              "the submission): its run starts no sooner")  # fmt: skip

@@ -9,3 +9,8 @@ from __future__ import annotations
 
 STEP_LABEL = "jobstream.step"
 """The label a step's job carries its name in (its handler and jobs.status see it)."""
+
+SINGLETON_LABEL = "jobstream.singleton"
+"""Set (to the key) on a singleton job by its key's timers: it has been admitted or queued
+there, and its end is to be told there. Its own partition's timers then take it as an
+ordinary job."""

@@ -33,8 +33,9 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
-from jobstream._pipeline.model.collapse import SINGLETON, SINGLETON_LABEL, collapse_key
+from jobstream._pipeline.model.collapse import SINGLETON, collapse_key
 from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.lifecycle import (
     LEASE_EXPIRED,
     TERMINAL_STATES,

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from jobstream._pipeline.model import collapse
-from jobstream._pipeline.model.collapse import SINGLETON_LABEL, Verdict
+from jobstream._pipeline.model.collapse import Verdict
 from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.records import JobKeys, JobSubmitted
 from jobstream._pipeline.partitioning import java_partition, partition_key
 

@@ -3,6 +3,8 @@ become, and the rules that name the field at fault."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from jobstream._pipeline.errors import ValidationError
@@ -83,3 +85,18 @@ def test_a_record_from_any_producer_is_held_to_the_same_rules() -> None:
         with pytest.raises(ValidationError) as caught:
             validate_submitted(bad, now_ms=T0)
         assert caught.value.field == field
+
+
+def test_a_debounced_deadline_falls_after_its_window_and_a_singleton_leaves_room_for_its_label(
+) -> None:
+    debounced = {"debounce": {"key": "d", "window_ms": 1000, "max_delay_ms": 5000}}
+    with pytest.raises(ValidationError) as caught:
+        JobRequest(job_type="a.b", owner="acme", keys=debounced,
+                   deadline=timedelta(seconds=5)).to_event(T0)  # fmt: skip
+    assert caught.value.field == "spec.deadline_ms"
+    JobRequest(job_type="a.b", owner="acme", keys=debounced,
+               deadline=timedelta(seconds=6)).to_event(T0)  # fmt: skip
+    with pytest.raises(ValidationError) as caught:
+        JobRequest(job_type="a.b", owner="acme", labels={f"l{i}": "v" for i in range(32)},
+                   keys={"singleton": {"key": "s"}}).to_event(T0)  # fmt: skip
+    assert caught.value.field == "spec.labels"

@@ -427,7 +427,7 @@ def test_a_job_held_on_its_key_stays_queued_naming_the_key_until_it_starts() -> 
     assert started is not None and started.state is S.RUNNING
     assert (started.held_by, started.waiting_for) == (None, ())
     assert started.keys == waiting.keys, "the keys stay"
-    assert transition(record(S.RUNNING, epoch=E1), held).verdict is Verdict.ILLEGAL
+    assert transition(record(S.CANCELLED, epoch=E1), held).verdict is Verdict.ILLEGAL
 
 
 def test_a_collapsed_submission_ends_naming_the_job_it_runs_as() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from jobstream._pipeline.model.collapse import SINGLETON_LABEL
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.params import summarize_params
 from jobstream._pipeline.model.records import plain
 from jobstream._pipeline.runtime import Output

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from jobstream._pipeline.config import Settings
-from jobstream._pipeline.model.collapse import SINGLETON_LABEL, collapse_key
+from jobstream._pipeline.model.collapse import collapse_key
 from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.records import JobSubmitted
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime.driver import ProcessorDriver
