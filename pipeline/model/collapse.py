@@ -30,8 +30,10 @@ from jobstream._pipeline.model.keys import debounce_delay_ms, scoped
 from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.records import (
     DebounceKeep,
+    Event,
     JobKeys,
     JobSubmitted,
+    SingletonEnded,
     SingletonMode,
     evolve,
 )
@@ -152,3 +154,12 @@ def admitted(job: JobSubmitted, key: str) -> JobSubmitted:
     """``job`` marked as taken by its singleton key's timers (:data:`SINGLETON_LABEL`)."""
     labels = {**job.spec.labels, SINGLETON_LABEL: key}
     return evolve(job, spec=evolve(job.spec, labels=labels))
+
+
+def singleton_ended(job_id: str, owner: str, key: str, state: str,
+                    at_ms: int) -> tuple[bytes, Event]:  # fmt: skip
+    """The record key and value on jobs.intake that tell a singleton key's timers that its
+    job ended (or never became one: its id was known already)."""
+    ended = SingletonEnded(job_id=job_id, owner=owner, singleton_key=key, state=state,
+                           ended_at_ms=at_ms)  # fmt: skip
+    return collapse_key(owner, SINGLETON, key), Event.of(ended)

@@ -33,7 +33,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
-from jobstream._pipeline.model.collapse import SINGLETON, collapse_key
+from jobstream._pipeline.model.collapse import singleton_ended
 from jobstream._pipeline.model.deadlines import queued_expiry_ms, queued_refusal
 from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.lifecycle import (
@@ -48,7 +48,6 @@ from jobstream._pipeline.model.records import (
     Event,
     ExecutionRequested,
     JobLifecycle,
-    SingletonEnded,
     StepEnded,
     StepOutcome,
     lifecycle,
@@ -256,10 +255,8 @@ class StatusLogic:
         key (its timers let the job waiting behind it run): sent once, as a StepEnded is,
         a replay's second one ignored there. Only a job its key's timers let through
         carries :data:`SINGLETON_LABEL`."""
-        ended = SingletonEnded(job_id=record.job_id, owner=record.owner, singleton_key=key,
-                               state=str(record.state), ended_at_ms=event.at_ms)  # fmt: skip
-        return Output(self.topics.intake, collapse_key(record.owner, SINGLETON, key),
-                      Event.of(ended), urgent=True)  # fmt: skip
+        return Output(self.topics.intake, *singleton_ended(
+            record.job_id, record.owner, key, str(record.state), event.at_ms), urgent=True)
 
     def _lost(self, state: StatusState, record: JobRecord, execution: ExecutionRequested | None,
               checkpoint: Checkpoint | None, now_ms: int) -> Output:  # fmt: skip

@@ -27,6 +27,7 @@ import logging
 from jobstream._pipeline.model import collapse
 from jobstream._pipeline.model.collapse import DEBOUNCE, Verdict
 from jobstream._pipeline.model.keys import scoped
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.params import submission_fields
 from jobstream._pipeline.model.records import JobSubmitted, SingletonEnded
@@ -177,6 +178,16 @@ class Collapses:
             return []
         state.put(held.evolve(current=held.waiting.job_id, waiting=None))
         return [self._run(held.waiting)]
+
+    def never_ran(self, job: JobSubmitted, now_ms: int) -> list[Output]:
+        """A job its singleton key's timers let through that is not a job here (its id was
+        known: a resubmission with the same idempotency key, a trigger's replay): free the
+        key, whose timers would wait for its end forever."""
+        key = job.spec.labels.get(SINGLETON_LABEL)
+        if key is None:
+            return []
+        return [Output(self.intake, *collapse.singleton_ended(
+            job.job_id, job.spec.owner, key, "DUPLICATE", now_ms), urgent=True)]
 
     def _run(self, job: JobSubmitted) -> Output:
         """A singleton job to its own partition, where the timers schedule it as any job."""

@@ -163,7 +163,7 @@ class TimerLogic:
         known = workflow_id is not None and self.workflows.known(state, job, workflow_id)
         if known or state.get(job.job_id) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
-            return []
+            return self.collapses.never_ran(job, now_ms)
         due = self._first_due(job, now_ms)
         gate = None if workflow_id is None else self.workflows.admit(state, job, workflow_id, step)
         # The first event of a job tells the status processor what only the submission holds.

@@ -207,3 +207,24 @@ def test_singleton_replace_waits_behind_the_current_and_replaces_the_waiting(
                                           Event("JobSubmitted", following))])) == [
         ("SCHEDULED", c.data.job_id)]  # fmt: skip
     assert timers.pipe(TOPICS.intake, c) == [], "a replay of the current is a repeat"
+
+
+def test_a_singleton_job_whose_id_is_known_frees_its_key(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    keys = {**singleton("DROP")}
+    first = JobRequest(job_type="recompute", owner="acme", idempotency_key="nightly-1",
+                       keys=keys).to_event(T0)  # fmt: skip
+    back(timers, timers.pipe(TOPICS.intake, first))
+    timers.pipe(TOPICS.intake, ended(first.data.job_id, T0 + 1))
+    again = JobRequest(job_type="recompute", owner="acme", idempotency_key="nightly-1",
+                       keys=keys).to_event(T0 + 2)  # fmt: skip
+    let_through = timers.pipe(TOPICS.intake, again)
+    assert [j.job_id for j in submissions(let_through)] == [first.data.job_id]
+    known = [o for o in back(timers, let_through) if o.value.name == "SingletonEnded"]
+    assert [(o.key, o.value.data.state) for o in known] == [
+        (collapse_key("acme", "singleton", "report"), "DUPLICATE")], "the key told"  # fmt: skip
+    timers.pipe(TOPICS.intake, known[0].value, key=known[0].key)
+    third = request(3, keys, T0 + 3)
+    assert [j.job_id for j in submissions(timers.pipe(TOPICS.intake, third))] == [
+        third.data.job_id], "the key is free again"  # fmt: skip
