@@ -22,6 +22,7 @@ from jobstream._pipeline.model.commands import command_refusal, update_refusal
 from jobstream._pipeline.model.deadlines import attempt_deadline_ms, attempt_refusal
 from jobstream._pipeline.model.held import held_refusal, is_held
 from jobstream._pipeline.model.job import cron_of
+from jobstream._pipeline.model.labels import SINGLETON_LABEL
 from jobstream._pipeline.model.lifecycle import LifecycleKind
 from jobstream._pipeline.model.params import submission_fields, summarize_params
 from jobstream._pipeline.model.records import (
@@ -164,6 +165,9 @@ class TimerLogic:
         if known or state.get(job.job_id) is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
             return self.collapses.never_ran(job, now_ms)
+        if self._cancelled_before(state, job):  # a singleton's waiter, cancelled meanwhile
+            return [self._lifecycle(K.CANCELLED, job, now_ms, **submission_fields(job),
+                                    detail="cancelled while it waited for its singleton key")]
         due = self._first_due(job, now_ms)
         gate = None if workflow_id is None else self.workflows.admit(state, job, workflow_id, step)
         # The first event of a job tells the status processor what only the submission holds.
@@ -567,6 +571,16 @@ class TimerLogic:
             self._retry_marker(state, entry.job_id, entry.attempt, now_ms)
         else:
             state.remove(entry.timer_id)
+
+    @staticmethod
+    def _cancelled_before(state: TimerState, job: JobSubmitted) -> bool:
+        """Whether a job its singleton key's timers let through was cancelled before it came
+        here: a cancel reaches a job's own partition, which leaves its marker (a day), while
+        a REPLACE submission waits on its key's partition (docs/keys.md)."""
+        if SINGLETON_LABEL not in job.spec.labels:
+            return False
+        marker = state.get(retry_timer_id(job.job_id))
+        return marker is not None and marker.attempt == CANCELLED_ATTEMPT
 
     def _retry_marker(self, state: TimerState, job_id: str, attempt: int, now_ms: int) -> None:
         state.put(MarkerEntry(

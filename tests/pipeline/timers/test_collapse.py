@@ -228,3 +228,18 @@ def test_a_singleton_job_whose_id_is_known_frees_its_key(
     third = request(3, keys, T0 + 3)
     assert [j.job_id for j in submissions(timers.pipe(TOPICS.intake, third))] == [
         third.data.job_id], "the key is free again"  # fmt: skip
+
+
+def test_a_waiting_replace_job_cancelled_meanwhile_is_cancelled_when_it_comes(
+    timers: ProcessorDriver[TimerState],
+) -> None:
+    a, b = (request(n, singleton("REPLACE"), T0) for n in range(2))
+    (current,) = submissions(timers.pipe(TOPICS.intake, a))
+    timers.pipe(TOPICS.intake, b)  # waits on the key's partition
+    cancel = Event("JobCancelled", {"job_id": b.data.job_id, "workflow_id": None,
+                                    "requested_at_ms": T0 + 1, "reason": "not needed",
+                                    "requested_by": "tests"})  # fmt: skip
+    timers.pipe(TOPICS.intake, cancel, key=b.data.job_id.encode())  # its own partition's
+    released = timers.pipe(TOPICS.intake, ended(current.job_id, T0 + 2))
+    assert [j.job_id for j in submissions(released)] == [b.data.job_id]
+    assert lifecycle(back(timers, released)) == [("CANCELLED", b.data.job_id)]
