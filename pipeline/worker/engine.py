@@ -101,6 +101,8 @@ class WorkerEngine:
         runs, launch the runs claimed ahead whose launch has come, and (``fetching``: not
         while draining) start what fits; the claims of what started come last."""
         self.runs.cancels_arrived(cancels, now, wall)
+        if cancels:
+            self._cancel_parked(cancels, wall)
         self.runs.time_out(now, wall)
         self.runs.beat(now, wall)
         self._launch_ahead(now, wall)
@@ -226,6 +228,18 @@ class WorkerEngine:
                 self._unclaimed.append(started)
                 if suspect:
                     self.quarantine.alone = started[0].execution_id
+
+    def _cancel_parked(self, cancels: list[CancelRequest], wall: int) -> None:
+        """Records parked behind their key whose job a cancel covers end CANCELLED now,
+        rather than when a run of their key ends."""
+        def covered(record: Record) -> bool:
+            execution = record.execution
+            return any(c.job_id == execution.job_id and c.covers(execution) for c in cancels)
+
+        for lane in self.lanes:
+            if lane.keys:
+                for record in lane.keys.take(covered):
+                    self.runs.cancelled_before_start(lane, record, wall)
 
     def _announce_held(self, wall: int) -> None:
         """A HELD for each record parked since the last turn."""

@@ -201,6 +201,26 @@ class ParkedRecords(Generic[R]):
             del self._counts[partition]
             del self._bytes[partition]
 
+    def take(self, wanted: Callable[[R], bool]) -> list[R]:
+        """Take out the parked records ``wanted`` (a cancel's), in their keys' order; they
+        are announced no more."""
+        taken: list[R] = []
+        for scoped_key in list(self._queues):
+            queue = self._queues[scoped_key]
+            gone = [parked for parked in queue if wanted(parked.record)]
+            if not gone:
+                continue
+            for parked in gone:
+                queue.remove(parked)
+                self._count_out(parked)
+                taken.append(parked.record)
+            if not queue:
+                del self._queues[scoped_key]
+                self._ready.pop(scoped_key, None)
+        if taken:
+            self.held = [held for held in self.held if not wanted(held.record)]
+        return taken
+
     def take_held(self) -> list[Held[R]]:
         held, self.held = self.held, []
         return held

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.records import JobKeys, evolve
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.worker import JobContext, WorkerApp
@@ -168,3 +169,26 @@ def test_the_worker_runs_a_key_at_its_limit_and_the_others_beside_it(
 def _watermark(driver: Any) -> int:
     return max((tp.offset for held in driver.broker.committed.values() for tp in held.values()
                 if tp.partition == 0), default=0)  # fmt: skip
+
+
+def test_a_parked_record_whose_job_is_cancelled_ends_at_once(
+    drive: DriveWorker, gate: threading.Event
+) -> None:
+    app = WorkerApp()
+
+    @app.handler("data.process")
+    def work(ctx: JobContext) -> None:
+        gate.wait(60)
+
+    driver = drive(app, concurrency=4)
+    first, parked = driver.fire(*(keyed("hot", 1) for _ in range(2)), partition=0)
+    driver.run_until(lambda: driver.events(parked, "HELD"), what="the second one parked")
+    job = next(e for e in driver.events(kind="HELD") if e["execution_id"] == parked)
+    driver.cancel(CancelRequest(job_id=job["job_id"], requested_at_ms=driver.clock.now_ms,
+                                requested_by="tests", reason="not needed"))  # fmt: skip
+    driver.run_until(lambda: driver.events(parked, "CANCELLED"),
+                     what="the parked one cancelled while its key's run goes on")  # fmt: skip
+    assert not driver.events(first, "SUCCEEDED"), "before the key's run ended"
+    gate.set()
+    driver.run_until(lambda: driver.events(first, "SUCCEEDED"), what="the key's run")
+    assert not driver.events(parked, "STARTED")
