@@ -1,8 +1,8 @@
 """The id of the job a source record submits: derived from (trigger, topic, partition,
 offset), through the idempotency-key path.
 
-The job's idempotency key is ``trigger:<name>:<topic>:<partition>:<offset>`` (a topic
-name too long for the key's 200 characters is replaced by its hash), so its id is
+The job's idempotency key is ``trigger:<name>:<topic>:<partition>:<offset>`` (when that is
+longer than a key's 200 characters, name and topic are replaced by their hash), so its id is
 :func:`~jobstream._pipeline.model.idempotency.idempotent_job_id` of the trigger's owner and
 that key. A record read again (the processor killed before its commit, a group reset, a
 replay from the start) gives the same id; the timers keep the first submission of an id
@@ -22,8 +22,8 @@ def trigger_idempotency_key(name: str, topic: str, partition: int, offset: int) 
     key = f"trigger:{name}:{topic}:{partition}:{offset}"
     if len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         return key
-    digest = hashlib.sha256(topic.encode()).hexdigest()
-    return f"trigger:{name}:sha256-{digest}:{partition}:{offset}"
+    digest = hashlib.sha256(f"{name}\x00{topic}".encode()).hexdigest()  # 64 characters
+    return f"trigger:sha256-{digest}:{partition}:{offset}"
 
 
 def trigger_job_id(owner: str, name: str, topic: str, partition: int, offset: int) -> str:

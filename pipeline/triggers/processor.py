@@ -147,7 +147,7 @@ class TriggerRunner(Runner[Tally]):
         self.processor.inputs = tuple(sorted(present))
         if present:
             self.consumer.subscribe(sorted(present), on_assign=self._on_assign,
-                                    on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
+                                    on_revoke=self._on_revoke, on_lost=self._on_lost)  # fmt: skip
         else:
             self.consumer.unsubscribe()
             self._drop_partitions()
@@ -162,6 +162,16 @@ class TriggerRunner(Runner[Tally]):
         super()._on_assign(consumer, added)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Commit what was read before giving partitions up: the open transaction is kept
+        by partition number, which another source's partition may still hold, and would
+        otherwise commit a revoked partition's jobs later without its offset."""
+        if partitions:
+            self.commit()
+        self._on_lost(consumer, partitions)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Partitions gone (lost: nothing of theirs can commit now): their numbers' share
+        of the open transaction is dropped once no source's partition holds them."""
         self._assigned -= {(tp.topic, tp.partition) for tp in partitions}
         numbers = {p for _, p in self._assigned}
         super()._on_revoke(consumer, [tp for tp in partitions if tp.partition not in numbers])

@@ -28,6 +28,8 @@ def test_every_coordinate_changes_the_id() -> None:
 
 def test_a_long_topic_name_keeps_the_key_within_its_bound() -> None:
     topic = "t" * 249
-    key = trigger_idempotency_key("n" * 100, topic, 3, 10**12)
+    last = 2**63 - 1  # the largest offset Kafka gives
+    key = trigger_idempotency_key("n" * 100, topic, 99_999, last)
     assert len(key) <= MAX_IDEMPOTENCY_KEY_CHARS
-    assert key != trigger_idempotency_key("n" * 100, topic[:-1] + "u", 3, 10**12)
+    assert key != trigger_idempotency_key("n" * 100, topic[:-1] + "u", 99_999, last)
+    assert key != trigger_idempotency_key("n" * 99 + "m", topic, 99_999, last)
