@@ -15,7 +15,6 @@ from typing import Any
 
 from jobstream._pipeline.avro_bounds import INT_MAX
 from jobstream._pipeline.concurrency import ConcurrencyLimits
-from jobstream._pipeline.limits.keyed import RateKey
 from jobstream._pipeline.limits.throttle import Throttle
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.commands import command_refusal, update_refusal
@@ -59,6 +58,7 @@ from jobstream._pipeline.timers.entry import (
     retry_timer_id,
 )
 from jobstream._pipeline.timers.held import HeldSteps
+from jobstream._pipeline.timers.holds import RateHolds
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
 from jobstream._pipeline.timers.maps import Members
 from jobstream._pipeline.timers.recurring import RecurringWorkflows
@@ -108,6 +108,7 @@ class TimerLogic:
         self.policy = policy or TimerPolicy()
         self.throttle = throttle or Throttle()
         """The rate limits in force and their buckets (pipeline/limits/)."""
+        self.holds = RateHolds(self.throttle, self._lifecycle)
         self.refused_topics: dict[str, str] = {}
         """Execution topics the broker refused to create, with the reason: a job routed to
         one is dead-lettered at firing (pipeline/timers/processor.py fills it)."""
@@ -362,7 +363,7 @@ class TimerLogic:
         """Fire the entries due at ``now_ms`` (at most ``limit``), owners interleaved, and
         move schedules on. Jobs that rate limits held back go first, as their tokens allow;
         a due job whose limit has no token left joins that limit's queue instead."""
-        released = self._release_held(state, now_ms, limit)
+        released = self.holds.release(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
         for entry in self.due_batch(state, now_ms + self.policy.lead_ms, limit - len(released)):
             if entry.due_ms > now_ms and self._on_its_instant(entry):
@@ -375,7 +376,7 @@ class TimerLogic:
                 emits.extend(self.collapses.close(state, entry, now_ms))
                 continue
             if isinstance(entry, FiringEntry) and not is_held(entry.spec):
-                held = self._hold(state, entry, now_ms)
+                held = self.holds.hold(state, entry, now_ms)
                 if held is not None:
                     emits.extend(held)
                     continue
@@ -410,45 +411,6 @@ class TimerLogic:
             return True  # a wait or a sleep begins and ends on its instant: no worker waits
         return isinstance(entry, FiringEntry) and self.throttle.applies(
             entry.owner, entry.spec.job_type, entry.spec.job_keys)
-
-    # -- rate limits -------------------------------------------------------------------
-
-    def _hold(self, state: TimerState, entry: Firing, now_ms: int) -> list[Output] | None:
-        """Put a due job in the queue of the limit that has no token for it, and return
-        what that tells (a HELD naming a rate key); None when every limit that applies gave
-        one (and the job is to fire now)."""
-        job_type = entry.spec.job_type
-        key = self.throttle.admit(entry.owner, job_type, now_ms, entry.spec.job_keys)
-        if key is None:
-            return None
-        state.put(entry.evolve(held_by=key.id, held_at_ms=now_ms))
-        state.held.append(job_type)
-        if not isinstance(key, RateKey):
-            return []  # a type's or an owner's limit: its wait shows as throttled_ms only
-        return [self._lifecycle(K.HELD, entry.job, now_ms, held_by=str(key),
-                                scheduled_at_ms=entry.due_ms,
-                                detail=f"held to the rate of key {key.key!r} "
-                                       f"({key.rate:g}/s)")]  # fmt: skip
-
-    def _release_held(self, state: TimerState, now_ms: int, limit: int) -> list[Firing]:
-        """The held jobs that may fire now: each limit's queue in order, while its tokens
-        last. A job another limit still holds moves to that limit's queue."""
-        ready: list[Firing] = []
-        for limit_id in state.held_limits():
-            for entry in state.held_by(limit_id):
-                if len(ready) >= limit:
-                    return ready
-                if not isinstance(entry, FiringEntry):  # only jobs are held
-                    continue
-                key = self.throttle.admit(entry.owner, entry.spec.job_type, now_ms,
-                                          entry.spec.job_keys)  # fmt: skip
-                if key is None:
-                    ready.append(entry)
-                elif key.id != limit_id:
-                    state.put(entry.evolve(held_by=key.id))
-                else:
-                    break
-        return ready
 
     def due_batch(self, state: TimerState, now_ms: int, limit: int) -> list[AnyEntry]:
         """The entries to fire now, in weighted fair order across owners.
