@@ -30,7 +30,7 @@ from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import process_env
 from tests.support.waiting import wait_for
 
-PROCESSES = 6  # timers, status processor, retry router, a worker for each demo type
+PROCESSES = 7  # timers, status processor, retry router, trigger processor, a worker per demo type
 
 
 class Supervisor:
