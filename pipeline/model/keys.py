@@ -86,7 +86,8 @@ def _template(value: object) -> str:
     """A key or a template: bounded text whose braces each hold one path."""
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    if "{" in _BRACED.sub("", value) or "}" in _BRACED.sub("", value):
+    outside = _BRACED.sub("", value)
+    if "{" in outside or "}" in outside:
         raise ValueError(f"{value!r} has an unmatched brace")
     key_text(_BRACED.sub("x", value))
     return value
