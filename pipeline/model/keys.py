@@ -31,6 +31,7 @@ from jobstream._pipeline.avro_bounds import LONG_MAX
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.model.labels import SINGLETON_LABEL
+from jobstream._pipeline.model.paths import walk
 from jobstream._pipeline.model.records import DebounceKeep, JobKeys, JobSubmitted, SingletonMode
 
 MAX_KEY_CHARS = rules.MAX_KEY_CHARS
@@ -59,14 +60,10 @@ def _lookup(path: str, params: Mapping[str, Any], labels: Mapping[str, str]) -> 
     if root not in ("params", "labels") or not names or not all(map(_SEGMENT.fullmatch, names)):
         raise ValueError(f"{{{path}}} is not a path: write {{params.<name>[.<name>...]}} "
                          "or {labels.<name>}")  # fmt: skip
-    value: Any = params if root == "params" else labels
-    for name in names:
-        if isinstance(value, Mapping) and name in value:
-            value = value[name]
-        elif isinstance(value, list) and name.isdigit() and int(name) < len(value):
-            value = value[int(name)]
-        else:
-            raise ValueError(f"{{{path}}}: the job has no {name!r} there")
+    try:
+        value = walk(params if root == "params" else labels, names)
+    except LookupError as exc:
+        raise ValueError(f"{{{path}}}: the job has no {names[exc.args[0]]!r} there") from None
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None or isinstance(value, Mapping | list):

@@ -113,12 +113,8 @@ class Collapses:
                                     **submission_fields(job)))  # fmt: skip
         return emits
 
-    def close(self, state: TimerState, window: DebounceEntry | SingletonEntry,
-              now_ms: int) -> list[Output]:  # fmt: skip
-        """The window has closed: submit its run, under its own id, and forget the window.
-        (A singleton key's entry is out of the schedule: it never comes due.)"""
-        if not isinstance(window, DebounceEntry):
-            return []
+    def close(self, state: TimerState, window: DebounceEntry, now_ms: int) -> list[Output]:
+        """The window has closed: submit its run, under its own id, and forget the window."""
         state.remove(window.timer_id)
         run = collapse.run_of(window.job, run_id=window.run_id, now_ms=now_ms,
                               idempotency_key=window.run_idempotency_key)  # fmt: skip

@@ -372,8 +372,10 @@ class TimerLogic:
                 state.remove(entry.timer_id)
                 self.workflows.expired(state, entry)
                 continue
-            if isinstance(entry, DebounceEntry | SingletonEntry):  # a singleton's is never due
+            if isinstance(entry, DebounceEntry):
                 emits.extend(self.collapses.close(state, entry, now_ms))
+                continue
+            if isinstance(entry, SingletonEntry):  # out of the schedule: never due
                 continue
             if isinstance(entry, FiringEntry) and not is_held(entry.spec):
                 held = self.holds.hold(state, entry, now_ms)

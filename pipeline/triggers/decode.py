@@ -33,6 +33,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema, schemaless_reader
 
 from jobstream._pipeline.errors import DeserializationError, JobstreamError
+from jobstream._pipeline.model.paths import walk
 
 REGISTRY_TIMEOUT_S = 10
 CONFLUENT_MAGIC = 0
@@ -75,17 +76,11 @@ class Decoded:
             if steps[0] not in self.headers:
                 raise LookupError(f"the record has no header {steps[0]!r}")
             return self.headers[steps[0]]
-        node = getattr(self, root)
-        walked = root
-        for step in steps:
-            if isinstance(node, Mapping) and step in node:
-                node = node[step]
-            elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
-                node = node[int(step)]
-            else:
-                raise LookupError(f"the record has no {walked}.{step}")
-            walked += "." + step
-        return node
+        try:
+            return walk(getattr(self, root), steps)
+        except LookupError as exc:
+            lacked = ".".join([root, *steps[: exc.args[0] + 1]])
+            raise LookupError(f"the record has no {lacked}") from None
 
 
 class AvroReader:
