@@ -1,7 +1,7 @@
 """One fault run, start to end.
 
 1. Start a Kafka cluster of the run's own (ops/faults/cluster.py), or take a running
-   one-node cluster shared by runs whose fault spares the broker, and create the topics
+   one of as many nodes shared by runs whose fault leaves it whole, and create the topics
    under a fresh prefix.
 2. Start the pipeline as processes (ops/stack.py): the timers, the status processor, the
    retry router and two workers of the fault app (ops/faults/app.py).
@@ -84,24 +84,27 @@ class RunOptions:
     """Items of each map of the workflow scenario."""
 
 
-def spares_the_broker(scenario: Scenario) -> bool:
-    """Whether ``scenario`` runs on one node and leaves it alone, so that it may share a
-    running cluster with other such runs (each on topics of its own)."""
-    return scenario.nodes == 1 and not scenario.cuts_network
+def leaves_the_cluster_whole(scenario: Scenario) -> bool:
+    """Whether every node ``scenario`` strikes runs again when its fault ends (a node
+    paused is resumed, a node killed restarted), so that it may share a running cluster
+    with other such runs (each on topics of its own). A network cut needs nodes started
+    in cgroups of the run's own."""
+    return not scenario.cuts_network
 
 
 def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path, say: Say = log.info,
                  *, shared: FaultCluster | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one scenario in a folder of its own under ``workdir``; its numbers and notes.
 
-    ``shared``: a running cluster to run on, left running, for a scenario that
-    :func:`spares_the_broker`; otherwise the run starts a cluster of its own and removes it.
+    ``shared``: a running cluster of as many nodes to run on, left running, for a
+    scenario that :func:`leaves_the_cluster_whole`; otherwise the run starts a cluster of
+    its own and removes it.
     """
     nodes = options.nodes or scenario.nodes
     if nodes < scenario.nodes:
         raise ConfigurationError(f"{scenario.name} needs {scenario.nodes} broker nodes, "
                                  f"not {nodes}")  # fmt: skip
-    if shared is not None and not (spares_the_broker(scenario) and nodes == shared.nodes
+    if shared is not None and not (leaves_the_cluster_whole(scenario) and nodes == shared.nodes
                                    and options.secure == shared.secure):  # fmt: skip
         raise ConfigurationError(f"{scenario.name} cannot share a cluster: it needs one "
                                  "of its own")  # fmt: skip

@@ -1,5 +1,5 @@
-"""What the fault scenarios run on: Java and the Kafka jars, and one node that a module's
-scenarios share when their fault spares the broker (ops/faults/run.py)."""
+"""What the fault scenarios run on: Java and the Kafka jars, and the cluster that a
+module's scenarios share when their fault leaves it whole (ops/faults/run.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobstream._ops.faults.cluster import FaultCluster
 from jobstream._ops.kafka import jars
 from jobstream._pipeline.errors import BrokerError
+from tests.ops.faults.shared_clusters import SharedClusters
 from tests.support.tools import unavailable
 
 
@@ -24,17 +24,13 @@ def kafka_runtime(child_processes: None) -> None:
 
 
 @pytest.fixture(scope="module")
-def shared_cluster(kafka_runtime: None,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluster]:  # fmt: skip
-    """One node for the module's scenarios that spare the broker, each on topics of its
-    own: a broker start and its warm-up once a module, not once a scenario."""
-    cluster = FaultCluster(tmp_path_factory.mktemp("shared-kafka"), 1)
+def shared_clusters(
+    kafka_runtime: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedClusters]:
+    """The cluster of the module's scenarios that leave it whole, each on topics of its
+    own: a cluster start and its warm-up once a module and size, not once a scenario."""
+    clusters = SharedClusters(tmp_path_factory.mktemp("shared-kafka"))
     try:
-        cluster.start()
-    except BrokerError as exc:
-        cluster.stop()
-        pytest.fail(f"the shared Kafka node did not start: {exc}")
-    try:
-        yield cluster
+        yield clusters
     finally:
-        cluster.stop()
+        clusters.stop()

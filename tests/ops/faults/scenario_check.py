@@ -2,8 +2,9 @@
 each asserting that no job is lost, that no job runs twice unflagged (without a DUPLICATE
 event on jobs.events) and that no process exits on its own.
 
-Each run has a Kafka cluster on free ports (one node shared by the module's scenarios
-that spare the broker, or three of its own for the broker scenarios), the pipeline as
+Each run has a Kafka cluster on free ports (shared by the module's scenarios whose fault
+leaves it whole, a node killed or paused running again; its own for a network cut: three
+nodes for the broker scenarios, one for the others), the pipeline as
 processes and 600 jobs due over 6 s, and injects its fault (ops/faults/scenarios.py) once
 a third of the jobs have fired, so it strikes in the middle of a flow of jobs. With
 ``CI=true`` a broker that cannot start fails the test; elsewhere it is skipped with the
@@ -23,13 +24,14 @@ from typing import Any
 import pytest
 
 from jobstream._ops.faults.cluster import FaultCluster
-from jobstream._ops.faults.run import RunOptions, run_scenario, spares_the_broker
+from jobstream._ops.faults.run import RunOptions, leaves_the_cluster_whole, run_scenario
 from jobstream._ops.faults.scenarios import (
     CANCEL_WITHIN_MS,
     POISON_ATTEMPTS,
     POISON_JOBS,
     SCENARIOS,
 )
+from tests.ops.faults.shared_clusters import SharedClusters
 
 JOBS = 600
 WINDOW_S = 6.0
@@ -81,8 +83,11 @@ COVERED = {"kill-broker": "triggers"}
 """Scenarios CI does not run alone, each to the one that holds it whole: the triggers
 scenario kills the same broker node the same way, after its trigger processor (a 3-node
 cluster is two minutes of the suite's twenty)."""
-OTHER_FAULTS = tuple(name for name in SCENARIOS
-                     if name not in (*PROCESS_FAULTS, *POISON_FAULTS, *COVERED))  # fmt: skip
+OTHER_FAULTS = tuple(sorted(
+    (name for name in SCENARIOS if name not in (*PROCESS_FAULTS, *POISON_FAULTS, *COVERED)),
+    key=lambda name: (leaves_the_cluster_whole(SCENARIOS[name]), SCENARIOS[name].nodes)))
+"""In the order that keeps one cluster running at a time: the network cut's own first,
+then the shared one of one node, then the shared one of three (sorted() is stable)."""
 
 
 def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
@@ -91,19 +96,20 @@ def scenario_test(names: tuple[str, ...]) -> Callable[..., None]:
 
     @pytest.mark.timeout(300)
     @pytest.mark.parametrize("name", names)
-    def test(name: str, shared_cluster: FaultCluster, tmp_path: Path) -> None:
-        assert_scenario_holds(name, tmp_path, shared_cluster)
+    def test(name: str, shared_clusters: SharedClusters, tmp_path: Path) -> None:
+        scenario = SCENARIOS[name]
+        shared = shared_clusters.of(scenario.nodes) if leaves_the_cluster_whole(scenario) else None
+        assert_scenario_holds(name, tmp_path, shared)
 
     return test
 
 
 def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster | None) -> None:
-    """Run scenario ``name`` at the suite's size (on ``shared`` when its fault spares the
-    broker) and check what it promises."""
+    """Run scenario ``name`` at the suite's size (on ``shared``, a running cluster, or on
+    a cluster of its own) and check what it promises."""
     scenario = SCENARIOS[name]
     options = RunOptions(jobs=JOBS, window_s=WINDOW_S, lead_s=LEAD_S, outage_s=OUTAGE_S)
-    result = run_scenario(scenario, options, tmp_path,
-                          shared=shared if spares_the_broker(scenario) else None)  # fmt: skip
+    result = run_scenario(scenario, options, tmp_path, shared=shared)
     show_figures(result)
 
     assert result["fault_error"] is None, evidence(result)
