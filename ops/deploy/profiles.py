@@ -32,7 +32,8 @@ class Profile:
     partitions: int
     """Partitions of the timers', execution, events and status topics."""
     secure: bool
-    """SASL_SSL with SCRAM-SHA-512, each process as its role's principal (docs/kafka-security.md)."""
+    """SASL_SSL with SCRAM-SHA-512, each process as its role's principal
+    (docs/kafka-security.md)."""
     replicas: int
     """Pods of each StatefulSet and Deployment that KEDA does not scale."""
     max_workers: int

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from jobstream._ops.demo_jobs.app import JOB_TYPES
 from jobstream._ops.deploy import autoscaling, environment, kafka_dev
 from jobstream._ops.deploy.profiles import PROFILES, Profile
 from jobstream._ops.deploy.workloads import (
@@ -21,7 +22,6 @@ from jobstream._ops.deploy.workloads import (
     objects,
     state_dir_env,
 )
-from jobstream._ops.demo_jobs.app import JOB_TYPES
 from jobstream._ops.kafka.acls import principal
 from jobstream._ops.stack import DEMO_APP, YIELDING
 from jobstream._pipeline.config import Settings, read_settings

@@ -75,7 +75,8 @@ def _probe(path: str = "/healthz", **timing: int) -> dict[str, Any]:
 
 def container(process: Process, profile: Profile, image: str) -> dict[str, Any]:
     env: list[dict[str, Any]] = list(process.env)
-    mounts = [{"name": _volume_name(path), "mountPath": path} for path in process.volumes]
+    mounts: list[dict[str, Any]] = [{"name": _volume_name(path), "mountPath": path}
+                                    for path in process.volumes]  # fmt: skip
     mounts.append({"name": "tmp", "mountPath": "/tmp"})
     if process.state:
         mounts.append({"name": "state", "mountPath": STATE_DIR})
@@ -156,7 +157,8 @@ def workload(process: Process, profile: Profile, image: str) -> dict[str, Any]:
 def service(process: Process) -> dict[str, Any]:
     """Headless for a StatefulSet (its pods' stable names); the API's is a ClusterIP."""
     ports = [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}]
-    ports += [{"name": name, "port": port, "targetPort": name} for name, port in process.ports.items()]
+    ports += [{"name": name, "port": port, "targetPort": name}
+              for name, port in process.ports.items()]  # fmt: skip
     spec: dict[str, Any] = {"selector": process.labels, "ports": ports}
     if process.kind == "StatefulSet":
         spec["clusterIP"] = "None"

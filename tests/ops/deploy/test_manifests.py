@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from jobstream._ops.demo_jobs.app import JOB_TYPES
 from jobstream._ops.deploy.environment import USERS_SECRET, variable
 from jobstream._ops.deploy.profiles import PROFILES
 from jobstream._ops.deploy.render import render_profile, worker_name
-from jobstream._ops.demo_jobs.app import JOB_TYPES
 from jobstream._ops.kafka.acls import principal
 from jobstream._pipeline.cli_options import InstanceIdOption, StateDirOption
 from jobstream._pipeline.worker.lane import worker_group
