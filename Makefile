@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) browser
 	$(BIN)/jobstream kafka jars
+	$(BIN)/jobstream deploy crds  # KEDA's CRDs, so the manifests are checked offline
 
 # The dashboard tests drive Debian's chromium (Playwright never downloads a browser).
 browser:

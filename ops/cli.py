@@ -186,6 +186,7 @@ def topics_create() -> None:
         settings.kafka_config,
         Topics(settings).specs(),
         replication_factor=settings.replication_factor,
+        min_insync_replicas=settings.min_insync_replicas,
     )
     console.print(f"created {len(report.created)} topics, {len(report.existing)} already existed")
     for name in report.created:

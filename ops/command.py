@@ -14,6 +14,7 @@ from jobstream._ops.bench.api import bench_api
 from jobstream._ops.bench.e2e import bench
 from jobstream._ops.bench.timers import bench_timers
 from jobstream._ops.cli import demo, kafka_app, pipeline, topics_app
+from jobstream._ops.deploy.cli import deploy_app
 from jobstream._ops.faults.cli import faults_app
 from jobstream._pipeline.cli import new_app, register, run
 
@@ -30,6 +31,8 @@ EPILOG = """Examples:
   jobstream submit --type report.generate --owner acme --cron "0 9 * * MON-FRI" --tz Europe/Paris
 
   jobstream api                      # the HTTP API on 127.0.0.1:8080
+
+  jobstream deploy render --profile production | kubectl apply -f -
 """
 
 app = new_app(help="A job scheduler built on Apache Kafka.", epilog=EPILOG)
@@ -41,6 +44,7 @@ app.command("bench")(bench)
 app.command("bench-timers")(bench_timers)
 app.command("bench-api")(bench_api)
 app.add_typer(faults_app, name="faults")
+app.add_typer(deploy_app, name="deploy")
 register(app)
 register_connectors(app)
 

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         "ones are kept.",
     )
     replication_factor: int = Field(1, ge=1, description="Replication factor of new topics.")
+    min_insync_replicas: int | None = Field(
+        None, ge=1,
+        description="min.insync.replicas of the topics jobstream creates (unset: the "
+        "broker's default); at most the replication factor.",
+    )
     max_execution_topics: int = Field(
         500, ge=1,
         description="Most execution topics (jobs.exec.*) of this prefix in the cluster: the "
@@ -193,6 +198,15 @@ class Settings(BaseSettings):
             host, _, port = server.strip().rpartition(":")
             if not host or not port.isdigit():
                 raise ValueError(f"expected host:port[,host:port...], got {server!r}")
+        return value
+
+    @field_validator("min_insync_replicas")
+    @classmethod
+    def _check_min_insync(cls, value: int | None, info: ValidationInfo) -> int | None:
+        replication = info.data.get("replication_factor")
+        if value is not None and replication is not None and value > replication:
+            raise ValueError(f"{value} exceeds the replication factor ({replication}): "
+                             "no write that waits for the in-sync replicas could succeed")
         return value
 
     @cached_property

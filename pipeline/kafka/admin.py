@@ -35,11 +35,13 @@ def ensure_topics(
     specs: Iterable[TopicSpec],
     *,
     replication_factor: int = 1,
+    min_insync_replicas: int | None = None,
     timeout_s: float = 30.0,
     bound: TopicBound | None = None,
 ) -> TopicReport:
     """Create the missing topics and verify the existing ones. Missing topics that
-    ``bound`` holds back are refused (TopicRefusedError) as the broker's refusals are."""
+    ``bound`` holds back are refused (TopicRefusedError) as the broker's refusals are.
+    ``min_insync_replicas`` is set on each topic created (None: the broker's default)."""
     admin = AdminClient(dict(kafka_config))
     specs = list(specs)
     present = admin.list_topics(timeout=timeout_s).topics
@@ -52,9 +54,12 @@ def ensure_topics(
         missing = [spec for spec in missing if spec.name not in refused]
         specs = [spec for spec in specs if spec.name not in refused]
     if missing:
+        durability = ({"min.insync.replicas": str(min_insync_replicas)}
+                      if min_insync_replicas is not None else {})  # fmt: skip
         futures = admin.create_topics(
             [
-                NewTopic(s.name, s.partitions, replication_factor, config=s.config())
+                NewTopic(s.name, s.partitions, replication_factor,
+                         config=s.config() | durability)
                 for s in missing
             ],
             operation_timeout=timeout_s,

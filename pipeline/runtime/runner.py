@@ -384,6 +384,7 @@ class Runner(Generic[S]):
             if specs:
                 ensure_topics(self.settings.kafka_config, specs,
                               replication_factor=self.settings.replication_factor,
+                              min_insync_replicas=self.settings.min_insync_replicas,
                               bound=self.topics.execution_bound())  # fmt: skip
         except TopicRefusedError as exc:
             self._known_topics |= names - exc.refused.keys()

@@ -61,7 +61,8 @@ class ControlReader:
             partitions = partitions_of(self._consumer, self.topic)
         except ConfigurationError:
             ensure_topics(self.settings.kafka_config, [self.topics.control_spec()],
-                          replication_factor=self.settings.replication_factor)  # fmt: skip
+                          replication_factor=self.settings.replication_factor,
+                          min_insync_replicas=self.settings.min_insync_replicas)  # fmt: skip
             partitions = partitions_of(self._consumer, self.topic)
         since = [TopicPartition(self.topic, p, max(0, now_ms - self.lookback_ms))
                  for p in partitions]  # fmt: skip

@@ -28,7 +28,8 @@ def create_missing_topics(settings: Settings, lanes: Sequence[Lane], pool: str |
                if spec.name not in present]  # fmt: skip
     if missing:
         ensure_topics(settings.kafka_config, missing,
-                      replication_factor=settings.replication_factor)  # fmt: skip
+                      replication_factor=settings.replication_factor,
+                      min_insync_replicas=settings.min_insync_replicas)  # fmt: skip
     check_limited_partitions(settings, lanes, present)
 
 

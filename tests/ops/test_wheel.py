@@ -29,6 +29,7 @@ from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.scrape import scrape
 from jobstream._ops.stack import Stack, worker
 from tests.support.compose import LOOPBACK, METRICS_PORT, ComposeRun
+from tests.support.pods import jobstream_containers, localize_pods
 from tests.support.tools import debian_tool
 from tests.support.tutorial import run_tutorial
 from tests.support.waiting import wait_for
@@ -301,3 +302,39 @@ def test_prometheus_scrapes_every_service_and_evaluates_the_alert_rules(
     alerts = yaml.safe_load((MONITORING / "alerts.yml").read_text())
     assert {r["name"] for r in rules} == {rule["alert"] for group in alerts["groups"]
                                           for rule in group["rules"]}  # fmt: skip
+
+
+def test_each_container_of_the_dev_manifests_runs_to_healthy(
+        installed_wheel: Installed, wheel_broker: str,
+        tmp_path_factory: pytest.TempPathFactory) -> None:  # fmt: skip
+    """``jobstream deploy render --profile dev`` from the wheel, then each jobstream
+    container's arguments and environment (tests/support/pods.py) run by the wheel's
+    ``jobstream``: the Job exits 0, and the others answer /healthz, the processors with
+    their instance id and state folder from the pod's ordinal and volume as rendered. A topic
+    prefix of its own keeps them apart from the compose services on the same broker."""
+    image = "jobstream:k8s-test"
+    rendered = installed_wheel.run("deploy", "render", "--profile", "dev", "--image", image)
+    assert rendered.returncode == 0, rendered.stderr
+    manifests = list(yaml.safe_load_all(rendered.stdout))
+    work = tmp_path_factory.mktemp("pods")
+    given = {"JOBSTREAM_BOOTSTRAP_SERVERS": wheel_broker, "JOBSTREAM_METRICS_HOST": LOOPBACK,
+             "JOBSTREAM_API_TOKENS": "{}", "JOBSTREAM_API_ADMIN_TOKENS": "{}"}  # fmt: skip
+    services = localize_pods(manifests, image, work, given,
+                             added={"JOBSTREAM_TOPIC_PREFIX": "k8s."})  # fmt: skip
+    assert {s.name for s in services} == set(jobstream_containers(manifests, image))
+    for job in (s for s in services if s.one_shot):
+        done = installed_wheel.run(*job.args, env=dict(job.env), timeout_s=120)
+        assert done.returncode == 0, f"{job.name}: {done.stderr}"
+    stack = Stack(work, installed_wheel.env(), program=(installed_wheel.jobstream,),
+                  cwd=installed_wheel.home)  # fmt: skip
+    running = [s for s in services if not s.one_shot]
+    try:
+        stack.start([s.component() for s in running], timeout_s=240)
+        for service in running:
+            with urllib.request.urlopen(
+                    f"http://{LOOPBACK}:{service.port(METRICS_PORT)}/healthz", timeout=5) as r:
+                assert r.status == 200, service.name
+        assert {"timers", "status-processor", "api"} <= {s.name for s in running}
+        assert any((work / "timers" / "state").iterdir()), "the timers kept no state"
+    finally:
+        stack.stop()

@@ -127,3 +127,10 @@ def test_the_fire_lead_reads_a_duration_of_at_most_ten_seconds(
         monkeypatch.setenv("JOBSTREAM_FIRE_LEAD", bad)
         with pytest.raises(ConfigurationError, match="JOBSTREAM_FIRE_LEAD"):
             load_settings()
+
+
+def test_min_insync_replicas_above_the_replication_factor_is_refused() -> None:
+    assert load_settings(replication_factor=3, min_insync_replicas=2).min_insync_replicas == 2
+    with pytest.raises(ConfigurationError, match="JOBSTREAM_MIN_INSYNC_REPLICAS: .*exceeds "
+                       r"the replication factor \(1\)"):  # fmt: skip
+        load_settings(replication_factor=1, min_insync_replicas=2)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import TopicMismatchError
@@ -68,3 +68,15 @@ def test_cleanup_policy_mismatch_is_reported(settings: Settings) -> None:
         TopicMismatchError, match=rf"{names.status}: cleanup.policy=delete, expected compact"
     ):
         ensure_topics(settings.kafka_config, names.specs())
+
+
+def test_min_insync_replicas_is_set_on_each_topic_created(settings: Settings) -> None:
+    specs = Topics(settings).specs()[:2]
+    ensure_topics(settings.kafka_config, specs, min_insync_replicas=1)
+    admin = AdminClient(settings.kafka_config)
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, spec.name) for spec in specs]
+    for resource, future in admin.describe_configs(resources).items():
+        entry = future.result(timeout=30)["min.insync.replicas"]
+        # The topic's own setting, not the broker's (which the local broker also sets).
+        assert (entry.value, entry.source) == ("1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), \
+            resource
