@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
+from jobstream._pipeline.tenancy import owner_intake
 
 PRIORITIES = ("high", "normal", "low")
 
@@ -110,6 +111,14 @@ class Topics:
         (no type has a ``-`` in its name, so no type's topics are a pool's)."""
         prefix = self.settings.topic_prefix
         return f"{prefix}jobs.exec.{routed(job_type, pool)}.{priority.lower()}"
+
+    def owner_intake(self, owner: str) -> str:
+        """``jobs.intake.owner.<owner>``: the one intake topic an owner's principal may
+        write (pipeline/tenancy.py); co-partitioned with jobs.intake, made per owner."""
+        return owner_intake(self.settings.topic_prefix, owner)
+
+    def owner_intake_spec(self, owner: str) -> TopicSpec:
+        return TopicSpec(self.owner_intake(owner), self.settings.timer_partitions)
 
     def dead_letter(self, job_type: str) -> str:
         return f"{self.settings.topic_prefix}jobs.dlq.{job_type}"
