@@ -98,6 +98,7 @@ class Topics:
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
         self.quotas = f"{p}jobs.quotas"
+        self.client_quotas = f"{p}jobs.client-quotas"
         self.control = f"{p}jobs.control"
         self.results = f"{p}jobs.results"
         self.logs = f"{p}jobs.logs"
@@ -149,6 +150,8 @@ class Topics:
             TopicSpec(self.limits, 1, compacted=True),
             # Quotas per owner, keyed by owner; every API process reads it whole.
             TopicSpec(self.quotas, 1, compacted=True),
+            # Who set each principal's Kafka client quotas, keyed by principal (ops/kafka).
+            TopicSpec(self.client_quotas, 1, compacted=True),
             # Event triggers, keyed by owner and name; every trigger processor reads it whole.
             TopicSpec(self.triggers, 1, compacted=True),
             # Source records a trigger could not read, with the reason (pipeline/triggers).
