@@ -5,6 +5,7 @@ principal past its client quota is throttled by the broker."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 
@@ -108,15 +109,17 @@ def _throttle_ms(stats: list[dict[str, object]]) -> int:
                 for s in stats for broker in s["brokers"].values()), default=0)  # type: ignore[attr-defined]
 
 
-def _produce(kafka: SecureKafka, user: str, topic: str) -> int:
+def _produce(kafka: SecureKafka, user: str, topic: str, *, watch_s: float) -> int:
+    """Send :data:`SENT_BYTES` as ``user``; the longest throttle reported within ``watch_s``
+    of the last acknowledgement (the statistics come every 200 ms)."""
     stats: list[dict[str, object]] = []
     producer = Producer({**clients.producer_config(kafka.settings(user)),
                          "statistics.interval.ms": 200, "linger.ms": 5,
                          "stats_cb": lambda text: stats.append(json.loads(text))})  # fmt: skip
-    for _ in range(SENT_BYTES // 1024):
-        producer.produce(topic, b"x" * 1024)
+    for _ in range(SENT_BYTES // 1024):  # random: the producer compresses (lz4)
+        producer.produce(topic, os.urandom(1024))
     assert producer.flush(60) == 0
-    deadline = time.monotonic() + 5  # the stats of the last requests, a few intervals on
+    deadline = time.monotonic() + watch_s
     while time.monotonic() < deadline and not _throttle_ms(stats):
         producer.poll(0.2)
     return _throttle_ms(stats)
@@ -125,14 +128,14 @@ def _produce(kafka: SecureKafka, user: str, topic: str) -> int:
 def test_a_principal_past_its_produce_quota_is_throttled_by_the_broker(
     secured_kafka: SecureKafka, probe: str
 ) -> None:
-    assert _produce(secured_kafka, ADMIN_USER, probe) == 0  # no quota: never throttled
-    assert _produce(secured_kafka, PROBE, probe) >= 500
+    assert _produce(secured_kafka, ADMIN_USER, probe, watch_s=1) == 0  # no quota
+    assert _produce(secured_kafka, PROBE, probe, watch_s=10) >= 500
 
 
 def test_a_principal_past_its_fetch_quota_is_throttled_by_the_broker(
     secured_kafka: SecureKafka, probe: str
 ) -> None:
-    _produce(secured_kafka, ADMIN_USER, probe)  # what the probe principal then reads
+    _produce(secured_kafka, ADMIN_USER, probe, watch_s=0)  # what the probe then reads
     stats: list[dict[str, object]] = []
     consumer = Consumer({**clients.consumer_config(secured_kafka.settings(PROBE), PROBE),
                          "statistics.interval.ms": 200,
