@@ -19,8 +19,8 @@ from jobstream._ops.kafka.quotas import (
     set_quota,
 )
 from jobstream._pipeline.cli_options import JsonLinesOption, echo_each
-from jobstream._pipeline.config import Settings, load_settings
-from jobstream._pipeline.jobs.cli import refusals, requester
+from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.jobs.cli import changed_by, refusals
 from jobstream._pipeline.tenancy import owner_principal
 from jobstream._pipeline.topics import Topics
 
@@ -56,13 +56,6 @@ quotas_app = typer.Typer(
 
 ByOption = typer.Option(None, "--by", help="Who makes the change, recorded with it "
                         "(default: the shell's user@host).")  # fmt: skip
-
-
-def changed_by(by: str | None, settings: Settings) -> str:
-    """Who a change from the shell names: ``--by`` (else user@host), and the principal it
-    runs as."""
-    who = requester(by)
-    return f"{who} as User:{settings.sasl_username}" if settings.sasl_username else who
 
 
 @owners_app.command("add")
