@@ -76,6 +76,11 @@ def owner_principal(owner: str) -> str:
     return f"{OWNER_PRINCIPAL}{door_owner(owner)}"
 
 
+def kafka_actor(principal: str) -> str:
+    """How a submission names the Kafka principal that sent it (``submitted_by``)."""
+    return f"kafka:User:{principal}"
+
+
 def named_owner(record: object) -> str | None:
     """The owner a record says it acts for; None when it names none."""
     if isinstance(record, JobSubmitted):

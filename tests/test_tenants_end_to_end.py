@@ -76,6 +76,8 @@ def test_an_owners_principal_submits_only_as_its_owner(secured_kafka: SecureKafk
     wait_for(lambda: read_statuses(console, owner="tenant-b").get(own) is not None
              and read_statuses(console, owner="tenant-b")[own].state == "SUCCEEDED",
              timeout_s=60, interval_s=0.5, what=f"tenant-b's {own} SUCCEEDED")  # fmt: skip
+    assert read_statuses(console, owner="tenant-b")[own].submitted_by == (
+        "kafka:User:jobstream-owner-tenant-b")  # the timers name the door's principal
     # The forged record's transaction committed with its DLQ entry: nothing passed it on.
     for topic in (topics.intake, topics.events):
         with TopicScan(admin, topic) as scan:

@@ -88,7 +88,7 @@ class AsyncJobClient:
 
     async def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """As :meth:`JobClient.submit_many`: every request checked, then sent at once."""
-        events = job_events(requests, now_ms())
+        events = job_events(requests, now_ms(), principal=self._principal)
         await self._send(events)
         return [event.data.job_id for event in events]
 

@@ -87,7 +87,7 @@ class JobClient:
 
     def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """Submit jobs in one batch; their ids in order, once the broker has them all."""
-        events = job_events(requests, now_ms())
+        events = job_events(requests, now_ms(), principal=self._principal)
         self._send(events)
         return [event.data.job_id for event in events]
 

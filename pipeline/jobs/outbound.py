@@ -134,9 +134,12 @@ def request_of(request: JobRequest | None, fields: dict[str, Any]) -> JobRequest
     return request
 
 
-def job_events(requests: Iterable[JobRequest], now_ms: int) -> list[Event]:
-    """``submit_many``'s records, every one checked before any is sent."""
-    return [request.to_event(now_ms) for request in requests]
+def job_events(requests: Iterable[JobRequest], now_ms: int, *,
+               principal: str | None = None) -> list[Event]:  # fmt: skip
+    """``submit_many``'s records, every one checked before any is sent, naming the Kafka
+    ``principal`` that submits them (when the client logs in as one)."""
+    by = None if principal is None else tenancy.kafka_actor(principal)
+    return [request.to_event(now_ms, submitted_by=by) for request in requests]
 
 
 def workflow_submissions(events: Sequence[Event]) -> list[WorkflowSubmission]:

@@ -2,7 +2,8 @@
 to jobs.intake, or refused (docs/adr/0010-owner-intake-topics.md).
 
 A record that names the topic's owner and passes every rule of the timers' intake
-(pipeline/timers/intake.py) is produced to jobs.intake as it was written, keyed there as a
+(pipeline/timers/intake.py) is produced to jobs.intake as it was written (a submission
+naming the topic's principal as who submitted it, whatever it said), keyed there as a
 client keys it (:func:`jobstream._pipeline.tenancy.intake_key_of`), in the transaction
 that commits its offset: passed on exactly once, and decided on jobs.intake like any
 other record (as a keyed submission read on the wrong partition is forwarded, see
@@ -13,9 +14,10 @@ dead-letters it to jobs.intake.dlq naming the topic's principal.
 from __future__ import annotations
 
 from jobstream._pipeline.errors import ValidationError
+from jobstream._pipeline.model.records import JobSubmitted, evolve
 from jobstream._pipeline.runtime.processor import Output, Record
 from jobstream._pipeline.serde import Event
-from jobstream._pipeline.tenancy import intake_key_of, refusal
+from jobstream._pipeline.tenancy import intake_key_of, kafka_actor, owner_principal, refusal
 from jobstream._pipeline.timers.intake import checked
 
 PRINCIPAL_HEADER = "jobstream.principal"
@@ -36,5 +38,8 @@ class OwnerDoor:
             raise ValidationError("owner", reason)
         checked(event, now_ms)  # refused here, naming the principal, not on jobs.intake
         self.passed_on += 1
-        return Output(self.intake, intake_key_of(event.data), record.value() or b"",
-                      urgent=True)  # fmt: skip
+        data = event.data
+        value: Event | bytes = record.value() or b""
+        if isinstance(data, JobSubmitted):  # who submitted it is the topic's principal
+            value = Event.of(evolve(data, submitted_by=kafka_actor(owner_principal(owner))))
+        return Output(self.intake, intake_key_of(data), value, urgent=True)

@@ -258,3 +258,14 @@ def test_the_access_log_names_the_principal_of_each_request(
     lines = [r for r in caplog.records if r.getMessage() == "request"]
     assert [(r.status, r.principal) for r in lines] == [(200, "api:acme"), (401, None)]
     assert lines[0].token and lines[1].token is None
+
+
+def test_a_job_names_who_submitted_it_an_admin_for_an_owner_too(
+    acme: httpx.Client, admin: httpx.Client
+) -> None:
+    own = submit(acme).json()["job_id"]
+    for_acme = submit(admin, owner="acme").json()["job_id"]
+    assert acme.get(f"/api/v1/jobs/{own}").json()["submitted_by"] == "api:acme"
+    assert acme.get(f"/api/v1/jobs/{for_acme}").json()["submitted_by"] == "api:admin:ops-root"
+    wait_for(lambda: visible(acme, for_acme), what="the admin's job in the views")
+    assert acme.get(f"/api/v1/jobs/{for_acme}").json()["submitted_by"] == "api:admin:ops-root"

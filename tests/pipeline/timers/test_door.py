@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobstream._pipeline.model.records import typed
-from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.model.records import evolve, typed
 from jobstream._pipeline.tenancy import intake_key_of
 from tests.support.jobs import submitted
 from tests.support.timers import T0, TOPICS, TimersDriver, driving, kinds
@@ -24,11 +23,15 @@ def driver(tmp_path: Path) -> Iterator[TimersDriver]:
 
 def test_a_record_naming_the_doors_owner_is_passed_on_as_written(driver: TimersDriver) -> None:
     job = submitted(owner="tenant-b", now_ms=T0, run_at_ms=T0 + 1000)
+    job.data["submitted_by"] = "kafka:User:someone-else"  # claimed: the topic tells
     [passed] = driver.pipe(DOOR, job, key=b"whatever its producer chose")
-    serialize, _ = make_serde(None)
-    assert (passed.topic, passed.value) == (TOPICS.intake, serialize(job))
-    assert passed.key == intake_key_of(typed("JobSubmitted", job.data))  # type: ignore[arg-type]
-    assert kinds(driver.pipe(TOPICS.intake, job)) == ["SCHEDULED"]  # decided there, as any
+    record = typed("JobSubmitted", job.data)
+    assert passed.topic == TOPICS.intake and passed.value.name == "JobSubmitted"
+    assert passed.value.data == evolve(record, submitted_by="kafka:User:jobstream-owner-tenant-b")
+    assert passed.key == intake_key_of(record)  # type: ignore[arg-type]
+    [scheduled] = driver.pipe(TOPICS.intake, passed.value)  # decided there, as any
+    assert scheduled.value.data.kind == "SCHEDULED"
+    assert scheduled.value.data.submitted_by == "kafka:User:jobstream-owner-tenant-b"
 
 
 def test_a_record_naming_another_owner_is_refused_naming_the_principal(
