@@ -85,7 +85,8 @@ def named_owner(record: object) -> str | None:
     """The owner a record says it acts for; None when it names none."""
     if isinstance(record, JobSubmitted):
         return record.spec.owner
-    if isinstance(record, PASSING):
+    if isinstance(record, WorkflowSubmitted | WorkflowSignalled | WorkflowCancelled
+                  | ScheduleChanged | JobTriggered):  # fmt: skip
         return record.owner
     return None
 

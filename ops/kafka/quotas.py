@@ -212,5 +212,9 @@ def read_changes(settings: Settings) -> dict[str, QuotaChange]:
     latest: dict[str, QuotaChange] = {}
     read_settings_topic(settings, Topics(settings).client_quotas, lambda message: apply_setting(
         message, key=str, decode=QuotaChange.decode, set_to=latest.__setitem__,
-        clear=lambda name: latest.pop(name, None)))  # fmt: skip
+        clear=lambda name: _forget(latest, name)))  # fmt: skip
     return latest
+
+
+def _forget(latest: dict[str, QuotaChange], name: str) -> None:
+    latest.pop(name, None)

@@ -113,10 +113,11 @@ def outgoing(events: Iterable[Event], serialize: Callable[[Event, Any], bytes], 
     (:func:`jobstream._pipeline.model.collapse.intake_key`). Sent through ``owner``'s door,
     a record the timers would refuse there raises ValidationError, before any is sent."""
     events = list(events)
-    for event in events if owner is not None else ():
-        reason = tenancy.refusal(owner, event.data)
-        if reason is not None:
-            raise ValidationError("owner", f"{reason} (JOBSTREAM_INTAKE_OWNER={owner})")
+    if owner is not None:
+        for event in events:
+            reason = tenancy.refusal(owner, event.data)
+            if reason is not None:
+                raise ValidationError("owner", f"{reason} (JOBSTREAM_INTAKE_OWNER={owner})")
     records = []
     for event in events:
         job_id, _ = names_of(event)

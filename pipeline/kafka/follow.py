@@ -44,7 +44,8 @@ def write_setting(settings: Settings, topic: str, key: str, value: bytes | None,
     ``topic``."""
     producer = clients.producer(settings)
     failed: list[KafkaError] = []
-    headers = [(SET_BY_HEADER, set_by.encode())] if set_by else None
+    headers: list[tuple[str, str | bytes | None]] | None = (
+        [(SET_BY_HEADER, set_by.encode())] if set_by else None)
     producer.produce(topic, value, key.encode(), headers=headers,
                      on_delivery=lambda err, _msg: failed.append(err) if err else None)  # fmt: skip
     if producer.flush(FLUSH_TIMEOUT_S) > 0:
@@ -86,7 +87,9 @@ def read_settings_topic(settings: Settings, topic: str, apply: Callable[[Message
 def set_by(message: Message) -> str | None:
     """Who made the change ``message`` records, when it says."""
     found = dict(message.headers() or ()).get(SET_BY_HEADER)
-    return None if found is None else found.decode(errors="replace")
+    if isinstance(found, bytes):
+        return found.decode(errors="replace")
+    return found
 
 
 def track_setters(setters: dict[str, str | None],
