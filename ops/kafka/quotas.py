@@ -158,6 +158,7 @@ def config_command(settings: Settings, arguments: Sequence[str], *,
         properties.write_text(java_properties(settings.kafka_config))
         command = [jars.java_executable(), "-Xmx256m", "-cp", jars.classpath(),
                    f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}",
+                   f"-Dkafka.logs.dir={folder}",  # its log, gone with the folder
                    "kafka.admin.ConfigCommand", "--bootstrap-server", settings.bootstrap_servers,
                    "--command-config", str(properties), *arguments]  # fmt: skip
         try:
