@@ -11,6 +11,7 @@ import io
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -31,7 +32,7 @@ from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
 from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
-from tests.support.secure import SecureKafka
+from tests.support.secure import SecureKafka, secured_pipeline
 from tests.support.waiting import wait_for
 
 
@@ -41,8 +42,9 @@ def kafka(secured_kafka: SecureKafka) -> SecureKafka:
 
 
 @pytest.fixture(scope="module")
-def stack(secured_stack: Stack) -> Stack:
-    return secured_stack
+def stack(kafka: SecureKafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with secured_pipeline(kafka, tmp_path_factory.mktemp("stack")) as running:
+        yield running
 
 
 def test_a_job_submitted_by_the_client_runs_and_the_console_reads_its_status(

@@ -29,7 +29,7 @@ from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics, TopicSpec
-from tests.support.secure import SecureKafka
+from tests.support.secure import SecureKafka, secured_pipeline
 from tests.support.waiting import wait_for
 
 PROBE = "quota-probe"
@@ -39,10 +39,20 @@ SENT_BYTES = 16 * QUOTA_BYTES_PER_S
 is throttled by about bytes/quota - 10 s: 16 s of the quota is throttled by some 5 s."""
 
 
+@pytest.fixture(scope="module")
+def timers(secured_kafka: SecureKafka,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
+    """The timers and the status processor, as their principals: a job fires to QUEUED."""
+    with secured_pipeline(secured_kafka, tmp_path_factory.mktemp("stack"),
+                          only=("timers", "status-processor")) as running:  # fmt: skip
+        yield running
+
+
 def test_an_owners_principal_submits_only_as_its_owner(secured_kafka: SecureKafka,
-                                                       secured_stack: Stack) -> None:  # fmt: skip
+                                                       timers: Stack) -> None:  # fmt: skip
     """tenant-b's principal writing a job of tenant-a to its own door: refused to the
-    intake DLQ naming the principal, never passed on nor fired; tenant-b's own job fires."""
+    intake DLQ naming the principal, never passed on nor fired; tenant-b's own job fires
+    (no worker runs here: it waits QUEUED)."""
     kafka = secured_kafka
     b = kafka.owner("tenant-b")
     topics = Topics(b)
@@ -73,9 +83,9 @@ def test_an_owners_principal_submits_only_as_its_owner(secured_kafka: SecureKafk
     assert b"names owner 'tenant-a'" in headers["jobstream.error"]
     assert headers["jobstream.source"].startswith(topics.owner_intake("tenant-b").encode())
     console = kafka.role("console")
-    wait_for(lambda: read_statuses(console, owner="tenant-b").get(own) is not None
-             and read_statuses(console, owner="tenant-b")[own].state == "SUCCEEDED",
-             timeout_s=60, interval_s=0.5, what=f"tenant-b's {own} SUCCEEDED")  # fmt: skip
+    wait_for(lambda: own in read_statuses(console, owner="tenant-b")
+             and read_statuses(console, owner="tenant-b")[own].state == "QUEUED",
+             timeout_s=60, interval_s=0.5, what=f"tenant-b's {own} fired (QUEUED)")  # fmt: skip
     assert read_statuses(console, owner="tenant-b")[own].submitted_by == (
         "kafka:User:jobstream-owner-tenant-b")  # the timers name the door's principal
     # The forged record's transaction committed with its DLQ entry: nothing passed it on.

@@ -2,9 +2,9 @@
 settings that log in to it as each role's principal.
 
 Started once per session by the first test that asks for it (the ``secured_kafka``
-fixture; ``secured_stack`` runs the pipeline on it, each process as its role's principal),
-on free loopback ports; with ``CI=true`` a broker that cannot start fails the run,
-elsewhere those tests are skipped. Owners :data:`OWNERS` have their doors
+fixture; a module runs the pipeline on it with :func:`secured_pipeline`, each process as
+its role's principal), on free loopback ports; with ``CI=true`` a broker that cannot start
+fails the run, elsewhere those tests are skipped. Owners :data:`OWNERS` have their doors
 (pipeline/tenancy.py) before the pipeline starts, so the timers read their topics at once.
 """
 
@@ -80,19 +80,22 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory,
         yield running
 
 
-@pytest.fixture(scope="session")
-def secured_stack(secured_kafka: SecureKafka,
-                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
-    """Timers, status processor, retry router and a data.process worker, each logging in
-    as its role's principal; the stack's own settings carry no user at all."""
-    kafka = secured_kafka
+@contextmanager
+def secured_pipeline(kafka: SecureKafka, home: Path,
+                     only: tuple[str, ...] | None = None) -> Iterator[Stack]:  # fmt: skip
+    """Timers, status processor, retry router and a data.process worker (or those whose
+    names start with one of ``only``), each logging in as its role's principal; the stack's
+    own settings carry no user at all. A module's: stopped with it, so no process idles
+    through the rest of the session."""
     parts = []
     for part in components(free_ports(4), app=APP, job_types=("data.process",),
                            lease_s=5, heartbeat_s=0.5):  # fmt: skip
+        if only is not None and not part.name.startswith(only):
+            continue
         role = next((r for name, r in ROLE_OF.items() if part.name.startswith(name)), "worker")
         user = principal(role, "data.process" if role == "worker" else None)
         parts.append(dataclasses.replace(part, env=(*part.env, *kafka.env(user).items())))
-    with running_stack(kafka.role("client"), tmp_path_factory.mktemp("stack"), parts) as running:
+    with running_stack(kafka.role("client"), home, parts) as running:
         yield running
 
 
