@@ -16,6 +16,7 @@ from jobstream._ops.bench.timers import bench_timers
 from jobstream._ops.cli import demo, kafka_app, pipeline, topics_app
 from jobstream._ops.deploy.cli import deploy_app
 from jobstream._ops.faults.cli import faults_app
+from jobstream._ops.tenants_cli import owners_app, quotas_app
 from jobstream._pipeline.cli import new_app, register, run
 
 EPILOG = """Examples:
@@ -36,6 +37,8 @@ EPILOG = """Examples:
 """
 
 app = new_app(help="A job scheduler built on Apache Kafka.", epilog=EPILOG)
+kafka_app.add_typer(owners_app, name="owners")
+kafka_app.add_typer(quotas_app, name="quotas")
 app.add_typer(kafka_app, name="kafka")
 app.add_typer(topics_app, name="topics")
 app.command("demo")(demo)

@@ -163,6 +163,13 @@ class Settings(BaseSettings):
     ssl_certificate_location: str | None = None
     ssl_key_location: str | None = None
     ssl_key_password: SecretStr | None = None
+    intake_owner: str | None = Field(
+        None,
+        description="Submit to this owner's own intake topic (jobs.intake.owner.<owner>) "
+        "rather than jobs.intake: what a process logged in as the owner's principal "
+        "(jobstream-owner-<owner>) may write. Records naming another owner are refused "
+        "before they are sent (docs/kafka-security.md).",
+    )
     librdkafka: dict[str, str] = Field(
         default_factory=dict,
         description="Further librdkafka settings as a JSON object, passed through as they are.",

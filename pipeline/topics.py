@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
+from jobstream._pipeline.tenancy import owner_intake
 
 PRIORITIES = ("high", "normal", "low")
 
@@ -97,6 +98,7 @@ class Topics:
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
         self.quotas = f"{p}jobs.quotas"
+        self.client_quotas = f"{p}jobs.client-quotas"
         self.control = f"{p}jobs.control"
         self.results = f"{p}jobs.results"
         self.logs = f"{p}jobs.logs"
@@ -110,6 +112,14 @@ class Topics:
         (no type has a ``-`` in its name, so no type's topics are a pool's)."""
         prefix = self.settings.topic_prefix
         return f"{prefix}jobs.exec.{routed(job_type, pool)}.{priority.lower()}"
+
+    def owner_intake(self, owner: str) -> str:
+        """``jobs.intake.owner.<owner>``: the one intake topic an owner's principal may
+        write (pipeline/tenancy.py); co-partitioned with jobs.intake, made per owner."""
+        return owner_intake(self.settings.topic_prefix, owner)
+
+    def owner_intake_spec(self, owner: str) -> TopicSpec:
+        return TopicSpec(self.owner_intake(owner), self.settings.timer_partitions)
 
     def dead_letter(self, job_type: str) -> str:
         return f"{self.settings.topic_prefix}jobs.dlq.{job_type}"
@@ -140,6 +150,8 @@ class Topics:
             TopicSpec(self.limits, 1, compacted=True),
             # Quotas per owner, keyed by owner; every API process reads it whole.
             TopicSpec(self.quotas, 1, compacted=True),
+            # Who set each principal's Kafka client quotas, keyed by principal (ops/kafka).
+            TopicSpec(self.client_quotas, 1, compacted=True),
             # Event triggers, keyed by owner and name; every trigger processor reads it whole.
             TopicSpec(self.triggers, 1, compacted=True),
             # Source records a trigger could not read, with the reason (pipeline/triggers).

@@ -19,7 +19,7 @@ from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.topics import Topics
 from jobstream.pytest_plugin import session_kafka
 
-pytest_plugins = ["pytester", "tests.support.tiers"]
+pytest_plugins = ["pytester", "tests.support.tiers", "tests.support.secure"]
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,7 @@ import pytest
 from jobstream._connectors.api.server import ApiServer
 from jobstream._ops.kafka.acls import principal
 from jobstream._ops.kafka.jars import classpath, java_executable
-from jobstream._ops.kafka.ports import free_ports
-from jobstream._ops.stack import Stack, components
+from jobstream._ops.stack import Stack
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.console.tail import tail_topic
 from jobstream._pipeline.errors import AuthorizationError
@@ -33,33 +32,18 @@ from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
 from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings
-from tests.support.secure import SecureKafka, secure_kafka
-from tests.support.stack import APP, running_stack
+from tests.support.secure import SecureKafka, secured_pipeline
 from tests.support.waiting import wait_for
-
-JOB_TYPES = ("data.process", "image.render")
-ROLE_OF = {"timers": "timers", "status-processor": "status", "retry-router": "retry"}
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory,
-          child_processes: None) -> Iterator[SecureKafka]:
-    with secure_kafka(tmp_path_factory.mktemp("secure-kafka"), "secure.", JOB_TYPES) as running:
-        yield running
+def kafka(secured_kafka: SecureKafka) -> SecureKafka:
+    return secured_kafka
 
 
 @pytest.fixture(scope="module")
 def stack(kafka: SecureKafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """Timers, status processor, retry router and a data.process worker, each logging in
-    as its role's principal; the stack's own settings carry no user at all."""
-    settings = kafka.role("client")
-    parts = []
-    for part in components(free_ports(4), app=APP, job_types=("data.process",),
-                           lease_s=5, heartbeat_s=0.5):  # fmt: skip
-        role = next((r for name, r in ROLE_OF.items() if part.name.startswith(name)), "worker")
-        user = principal(role, "data.process" if role == "worker" else None)
-        parts.append(dataclasses.replace(part, env=(*part.env, *kafka.env(user).items())))
-    with running_stack(settings, tmp_path_factory.mktemp("stack"), parts) as running:
+    with secured_pipeline(kafka, tmp_path_factory.mktemp("stack")) as running:
         yield running
 
 

@@ -111,8 +111,11 @@ def _serve(app: FastAPI, svc: Services) -> None:
     async def access_log(request: Request, call_next: Next) -> Response:
         started = time.perf_counter()
         response = await call_next(request)
+        who = getattr(request.state, "principal", None)  # None: no valid token was shown
         log.info("request", extra={
             "method": request.method, "path": request.url.path, "status": response.status_code,
             "ms": round((time.perf_counter() - started) * 1000, 2),
+            "principal": who.actor if who is not None else None,
+            "token": who.token if who is not None else None,
         })  # fmt: skip
         return response

@@ -28,6 +28,15 @@ class Principal:
     token: str = field(default="", compare=False)
     """Which token it is (a prefix of its digest): what per-token quotas count by."""
 
+    @property
+    def actor(self) -> str:
+        """Who its commands, submissions and access-log lines name: ``api:<owner>`` for an
+        owner token, ``api:admin:<name>`` for a named admin token (``api:admin``
+        without a name)."""
+        if self.admin:
+            return f"api:admin:{self.name}" if self.name else "api:admin"
+        return f"api:{self.owner}"
+
     def sees(self, owner: str) -> bool:
         return self.admin or owner == self.owner
 

@@ -83,11 +83,8 @@ def _asked(doc: Doc, rule: Callable[[dict[str, Any]], str | None]) -> str | None
 
 
 def requester(who: Principal) -> str:
-    """Who a command over HTTP names: ``api:<owner>`` for an owner token, ``api:admin:<name>``
-    for a named admin token (``api:admin`` without a name)."""
-    if who.admin:
-        return f"api:admin:{who.name}" if who.name else "api:admin"
-    return f"api:{who.owner}"
+    """Who a command over HTTP names (:attr:`Principal.actor`)."""
+    return who.actor
 
 
 async def _command(svc: Services, who: Principal, job_id: str, name: str, build: Build,

@@ -86,7 +86,7 @@ async def submit(job: JobIn, response: Response, who: Auth, svc: Svc,
     that exists, 200 with that job (nothing is sent again)."""
     request = _request(job.model_dump(exclude_unset=True), who, idempotency_key)
     _check_parents(svc, request)
-    event = request.to_event(now_ms())
+    event = request.to_event(now_ms(), submitted_by=who.actor)
     job_id = event.data.job_id
     response.headers["Location"] = f"/api/v1/jobs/{job_id}"
     if request.idempotency_key is not None:
@@ -114,7 +114,7 @@ async def submit_batch(batch: BatchIn, who: Auth, svc: Svc) -> BatchAccepted:
         request = _request(dict(job), who, None, f"jobs[{i}].")
         _check_parents(svc, request, f"jobs[{i}].", earlier)
         try:
-            events.append(request.to_event(now))
+            events.append(request.to_event(now, submitted_by=who.actor))
         except ValidationError as exc:
             raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         data = events[-1].data

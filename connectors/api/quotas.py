@@ -54,7 +54,7 @@ async def put_quotas(owner: str, body: QuotaIn, who: Auth, svc: Svc) -> QuotasOu
     quota = Quota(**body.model_dump(exclude_none=True))
     if quota.is_empty:
         raise ApiError(422, "body: sets no quota (DELETE clears an override)", "body")
-    await _write(svc, lambda: set_quota(svc.settings, owner, quota))
+    await _write(svc, lambda: set_quota(svc.settings, owner, quota, set_by=who.actor))
     svc.quota_board.set(owner, quota)
     return quotas_out(svc, owner)
 
@@ -64,7 +64,7 @@ async def delete_quotas(owner: str, who: Auth, svc: Svc) -> Response:
     """Clear an owner's override (admin only): the defaults apply to it again."""
     _admin(who)
     check_owner(owner)
-    await _write(svc, lambda: clear_quota(svc.settings, owner))
+    await _write(svc, lambda: clear_quota(svc.settings, owner, set_by=who.actor))
     svc.quota_board.clear(owner)
     return Response(status_code=204)
 

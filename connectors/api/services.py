@@ -112,6 +112,7 @@ def principal(request: Request) -> Principal:
     found = services(request).tokens.lookup(token.strip())
     if found is None:
         raise ApiError(401, "the bearer token is not valid", "Authorization", UNAUTHORIZED)
+    request.state.principal = found  # the access log names it
     return found
 
 

@@ -132,6 +132,7 @@ def apply_submitted(doc: dict[str, Any] | None, record: JobSubmitted) -> dict[st
         "schedule": {"run_at_ms": spec.run_at_ms,
                      "cron": None if spec.cron is None else plain(spec.cron)},
         "params_bytes": len(params), "params_sha256": params_digest(params),
+        "submitted_by": record.submitted_by,
         "submitted": True, "depends_on": list(spec.depends_on or []),
         "step": labels.get(STEP_LABEL), "pool": spec.pool,
         "retry": None if spec.retry is None else plain(spec.retry), "timeout_ms": spec.timeout_ms,

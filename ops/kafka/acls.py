@@ -23,11 +23,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from jobstream._pipeline.runtime.options import processor_group
+from jobstream._pipeline.tenancy import OWNER_INTAKE, OWNER_PRINCIPAL
 from jobstream._pipeline.topics import PRIORITIES, Topics
 from jobstream._pipeline.worker.lane import transactional_prefix, worker_group
 
 ROLES = ("timers", "status", "retry", "worker", "api", "client", "console")
-"""Every role; a worker's principal is per job type."""
+"""Every role; a worker's principal is per job type. Beside them, each owner given a door
+of its own has a principal (:func:`owner_grants`)."""
 
 SCAN_GROUP_PREFIX = "jobstream.scan."
 """pipeline/kafka/scan.py's readers' groups (no topic prefix; never joined)."""
@@ -111,6 +113,8 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
                    prefixed=True),
             _topic(topics.events, ("WRITE",), "SCHEDULED, FIRED, CANCELLED ..."),
             _topic(topics.intake_dlq, ("WRITE",), "submissions it cannot read or accept"),
+            _topic(f"{p}{OWNER_INTAKE}", ("READ",), "every owner's intake topic: a record "
+                   "passed on to jobs.intake, or refused", prefixed=True),
             _topic(topics.control, ("WRITE",), "cancels of runs under way"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.limits whole", prefixed=True),
         ]  # fmt: skip
@@ -179,6 +183,13 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
     ]
 
 
+def owner_grants(topics: Topics, owner: str) -> list[Grant]:
+    """An owner's principal (``jobstream-owner-<owner>``): its own intake topic and nothing
+    else; the timers pass on only the records that name ``owner`` (pipeline/tenancy.py)."""
+    name = f"{topics.settings.topic_prefix}{OWNER_INTAKE}{owner}"
+    return [_topic(name, ("WRITE",), "its submissions and commands, as this owner only")]
+
+
 def allowed(found: Iterable[Grant], resource: str, name: str, operation: str) -> bool:
     """Whether ``found`` allows ``operation`` on ``name``, with the broker's implications
     (READ, WRITE imply DESCRIBE)."""
@@ -196,4 +207,7 @@ def markdown_table(topics: Topics, job_type: str = "<type>") -> str:
             rows.append(f"| {principal(role, of_type)} | {grant.resource} | `{grant.name}` | "
                         f"{'prefixed' if grant.prefixed else 'literal'} | "
                         f"{', '.join(grant.operations)} | {grant.why} |")  # fmt: skip
+    for grant in owner_grants(topics, "<owner>"):
+        rows.append(f"| {OWNER_PRINCIPAL}<owner> | {grant.resource} | `{grant.name}` | literal | "
+                    f"{', '.join(grant.operations)} | {grant.why} |")  # fmt: skip
     return "\n".join(rows)

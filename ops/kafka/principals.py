@@ -27,13 +27,15 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from jobstream._ops.kafka.acls import ROLES, Grant, grants, principal
+from jobstream._ops.kafka.acls import ROLES, Grant, grants, owner_grants, principal
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.tenancy import owner_principal
 from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
 
 SCRAM_ITERATIONS = 8192
+OWNER_ROLE = "owner"
 
 
 @dataclass(frozen=True)
@@ -42,10 +44,24 @@ class Role:
 
     role: str
     job_type: str | None = None
+    owner: str | None = None
+    """An owner's principal: role ``owner``, and the owner (:meth:`of_owner`)."""
+
+    @classmethod
+    def of_owner(cls, owner: str) -> Role:
+        owner_principal(owner)  # checks the name
+        return cls(OWNER_ROLE, owner=owner)
 
     @property
     def user(self) -> str:
+        if self.owner is not None:
+            return owner_principal(self.owner)
         return principal(self.role, self.job_type)
+
+    def grants(self, topics: Topics) -> list[Grant]:
+        if self.owner is not None:
+            return owner_grants(topics, self.owner)
+        return grants(self.role, topics, self.job_type)
 
 
 def every_role(job_types: Iterable[str]) -> list[Role]:
@@ -67,7 +83,7 @@ def bindings(user: str, found: Iterable[Grant]) -> list[AclBinding]:
 def apply_acls(kafka_config: Mapping[str, str | int], topics: Topics, roles: Iterable[Role],
                *, timeout_s: float = 30.0) -> int:  # fmt: skip
     """Create every role's ACLs; the number of bindings."""
-    wanted = [b for r in roles for b in bindings(r.user, grants(r.role, topics, r.job_type))]
+    wanted = [b for r in roles for b in bindings(r.user, r.grants(topics))]
     admin = AdminClient({**kafka_config, "log_level": 0})
     futures = admin.create_acls(wanted, request_timeout=timeout_s)
     _results(futures, "creating ACLs", timeout_s)

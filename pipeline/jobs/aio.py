@@ -39,6 +39,7 @@ from jobstream._pipeline.jobs.outbound import (
     SubmissionError,
     WorkflowSubmission,
     authorization,
+    intake_topic,
     job_events,
     outgoing,
     refusal,
@@ -51,7 +52,6 @@ from jobstream._pipeline.model.held import signal_event
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
-from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows import schedule_commands
 from jobstream._pipeline.workflows.commands import workflow_event
 
@@ -72,7 +72,8 @@ class AsyncJobClient:
     """
 
     def __init__(self, settings: Settings, *, delivery_timeout_s: float = 30.0) -> None:
-        self.topic = Topics(settings).intake
+        self.topic = intake_topic(settings)
+        self._owner = settings.intake_owner
         self._principal = settings.sasl_username
         self._serialize, _ = make_serde(settings.schema_registry_url)
         self._timeout_s = delivery_timeout_s
@@ -87,7 +88,7 @@ class AsyncJobClient:
 
     async def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """As :meth:`JobClient.submit_many`: every request checked, then sent at once."""
-        events = job_events(requests, now_ms())
+        events = job_events(requests, now_ms(), principal=self._principal)
         await self._send(events)
         return [event.data.job_id for event in events]
 
@@ -202,7 +203,7 @@ class AsyncJobClient:
     async def _send(self, events: list[Event]) -> None:
         """Send every event, then wait for every acknowledgement, all within the timeout;
         a record with no answer by then counts as refused."""
-        records = outgoing(events, self._serialize)
+        records = outgoing(events, self._serialize, owner=self._owner)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         answers: list[Ack | Failure] = []  # one per record handed over, in order

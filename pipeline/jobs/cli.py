@@ -22,7 +22,7 @@ import typer
 
 from jobstream._pipeline.cli_options import option_group
 from jobstream._pipeline.clock import now_ms
-from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.config import Settings, load_settings
 from jobstream._pipeline.durations import DurationError, parse_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.client import JobClient
@@ -268,6 +268,8 @@ WorkflowOption = typer.Option(None, "--workflow", help="The job's workflow id, i
 ReasonOption = typer.Option(None, "--reason", help="Why, kept in the history.")
 ByOption = typer.Option(None, "--by", help="Who asks, kept in the history "
                         "(default: cli:<user>@<host>).")  # fmt: skip
+SetByOption = typer.Option(None, "--by", help="Who makes the change, recorded with it (default: "
+                           "cli:<user>@<host>), with the principal it runs as.")  # fmt: skip
 
 
 def requester(by: str | None) -> str:
@@ -279,6 +281,13 @@ def requester(by: str | None) -> str:
     except (KeyError, OSError):  # no login name (a container's arbitrary uid)
         user = "unknown"
     return f"cli:{user}@{socket.gethostname()}"
+
+
+def changed_by(by: str | None, settings: Settings) -> str:
+    """Who a setting's change from the shell names: :func:`requester`, and the principal
+    it runs as."""
+    who = requester(by)
+    return f"{who} as User:{settings.sasl_username}" if settings.sasl_username else who
 
 
 def send_command(build: Callable[[], Event]) -> None:

@@ -30,6 +30,7 @@ from jobstream._pipeline.jobs.outbound import (
     Failure,
     SubmissionError,
     WorkflowSubmission,
+    intake_topic,
     job_events,
     outgoing,
     refusal,
@@ -43,7 +44,6 @@ from jobstream._pipeline.model.held import signal_event
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import Event, make_serde
-from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows import schedule_commands
 from jobstream._pipeline.workflows.commands import workflow_event
 
@@ -67,7 +67,8 @@ class JobClient:
     """
 
     def __init__(self, settings: Settings, *, delivery_timeout_s: float = 30.0) -> None:
-        self.topic = Topics(settings).intake
+        self.topic = intake_topic(settings)
+        self._owner = settings.intake_owner
         self._principal = settings.sasl_username
         self._serialize, _ = make_serde(settings.schema_registry_url)
         self._timeout_s = delivery_timeout_s
@@ -86,7 +87,7 @@ class JobClient:
 
     def submit_many(self, requests: Iterable[JobRequest]) -> list[str]:
         """Submit jobs in one batch; their ids in order, once the broker has them all."""
-        events = job_events(requests, now_ms())
+        events = job_events(requests, now_ms(), principal=self._principal)
         self._send(events)
         return [event.data.job_id for event in events]
 
@@ -218,7 +219,7 @@ class JobClient:
         """Produce every event, then wait once for all acknowledgements."""
         failures: list[Failure] = []
         produce, poll = self._producer.produce, self._producer.poll
-        for record in outgoing(events, self._serialize):
+        for record in outgoing(events, self._serialize, owner=self._owner):
             callback = functools.partial(_on_delivery, failures, record.job_id)
             while True:
                 try:

@@ -16,18 +16,18 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from jobstream._pipeline.errors import AuthorizationError, JobstreamError
+from jobstream._pipeline import tenancy
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import AuthorizationError, JobstreamError, ValidationError
 from jobstream._pipeline.kafka.denied import denied
-from jobstream._pipeline.model.collapse import intake_key
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.model.records import (
-    JobSubmitted,
     WorkflowCancelled,
     WorkflowSignalled,
     WorkflowSubmitted,
 )
-from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.serde import Event
+from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.workflows.commands import step_ids
 
 NOT_RETRYABLE = frozenset({
@@ -98,18 +98,31 @@ def names_of(event: Event) -> tuple[str, str | None]:
     return record.job_id, record.workflow_id
 
 
-def outgoing(events: Iterable[Event],
-             serialize: Callable[[Event, Any], bytes]) -> list[Outgoing]:  # fmt: skip
+def intake_topic(settings: Settings) -> str:
+    """Where a client sends: jobs.intake, or its owner's own intake topic when
+    ``JOBSTREAM_INTAKE_OWNER`` names one (pipeline/tenancy.py)."""
+    topics = Topics(settings)
+    owner = settings.intake_owner
+    return topics.intake if owner is None else topics.owner_intake(owner)
+
+
+def outgoing(events: Iterable[Event], serialize: Callable[[Event, Any], bytes], *,
+             owner: str | None = None) -> list[Outgoing]:  # fmt: skip
     """Each event encoded and keyed by :func:`partition_key`, in order; a debounced or
     singleton submission by its key's collapse key, where the timers decide on it
-    (:func:`jobstream._pipeline.model.collapse.intake_key`)."""
+    (:func:`jobstream._pipeline.model.collapse.intake_key`). Sent through ``owner``'s door,
+    a record the timers would refuse there raises ValidationError, before any is sent."""
+    events = list(events)
+    if owner is not None:
+        for event in events:
+            reason = tenancy.refusal(owner, event.data)
+            if reason is not None:
+                raise ValidationError("owner", f"{reason} (JOBSTREAM_INTAKE_OWNER={owner})")
     records = []
     for event in events:
-        job_id, workflow_id = names_of(event)
-        data = event.data
-        key = (intake_key(data) if isinstance(data, JobSubmitted)
-               else partition_key(job_id, workflow_id))  # fmt: skip
-        records.append(Outgoing(job_id, key, serialize(event, None)))
+        job_id, _ = names_of(event)
+        records.append(Outgoing(job_id, tenancy.intake_key_of(event.data),
+                                serialize(event, None)))
     return records
 
 
@@ -122,9 +135,12 @@ def request_of(request: JobRequest | None, fields: dict[str, Any]) -> JobRequest
     return request
 
 
-def job_events(requests: Iterable[JobRequest], now_ms: int) -> list[Event]:
-    """``submit_many``'s records, every one checked before any is sent."""
-    return [request.to_event(now_ms) for request in requests]
+def job_events(requests: Iterable[JobRequest], now_ms: int, *,
+               principal: str | None = None) -> list[Event]:  # fmt: skip
+    """``submit_many``'s records, every one checked before any is sent, naming the Kafka
+    ``principal`` that submits them (when the client logs in as one)."""
+    by = None if principal is None else tenancy.kafka_actor(principal)
+    return [request.to_event(now_ms, submitted_by=by) for request in requests]
 
 
 def workflow_submissions(events: Sequence[Event]) -> list[WorkflowSubmission]:

@@ -32,12 +32,21 @@ FOLLOW_FETCH = {"fetch.wait.max.ms": int(POLL_S * 1000)}
 changes a few times a day, not a hundred (the consumers' 10 ms wait)."""
 
 
-def write_setting(settings: Settings, topic: str, key: str, value: bytes | None) -> None:
-    """One record (None: a tombstone), acknowledged; ConfigurationError if it is not,
-    AuthorizationError if this principal may not write ``topic``."""
+SET_BY_HEADER = "jobstream.set-by"
+"""Who made a setting's change (a header: readers of any version ignore it, and a
+tombstone carries it too); the record's timestamp says when."""
+
+
+def write_setting(settings: Settings, topic: str, key: str, value: bytes | None, *,
+                  set_by: str | None = None) -> None:  # fmt: skip
+    """One record (None: a tombstone) naming who made the change, acknowledged;
+    ConfigurationError if it is not, AuthorizationError if this principal may not write
+    ``topic``."""
     producer = clients.producer(settings)
     failed: list[KafkaError] = []
-    producer.produce(topic, value, key.encode(),
+    headers: list[tuple[str, str | bytes | None]] | None = (
+        [(SET_BY_HEADER, set_by.encode())] if set_by else None)
+    producer.produce(topic, value, key.encode(), headers=headers,
                      on_delivery=lambda err, _msg: failed.append(err) if err else None)  # fmt: skip
     if producer.flush(FLUSH_TIMEOUT_S) > 0:
         raise ConfigurationError(f"{topic}: not written within {FLUSH_TIMEOUT_S:g} s")
@@ -73,6 +82,28 @@ def read_settings_topic(settings: Settings, topic: str, apply: Callable[[Message
         for batch in scan:
             for message in batch:
                 apply(message)
+
+
+def set_by(message: Message) -> str | None:
+    """Who made the change ``message`` records, when it says."""
+    found = dict(message.headers() or ()).get(SET_BY_HEADER)
+    if isinstance(found, bytes):
+        return found.decode(errors="replace")
+    return found
+
+
+def track_setters(setters: dict[str, str | None],
+                  apply: Callable[[Message], None]) -> Callable[[Message], None]:  # fmt: skip
+    """``apply``, which also keeps who set each key's setting last in ``setters``."""
+    def both(message: Message) -> None:
+        apply(message)
+        key = (message.key() or b"").decode(errors="replace")
+        if message.value() is None:
+            setters.pop(key, None)
+        else:
+            setters[key] = set_by(message)
+
+    return both
 
 
 class TopicFollower:

@@ -18,6 +18,7 @@ from jobstream._pipeline.kafka.follow import (
     TopicFollower,
     apply_setting,
     read_settings_topic,
+    track_setters,
     write_setting,
 )
 from jobstream._pipeline.limits.model import Limit, LimitKey
@@ -27,19 +28,27 @@ from jobstream._pipeline.topics import Topics
 log = logging.getLogger(__name__)
 
 
-def set_limit(settings: Settings, limit: Limit) -> None:
-    write_setting(settings, Topics(settings).limits, limit.key.id, limit.encode())
+def set_limit(settings: Settings, limit: Limit, *, set_by: str | None = None) -> None:
+    write_setting(settings, Topics(settings).limits, limit.key.id, limit.encode(), set_by=set_by)
 
 
-def clear_limit(settings: Settings, key: LimitKey) -> None:
-    write_setting(settings, Topics(settings).limits, key.id, None)
+def clear_limit(settings: Settings, key: LimitKey, *, set_by: str | None = None) -> None:
+    write_setting(settings, Topics(settings).limits, key.id, None, set_by=set_by)
 
 
 def read_limits(settings: Settings) -> list[Limit]:
     """The limits in force: jobs.limits read to its end."""
+    return [limit for limit, _ in read_limits_set_by(settings)]
+
+
+def read_limits_set_by(settings: Settings) -> list[tuple[Limit, str | None]]:
+    """The limits in force, each with who set it (pipeline/kafka/follow.py's header)."""
     board = LimitBoard()
-    read_settings_topic(settings, Topics(settings).limits, lambda message: apply(board, message))
-    return sorted(board.limits.values(), key=lambda limit: str(limit.key))
+    setters: dict[str, str | None] = {}
+    read_settings_topic(settings, Topics(settings).limits,
+                        track_setters(setters, lambda message: apply(board, message)))  # fmt: skip
+    return [(limit, setters.get(limit.key.id))
+            for limit in sorted(board.limits.values(), key=lambda limit: str(limit.key))]
 
 
 def apply(board: LimitBoard, message: Message) -> None:

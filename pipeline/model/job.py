@@ -280,8 +280,9 @@ class JobRequest(_Model):
             seen.add(job_id)
         return value
 
-    def to_event(self, now_ms: int) -> Event:
-        """The JobSubmitted event for a submission at ``now_ms``, with its job id.
+    def to_event(self, now_ms: int, *, submitted_by: str | None = None) -> Event:
+        """The JobSubmitted event for a submission at ``now_ms`` by ``submitted_by`` (who
+        sends it: ``api:acme``, ``kafka:User:jobstream-client``), with its job id.
 
         The id is a fresh ULID, or the deterministic id of the idempotency key. Raises
         ValidationError when ``run_at`` is out of range for ``now_ms``.
@@ -312,6 +313,7 @@ class JobRequest(_Model):
                 queue_limit_ms=self.queue_limit_ms,
                 job_keys=self._job_keys(),
             ),
+            submitted_by=submitted_by,
         )
         _check_envelope(record, now_ms=now_ms)
         _check_run_at(record)

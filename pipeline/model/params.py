@@ -58,6 +58,7 @@ class SubmissionFields(TypedDict):
     queue_limit_ms: int | None
     pool: str | None
     job_keys: JobKeys | None
+    submitted_by: str | None
 
 
 def submission_fields(job: JobSubmitted) -> SubmissionFields:
@@ -70,4 +71,4 @@ def submission_fields(job: JobSubmitted) -> SubmissionFields:
                             params=summary.params, params_bytes=summary.params_bytes,
                             params_sha256=summary.params_sha256, deadline_ms=spec.deadline_ms,
                             queue_limit_ms=spec.queue_limit_ms, pool=spec.pool,
-                            job_keys=spec.job_keys)  # fmt: skip
+                            job_keys=spec.job_keys, submitted_by=job.submitted_by)  # fmt: skip

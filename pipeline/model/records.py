@@ -213,6 +213,7 @@ class JobSubmitted(Record, frozen=True, kw_only=True):
     workflow_id: str | None = None
     submitted_at_ms: int
     spec: JobSpec
+    submitted_by: str | None = None
 
 
 class ExecutionRequested(Record, frozen=True, kw_only=True):
@@ -266,6 +267,7 @@ class JobLifecycle(Record, frozen=True, kw_only=True):
     job_keys: JobKeys | None = None
     held_by: str | None = None
     joined_job_id: str | None = None
+    submitted_by: str | None = None
     execution: ExecutionRequested | None = None
 
 

@@ -6,9 +6,10 @@ import typer
 
 from jobstream._pipeline.cli_options import JsonLinesOption, echo_each
 from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.jobs.cli import SetByOption, changed_by
 from jobstream._pipeline.limits.model import parse_rate
 from jobstream._pipeline.quotas.model import Quota
-from jobstream._pipeline.quotas.topic import clear_quota, read_quotas, set_quota
+from jobstream._pipeline.quotas.topic import clear_quota, read_quotas_set_by, set_quota
 
 EPILOG = """Examples:
 
@@ -45,28 +46,34 @@ def set_command(
         None, "--pending-jobs", help="Most jobs not ended."),
     streams: int | None = typer.Option(
         None, "--streams", help="Most live streams open per token."),
+    by: str | None = SetByOption,
 ) -> None:  # fmt: skip
     """Set (replace) an owner's quotas: those not given take the defaults."""
     rate = None if submit_rate is None else parse_rate(submit_rate)
     quota = Quota(job_types=job_types, submit_rate=rate, submit_burst=submit_burst,
                   pending_jobs=pending_jobs, streams=streams)  # fmt: skip
-    set_quota(load_settings(), owner, quota)
+    settings = load_settings()
+    set_quota(settings, owner, quota, set_by=changed_by(by, settings))
     typer.echo(describe(owner, quota))
 
 
 @quotas_app.command("clear")
-def clear_command(owner: str = OwnerOption) -> None:
+def clear_command(owner: str = OwnerOption, by: str | None = SetByOption) -> None:
     """Remove an owner's override: the defaults apply to it again."""
-    clear_quota(load_settings(), owner)
+    settings = load_settings()
+    clear_quota(settings, owner, set_by=changed_by(by, settings))
     typer.echo(f"owner={owner}: cleared")
 
 
 @quotas_app.command("list")
 def list_command(as_json: bool = JsonLinesOption) -> None:
-    """The owners' overrides in force (the defaults are the API's settings)."""
-    echo_each(read_quotas(load_settings()).items(), as_json,
-              text=lambda item: describe(*item),
-              fields=lambda item: {"owner": item[0], **item[1].set_fields()})  # fmt: skip
+    """The owners' overrides in force (the defaults are the API's settings), each with
+    who set it."""
+    echo_each(read_quotas_set_by(load_settings()).items(), as_json,
+              text=lambda item: describe(item[0], item[1][0]) + (
+                  f" (set by {item[1][1]})" if item[1][1] else ""),
+              fields=lambda item: {"owner": item[0], **item[1][0].set_fields(),
+                                   "set_by": item[1][1]})  # fmt: skip
 
 
 def describe(owner: str, quota: Quota) -> str:

@@ -15,6 +15,7 @@ from jobstream._pipeline.kafka.follow import (
     TopicFollower,
     apply_setting,
     read_settings_topic,
+    track_setters,
     write_setting,
 )
 from jobstream._pipeline.model import rules
@@ -52,22 +53,30 @@ def check_owner(owner: str) -> str:
     return owner
 
 
-def set_quota(settings: Settings, owner: str, quota: Quota) -> None:
+def set_quota(settings: Settings, owner: str, quota: Quota, *, set_by: str | None = None) -> None:
     """Replace ``owner``'s override: the quotas ``quota`` leaves None take the defaults."""
     if quota.is_empty:
         raise ValidationError("quota", "sets no quota (clear the owner's override instead)")
-    write_setting(settings, Topics(settings).quotas, check_owner(owner), quota.encode())
+    write_setting(settings, Topics(settings).quotas, check_owner(owner), quota.encode(),
+                  set_by=set_by)  # fmt: skip
 
 
-def clear_quota(settings: Settings, owner: str) -> None:
-    write_setting(settings, Topics(settings).quotas, check_owner(owner), None)
+def clear_quota(settings: Settings, owner: str, *, set_by: str | None = None) -> None:
+    write_setting(settings, Topics(settings).quotas, check_owner(owner), None, set_by=set_by)
 
 
 def read_quotas(settings: Settings) -> dict[str, Quota]:
     """The overrides in force, by owner: jobs.quotas read to its end."""
+    return {owner: quota for owner, (quota, _) in read_quotas_set_by(settings).items()}
+
+
+def read_quotas_set_by(settings: Settings) -> dict[str, tuple[Quota, str | None]]:
+    """The overrides in force, by owner, each with who set it."""
     board = QuotaBoard()
-    read_settings_topic(settings, Topics(settings).quotas, lambda message: apply(board, message))
-    return dict(sorted(board.overrides.items()))
+    setters: dict[str, str | None] = {}
+    read_settings_topic(settings, Topics(settings).quotas,
+                        track_setters(setters, lambda message: apply(board, message)))  # fmt: skip
+    return {owner: (quota, setters.get(owner)) for owner, quota in sorted(board.overrides.items())}
 
 
 def apply(board: QuotaBoard, message: Message) -> None:

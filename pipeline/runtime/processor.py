@@ -80,6 +80,10 @@ class Processor(Generic[S]):
     """The component: it names the consumer group (``jobstream.<name>``), the metrics label
     and the log lines."""
     inputs: tuple[str, ...] = ()
+    input_patterns: tuple[str, ...] = ()
+    """Regular expressions (``^...``) of further topics to read, each made at any time
+    (the owners' intake topics): the group picks a new one up at its next metadata
+    refresh. Partition p of each belongs with partition p of the inputs."""
     changelog: str | None = None
     """The compacted topic the stores are logged to; None for a stateless processor."""
     state_layout: ClassVar[int] = 1

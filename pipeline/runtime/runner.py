@@ -158,7 +158,8 @@ class Runner(Generic[S]):
             if refused is not None:
                 raise refused from exc
             raise
-        self.consumer.subscribe(list(self.processor.inputs), on_assign=self._on_assign,
+        self.consumer.subscribe([*self.processor.inputs, *self.processor.input_patterns],
+                                on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)  # fmt: skip
 
     def run(self, stop: threading.Event) -> None:

@@ -158,6 +158,11 @@ class JobStatus(BaseModel):
         description="COLLAPSED: the job it runs as (a debounce window's run, the singleton "
         "key's job it was dropped for or replaced by).",
     )
+    submitted_by: str | None = Field(
+        default=None,
+        description="Who submitted it: api:<owner> or api:admin:<name> (an admin for an "
+        "owner) over HTTP, kafka:User:<principal> from a Kafka client; null if not known.",
+    )
 
 
 def encode_status(status: JobStatus) -> bytes:

@@ -112,7 +112,8 @@ _TAKES_EPOCH = OUTCOMES | {K.FIRED, K.LOST}
 _SETS_SCHEDULE = frozenset({K.SCHEDULED, K.RESUMED})
 _RUN_ENDS = frozenset({K.SCHEDULED, K.PAUSED})
 """A recurring workflow's kinds that may carry the end of one of its runs."""
-_IDENTITY = ("job_type", "owner", "workflow_id", "step", "pool", "deadline_ms", "queue_limit_ms")
+_IDENTITY = ("job_type", "owner", "workflow_id", "step", "pool", "deadline_ms", "queue_limit_ms",
+             "submitted_by")  # fmt: skip
 """What the job is, as any event that tells it does (the first and FIRED tell the last
 three)."""
 _SUMMARIZED = ("labels", "params")

@@ -159,6 +159,8 @@ class JobRecord(NamedTuple):
     held_by: str | None = None
     """QUEUED and held on a key: ``<kind>:<key>``, from the worker's HELD."""
     joined_job_id: str | None = None
+    submitted_by: str | None = None
+    """Who submitted the job (its first event tells)."""
     """COLLAPSED: the job it runs as."""
 
     def evolve(self, **changes: Any) -> JobRecord:
@@ -242,7 +244,7 @@ class JobRecord(NamedTuple):
 _ADDED = ("waiting_for", "step", "created_at_ms", "labels", "params", "params_bytes",
           "params_sha256", "throttled_ms", "params_uri", "cancellation", "progress", "pool",
           "deadline_ms", "queue_limit_ms", "queue_expiry_ms", "keys", "held_by",
-          "joined_job_id")  # fmt: skip
+          "joined_job_id", "submitted_by")  # fmt: skip
 """Fields added after the first release: workflows, the submission's summary, rate limits,
 large parameters' URI, cancels, progress, pools, time limits and keys."""
 _NESTED: tuple[tuple[str, type], ...] = (

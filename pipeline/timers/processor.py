@@ -31,6 +31,8 @@ from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.runtime.runner import Runner
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.tenancy import owner_intake_pattern, owner_of_topic, owner_principal
+from jobstream._pipeline.timers.door import PRINCIPAL_HEADER, OwnerDoor
 from jobstream._pipeline.timers.intake import checked
 from jobstream._pipeline.timers.logic import TimerLogic, TimerPolicy
 from jobstream._pipeline.timers.state import TimerState
@@ -51,6 +53,11 @@ its workers a piece at a time, the first soon after the lead begins, so they fet
 claim it before its instant (docs/benchmarks.md, "Firing and claiming ahead")."""
 
 
+OWNER_TOPICS_SEEN_MS = 30_000
+"""How soon the timers read an owner's intake topic made while they run (their consumer's
+metadata refresh; librdkafka's default is 5 minutes)."""
+
+
 class TimerProcessor(Processor[TimerState]):
     name = "timers"
     state_layout = 2
@@ -58,11 +65,15 @@ class TimerProcessor(Processor[TimerState]):
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
+        # A new owner's intake topic is read within this (docs/kafka-security.md).
+        "topic.metadata.refresh.interval.ms": OWNER_TOPICS_SEEN_MS,
     }
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
         self.topics = Topics(settings)
         self.inputs = (self.topics.intake, self.topics.retry)
+        self.input_patterns = (owner_intake_pattern(settings.topic_prefix),)
+        self.door = OwnerDoor(self.topics.intake)
         self.changelog = self.topics.timers_changelog
         self.settings = settings
         self.logic = TimerLogic(
@@ -114,11 +125,14 @@ class TimerProcessor(Processor[TimerState]):
         TimerState(tx).restore(key, value)
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
+        owner = owner_of_topic(self.settings.topic_prefix, record.topic())
         try:
-            command = checked(self.deserialize(record.value()), now_ms)
-            return self.logic.process(state, command, now_ms)
+            event = self.deserialize(record.value())
+            if owner is not None:  # an owner's door: pass it on, or refuse it
+                return [self.door.passed(owner, event, record, now_ms)]
+            return self.logic.process(state, checked(event, now_ms), now_ms)
         except (DeserializationError, ValidationError) as exc:
-            return [self._dead_letter(record, str(exc))]
+            return [self._dead_letter(record, str(exc), owner)]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
         if not self.logic.throttle.board.ready.is_set():
@@ -149,15 +163,21 @@ class TimerProcessor(Processor[TimerState]):
             metrics.THROTTLED.labels(job_type).inc(count)
 
     def counters(self) -> Mapping[str, object]:
-        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates}
+        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates,
+                "passed_on": self.door.passed_on}
 
-    def _dead_letter(self, record: Record, reason: str) -> Output:
+    def _dead_letter(self, record: Record, reason: str, owner: str | None = None) -> Output:
+        """``record`` to jobs.intake.dlq with the reason and where it was read; read on an
+        owner's intake topic, the principal that topic admits too."""
         source = f"{record.topic()}/{record.partition()}/{record.offset()}"
+        headers = [("jobstream.error", reason.encode()), ("jobstream.source", source.encode())]
+        if owner is not None:
+            headers.append((PRINCIPAL_HEADER, f"User:{owner_principal(owner)}".encode()))
         log.warning("intake record dead-lettered", extra={"reason": reason,
-                    "topic": record.topic(), "offset": record.offset()})  # fmt: skip
+                    "topic": record.topic(), "offset": record.offset(),
+                    "principal": f"User:{owner_principal(owner)}" if owner else None})  # fmt: skip
         return Output(self.topics.intake_dlq, record.key(), record.value() or b"",
-                      headers=(("jobstream.error", reason.encode()),
-                               ("jobstream.source", source.encode())))  # fmt: skip
+                      headers=headers)  # fmt: skip
 
 
 def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:

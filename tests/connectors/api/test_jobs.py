@@ -3,7 +3,10 @@ error code, pagination, owner isolation, admin access, 401."""
 
 from __future__ import annotations
 
+import logging
+
 import httpx
+import pytest
 
 from jobstream._connectors.api.server import ApiServer
 from jobstream._pipeline.clock import now_ms
@@ -244,3 +247,25 @@ def test_a_job_that_fired_takes_a_cancel_naming_who_asked(
     cancels = [e for e in read_intake(settings, topics, 3) if e.name == "JobCancelled"]
     assert [(e.data["requested_by"], e.data["reason"]) for e in cancels] == [
         ("api:acme", "in QUEUED"), ("api:admin:ops-root", "in RUNNING")]  # fmt: skip
+
+
+def test_the_access_log_names_the_principal_of_each_request(
+    acme: httpx.Client, anonymous: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="jobstream._connectors.api.app"):
+        assert acme.get("/api/v1/jobs").status_code == 200
+        assert anonymous.get("/api/v1/jobs").status_code == 401
+    lines = [r for r in caplog.records if r.getMessage() == "request"]
+    assert [(r.status, r.principal) for r in lines] == [(200, "api:acme"), (401, None)]
+    assert lines[0].token and lines[1].token is None
+
+
+def test_a_job_names_who_submitted_it_an_admin_for_an_owner_too(
+    acme: httpx.Client, admin: httpx.Client
+) -> None:
+    own = submit(acme).json()["job_id"]
+    for_acme = submit(admin, owner="acme").json()["job_id"]
+    assert acme.get(f"/api/v1/jobs/{own}").json()["submitted_by"] == "api:acme"
+    assert acme.get(f"/api/v1/jobs/{for_acme}").json()["submitted_by"] == "api:admin:ops-root"
+    wait_for(lambda: visible(acme, for_acme), what="the admin's job in the views")
+    assert acme.get(f"/api/v1/jobs/{for_acme}").json()["submitted_by"] == "api:admin:ops-root"

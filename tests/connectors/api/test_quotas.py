@@ -16,10 +16,10 @@ from jobstream._connectors.api.server import ApiServer
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.quotas.model import Quota
-from jobstream._pipeline.quotas.topic import read_quotas, set_quota
+from jobstream._pipeline.quotas.topic import read_quotas, read_quotas_set_by, set_quota
 from jobstream._pipeline.serde import encode_status
 from jobstream._pipeline.topics import Topics
-from tests.connectors.api.conftest import ADMIN, TOKENS, api_settings, client
+from tests.connectors.api.conftest import ADMIN, ADMIN_NAME, TOKENS, api_settings, client
 from tests.connectors.views.records import status
 from tests.support.sse import EventStream
 from tests.support.waiting import wait_for
@@ -184,7 +184,8 @@ def test_an_override_applies_live_with_no_restart(topics: Topics, server: ApiSer
         assert response.status_code == 429
     assert admin.put("/api/v1/quotas/acme", json={}).status_code == 422
     assert admin.put("/api/v1/quotas/acme", json={"streams": -1}).status_code == 422
-    assert read_quotas(topics.settings) == {"acme": Quota(pending_jobs=1, streams=0)}
+    assert read_quotas_set_by(topics.settings) == {
+        "acme": (Quota(pending_jobs=1, streams=0), f"api:admin:{ADMIN_NAME}")}
 
     assert admin.delete("/api/v1/quotas/acme").status_code == 204
     assert acme.post("/api/v1/jobs", json={"job_type": "t.b"}).status_code == 201

@@ -146,7 +146,7 @@ FULL_STATUS = JobStatus(
     progress=Progress(fraction=0.5, message="half", at_ms=T0 + 1), pool="gpu",
     deadline_ms=T0 + 3_600_000, queue_limit_ms=30_000,
     keys={"concurrency": {"key": "customer-42", "limit": 2}}, held_by="concurrency:customer-42",
-    joined_job_id="01JD3W6Q8Z5X7M2K4N9P0R1S2W",
+    joined_job_id="01JD3W6Q8Z5X7M2K4N9P0R1S2W", submitted_by="api:admin:ops",
 )  # fmt: skip
 """A status with every field set: a field added to JobStatus and left out here fails
 :func:`test_a_full_status_sets_every_field`."""
