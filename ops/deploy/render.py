@@ -30,9 +30,6 @@ from jobstream._pipeline.version import VERSION
 ADMIN = "admin"
 """The principal of the set-up Jobs: one allowed to create topics and grant ACLs (the
 local secured broker's super user has this name; on another cluster, its operators')."""
-TRIGGERS_PRINCIPAL = "jobstream-triggers"
-"""ops/kafka/acls.py has no role for the trigger processor yet: its ACLs are granted by
-hand (docs/deploy.md, "Not done")."""
 API_PORT = 8080
 VIEW_DIR = "/views"
 
@@ -58,7 +55,7 @@ def processes(profile: Profile) -> list[Process]:
                 large, replicas, state=profile.state_storage, env=(*stateful, *_yielding())),
         Process("retry-router", "StatefulSet", ("retry-router",), principal("retry"), small,
                 replicas, env=(*ordinal, *_yielding())),
-        Process("trigger-processor", "StatefulSet", ("trigger-processor",), TRIGGERS_PRINCIPAL,
+        Process("trigger-processor", "StatefulSet", ("trigger-processor",), principal("triggers"),
                 small, replicas, env=(*ordinal, *_yielding())),
         Process("api", "Deployment", ("api", "--host", "0.0.0.0", "--port", str(API_PORT),
                                       "--view-dir", VIEW_DIR),

@@ -27,7 +27,7 @@ from jobstream._pipeline.tenancy import OWNER_INTAKE, OWNER_PRINCIPAL
 from jobstream._pipeline.topics import PRIORITIES, Topics
 from jobstream._pipeline.worker.lane import transactional_prefix, worker_group
 
-ROLES = ("timers", "status", "retry", "worker", "api", "client", "console")
+ROLES = ("timers", "status", "retry", "triggers", "worker", "api", "client", "console")
 """Every role; a worker's principal is per job type. Beside them, each owner given a door
 of its own has a principal (:func:`owner_grants`)."""
 
@@ -135,6 +135,16 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(dlq_prefix, ("WRITE", "CREATE", "DESCRIBE_CONFIGS"),
                    "dead letters, to every type's topic, made on first use", prefixed=True),
         ]  # fmt: skip
+    if role == "triggers":
+        group = processor_group(p, "triggers")
+        return [
+            _group(group, "the processor's consumer group"),
+            _transactions(f"{group}.", "one transactional id per instance"),
+            _topic(topics.triggers, ("READ",), "the triggers, followed whole"),
+            _group(SCAN_GROUP_PREFIX, "reads jobs.triggers whole", prefixed=True),
+            _topic(topics.intake, ("WRITE",), "the jobs its records submit"),
+            _topic(topics.triggers_dlq, ("WRITE",), "source records it cannot read"),
+        ]  # READ on each trigger's source topic is granted with the trigger (docs/triggers.md)
     if role == "worker":
         assert job_type is not None
         tiers = [topics.execution(job_type, tier) for tier in PRIORITIES]
@@ -165,6 +175,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.retry, ("WRITE",), "redrives"),
             _topic(topics.limits, ("READ", "WRITE"), "rate limits shown and set"),
             _topic(topics.quotas, ("READ", "WRITE"), "owners' quotas: followed, and set"),
+            _topic(topics.triggers, ("READ", "WRITE"), "event triggers: listed, and set"),
             _topic(dlq_prefix, ("READ",), "the dead-letter queue", prefixed=True),
             _group(f"{p}jobstream.views.unused", "its views' reader (never joined)"),
             _group(f"{p}jobstream.dlq.reader", "the DLQ reader (never joined)"),

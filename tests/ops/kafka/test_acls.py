@@ -92,7 +92,8 @@ def test_a_processor_owns_its_group_and_transactional_ids_only(role: str) -> Non
 def test_every_role_has_a_principal_and_bindings() -> None:
     roles = every_role(("data.process",))
     assert [r.user for r in roles] == ["jobstream-timers", "jobstream-status", "jobstream-retry",
-                                       "jobstream-api", "jobstream-client", "jobstream-console",
+                                       "jobstream-triggers", "jobstream-api", "jobstream-client",
+                                       "jobstream-console",
                                        "jobstream-worker-data.process"]  # fmt: skip
     for role in roles:
         assert bindings(role.user, grants(role.role, TOPICS, role.job_type))
@@ -111,3 +112,15 @@ def test_the_doc_shows_the_table_of_the_code() -> None:
         "docs/kafka-security.md's table differs from ops/kafka/acls.py: regenerate it with "
         "python -c 'from jobstream._ops.kafka.acls import markdown_table; ...'"
     )
+
+
+def test_the_trigger_processor_submits_and_reads_the_triggers_but_no_source_of_its_own() -> None:
+    mine = grants("triggers", TOPICS)
+    assert allowed(mine, "TOPIC", TOPICS.triggers, "READ")
+    assert not allowed(mine, "TOPIC", TOPICS.triggers, "WRITE")
+    assert allowed(mine, "TOPIC", TOPICS.intake, "WRITE")
+    assert allowed(mine, "TOPIC", TOPICS.triggers_dlq, "WRITE")
+    assert allowed(mine, "GROUP", processor_group("p.", "triggers"), "READ")
+    assert allowed(mine, "TRANSACTIONAL_ID", f"{processor_group('p.', 'triggers')}.0", "WRITE")
+    assert not allowed(mine, "TOPIC", TOPICS.events, "READ")
+    assert allowed(grants("api", TOPICS), "TOPIC", TOPICS.triggers, "WRITE")
