@@ -38,7 +38,7 @@ from jobstream._ops.faults.journal import read_runs
 from jobstream._ops.faults.load import Load, Submitter
 from jobstream._ops.faults.observer import EventsObserver, Seen
 from jobstream._ops.faults.region import Region
-from jobstream._ops.faults.tally import tally
+from jobstream._ops.faults.tally import run_more_than_once, tally
 from jobstream._ops.kafka.mirror import Flow, Mirror, offsets_not_synced, records_behind
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
@@ -151,9 +151,12 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
                          last_due + round(options.deadline_s * 1000))  # fmt: skip
     due = {**acknowledged, **again.due}
     numbers = _numbers(due, [seen_primary, seen_standby], runs_dir, lost_ms)
+    numbers["unflagged_ended_before_loss_ms"] = _unflagged_ages(
+        due, [seen_primary, seen_standby], runs_dir, lost_ms)
     first_fire = _first_fired_after(seen_standby.seen, lost_ms)
     result: dict[str, Any] = {
         "ending": ending,
+        "lost_at_ms": lost_ms,
         "acknowledged_by_primary": len(acknowledged),
         "not_copied_to_standby": len(not_copied),
         "not_copied_window_ms": _window(not_copied, acknowledged, lost_ms, load.lead_ms),
@@ -243,6 +246,20 @@ def _numbers(due: dict[str, int], observers: Iterable[EventsObserver], runs_dir:
     seen = distinct([item for observer in observers for item in observer.seen])
     runs = read_runs(runs_dir)
     return tally(due, seen, runs, fault_ms=fault_ms, until_ms=now_ms())
+
+
+def _unflagged_ages(due: dict[str, int], observers: Iterable[EventsObserver], runs_dir: Path,
+                    lost_ms: int) -> list[int]:  # fmt: skip
+    """For every job run twice that no region flagged, how long before the loss its first
+    run ended: a run whose outcome the mirror had not copied yet ends just before it."""
+    flagged = {item.event["job_id"] for observer in observers for item in observer.seen
+               if item.event["kind"] in ("DUPLICATE", "LOST")}  # fmt: skip
+    runs = read_runs(runs_dir)
+    unflagged = run_more_than_once(runs, due) - flagged
+    first_end: dict[str, int] = {}
+    for run in sorted(runs, key=lambda r: r.end_ms):
+        first_end.setdefault(run.job_id, run.end_ms)
+    return sorted(lost_ms - first_end[job_id] for job_id in unflagged)
 
 
 def distinct(seen: Iterable[Seen]) -> list[Seen]:
