@@ -7,10 +7,18 @@ import os
 from pathlib import Path
 
 import typer
+from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.table import Table
 
-from jobstream._ops.kafka.mirror import Flow, Mirror, healthy, records_behind, task_states
+from jobstream._ops.kafka.mirror import (
+    Flow,
+    Mirror,
+    healthy,
+    offsets_not_synced,
+    records_behind,
+    task_states,
+)
 from jobstream._pipeline.durations import duration_option
 from jobstream._pipeline.errors import BrokerError
 
@@ -96,7 +104,11 @@ def mirror_status(home: Path = MirrorHomeOption) -> None:
         for (topic, _), behind in records_behind(flow).items():
             count, sum_ = totals.get(topic, (0, 0))
             totals[topic] = (count + 1, sum_ + behind)
-    except BrokerError as exc:
+        short = offsets_not_synced(flow)
+        console.print(f"group offsets read to the end on the source and not yet copied: "
+                      f"{len(short)}" + (f" ({', '.join(short[:5])} ...)" if short else ""),
+                      soft_wrap=True)  # fmt: skip
+    except (BrokerError, KafkaException) as exc:
         console.print(f"[red]the source does not answer: {exc}[/red]")
     for topic, (count, behind) in totals.items():
         table.add_row(topic, str(count), str(behind))

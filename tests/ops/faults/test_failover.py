@@ -20,6 +20,9 @@ FAILBACK_JOBS = 50
 MIRROR_LAG_S = 5.0
 """A run whose outcome the standby never heard of ended at most this long before the loss:
 what MirrorMaker had not copied yet (it copies within a second on a quiet machine)."""
+AFTER_LOSS_S = 2.0
+"""... or after it, before its worker was killed: the region's processes are SIGKILLed
+right after its broker, and a handler may finish a run in between."""
 
 
 @pytest.mark.timeout(420)
@@ -30,17 +33,19 @@ def test_a_failover_and_a_failback_lose_no_job_and_count_every_second_run(
                               resubmit_s=6.0, deadline_s=90.0, failback_jobs=FAILBACK_JOBS,
                               failback_due_s=15.0, heap_mb=384)  # fmt: skip
     result = run_failover(options, tmp_path)
-    print({k: v for k, v in result.items() if k != "ids"})
+    print("failover:", {k: v for k, v in result.items() if k not in ("ids", "failback")})
+    print("failback:", {k: v for k, v in result["failback"].items() if k != "ids"})
 
     assert problems(result) == [], result["ids"]
     assert result["ended"] == result["submitted"] == JOBS
     assert result["lost"] == 0
     assert result["rto_first_fire_ms"] is not None, "the standby fired nothing"
-    # Every second run is counted: flagged on the standby, or its first run ended just
-    # before the loss, its outcome not copied yet.
+    # Every second run is counted, and flagged on the standby unless its first run ended
+    # around the loss, its outcome not copied yet or never written.
     ages = result["unflagged_ended_before_loss_ms"]
     assert len(ages) == result["unflagged_duplicate_runs"]
-    assert all(0 <= age <= MIRROR_LAG_S * 1000 for age in ages), (ages, result["ids"])
+    assert all(-AFTER_LOSS_S * 1000 <= age <= MIRROR_LAG_S * 1000 for age in ages), (
+        ages, result["ids"])
 
     back = result["failback"]
     assert back["pending_at_switch"] == FAILBACK_JOBS, "the jobs fired before the switch"

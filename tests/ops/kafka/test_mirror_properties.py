@@ -13,7 +13,8 @@ from jobstream._pipeline.errors import BrokerError
 
 def _flow(**changes: object) -> Flow:
     fields: dict[str, object] = {"source": "primary", "source_bootstrap": "10.0.0.1:9092",
-                                 "target": "standby", "target_bootstrap": "10.8.0.1:9092"}  # fmt: skip
+                                 "target": "standby",
+                                 "target_bootstrap": "10.8.0.1:9092"}  # fmt: skip
     fields.update(changes)
     return Flow.of_deployment("prod.", **fields)  # type: ignore[arg-type]
 
