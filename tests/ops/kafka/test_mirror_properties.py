@@ -4,10 +4,13 @@ and the flows it refuses."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from jobstream._ops.kafka.mirror import Flow, healthy, mm2_properties
+from jobstream._ops.command import app
 from jobstream._pipeline.errors import BrokerError
 
 
@@ -65,3 +68,15 @@ def test_a_flow_is_healthy_once_its_connectors_and_source_task_run() -> None:
     assert healthy({**running, "task-MirrorSourceConnector-0": "RUNNING"})
     assert not healthy({**running, "task-MirrorSourceConnector-0": "RUNNING",
                         "task-MirrorCheckpointConnector-0": "FAILED"})  # fmt: skip
+
+
+def test_the_command_names_a_bad_alias_and_a_missing_flow(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = runner.invoke(app, ["kafka", "mirror", "up", "--source", "a:1", "--target", "b:1",
+                              "--source-alias", "pri mary", "--home", str(tmp_path)])  # fmt: skip
+    assert bad.exit_code == 1
+    assert "--source-alias 'pri mary'" in bad.output
+    assert not (tmp_path / "pid").exists(), "nothing was started"
+    status = runner.invoke(app, ["kafka", "mirror", "status", "--home", str(tmp_path)])
+    assert status.exit_code == 1
+    assert "no flow in" in status.output
