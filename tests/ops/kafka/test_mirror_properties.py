@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from jobstream._ops.kafka.mirror import Flow, healthy, mm2_properties
 from jobstream._ops.command import app
+from jobstream._ops.kafka.mirror import Flow, healthy, mm2_properties
 from jobstream._pipeline.errors import BrokerError
 
 
