@@ -32,7 +32,8 @@ EPILOG = """Examples:
 
   jobstream faults run --scenario workflows --jobs 2000 --map-items 10000
 
-  jobstream faults run --scenario failover --jobs 30000 --window 30s --failback-jobs 1000
+  jobstream faults run --scenario failover --jobs 30000 --window 30s --pending-jobs 1000 \
+      --failback-jobs 1000
 """
 
 faults_app = typer.Typer(
@@ -70,10 +71,13 @@ def run(
                                   "map of the workflows scenario."),
     failback_jobs: int = typer.Option(0, "--failback-jobs", min=0, help="failover: jobs "
                                       "pending across a failback (0: no failback)."),
+    pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="failover: jobs "
+                                     "submitted first, due 15 s after the loss, never sent "
+                                     "again: only the copied timer state fires them."),
 ) -> None:  # fmt: skip
     """Run fault scenarios against the whole pipeline and report what the jobs saw."""
     if scenario == FAILOVER:
-        _run_failover(jobs, window_ms, deadline_ms, workdir, out, failback_jobs)
+        _run_failover(jobs, window_ms, deadline_ms, workdir, out, failback_jobs, pending_jobs)
         return
     if nodes not in (None, 1, 3):
         raise typer.BadParameter("1 or 3", param_hint="--nodes")
@@ -101,14 +105,14 @@ def run(
 
 
 def _run_failover(jobs: int, window_ms: int, deadline_ms: int, workdir: Path | None,
-                  out: Path | None, failback_jobs: int) -> None:  # fmt: skip
+                  out: Path | None, failback_jobs: int, pending_jobs: int) -> None:  # fmt: skip
     """The failover scenario (ops/faults/failover.py): two clusters and MirrorMaker 2."""
     from jobstream._ops.faults.failover import FailoverOptions, problems, run_failover
 
     folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
     window_s = window_ms / 1000
     options = FailoverOptions(jobs=jobs, window_s=window_s, loss_after_s=window_s / 2,
-                              deadline_s=deadline_ms / 1000,
+                              deadline_s=deadline_ms / 1000, pending_jobs=pending_jobs,
                               failback_jobs=failback_jobs)  # fmt: skip
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     result = run_failover(options, folder, tell=report.console.print)

@@ -65,6 +65,10 @@ class FailoverOptions:
     """The client submits again to the standby every job it sent this long before the loss."""
     deadline_s: float = 120.0
     """How long to wait for the jobs past the last due time."""
+    pending_jobs: int = 0
+    """Jobs submitted to the primary before the load, due ``pending_after_loss_s`` after
+    the loss and never sent again: only the timers' copied changelog can fire them."""
+    pending_after_loss_s: float = 15.0
     failback_jobs: int = 0
     """Jobs pending across the failback (none: no failback)."""
     failback_due_s: float = 30.0
@@ -113,6 +117,11 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
         "primary")  # fmt: skip
     primary.start_pipeline()
     seen_primary = primary.observe()
+    pending = {}
+    if options.pending_jobs:
+        due_in_s = options.lead_s + options.loss_after_s + options.pending_after_loss_s
+        pending = _submit_pending(primary.settings, options.pending_jobs, due_in_s,
+                                  key_prefix=f"{primary.prefix}pending-")  # fmt: skip
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000))
     t0 = now_ms() + load.lead_ms
     submitter = Submitter(primary.settings, load, t0, key_prefix=primary.prefix)
@@ -146,10 +155,10 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
     seen_standby = standby.observe()
     say(f"failover: the standby's pipeline ready {ready_s:.1f} s after its start; "
         f"{len(not_copied)} acknowledged submissions had not reached it")  # fmt: skip
-    last_due = load.due_ms(t0, load.jobs - 1)
-    ending = _wait_ended(seen_standby, [seen_primary], acknowledged, again,
+    last_due = max(load.due_ms(t0, load.jobs - 1), *pending.values())
+    ending = _wait_ended(seen_standby, [seen_primary], {**acknowledged, **pending}, again,
                          last_due + round(options.deadline_s * 1000))  # fmt: skip
-    due = {**acknowledged, **again.due}
+    due = {**acknowledged, **again.due, **pending}
     numbers = _numbers(due, [seen_primary, seen_standby], runs_dir, lost_ms)
     numbers["unflagged_ended_before_loss_ms"] = _unflagged_ages(
         due, [seen_primary, seen_standby], runs_dir, lost_ms)
@@ -165,6 +174,10 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
         "rto_first_fire_ms": None if first_fire is None else first_fire - lost_ms,
         **numbers,
     }
+    if pending:
+        held = _numbers(pending, [seen_primary, seen_standby], runs_dir, lost_ms)
+        result["pending"] = {key: held[key] for key in ("submitted", "ended", "lost",
+                                                        "run_more_than_once")}  # fmt: skip
     if rebuild is not None:
         rebuild.join(300)
         result["failback"] = _failback(options, primary, standby, mirrors[1], runs_dir, say)
@@ -197,14 +210,9 @@ def _failback(options: FailoverOptions, primary: Region, standby: Region, back: 
     say("failback: mirroring the standby to the rebuilt primary")
     flow = _flow(standby, primary)
     back.up(flow)
-    # Due over one second, failback_due_s from now, and each sent at once (its lead).
-    load = Load(options.failback_jobs, 1000, round(options.failback_due_s * 1000) + 1000)
     t0 = now_ms() + round(options.failback_due_s * 1000)
-    submitter = Submitter(standby.settings, load, t0, key_prefix=f"{standby.prefix}back-")
-    submitter.run()
-    if submitter.error is not None:
-        raise JobstreamError(f"submitting the failback jobs failed: {submitter.error!r}")
-    pending = dict(submitter.due)
+    pending = _submit_pending(standby.settings, options.failback_jobs, options.failback_due_s,
+                              key_prefix=f"{standby.prefix}back-")  # fmt: skip
     observer = standby.observer
     assert observer is not None
     _wait(lambda: observer.poll(0.1) >= 0 and _scheduled(observer.seen, pending),
@@ -231,6 +239,19 @@ def _failback(options: FailoverOptions, primary: Region, standby: Region, back: 
     return {"ending": ending, "pending_at_switch": len(pending) - len(early),
             "switch_to_copied_ms": caught_up_ms - switch_ms,
             "primary_ready_ms": round(ready_s * 1000), **numbers}  # fmt: skip
+
+
+def _submit_pending(settings: Settings, jobs: int, due_in_s: float,
+                    key_prefix: str) -> dict[str, int]:  # fmt: skip
+    """Submit ``jobs`` jobs due over one second, ``due_in_s`` from now, all at once;
+    their ids and due times."""
+    load = Load(jobs, 1000, round(due_in_s * 1000) + 1000)
+    submitter = Submitter(settings, load, now_ms() + round(due_in_s * 1000),
+                          key_prefix=key_prefix)  # fmt: skip
+    submitter.run()
+    if submitter.error is not None:
+        raise JobstreamError(f"submitting {jobs} pending jobs failed: {submitter.error!r}")
+    return dict(submitter.due)
 
 
 def _flow(source: Region, target: Region) -> Flow:
