@@ -39,7 +39,13 @@ from jobstream._ops.faults.load import Load, Submitter
 from jobstream._ops.faults.observer import EventsObserver, Seen
 from jobstream._ops.faults.region import Region
 from jobstream._ops.faults.tally import run_more_than_once, tally
-from jobstream._ops.kafka.mirror import Flow, Mirror, offsets_not_synced, records_behind
+from jobstream._ops.kafka.mirror import (
+    Flow,
+    Mirror,
+    offsets_not_synced,
+    records_behind,
+    rewind_group,
+)
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
@@ -63,6 +69,11 @@ class FailoverOptions:
     """The primary is lost this long after the first job fell due."""
     resubmit_s: float = 10.0
     """The client submits again to the standby every job it sent this long before the loss."""
+    distrust_s: float = 15.0
+    """The standby's timers do not trust the markers of jobs fired this long before the
+    loss (JOBSTREAM_MARKERS_TRUSTED_BEFORE): their executions may not have been copied."""
+    rewind_s: float = 30.0
+    """The standby's timers read again what was submitted this long before the loss."""
     deadline_s: float = 120.0
     """How long to wait for the jobs past the last due time."""
     pending_jobs: int = 0
@@ -151,7 +162,12 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
     if options.failback_jobs:  # the lost region is rebuilt while the standby takes over
         rebuild = threading.Thread(target=_rebuild, args=(primary,), daemon=True)
         rebuild.start()
-    ready_s = standby.start_pipeline()
+    timers_group = f"{standby.prefix}jobstream.timers"
+    rewound = rewind_group(standby.settings.bootstrap_servers, timers_group,
+                           Topics(standby.settings).intake,
+                           lost_ms - round(options.rewind_s * 1000))  # fmt: skip
+    trusted_before = lost_ms - round(options.distrust_s * 1000)
+    ready_s = standby.start_pipeline({"JOBSTREAM_MARKERS_TRUSTED_BEFORE": str(trusted_before)})
     seen_standby = standby.observe()
     say(f"failover: the standby's pipeline ready {ready_s:.1f} s after its start; "
         f"{len(not_copied)} acknowledged submissions had not reached it")  # fmt: skip
@@ -170,6 +186,7 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
         "not_copied_to_standby": len(not_copied),
         "not_copied_window_ms": _window(not_copied, acknowledged, lost_ms, load.lead_ms),
         "resubmitted": len(again.due),
+        "timer_partitions_rewound": rewound,
         "standby_ready_ms": round(ready_s * 1000),
         "rto_first_fire_ms": None if first_fire is None else first_fire - lost_ms,
         **numbers,

@@ -76,15 +76,16 @@ class Region:
         ensure_topics(self.settings.kafka_config, Topics(self.settings).specs(),
                       replication_factor=self.settings.replication_factor)  # fmt: skip
 
-    def start_pipeline(self) -> float:
-        """Start the pipeline on the region's cluster and wait until every group holds its
-        partitions; the seconds from the start to then."""
+    def start_pipeline(self, env: dict[str, str] | None = None) -> float:
+        """Start the pipeline on the region's cluster (``env``: more of its environment)
+        and wait until every group holds its partitions; the seconds from the start to
+        then."""
         started = time.monotonic()
         stack = Stack(self.home / f"stack-{time.strftime('%H%M%S')}")
         stack.env = {**process_env(self.settings),
                      "JOBSTREAM_JOB_TYPES": fault_app.JOB_TYPE,
                      "JOBSTREAM_STATE_DIR": str(self.state_dir),
-                     RUNS_DIR_ENV: str(self.runs_dir)}  # fmt: skip
+                     RUNS_DIR_ENV: str(self.runs_dir), **(env or {})}  # fmt: skip
         self.supervisor = Supervisor(stack)
         self.supervisor.start(pipeline_parts(free_ports(12)))
         groups = pipeline_groups(self.settings, fault_app.JOB_TYPE, len(WORKERS))

@@ -352,6 +352,35 @@ def offsets_not_synced(flow: Flow, timeout_s: float = 10.0) -> list[str]:
     return short
 
 
+def rewind_group(bootstrap: str, group: str, topic: str, to_ms: int,
+                 timeout_s: float = 10.0) -> int:  # fmt: skip
+    """Move ``group``'s offsets on ``topic`` back to its first record written at or after
+    ``to_ms`` (record times are kept by the mirror), where that lies before the group's
+    offset; the partitions moved. The group must have no member: a standby's, before its
+    pipeline starts, so that the timers read again what was submitted just before the
+    loss (ADR 0012)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    committed = _group_offsets(admin, group, timeout_s)
+    consumer = _reader(bootstrap)
+    try:
+        partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
+        asked = [TopicPartition(topic, p, to_ms) for p in partitions]
+        moved = []
+        for tp in consumer.offsets_for_times(asked, timeout=timeout_s):
+            if tp.offset < 0:  # nothing written since: stays where it is
+                continue
+            now = committed.get((topic, tp.partition))
+            if now is None or now.offset < 0 or tp.offset < now.offset:
+                moved.append(TopicPartition(topic, tp.partition, tp.offset))
+    finally:
+        consumer.close()
+    if moved:
+        request = [ConsumerGroupTopicPartitions(group, moved)]
+        admin.alter_consumer_group_offsets(request, request_timeout=timeout_s)[group].result(
+            timeout_s)
+    return len(moved)
+
+
 def _group_offsets(admin: AdminClient, group: str,
                    timeout_s: float) -> dict[tuple[str, int], TopicPartition]:  # fmt: skip
     request = [ConsumerGroupTopicPartitions(group)]
