@@ -17,6 +17,7 @@ from jobstream._ops.kafka.mirror import (
     healthy,
     offsets_not_synced,
     records_behind,
+    rewind_group,
     task_states,
 )
 from jobstream._pipeline.durations import duration_option
@@ -115,3 +116,35 @@ def mirror_status(home: Path = MirrorHomeOption) -> None:
     console.print(table)
     if pid is None or not healthy(states):
         raise typer.Exit(1)
+
+
+@mirror_app.command("promote")
+def mirror_promote(
+    target: str = typer.Option(..., "--target", help="The standby's bootstrap servers."),
+    prefix: str = typer.Option(os.environ.get("JOBSTREAM_TOPIC_PREFIX", ""), "--prefix",
+                               help="The deployment's topic prefix (JOBSTREAM_TOPIC_PREFIX)."),
+    lost_ago_ms: int = duration_option("0s", "--lost-ago",
+                                       help="How long ago the primary was lost."),
+    rewind_ms: int = duration_option("30s", "--rewind", help="How far before the loss the "
+                                     "timers read jobs.intake again."),
+    distrust_ms: int = duration_option("15s", "--distrust", help="How far before the loss "
+                                       "the timers' markers of fired jobs are not trusted."),
+) -> None:  # fmt: skip
+    """Prepare the standby to take over, before its pipeline starts: move the timers'
+    group on jobs.intake back to --rewind before the loss, and print the setting that
+    makes the timers fire again a job fired in the last --distrust before it (its
+    execution may not have been copied: ADR 0012). Jobs fired twice are reported as
+    DUPLICATE; none is lost that reached the standby."""
+    from jobstream._pipeline.clock import now_ms
+
+    lost_ms = now_ms() - lost_ago_ms
+    group = f"{prefix}jobstream.timers"
+    try:
+        moved = rewind_group(target, group, f"{prefix}jobs.intake", lost_ms - rewind_ms)
+    except (BrokerError, KafkaException) as exc:
+        console.print(f"[red]the timers' group on {target} could not be moved: {exc}[/red]",
+                      soft_wrap=True)  # fmt: skip
+        raise typer.Exit(1) from None
+    console.print(f"{group}: {moved} partitions of {prefix}jobs.intake moved back "
+                  f"{rewind_ms / 1000:g} s before the loss", soft_wrap=True)  # fmt: skip
+    print(f"export JOBSTREAM_MARKERS_TRUSTED_BEFORE={lost_ms - distrust_ms}")
