@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobstream._ops.kafka.cluster import LocalCluster
+from jobstream._ops.kafka.mirror_cli import mirror_app
 from jobstream._ops.kafka.warmup import WARM_UP_S, warm_up
 from jobstream._pipeline.config import load_settings
 from jobstream._pipeline.durations import duration_option
@@ -20,6 +21,7 @@ console = Console()
 kafka_app = typer.Typer(
     help="Run a local Apache Kafka broker (KRaft) from Maven Central jars.", no_args_is_help=True
 )
+kafka_app.add_typer(mirror_app, name="mirror")
 topics_app = typer.Typer(help="Create and check jobstream's topics.", no_args_is_help=True)
 
 DEFAULT_HOME = Path(os.environ.get("JOBSTREAM_KAFKA_HOME", ".jobstream/kafka"))

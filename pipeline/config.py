@@ -52,6 +52,13 @@ class Settings(BaseSettings):
         "and starts it on the instant. 1s by default; 0 fires at the due instant "
         "(docs/lifecycle.md).",
     )
+    markers_trusted_before: int | None = Field(
+        None, ge=0,
+        description="On a standby taking over from a lost cluster (epoch ms): a fired "
+        "job's marker written at or after this instant does not make a submission of the "
+        "job a no-op, and the job fires again, since its execution may not have been "
+        "copied (ADR 0012). Unset: every marker holds.",
+    )
     nice: int = Field(
         0, ge=0, le=19,
         description="The niceness a process takes at its start (0-19; one started nicer "

@@ -19,6 +19,9 @@ from jobstream._ops.faults.run import RunOptions, run_scenario
 from jobstream._ops.faults.scenarios import SCENARIOS, Scenario
 from jobstream._pipeline.durations import duration_option
 
+FAILOVER = "failover"
+"""The scenario of two regions (ops/faults/failover.py), run on its own."""
+
 EPILOG = """Examples:
 
   jobstream faults run --scenario kill-timers --jobs 1000
@@ -28,6 +31,9 @@ EPILOG = """Examples:
   jobstream faults run --scenario kill-broker --nodes 3 --jobs 2000
 
   jobstream faults run --scenario workflows --jobs 2000 --map-items 10000
+
+  jobstream faults run --scenario failover --jobs 30000 --window 30s --pending-jobs 1000 \
+      --failback-jobs 1000
 """
 
 faults_app = typer.Typer(
@@ -63,8 +69,16 @@ def run(
         "scenario's own, 20 s)."),
     map_items: int = typer.Option(100, "--map-items", min=0, max=10_000, help="Items of each "
                                   "map of the workflows scenario."),
+    failback_jobs: int = typer.Option(0, "--failback-jobs", min=0, help="failover: jobs "
+                                      "pending across a failback (0: no failback)."),
+    pending_jobs: int = typer.Option(0, "--pending-jobs", min=0, help="failover: jobs "
+                                     "submitted first, due 15 s after the loss, never sent "
+                                     "again: only the copied timer state fires them."),
 ) -> None:  # fmt: skip
     """Run fault scenarios against the whole pipeline and report what the jobs saw."""
+    if scenario == FAILOVER:
+        _run_failover(jobs, window_ms, deadline_ms, workdir, out, failback_jobs, pending_jobs)
+        return
     if nodes not in (None, 1, 3):
         raise typer.BadParameter("1 or 3", param_hint="--nodes")
     chosen = _choose(scenario, nodes)
@@ -90,11 +104,37 @@ def run(
         raise typer.Exit(1)
 
 
+def _run_failover(jobs: int, window_ms: int, deadline_ms: int, workdir: Path | None,
+                  out: Path | None, failback_jobs: int, pending_jobs: int) -> None:  # fmt: skip
+    """The failover scenario (ops/faults/failover.py): two clusters and MirrorMaker 2."""
+    from jobstream._ops.faults.failover import FailoverOptions, problems, run_failover
+
+    folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-faults-"))
+    window_s = window_ms / 1000
+    options = FailoverOptions(jobs=jobs, window_s=window_s, loss_after_s=window_s / 2,
+                              deadline_s=deadline_ms / 1000, pending_jobs=pending_jobs,
+                              failback_jobs=failback_jobs)  # fmt: skip
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    result = run_failover(options, folder, tell=report.console.print)
+    shown = {k: v for k, v in result.items() if k != "ids"}
+    report.console.print_json(data=shown)
+    if out:
+        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
+                           "started": started, "machine": report.machine(),
+                           "runs": [result]})  # fmt: skip
+        report.console.print(f"results: {out}")
+    found = problems(result)
+    for problem in found:
+        report.console.print(f"[red]{problem}[/red]")
+    if found:
+        raise typer.Exit(1)
+
+
 def _choose(name: str, nodes: int | None) -> list[Scenario]:
     if name == "all":
         return [s for s in SCENARIOS.values() if nodes is None or s.nodes <= nodes]
     if name not in SCENARIOS:
-        raise typer.BadParameter(f"{name!r} is none of: all, {', '.join(SCENARIOS)}",
+        raise typer.BadParameter(f"{name!r} is none of: all, {FAILOVER}, {', '.join(SCENARIOS)}",
                                  param_hint="--scenario")  # fmt: skip
     chosen = SCENARIOS[name]
     if nodes is not None and nodes < chosen.nodes:
@@ -108,3 +148,6 @@ def list_scenarios() -> None:
     for scenario in SCENARIOS.values():
         report.console.print(f"[bold]{scenario.name}[/bold] ({scenario.nodes} node(s)): "
                              f"{scenario.summary}")  # fmt: skip
+    report.console.print(f"[bold]{FAILOVER}[/bold] (two clusters, MirrorMaker 2; not in 'all'): "
+                         "lose the primary region mid-load, start the pipeline on the "
+                         "standby; with --failback-jobs, fail back with jobs pending.")  # fmt: skip

@@ -34,10 +34,11 @@ class FaultCluster:
     """A :class:`LocalCluster` in ``home`` that the run starts, hurts and removes."""
 
     def __init__(self, home: Path, nodes: int, network: NetworkCut | None = None, *,
-                 secure: bool = False) -> None:  # fmt: skip
+                 secure: bool = False, heap_mb: int = HEAP_MB) -> None:  # fmt: skip
         """With ``network``, each node runs in a cgroup of its own that can be cut off;
         ``secure``: TLS, SASL/SCRAM and ACLs (ops/kafka/secure.py)."""
         self.secure = secure
+        self.heap_mb = heap_mb
         self.network = network
         self.local = LocalCluster(
             home, None if network is None else lambda node: network.launcher(_member(node.node_id))
@@ -54,7 +55,7 @@ class FaultCluster:
 
     def start(self) -> Layout:
         self._layout = self.local.up(nodes=self.nodes, port=free_base_port(self.nodes),
-                                     heap_mb=HEAP_MB, timeout_s=START_TIMEOUT_S,
+                                     heap_mb=self.heap_mb, timeout_s=START_TIMEOUT_S,
                                      secure=self.secure)  # fmt: skip
         return self._layout
 

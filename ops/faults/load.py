@@ -46,9 +46,14 @@ class Load:
 class Submitter(threading.Thread):
     """Submits ``load``'s jobs (job i due at ``load.due_ms(t0_ms, i)``) from a thread."""
 
-    def __init__(self, settings: Settings, load: Load, t0_ms: int, key_prefix: str) -> None:
+    def __init__(self, settings: Settings, load: Load, t0_ms: int, key_prefix: str, *,
+                 first: int = 0) -> None:  # fmt: skip
+        """``first``: the index of the first job it submits (a client that fails over to a
+        standby submits again from the first job the lost cluster may not have copied)."""
         super().__init__(name="faults-submitter", daemon=True)
         self.settings, self.load, self.t0_ms, self.key_prefix = settings, load, t0_ms, key_prefix
+        self.next_index = first
+        """The index of the next job to submit: every job before it was acknowledged."""
         self.due: dict[str, int] = {}
         """Job id -> due time (epoch ms) of every job the broker acknowledged."""
         self.retries = 0
@@ -58,7 +63,7 @@ class Submitter(threading.Thread):
     def run(self) -> None:
         try:
             with JobClient(self.settings) as client:
-                done = 0
+                done = self.next_index
                 while done < self.load.jobs and not self.halt.is_set():
                     horizon = now_ms() + self.load.lead_ms
                     upto = done
@@ -67,12 +72,14 @@ class Submitter(threading.Thread):
                     if upto == done:
                         time.sleep(_PACE_S)
                         continue
-                    self._submit(client, range(done, upto))
-                    done = upto
+                    if not self._submit(client, range(done, upto)):
+                        return
+                    done = self.next_index = upto
         except BaseException as exc:  # the run reports it and stops
             self.error = exc
 
-    def _submit(self, client: JobClient, indices: range) -> None:
+    def _submit(self, client: JobClient, indices: range) -> bool:
+        """Submit the jobs of ``indices`` until acknowledged; False when halted first."""
         requests = {i: self._request(i) for i in indices}
         while requests and not self.halt.is_set():
             try:
@@ -93,7 +100,8 @@ class Submitter(threading.Thread):
                 continue
             for i, job_id in zip(requests, ids, strict=True):
                 self.due[job_id] = self.load.due_ms(self.t0_ms, i)
-            return
+            return True
+        return not requests
 
     def _request(self, i: int) -> JobRequest:
         due = instant_of(self.load.due_ms(self.t0_ms, i))

@@ -92,6 +92,10 @@ class TimerPolicy:
     concurrency: ConcurrencyLimits = field(default_factory=ConcurrencyLimits)
     """Types with a fleet-wide limit fire only to the partitions that carry its slots
     (pipeline/concurrency.py)."""
+    markers_trusted_before_ms: int | None = None
+    """A fired job's marker written at or after this instant keeps no resubmission a
+    no-op (JOBSTREAM_MARKERS_TRUSTED_BEFORE): on a standby that took over from a lost
+    cluster, a marker may have been copied without the execution fired with it."""
     lead_ms: int = 0
     """How long before its due instant an entry fires (JOBSTREAM_FIRE_LEAD): its
     execution waits on the worker, which starts it on the instant (pipeline/worker/early.py).
@@ -163,7 +167,11 @@ class TimerLogic:
             return collapsed
         workflow_id = job.workflow_id
         known = workflow_id is not None and self.workflows.known(state, job, workflow_id)
-        if known or state.get(job.job_id) is not None:
+        found = state.get(job.job_id)
+        if found is not None and self._untrusted(found):
+            state.remove(found.timer_id)  # fired again: its first execution may be lost
+            found = None
+        if known or found is not None:
             self.duplicates += 1  # same job id: a resubmission with the same idempotency key
             return self.collapses.never_ran(job, now_ms)
         if self._cancelled_before(state, job):  # a singleton's waiter, cancelled meanwhile
@@ -535,6 +543,13 @@ class TimerLogic:
             self._retry_marker(state, entry.job_id, entry.attempt, now_ms)
         else:
             state.remove(entry.timer_id)
+
+    def _untrusted(self, entry: AnyEntry) -> bool:
+        """Whether ``entry`` is a fired job's marker written since markers are trusted."""
+        since = self.policy.markers_trusted_before_ms
+        if since is None or not isinstance(entry, MarkerEntry):
+            return False
+        return entry.due_ms - self.policy.marker_ttl_ms >= since
 
     @staticmethod
     def _cancelled_before(state: TimerState, job: JobSubmitted) -> bool:

@@ -82,6 +82,7 @@ class TimerProcessor(Processor[TimerState]):
             or TimerPolicy(
                 owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings),
                 lead_ms=settings.fire_lead,
+                markers_trusted_before_ms=settings.markers_trusted_before,
             ),
         )
         self.limits = LimitsFollower(settings, self.logic.throttle.board)
