@@ -9,7 +9,7 @@ records and a clock of its own (pipeline/runtime/driver.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
@@ -121,6 +121,15 @@ class Processor(Generic[S]):
 
     def committed(self, state: S, outputs: Sequence[Output]) -> None:
         """The transaction holding ``outputs`` (and the state's changes) has committed."""
+
+    def inputs_counted(self, counts: Mapping[str, int]) -> None:
+        """The inputs' partition counts, read when partitions are assigned (a grow of the
+        inputs rebalances the group, so a new count comes with an assignment)."""
+
+    def held_inputs(self) -> Set[tuple[str, int]]:
+        """(topic, partition) of inputs the runner must not read for now: paused, and
+        what was fetched of them read again later."""
+        return frozenset()
 
     def revoked(self, partition: int) -> None:
         """``partition`` now belongs to another process: forget what is kept for it."""

@@ -128,6 +128,8 @@ class Runner(Generic[S]):
         if self.partitions is not None:
             self.health.refresh(self._store_size)
         self._known_topics: set[str] = set()
+        self._held: set[tuple[str, int]] = set()
+        """Inputs paused because the processor holds them back (:meth:`_hold`)."""
         self.recoveries = 0
         self._store_retry_s = STORE_RETRY_FIRST_S
         self._unowned_since: float | None = time.monotonic()
@@ -298,6 +300,8 @@ class Runner(Generic[S]):
         if not self.task.owned:
             return
         now = now_ms()
+        self.task.begin()
+        records = self._hold(records)
         self.task.process(records, now)
         for p in ended:
             self.task.reached_end(p)
@@ -310,6 +314,32 @@ class Runner(Generic[S]):
             self.schedule.hurry()
         if self.schedule.due(time.monotonic(), tx.size):
             self.commit()
+
+    def _hold(self, records: list[Message]) -> list[Message]:
+        """Pause the inputs the processor holds back and resume the others; records of a
+        held input already fetched are dropped, and the input rewound to the first of them
+        (its position, which the transaction commits, stays there)."""
+        held = set(self.processor.held_inputs())
+        if held != self._held:
+            pause = [TopicPartition(t, p) for t, p in held - self._held]
+            resume = [TopicPartition(t, p) for t, p in self._held - held]
+            if pause:
+                self.consumer.pause(pause)
+            if resume:
+                self.consumer.resume(resume)
+            log.info("%s inputs held", self.name, extra={"held": sorted(held)})
+            self._held = held
+        if not held:
+            return records
+        kept, rewound = [], set()
+        for record in records:
+            where = (record.topic() or "", record.partition() or 0)
+            if where not in held:
+                kept.append(record)
+            elif where not in rewound:
+                rewound.add(where)
+                self.consumer.seek(TopicPartition(*where, record.offset() or 0))
+        return kept
 
     def commit(self) -> None:
         """Commit the open transaction, if it holds anything: Kafka first, then the stores."""
@@ -402,12 +432,14 @@ class Runner(Generic[S]):
                 raise refused
 
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
-        """Partition p of every input and of the changelog make one store: counts must match."""
+        """Partition p of every input and of the changelog make one store: counts must
+        match (a changelog may have more while its inputs grow: it grows first)."""
         if self.processor.changelog is None:
             return
         names = (*self.processor.inputs, self.processor.changelog)
         found = {name: counts.get(name, 0) for name in names}
-        if 0 in found.values() or len(set(found.values())) > 1:
+        inputs = {found[name] for name in self.processor.inputs}
+        if 0 in found.values() or len(inputs) > 1 or found[names[-1]] < max(inputs):
             raise TopicMismatchError(
                 f"the {self.name} processor needs {', '.join(names)} with equal partition "
                 f"counts, found {found} (`jobstream topics create` makes them)"
@@ -415,14 +447,27 @@ class Runner(Generic[S]):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assigned = {tp.partition for tp in partitions}
+        self._held = set()  # a new assignment starts unpaused
+        self._count_inputs(consumer)
         if self.partitions is not None:
             self.partitions.assign(assigned)
             self._store_retry_s = STORE_RETRY_FIRST_S
         self.task.assign(assigned)
         self._partitions_changed("assigned", assigned)
 
+    def _count_inputs(self, consumer: Consumer) -> None:
+        """Tell the processor its inputs' partition counts (they may have grown)."""
+        counts = {}
+        for name in self.processor.inputs:
+            metadata = consumer.list_topics(name, timeout=self.options.kafka_timeout_s)
+            topic = metadata.topics.get(name)
+            if topic is not None and topic.error is None:
+                counts[name] = len(topic.partitions)
+        self.processor.inputs_counted(counts)
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {tp.partition for tp in partitions}
+        self._held -= {(t, p) for t, p in self._held if p in revoked}
         self.task.revoke(revoked)
         if self.partitions is not None:
             self.partitions.revoke(revoked)

@@ -31,6 +31,7 @@ from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.runtime.runner import Runner
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.timers.handover import Handover
 from jobstream._pipeline.timers.intake import checked
 from jobstream._pipeline.timers.logic import TimerLogic, TimerPolicy
 from jobstream._pipeline.timers.state import TimerState
@@ -58,6 +59,8 @@ class TimerProcessor(Processor[TimerState]):
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
+        # A grow of jobs.intake is noticed (and the group rebalanced) within a second.
+        "topic.metadata.refresh.interval.ms": 1000,
     }
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
@@ -79,6 +82,22 @@ class TimerProcessor(Processor[TimerState]):
         self.owned: set[int] = set()
         self.floors: dict[int, bytes] = {}
         """Each owned partition's due-scan floor as of its last commit (TimerState.floor)."""
+        self.handover = Handover(self.topics.retry, settings.timer_partitions)
+        """This process's part in a grow of jobs.intake (pipeline/timers/handover.py)."""
+
+    @property
+    def partitions(self) -> int:
+        """jobs.intake's partition count: the live one once the runner has read it."""
+        return self.handover.count(self.topics.intake) or self.settings.timer_partitions
+
+    def inputs_counted(self, counts: Mapping[str, int]) -> None:
+        self.handover.counts = dict(counts)
+        self.logic.collapses.partitions = self.partitions
+        self.logic.throttle.set_share(len(self.owned), self.partitions)
+
+    def held_inputs(self) -> set[tuple[str, int]]:
+        """The intake of each partition that waits for records handed over to it."""
+        return {(self.topics.intake, p) for p in self.owned if self.handover.waiting(p)}
 
     def start(self) -> None:
         self.limits.start()
@@ -92,13 +111,18 @@ class TimerProcessor(Processor[TimerState]):
             self.owned.add(partition)
             # Restored or not, its schedule is read from the start.
             self.floors[partition] = SCHEDULE_LOWER_BOUND
-            self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+            self.logic.throttle.set_share(len(self.owned), self.partitions)
+            state = TimerState(tx, self.floors[partition], partition)
+            self.handover.layouts[partition] = self.handover.layout_of(state)
+            return state
         return TimerState(tx, self.floors[partition], partition)
 
     def revoked(self, partition: int) -> None:
         self.owned.discard(partition)
         self.floors.pop(partition, None)
-        self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+        self.handover.layouts.pop(partition, None)
+        self.handover.cursors.pop(partition, None)
+        self.logic.throttle.set_share(len(self.owned), self.partitions)
 
     def topics_refused(self, refused: Mapping[str, str]) -> None:
         """A job routed to a refused execution topic is dead-lettered at firing, with the
@@ -114,6 +138,11 @@ class TimerProcessor(Processor[TimerState]):
         TimerState(tx).restore(key, value)
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
+        if self.handover.receive(state, record):
+            return ()
+        forwarded = self.handover.stray(state, record)
+        if forwarded:
+            return forwarded
         try:
             command = checked(self.deserialize(record.value()), now_ms)
             return self.logic.process(state, command, now_ms)
@@ -121,9 +150,10 @@ class TimerProcessor(Processor[TimerState]):
             return [self._dead_letter(record, str(exc))]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
+        handed = self.handover.lay_out(state, self.handover.count(self.topics.intake))
         if not self.logic.throttle.board.ready.is_set():
-            return ()  # the rate limits are still being read: nothing fires before them
-        emits = self.logic.fire_due(state, now_ms, limit)
+            return handed  # the rate limits are still being read: nothing fires before them
+        emits = handed + self.logic.fire_due(state, now_ms, limit)
         if not state.changed and state.partition in self.floors:
             self.floors[state.partition] = state.floor  # read only: holds once dropped
         return emits
@@ -131,6 +161,7 @@ class TimerProcessor(Processor[TimerState]):
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
         if state.partition in self.floors:  # an aborted transaction's floor is not kept
             self.floors[state.partition] = state.floor
+            self.handover.layouts[state.partition] = self.handover.layout_of(state)
         fired = dead = 0
         for output in outputs:
             if output.topic == self.topics.intake_dlq:
@@ -149,7 +180,10 @@ class TimerProcessor(Processor[TimerState]):
             metrics.THROTTLED.labels(job_type).inc(count)
 
     def counters(self) -> Mapping[str, object]:
-        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates}
+        handover = self.handover
+        return {**self.counts.snapshot(), "duplicates": self.logic.duplicates,
+                "handed_over": handover.moved, "taken_over": handover.received,
+                "forwarded": handover.forwarded}  # fmt: skip
 
     def _dead_letter(self, record: Record, reason: str) -> Output:
         source = f"{record.topic()}/{record.partition()}/{record.offset()}"

@@ -1,0 +1,175 @@
+"""The timers' part in a grow of jobs.intake (docs/adr/0011-partitions-that-grow.md).
+
+Decisions over one partition's :class:`TimerState`, no Kafka here:
+
+- :meth:`Handover.lay_out`: the partition learns the live partition count. An old
+  partition whose count went up scans its store, a bounded piece per transaction, and
+  hands each record whose home moved to that home: a jobs.retry record (the raw changelog
+  value, :data:`HANDOVER_HEADER`) in the same transaction that deletes it here, so the
+  runner's transaction moves it exactly once. Once the scan finds no more, it sends
+  a SETTLED marker to every partition that waits on it.
+- :meth:`Handover.receive`: a handed-over record is written to this store (an entry
+  already here wins: a resubmission that reached the new home first); a SETTLED marker is
+  recorded, and once every source has settled the partition reads its intake again
+  (until then the runner keeps its intake paused, :meth:`Handover.waiting`).
+- :meth:`Handover.stray`: a command keyed for another partition (a producer whose metadata
+  still had the old count) is forwarded there, unprocessed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from jobstream._pipeline.partitioning import java_partition
+from jobstream._pipeline.runtime.processor import Output, Record
+from jobstream._pipeline.timers.homes import home_key, sources
+from jobstream._pipeline.timers.layout import (
+    HANDOVER_HEADER,
+    SETTLED_HEADER,
+    Layout,
+    read_settled_marker,
+    settled_marker,
+)
+from jobstream._pipeline.timers.nodes import NODE_PREFIX, SIGNAL_PREFIX, WORKFLOW_PREFIX
+from jobstream._pipeline.timers.state import TimerState
+
+log = logging.getLogger(__name__)
+
+INDEX = b"j"
+SCANNED = (SIGNAL_PREFIX, INDEX, NODE_PREFIX, WORKFLOW_PREFIX)
+"""The store's logged key spaces, in key order: kept signals, timer entries (by index key),
+step nodes, workflow records. The schedules are derived from the entries and move with them."""
+MOVES_MOST = 1000
+"""The most records one partition hands over in one transaction."""
+SCAN_MOST = 20_000
+"""The most store keys one partition reads for the handover in one transaction."""
+
+
+@dataclass
+class Handover:
+    retry: str
+    """jobs.retry: handed-over records and SETTLED markers go there, which a waiting
+    partition reads while its intake is paused."""
+    laid_out_for: int
+    """The count a store without a layout record is laid out for (the configured one)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Each input topic's live partition count, as the runner last read it."""
+    layouts: dict[int, Layout] = field(default_factory=dict)
+    """Each owned partition's layout as last committed."""
+    cursors: dict[int, bytes] = field(default_factory=dict)
+    """Where each partition's handover scan goes on from."""
+    moved: int = 0
+    received: int = 0
+    forwarded: int = 0
+
+    def count(self, topic: str) -> int | None:
+        return self.counts.get(topic)
+
+    def layout_of(self, state: TimerState) -> Layout:
+        return state.layout() or Layout(count=self.laid_out_for, old=self.laid_out_for)
+
+    def waiting(self, partition: int) -> bool:
+        """Whether ``partition`` must not read its intake yet: a source has not settled."""
+        layout = self.layouts.get(partition)
+        return layout is not None and bool(layout.waits_for(partition))
+
+    # -- the source's side -----------------------------------------------------------------
+
+    def lay_out(self, state: TimerState, count: int | None) -> list[Output]:
+        """Start, go on with or finish this partition's part of a grow to ``count``."""
+        layout = self.layout_of(state)
+        if count is not None and count > layout.count:
+            log.info("timer partition %d: jobs.intake grew from %d to %d partitions; handing "
+                     "over what moved", state.partition, layout.count, count)  # fmt: skip
+            layout = layout.grown(count)
+            state.set_layout(layout)
+            self.cursors[state.partition] = b""
+        if layout.settled:
+            return []
+        outputs, cursor = self._hand_over(state, layout.count,
+                                          self.cursors.get(state.partition, b""))  # fmt: skip
+        if cursor is not None:
+            self.cursors[state.partition] = cursor
+            return outputs
+        self.cursors.pop(state.partition, None)
+        state.set_layout(Layout(count=layout.count, old=layout.old, heard=layout.heard))
+        p = state.partition
+        marker = settled_marker(p, layout.count)
+        waiting = [q for q in range(layout.count) if p in sources(q, layout.old, layout.count)]
+        log.info("timer partition %d settled for %d partitions; telling %s", p, layout.count,
+                 waiting)  # fmt: skip
+        return outputs + [Output(self.retry, None, b"", q, ((SETTLED_HEADER, marker),),
+                                 urgent=True) for q in waiting]  # fmt: skip
+
+    def _hand_over(self, state: TimerState, count: int,
+                   cursor: bytes) -> tuple[list[Output], bytes | None]:  # fmt: skip
+        """Hand over the next piece of the store's records whose home is elsewhere; the
+        cursor to go on from, None once the whole store was read."""
+        outputs: list[Output] = []
+        read = 0
+        for prefix in SCANNED:
+            upper = bytes([prefix[0] + 1])
+            if cursor >= upper:
+                continue
+            for key, raw in list(state.tx.scan(max(cursor, prefix), upper)):
+                if read >= SCAN_MOST or len(outputs) >= MOVES_MOST:
+                    return outputs, key
+                read += 1
+                logged = key[1:] if prefix == INDEX else key
+                home = home_key(logged, raw)
+                partition = java_partition(home, count)
+                if partition == state.partition:
+                    continue
+                state.apply(logged, None)
+                outputs.append(Output(self.retry, home, raw, partition,
+                                      ((HANDOVER_HEADER, logged),)))  # fmt: skip
+        self.moved += len(outputs)
+        return outputs, None
+
+    # -- the receiver's side ---------------------------------------------------------------
+
+    def receive(self, state: TimerState, record: Record) -> bool:
+        """Take a handed-over record or a SETTLED marker in; False for any other record."""
+        headers = dict(_headers(record))
+        if HANDOVER_HEADER in headers:
+            key, value = headers[HANDOVER_HEADER], record.value() or b""
+            present = state.get(key.decode()) if key[:1] not in _NODES else state.tx.get(key)
+            if present is None:
+                state.apply(key, value)
+                self.received += 1
+            return True
+        if SETTLED_HEADER in headers:
+            source, count = read_settled_marker(headers[SETTLED_HEADER])
+            layout = self.layout_of(state)
+            if count > layout.count:  # heard before the runner told this partition
+                layout = layout.grown(count)
+            if count == layout.count:
+                state.set_layout(layout.hear(source))
+                log.info("timer partition %d heard partition %d settled", state.partition,
+                         source)  # fmt: skip
+            return True
+        return False
+
+    def stray(self, state: TimerState, record: Record) -> Sequence[Output]:
+        """The record forwarded to the partition its key belongs to under the live count,
+        if that is not this one; nothing for a record at home (or with no key)."""
+        key, topic = record.key(), record.topic()
+        count = self.counts.get(topic or "")
+        if key is None or count is None or topic is None:
+            return ()
+        home = java_partition(key, count)
+        if home == state.partition:
+            return ()
+        self.forwarded += 1
+        return [Output(topic, key, record.value() or b"", home, _headers(record) or None)]
+
+
+_NODES = (NODE_PREFIX, WORKFLOW_PREFIX, SIGNAL_PREFIX)
+
+
+def _headers(record: Record) -> list[tuple[str, bytes]]:
+    read = getattr(record, "headers", None)
+    found = read() if callable(read) else None
+    return [(name, value or b"") for name, value in found or ()]
