@@ -448,22 +448,29 @@ class Runner(Generic[S]):
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assigned = {tp.partition for tp in partitions}
         self._held = set()  # a new assignment starts unpaused
-        self._count_inputs(consumer)
+        self._count_inputs()
         if self.partitions is not None:
             self.partitions.assign(assigned)
             self._store_retry_s = STORE_RETRY_FIRST_S
         self.task.assign(assigned)
         self._partitions_changed("assigned", assigned)
 
-    def _count_inputs(self, consumer: Consumer) -> None:
-        """Tell the processor its inputs' partition counts (they may have grown)."""
+    def _count_inputs(self) -> None:
+        """Tell the processor its inputs' partition counts (they may have grown). Asked
+        through the producer, with the changelog's, so that its metadata is fresh too: it
+        may write at once to a partition it has not seen yet (a new store's changelog)."""
         counts = {}
-        for name in self.processor.inputs:
-            metadata = consumer.list_topics(name, timeout=self.options.kafka_timeout_s)
+        changelog = () if self.processor.changelog is None else (self.processor.changelog,)
+        timeout = self.options.kafka_timeout_s
+        if self.partitions is not None:  # it restores the new stores next: no wait for it
+            self.partitions.restorer.list_topics(self.partitions.changelog, timeout=timeout)
+        for name in (*self.processor.inputs, *changelog):
+            metadata = self.producer.list_topics(name, timeout=timeout)
             topic = metadata.topics.get(name)
             if topic is not None and topic.error is None:
                 counts[name] = len(topic.partitions)
-        self.processor.inputs_counted(counts)
+        self.processor.inputs_counted({name: counts[name] for name in self.processor.inputs
+                                       if name in counts})  # fmt: skip
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {tp.partition for tp in partitions}
