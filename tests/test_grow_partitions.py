@@ -11,8 +11,8 @@ full size (100,000) and docs/scaling.md gives its figures."""
 from __future__ import annotations
 
 import subprocess
-import uuid
 import sys
+import uuid
 from collections.abc import Iterator
 
 import pytest

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -143,17 +144,18 @@ class GrowRun:
             ids = client.submit_many(requests[at : at + SUBMIT_BATCH])
             self.plan.one_off.update(ids)
             self.plan.pending.update(ids)
-        submitted, i = now_ms(), 0
-        while len(self.plan.recurring) < self.size.recurring:
+        submitted, i, chosen = now_ms(), 0, []
+        while len(chosen) < self.size.recurring:
             key = f"{self.settings.topic_prefix}cron-{i}"
             i += 1
             job_id = idempotent_job_id(OWNER, key)
             due = next_due_ms(CRON, submitted, job_id=job_id)
             if due is None or not first + 2000 <= due <= first + span - 2000:
                 continue
-            client.submit(JobRequest(job_type=JOB_TYPE, owner=OWNER, cron=CRON,
+            chosen.append(JobRequest(job_type=JOB_TYPE, owner=OWNER, cron=CRON,
                                      idempotency_key=key))  # fmt: skip
             self.plan.recurring[job_id] = due
+        client.submit_many(chosen)
 
     def _load(self, client: JobClient, grow_at: int, until_ms: int | None = None) -> None:
         """``load_per_s`` jobs a second, each due 1.5 s on, until ``until_ms`` (the stale
@@ -199,3 +201,26 @@ class GrowRun:
 
 def _at(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def run_grow(folder: Path, *, pending: int, recurring: int, load: int, partitions: int,
+             grow_to: int) -> dict[str, Any]:  # fmt: skip
+    """``jobstream faults grow``: a run on the configured broker, under topics of its own."""
+    from jobstream._pipeline.config import load_settings
+    from jobstream._pipeline.kafka.admin import ensure_topics
+
+    base = load_settings()
+    settings = base.model_copy(update={
+        "topic_prefix": f"{base.topic_prefix}grow-{int(time.time())}.",
+        "timer_partitions": partitions, "job_types": (JOB_TYPE,),
+    })  # fmt: skip
+    ensure_topics(settings.kafka_config, Topics(settings).specs(),
+                  replication_factor=settings.replication_factor)  # fmt: skip
+    size = GrowSize(pending=pending, recurring=recurring, load_per_s=load)
+    started = time.monotonic()
+    with GrowRun(settings, folder, size) as grow_run:
+        tally = grow_run.run(grow_to=grow_to, timeout_s=300 + pending / 500)
+    return {"pending": pending, "recurring": recurring, "load_per_s": load,
+            "partitions": [partitions, grow_to], "timer_processes": [1, 2],
+            "wall_s": round(time.monotonic() - started, 1), "workdir": str(folder),
+            **tally.summary()}  # fmt: skip
