@@ -144,7 +144,8 @@ class GrowRun:
             ids = client.submit_many(requests[at : at + SUBMIT_BATCH])
             self.plan.one_off.update(ids)
             self.plan.pending.update(ids)
-        submitted, i, chosen = now_ms(), 0, []
+        submitted, i = now_ms(), 0
+        chosen: list[JobRequest] = []
         while len(chosen) < self.size.recurring:
             key = f"{self.settings.topic_prefix}cron-{i}"
             i += 1
