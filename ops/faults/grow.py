@@ -189,6 +189,7 @@ class GrowRun:
             consumer.close()
 
     def _start_timers(self, instance: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
         log_path = self.folder / f"timers-{instance}.log"
         with open(log_path, "ab") as out:
             self.processes.append(subprocess.Popen(
