@@ -41,7 +41,7 @@ INDEX = b"j"
 SCANNED = (SIGNAL_PREFIX, INDEX, NODE_PREFIX, WORKFLOW_PREFIX)
 """The store's logged key spaces, in key order: kept signals, timer entries (by index key),
 step nodes, workflow records. The schedules are derived from the entries and move with them."""
-MOVES_MOST = 1000
+MOVES_MOST = 500
 """The most records one partition hands over in one transaction."""
 SCAN_MOST = 20_000
 """The most store keys one partition reads for the handover in one transaction."""
@@ -109,24 +109,28 @@ class Handover:
         cursor to go on from, None once the whole store was read."""
         outputs: list[Output] = []
         read = 0
-        for prefix in SCANNED:
-            upper = bytes([prefix[0] + 1])
-            if cursor >= upper:
-                continue
-            for key, raw in list(state.tx.scan(max(cursor, prefix), upper)):
-                if read >= SCAN_MOST or len(outputs) >= MOVES_MOST:
-                    return outputs, key
-                read += 1
-                logged = key[1:] if prefix == INDEX else key
-                home = home_key(logged, raw)
-                partition = java_partition(home, count)
-                if partition == state.partition:
+        try:
+            for prefix in SCANNED:
+                upper = bytes([prefix[0] + 1])
+                if cursor >= upper:
                     continue
-                state.apply(logged, None)
-                outputs.append(Output(self.retry, home, raw, partition,
-                                      ((HANDOVER_HEADER, logged),)))  # fmt: skip
-        self.moved += len(outputs)
-        return outputs, None
+                # Read as it goes: deleting the key just read leaves the rest of the scan as
+                # it was (the store is written only after the commit).
+                for key, raw in state.tx.scan(max(cursor, prefix), upper):
+                    if read >= SCAN_MOST or len(outputs) >= MOVES_MOST:
+                        return outputs, key
+                    read += 1
+                    logged = key[1:] if prefix == INDEX else key
+                    home = home_key(logged, raw)
+                    partition = java_partition(home, count)
+                    if partition == state.partition:
+                        continue
+                    state.apply(logged, None)
+                    outputs.append(Output(self.retry, home, raw, partition,
+                                          ((HANDOVER_HEADER, logged),)))  # fmt: skip
+            return outputs, None
+        finally:
+            self.moved += len(outputs)
 
     # -- the receiver's side ---------------------------------------------------------------
 
