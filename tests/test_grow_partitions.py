@@ -42,7 +42,8 @@ def settings(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="module")
 def run(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrowRun]:
     with GrowRun(settings, tmp_path_factory.mktemp("grow"), SIZE) as grow_run:
-        grow_run.run(grow_to=12)
+        tally = grow_run.run(grow_to=12)
+        print(f"grow under load: {tally.summary()}")  # in the output of a failing test
         yield grow_run
 
 
@@ -63,7 +64,7 @@ def test_every_recurring_job_keeps_its_schedule(run: GrowRun) -> None:
 def test_every_firing_after_the_change_is_within_two_seconds(run: GrowRun) -> None:
     tally = run.tally
     assert tally.after_change >= SIZE.pending // 2, "too few jobs were due after the grow"
-    assert tally.max_late_ms <= 2000, f"a firing {tally.max_late_ms} ms late after the grow"
+    assert tally.max_late_ms <= 2000, f"late after the grow: {tally.latest_firings}, {tally}"
 
 
 def test_grow_refuses_fewer_partitions(run: GrowRun, settings: Settings) -> None:

@@ -52,6 +52,8 @@ class GrowTally:
     p99_late_ms: int
     handed_over: int
     """Jobs pending before the grow whose entry reached a partition the grow added."""
+    latest_firings: list[tuple[str, int, int]] = field(default_factory=list)
+    """The ten latest firings after the change: (job id, due instant, ms late)."""
 
     def summary(self) -> dict[str, Any]:
         return {"fired": self.fired, "lost": len(self.lost), "fired_twice": len(self.twice),
@@ -69,7 +71,9 @@ def tally_grow(settings: Settings, plan: Planned, *, until_ms: int, timeout_s: f
     fired_ids = Counter(job_id for job_id, _, _ in runs)
     per_run = Counter((job_id, due) for job_id, due, _ in runs)
     expected = plan.one_off | set(plan.recurring)
-    late = sorted(fired - due for _, due, fired in runs if due >= plan.grow_at_ms)
+    after = sorted(((fired - due, job_id, due) for job_id, due, fired in runs
+                    if due >= plan.grow_at_ms), reverse=True)  # fmt: skip
+    late = sorted(ms for ms, _, _ in after)
     schedules: dict[str, list[int]] = defaultdict(list)
     fired_at: dict[tuple[str, int], int] = {}
     for job_id, due, fired in runs:
@@ -84,15 +88,17 @@ def tally_grow(settings: Settings, plan: Planned, *, until_ms: int, timeout_s: f
     latest = _changelog(settings, plan.new)
     missing = {}
     for job_id, first in plan.recurring.items():
+        # The changelog is read after the firings: a run may have fired in between, so the
+        # entry may wait for any instant of the schedule after the last run read.
         dues = sorted(schedules.get(job_id, []))
-        upcoming = _occurrences(cron, job_id, first, [*dues, 0], fired_at)[-1]
+        upcoming = _occurrences(cron, job_id, first, [*dues, *[0] * 3], fired_at)[len(dues) :]
         home = java_partition(job_id.encode(), plan.new)
         live = {p for p, raw in latest.get(job_id, {}).items() if raw is not None}
         raw = latest.get(job_id, {}).get(home)
         entry = None if raw is None else TimerEntry.decode(raw)
-        if live != {home} or not isinstance(entry, JobEntry) or entry.due_ms != upcoming:
-            missing[job_id] = (f"expected at {upcoming} in partition {home}; live in {live}: "
-                               f"{None if entry is None else (entry.kind, entry.due_ms)}")
+        if live != {home} or not isinstance(entry, JobEntry) or entry.due_ms not in upcoming:
+            missing[job_id] = (f"expected at {upcoming[0]} in partition {home}; live in "
+                               f"{live}: {None if entry is None else (entry.kind, entry.due_ms)}")
     moved = {job_id for job_id in plan.pending | set(plan.recurring)
              if any(p >= plan.old for p in latest.get(job_id, {}))}  # fmt: skip
     return GrowTally(
@@ -101,6 +107,7 @@ def tally_grow(settings: Settings, plan: Planned, *, until_ms: int, timeout_s: f
         off_schedule=off, next_run_missing=missing, after_change=len(late),
         max_late_ms=late[-1] if late else 0,
         p99_late_ms=late[int(len(late) * 0.99)] if late else 0, handed_over=len(moved),
+        latest_firings=[(job_id, due, ms) for ms, job_id, due in after[:10]],
     )  # fmt: skip
 
 
