@@ -22,6 +22,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobstream._pipeline.model.time_keys import (
+    SCHEDULE_LOWER_BOUND,
+    SCHEDULE_UPPER_BOUND,
+    decode_schedule_key,
+)
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime.processor import Output, Record
 from jobstream._pipeline.timers.homes import home_key, sources
@@ -38,9 +43,18 @@ from jobstream._pipeline.timers.state import TimerState
 log = logging.getLogger(__name__)
 
 INDEX = b"j"
-SCANNED = (SIGNAL_PREFIX, INDEX, NODE_PREFIX, WORKFLOW_PREFIX)
-"""The store's logged key spaces, in key order: kept signals, timer entries (by index key),
-step nodes, workflow records. The schedules are derived from the entries and move with them."""
+Cursor = tuple[int, bytes]
+"""Where a handover scan goes on: the index of a range of :data:`RANGES`, a key in it."""
+RANGES = (
+    (SCHEDULE_LOWER_BOUND, SCHEDULE_UPPER_BOUND),
+    *((prefix, bytes([prefix[0] + 1]))
+      for prefix in (SIGNAL_PREFIX, INDEX, NODE_PREFIX, WORKFLOW_PREFIX)),
+)  # fmt: skip
+"""What a handover scan reads, in turn: the due schedule first, so that the entries due
+soonest reach their new home first (the rest fire where they are until they move); then
+every logged record (kept signals, timer entries by their index key, step nodes, workflow
+records), which finds the entries the schedule does not hold (paused, blocked, held back
+by a rate limit) and those scheduled behind the first pass."""
 MOVES_MOST = 500
 """The most records one partition hands over in one transaction."""
 SCAN_MOST = 20_000
@@ -58,7 +72,7 @@ class Handover:
     """Each input topic's live partition count, as the runner last read it."""
     layouts: dict[int, Layout] = field(default_factory=dict)
     """Each owned partition's layout as last committed."""
-    cursors: dict[int, bytes] = field(default_factory=dict)
+    cursors: dict[int, Cursor] = field(default_factory=dict)
     """Where each partition's handover scan goes on from."""
     moved: int = 0
     received: int = 0
@@ -85,11 +99,11 @@ class Handover:
                      "over what moved", state.partition, layout.count, count)  # fmt: skip
             layout = layout.grown(count)
             state.set_layout(layout)
-            self.cursors[state.partition] = b""
+            self.cursors[state.partition] = (0, b"")
         if layout.settled:
             return []
         outputs, cursor = self._hand_over(state, layout.count,
-                                          self.cursors.get(state.partition, b""))  # fmt: skip
+                                          self.cursors.get(state.partition, (0, b"")))  # fmt: skip
         if cursor is not None:
             self.cursors[state.partition] = cursor
             return outputs
@@ -104,29 +118,31 @@ class Handover:
                                  urgent=True) for q in waiting]  # fmt: skip
 
     def _hand_over(self, state: TimerState, count: int,
-                   cursor: bytes) -> tuple[list[Output], bytes | None]:  # fmt: skip
+                   cursor: Cursor) -> tuple[list[Output], Cursor | None]:  # fmt: skip
         """Hand over the next piece of the store's records whose home is elsewhere; the
         cursor to go on from, None once the whole store was read."""
         outputs: list[Output] = []
         read = 0
         try:
-            for prefix in SCANNED:
-                upper = bytes([prefix[0] + 1])
-                if cursor >= upper:
-                    continue
+            for at in range(cursor[0], len(RANGES)):
+                lower, upper = RANGES[at]
+                lower = max(lower, cursor[1]) if at == cursor[0] else lower
                 # Read as it goes: deleting the key just read leaves the rest of the scan as
                 # it was (the store is written only after the commit).
-                for key, raw in state.tx.scan(max(cursor, prefix), upper):
+                for key, raw in state.tx.scan(lower, upper):
                     if read >= SCAN_MOST or len(outputs) >= MOVES_MOST:
-                        return outputs, key
+                        return outputs, (at, key)
                     read += 1
-                    logged = key[1:] if prefix == INDEX else key
-                    home = home_key(logged, raw)
+                    found = _record(state, key, raw)
+                    if found is None:
+                        continue
+                    logged, value = found
+                    home = home_key(logged, value)
                     partition = java_partition(home, count)
                     if partition == state.partition:
                         continue
                     state.apply(logged, None)
-                    outputs.append(Output(self.retry, home, raw, partition,
+                    outputs.append(Output(self.retry, home, value, partition,
                                           ((HANDOVER_HEADER, logged),)))  # fmt: skip
             return outputs, None
         finally:
@@ -171,6 +187,17 @@ class Handover:
 
 
 _NODES = (NODE_PREFIX, WORKFLOW_PREFIX, SIGNAL_PREFIX)
+
+
+def _record(state: TimerState, key: bytes, raw: bytes) -> tuple[bytes, bytes] | None:
+    """(changelog key, value) of the record a scanned store key stands for."""
+    if key.startswith(SCHEDULE_LOWER_BOUND):
+        timer_id = decode_schedule_key(key)[1]
+        value = state.tx.get(INDEX + timer_id.encode())
+        return None if value is None else (timer_id.encode(), value)
+    if key.startswith(INDEX):
+        return key[1:], raw
+    return key, raw
 
 
 def _headers(record: Record) -> list[tuple[str, bytes]]:

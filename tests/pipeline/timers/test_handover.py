@@ -20,6 +20,7 @@ from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, submitted
 from tests.support.timers import MINUTE, T0, TimersDriver, executions, timers_driver
+from tests.support.workflows import diamond, step_ended
 
 OLD, NEW = 2, 4
 SETTINGS = Settings(fire_lead=0, timer_partitions=OLD)
@@ -143,3 +144,29 @@ def test_a_handed_over_entry_does_not_replace_one_already_at_home(tmp_path: Path
         assert entry is not None and entry.due_ms == T0 + MINUTE
     finally:
         driver.close()
+
+
+def test_a_workflow_moves_whole_and_goes_on_at_its_new_home(driver: TimersDriver) -> None:
+    workflow_id = next(w for w in (f"wf-{n}" for n in range(100)) if moves(w))
+    old, new = java_partition(workflow_id.encode(), OLD), java_partition(workflow_id.encode(), NEW)
+    submitted_at = driver.pipe(TOPICS.intake, diamond(T0, workflow_id=workflow_id),
+                               key=workflow_id.encode(), partition=old)  # fmt: skip
+    first = executions(submitted_at + driver.advance())  # step a runs; b, c, d wait for it
+    assert len(first) == 1
+    blocked = ids_in(driver, old) - {first[0]["job_id"]}
+    assert len(blocked) == 3
+
+    driver.processor.inputs_counted({TOPICS.intake: NEW, TOPICS.retry: NEW})
+    handed = [o for _ in range(5) for o in driver.advance() if o.topic == TOPICS.retry]
+    for n, out in enumerate(handed):
+        driver.feed([Handed(out, n)])
+    assert ids_in(driver, old) & blocked == set()
+    assert ids_in(driver, new) >= blocked  # the blocked steps, out of any schedule
+    nodes = {key for key, _ in PartitionBatch(driver.store(new)).scan(b"n", b"o")}
+    assert len(nodes) == 4 and not list(PartitionBatch(driver.store(old)).scan(b"n", b"o"))
+
+    ended = driver.pipe(TOPICS.intake, step_ended(first[0]["job_id"], workflow_id, "SUCCEEDED",
+                                                  T0 + 1000), key=workflow_id.encode(),
+                        partition=new)  # fmt: skip
+    released = executions(ended + driver.advance(1000))
+    assert len(released) == 2 and {r["job_id"] for r in released} < blocked
