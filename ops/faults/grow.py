@@ -14,6 +14,7 @@ The broker test (tests/test_grow_partitions.py) runs it at CI size;
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -219,10 +220,11 @@ def run_grow(folder: Path, *, pending: int, recurring: int, load: int, partition
     ensure_topics(settings.kafka_config, Topics(settings).specs(),
                   replication_factor=settings.replication_factor)  # fmt: skip
     size = GrowSize(pending=pending, recurring=recurring, load_per_s=load)
-    started = time.monotonic()
+    started, load_before = time.monotonic(), os.getloadavg()[0]
     with GrowRun(settings, folder, size) as grow_run:
         tally = grow_run.run(grow_to=grow_to, timeout_s=300 + pending / 500)
     return {"pending": pending, "recurring": recurring, "load_per_s": load,
             "partitions": [partitions, grow_to], "timer_processes": [1, 2],
             "wall_s": round(time.monotonic() - started, 1), "workdir": str(folder),
+            "load_average_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)],
             **tally.summary()}  # fmt: skip
