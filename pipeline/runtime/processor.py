@@ -127,9 +127,14 @@ class Processor(Generic[S]):
         inputs rebalances the group, so a new count comes with an assignment)."""
 
     def held_inputs(self) -> Set[tuple[str, int]]:
-        """(topic, partition) of inputs the runner must not read for now: paused, and
-        what was fetched of them read again later."""
+        """(topic, partition) of inputs the runner must not read for now, but for the
+        records :meth:`admits`: from the first it does not, paused, and read again later."""
         return frozenset()
+
+    def admits(self, record: Record) -> bool:
+        """Whether a record of a held input may be processed all the same (one that can
+        meet nothing the processor waits for)."""
+        return False
 
     def revoked(self, partition: int) -> None:
         """``partition`` now belongs to another process: forget what is kept for it."""

@@ -316,29 +316,30 @@ class Runner(Generic[S]):
             self.commit()
 
     def _hold(self, records: list[Message]) -> list[Message]:
-        """Pause the inputs the processor holds back and resume the others; records of a
-        held input already fetched are dropped, and the input rewound to the first of them
-        (its position, which the transaction commits, stays there)."""
+        """Keep back what the processor holds back: of a held input, the records it admits
+        all the same are processed up to the first it does not admit; the input is rewound
+        to that one and paused until the processor lets it go (its position, which the
+        transaction commits, stays there)."""
         held = set(self.processor.held_inputs())
-        if held != self._held:
-            pause = [TopicPartition(t, p) for t, p in held - self._held]
-            resume = [TopicPartition(t, p) for t, p in self._held - held]
-            if pause:
-                self.consumer.pause(pause)
-            if resume:
-                self.consumer.resume(resume)
-            log.info("%s inputs held", self.name, extra={"held": sorted(held)})
-            self._held = held
+        released = self._held - held
+        if released:
+            self.consumer.resume([TopicPartition(t, p) for t, p in released])
+            log.info("%s inputs released", self.name, extra={"released": sorted(released)})
+            self._held -= released
         if not held:
             return records
-        kept, rewound = [], set()
+        kept = []
         for record in records:
             where = (record.topic() or "", record.partition() or 0)
-            if where not in held:
-                kept.append(record)
-            elif where not in rewound:
-                rewound.add(where)
+            if where in self._held:
+                continue  # fetched before the pause: read again once resumed
+            if where in held and not self.processor.admits(record):
+                self._held.add(where)
                 self.consumer.seek(TopicPartition(*where, record.offset() or 0))
+                self.consumer.pause([TopicPartition(*where)])
+                log.info("%s input held", self.name, extra={"held": where})
+                continue
+            kept.append(record)
         return kept
 
     def commit(self) -> None:

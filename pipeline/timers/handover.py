@@ -22,6 +22,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobstream._pipeline.model.collapse import collapse_of
+from jobstream._pipeline.model.records import JobSubmitted
 from jobstream._pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     SCHEDULE_UPPER_BOUND,
@@ -149,6 +151,16 @@ class Handover:
             self.moved += len(outputs)
 
     # -- the receiver's side ---------------------------------------------------------------
+
+    @staticmethod
+    def stands_alone(command: object) -> bool:
+        """Whether a command can meet nothing another store may still hand over: a new
+        job's submission (no idempotency key, no workflow, no dependency, no collapse key);
+        its id is new, so no record of it is anywhere yet."""
+        if not isinstance(command, JobSubmitted):
+            return False
+        return (command.idempotency_key is None and command.workflow_id is None
+                and not command.spec.depends_on and collapse_of(command) is None)  # fmt: skip
 
     def receive(self, state: TimerState, record: Record) -> bool:
         """Take a handed-over record or a SETTLED marker in; False for any other record."""

@@ -117,6 +117,16 @@ class TimerProcessor(Processor[TimerState]):
             return state
         return TimerState(tx, self.floors[partition], partition)
 
+    def admits(self, record: Record) -> bool:
+        """While a partition waits for records handed over to it, a submission that can
+        meet none of them is taken in: a job of its own, new (no idempotency key), in no
+        workflow and with no debounce or singleton key."""
+        try:
+            event = self.deserialize(record.value())
+        except DeserializationError:
+            return False
+        return self.handover.stands_alone(event.data)
+
     def revoked(self, partition: int) -> None:
         self.owned.discard(partition)
         self.floors.pop(partition, None)

@@ -170,3 +170,18 @@ def test_a_workflow_moves_whole_and_goes_on_at_its_new_home(driver: TimersDriver
                         partition=new)  # fmt: skip
     released = executions(ended + driver.advance(1000))
     assert len(released) == 2 and {r["job_id"] for r in released} < blocked
+
+
+def test_a_waiting_partition_takes_in_only_submissions_that_meet_nothing(
+    driver: TimersDriver,
+) -> None:
+    def record(event: object) -> Handed:
+        value = driver.serialize(event)
+        return Handed(Output(TOPICS.intake, b"k", value, 2), 0)
+
+    admits = driver.processor.admits
+    assert admits(record(submitted(run_at_ms=T0)))
+    assert not admits(record(submitted(run_at_ms=T0, idempotency_key="again")))
+    assert not admits(record(cancelled("JOBX")))
+    assert not admits(record(diamond(T0)))
+    assert not admits(Handed(Output(TOPICS.intake, b"k", b"not avro", 2), 0))
