@@ -28,6 +28,7 @@ from jobstream._pipeline.model.time_keys import (
     SCHEDULE_LOWER_BOUND,
     SCHEDULE_UPPER_BOUND,
     decode_schedule_key,
+    due_upper_bound,
 )
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime.processor import Output, Record
@@ -52,13 +53,17 @@ RANGES = (
     *((prefix, bytes([prefix[0] + 1]))
       for prefix in (SIGNAL_PREFIX, INDEX, NODE_PREFIX, WORKFLOW_PREFIX)),
 )  # fmt: skip
-"""What a handover scan reads, in turn: the due schedule first, so that the entries due
-soonest reach their new home first (the rest fire where they are until they move); then
+"""What a handover scan reads, in turn: the due schedule first (from
+:data:`HORIZON_MS` on), so that the entries due soonest reach their new home first (the
+rest fire where they are until they move); then
 every logged record (kept signals, timer entries by their index key, step nodes, workflow
 records), which finds the entries the schedule does not hold (paused, blocked, held back
 by a rate limit) and those scheduled behind the first pass."""
 MOVES_MOST = 500
 """The most records one partition hands over in one transaction."""
+HORIZON_MS = 5000
+"""An entry due this soon is not handed over by the first pass, which reads the schedule in
+due order: it fires where it is, on time, rather than wait in the handover."""
 SCAN_MOST = 20_000
 """The most store keys one partition reads for the handover in one transaction."""
 
@@ -93,7 +98,7 @@ class Handover:
 
     # -- the source's side -----------------------------------------------------------------
 
-    def lay_out(self, state: TimerState, count: int | None) -> list[Output]:
+    def lay_out(self, state: TimerState, count: int | None, now_ms: int) -> list[Output]:
         """Start, go on with or finish this partition's part of a grow to ``count``."""
         layout = self.layout_of(state)
         if count is not None and count > layout.count:
@@ -101,11 +106,14 @@ class Handover:
                      "over what moved", state.partition, layout.count, count)  # fmt: skip
             layout = layout.grown(count)
             state.set_layout(layout)
-            self.cursors[state.partition] = (0, b"")
+            self.cursors.pop(state.partition, None)
         if layout.settled:
             return []
+        # The schedule is read from past the horizon: what is due sooner fires here, and
+        # what then still waits is found by the second pass.
+        start = (0, due_upper_bound(now_ms + HORIZON_MS))
         outputs, cursor = self._hand_over(state, layout.count,
-                                          self.cursors.get(state.partition, (0, b"")))  # fmt: skip
+                                          self.cursors.get(state.partition, start))  # fmt: skip
         if cursor is not None:
             self.cursors[state.partition] = cursor
             return outputs

@@ -160,13 +160,15 @@ class TimerProcessor(Processor[TimerState]):
             return [self._dead_letter(record, str(exc))]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
-        handed = self.handover.lay_out(state, self.handover.count(self.topics.intake))
-        if not self.logic.throttle.board.ready.is_set():
-            return handed  # the rate limits are still being read: nothing fires before them
-        emits = handed + self.logic.fire_due(state, now_ms, limit)
-        if not state.changed and state.partition in self.floors:
-            self.floors[state.partition] = state.floor  # read only: holds once dropped
-        return emits
+        emits: list[Output] = []
+        # Until the rate limits are read, nothing fires: they may hold some back.
+        if self.logic.throttle.board.ready.is_set():
+            emits = self.logic.fire_due(state, now_ms, limit)
+            if not state.changed and state.partition in self.floors:
+                self.floors[state.partition] = state.floor  # read only: holds once dropped
+        # What is due fires here first; a grow's handover takes what waits.
+        return emits + self.handover.lay_out(state, self.handover.count(self.topics.intake),
+                                             now_ms)  # fmt: skip
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
         if state.partition in self.floors:  # an aborted transaction's floor is not kept
