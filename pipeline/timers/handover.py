@@ -100,6 +100,9 @@ class Handover:
 
     def lay_out(self, state: TimerState, count: int | None, now_ms: int) -> list[Output]:
         """Start, go on with or finish this partition's part of a grow to ``count``."""
+        known = self.layouts.get(state.partition)  # as last committed: no read each tick
+        if known is not None and known.settled and (count is None or count <= known.count):
+            return []
         layout = self.layout_of(state)
         if count is not None and count > layout.count:
             log.info("timer partition %d: jobs.intake grew from %d to %d partitions; handing "
