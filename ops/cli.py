@@ -195,6 +195,26 @@ def topics_create() -> None:
         console.print(f"  + {name}")
 
 
+@topics_app.command("grow")
+def topics_grow(
+    partitions: int = typer.Option(..., "--partitions", min=1,
+                                   help="The timers' new partition count (more than now)."),
+    timeout_ms: int = duration_option("30s", "--timeout", help="How long each step may take."),
+) -> None:
+    """Raise the timers' partition count (jobs.intake, jobs.retry and their changelog) on
+    a running system; the timers hand each pending job to its new partition's store
+    (docs/scaling.md, "Growing the partitions"). Run it again to finish a grow that stopped."""
+    from jobstream._pipeline.timers.grow import grow_timer_topics
+
+    settings = load_settings()
+    plan = grow_timer_topics(settings, partitions, timeout_s=timeout_ms / 1000)
+    if plan.nothing_to_do:
+        console.print(f"the timers' topics have {partitions} partitions already")
+        return
+    console.print(f"the timers' topics grew from {plan.old} to {partitions} partitions; set "
+                  f"JOBSTREAM_TIMER_PARTITIONS={partitions} where they are configured")
+
+
 @topics_app.command("list")
 def topics_list() -> None:
     """List the topics the design needs, with partitions and cleanup policy."""

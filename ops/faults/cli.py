@@ -151,3 +151,38 @@ def list_scenarios() -> None:
     report.console.print(f"[bold]{FAILOVER}[/bold] (two clusters, MirrorMaker 2; not in 'all'): "
                          "lose the primary region mid-load, start the pipeline on the "
                          "standby; with --failback-jobs, fail back with jobs pending.")  # fmt: skip
+
+
+@faults_app.command("grow")
+def grow(
+    pending: int = typer.Option(100_000, "--pending", min=1, help="One-off jobs pending in "
+                                "the timers' stores when their topics grow."),
+    recurring: int = typer.Option(1000, "--recurring", min=0, help="Recurring jobs pending "
+                                  "then, each due soon after the grow."),
+    load: int = typer.Option(200, "--load", min=0, help="Jobs submitted each second "
+                             "throughout (each due 1.5 s later)."),
+    partitions: int = typer.Option(6, "--from", min=1, help="The timers' partitions at first."),
+    grow_to: int = typer.Option(12, "--to", min=2, help="The timers' partitions after."),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Where the timers keep "
+                                        "their logs and state (default: a new temporary "
+                                        "folder)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the figures here as JSON."),
+) -> None:  # fmt: skip
+    """Grow the timers' partitions under load on the configured broker (1 timer process,
+    then 2); count jobs lost or fired twice, recurring jobs off their schedule, and how late
+    the firings after the change were. Exits 1 on any loss, double or firing past 2 s."""
+    from jobstream._ops.faults.grow import run_grow
+
+    if grow_to <= partitions:
+        raise typer.BadParameter(f"must be more than --from ({partitions})", param_hint="--to")
+    folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-grow-"))
+    figures = run_grow(folder, pending=pending, recurring=recurring, load=load,
+                       partitions=partitions, grow_to=grow_to)  # fmt: skip
+    report.console.print_json(data=figures)
+    if out:
+        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
+                           "machine": report.machine(), **figures})  # fmt: skip
+    if figures["lost"] or figures["fired_twice"] or figures["recurring_off_schedule"] or (
+        figures["recurring_next_run_missing"] or figures["max_late_ms"] > 2000
+    ):  # fmt: skip
+        raise typer.Exit(1)

@@ -9,7 +9,7 @@ records and a clock of its own (pipeline/runtime/driver.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
@@ -125,6 +125,20 @@ class Processor(Generic[S]):
 
     def committed(self, state: S, outputs: Sequence[Output]) -> None:
         """The transaction holding ``outputs`` (and the state's changes) has committed."""
+
+    def inputs_counted(self, counts: Mapping[str, int]) -> None:
+        """The inputs' partition counts, read when partitions are assigned (a grow of the
+        inputs rebalances the group, so a new count comes with an assignment)."""
+
+    def held_inputs(self) -> Set[tuple[str, int]]:
+        """(topic, partition) of inputs the runner must not read for now, but for the
+        records :meth:`admits`: from the first it does not, paused, and read again later."""
+        return frozenset()
+
+    def admits(self, record: Record) -> bool:
+        """Whether a record of a held input may be processed all the same (one that can
+        meet nothing the processor waits for)."""
+        return False
 
     def revoked(self, partition: int) -> None:
         """``partition`` now belongs to another process: forget what is kept for it."""

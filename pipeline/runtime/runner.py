@@ -128,6 +128,8 @@ class Runner(Generic[S]):
         if self.partitions is not None:
             self.health.refresh(self._store_size)
         self._known_topics: set[str] = set()
+        self._held: set[tuple[str, int]] = set()
+        """Inputs paused because the processor holds them back (:meth:`_hold`)."""
         self.recoveries = 0
         self._store_retry_s = STORE_RETRY_FIRST_S
         self._unowned_since: float | None = time.monotonic()
@@ -299,6 +301,8 @@ class Runner(Generic[S]):
         if not self.task.owned:
             return
         now = now_ms()
+        self.task.begin()
+        records = self._hold(records)
         self.task.process(records, now)
         for p in ended:
             self.task.reached_end(p)
@@ -311,6 +315,33 @@ class Runner(Generic[S]):
             self.schedule.hurry()
         if self.schedule.due(time.monotonic(), tx.size):
             self.commit()
+
+    def _hold(self, records: list[Message]) -> list[Message]:
+        """Keep back what the processor holds back: of a held input, the records it admits
+        all the same are processed up to the first it does not admit; the input is rewound
+        to that one and paused until the processor lets it go (its position, which the
+        transaction commits, stays there)."""
+        held = set(self.processor.held_inputs())
+        released = self._held - held
+        if released:
+            self.consumer.resume([TopicPartition(t, p) for t, p in released])
+            log.info("%s inputs released", self.name, extra={"released": sorted(released)})
+            self._held -= released
+        if not held:
+            return records
+        kept = []
+        for record in records:
+            where = (record.topic() or "", record.partition() or 0)
+            if where in self._held:
+                continue  # fetched before the pause: read again once resumed
+            if where in held and not self.processor.admits(record):
+                self._held.add(where)
+                self.consumer.seek(TopicPartition(*where, record.offset() or 0))
+                self.consumer.pause([TopicPartition(*where)])
+                log.info("%s input held", self.name, extra={"held": where})
+                continue
+            kept.append(record)
+        return kept
 
     def commit(self) -> None:
         """Commit the open transaction, if it holds anything: Kafka first, then the stores."""
@@ -404,12 +435,14 @@ class Runner(Generic[S]):
                 raise refused
 
     def _check_copartitioned(self, counts: Mapping[str, int]) -> None:
-        """Partition p of every input and of the changelog make one store: counts must match."""
+        """Partition p of every input and of the changelog make one store: counts must
+        match (a changelog may have more while its inputs grow: it grows first)."""
         if self.processor.changelog is None:
             return
         names = (*self.processor.inputs, self.processor.changelog)
         found = {name: counts.get(name, 0) for name in names}
-        if 0 in found.values() or len(set(found.values())) > 1:
+        inputs = {found[name] for name in self.processor.inputs}
+        if 0 in found.values() or len(inputs) > 1 or found[names[-1]] < max(inputs):
             raise TopicMismatchError(
                 f"the {self.name} processor needs {', '.join(names)} with equal partition "
                 f"counts, found {found} (`jobstream topics create` makes them)"
@@ -417,14 +450,34 @@ class Runner(Generic[S]):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assigned = {tp.partition for tp in partitions}
+        self._held = set()  # a new assignment starts unpaused
+        self._count_inputs()
         if self.partitions is not None:
             self.partitions.assign(assigned)
             self._store_retry_s = STORE_RETRY_FIRST_S
         self.task.assign(assigned)
         self._partitions_changed("assigned", assigned)
 
+    def _count_inputs(self) -> None:
+        """Tell the processor its inputs' partition counts (they may have grown). Asked
+        through the producer, with the changelog's, so that its metadata is fresh too: it
+        may write at once to a partition it has not seen yet (a new store's changelog)."""
+        counts = {}
+        changelog = () if self.processor.changelog is None else (self.processor.changelog,)
+        timeout = self.options.kafka_timeout_s
+        if self.partitions is not None:  # it restores the new stores next: no wait for it
+            self.partitions.restorer.list_topics(self.partitions.changelog, timeout=timeout)
+        for name in (*self.processor.inputs, *changelog):
+            metadata = self.producer.list_topics(name, timeout=timeout)
+            topic = metadata.topics.get(name)
+            if topic is not None and topic.error is None:
+                counts[name] = len(topic.partitions)
+        self.processor.inputs_counted({name: counts[name] for name in self.processor.inputs
+                                       if name in counts})  # fmt: skip
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = {tp.partition for tp in partitions}
+        self._held -= {(t, p) for t, p in self._held if p in revoked}
         self.task.revoke(revoked)
         if self.partitions is not None:
             self.partitions.revoke(revoked)

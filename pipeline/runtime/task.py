@@ -62,6 +62,11 @@ class Task(Generic[S]):
 
     # -- processing ----------------------------------------------------------------------
 
+    def begin(self) -> None:
+        """Open the transaction (the processor's state of every owned partition) before
+        the records come: the processor may then say which inputs it holds back."""
+        self._begin()
+
     def process(self, records: Iterable[Record], now_ms: int) -> None:
         """Fold records of owned partitions into the open transaction; others are skipped
         (a revoke raced the fetch: they belong to the new owner)."""

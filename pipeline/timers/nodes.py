@@ -179,6 +179,13 @@ class WorkflowNodes:
         else:
             self.tx.put(key, value)
 
+    def apply(self, key: bytes, value: bytes | None) -> None:
+        """Write (or delete) one record as the changelog carries it, and log it (a
+        workflow's record handed over between partitions when jobs.intake grows)."""
+        self.restore(key, value)
+        self._nodes.pop(key, None)
+        self.changelog.append((key, value))
+
     def _move_waiting(self, previous: StepNode | None, node: StepNode | None) -> None:
         old = set() if previous is None else set(previous.waiting)
         new = set() if node is None else set(node.waiting)

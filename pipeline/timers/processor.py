@@ -33,6 +33,7 @@ from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.tenancy import owner_intake_pattern, owner_of_topic, owner_principal
 from jobstream._pipeline.timers.door import PRINCIPAL_HEADER, OwnerDoor
+from jobstream._pipeline.timers.handover import Handover
 from jobstream._pipeline.timers.intake import checked
 from jobstream._pipeline.timers.logic import TimerLogic, TimerPolicy
 from jobstream._pipeline.timers.state import TimerState
@@ -53,9 +54,9 @@ its workers a piece at a time, the first soon after the lead begins, so they fet
 claim it before its instant (docs/benchmarks.md, "Firing and claiming ahead")."""
 
 
-OWNER_TOPICS_SEEN_MS = 30_000
-"""How soon the timers read an owner's intake topic made while they run (their consumer's
-metadata refresh; librdkafka's default is 5 minutes)."""
+METADATA_REFRESH_MS = 1_000
+"""How soon the timers see jobs.intake grown, or an owner's intake topic made, while they
+run (their consumer's metadata refresh; librdkafka's default is 5 minutes)."""
 
 
 class TimerProcessor(Processor[TimerState]):
@@ -65,8 +66,9 @@ class TimerProcessor(Processor[TimerState]):
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
-        # A new owner's intake topic is read within this (docs/kafka-security.md).
-        "topic.metadata.refresh.interval.ms": OWNER_TOPICS_SEEN_MS,
+        # A grow of jobs.intake is noticed (and the group rebalanced) within a second, a
+        # new owner's intake topic read as soon (docs/kafka-security.md).
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
     }
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
@@ -91,6 +93,22 @@ class TimerProcessor(Processor[TimerState]):
         self.owned: set[int] = set()
         self.floors: dict[int, bytes] = {}
         """Each owned partition's due-scan floor as of its last commit (TimerState.floor)."""
+        self.handover = Handover(self.topics.retry, settings.timer_partitions)
+        """This process's part in a grow of jobs.intake (pipeline/timers/handover.py)."""
+
+    @property
+    def partitions(self) -> int:
+        """jobs.intake's partition count: the live one once the runner has read it."""
+        return self.handover.count(self.topics.intake) or self.settings.timer_partitions
+
+    def inputs_counted(self, counts: Mapping[str, int]) -> None:
+        self.handover.counts = dict(counts)
+        self.logic.collapses.partitions = self.partitions
+        self.logic.throttle.set_share(len(self.owned), self.partitions)
+
+    def held_inputs(self) -> set[tuple[str, int]]:
+        """The intake of each partition that waits for records handed over to it."""
+        return {(self.topics.intake, p) for p in self.owned if self.handover.waiting(p)}
 
     def start(self) -> None:
         self.limits.start()
@@ -104,13 +122,28 @@ class TimerProcessor(Processor[TimerState]):
             self.owned.add(partition)
             # Restored or not, its schedule is read from the start.
             self.floors[partition] = SCHEDULE_LOWER_BOUND
-            self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+            self.logic.throttle.set_share(len(self.owned), self.partitions)
+            state = TimerState(tx, self.floors[partition], partition)
+            self.handover.layouts[partition] = self.handover.layout_of(state)
+            return state
         return TimerState(tx, self.floors[partition], partition)
+
+    def admits(self, record: Record) -> bool:
+        """While a partition waits for records handed over to it, a submission that can
+        meet none of them is taken in: a job of its own, new (no idempotency key), in no
+        workflow and with no debounce or singleton key."""
+        try:
+            event = self.deserialize(record.value())
+        except DeserializationError:
+            return False
+        return self.handover.stands_alone(event.data)
 
     def revoked(self, partition: int) -> None:
         self.owned.discard(partition)
         self.floors.pop(partition, None)
-        self.logic.throttle.set_share(len(self.owned), self.settings.timer_partitions)
+        self.handover.layouts.pop(partition, None)
+        self.handover.cursors.pop(partition, None)
+        self.logic.throttle.set_share(len(self.owned), self.partitions)
 
     def topics_refused(self, refused: Mapping[str, str]) -> None:
         """A job routed to a refused execution topic is dead-lettered at firing, with the
@@ -127,6 +160,12 @@ class TimerProcessor(Processor[TimerState]):
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
         owner = owner_of_topic(self.settings.topic_prefix, record.topic())
+        if owner is None:  # a door's records pass the door, never a grow's handover
+            if self.handover.receive(state, record):
+                return ()
+            forwarded = self.handover.stray(state, record)
+            if forwarded:
+                return forwarded
         try:
             event = self.deserialize(record.value())
             if owner is not None:  # an owner's door: pass it on, or refuse it
@@ -136,16 +175,20 @@ class TimerProcessor(Processor[TimerState]):
             return [self._dead_letter(record, str(exc), owner)]
 
     def punctuate(self, state: TimerState, now_ms: int, limit: int) -> Sequence[Output]:
-        if not self.logic.throttle.board.ready.is_set():
-            return ()  # the rate limits are still being read: nothing fires before them
-        emits = self.logic.fire_due(state, now_ms, limit)
-        if not state.changed and state.partition in self.floors:
-            self.floors[state.partition] = state.floor  # read only: holds once dropped
-        return emits
+        emits: list[Output] = []
+        # Until the rate limits are read, nothing fires: they may hold some back.
+        if self.logic.throttle.board.ready.is_set():
+            emits = self.logic.fire_due(state, now_ms, limit)
+            if not state.changed and state.partition in self.floors:
+                self.floors[state.partition] = state.floor  # read only: holds once dropped
+        # What is due fires here first; a grow's handover takes what waits.
+        return emits + self.handover.lay_out(state, self.handover.count(self.topics.intake),
+                                             now_ms)  # fmt: skip
 
     def committed(self, state: TimerState, outputs: Sequence[Output]) -> None:
         if state.partition in self.floors:  # an aborted transaction's floor is not kept
             self.floors[state.partition] = state.floor
+            self.handover.layouts[state.partition] = self.handover.layout_of(state)
         fired = dead = 0
         for output in outputs:
             if output.topic == self.topics.intake_dlq:
@@ -164,8 +207,10 @@ class TimerProcessor(Processor[TimerState]):
             metrics.THROTTLED.labels(job_type).inc(count)
 
     def counters(self) -> Mapping[str, object]:
+        handover = self.handover
         return {**self.counts.snapshot(), "duplicates": self.logic.duplicates,
-                "passed_on": self.door.passed_on}
+                "passed_on": self.door.passed_on, "handed_over": handover.moved,
+                "taken_over": handover.received, "forwarded": handover.forwarded}  # fmt: skip
 
     def _dead_letter(self, record: Record, reason: str, owner: str | None = None) -> Output:
         """``record`` to jobs.intake.dlq with the reason and where it was read; read on an

@@ -37,6 +37,7 @@ from jobstream._pipeline.model.time_keys import (
 )
 from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 from jobstream._pipeline.timers.entry import AnyEntry, TimerEntry
+from jobstream._pipeline.timers.layout import LAYOUT_KEY, Layout
 from jobstream._pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 
@@ -89,12 +90,40 @@ class TimerState:
 
     def restore(self, key: bytes, value: bytes | None) -> None:
         """Apply one changelog record (no changelog output: it came from there)."""
+        if key == LAYOUT_KEY:
+            if value is None:
+                self.tx.delete(key)
+            else:
+                self.tx.put(key, value)
+            return
         if key[:1] in LOGGED_PREFIXES:
             self.nodes.restore(key, value)
             return
         timer_id = key.decode()
         entry = None if value is None else TimerEntry.decode(value)
         self._index(timer_id, entry, value)
+
+    def apply(self, key: bytes, value: bytes | None) -> None:
+        """Write (or delete) one record as the changelog carries it, and log it: a record
+        handed over from another partition's store, or handed away to it."""
+        if key[:1] in LOGGED_PREFIXES:
+            self.nodes.apply(key, value)
+            return
+        timer_id = key.decode()
+        entry = None if value is None else TimerEntry.decode(value)
+        if self._index(timer_id, entry, value):
+            self.changelog.append((key, value))
+
+    def layout(self) -> Layout | None:
+        """How the store is laid out (docs/adr/0011-partitions-that-grow.md); None when no
+        grow has touched it."""
+        raw = self.tx.get(LAYOUT_KEY)
+        return None if raw is None else Layout.decode(raw)
+
+    def set_layout(self, layout: Layout) -> None:
+        raw = layout.encode()
+        self.tx.put(LAYOUT_KEY, raw)
+        self.changelog.append((LAYOUT_KEY, raw))
 
     def due(self, now_ms: int, limit: int) -> list[AnyEntry]:
         """Entries whose due instant is at or before ``now_ms``, earliest first."""
