@@ -22,6 +22,12 @@ from jobstream._pipeline.errors import JobstreamError
 log = logging.getLogger(__name__)
 
 
+DESCRIBE_TIMEOUT_S = 5.0
+"""How long one look at the groups may take: a look made before the broker has its group
+coordinator (a fresh broker makes __consumer_offsets on the first group's join) is not
+answered, and librdkafka waits its whole request timeout (60 s) unless given less."""
+
+
 def pipeline_groups(settings: Settings, job_type: str, workers: int) -> dict[str, int]:
     """Group name -> members expected: one per processor, the workers of the type."""
     prefix = settings.topic_prefix
@@ -48,7 +54,8 @@ def wait_assigned(settings: Settings, expected: dict[str, int], timeout_s: float
 
 def _short(admin: AdminClient, expected: dict[str, int]) -> dict[str, str]:
     short = {}
-    for group, future in admin.describe_consumer_groups(list(expected)).items():
+    looks = admin.describe_consumer_groups(list(expected), request_timeout=DESCRIBE_TIMEOUT_S)
+    for group, future in looks.items():
         try:
             found = future.result()
         except KafkaException as exc:
