@@ -118,8 +118,10 @@ class Topics:
         write (pipeline/tenancy.py); co-partitioned with jobs.intake, made per owner."""
         return owner_intake(self.settings.topic_prefix, owner)
 
-    def owner_intake_spec(self, owner: str) -> TopicSpec:
-        return TopicSpec(self.owner_intake(owner), self.settings.timer_partitions)
+    def owner_intake_spec(self, owner: str, partitions: int) -> TopicSpec:
+        """An owner's intake topic, with as many partitions as jobs.intake has (live: it
+        may have grown past the setting)."""
+        return TopicSpec(self.owner_intake(owner), partitions)
 
     def dead_letter(self, job_type: str) -> str:
         return f"{self.settings.topic_prefix}jobs.dlq.{job_type}"

@@ -45,6 +45,7 @@ from jobstream._ops.kafka.mirror import (
     offsets_not_synced,
     records_behind,
     rewind_group,
+    timers_inputs,
 )
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
@@ -163,8 +164,8 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
         rebuild = threading.Thread(target=_rebuild, args=(primary,), daemon=True)
         rebuild.start()
     timers_group = f"{standby.prefix}jobstream.timers"
-    rewound = rewind_group(standby.settings.bootstrap_servers, timers_group,
-                           Topics(standby.settings).intake,
+    bootstrap = standby.settings.bootstrap_servers
+    rewound = rewind_group(bootstrap, timers_group, timers_inputs(bootstrap, standby.prefix),
                            lost_ms - round(options.rewind_s * 1000))  # fmt: skip
     trusted_before = lost_ms - round(options.distrust_s * 1000)
     ready_s = standby.start_pipeline({"JOBSTREAM_MARKERS_TRUSTED_BEFORE": str(trusted_before)})

@@ -34,7 +34,7 @@ from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
 from jobstream._pipeline.jobs.client import JobClient
-from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.scan import partitions_of, scan_consumer
 from jobstream._pipeline.model.idempotency import idempotent_job_id
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.runtime.options import processor_group
@@ -104,8 +104,11 @@ class GrowRun:
         return self._tally
 
     def run(self, grow_to: int, timeout_s: float = 180.0) -> GrowTally:
-        old = len(clients.consumer(self.settings, "unused").list_topics(
-            self.topics.intake, timeout=30).topics[self.topics.intake].partitions)  # fmt: skip
+        reader = scan_consumer(self.settings)
+        try:
+            old = len(partitions_of(reader, self.topics.intake))
+        finally:
+            reader.close()
         self._start_timers("a")
         wait_assigned(self.settings, {self.group: 1}, timeout_s=60)
         start = now_ms()

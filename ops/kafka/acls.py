@@ -106,7 +106,8 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             *_processor(topics, "timers", changelog=topics.timers_changelog),
             _topic(topics.intake, ("READ", "WRITE"), "submissions and commands; a "
                    "workflow's next steps"),
-            _topic(topics.retry, ("READ",), "retries to schedule"),
+            _topic(topics.retry, ("READ", "WRITE"), "retries to schedule; a grow's "
+                   "handovers between its partitions"),
             _topic(topics.limits, ("READ",), "rate limits"),
             _topic(exec_prefix, ("WRITE", "CREATE", "DESCRIBE_CONFIGS"),
                    "fires to every type's execution topics, made on a type's first job",

@@ -25,7 +25,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from confluent_kafka.admin import AdminClient
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.cluster import _alive
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.tenancy import owner_of_topic
 
 log = logging.getLogger(__name__)
 
@@ -352,26 +353,39 @@ def offsets_not_synced(flow: Flow, timeout_s: float = 10.0) -> list[str]:
     return short
 
 
-def rewind_group(bootstrap: str, group: str, topic: str, to_ms: int,
+def timers_inputs(bootstrap: str, prefix: str, timeout_s: float = 10.0) -> list[str]:
+    """Every topic the timers' group reads on the cluster at ``bootstrap``: jobs.intake,
+    jobs.retry and each owner's intake topic (pipeline/tenancy.py)."""
+    consumer = _reader(bootstrap)
+    try:
+        names = consumer.list_topics(timeout=timeout_s).topics
+    finally:
+        consumer.close()
+    doors = sorted(name for name in names if owner_of_topic(prefix, name) is not None)
+    return [f"{prefix}jobs.intake", f"{prefix}jobs.retry", *doors]
+
+
+def rewind_group(bootstrap: str, group: str, topics: Sequence[str], to_ms: int,
                  timeout_s: float = 10.0) -> int:  # fmt: skip
-    """Move ``group``'s offsets on ``topic`` back to its first record written at or after
-    ``to_ms`` (record times are kept by the mirror), where that lies before the group's
-    offset; the partitions moved. The group must have no member: a standby's, before its
-    pipeline starts, so that the timers read again what was submitted just before the
-    loss (ADR 0012)."""
+    """Move ``group``'s offsets on each of ``topics`` back to its first record written at
+    or after ``to_ms`` (record times are kept by the mirror), where that lies before the
+    group's offset; the partitions moved. The group must have no member: a standby's,
+    before its pipeline starts, so that the timers read again what was submitted, retried
+    or passed through an owner's door just before the loss (ADR 0012)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     committed = _group_offsets(admin, group, timeout_s)
     consumer = _reader(bootstrap)
+    moved = []
     try:
-        partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
-        asked = [TopicPartition(topic, p, to_ms) for p in partitions]
-        moved = []
-        for tp in consumer.offsets_for_times(asked, timeout=timeout_s):
-            if tp.offset < 0:  # nothing written since: stays where it is
-                continue
-            now = committed.get((topic, tp.partition))
-            if now is None or now.offset < 0 or tp.offset < now.offset:
-                moved.append(TopicPartition(topic, tp.partition, tp.offset))
+        for topic in topics:
+            partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
+            asked = [TopicPartition(topic, p, to_ms) for p in partitions]
+            for tp in consumer.offsets_for_times(asked, timeout=timeout_s):
+                if tp.offset < 0:  # nothing written since: stays where it is
+                    continue
+                now = committed.get((topic, tp.partition))
+                if now is None or now.offset < 0 or tp.offset < now.offset:
+                    moved.append(TopicPartition(topic, tp.partition, tp.offset))
     finally:
         consumer.close()
     if moved:

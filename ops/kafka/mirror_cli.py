@@ -19,6 +19,7 @@ from jobstream._ops.kafka.mirror import (
     records_behind,
     rewind_group,
     task_states,
+    timers_inputs,
 )
 from jobstream._pipeline.durations import duration_option
 from jobstream._pipeline.errors import BrokerError
@@ -131,7 +132,8 @@ def mirror_promote(
                                        "the timers' markers of fired jobs are not trusted."),
 ) -> None:  # fmt: skip
     """Prepare the standby to take over, before its pipeline starts: move the timers'
-    group on jobs.intake back to --rewind before the loss, and print the setting that
+    group on what it reads (jobs.intake, jobs.retry, owners' intake topics) back to
+    --rewind before the loss, and print the setting that
     makes the timers fire again a job fired in the last --distrust before it (its
     execution may not have been copied: ADR 0012). Jobs fired twice are reported as
     DUPLICATE; none is lost that reached the standby."""
@@ -140,11 +142,12 @@ def mirror_promote(
     lost_ms = now_ms() - lost_ago_ms
     group = f"{prefix}jobstream.timers"
     try:
-        moved = rewind_group(target, group, f"{prefix}jobs.intake", lost_ms - rewind_ms)
+        inputs = timers_inputs(target, prefix)
+        moved = rewind_group(target, group, inputs, lost_ms - rewind_ms)
     except (BrokerError, KafkaException) as exc:
         console.print(f"[red]the timers' group on {target} could not be moved: {exc}[/red]",
                       soft_wrap=True)  # fmt: skip
         raise typer.Exit(1) from None
-    console.print(f"{group}: {moved} partitions of {prefix}jobs.intake moved back "
+    console.print(f"{group}: {moved} partitions of {', '.join(inputs)} moved back "
                   f"{rewind_ms / 1000:g} s before the loss", soft_wrap=True)  # fmt: skip
     print(f"export JOBSTREAM_MARKERS_TRUSTED_BEFORE={lost_ms - distrust_ms}")

@@ -30,7 +30,8 @@ def add_owner(kafka_config: Mapping[str, str | int], topics: Topics, owner: str,
     partition p of both together), give its principal ``password`` when one is given, and
     grant it its ACL; the role provisioned."""
     role = Role.of_owner(owner)
-    ensure_topics(kafka_config, [topics.owner_intake_spec(owner)],
+    intake = _partitions(kafka_config, topics.intake, timeout_s)
+    ensure_topics(kafka_config, [topics.owner_intake_spec(owner, intake)],
                   replication_factor=topics.settings.replication_factor,
                   timeout_s=timeout_s)  # fmt: skip
     if password is not None:
@@ -38,6 +39,18 @@ def add_owner(kafka_config: Mapping[str, str | int], topics: Topics, owner: str,
     apply_acls(kafka_config, topics, [role], timeout_s=timeout_s)
     log.info("owner door added", extra={"owner": owner, "principal": role.user})
     return role
+
+
+def _partitions(kafka_config: Mapping[str, str | int], topic: str, timeout_s: float) -> int:
+    """How many partitions ``topic`` has now."""
+    admin = AdminClient({**kafka_config, "log_level": 0})
+    try:
+        found = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    except KafkaException as exc:  # no metadata within the timeout
+        raise BrokerError(f"could not read {topic} within {timeout_s:g} s: {exc}") from exc
+    if found is None or found.error is not None or not found.partitions:
+        raise BrokerError(f"no topic {topic}: `jobstream topics create` makes it")
+    return len(found.partitions)
 
 
 def owners(kafka_config: Mapping[str, str | int], topics: Topics, *,

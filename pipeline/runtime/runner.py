@@ -449,8 +449,14 @@ class Runner(Generic[S]):
             )
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        assigned = {tp.partition for tp in partitions}
+        assigned = self._stores_of(partitions)
         self._held = set()  # a new assignment starts unpaused
+        strays = [tp for tp in partitions if tp.partition not in assigned]
+        if strays:  # a pattern's topic counted otherwise than the inputs: never read here
+            consumer.pause(strays)
+            log.error("%s: partitions of a topic with another partition count than its "
+                      "inputs' are not read (grow it: `jobstream topics grow`)", self.name,
+                      extra={"paused": sorted((tp.topic, tp.partition) for tp in strays)})
         self._count_inputs()
         if self.partitions is not None:
             self.partitions.assign(assigned)
@@ -475,8 +481,17 @@ class Runner(Generic[S]):
         self.processor.inputs_counted({name: counts[name] for name in self.processor.inputs
                                        if name in counts})  # fmt: skip
 
+    def _stores_of(self, partitions: list[TopicPartition]) -> set[int]:
+        """The partition numbers, each a store, that ``partitions`` of the inputs make up.
+        A topic a pattern subscribes to (an owner's intake topic) rides along on those
+        numbers: the assignor deals each topic out on its own, so a partition of one that
+        does not match its inputs' is no store's, and another process may own that store."""
+        if not self.processor.input_patterns:
+            return {tp.partition for tp in partitions}
+        return {tp.partition for tp in partitions if tp.topic in self.processor.inputs}
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        revoked = {tp.partition for tp in partitions}
+        revoked = self._stores_of(partitions)
         self._held -= {(t, p) for t, p in self._held if p in revoked}
         self.task.revoke(revoked)
         if self.partitions is not None:

@@ -175,8 +175,9 @@ class Handover:
 
     def receive(self, state: TimerState, record: Record) -> bool:
         """Take a handed-over record or a SETTLED marker in; False for any other record.
-        Only jobs.retry, which no client writes, carries them: the same headers elsewhere
-        are a record like any other."""
+        Only jobs.retry carries them, which no client or owner writes (only the timers,
+        the retry router and the API's redrives, which schedule firings there anyway): the
+        same headers elsewhere are a record like any other."""
         if record.topic() != self.retry:
             return False
         headers = dict(_headers(record))
