@@ -159,5 +159,7 @@ def processor_clients(
                                "session.timeout.ms": SESSION_TIMEOUT_MS}  # fmt: skip
     return (
         consumer(settings, group, **{**membership, **consumer_overrides}),
-        producer(settings, transactional_id=member, **(producer_tuning or {})),
-    )
+        Producer(_librdkafka_logger({**producer_config(settings, transactional_id=member),
+                                     **(producer_tuning or {}), **settings.librdkafka},
+                                    "producer")),
+    )  # fmt: skip
