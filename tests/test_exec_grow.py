@@ -134,7 +134,7 @@ def test_execution_topics_grow_under_load_and_lose_nothing(settings: Settings, s
                                           for p in ("high", "normal", "low"))  # fmt: skip
             # The two workers take the new partitions by themselves (their metadata refresh).
             wait_for(lambda: holds_every_partition(settings, normal, 4), timeout_s=30,
-                     interval_s=0.5, what="the workers' group to hold the new partitions")  # fmt: skip
+                     interval_s=0.5, what="the two workers to hold the new partitions")
             stack.launch([worker(TYPE, "w2", port + 3, app=APP, concurrency=4)])
             wait_assigned(settings, {worker_group(settings.topic_prefix, TYPE): 3},
                           timeout_s=45)  # fmt: skip
