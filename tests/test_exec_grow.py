@@ -2,7 +2,8 @@
 "Growing the execution topics"): a type's execution topics grow from 2 to 4 partitions
 while jobs keep coming; the two workers' group takes the new partitions by itself (their
 metadata refresh), then a third worker joins. From jobs.events: every submitted job
-SUCCEEDED exactly once, and the new partitions carried executions, which the workers ran.
+SUCCEEDED exactly once, the new partitions carried executions, which the workers ran, and
+the third worker ran jobs.
 Every component a process, on topics of the module's own.
 """
 
@@ -156,6 +157,5 @@ def test_execution_topics_grow_under_load_and_lose_nothing(settings: Settings, s
     on_new = executions_on(settings, normal, range(2, 4))
     assert len(on_new) >= 20, f"only {len(on_new)} executions on the new partitions"
     assert on_new <= submitted and all(succeeded[job] == 1 for job in on_new)
-    runners = Counter(r["worker_id"] for r in records
-                      if r["kind"] == "STARTED" and r["job_id"] in on_new)  # fmt: skip
-    assert runners["w2"] > 0, f"the third worker ran none of them: {runners}"
+    runners = Counter(r["worker_id"] for r in records if r["kind"] == "STARTED")
+    assert runners["w2"] > 0, f"the third worker ran nothing: {runners}"
