@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import TopicMismatchError, ValidationError
-from jobstream._pipeline.kafka.admin import create_partitions, partition_counts
+from jobstream._pipeline.kafka.admin import create_partitions
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.runtime.options import processor_group
 from jobstream._pipeline.topics import PRIORITIES, Topics
@@ -128,8 +128,8 @@ def grow_execution_topics(settings: Settings, target: int, job_types: Collection
     ``target`` partitions, in one request."""
     topics = Topics(settings)
     admin = AdminClient(dict(settings.kafka_config))
-    present = admin.list_topics(timeout=timeout_s).topics
-    counts = partition_counts(admin, present, timeout_s)
+    counts = {name: len(topic.partitions)
+              for name, topic in admin.list_topics(timeout=timeout_s).topics.items()}
     plan = plan_exec_grow(topics, job_types, counts, target)
     if plan.nothing_to_do:
         return plan
