@@ -10,7 +10,6 @@ Every component a process, on topics of the module's own.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -110,13 +109,14 @@ def executions_on(settings: Settings, topic: str, partitions: range) -> set[str]
         ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1]
                 for tp in assigned}  # fmt: skip
         ids: set[str] = set()
-        read = Counter[int]()
-        deadline = time.monotonic() + 30
-        while any(read[p] < end for p, end in ends.items()) and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.5):
+
+        def at_end() -> bool:
+            for message in consumer.consume(1000, timeout=0.2):
                 if message.error() is None:
-                    read[message.partition() or 0] = (message.offset() or 0) + 1
                     ids.add(DESERIALIZE(message.value()).data["job_id"])
+            return all(tp.offset >= ends[tp.partition] for tp in consumer.position(assigned))
+
+        wait_for(at_end, timeout_s=30, what="the new partitions read to their end")
         return ids
     finally:
         consumer.close()
@@ -153,9 +153,11 @@ def test_execution_topics_grow_under_load_and_lose_nothing(settings: Settings, s
     finally:
         events.close()
     succeeded = Counter(r["job_id"] for r in records if r["kind"] == "SUCCEEDED")
-    assert {job for job in submitted if succeeded[job] != 1} == set(), "lost or run twice"
     on_new = executions_on(settings, normal, range(2, 4))
+    runners = Counter(r["worker_id"] for r in records if r["kind"] == "STARTED")
+    print(f"submitted {len(submitted)}, on the new partitions {len(on_new)}, runs by worker "
+          f"{dict(runners)}")  # in the output of a failing test
+    assert {job for job in submitted if succeeded[job] != 1} == set(), "lost or run twice"
     assert len(on_new) >= 20, f"only {len(on_new)} executions on the new partitions"
     assert on_new <= submitted and all(succeeded[job] == 1 for job in on_new)
-    runners = Counter(r["worker_id"] for r in records if r["kind"] == "STARTED")
     assert runners["w2"] > 0, f"the third worker ran nothing: {runners}"
