@@ -3,7 +3,8 @@
 while jobs keep coming; the two workers' group takes the new partitions by itself (their
 metadata refresh), then a third worker joins. From jobs.events: every submitted job
 SUCCEEDED exactly once, the new partitions carried executions, which the workers ran, and
-the third worker ran jobs.
+the third worker ran jobs. Had the type a concurrency limit, the command would have refused
+while the timers and its workers run.
 Every component a process, on topics of the module's own.
 """
 
@@ -22,6 +23,7 @@ from jobstream._ops.faults.groups import wait_assigned
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.stack import Component, Stack, running_stack, worker
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.admin import ensure_topics
@@ -162,3 +164,22 @@ def test_execution_topics_grow_under_load_and_lose_nothing(settings: Settings, s
     assert len(on_new) >= 20, f"only {len(on_new)} executions on the new partitions"
     assert on_new <= submitted and all(succeeded[job] == 1 for job in on_new)
     assert runners["w2"] > 0, f"the third worker ran nothing: {runners}"
+
+
+def test_a_limited_type_is_not_grown_while_its_processes_run(settings: Settings,
+                                                             stack: Stack) -> None:  # fmt: skip
+    limited = settings.model_copy(update={"concurrency_limits": {TYPE: 3}})
+    before = partitions_of_normal(limited)
+    with pytest.raises(ValidationError) as refused:
+        grow_execution_topics(limited, before + 2, [TYPE], timeout_s=30)
+    assert refused.value.field == "--exec-partitions"
+    assert f"{limited.topic_prefix}jobstream.timers" in str(refused.value)
+    assert f"JOBSTREAM_EXEC_PARTITIONS={before + 2}" in str(refused.value)
+    assert partitions_of_normal(limited) == before, "nothing grew"
+
+
+def partitions_of_normal(settings: Settings) -> int:
+    """The partition count of the type's normal tier."""
+    admin = AdminClient(dict(settings.kafka_config))
+    topic = Topics(settings).execution(TYPE, "normal")
+    return len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
