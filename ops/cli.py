@@ -197,22 +197,51 @@ def topics_create() -> None:
 
 @topics_app.command("grow")
 def topics_grow(
-    partitions: int = typer.Option(..., "--partitions", min=1,
-                                   help="The timers' new partition count (more than now)."),
+    partitions: int | None = typer.Option(
+        None, "--partitions", min=1, help="The timers' new partition count (more than now)."),
+    exec_partitions: int | None = typer.Option(
+        None, "--exec-partitions", min=1,
+        help="The execution topics' new partition count (at least what they have)."),
+    job_types: list[str] = typer.Option(
+        [], "--type", help="A job type whose execution topics grow (repeat it; default: "
+        "every type of JOBSTREAM_JOB_TYPES)."),
     timeout_ms: int = duration_option("30s", "--timeout", help="How long each step may take."),
 ) -> None:
-    """Raise the timers' partition count (jobs.intake, jobs.retry and their changelog) on
-    a running system; the timers hand each pending job to its new partition's store
-    (docs/scaling.md, "Growing the partitions"). Run it again to finish a grow that stopped."""
+    """Raise partition counts on a running system: the timers' (jobs.intake, jobs.retry and
+    their changelog; the timers hand each pending job to its new partition's store) with
+    --partitions, job types' execution topics (every priority tier and pool) with
+    --exec-partitions (docs/scaling.md, "Growing the partitions"). Run it again to finish a
+    grow that stopped."""
+    from jobstream._pipeline.errors import ValidationError
     from jobstream._pipeline.timers.grow import grow_timer_topics
+    from jobstream._pipeline.worker.grow import grow_execution_topics
 
+    if partitions is None and exec_partitions is None:
+        raise ValidationError("--partitions", "give --partitions (the timers' topics) or "
+                              "--exec-partitions (the execution topics), or both")  # fmt: skip
+    if job_types and exec_partitions is None:
+        raise ValidationError("--type", "names the types whose execution topics grow: give "
+                              "--exec-partitions too")  # fmt: skip
     settings = load_settings()
-    plan = grow_timer_topics(settings, partitions, timeout_s=timeout_ms / 1000)
-    if plan.nothing_to_do:
-        console.print(f"the timers' topics have {partitions} partitions already")
-        return
-    console.print(f"the timers' topics grew from {plan.old} to {partitions} partitions; set "
-                  f"JOBSTREAM_TIMER_PARTITIONS={partitions} where they are configured")
+    if partitions is not None:
+        plan = grow_timer_topics(settings, partitions, timeout_s=timeout_ms / 1000)
+        if plan.nothing_to_do:
+            console.print(f"the timers' topics have {partitions} partitions already")
+        else:
+            console.print(f"the timers' topics grew from {plan.old} to {partitions} partitions; "
+                          f"set JOBSTREAM_TIMER_PARTITIONS={partitions} where they are "
+                          "configured")  # fmt: skip
+    if exec_partitions is not None:
+        grown = grow_execution_topics(settings, exec_partitions, job_types,
+                                      timeout_s=timeout_ms / 1000)  # fmt: skip
+        if grown.nothing_to_do:
+            console.print(f"the execution topics have {exec_partitions} partitions already")
+            return
+        for name in grown.to_grow:
+            console.print(f"  {name}: {grown.counts[name]} -> {exec_partitions} partitions")
+        if grown.limited:
+            console.print(f"set JOBSTREAM_EXEC_PARTITIONS={exec_partitions} for the timers and "
+                          "every worker before starting them")  # fmt: skip
 
 
 @topics_app.command("list")

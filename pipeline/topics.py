@@ -31,6 +31,9 @@ class TopicSpec:
     expires: bool = False
     """A compacted topic whose records are also deleted after ``retention_ms``."""
     extra: dict[str, str] = field(default_factory=dict)
+    may_grow: bool = False
+    """Whether the topic may hold more partitions than ``partitions``: an execution topic of
+    a type with no concurrency limit, grown by ``jobstream topics grow --exec-partitions``."""
 
     @property
     def cleanup_policy(self) -> str:
@@ -130,8 +133,11 @@ class Topics:
         """The topics a job type (in a pool) needs: its execution tiers and its dead-letter
         topic (one per type, whatever the pool)."""
         s = self.settings
+        # A limited type's slots are split over exactly JOBSTREAM_EXEC_PARTITIONS indices.
+        may_grow = job_type.partition(".pool-")[0] not in s.concurrency_limits
         for priority in PRIORITIES:
-            yield TopicSpec(self.execution(job_type, priority, pool), s.exec_partitions)
+            yield TopicSpec(self.execution(job_type, priority, pool), s.exec_partitions,
+                            may_grow=may_grow)  # fmt: skip
         yield TopicSpec(self.dead_letter(job_type), s.dlq_partitions, retention_ms=_YEAR_MS)
 
     def specs(self) -> list[TopicSpec]:

@@ -1,4 +1,5 @@
-"""Create jobstream's topics, or check that existing ones are as the design needs.
+"""Create jobstream's topics, check that existing ones are as the design needs, and grow
+their partition counts (``jobstream topics grow``).
 
 Idempotent: a topic that exists with the right partition count and cleanup policy is
 left alone; one that differs is reported, never altered (changing either would break
@@ -16,7 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, TopicMetadata
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    TopicMetadata,
+)
 
 from jobstream._pipeline.errors import TopicMismatchError, TopicRefusedError
 from jobstream._pipeline.topics import TopicBound, TopicSpec
@@ -118,6 +125,14 @@ def _wait_visible(admin: AdminClient, names: list[str],
         time.sleep(0.1)
 
 
+def partition_problem(spec: TopicSpec, found: int) -> str | None:
+    """What is wrong with an existing topic of ``found`` partitions, if anything: another
+    count than the spec's, unless it may grow and has grown."""
+    if found == spec.partitions or (spec.may_grow and found > spec.partitions):
+        return None
+    return f"{spec.name}: {found} partitions, expected {spec.partitions}"
+
+
 def _differences(
     admin: AdminClient, specs: list[TopicSpec], present: Mapping[str, TopicMetadata],
     timeout_s: float,
@@ -128,10 +143,41 @@ def _differences(
     resources = [ConfigResource(ConfigResource.Type.TOPIC, spec.name) for spec in specs]
     configs = admin.describe_configs(resources, request_timeout=timeout_s)
     for spec, resource in zip(specs, resources, strict=True):
-        partitions = len(present[spec.name].partitions)
-        if partitions != spec.partitions:
-            problems.append(f"{spec.name}: {partitions} partitions, expected {spec.partitions}")
+        problem = partition_problem(spec, len(present[spec.name].partitions))
+        if problem:
+            problems.append(problem)
         policy = configs[resource].result()["cleanup.policy"].value
         if policy != spec.cleanup_policy:
             problems.append(f"{spec.name}: cleanup.policy={policy}, expected {spec.cleanup_policy}")
     return problems
+
+
+def partition_counts(admin: AdminClient, names: Iterable[str],
+                     timeout_s: float) -> dict[str, int]:  # fmt: skip
+    """The partition count of each of ``names`` the cluster holds (those it does not are
+    left out)."""
+    found = admin.list_topics(timeout=timeout_s).topics
+    return {name: len(found[name].partitions) for name in names if name in found}
+
+
+def create_partitions(admin: AdminClient, names: list[str], target: int,
+                      timeout_s: float) -> None:  # fmt: skip
+    """Grow every topic of ``names`` to ``target`` partitions in one request, and wait
+    until the metadata shows them all; TopicMismatchError naming the topic the broker
+    refused, or the wait that ran out (running the grow again finishes it)."""
+    futures = admin.create_partitions(
+        [NewPartitions(name, target) for name in names],
+        operation_timeout=timeout_s, request_timeout=timeout_s,
+    )  # fmt: skip
+    for name, future in futures.items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            raise TopicMismatchError(f"{name}: could not grow to {target} partitions: "
+                                     f"{exc.args[0].str()}") from exc  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    while partition_counts(admin, names, timeout_s) != dict.fromkeys(names, target):
+        if time.monotonic() > deadline:
+            raise TopicMismatchError(f"{', '.join(names)}: {target} partitions not visible "
+                                     f"after {timeout_s:.0f} s")  # fmt: skip
+        time.sleep(0.1)

@@ -11,7 +11,7 @@ consumers whose reading may lag a little ask for bigger, rarer fetches
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer, Producer
 
@@ -69,6 +69,13 @@ worker meanwhile is seen finished before its lease could expire."""
 BATCHED_FETCH: KafkaConfig = {"fetch.min.bytes": 256 * 1024, "fetch.wait.max.ms": 100}
 """For the retry router: a fetch waits for 256 KB or 100 ms, which bounds its fetches to
 ten a second when quiet, and makes them large when busy."""
+
+GROWN_PARTITIONS_SEEN: KafkaConfig = {"topic.metadata.refresh.interval.ms": 5_000}
+"""For the clients that must see an execution topic grown (``jobstream topics grow
+--exec-partitions``) while they run: the timers' producer, whose partitioner then spreads
+executions over the new partitions, and the workers' consumers, whose group rebalances to
+read them. librdkafka's default refresh is 5 minutes; a refresh is one small metadata
+request for the topics the client uses (docs/scaling.md, "Growing the execution topics")."""
 
 WORKER_FETCH: KafkaConfig = {"fetch.min.bytes": 1, "fetch.wait.max.ms": 100}
 """For the workers' executions, on the latency path: a fetch is answered as soon as one
@@ -137,7 +144,8 @@ def consumer(settings: Settings, group_id: str, **overrides: KafkaValue) -> Cons
 
 
 def processor_clients(
-    settings: Settings, group: str, instance_id: str, **consumer_overrides: KafkaValue
+    settings: Settings, group: str, instance_id: str, *,
+    producer_tuning: Mapping[str, KafkaValue] | None = None, **consumer_overrides: KafkaValue,
 ) -> tuple[Consumer, Producer]:
     """The consumer and transactional producer of a consume-transform-produce processor.
 
@@ -151,5 +159,7 @@ def processor_clients(
                                "session.timeout.ms": SESSION_TIMEOUT_MS}  # fmt: skip
     return (
         consumer(settings, group, **{**membership, **consumer_overrides}),
-        producer(settings, transactional_id=member),
-    )
+        Producer(_librdkafka_logger({**producer_config(settings, transactional_id=member),
+                                     **(producer_tuning or {}), **settings.librdkafka},
+                                    "producer")),
+    )  # fmt: skip

@@ -94,6 +94,8 @@ class Processor(Generic[S]):
     """Punctuate a partition only once it has been read to its end (the status processor's
     leases: heartbeats still in a backlog must not expire them)."""
     consumer_tuning: ClassVar[Mapping[str, KafkaValue]] = {}
+    producer_tuning: ClassVar[Mapping[str, KafkaValue]] = {}
+    """Beyond the transactional producer's settings (pipeline/kafka/clients.py)."""
 
     def start(self) -> None:
         """Before the runner joins its group: open what the processor reads beside its

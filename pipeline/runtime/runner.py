@@ -100,8 +100,9 @@ class Runner(Generic[S]):
             tuning["enable.partition.eof"] = True
         self._group, self._tuning = group, tuning
         self.consumer, self.producer = clients.processor_clients(
-            settings, group, self.options.instance_id, **tuning
-        )
+            settings, group, self.options.instance_id,
+            producer_tuning=processor.producer_tuning, **tuning,
+        )  # fmt: skip
         self.partitions: PartitionStores | None = None
         if processor.changelog is not None:
             self.partitions = PartitionStores(
@@ -231,8 +232,9 @@ class Runner(Generic[S]):
         while not stop.is_set():
             self._close_clients()
             self.consumer, self.producer = clients.processor_clients(
-                self.settings, self._group, self.options.instance_id, **self._tuning
-            )
+                self.settings, self._group, self.options.instance_id,
+                producer_tuning=self.processor.producer_tuning, **self._tuning,
+            )  # fmt: skip
             try:
                 self._join()
                 log.info("%s recovered", self.name, extra={"recoveries": self.recoveries})

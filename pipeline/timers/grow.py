@@ -15,24 +15,23 @@ order (docs/adr/0011-partitions-that-grow.md):
    notice (their metadata refresh), the group rebalances, and every old partition hands
    over what moved.
 
-A grow that stopped half-way (a timeout) is finished by running the command again. No
-other topic grows here: the execution topics' partitions carry the concurrency slots
-(JOBSTREAM_EXEC_PARTITIONS), and jobs.events' carry the status processor's stores.
+A grow that stopped half-way (a timeout) is finished by running the command again. The
+execution topics grow apart (pipeline/worker/grow.py, ``--exec-partitions``); jobs.events
+does not grow: its partitions carry the status processor's stores.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import TopicMismatchError, ValidationError
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.admin import create_partitions, partition_counts
 from jobstream._pipeline.tenancy import owner_of_topic
 from jobstream._pipeline.timers.layout import LAYOUT_KEY, added, fresh
 from jobstream._pipeline.topics import Topics
@@ -89,14 +88,14 @@ def grow_timer_topics(settings: Settings, target: int, *, timeout_s: float = 30.
     topics = Topics(settings)
     admin = AdminClient(dict(settings.kafka_config))
     names = (topics.intake, topics.retry, topics.timers_changelog)
-    plan = plan_grow(topics, _counts(admin, names, timeout_s), target)
+    plan = plan_grow(topics, partition_counts(admin, names, timeout_s), target)
     if plan.grow_changelog:
-        _create_partitions(admin, [topics.timers_changelog], target, timeout_s)
+        create_partitions(admin, [topics.timers_changelog], target, timeout_s)
     if plan.mark_new:
         _mark_new(settings, topics.timers_changelog, plan.old, target, timeout_s)
     doors = _owner_topics_below(admin, settings.topic_prefix, target, timeout_s)
     if plan.grow_inputs or doors:
-        _create_partitions(admin, [*plan.grow_inputs, *doors], target, timeout_s)
+        create_partitions(admin, [*plan.grow_inputs, *doors], target, timeout_s)
     log.info("timers' topics grown", extra={"from": plan.old, "to": target})
     return plan
 
@@ -107,31 +106,6 @@ def _owner_topics_below(admin: AdminClient, prefix: str, target: int,
     found = admin.list_topics(timeout=timeout_s).topics
     return sorted(name for name, topic in found.items()
                   if owner_of_topic(prefix, name) is not None and len(topic.partitions) < target)
-
-
-def _counts(admin: AdminClient, names: tuple[str, ...], timeout_s: float) -> dict[str, int]:
-    found = admin.list_topics(timeout=timeout_s).topics
-    return {name: len(found[name].partitions) for name in names if name in found}
-
-
-def _create_partitions(admin: AdminClient, names: list[str], target: int,
-                       timeout_s: float) -> None:  # fmt: skip
-    futures = admin.create_partitions(
-        [NewPartitions(name, target) for name in names],
-        operation_timeout=timeout_s, request_timeout=timeout_s,
-    )  # fmt: skip
-    for name, future in futures.items():
-        try:
-            future.result()
-        except KafkaException as exc:
-            raise TopicMismatchError(f"{name}: could not grow to {target} partitions: "
-                                     f"{exc.args[0].str()}") from exc  # fmt: skip
-    deadline = time.monotonic() + timeout_s
-    while _counts(admin, tuple(names), timeout_s) != dict.fromkeys(names, target):
-        if time.monotonic() > deadline:
-            raise TopicMismatchError(f"{', '.join(names)}: {target} partitions not visible "
-                                     f"after {timeout_s:.0f} s")  # fmt: skip
-        time.sleep(0.1)
 
 
 def _mark_new(settings: Settings, changelog: str, old: int, target: int,

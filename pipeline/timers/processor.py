@@ -70,6 +70,8 @@ class TimerProcessor(Processor[TimerState]):
         # new owner's intake topic read as soon (docs/kafka-security.md).
         "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
     }
+    producer_tuning: ClassVar[clients.KafkaConfig] = clients.GROWN_PARTITIONS_SEEN
+    """Executions reach a grown execution topic's new partitions within seconds."""
 
     def __init__(self, settings: Settings, policy: TimerPolicy | None = None) -> None:
         self.topics = Topics(settings)

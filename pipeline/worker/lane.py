@@ -132,7 +132,8 @@ class Lane:
         # balances counts over the three tiers, and could leave a worker none of the one
         # that holds the jobs.
         self._membership: _kafka.KafkaConfig = {
-            **_kafka.WORKER_FETCH, "session.timeout.ms": _kafka.SESSION_TIMEOUT_MS,
+            **_kafka.WORKER_FETCH, **_kafka.GROWN_PARTITIONS_SEEN,
+            "session.timeout.ms": _kafka.SESSION_TIMEOUT_MS,
             "partition.assignment.strategy": "range",
         }  # fmt: skip
         if static_member:
