@@ -52,6 +52,9 @@ class GrowTally:
     p99_late_ms: int
     handed_over: int
     """Jobs pending before the grow whose entry reached a partition the grow added."""
+    first_late_ms: int = 0
+    """How late the first firing due after the change was (the latest of those due at that
+    first instant)."""
     latest_firings: list[tuple[str, int, int]] = field(default_factory=list)
     """The ten latest firings after the change: (job id, due instant, ms late)."""
 
@@ -59,7 +62,8 @@ class GrowTally:
         return {"fired": self.fired, "lost": len(self.lost), "fired_twice": len(self.twice),
                 "recurring_off_schedule": len(self.off_schedule),
                 "recurring_next_run_missing": len(self.next_run_missing),
-                "fired_after_change": self.after_change, "max_late_ms": self.max_late_ms,
+                "fired_after_change": self.after_change,
+                "first_late_ms": self.first_late_ms, "max_late_ms": self.max_late_ms,
                 "p99_late_ms": self.p99_late_ms, "handed_over": self.handed_over}  # fmt: skip
 
 
@@ -74,6 +78,8 @@ def tally_grow(settings: Settings, plan: Planned, *, until_ms: int, timeout_s: f
     after = sorted(((fired - due, job_id, due) for job_id, due, fired in runs
                     if due >= plan.grow_at_ms), reverse=True)  # fmt: skip
     late = sorted(ms for ms, _, _ in after)
+    first_due = min((due for _, _, due in after), default=None)
+    first_late = max((ms for ms, _, due in after if due == first_due), default=0)
     schedules: dict[str, list[int]] = defaultdict(list)
     fired_at: dict[tuple[str, int], int] = {}
     for job_id, due, fired in runs:
@@ -107,6 +113,7 @@ def tally_grow(settings: Settings, plan: Planned, *, until_ms: int, timeout_s: f
         off_schedule=off, next_run_missing=missing, after_change=len(late),
         max_late_ms=late[-1] if late else 0,
         p99_late_ms=late[int(len(late) * 0.99)] if late else 0, handed_over=len(moved),
+        first_late_ms=first_late,
         latest_firings=[(job_id, due, ms) for ms, job_id, due in after[:10]],
     )  # fmt: skip
 
