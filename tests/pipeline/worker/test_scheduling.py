@@ -70,9 +70,11 @@ def test_high_goes_first_and_low_is_not_starved(
     driver = drive(app, concurrency=1, prefetch=10)
     driver.fire(execution_requested(params={"block": True}))
     driver.run_until(lambda: driver.loop.stats.started == 1, what="the blocker")
+    partitions = driver.settings.exec_partitions
     for tier in ("LOW", "NORMAL", "HIGH"):  # oldest first: arrival order favours low
-        driver.fire(*(execution_requested(priority=tier, params={"tier": tier})
-                      for _ in range(20)))  # fmt: skip
+        for i in range(20):  # spread evenly: each partition holds more than its share
+            driver.fire(execution_requested(priority=tier, params={"tier": tier}),
+                        partition=i % partitions)  # fmt: skip
     driver.run_until(lambda: all(driver.loop.stats.buffered.get(t, 0) >= 10
                                  for t in ("high", "normal", "low")),
                      what="a backlog buffered in every tier")  # fmt: skip
