@@ -24,6 +24,7 @@ from rich.table import Table
 
 from jobstream._connectors.api.auth import hash_token
 from jobstream._connectors.api.server import ApiServer
+from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._connectors.api.settings import ApiSettings, load_api_settings
 from jobstream._connectors.views import ViewStore, ViewUpdater
 from jobstream._pipeline import metrics
@@ -64,12 +65,14 @@ def api(
     stop = stop_on_signals()
     if metrics_port:  # first: a port taken stops the command before the API starts
         metrics.serve(metrics_port, engine.metrics_host)
+    watch = watch_clock(engine, "api")
     server = ApiServer(engine, settings).start()
     typer.echo(f"API on {server.url} (docs: {server.url}/docs)", err=True)
     try:
         server.wait(stop)
     finally:
         server.stop()
+        watch.stop()
 
 
 def token_hash(token: str = typer.Argument(..., help="A bearer token.")) -> None:

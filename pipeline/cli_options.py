@@ -15,6 +15,7 @@ import typer
 
 from jobstream._pipeline import metrics
 from jobstream._pipeline.config import Settings, load_settings
+from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._pipeline.signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -94,4 +95,9 @@ def run_processor(build: Callable[[Settings], Runner[Any]], metrics_port: int) -
     stop = stop_on_signals()
     if metrics_port:
         metrics.serve(metrics_port, settings.metrics_host)
-    build(settings).run(stop)
+    runner = build(settings)
+    watch = watch_clock(settings, runner.name)
+    try:
+        runner.run(stop)
+    finally:
+        watch.stop()

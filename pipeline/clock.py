@@ -1,5 +1,10 @@
 """The wall clock every component reads, and the one conversion between its epoch
-milliseconds (what the events carry) and a datetime (what a person and pydantic read)."""
+milliseconds (what the events carry) and a datetime (what a person and pydantic read).
+
+The clock is the cluster's: this host's clock plus the correction its clock watch
+measured against the brokers' (pipeline/kafka/clock_watch.py; 0 until measured, or when
+``JOBSTREAM_CLOCK_CORRECTION`` is off). So the timers fire, the status processor expires
+leases and a worker starts a run on one clock, whatever each host's clock says."""
 
 from __future__ import annotations
 
@@ -10,8 +15,27 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_MS = timedelta(milliseconds=1)
 
 
+_correction_ms = 0
+"""What this process adds to its host's clock to read the cluster's."""
+
+
 def now_ms() -> int:
+    return time.time_ns() // 1_000_000 + _correction_ms
+
+
+def host_now_ms() -> int:
+    """This host's own clock, uncorrected: what a clock watch measures."""
     return time.time_ns() // 1_000_000
+
+
+def correct_by(correction_ms: int) -> None:
+    """From now on, read the cluster's clock as this host's plus ``correction_ms``."""
+    global _correction_ms
+    _correction_ms = correction_ms
+
+
+def correction_ms() -> int:
+    return _correction_ms
 
 
 def seconds_until(at_ms: int) -> float:

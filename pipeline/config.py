@@ -52,6 +52,22 @@ class Settings(BaseSettings):
         "and starts it on the instant. 1s by default; 0 fires at the due instant "
         "(docs/lifecycle.md).",
     )
+    clock_correction: bool = Field(
+        True,
+        description="Read the cluster's clock: this host's plus the offset its clock probes "
+        "measure against the brokers' stamps (docs/reliability.md, \"Clocks\"). Off: the "
+        "host's clock as it is; the offset is still measured and exported.",
+    )
+    clock_probe_interval: Annotated[int, NoDecode] = Field(
+        10_000, ge=100, le=3_600_000,
+        description="How often each process probes the brokers' clock (a duration; in ms "
+        "once read).",
+    )
+    clock_offset_warn: Annotated[int, NoDecode] = Field(
+        500, ge=1,
+        description="A host clock off the cluster's by more than this (a duration; in ms "
+        "once read) is logged as a warning, once a minute while it lasts.",
+    )
     markers_trusted_before: int | None = Field(
         None, ge=0,
         description="On a standby taking over from a lost cluster (epoch ms): a fired "
@@ -182,7 +198,8 @@ class Settings(BaseSettings):
         description="Further librdkafka settings as a JSON object, passed through as they are.",
     )
 
-    @field_validator("results_retention", "logs_retention", "fire_lead", mode="before")
+    @field_validator("results_retention", "logs_retention", "fire_lead", "clock_probe_interval",
+                     "clock_offset_warn", mode="before")
     @classmethod
     def _parse_duration(cls, value: object, info: ValidationInfo) -> object:
         if not isinstance(value, str):

@@ -46,6 +46,13 @@ STORE_KEYS = Gauge("jobstream_store_keys",
                    "Keys in the processor's RocksDB stores (RocksDB's estimate); for the "
                    "timers, two per pending timer (the entry and its index by job id)",
                    ["component"])  # fmt: skip
+CLOCK_OFFSET = Gauge("jobstream_clock_offset_seconds",
+                     "The cluster's clock minus this host's, as the brokers' stamps on its "
+                     "clock probes show (the process reads the cluster's clock)",
+                     ["component"])  # fmt: skip
+CLOCK_OFFSET_ERROR = Gauge("jobstream_clock_offset_error_seconds",
+                           "The clock offset estimate's error (half the best probe's round "
+                           "trip)", ["component"])  # fmt: skip
 
 # -- what the jobs went through, from the lifecycle events each process commits ---------
 FIRED = Counter("jobstream_fired_total", "Executions fired by the timers", ["job_type"])

@@ -14,7 +14,8 @@ from jobstream._pipeline.tenancy import owner_intake
 
 PRIORITIES = ("high", "normal", "low")
 
-_DAY_MS = 24 * 3600 * 1000
+_HOUR_MS = 3600 * 1000
+_DAY_MS = 24 * _HOUR_MS
 _WEEK_MS = 7 * _DAY_MS
 _YEAR_MS = 365 * _DAY_MS
 CONTROL_RETENTION_MS = _DAY_MS
@@ -108,6 +109,7 @@ class Topics:
         self.checkpoints = f"{p}jobs.checkpoints"
         self.triggers = f"{p}jobs.triggers"
         self.triggers_dlq = f"{p}jobs.triggers.dlq"
+        self.clocks = f"{p}jobs.clocks"
 
     def execution(self, job_type: str, priority: str, pool: str | None = None) -> str:
         """``jobs.exec.<type>.<priority>``: one topic per job type and priority tier; a
@@ -164,6 +166,9 @@ class Topics:
             TopicSpec(self.triggers, 1, compacted=True),
             # Source records a trigger could not read, with the reason (pipeline/triggers).
             TopicSpec(self.triggers_dlq, s.dlq_partitions, retention_ms=_YEAR_MS),
+            # Clock probes, stamped by the broker (pipeline/kafka/clock_watch.py); never read.
+            TopicSpec(self.clocks, 1, retention_ms=_HOUR_MS,
+                      extra={"message.timestamp.type": "LogAppendTime"}),
             # Cancels of runs under way; every worker reads it whole (pipeline/worker/control.py).
             self.control_spec(),
             self.results_spec(),

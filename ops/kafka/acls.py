@@ -87,6 +87,10 @@ def _processor(topics: Topics, name: str, *, changelog: str) -> list[Grant]:
     ]
 
 
+def _clock_probes(topics: Topics) -> Grant:
+    return _topic(topics.clocks, ("WRITE",), "clock probes, stamped by the broker")
+
+
 def _readers(topics: Topics) -> list[Grant]:
     """The groups of readers that assign partitions and commit nothing."""
     p = topics.settings.topic_prefix
@@ -118,6 +122,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
                    "passed on to jobs.intake, or refused", prefixed=True),
             _topic(topics.control, ("WRITE",), "cancels of runs under way"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.limits whole", prefixed=True),
+            _clock_probes(topics),
         ]  # fmt: skip
     if role == "status":
         return [
@@ -125,6 +130,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.events, ("READ", "WRITE"), "folds lifecycle events; LOST runs"),
             _topic(topics.status, ("WRITE",), "each job's latest state"),
             _topic(topics.intake, ("WRITE",), "releases a workflow's waiting steps"),
+            _clock_probes(topics),
         ]
     if role == "retry":
         group = processor_group(p, "retry")
@@ -135,6 +141,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.retry, ("WRITE",), "the next attempt, to the timers"),
             _topic(dlq_prefix, ("WRITE", "CREATE", "DESCRIBE_CONFIGS"),
                    "dead letters, to every type's topic, made on first use", prefixed=True),
+            _clock_probes(topics),
         ]  # fmt: skip
     if role == "triggers":
         group = processor_group(p, "triggers")
@@ -145,6 +152,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _group(SCAN_GROUP_PREFIX, "reads jobs.triggers whole", prefixed=True),
             _topic(topics.intake, ("WRITE",), "the jobs its records submit"),
             _topic(topics.triggers_dlq, ("WRITE",), "source records it cannot read"),
+            _clock_probes(topics),
         ]  # READ on each trigger's source topic is granted with the trigger (docs/triggers.md)
     if role == "worker":
         assert job_type is not None
@@ -164,6 +172,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _topic(topics.workers, ("WRITE",), "the worker's heartbeat"),
             _topic(topics.control, ("READ",), "cancels of runs under way, read whole"),
             _group(SCAN_GROUP_PREFIX, "reads jobs.control whole", prefixed=True),
+            _clock_probes(topics),
         ]  # fmt: skip
     if role == "api":
         return [
@@ -182,6 +191,7 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
             _group(f"{p}jobstream.dlq.reader", "the DLQ reader (never joined)"),
             _transactions(f"{p}jobstream.dlq.redrive", "redrives, committed in pairs"),
             *_readers(topics),
+            _clock_probes(topics),
         ]  # fmt: skip
     if role == "client":
         return [_topic(topics.intake, ("WRITE",), "submissions and commands")]

@@ -19,6 +19,7 @@ import typer
 from jobstream._pipeline import metrics
 from jobstream._pipeline.cli_options import MetricsPortOption, take_niceness
 from jobstream._pipeline.config import load_settings
+from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._pipeline.durations import duration_option, format_duration
 from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from jobstream._pipeline.worker.app import load_app
@@ -122,6 +123,7 @@ def worker(
         cancel_grace_s=cancel_grace_ms / 1000, claim_ahead_s=claim_ahead_ms / 1000,
         claimed_ahead_most=claimed_ahead_most,
     )  # fmt: skip
+    watch = watch_clock(settings, "worker")
     loop = WorkerLoop(settings, load_app(app), options)
     if metrics_port:
         metrics.serve(metrics_port, settings.metrics_host)
@@ -132,4 +134,7 @@ def worker(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    loop.run(stop, abandon)
+    try:
+        loop.run(stop, abandon)
+    finally:
+        watch.stop()

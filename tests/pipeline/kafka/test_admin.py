@@ -30,7 +30,7 @@ def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics
     resources = {
         name: ConfigResource(ConfigResource.Type.TOPIC, name)
         for name in (topics.status, topics.timers_changelog, topics.workers, topics.events,
-                     topics.results)
+                     topics.results, topics.clocks)
     }
     configs = admin.describe_configs(list(resources.values()))
     policy = {
@@ -42,7 +42,10 @@ def test_created_topics_have_the_designed_partitions_and_policies(topics: Topics
         topics.workers: "compact",
         topics.events: "delete",
         topics.results: "compact,delete",
+        topics.clocks: "delete",
     }
+    stamped = configs[resources[topics.clocks]].result()["message.timestamp.type"].value
+    assert stamped == "LogAppendTime", "clock probes are stamped by the broker"
     max_bytes = configs[resources[topics.status]].result()["max.message.bytes"].value
     assert int(max_bytes) > 1024 * 1024
 

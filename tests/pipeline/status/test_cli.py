@@ -17,10 +17,17 @@ from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import STATUS_OPTIONS
 
 
+class Watch:
+    def stop(self) -> None:
+        pass
+
+
 def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     started: list[tuple[RunnerOptions, StatusPolicy]] = []
 
     class Runner:  # the loop itself is tested against the broker (test_runner.py)
+        name = "status"
+
         def __init__(
             self, settings: Settings, options: RunnerOptions, policy: StatusPolicy
         ) -> None:
@@ -31,6 +38,7 @@ def test_options_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
     monkeypatch.setattr(cli, "status_runner", Runner)
     monkeypatch.setattr(cli_options, "stop_on_signals", lambda: threading.Event())
+    monkeypatch.setattr(cli_options, "watch_clock", lambda *_: Watch())  # no broker here
     app = typer.Typer()
     app.command()(cli.status_processor)
 
