@@ -24,7 +24,6 @@ from rich.table import Table
 
 from jobstream._connectors.api.auth import hash_token
 from jobstream._connectors.api.server import ApiServer
-from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._connectors.api.settings import ApiSettings, load_api_settings
 from jobstream._connectors.views import ViewStore, ViewUpdater
 from jobstream._pipeline import metrics
@@ -35,6 +34,7 @@ from jobstream._pipeline.durations import format_duration
 from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.jobs.backfill import OF_LABEL
 from jobstream._pipeline.jobs.cli import refusals
+from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._pipeline.model.lifecycle import TERMINAL_STATES
 from jobstream._pipeline.replay.cli import progress_bar, replay_status, replay_timers
 from jobstream._pipeline.scheduling.backfill import check_rate, parse_instant_ms

@@ -19,8 +19,8 @@ import typer
 from jobstream._pipeline import metrics
 from jobstream._pipeline.cli_options import MetricsPortOption, take_niceness
 from jobstream._pipeline.config import load_settings
-from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._pipeline.durations import duration_option, format_duration
+from jobstream._pipeline.kafka.clock_watch import watch_clock
 from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S
 from jobstream._pipeline.worker.app import load_app
 from jobstream._pipeline.worker.heartbeat import default_worker_id
