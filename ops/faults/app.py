@@ -20,7 +20,7 @@ import os
 import signal
 import time
 
-from jobstream._ops.faults.journal import Journal, Run
+from jobstream._ops.faults.journal import Journal, Run, machine_now_ms
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.errors import JobstreamError, NonRetryableError
 from jobstream._pipeline.worker import JobContext, WorkerApp
@@ -48,7 +48,7 @@ class PlannedFailure(JobstreamError):
 
 @app.handler(JOB_TYPE, timeout_s=30)
 def record(ctx: JobContext) -> object:
-    start_ms = now_ms()
+    start_ms, machine_start_ms = now_ms(), machine_now_ms()
     poison = ctx.params.get(POISON)
     if poison == "hang":
         while True:
@@ -64,6 +64,7 @@ def record(ctx: JobContext) -> object:
     joined = _join(ctx)
     journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,
                        worker_id=ctx.worker_id, start_ms=start_ms,
+                       machine_start_ms=machine_start_ms,
                        end_ms=now_ms(), pid=os.getpid(), ok=ok))  # fmt: skip
     if not ok:
         raise PlannedFailure(f"attempt {ctx.attempt} fails as the job asked")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,6 +34,15 @@ class Run(NamedTuple):
     pid: int
     ok: bool
     """False for a run that raised on purpose (a job asked to fail its first attempt)."""
+    machine_start_ms: int | None = None
+    """When the handler began by the machine's clock, which a skewed process's clock
+    (ops/faults/skewed_clock/) does not move: the harness's own reference."""
+
+
+def machine_now_ms() -> int:
+    """The machine's clock, past any skew the fault harness gave the process's Python clock
+    (it moves ``time.time`` and ``time.time_ns`` only)."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) // 1_000_000
 
 
 class Journal:

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,15 @@ def run_scenario(scenario: Scenario, options: RunOptions, workdir: Path, say: Sa
             "home": str(home)}  # fmt: skip
 
 
+def skewed(parts: list[Component], clocks: dict[str, int]) -> list[Component]:
+    """``parts``, those named in ``clocks`` with their host clock off by as many ms."""
+    unknown = set(clocks) - {part.name for part in parts}
+    if unknown:
+        raise ConfigurationError(f"no component {sorted(unknown)} to skew the clock of")
+    return [replace(part, env=(*part.env, *host.skewed_clock_env(clocks[part.name])))
+            if part.name in clocks else part for part in parts]  # fmt: skip
+
+
 def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: FaultCluster,
          home: Path, say: Say) -> dict[str, Any]:  # fmt: skip
     stack = Stack(home / "stack")
@@ -149,11 +158,10 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     if scenario.heartbeat_s:
         beat = ("--heartbeat", format_duration(round(scenario.heartbeat_s * 1000)))
     parts = components(base, app=APP, job_types=(), lease_s=scenario.lease_s)
-    clocks = dict(zip(WORKERS, scenario.worker_clocks, strict=False))
     parts += [worker(fault_app.JOB_TYPE, worker_id, base + 3 + i, app=APP,
-                     concurrency=CONCURRENCY, extra=(*beat, "--isolation", scenario.isolation),
-                     env=host.skewed_clock_env(clocks[worker_id]) if worker_id in clocks else ())
+                     concurrency=CONCURRENCY, extra=(*beat, "--isolation", scenario.isolation))
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
+    parts = skewed(parts, dict(scenario.clocks))
     if scenario.triggers:
         parts.append(Component("trigger-processor", ("trigger-processor", "--instance-id", "0"),
                                base + 10, YIELDING))  # fmt: skip

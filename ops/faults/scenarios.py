@@ -78,8 +78,9 @@ class Poison:
     """How many times it starts: once per attempt, or once for a cancelled run."""
 
 
-CLOCK_SKEWS_MS = (30_000, -30_000)
-"""The workers' clock offsets in the clock-skew scenario, in the order of the run's workers."""
+CLOCK_SKEWS_MS = (("timers", 5_000), ("status-processor", -5_000),
+                  ("worker-faults-0", 30_000), ("worker-faults-1", -30_000))
+"""The clock-skew scenario's host clocks, by component: each its offset in ms."""
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,8 @@ class Scenario:
     heartbeat_s: float | None = None
     fail_share: float = 0.0
     """Share of jobs whose first attempt fails on purpose, to give retries in flight."""
-    worker_clocks: tuple[int, ...] = ()
-    """Each worker's clock offset in ms from the start, in worker order."""
+    clocks: tuple[tuple[str, int], ...] = ()
+    """Components whose host clock is off from the start: (name, offset in ms)."""
     state_disk_mb: int | None = None
     """The state folder on a disk of its own, this small (a tmpfs)."""
     cuts_network: bool = False
@@ -312,10 +313,10 @@ def fill_state_disk(target: Target) -> None:
     target.note("state disk freed")
 
 
-def skewed_worker_clocks(target: Target) -> None:
-    """Nothing to do now: the workers have run with skewed clocks from the start."""
-    skews = ", ".join(f"{skew / 1000:+g} s" for skew in CLOCK_SKEWS_MS)
-    target.note(f"the workers' clocks have been off by {skews} since the start")
+def skewed_clocks(target: Target) -> None:
+    """Nothing to do now: the components have run with skewed clocks from the start."""
+    skews = ", ".join(f"{name} {skew / 1000:+g} s" for name, skew in CLOCK_SKEWS_MS)
+    target.note(f"host clocks off since the start: {skews}")
 
 
 def kill_broker(target: Target) -> None:
@@ -418,8 +419,9 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
     Scenario("full-state-disk", f"Fill the state folders' disk (a {STATE_DISK_MB} MB tmpfs) "
              f"for {DISK_FULL_S:.0f} s, then free it.", fill_state_disk,
              state_disk_mb=STATE_DISK_MB),
-    Scenario("skew-worker-clocks", "Run one worker with its clock 30 s ahead, the other "
-             "30 s behind.", skewed_worker_clocks, worker_clocks=CLOCK_SKEWS_MS),
+    Scenario("skew-clocks", "Run the timers with their host clock 5 s ahead, the status "
+             "processor 5 s behind, one worker 30 s ahead and the other 30 s behind.",
+             skewed_clocks, clocks=CLOCK_SKEWS_MS),
     *(Scenario(f"pause-{name}", f"SIGSTOP the {name.replace('-', ' ')} for {PAUSE_S:.0f} s "
                "(past its group session and transaction timeout), then SIGCONT.",
                pause_and_resume(name))

@@ -13,6 +13,9 @@ instant the reader saw it), the handler-side record of runs, and when the fault 
   next attempt runs again what that run may have done); *unflagged*: jobs run more than
   once without either, the runs nobody was told of.
 - *start lateness*: a job's first STARTED ``at_ms`` minus its due time.
+- *started early*: jobs whose handler began (by the machine's clock, the handler-side
+  record) more than :data:`EARLY_BOUND_MS` before their due time; *earliest start*: the
+  least of those differences over every job (negative: before its instant).
 - *stall*: the longest span in which at least one due job was pending and none ended
   (ends as seen by the reader); *recovery*: from the fault to the first end seen after
   it; *recovery of new jobs*: to the first end of a job due after the fault began, which
@@ -22,17 +25,21 @@ instant the reader saw it), the handler-side record of runs, and when the fault 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from jobstream._ops.faults.journal import Run
 from jobstream._ops.faults.observer import ENDED, Seen
 
+EARLY_BOUND_MS = 250
+"""How early a handler may begin before it counts as started early: a process reads the
+cluster's clock within its estimate's error (half a probe's round trip: a few ms on an idle
+machine, tens loaded; pipeline/clock_offset.py)."""
 SHOWN_IDS = 10
 """Job ids listed per finding, as evidence to look up in the logs and topics."""
 
 
-def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
+def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
           fault_ms: int | None, until_ms: int) -> dict[str, Any]:  # fmt: skip
     """The run's numbers; ``until_ms`` is when observation stopped (a stall still open
     then is counted up to it)."""
@@ -64,13 +71,15 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
     lost = sorted(set(due) - set(first_end))
     unflagged = sorted(twice - flagged)
     late = sorted(first_start[j] - due[j] for j in first_start)
+    earliest = earliest_starts(runs, due)
+    early = sorted(job_id for job_id, ahead in earliest.items() if ahead < -EARLY_BOUND_MS)
     stall_ms, stall_from = longest_stall(due, first_end, until_ms)
     after = [t for t in first_end.values() if fault_ms is not None and t >= fault_ms]
     new = [t for j, t in first_end.items() if fault_ms is not None and due[j] >= fault_ms]
     lateness = {"p50": _quantile(late, 0.5), "p99": _quantile(late, 0.99),
                 "max": late[-1] if late else None}  # fmt: skip
     shown = {"lost": lost, "unflagged": unflagged, "run_more_than_once": sorted(twice),
-             "flagged": sorted(flagged)}  # fmt: skip
+             "flagged": sorted(flagged), "started_early": early}  # fmt: skip
     return {
         "submitted": len(due),
         "ended": len(first_end),
@@ -82,6 +91,8 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Iterable[Run], *,
         "disturbed": len(disturbed),
         "lost_leases": len(lost_leases),
         "start_lateness_ms": lateness,
+        "started_early": len(early),
+        "earliest_start_ms": min(earliest.values(), default=None),
         "stall_ms": stall_ms,
         "stall_from_fault_ms": _since(fault_ms, stall_from),
         "recovery_ms": _since(fault_ms, min(after, default=None)),
@@ -168,6 +179,16 @@ def run_more_than_once(runs: Iterable[Run], due: Mapping[str, int]) -> set[str]:
             succeeded[run.job_id].add(run.execution_id)
     twice = {job_id for (job_id, _), n in per_execution.items() if n > 1}
     return twice | {job_id for job_id, executions in succeeded.items() if len(executions) > 1}
+
+
+def earliest_starts(runs: Iterable[Run], due: Mapping[str, int]) -> dict[str, int]:
+    """Each job's first handler start by the machine's clock, minus its due time."""
+    first: dict[str, int] = {}
+    for run in runs:
+        if run.job_id in due and run.machine_start_ms is not None:
+            first[run.job_id] = min(first.get(run.job_id, run.machine_start_ms),
+                                    run.machine_start_ms)  # fmt: skip
+    return {job_id: start - due[job_id] for job_id, start in first.items()}
 
 
 def longest_stall(due: Mapping[str, int], ended: Mapping[str, int],

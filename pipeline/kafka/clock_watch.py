@@ -54,8 +54,8 @@ class ClockWatch:
         self._refused: str | None = None
 
     def start(self) -> None:
-        """Measure once (at most ``PROBES_A_ROUND`` probes' timeouts), then every interval
-        on a thread."""
+        """Measure once (waiting at most one probe's timeout for a broker that does not
+        answer), then every interval on a thread."""
         self.measure()
         self._thread.start()
 
@@ -73,8 +73,9 @@ class ClockWatch:
         """One round of probes; the estimate after it (None: no probe answered yet)."""
         for _ in range(PROBES_A_ROUND):
             sample = self._probe()
-            if sample is not None:
-                self.estimate.add(sample)
+            if sample is None:
+                break  # the next round tries again: a start waits on one failure at most
+            self.estimate.add(sample)
         best = self.estimate.best()
         if best is not None:
             self._apply(best)

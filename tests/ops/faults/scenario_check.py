@@ -118,6 +118,9 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster | None
     assert result["lost"] == 0, evidence(result)
     assert result["unflagged_duplicate_runs"] == 0, evidence(result)
     assert result["unexpected_exits"] == [], evidence(result)
+    assert result["started_early"] == 0, evidence(result)  # nothing before its instant
+    if SCENARIOS[name].clocks:  # a lease runs on the status processor's clock, whatever it says
+        assert result["lost_leases"] == 0, evidence(result)
     flows = result.get("workflows")
     if flows is not None:  # every job of its workflows ended, each join in item order
         assert flows["submitted"] > 0 and flows["lost"] == 0, evidence(result)

@@ -52,7 +52,7 @@ def test_the_registry_holds_every_scenario_and_the_broker_ones_need_3_nodes() ->
     assert set(SCENARIOS) == {
         "kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
         "kill-worker-replaced", "kill-worker-for-good", "corrupt-timer-state",
-        "delete-timer-state", "full-state-disk", "skew-worker-clocks", "pause-timers",
+        "delete-timer-state", "full-state-disk", "skew-clocks", "pause-timers",
         "pause-status-processor", "pause-retry-router", "pause-worker", "kill-broker",
         "pause-broker", "cut-off-broker", "poison-kill", "poison-kill-mid-run", "poison-hang",
         "poison-cancel", "workflows", "triggers",

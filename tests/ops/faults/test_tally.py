@@ -30,6 +30,19 @@ def test_a_job_without_a_terminal_event_is_lost() -> None:
     assert result["start_lateness_ms"]["max"] == 50
 
 
+def test_a_handler_begun_before_its_instant_by_the_machines_clock_started_early() -> None:
+    due = {"early": 10_000, "in-bound": 10_000, "late": 10_000, "unknown": 10_000}
+    events = [seen("SUCCEEDED", job, 11_000) for job in due]
+    runs = [Run("early", "e1", 1, "w0", 10_000, 10_010, 1, True, machine_start_ms=9_000),
+            Run("early", "e2", 2, "w0", 12_000, 12_010, 1, True, machine_start_ms=12_000),
+            Run("in-bound", "e1", 1, "w0", 10_000, 10_010, 1, True, machine_start_ms=9_900),
+            Run("late", "e1", 1, "w0", 10_000, 10_010, 1, True, machine_start_ms=10_300),
+            run("unknown", "e1")]  # fmt: skip
+    result = tally(due, events, runs, fault_ms=None, until_ms=20_000)
+    assert result["started_early"] == 1 and result["ids"]["started_early"] == ["early"]
+    assert result["earliest_start_ms"] == -1_000  # its first run counts, not its retry
+
+
 def test_dead_lettered_jobs_have_ended() -> None:
     events = [seen("DEAD_LETTERED", "a", 1500)]
     result = tally({"a": 1000}, events, [], fault_ms=None, until_ms=2000)
