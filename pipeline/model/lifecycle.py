@@ -89,6 +89,10 @@ WORKER_CRASHED = "WorkerCrashed"
 """The error of a run whose handler's child process died (process isolation)."""
 WORKER_STOPPED = "WorkerStopped"
 """The error of a run its worker gave up when it stopped (the drain timed out)."""
+LEASE_LOST = "LeaseLost"
+"""The error of a run its worker stopped itself: none of its heartbeats had reached the
+brokers for most of the lease (the worker paused or cut off), so its retry could soon run
+elsewhere (pipeline/worker/lease.py)."""
 PROCESS_DIED = frozenset({LEASE_EXPIRED, WORKER_CRASHED})
 """Errors that say the process running the attempt died under it: the handler may be
 what killed it, so its next attempt runs alone (pipeline/worker/quarantine.py)."""

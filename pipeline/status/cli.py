@@ -15,8 +15,8 @@ from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
 
 LeaseOption = duration_option(
-    "30s", "--lease", minimum="100ms",
-    help="A RUNNING job without a heartbeat this long is lost.",
+    "30s", "--lease", minimum="100ms", envvar="JOBSTREAM_LEASE",
+    help="A RUNNING job without a heartbeat this long is lost (give the workers the same).",
 )  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(STATUS_OPTIONS.commit_interval_ms), "--commit-interval",

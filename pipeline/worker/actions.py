@@ -13,6 +13,7 @@ from jobstream._pipeline.serde import Event
 from jobstream._pipeline.worker.context import JobContext
 from jobstream._pipeline.worker.inflight import RunningJob
 from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.lease import RunLease
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +50,12 @@ class Kill:
 
 @dataclass(frozen=True, slots=True)
 class Emit:
-    """A record for jobs.events outside the transactions: a HEARTBEAT."""
+    """A record for jobs.events outside the transactions: a HEARTBEAT, which confirms
+    ``lease`` once the brokers have it."""
 
     key: bytes
     event: Event
+    lease: RunLease | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,10 +155,11 @@ def portable(ctx: JobContext) -> PortableContext:
     """What of a context crosses to a child: every field but the cancel signal (a child's
     run is cancelled by SIGTERM, which raises :class:`Terminated` in the handler), the
     sinks (a child's reports cross as :class:`Progressed`, its spawns as
-    :class:`SpawnedChild`) and the spawn ledger (the run's, new in the child)."""
+    :class:`SpawnedChild`), the spawn ledger (the run's, new in the child) and the lease (a
+    child's run that loses it is terminated, as a cancelled one is)."""
     fields = dict(vars(ctx))
     del fields["cancel_signal"], fields["progress_sink"]
-    del fields["spawn_sink"], fields["spawn_ledger"]
+    del fields["spawn_sink"], fields["spawn_ledger"], fields["lease"]
     fields["parent_results"] = dict(ctx.parent_results)
     return fields
 

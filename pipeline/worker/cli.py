@@ -37,6 +37,11 @@ from jobstream._pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_I
 HeartbeatOption = duration_option(
     "10s", "--heartbeat", minimum="50ms", help="Time between heartbeats of a running job.",
 )  # fmt: skip
+LeaseOption = duration_option(
+    "30s", "--lease", minimum="100ms", envvar="JOBSTREAM_LEASE",
+    help="The status processor's lease: a run none of whose heartbeats has reached the "
+    "brokers for 3/4 of it stops itself (ctx.lease_ok turns False).",
+)  # fmt: skip
 DrainTimeoutOption = duration_option(
     "30s", "--drain-timeout", help="On SIGTERM, how long running jobs may finish.",
 )  # fmt: skip
@@ -94,6 +99,7 @@ def worker(
                                          "member, which takes its partitions back at once "
                                          "when restarted."),
     heartbeat_ms: int = HeartbeatOption,
+    lease_ms: int = LeaseOption,
     progress_interval_ms: int = ProgressIntervalOption,
     drain_timeout_ms: int = DrainTimeoutOption,
     prefetch: int | None = typer.Option(None, "--prefetch", min=1,
@@ -117,6 +123,7 @@ def worker(
         worker_id=worker_id or default_worker_id(), static_member=worker_id is not None,
         job_types=tuple(job_types or ()), pool=pool,
         concurrency=concurrency, isolation=isolation, heartbeat_s=heartbeat_ms / 1000,
+        lease_s=lease_ms / 1000,
         progress_interval_s=progress_interval_ms / 1000,
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,

@@ -39,6 +39,7 @@ from jobstream._pipeline.errors import ValidationError
 from jobstream._pipeline.model.labels import STEP_LABEL
 from jobstream._pipeline.worker import spawns
 from jobstream._pipeline.worker.checkpoints import CheckpointReport, encode_state, resume_value
+from jobstream._pipeline.worker.lease import RunLease
 from jobstream._pipeline.worker.progress import ProgressReport, checked
 from jobstream._pipeline.worker.spawns import Spawned, SpawnLedger
 
@@ -120,6 +121,17 @@ class JobContext:
     jobs.intake; a context built by hand drops them (:attr:`spawned` lists them)."""
     spawn_ledger: SpawnLedger = field(default_factory=SpawnLedger, repr=False, compare=False)
     """The keys the run has spawned, and the ordinal of its next spawn without one."""
+    lease: RunLease | None = field(default=None, repr=False, compare=False)
+    """The run's lease as its worker sees it; None in a context built by hand."""
+
+    @property
+    def lease_ok(self) -> bool:
+        """Whether the run still holds its lease: False once none of its heartbeats has
+        reached the brokers for 3/4 of the status processor's lease (the worker paused, or
+        cut off), for good. Then the job's retry may soon run elsewhere, and the worker is
+        stopping this run: read it before a side effect that must not happen twice, and
+        return at once when it is False. Always True in a context built by hand."""
+        return self.lease is None or self.lease.ok
 
     @property
     def cancelled(self) -> bool:
@@ -266,6 +278,7 @@ def build_context(
     timeout_s: float | None,
     progress_sink: Callable[[Report], None] | None = None,
     spawn_sink: Callable[[Spawned], None] | None = None,
+    lease: RunLease | None = None,
 ) -> JobContext:
     """The context of an ExecutionRequested started at ``started_ms``; its handler's
     progress reports go to ``progress_sink``, the children it spawns to ``spawn_sink``."""
@@ -287,4 +300,5 @@ def build_context(
         workflow_id=execution.workflow_id,
         step=spec.labels.get(STEP_LABEL),
         spawn_sink=spawn_sink or spawns.dropped,
+        lease=lease,
     )

@@ -60,8 +60,8 @@ class WorkerEngine:
     def __init__(self, app: WorkerApp, lanes: list[Lane], options: WorkerOptions, *,
                  serialize: Callable[[Event], bytes],
                  encode_started: Callable[[Event, bytes | None], bytes], results_topic: str,
-                 processes: bool = False, max_log_lines: int,
-                 max_log_bytes: int) -> None:  # fmt: skip
+                 processes: bool = False, max_log_lines: int, max_log_bytes: int,
+                 monotonic: Callable[[], float]) -> None:  # fmt: skip
         self.lanes, self.options = lanes, options
         self._log_bounds = (max_log_lines, max_log_bytes)
         self.inflight = InFlight()
@@ -70,7 +70,8 @@ class WorkerEngine:
         self.runs = RunSupervisor(options, inflight=self.inflight, stats=self.stats,
                                   serialize=serialize, results_topic=results_topic,
                                   processes=processes, actions=self._actions)  # fmt: skip
-        self.starts = RunStarts(app, options, runs=self.runs, encode_started=encode_started)
+        self.starts = RunStarts(app, options, runs=self.runs, encode_started=encode_started,
+                                monotonic=monotonic)  # fmt: skip
         self.quarantine: Quarantine[tuple[Lane, Record]] = Quarantine()
         self._quarantines = not processes
         """A crash in a child process takes only its own run down: no suspects there."""
@@ -104,6 +105,7 @@ class WorkerEngine:
         if cancels:
             self._cancel_parked(cancels, wall)
         self.runs.time_out(now, wall)
+        self.runs.hold_leases(now, wall)
         self.runs.beat(now, wall)
         self._launch_ahead(now, wall)
         if fetching:
@@ -116,6 +118,7 @@ class WorkerEngine:
     def supervise(self, now: float, wall: int) -> list[Action]:
         """Time out and heartbeat the runs, starting nothing (a revocation's wait)."""
         self.runs.time_out(now, wall)
+        self.runs.hold_leases(now, wall)
         self.runs.beat(now, wall)
         return self._take()
 
@@ -325,7 +328,12 @@ class WorkerEngine:
 
     def _launch(self, job: RunningJob, ctx: JobContext, now: float, wall: int) -> None:
         """Launch a claimed run holding a slot; one claimed ahead starts on its instant,
-        and its deadline and heartbeats count from there."""
+        and its deadline and heartbeats count from there. One whose lease was lost while
+        it waited (the worker paused) is reported FAILED and never launched."""
+        if job.lease is not None and not job.lease.ok:
+            self.runs.lose_lease(job, now, wall)
+            self.inflight.release(job.token)
+            return
         start = now + max(0, job.execution.scheduled_at_ms - wall) / 1000
         job.deadline = start + job.timeout_s
         self.inflight.beat_at(job, start + self.options.heartbeat_s)

@@ -41,6 +41,7 @@ from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
 from jobstream._pipeline.worker.keyed import concurrency_key
 from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.lease import RunLease
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
 from jobstream._pipeline.worker.slots import count_down
@@ -85,6 +86,8 @@ class RunningJob:
     """Its log lines, from its launch until they go to jobs.logs with its outcome."""
     spawns: SpawnBox = field(default_factory=SpawnBox)
     """The children its handler spawned, waiting for the lane's next transaction."""
+    lease: RunLease | None = None
+    """Its lease as this worker sees it (pipeline/worker/lease.py), shared with its context."""
 
     @property
     def execution_id(self) -> str:

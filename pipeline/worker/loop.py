@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError
 
 from jobstream._pipeline import metrics
 from jobstream._pipeline.config import Settings
@@ -61,6 +61,7 @@ from jobstream._pipeline.worker.heartbeat import (
 )
 from jobstream._pipeline.worker.keyed import KeyedRuns
 from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.lease import RunLease
 from jobstream._pipeline.worker.options import MIN_PREFETCH, WorkerOptions
 from jobstream._pipeline.worker.ports import (
     SYSTEM_CLOCK,
@@ -121,6 +122,7 @@ class WorkerLoop:
             encode_started=StartedEncoder(self.serialize, event_schemas()),
             results_topic=self.topics.results, processes=options.isolation == "process",
             max_log_lines=settings.max_log_lines, max_log_bytes=settings.max_log_bytes,
+            monotonic=self.clock.monotonic,
         )  # fmt: skip
         self.inflight, self.stats = self.engine.inflight, self.engine.stats
         self.control = clients.control(deserialize)
@@ -255,8 +257,8 @@ class WorkerLoop:
         """Carry out the engine's actions, in order."""
         for action in actions:
             match action:
-                case Emit(key, event):
-                    self._emit(key, event)
+                case Emit(key, event, lease):
+                    self._emit(key, event, lease)
                 case Claim(lanes):
                     for lane in lanes:
                         lane.tx.claim()
@@ -280,9 +282,14 @@ class WorkerLoop:
 
     # -- plain records ------------------------------------------------------------------
 
-    def _emit(self, key: bytes, event: Event) -> None:
+    def _emit(self, key: bytes, event: Event, lease: RunLease | None = None) -> None:
+        """A plain record on jobs.events; a HEARTBEAT confirms its run's ``lease`` once the
+        brokers have it, from when it was sent."""
+        on_delivery: Callable[[KafkaError | None, object], None] = _on_delivery
+        if lease is not None:
+            on_delivery = partial(_confirming, lease, self.clock.monotonic())
         self.events.produce(self.topics.events, self.serialize(event), key,
-                            on_delivery=_on_delivery)  # fmt: skip
+                            on_delivery=on_delivery)  # fmt: skip
 
     def _flush_events(self) -> None:
         """Every HEARTBEAT lands on jobs.events before the outcome that follows it."""
@@ -318,6 +325,14 @@ class WorkerLoop:
 def _on_delivery(err: object, message: object) -> None:
     if err is not None:
         log.warning("worker event not delivered: %s", err)
+
+
+def _confirming(lease: RunLease, sent_at: float, err: KafkaError | None, message: object) -> None:
+    """A HEARTBEAT's delivery report: delivered, it confirms its run's lease from its send."""
+    if err is None:
+        lease.confirm(sent_at)
+    else:
+        _on_delivery(err, message)
 
 
 def _consumer_of(lane: Lane) -> Consumer:

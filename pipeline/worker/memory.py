@@ -58,14 +58,17 @@ class MemoryBroker:
         """Transactions still to fail at their commit (abortable): how a test makes one fail."""
         self.round_trip: Callable[[], None] = lambda: None
         """Called by every commit: the driver moves its clock there by a round trip."""
+        self.unanswered = False
+        """While True, plain records are written but their delivery reports never come:
+        how a test cuts a worker's heartbeats off (they reach nobody it can tell)."""
 
     def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
-               headers: Headers = None) -> int:  # fmt: skip
+               headers: Headers = None) -> MemoryMessage:  # fmt: skip
         if partition < 0:
             partition = zlib.crc32(key or b"") % self.partitions
         log = self.logs[(topic, partition)]
         log.append(MemoryMessage(topic, partition, len(log), key, value, headers))
-        return len(log) - 1
+        return log[-1]
 
     def records(self, topic: str) -> list[MemoryMessage]:
         """Every record of ``topic``, partition by partition."""
@@ -164,6 +167,8 @@ class MemoryConsumer:
 class MemoryProducer:
     def __init__(self, broker: MemoryBroker, transactional_id: str | None = None) -> None:
         self.broker, self.transactional_id = broker, transactional_id
+        self._reports: list[tuple[Callable[[None, MemoryMessage], object], MemoryMessage]] = []
+        """Delivery reports of plain records, given at the next poll or flush."""
         self._open = False
         self._records: list[tuple[str, int, bytes | None, bytes | None, Headers]] = []
         self._offsets: list[TopicPartition] = []
@@ -180,8 +185,10 @@ class MemoryProducer:
                 headers: Headers = None) -> None:  # fmt: skip
         if self._open:
             self._records.append((topic, partition, key, value, headers))
-        else:
-            self.broker.append(topic, partition, key, value, headers)
+            return
+        message = self.broker.append(topic, partition, key, value, headers)
+        if callable(on_delivery) and not self.broker.unanswered:
+            self._reports.append((on_delivery, message))
 
     def send_offsets_to_transaction(self, offsets: list[TopicPartition], metadata: str,
                                     timeout: float | None = None) -> None:  # fmt: skip
@@ -205,10 +212,14 @@ class MemoryProducer:
         self._open, self._records, self._offsets, self._group = False, [], [], None
 
     def flush(self, timeout: float | None = None) -> int:
+        self.poll()
         return 0
 
     def poll(self, timeout: float | None = None) -> int:
-        return 0
+        reports, self._reports = self._reports, []
+        for on_delivery, message in reports:
+            on_delivery(None, message)
+        return len(reports)
 
     def purge(self) -> None:
         self.abort_transaction()

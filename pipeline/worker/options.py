@@ -8,6 +8,7 @@ from typing import Literal
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.runtime.schedule import DEFAULT_INTERVAL_S, DEFAULT_MAX_PENDING
 from jobstream._pipeline.worker.heartbeat import default_worker_id
+from jobstream._pipeline.worker.lease import LEASE_S
 from jobstream._pipeline.worker.progress import DEFAULT_INTERVAL_S as PROGRESS_INTERVAL_S
 
 MIN_PREFETCH = 1000
@@ -62,6 +63,9 @@ class WorkerOptions:
     """Outcomes waiting that make a transaction due before the interval has passed."""
     heartbeat_s: float = 10.0
     """HEARTBEAT interval of a running job (the status processor's lease is 30 s)."""
+    lease_s: float = LEASE_S
+    """The status processor's lease (``JOBSTREAM_LEASE``): a run none of whose HEARTBEATs
+    has reached the brokers for 3/4 of it stops itself (pipeline/worker/lease.py)."""
     progress_interval_s: float = PROGRESS_INTERVAL_S
     """Least time between two progress reports of one run on jobs.events (``ctx.progress``):
     the latest report waits for it, and the last one goes before the outcome anyway."""

@@ -29,6 +29,7 @@ from jobstream._pipeline.worker.app import WorkerApp
 from jobstream._pipeline.worker.context import JobContext, build_context
 from jobstream._pipeline.worker.inflight import RunningJob
 from jobstream._pipeline.worker.lane import Lane, Record
+from jobstream._pipeline.worker.lease import RunLease
 from jobstream._pipeline.worker.options import WorkerOptions
 from jobstream._pipeline.worker.progress import ProgressReporter
 from jobstream._pipeline.worker.spawns import SpawnBox
@@ -41,8 +42,10 @@ Started = tuple[RunningJob, JobContext]
 
 class RunStarts:
     def __init__(self, app: WorkerApp, options: WorkerOptions, *, runs: RunSupervisor,
-                 encode_started: Callable[[Event, bytes | None], bytes]) -> None:  # fmt: skip
+                 encode_started: Callable[[Event, bytes | None], bytes],
+                 monotonic: Callable[[], float]) -> None:  # fmt: skip
         self.app, self.options, self.runs = app, options, runs
+        self._monotonic = monotonic
         self.inflight, self.stats = runs.inflight, runs.stats
         self._encode_started = encode_started
         self._tokens = count(1)
@@ -84,10 +87,12 @@ class RunStarts:
         timeout_s = capped_timeout_s(execution.spec, start_ms=started_ms,
                                      timeout_s=handler.timeout_for(execution))  # fmt: skip
         progress, spawns = ProgressReporter(self.options.progress_interval_s), SpawnBox()
+        lease = RunLease(lease_s=self.options.lease_s, claimed_at=self._monotonic(),
+                         clock=self._monotonic)  # fmt: skip
         try:
             ctx = build_context(execution, worker_id=worker, started_ms=started_ms,
                                 timeout_s=timeout_s, progress_sink=progress.put,
-                                spawn_sink=spawns.put)  # fmt: skip
+                                spawn_sink=spawns.put, lease=lease)  # fmt: skip
         except ValidationError as exc:
             self.stats.failed += 1
             event = outcomes.failed(execution, outcomes.describe_error(exc), worker_id=worker,
@@ -99,7 +104,7 @@ class RunStarts:
             next(self._tokens), lane, execution, record.ref, handler, timeout_s,
             started=(outcomes.event_key(execution), self._encode_started(started, record.raw)),
             deadline=math.inf, next_beat=math.inf,  # set at its launch (beats: its claim, if ahead)
-            signal=ctx.cancel_signal, progress=progress, spawns=spawns,
+            signal=ctx.cancel_signal, progress=progress, spawns=spawns, lease=lease,
         )  # fmt: skip
         self.inflight.add(job, ahead=ahead)
         lane.tx.pending.append(job.started)

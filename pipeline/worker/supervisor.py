@@ -21,6 +21,10 @@ transaction (``lane.tx``); HEARTBEAT records leave outside them (:class:`Emit`).
   is stopped and reported CANCELLED when it returns, or after ``cancel_grace_s`` if it
   ignores the cancel (its slot stays taken until it returns); a run claimed ahead and not
   launched yet ends CANCELLED at once.
+- Leases: a run none of whose HEARTBEATs has reached the brokers for 3/4 of the status
+  processor's lease (pipeline/worker/lease.py) is reported FAILED (``LeaseLost``, retryable)
+  and stopped as a cancel stops it (a child process terminated), before the status
+  processor's lease passes and its retry runs elsewhere.
 - Shutdown: the runs still going after the drain are given up, each reported FAILED
   (``WorkerStopped``, retryable), so that its retry runs elsewhere without waiting for a
   lease.
@@ -33,7 +37,7 @@ import math
 from collections.abc import Callable
 
 from jobstream._pipeline.model.cancel import CancelRequest
-from jobstream._pipeline.model.lifecycle import WORKER_STOPPED, LifecycleKind
+from jobstream._pipeline.model.lifecycle import LEASE_LOST, WORKER_STOPPED, LifecycleKind
 from jobstream._pipeline.model.records import ExecutionRequested, evolve
 from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.runtime.observed import observe
@@ -45,6 +49,7 @@ from jobstream._pipeline.worker.checkpoints import checkpoint_record
 from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.inflight import InFlight, RunningJob
 from jobstream._pipeline.worker.lane import Lane, Record
+from jobstream._pipeline.worker.lease import MARGIN_SHARE
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.options import WorkerOptions, WorkerStats
 from jobstream._pipeline.worker.progress import Reports
@@ -109,6 +114,28 @@ class RunSupervisor:
                                                  now_ms=wall))  # fmt: skip
                 self.report(job, event, now, wall)
 
+    # -- leases ---------------------------------------------------------------------------
+
+    def hold_leases(self, now: float, wall: int) -> None:
+        """Stop the launched runs that lost their lease here, reporting each FAILED at once."""
+        for job in self.inflight.seated():
+            if job.lease is not None and not job.lease.ok:
+                self.lose_lease(job, now, wall)
+                self._actions.append(Stop(job))
+
+    def lose_lease(self, job: RunningJob, now: float, wall: int) -> None:
+        """Report a run FAILED (``LeaseLost``, retryable): its lease was lost here."""
+        held_s = self.options.lease_s * (1 - MARGIN_SHARE)
+        log.warning("no heartbeat reached the brokers for %g s: the run is stopped before its "
+                    "lease passes", held_s, extra={"execution_id": job.execution_id,
+                                                   "job_id": job.execution.job_id})  # fmt: skip
+        error = outcomes.ErrorDescription(
+            LEASE_LOST, f"none of the run's heartbeats reached the brokers for {held_s:g} s "
+            f"(3/4 of the {self.options.lease_s:g} s lease): stopped by its worker, so that its "
+            "retry does not run beside it", None, True)  # fmt: skip
+        self.report(job, outcomes.failed(job.execution, error, worker_id=self.worker_id,
+                                         now_ms=wall), now, wall)  # fmt: skip
+
     # -- heartbeats -----------------------------------------------------------------------
 
     def beat(self, now: float, wall: int) -> None:
@@ -145,7 +172,7 @@ class RunSupervisor:
         event = outcomes.heartbeat(execution, worker_id=self.worker_id, now_ms=wall,
                                    progress=progress, checkpoint=checkpoint)  # fmt: skip
         if checkpoint is None:
-            self._actions.append(Emit(key, event))
+            self._actions.append(Emit(key, event, job.lease))
             return
         job.checkpoint = checkpoint
         job.lane.tx.pending.append((key, self._serialize(event)))
