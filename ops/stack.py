@@ -44,6 +44,9 @@ class Component:
     metrics_port: int
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables this process has beyond the stack's."""
+    launcher: tuple[str, ...] = ()
+    """A command the process is started through (one that puts it in a cgroup, then
+    ``exec``s it: the same pid)."""
 
 
 YIELDING = (("JOBSTREAM_NICE", "10"),)
@@ -151,7 +154,8 @@ class Stack:
             self._spawn(part)
 
     def _spawn(self, part: Component) -> None:
-        command = [*self.program, *part.args, "--metrics-port", str(part.metrics_port)]
+        command = [*part.launcher, *self.program, *part.args, "--metrics-port",
+                   str(part.metrics_port)]  # fmt: skip
         env = {**self.env, **dict(part.env), LIFELINE_ENV: str(self._lifeline)}
         with open(self.logs / f"{part.name}.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,

@@ -31,6 +31,11 @@ FAIL_UNTIL_ATTEMPT = "fail_until_attempt"
 POISON = "poison"
 POISON_DELAY_S = 0.5
 POISONS = ("kill", "kill-mid-run", "hang", "cancel")
+WORK_MS = "work_ms"
+"""``{"work_ms": n}``: a long run, n ms of work in steps of :data:`STEP_S`, each done only
+while the run holds its lease (``ctx.lease_ok``): the handler-side record keeps when its
+first and last steps were, so a zombie's work beside its retry's shows."""
+STEP_S = 0.05
 EMIT = "emit"
 """``{"emit": n}``: the run returns the list 0..n-1 (what a map step maps)."""
 JOIN = "join"
@@ -59,7 +64,12 @@ def record(ctx: JobContext) -> object:
     if poison is not None:
         time.sleep(POISON_DELAY_S if poison == "kill-mid-run" else 0)
         os.kill(os.getpid(), signal.SIGKILL)
+    if WORK_MS in ctx.params:
+        _work(ctx, int(ctx.params[WORK_MS]), start_ms, machine_start_ms)
+        return None
     time.sleep(SLEEP_S)
+    if not ctx.lease_ok:  # the worker stopped the run: its retry may run now
+        return None
     ok = ctx.attempt >= int(ctx.params.get(FAIL_UNTIL_ATTEMPT, 0))
     joined = _join(ctx)
     journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,
@@ -71,6 +81,25 @@ def record(ctx: JobContext) -> object:
     if EMIT in ctx.params:
         return list(range(int(ctx.params[EMIT])))
     return ctx.params.get("item", joined)
+
+
+def _work(ctx: JobContext, work_ms: int, start_ms: int, machine_start_ms: int) -> None:
+    """A long run's steps, each while the run holds its lease; recorded however it ends."""
+    journal.begin_long(ctx.worker_id)
+    last = machine_start_ms
+    until = time.monotonic() + work_ms / 1000
+    finished = False
+    while ctx.lease_ok and not ctx.cancelled:
+        if time.monotonic() >= until:
+            finished = True
+            break
+        time.sleep(STEP_S)
+        if ctx.lease_ok:  # the step's side effect, only under the lease
+            last = machine_now_ms()
+    journal.append(Run(job_id=ctx.job_id, execution_id=ctx.execution_id, attempt=ctx.attempt,
+                       worker_id=ctx.worker_id, start_ms=start_ms, end_ms=now_ms(),
+                       pid=os.getpid(), ok=finished, machine_start_ms=machine_start_ms,
+                       machine_end_ms=last))  # fmt: skip
 
 
 class MapOutOfOrder(NonRetryableError):

@@ -37,6 +37,8 @@ class Run(NamedTuple):
     machine_start_ms: int | None = None
     """When the handler began by the machine's clock, which a skewed process's clock
     (ops/faults/skewed_clock/) does not move: the harness's own reference."""
+    machine_end_ms: int | None = None
+    """When the handler did its last piece of work, by the machine's clock."""
 
 
 def machine_now_ms() -> int:
@@ -55,6 +57,13 @@ class Journal:
 
     def append(self, run: Run) -> None:
         os.write(self._file(run.worker_id), orjson.dumps(run._asdict()) + b"\n")
+
+    def begin_long(self, worker_id: str) -> None:
+        """Note that a long run begins now (``working-<worker id>.txt``, the machine's clock
+        in ms a line): a scenario that stops a worker mid-run picks one holding a long run."""
+        folder = self._folder or _folder_from_env()
+        with open(folder / f"working-{worker_id}.txt", "a") as out:
+            out.write(f"{machine_now_ms()}\n")
 
     def _file(self, worker_id: str) -> int:
         with self._lock:

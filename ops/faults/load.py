@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from jobstream._ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE
+from jobstream._ops.faults.app import FAIL_UNTIL_ATTEMPT, WORK_MS, JOB_TYPE
 from jobstream._pipeline.clock import instant_of, now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.jobs.client import JobClient, SubmissionError
@@ -35,12 +35,23 @@ class Load:
     """Each job is submitted this long before it falls due."""
     fail_share: float = 0.0
     """Share of jobs whose first attempt fails on purpose (a retry then succeeds)."""
+    long_share: float = 0.0
+    """Share of jobs that work ``long_work_ms`` (ops/faults/app.py, ``work_ms``)."""
+    long_work_ms: int = 0
 
     def due_ms(self, t0_ms: int, i: int) -> int:
         return t0_ms + (i * self.window_ms) // max(self.jobs - 1, 1)
 
     def fails_first(self, i: int) -> bool:
-        return int((i + 1) * self.fail_share) > int(i * self.fail_share)
+        return _one_in(i, self.fail_share)
+
+    def works_long(self, i: int) -> bool:
+        return _one_in(i, self.long_share)
+
+
+def _one_in(i: int, share: float) -> bool:
+    """Whether job ``i`` is one of a ``share`` of the jobs, spread evenly."""
+    return int((i + 1) * share) > int(i * share)
 
 
 class Submitter(threading.Thread):
@@ -105,7 +116,9 @@ class Submitter(threading.Thread):
 
     def _request(self, i: int) -> JobRequest:
         due = instant_of(self.load.due_ms(self.t0_ms, i))
-        params = {FAIL_UNTIL_ATTEMPT: 2} if self.load.fails_first(i) else {}
+        params: dict[str, int] = {FAIL_UNTIL_ATTEMPT: 2} if self.load.fails_first(i) else {}
+        if self.load.works_long(i):
+            params[WORK_MS] = self.load.long_work_ms
         return JobRequest(job_type=JOB_TYPE, owner=OWNER, run_at=due, params=params,
                           idempotency_key=self._key(i))  # fmt: skip
 

@@ -35,7 +35,7 @@ from jobstream._ops.faults.groups import pipeline_groups, wait_assigned
 from jobstream._ops.faults.journal import RUNS_DIR_ENV, read_runs
 from jobstream._ops.faults.load import Load, Submitter
 from jobstream._ops.faults.observer import EventsObserver
-from jobstream._ops.faults.scenarios import Scenario, Target
+from jobstream._ops.faults.scenarios import LONG_WORK_MS, Scenario, Target
 from jobstream._ops.faults.supervisor import Supervisor
 from jobstream._ops.faults.tally import histories, poison_tally, tally
 from jobstream._ops.kafka.ports import free_ports
@@ -157,11 +157,18 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     beat: tuple[str, ...] = ()
     if scenario.heartbeat_s:
         beat = ("--heartbeat", format_duration(round(scenario.heartbeat_s * 1000)))
+    if scenario.lease_s:  # the workers hold their runs' leases as the status processor does
+        beat += ("--lease", format_duration(round(scenario.lease_s * 1000)))
     parts = components(base, app=APP, job_types=(), lease_s=scenario.lease_s)
     parts += [worker(fault_app.JOB_TYPE, worker_id, base + 3 + i, app=APP,
                      concurrency=CONCURRENCY, extra=(*beat, "--isolation", scenario.isolation))
               for i, worker_id in enumerate(WORKERS)]  # fmt: skip
     parts = skewed(parts, dict(scenario.clocks))
+    workers_network = None
+    if scenario.cuts_worker:
+        workers_network = host.NetworkCut(f"jobstream-workers-{home.name}")
+        parts = [replace(part, launcher=workers_network.launcher(part.name))
+                 if part.name.startswith("worker-") else part for part in parts]  # fmt: skip
     if scenario.triggers:
         parts.append(Component("trigger-processor", ("trigger-processor", "--instance-id", "0"),
                                base + 10, YIELDING))  # fmt: skip
@@ -169,10 +176,12 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
     supervisor.restarts_workers = scenario.restarts_workers
     target = Target(supervisor, cluster, spare_port=base + 9, runs_dir=home / "runs",
                     state_dir=home / "state", settings=settings,
-                    outage_s=options.outage_s, map_items=options.map_items)  # fmt: skip
+                    outage_s=options.outage_s, map_items=options.map_items,
+                    workers_network=workers_network)  # fmt: skip
     fault = FaultThread(scenario, target)
     load = Load(options.jobs, round(options.window_s * 1000), round(options.lead_s * 1000),
-                scenario.fail_share)  # fmt: skip
+                scenario.fail_share, long_share=scenario.long_share,
+                long_work_ms=LONG_WORK_MS)  # fmt: skip
     say(f"{scenario.name}: starting the pipeline ({len(parts)} processes, logs in {stack.logs})")
     observer: EventsObserver | None = None
     submitter: Submitter | None = None
@@ -203,6 +212,8 @@ def _run(scenario: Scenario, options: RunOptions, settings: Settings, cluster: F
             fault.join(180)
         supervisor.check_exits()
         supervisor.stop()
+        if workers_network is not None:
+            workers_network.close()
         if observer is not None:
             observer.close()
     runs = read_runs(home / "runs")

@@ -30,6 +30,8 @@ from pathlib import Path
 from jobstream._ops.faults import host, triggers, workflows
 from jobstream._ops.faults.app import JOB_TYPE, POISON
 from jobstream._ops.faults.cluster import FaultCluster
+from jobstream._ops.faults.host import NetworkCut
+from jobstream._ops.faults.journal import machine_now_ms
 from jobstream._ops.faults.supervisor import Supervisor
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
@@ -47,7 +49,13 @@ KILL_HEARTBEAT_S = 1.0
 PAUSE_LEASE_S = 10.0
 PAUSE_HEARTBEAT_S = 2.0
 PAUSE_S = PAUSE_LEASE_S + 5.0
-"""How long a paused worker stays stopped: past its lease, and past its group session."""
+"""How long a paused (or cut off) worker stays stopped: past its lease, and past its group
+session."""
+LONG_SHARE = 0.02
+LONG_WORK_MS = 10_000
+"""In the scenarios that stop a worker mid-run, 1 job in 50 works 10 s in steps, each step
+only while its run holds its lease (ops/faults/app.py): a worker stopped with such a run
+must not work on once its retry has started elsewhere."""
 REPLACEMENT_WORKER = "faults-9"
 DISK_FULL_S = 20.0
 """How long the state folder's disk stays full."""
@@ -120,6 +128,8 @@ class Target:
     trigger_jobs: dict[str, int] = field(default_factory=dict)
     """The job of every matching source record of the trigger scenario (job id -> its
     record delivered at): they must end as the load's do."""
+    workers_network: NetworkCut | None = None
+    """The workers' cgroups, in a scenario that cuts one off (``cuts_worker``)."""
 
     def outage(self, default_s: float) -> float:
         return default_s if self.outage_s is None else self.outage_s
@@ -143,6 +153,11 @@ class Scenario:
     heartbeat_s: float | None = None
     fail_share: float = 0.0
     """Share of jobs whose first attempt fails on purpose, to give retries in flight."""
+    long_share: float = 0.0
+    """Share of jobs that work :data:`LONG_WORK_MS` in steps: no two runs of one may
+    overlap."""
+    cuts_worker: bool = False
+    """The workers start in cgroups of their own, so that one can be cut off the network."""
     clocks: tuple[tuple[str, int], ...] = ()
     """Components whose host clock is off from the start: (name, offset in ms)."""
     state_disk_mb: int | None = None
@@ -270,7 +285,36 @@ def _pause_and_resume(target: Target, name: str) -> None:
 
 
 def pause_worker(target: Target) -> None:
-    _pause_and_resume(target, busy_worker(target))
+    _pause_and_resume(target, worker_in_a_long_run(target))
+
+
+def worker_in_a_long_run(target: Target) -> str:
+    """A worker that began a long run (ops/faults/app.py, ``work_ms``) less than half of
+    one ago, so that the fault strikes it mid-run; after RUN_WAIT_S without one, the
+    busy worker (:func:`busy_worker`)."""
+    workers = target.stack.workers()
+    deadline = time.monotonic() + RUN_WAIT_S
+    while time.monotonic() < deadline:
+        for name, worker_id in sorted(workers.items()):
+            began = target.runs_dir / f"working-{worker_id}.txt"
+            lines = began.read_text().split() if began.exists() else []
+            if lines and machine_now_ms() - int(lines[-1]) < LONG_WORK_MS / 2:
+                return name
+        time.sleep(0.05)
+    target.note(f"no worker in a long run within {RUN_WAIT_S:.0f} s")
+    return busy_worker(target)
+
+
+def cut_off_worker(target: Target) -> None:
+    """Cut the busy worker off the network for PAUSE_S: it runs on, but none of its
+    heartbeats reaches the brokers."""
+    assert target.workers_network is not None, "a scenario that cuts a worker starts them in cgroups"
+    name = worker_in_a_long_run(target)
+    target.workers_network.cut(name)
+    target.note(f"{name} cut off the network (every packet it sends dropped)")
+    time.sleep(PAUSE_S)
+    target.workers_network.heal(name)
+    target.note(f"{name} back on the network")
 
 
 TIMER_STATE = "*jobstream.timers.*"
@@ -428,7 +472,13 @@ SCENARIOS: dict[str, Scenario] = {scenario.name: scenario for scenario in (
       for name in ("timers", "status-processor", "retry-router")),
     Scenario("pause-worker", f"SIGSTOP {_AFTER_A_RUN}, for {PAUSE_S:.0f} s (lease "
              f"{PAUSE_LEASE_S:.0f} s, heartbeat {PAUSE_HEARTBEAT_S:.0f} s), then SIGCONT: a "
-             "zombie.", pause_worker, lease_s=PAUSE_LEASE_S, heartbeat_s=PAUSE_HEARTBEAT_S),
+             "zombie, which must stop its runs itself.", pause_worker, lease_s=PAUSE_LEASE_S,
+             heartbeat_s=PAUSE_HEARTBEAT_S, long_share=LONG_SHARE),
+    Scenario("cut-off-worker", f"Cut {_AFTER_A_RUN} off the network for {PAUSE_S:.0f} s "
+             f"(lease {PAUSE_LEASE_S:.0f} s, heartbeat {PAUSE_HEARTBEAT_S:.0f} s): its runs go "
+             "on, unheard, and must stop before their retries start.", cut_off_worker,
+             lease_s=PAUSE_LEASE_S, heartbeat_s=PAUSE_HEARTBEAT_S, long_share=LONG_SHARE,
+             cuts_worker=True),
     Scenario("kill-broker", "SIGKILL the Kafka node leading most partitions (of 3), start "
              f"it again {BROKER_DOWN_S:.0f} s later.", kill_broker, nodes=3),
     Scenario("pause-broker", "SIGSTOP the Kafka node leading most partitions (of 3) for "

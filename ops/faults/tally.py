@@ -13,6 +13,8 @@ instant the reader saw it), the handler-side record of runs, and when the fault 
   next attempt runs again what that run may have done); *unflagged*: jobs run more than
   once without either, the runs nobody was told of.
 - *start lateness*: a job's first STARTED ``at_ms`` minus its due time.
+- *overlapping runs*: jobs two of whose runs worked at once, by the handler-side record
+  of a long run's first and last step (a zombie working on beside its retry).
 - *started early*: jobs whose handler began (by the machine's clock, the handler-side
   record) more than :data:`EARLY_BOUND_MS` before their due time; *earliest start*: the
   least of those differences over every job (negative: before its instant).
@@ -72,6 +74,7 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
     unflagged = sorted(twice - flagged)
     late = sorted(first_start[j] - due[j] for j in first_start)
     earliest = earliest_starts(runs, due)
+    overlapping = overlapping_runs(runs, due)
     early = sorted(job_id for job_id, ahead in earliest.items() if ahead < -EARLY_BOUND_MS)
     stall_ms, stall_from = longest_stall(due, first_end, until_ms)
     after = [t for t in first_end.values() if fault_ms is not None and t >= fault_ms]
@@ -79,7 +82,8 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
     lateness = {"p50": _quantile(late, 0.5), "p99": _quantile(late, 0.99),
                 "max": late[-1] if late else None}  # fmt: skip
     shown = {"lost": lost, "unflagged": unflagged, "run_more_than_once": sorted(twice),
-             "flagged": sorted(flagged), "started_early": early}  # fmt: skip
+             "flagged": sorted(flagged), "started_early": early,
+             "overlapping_runs": overlapping}  # fmt: skip
     return {
         "submitted": len(due),
         "ended": len(first_end),
@@ -91,6 +95,7 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
         "disturbed": len(disturbed),
         "lost_leases": len(lost_leases),
         "start_lateness_ms": lateness,
+        "overlapping_runs": len(overlapping),
         "started_early": len(early),
         "earliest_start_ms": min(earliest.values(), default=None),
         "stall_ms": stall_ms,
@@ -179,6 +184,20 @@ def run_more_than_once(runs: Iterable[Run], due: Mapping[str, int]) -> set[str]:
             succeeded[run.job_id].add(run.execution_id)
     twice = {job_id for (job_id, _), n in per_execution.items() if n > 1}
     return twice | {job_id for job_id, executions in succeeded.items() if len(executions) > 1}
+
+
+def overlapping_runs(runs: Iterable[Run], due: Mapping[str, int]) -> list[str]:
+    """Jobs two of whose recorded runs worked at once (machine clock, first to last step)."""
+    spans: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
+    for run in runs:
+        if run.job_id in due and run.machine_start_ms is not None and run.machine_end_ms is not None:
+            spans[run.job_id].append((run.machine_start_ms, run.machine_end_ms))
+    found = []
+    for job_id, worked in spans.items():
+        worked.sort()
+        if any(later[0] < earlier[1] for earlier, later in zip(worked, worked[1:])):
+            found.append(job_id)
+    return sorted(found)
 
 
 def earliest_starts(runs: Iterable[Run], due: Mapping[str, int]) -> dict[str, int]:

@@ -72,6 +72,7 @@ PROCESS_FAULTS = (
     "pause-status-processor",
     "pause-retry-router",
     "pause-worker",
+    "cut-off-worker",
 )
 """The scenarios of test_process_faults.py; test_poison_faults.py has the poison ones,
 test_broker_and_host_faults.py the others (but those COVERED by one of them). Modules
@@ -121,6 +122,8 @@ def assert_scenario_holds(name: str, tmp_path: Path, shared: FaultCluster | None
     assert result["started_early"] == 0, evidence(result)  # nothing before its instant
     if SCENARIOS[name].clocks:  # a lease runs on the status processor's clock, whatever it says
         assert result["lost_leases"] == 0, evidence(result)
+    if SCENARIOS[name].long_share:  # a worker stopped mid-run stops its runs itself
+        assert result["overlapping_runs"] == 0, evidence(result)
     flows = result.get("workflows")
     if flows is not None:  # every job of its workflows ended, each join in item order
         assert flows["submitted"] > 0 and flows["lost"] == 0, evidence(result)

@@ -53,9 +53,9 @@ def test_the_registry_holds_every_scenario_and_the_broker_ones_need_3_nodes() ->
         "kill-timers", "kill-status-processor", "kill-retry-router", "kill-worker",
         "kill-worker-replaced", "kill-worker-for-good", "corrupt-timer-state",
         "delete-timer-state", "full-state-disk", "skew-clocks", "pause-timers",
-        "pause-status-processor", "pause-retry-router", "pause-worker", "kill-broker",
-        "pause-broker", "cut-off-broker", "poison-kill", "poison-kill-mid-run", "poison-hang",
-        "poison-cancel", "workflows", "triggers",
+        "pause-status-processor", "pause-retry-router", "pause-worker", "cut-off-worker",
+        "kill-broker", "pause-broker", "cut-off-broker", "poison-kill", "poison-kill-mid-run",
+        "poison-hang", "poison-cancel", "workflows", "triggers",
     }  # fmt: skip
     broker = {name for name, scenario in SCENARIOS.items() if scenario.nodes == 3}
     assert broker == {"kill-broker", "pause-broker", "cut-off-broker", "triggers"}

@@ -43,6 +43,22 @@ def test_a_handler_begun_before_its_instant_by_the_machines_clock_started_early(
     assert result["earliest_start_ms"] == -1_000  # its first run counts, not its retry
 
 
+def test_two_runs_of_a_job_working_at_once_overlap() -> None:
+    def long_run(job: str, execution: str, first: int, last: int) -> Run:
+        return Run(job, execution, 1, "w0", first, last, 1, True, machine_start_ms=first,
+                   machine_end_ms=last)  # fmt: skip
+
+    due = {"zombie": 0, "stopped-in-time": 0, "once": 0}
+    runs = [long_run("zombie", "e1", 1_000, 9_000), long_run("zombie", "e2", 8_000, 14_000),
+            long_run("stopped-in-time", "e1", 1_000, 3_000),
+            long_run("stopped-in-time", "e2", 8_000, 14_000),
+            long_run("once", "e1", 1_000, 7_000), run("once", "e1")]  # fmt: skip
+    events = [seen("SUCCEEDED", job, 15_000) for job in due]
+    result = tally(due, events, runs, fault_ms=None, until_ms=20_000)
+    assert result["overlapping_runs"] == 1
+    assert result["ids"]["overlapping_runs"] == ["zombie"]
+
+
 def test_dead_lettered_jobs_have_ended() -> None:
     events = [seen("DEAD_LETTERED", "a", 1500)]
     result = tally({"a": 1000}, events, [], fault_ms=None, until_ms=2000)
