@@ -177,10 +177,9 @@ class Mirror:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         self.flow_file.write_text(json.dumps(flow.__dict__, indent=2))
         self.properties.write_text(mm2_properties(flow))
-        command = [
-            jars.java_executable(), f"-Xmx{flow.heap_mb}m", *jars_flags(self.home / "logs"),
-            "-cp", jars.classpath(), MAIN_CLASS, str(self.properties), "--clusters", flow.target,
-        ]  # fmt: skip
+        # It logs into logs/server.log, through the brokers' log4j2 file.
+        command = jars.java_command(MAIN_CLASS, str(self.properties), "--clusters", flow.target,
+                                    logs=self.home / "logs", heap_mb=flow.heap_mb)  # fmt: skip
         with open(self.home / "logs" / "stdout.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL,
@@ -229,11 +228,6 @@ class Mirror:
             if path.exists():
                 texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
         return "\n".join(texts[-lines:]) or "(no log output)"
-
-
-def jars_flags(logs: Path) -> list[str]:
-    """Where the MirrorMaker logs: ``logs/server.log``, through the brokers' log4j2 file."""
-    return [f"-Dkafka.logs.dir={logs}", f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}"]
 
 
 def healthy(states: Mapping[str, str]) -> bool:
