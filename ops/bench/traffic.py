@@ -28,7 +28,6 @@ from typing import Any
 
 import typer
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 from rich.table import Table
 
 from jobstream._ops.bench import options
@@ -134,8 +133,7 @@ def log_bytes(data_dirs: list[Path], topic: str) -> int | None:
 
 
 def count_all(settings: Settings, data_dirs: list[Path]) -> dict[str, Traffic]:
-    config: dict[str, Any] = {**settings.kafka_config}
-    admin = AdminClient(config)
+    admin = clients.admin_client(settings.kafka_config)
     found = admin.list_topics(timeout=10).topics
     counted = {}
     for name in sorted(n for n in found if n.startswith(settings.topic_prefix)):

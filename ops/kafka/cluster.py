@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.secure import ADMIN_USER, Security
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -257,8 +256,7 @@ class LocalCluster:
         expected = {n.node_id for n in (brokers or layout.nodes)}
         deadline = time.monotonic() + timeout_s
         # librdkafka's connection-refused lines while the broker starts are noise: log level 0.
-        admin_config: dict[str, Any] = {**self.client_config(layout), "log_level": 0}
-        admin = AdminClient(admin_config)
+        admin = clients.admin_client(self.client_config(layout), quiet=True)
         seen: set[int] = set()
         while time.monotonic() < deadline:
             for node in layout.nodes:

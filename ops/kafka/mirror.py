@@ -36,6 +36,7 @@ from confluent_kafka.admin import AdminClient
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.cluster import _alive
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.tenancy import owner_of_topic
 
 log = logging.getLogger(__name__)
@@ -320,8 +321,8 @@ def offsets_not_synced(flow: Flow, timeout_s: float = 10.0) -> list[str]:
     topic[partition]``): [] once a pipeline stopped on the source may start on the
     target where it left off. A translated offset may stop before a commit marker, which
     the target does not have: one short of the end is caught up when the source's was."""
-    source = AdminClient({"bootstrap.servers": flow.source_bootstrap, "log_level": 0})
-    target = AdminClient({"bootstrap.servers": flow.target_bootstrap, "log_level": 0})
+    source = clients.admin_client(flow.source_bootstrap, quiet=True)
+    target = clients.admin_client(flow.target_bootstrap, quiet=True)
     listed = source.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
     pattern = re.compile(flow.groups)
     groups = sorted(g.group_id for g in listed.valid if pattern.fullmatch(g.group_id))
@@ -366,7 +367,7 @@ def rewind_group(bootstrap: str, group: str, topics: Sequence[str], to_ms: int,
     group's offset; the partitions moved. The group must have no member: a standby's,
     before its pipeline starts, so that the timers read again what was submitted, retried
     or passed through an owner's door just before the loss (ADR 0012)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = clients.admin_client(bootstrap, quiet=True)
     committed = _group_offsets(admin, group, timeout_s)
     consumer = _reader(bootstrap)
     moved = []
@@ -410,7 +411,7 @@ def _read_all(bootstrap: str, topic: str,
               timeout_s: float) -> list[tuple[bytes, bytes | None, int]]:  # fmt: skip
     """Every record of ``topic`` up to its end now, as (key, value, timestamp ms); []
     when it does not exist."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = clients.admin_client(bootstrap, quiet=True)
     try:
         metadata = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
     except KafkaException as exc:
