@@ -35,8 +35,9 @@ from confluent_kafka.admin import AdminClient
 
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.cluster import _alive
-from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.errors import BrokerError, ConfigurationError
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.tenancy import owner_of_topic
 
 log = logging.getLogger(__name__)
@@ -401,42 +402,23 @@ def _group_offsets(admin: AdminClient, group: str,
     return {(tp.topic, tp.partition): tp for tp in partitions}
 
 
-def _reader(bootstrap: str) -> Consumer:
+def _reader(bootstrap: str, **overrides: str | int | bool) -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": "jobstream-mirror-probe",
                      "enable.auto.commit": False, "isolation.level": "read_committed",
-                     "log_level": 0})  # fmt: skip
+                     "log_level": 0, **overrides})  # fmt: skip
 
 
 def _read_all(bootstrap: str, topic: str,
               timeout_s: float) -> list[tuple[bytes, bytes | None, int]]:  # fmt: skip
-    """Every record of ``topic`` up to its end now, as (key, value, timestamp ms); []
-    when it does not exist."""
-    admin = clients.admin_client(bootstrap, quiet=True)
+    """Every record of ``topic`` up to its end now (as far as ``timeout_s`` allows), as
+    (key, value, timestamp ms); [] when it does not exist."""
     try:
-        metadata = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        scan = TopicScan(_reader(bootstrap, **{"enable.partition.eof": True}), topic,
+                         timeout_s=timeout_s)  # fmt: skip
+    except ConfigurationError:
+        return []
     except KafkaException as exc:
         raise BrokerError(f"{bootstrap} did not answer: {exc}") from None
-    if metadata is None or metadata.error is not None:
-        return []
-    consumer = _reader(bootstrap)
-    try:
-        ends = {}
-        for p in metadata.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=timeout_s, cached=False)  # fmt: skip
-            if high > low:
-                ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        records: list[tuple[bytes, bytes | None, int]] = []
-        deadline = time.monotonic() + timeout_s
-        while ends and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.2):
-                if message.error() is None:
-                    records.append((message.key() or b"", message.value(),
-                                    message.timestamp()[1]))  # fmt: skip
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if tp.offset >= ends[tp.partition]:
-                    ends.pop(tp.partition)
-        return records
-    finally:
-        consumer.close()
+    with scan:
+        return [(message.key() or b"", message.value(), message.timestamp()[1])
+                for batch in scan for message in batch]  # fmt: skip
