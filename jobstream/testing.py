@@ -56,6 +56,7 @@ import orjson
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.model.cancel import CancelRequest
 from jobstream._pipeline.model.labels import STEP_LABEL
 from jobstream._pipeline.model.lifecycle import LifecycleKind
@@ -79,12 +80,7 @@ from jobstream._pipeline.worker.context import JobContext, ParentResult, Report
 from jobstream._pipeline.worker.driver import WorkerDriver
 from jobstream._pipeline.worker.outcomes import RUN_ENDS
 from jobstream._pipeline.worker.progress import ProgressReport
-from jobstream._pipeline.worker.results import (
-    CONTENT_TYPE_HEADER,
-    EXECUTION_HEADER,
-    JSON,
-    header,
-)
+from jobstream._pipeline.worker.results import CONTENT_TYPE_HEADER, EXECUTION_HEADER, JSON
 from jobstream._pipeline.worker.runlogs import DROPPED_HEADER, decode_lines
 from jobstream._pipeline.workflows.members import SPAWNED_BY_LABEL
 

@@ -15,14 +15,10 @@ from dataclasses import dataclass
 from jobstream._connectors.views.query import result_location
 from jobstream._connectors.views.store import ViewStore
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.kafka.scan import read_at
 from jobstream._pipeline.topics import Topics
-from jobstream._pipeline.worker.results import (
-    CONTENT_TYPE_HEADER,
-    EXECUTION_HEADER,
-    OCTET_STREAM,
-    header,
-)
+from jobstream._pipeline.worker.results import CONTENT_TYPE_HEADER, EXECUTION_HEADER, OCTET_STREAM
 
 
 @dataclass(frozen=True, slots=True)

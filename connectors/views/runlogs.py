@@ -14,9 +14,10 @@ from typing import Any
 from jobstream._connectors.views.query import logs_location
 from jobstream._connectors.views.store import ViewStore
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.kafka.scan import read_at
 from jobstream._pipeline.topics import Topics
-from jobstream._pipeline.worker.results import EXECUTION_HEADER, header
+from jobstream._pipeline.worker.results import EXECUTION_HEADER
 from jobstream._pipeline.worker.runlogs import DROPPED_HEADER, decode_lines
 
 

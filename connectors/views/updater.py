@@ -30,13 +30,14 @@ from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, JobstreamError, ValidationError
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.kafka.watermarks import watermarks
 from jobstream._pipeline.model.records import JobSubmitted, ScheduleChanged
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.serde import Event, decode_status, make_serde
 from jobstream._pipeline.timers.intake import Workflow, checked
 from jobstream._pipeline.topics import Topics
-from jobstream._pipeline.worker.results import EXECUTION_HEADER, header
+from jobstream._pipeline.worker.results import EXECUTION_HEADER
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from jobstream._ops.kafka.cluster import Layout, LocalCluster
 from jobstream._ops.kafka.warmup import WARM_UP_S, warm_up
@@ -106,7 +105,7 @@ def delete_run_topics(settings: Settings) -> None:
     results stand without it. Listing and deleting wait 10 s each at most, so that a run
     stopped by SIGTERM ends soon after its processes; a deletion the broker has not
     finished by then goes on without the run."""
-    admin = AdminClient(dict(settings.kafka_config))
+    admin = clients.admin_client(settings.kafka_config)
     try:
         names = [name for name in admin.list_topics(timeout=_ADMIN_TIMEOUT_S).topics
                  if name.startswith(settings.topic_prefix)]  # fmt: skip

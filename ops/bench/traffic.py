@@ -20,15 +20,12 @@ job", records a run.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 from rich.table import Table
 
 from jobstream._ops.bench import options
@@ -39,6 +36,8 @@ from jobstream._ops.bench.report import console, load_average, progress_bar, wri
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import header_pairs
+from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.serde.peek import lifecycle_kind
 
 WRITERS = {
@@ -83,31 +82,22 @@ class Traffic:
     """Per kind of record (see :func:`kind_of`), its records and their payload bytes."""
 
 
-def count_topic(settings: Settings, topic: str, partitions: int) -> Traffic:
+def count_topic(settings: Settings, topic: str) -> Traffic:
     """Every committed record of ``topic`` from its start, counted (not decoded)."""
-    consumer = clients.consumer(settings, f"traffic-{uuid.uuid4().hex[:8]}")
-    owned = [TopicPartition(topic, p, 0) for p in range(partitions)]
-    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10) for tp in owned}
-    traffic = Traffic(offsets=sum(high - low for low, high in ends.values()))
     kinds: Counter[str] = Counter()
     kind_bytes: Counter[str] = Counter()
-    consumer.assign(owned)
-    try:
-        while any(p.offset < ends[p.partition][1] for p in consumer.position(owned)
-                  if ends[p.partition][1] > 0):  # fmt: skip
-            for message in consumer.consume(10_000, timeout=0.5):
-                if message.error() is not None:
-                    continue
+    with TopicScan(settings, topic) as scan:
+        traffic = Traffic(offsets=scan.total)
+        for batch in scan:
+            for message in batch:
                 value, key = message.value() or b"", message.key() or b""
-                headers: list[Any] = list(message.headers() or [])
+                headers = header_pairs(message)
                 traffic.records += 1
-                size = len(key) + len(value) + sum(len(k) + len(v or b"") for k, v in headers)
+                size = len(key) + len(value) + sum(len(k) + len(v) for k, v in headers)
                 traffic.payload_bytes += size
                 kind = kind_of(topic, key, value)
                 kinds[kind] += 1
                 kind_bytes[kind] += size
-    finally:
-        consumer.close()
     if len(kinds) > 1 or "" not in kinds:
         traffic.kinds = {str(kind): (n, kind_bytes[kind]) for kind, n in kinds.items()}
     return traffic
@@ -134,12 +124,11 @@ def log_bytes(data_dirs: list[Path], topic: str) -> int | None:
 
 
 def count_all(settings: Settings, data_dirs: list[Path]) -> dict[str, Traffic]:
-    config: dict[str, Any] = {**settings.kafka_config}
-    admin = AdminClient(config)
+    admin = clients.admin_client(settings.kafka_config)
     found = admin.list_topics(timeout=10).topics
     counted = {}
     for name in sorted(n for n in found if n.startswith(settings.topic_prefix)):
-        traffic = count_topic(settings, name, len(found[name].partitions))
+        traffic = count_topic(settings, name)
         traffic.log_bytes = log_bytes(data_dirs, name)
         counted[name.removeprefix(settings.topic_prefix)] = traffic
     return counted

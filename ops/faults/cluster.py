@@ -13,9 +13,6 @@ import logging
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka.admin import AdminClient
 
 from jobstream._ops.faults.host import NetworkCut
 from jobstream._ops.faults.pauses import Pauses
@@ -23,6 +20,7 @@ from jobstream._ops.kafka.cluster import Layout, LocalCluster
 from jobstream._ops.kafka.ports import free_base_port
 from jobstream._ops.kafka.secure import ADMIN_USER
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +100,7 @@ class FaultCluster:
     def busiest_node(self) -> int:
         """The node leading the most partitions (the internal topics' included, so the
         group and transaction coordinators count): the one whose loss moves most."""
-        config: dict[str, Any] = {**self.local.client_config(self.layout), "logger": log}
-        admin = AdminClient(config)
+        admin = clients.admin_client(self.local.client_config(self.layout))
         leaders: Counter[int] = Counter()
         for topic in admin.list_topics(timeout=30).topics.values():
             leaders.update(p.leader for p in topic.partitions.values() if p.leader >= 0)

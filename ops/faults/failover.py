@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
 from jobstream._ops.faults.journal import read_runs
 from jobstream._ops.faults.load import Load, Submitter
 from jobstream._ops.faults.observer import EventsObserver, Seen
@@ -50,7 +48,7 @@ from jobstream._ops.kafka.mirror import (
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
-from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.topics import Topics
 
@@ -314,33 +312,19 @@ def distinct(seen: Iterable[Seen]) -> list[Seen]:
 
 
 def submitted_ids(settings: Settings, timeout_s: float = 30.0) -> set[str]:
-    """The job ids of every JobSubmitted on ``settings``' jobs.intake now."""
-    topic = Topics(settings).intake
+    """The job ids of every JobSubmitted on ``settings``' jobs.intake now (as far as
+    ``timeout_s`` allows)."""
     _, deserialize = make_serde(settings.schema_registry_url)
-    group = f"{settings.topic_prefix}faults-intake-{uuid.uuid4().hex[:6]}"
-    consumer = clients.consumer(settings, group)
-    try:
-        partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
-        ends = {}
-        for p in partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-            if high > 0:
-                ends[p] = high
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        found: set[str] = set()
-        deadline = time.monotonic() + timeout_s
-        while ends and time.monotonic() < deadline:
-            for message in consumer.consume(10_000, timeout=0.2):
-                if message.error() is None and message.value():
-                    decoded = deserialize(message.value())
+    found: set[str] = set()
+    with TopicScan(settings, Topics(settings).intake, timeout_s=timeout_s) as scan:
+        for batch in scan:
+            for message in batch:
+                value = message.value()
+                if value:
+                    decoded = deserialize(value)
                     if decoded.name == "JobSubmitted":
                         found.add(str(decoded.data["job_id"]))
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if tp.offset >= ends[tp.partition]:
-                    ends.pop(tp.partition)
-        return found
-    finally:
-        consumer.close()
+    return found
 
 
 def _first_sent_after(load: Load, t0: int, since_ms: int) -> int:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import JobstreamError
+from jobstream._pipeline.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,7 @@ def pipeline_groups(settings: Settings, job_type: str, workers: int) -> dict[str
 def wait_assigned(settings: Settings, expected: dict[str, int], timeout_s: float) -> float:
     """Wait until each group is stable with its members all holding partitions; return
     the seconds waited. Raises naming the groups still short after ``timeout_s``."""
-    config: dict[str, Any] = {**settings.kafka_config, "logger": log}
-    admin = AdminClient(config)
+    admin = clients.admin_client(settings.kafka_config)
     started = time.monotonic()
     while True:
         short = _short(admin, expected)

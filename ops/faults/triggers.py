@@ -37,6 +37,7 @@ from jobstream._ops.faults.observer import Seen
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka.admin import ensure_topics
+from jobstream._pipeline.kafka.headers import header, header_bytes
 from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.topics import Topics, TopicSpec
 from jobstream._pipeline.triggers.engine import SOURCE_HEADER, TRIGGER_HEADER
@@ -170,10 +171,10 @@ def dead_letters(settings: Settings) -> Counter[str]:
     with TopicScan(settings, Topics(settings).triggers_dlq) as scan:
         for batch in scan:
             for message in batch:
-                headers = dict(message.headers() or [])
-                place = headers.get(SOURCE_HEADER)
-                if headers.get(TRIGGER_HEADER) == label and isinstance(place, bytes):
-                    found[place.decode()] += 1
+                headers = message.headers()
+                place = header(headers, SOURCE_HEADER)
+                if header_bytes(headers, TRIGGER_HEADER) == label and place is not None:
+                    found[place] += 1
     return found
 
 

@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.secure import ADMIN_USER, Security
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -202,11 +201,9 @@ class LocalCluster:
             layout = Layout.plan(nodes=nodes, port=port, heap_mb=heap_mb, secure=secure)
             self.home.mkdir(parents=True, exist_ok=True)
             layout.save(self.layout_file)
-        java = jars.java_executable()
-        classpath = jars.classpath()
         for node in layout.nodes:
             if self.pid(node) is None:
-                self._start_node(layout, node, java, classpath)
+                self._start_node(layout, node)
         self.wait_ready(layout, timeout_s=timeout_s)
         return layout
 
@@ -215,10 +212,10 @@ class LocalCluster:
         layout = self._require_layout()
         node = next(n for n in layout.nodes if n.node_id == node_id)
         if self.pid(node) is None:
-            self._start_node(layout, node, jars.java_executable(), jars.classpath())
+            self._start_node(layout, node)
         self.wait_ready(layout, timeout_s=timeout_s, brokers=self.running_nodes(layout))
 
-    def _start_node(self, layout: Layout, node: Node, java: str, classpath: str) -> None:
+    def _start_node(self, layout: Layout, node: Node) -> None:
         for port in (node.port, node.controller_port):
             _check_port_free(port)
         node_dir = self.node_dir(node)
@@ -226,26 +223,24 @@ class LocalCluster:
         properties = node_dir / "server.properties"
         security = self.security if layout.secure else None
         properties.write_text(server_properties(layout, node, node_dir, security))
-        logs_flags = [
-            f"-Dkafka.logs.dir={node_dir / 'logs'}",
-            f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}",
-        ]
+        logs = node_dir / "logs"
         if not (node_dir / "data" / "meta.properties").exists():
-            format_command = [
-                java, "-Xmx256m", *logs_flags, "-cp", classpath, "kafka.tools.StorageTool",
+            format_command = jars.java_command(
+                "kafka.tools.StorageTool",
                 # "=": an id may begin with "-", which would read as an option
                 "format", f"--cluster-id={layout.cluster_id}", "-c", str(properties),
                 "--ignore-formatted", *(security.format_arguments() if security else ()),
-            ]  # fmt: skip
+                logs=logs,
+            )  # fmt: skip
             result = subprocess.run(format_command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise BrokerError(
                     f"formatting node {node.node_id} failed:\n{result.stdout}{result.stderr}"
                 )
-        heap = f"-Xmx{layout.heap_mb}m"
         prefix = self.launcher(node) if self.launcher else ()
-        command = [*prefix, java, heap, f"-Xms{layout.heap_mb}m", *jvm_flags(), *logs_flags,
-                   "-cp", classpath, "kafka.Kafka", str(properties)]  # fmt: skip
+        command = [*prefix, *jars.java_command(
+            "kafka.Kafka", str(properties), logs=logs, heap_mb=layout.heap_mb,
+            jvm_flags=[f"-Xms{layout.heap_mb}m", *jvm_flags()])]  # fmt: skip
         with open(node_dir / "logs" / "stdout.log", "ab") as out:
             process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -261,8 +256,7 @@ class LocalCluster:
         expected = {n.node_id for n in (brokers or layout.nodes)}
         deadline = time.monotonic() + timeout_s
         # librdkafka's connection-refused lines while the broker starts are noise: log level 0.
-        admin_config: dict[str, Any] = {**self.client_config(layout), "log_level": 0}
-        admin = AdminClient(admin_config)
+        admin = clients.admin_client(self.client_config(layout), quiet=True)
         seen: set[int] = set()
         while time.monotonic() < deadline:
             for node in layout.nodes:

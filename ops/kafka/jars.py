@@ -9,12 +9,14 @@ consumer a test reads jobs.status with, as a Java client would).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from jobstream._pipeline.errors import BrokerError
@@ -54,11 +56,27 @@ def java_executable() -> str:
             "Java 17+ is needed to run the Kafka broker and was not found on PATH "
             "(Debian: apt-get install openjdk-17-jre-headless)"
         )
-    out = subprocess.run([candidate, "-version"], capture_output=True, text=True).stderr
+    _check_version(candidate)
+    return candidate
+
+
+@functools.cache
+def _check_version(java: str) -> None:
+    """Once a process per binary: a cluster's start launches a JVM or two per node."""
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     match = re.search(r'version "(\d+)', out)
     if match is None or int(match.group(1)) < 17:
-        raise BrokerError(f"Java 17+ is needed; {candidate} reports: {out.splitlines()[:1]}")
-    return candidate
+        raise BrokerError(f"Java 17+ is needed; {java} reports: {out.splitlines()[:1]}")
+
+
+def java_command(main_class: str, *arguments: str, logs: Path, heap_mb: int = 256,
+                 jvm_flags: Sequence[str] = ()) -> list[str]:  # fmt: skip
+    """The command line that runs ``main_class`` from the cached Kafka jars (fetched
+    first if need be), logging into ``logs`` (``server.log``) through the brokers'
+    log4j2 file; ``jvm_flags`` come after the heap's, so they may set it again."""
+    return [java_executable(), f"-Xmx{heap_mb}m", *jvm_flags, f"-Dkafka.logs.dir={logs}",
+            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", classpath(), main_class,
+            *arguments]  # fmt: skip
 
 
 def ensure_jars(version: str | None = None) -> Path:

@@ -35,7 +35,9 @@ from confluent_kafka.admin import AdminClient
 
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.cluster import _alive
-from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.errors import BrokerError, ConfigurationError
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.tenancy import owner_of_topic
 
 log = logging.getLogger(__name__)
@@ -177,10 +179,9 @@ class Mirror:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         self.flow_file.write_text(json.dumps(flow.__dict__, indent=2))
         self.properties.write_text(mm2_properties(flow))
-        command = [
-            jars.java_executable(), f"-Xmx{flow.heap_mb}m", *jars_flags(self.home / "logs"),
-            "-cp", jars.classpath(), MAIN_CLASS, str(self.properties), "--clusters", flow.target,
-        ]  # fmt: skip
+        # It logs into logs/server.log, through the brokers' log4j2 file.
+        command = jars.java_command(MAIN_CLASS, str(self.properties), "--clusters", flow.target,
+                                    logs=self.home / "logs", heap_mb=flow.heap_mb)  # fmt: skip
         with open(self.home / "logs" / "stdout.log", "ab") as out:
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL,
@@ -229,11 +230,6 @@ class Mirror:
             if path.exists():
                 texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
         return "\n".join(texts[-lines:]) or "(no log output)"
-
-
-def jars_flags(logs: Path) -> list[str]:
-    """Where the MirrorMaker logs: ``logs/server.log``, through the brokers' log4j2 file."""
-    return [f"-Dkafka.logs.dir={logs}", f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}"]
 
 
 def healthy(states: Mapping[str, str]) -> bool:
@@ -326,8 +322,8 @@ def offsets_not_synced(flow: Flow, timeout_s: float = 10.0) -> list[str]:
     topic[partition]``): [] once a pipeline stopped on the source may start on the
     target where it left off. A translated offset may stop before a commit marker, which
     the target does not have: one short of the end is caught up when the source's was."""
-    source = AdminClient({"bootstrap.servers": flow.source_bootstrap, "log_level": 0})
-    target = AdminClient({"bootstrap.servers": flow.target_bootstrap, "log_level": 0})
+    source = clients.admin_client(flow.source_bootstrap, quiet=True)
+    target = clients.admin_client(flow.target_bootstrap, quiet=True)
     listed = source.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
     pattern = re.compile(flow.groups)
     groups = sorted(g.group_id for g in listed.valid if pattern.fullmatch(g.group_id))
@@ -372,7 +368,7 @@ def rewind_group(bootstrap: str, group: str, topics: Sequence[str], to_ms: int,
     group's offset; the partitions moved. The group must have no member: a standby's,
     before its pipeline starts, so that the timers read again what was submitted, retried
     or passed through an owner's door just before the loss (ADR 0012)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = clients.admin_client(bootstrap, quiet=True)
     committed = _group_offsets(admin, group, timeout_s)
     consumer = _reader(bootstrap)
     moved = []
@@ -406,42 +402,23 @@ def _group_offsets(admin: AdminClient, group: str,
     return {(tp.topic, tp.partition): tp for tp in partitions}
 
 
-def _reader(bootstrap: str) -> Consumer:
+def _reader(bootstrap: str, **overrides: str | int | bool) -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": "jobstream-mirror-probe",
                      "enable.auto.commit": False, "isolation.level": "read_committed",
-                     "log_level": 0})  # fmt: skip
+                     "log_level": 0, **overrides})  # fmt: skip
 
 
 def _read_all(bootstrap: str, topic: str,
               timeout_s: float) -> list[tuple[bytes, bytes | None, int]]:  # fmt: skip
-    """Every record of ``topic`` up to its end now, as (key, value, timestamp ms); []
-    when it does not exist."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    """Every record of ``topic`` up to its end now (as far as ``timeout_s`` allows), as
+    (key, value, timestamp ms); [] when it does not exist."""
     try:
-        metadata = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        scan = TopicScan(_reader(bootstrap, **{"enable.partition.eof": True}), topic,
+                         timeout_s=timeout_s)  # fmt: skip
+    except ConfigurationError:
+        return []
     except KafkaException as exc:
         raise BrokerError(f"{bootstrap} did not answer: {exc}") from None
-    if metadata is None or metadata.error is not None:
-        return []
-    consumer = _reader(bootstrap)
-    try:
-        ends = {}
-        for p in metadata.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p),
-                                                       timeout=timeout_s, cached=False)  # fmt: skip
-            if high > low:
-                ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        records: list[tuple[bytes, bytes | None, int]] = []
-        deadline = time.monotonic() + timeout_s
-        while ends and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=0.2):
-                if message.error() is None:
-                    records.append((message.key() or b"", message.value(),
-                                    message.timestamp()[1]))  # fmt: skip
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if tp.offset >= ends[tp.partition]:
-                    ends.pop(tp.partition)
-        return records
-    finally:
-        consumer.close()
+    with scan:
+        return [(message.key() or b"", message.value(), message.timestamp()[1])
+                for batch in scan for message in batch]  # fmt: skip

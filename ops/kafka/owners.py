@@ -13,10 +13,10 @@ import logging
 from collections.abc import Mapping
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from jobstream._ops.kafka.principals import Role, apply_acls, upsert_users
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.tenancy import owner_of_topic
 from jobstream._pipeline.topics import Topics
@@ -43,7 +43,7 @@ def add_owner(kafka_config: Mapping[str, str | int], topics: Topics, owner: str,
 
 def _partitions(kafka_config: Mapping[str, str | int], topic: str, timeout_s: float) -> int:
     """How many partitions ``topic`` has now."""
-    admin = AdminClient({**kafka_config, "log_level": 0})
+    admin = clients.admin_client(kafka_config, quiet=True)
     try:
         found = admin.list_topics(topic, timeout=timeout_s).topics.get(topic)
     except KafkaException as exc:  # no metadata within the timeout
@@ -56,7 +56,7 @@ def _partitions(kafka_config: Mapping[str, str | int], topic: str, timeout_s: fl
 def owners(kafka_config: Mapping[str, str | int], topics: Topics, *,
            timeout_s: float = 30.0) -> list[str]:  # fmt: skip
     """The owners that have an intake topic of their own, by name."""
-    admin = AdminClient({**kafka_config, "log_level": 0})
+    admin = clients.admin_client(kafka_config, quiet=True)
     try:
         names = admin.list_topics(timeout=timeout_s).topics
     except KafkaException as exc:  # no metadata within the timeout

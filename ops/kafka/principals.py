@@ -19,7 +19,6 @@ from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
@@ -29,6 +28,7 @@ from confluent_kafka.admin import (
 
 from jobstream._ops.kafka.acls import ROLES, Grant, grants, owner_grants, principal
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.tenancy import owner_principal
 from jobstream._pipeline.topics import Topics
 
@@ -84,7 +84,7 @@ def apply_acls(kafka_config: Mapping[str, str | int], topics: Topics, roles: Ite
                *, timeout_s: float = 30.0) -> int:  # fmt: skip
     """Create every role's ACLs; the number of bindings."""
     wanted = [b for r in roles for b in bindings(r.user, r.grants(topics))]
-    admin = AdminClient({**kafka_config, "log_level": 0})
+    admin = clients.admin_client(kafka_config, quiet=True)
     futures = admin.create_acls(wanted, request_timeout=timeout_s)
     _results(futures, "creating ACLs", timeout_s)
     log.info("acls applied bindings=%d", len(wanted))
@@ -95,7 +95,7 @@ def upsert_users(kafka_config: Mapping[str, str | int], passwords: Mapping[str, 
                  *, timeout_s: float = 30.0) -> None:  # fmt: skip
     """Give each user its SCRAM-SHA-512 credential (made, or replaced)."""
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, SCRAM_ITERATIONS)
-    admin = AdminClient({**kafka_config, "log_level": 0})
+    admin = clients.admin_client(kafka_config, quiet=True)
     futures = admin.alter_user_scram_credentials(
         [UserScramCredentialUpsertion(user, info, password.encode())
          for user, password in passwords.items()], request_timeout=timeout_s)  # fmt: skip

@@ -23,6 +23,7 @@ from pathlib import Path
 import orjson
 
 from jobstream._ops.kafka import jars
+from jobstream._ops.kafka.java_client import java_properties
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import BrokerError, ValidationError
@@ -124,30 +125,6 @@ def parse_described(text: str) -> list[ClientQuota]:
     return found
 
 
-def java_properties(kafka_config: Mapping[str, str | int]) -> str:
-    """A Java client's properties file equivalent to librdkafka's security settings:
-    protocol, SASL (SCRAM or PLAIN) and the CA to trust. BrokerError for settings it cannot
-    carry over (mutual TLS: ConfigCommand then needs a keystore of its own)."""
-    protocol = str(kafka_config.get("security.protocol", "PLAINTEXT")).upper()
-    lines = {"security.protocol": protocol}
-    if "SASL" in protocol:
-        mechanism = str(kafka_config.get("sasl.mechanism", "PLAIN")).upper()
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")  # fmt: skip
-        user, password = kafka_config.get("sasl.username"), kafka_config.get("sasl.password")
-        lines["sasl.mechanism"] = mechanism
-        lines["sasl.jaas.config"] = (f'{module} required username="{user}" '
-                                     f'password="{password}";')  # fmt: skip
-    if "SSL" in protocol:
-        if kafka_config.get("ssl.certificate.location"):
-            raise BrokerError("client quotas are set with Kafka's Java tools, which cannot "
-                              "use librdkafka's ssl.certificate.location: run as a SASL user")
-        if kafka_config.get("ssl.ca.location"):
-            lines["ssl.truststore.type"] = "PEM"
-            lines["ssl.truststore.location"] = str(kafka_config["ssl.ca.location"])
-    return "".join(f"{key}={value}\n" for key, value in lines.items())
-
-
 def config_command(settings: Settings, arguments: Sequence[str], *,
                    timeout_s: float = TIMEOUT_S) -> str:  # fmt: skip
     """Run ConfigCommand against the settings' cluster as their principal; its output.
@@ -156,11 +133,10 @@ def config_command(settings: Settings, arguments: Sequence[str], *,
         properties = Path(folder) / "client.properties"
         properties.touch(mode=0o600)
         properties.write_text(java_properties(settings.kafka_config))
-        command = [jars.java_executable(), "-Xmx256m", "-cp", jars.classpath(),
-                   f"-Dlog4j2.configurationFile={jars.LOG4J2_CONFIG}",
-                   f"-Dkafka.logs.dir={folder}",  # its log, gone with the folder
-                   "kafka.admin.ConfigCommand", "--bootstrap-server", settings.bootstrap_servers,
-                   "--command-config", str(properties), *arguments]  # fmt: skip
+        # Its log goes into the folder, and with it.
+        command = jars.java_command(
+            "kafka.admin.ConfigCommand", "--bootstrap-server", settings.bootstrap_servers,
+            "--command-config", str(properties), *arguments, logs=Path(folder))
         try:
             run = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:

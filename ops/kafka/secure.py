@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobstream._ops.kafka.java_client import PLAIN_LOGIN, SCRAM_LOGIN, java_properties
 from jobstream._ops.kafka.tls import TlsFiles, tls_files
 
 SCRAM = "SCRAM-SHA-512"
@@ -73,8 +74,6 @@ class Security:
         PLAINTEXT listeners of an open one."""
         tls = self.tls()
         broker = self.password(BROKER_USER)
-        scram_login = "org.apache.kafka.common.security.scram.ScramLoginModule"
-        plain_login = "org.apache.kafka.common.security.plain.PlainLoginModule"
         return {
             "listeners": f"{CLIENT_LISTENER}://127.0.0.1:{port},"
                          f"CONTROLLER://127.0.0.1:{controller_port}",
@@ -85,11 +84,11 @@ class Security:
             "sasl.mechanism.inter.broker.protocol": SCRAM,
             "listener.name.sasl_ssl.sasl.enabled.mechanisms": SCRAM,
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
-                f'{scram_login} required username="{BROKER_USER}" password="{broker}";',
+                f'{SCRAM_LOGIN} required username="{BROKER_USER}" password="{broker}";',
             "sasl.mechanism.controller.protocol": "PLAIN",
             "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
             "listener.name.controller.plain.sasl.jaas.config":
-                f'{plain_login} required username="{BROKER_USER}" password="{broker}" '
+                f'{PLAIN_LOGIN} required username="{BROKER_USER}" password="{broker}" '
                 f'user_{BROKER_USER}="{broker}";',
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": tls.server,
@@ -121,12 +120,7 @@ class Security:
     def java_properties(self, user: str) -> str:
         """A Java client's properties file (Kafka's console tools: ``--consumer.config``)
         that logs in as ``user`` and trusts the local CA."""
-        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                f'username="{user}" password="{self.password(user)}";')  # fmt: skip
-        lines = {"security.protocol": "SASL_SSL", "sasl.mechanism": SCRAM,
-                 "sasl.jaas.config": jaas, "ssl.truststore.type": "PEM",
-                 "ssl.truststore.location": str(self.tls().ca)}  # fmt: skip
-        return "".join(f"{key}={value}\n" for key, value in lines.items())
+        return java_properties(self.client_config(user))
 
     def client_config(self, user: str) -> dict[str, str]:
         """librdkafka settings of a client that logs in as ``user``."""

@@ -29,12 +29,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from confluent_kafka.admin import AdminClient
-
 from jobstream._ops.kafka import jars
 from jobstream._ops.kafka.cluster import Layout, LocalCluster, server_properties
 from jobstream._ops.kafka.ports import free_base_port
 from jobstream._pipeline.errors import BrokerError
+from jobstream._pipeline.kafka import clients
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer
@@ -204,7 +203,7 @@ def _stop(container: DockerContainer) -> None:
 
 def _wait_answers(bootstrap: str, container: DockerContainer) -> None:
     """Wait until the broker answers metadata; BrokerError with its last lines if not."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = clients.admin_client(bootstrap, quiet=True)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         try:

@@ -23,6 +23,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.clients import CONSUMER_TUNING, PRODUCER_TUNING
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def warm_up(bootstrap: str, *, seconds: float, replication: int = 1,
         return result
     base: dict[str, Any] = {**(client_config or {}), "bootstrap.servers": bootstrap,
                             "log_level": 0}  # fmt: skip
-    admin = AdminClient(base)
+    admin = clients.admin_client(base, quiet=True)
     started = time.monotonic()
     try:
         _create_topic(admin, replication)

@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 )
 
 from jobstream._pipeline.errors import TopicMismatchError, TopicRefusedError
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.topics import TopicBound, TopicSpec
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def ensure_topics(
     """Create the missing topics and verify the existing ones. Missing topics that
     ``bound`` holds back are refused (TopicRefusedError) as the broker's refusals are.
     ``min_insync_replicas`` is set on each topic created (None: the broker's default)."""
-    admin = AdminClient(dict(kafka_config))
+    admin = clients.admin_client(kafka_config)
     specs = list(specs)
     present = admin.list_topics(timeout=timeout_s).topics
     report = TopicReport()

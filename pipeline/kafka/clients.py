@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
 from jobstream._pipeline.config import MAX_MESSAGE_BYTES, Settings
 
@@ -141,6 +143,17 @@ def consumer(settings: Settings, group_id: str, **overrides: KafkaValue) -> Cons
     """A consumer in ``group_id`` (:func:`consumer_config`)."""
     return Consumer(_librdkafka_logger(consumer_config(settings, group_id, **overrides),
                                        "consumer"))  # fmt: skip
+
+
+def admin_client(config: Mapping[str, KafkaValue] | str, *, quiet: bool = False) -> AdminClient:
+    """An admin client on ``config``: a client's settings, or a bare bootstrap address (a
+    cluster other than the settings', as a mirror's source). Its librdkafka log lines go
+    through logging, as the other clients'; ``quiet`` drops them, for a broker that may
+    be starting or gone, whose connection errors are expected and asked about again."""
+    base: dict[str, Any] = ({"bootstrap.servers": config} if isinstance(config, str)
+                            else dict(config))  # fmt: skip
+    routed: dict[str, Any] = _librdkafka_logger(base, "admin")
+    return AdminClient({**base, "log_level": 0} if quiet else routed)
 
 
 def processor_clients(

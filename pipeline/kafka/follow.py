@@ -19,6 +19,7 @@ from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import ConfigurationError, JobstreamError, ValidationError
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.denied import denied
+from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.kafka.scan import TopicScan
 
 log = logging.getLogger(__name__)
@@ -84,14 +85,6 @@ def read_settings_topic(settings: Settings, topic: str, apply: Callable[[Message
                 apply(message)
 
 
-def set_by(message: Message) -> str | None:
-    """Who made the change ``message`` records, when it says."""
-    found = dict(message.headers() or ()).get(SET_BY_HEADER)
-    if isinstance(found, bytes):
-        return found.decode(errors="replace")
-    return found
-
-
 def track_setters(setters: dict[str, str | None],
                   apply: Callable[[Message], None]) -> Callable[[Message], None]:  # fmt: skip
     """``apply``, which also keeps who set each key's setting last in ``setters``."""
@@ -101,7 +94,7 @@ def track_setters(setters: dict[str, str | None],
         if message.value() is None:
             setters.pop(key, None)
         else:
-            setters[key] = set_by(message)
+            setters[key] = header(message.headers(), SET_BY_HEADER)
 
     return both
 

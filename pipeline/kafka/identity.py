@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
 
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.watermarks import NOT_READY
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def topic_identity(kafka_config: Mapping[str, str | int], topic: str,
     identities were recorded. A topic not known yet (just created, its metadata still on
     its way) is asked again until the time is up.
     """
-    admin = AdminClient(dict(kafka_config))
+    admin = clients.admin_client(kafka_config)
     deadline = time.monotonic() + timeout_s
     while True:
         left = max(deadline - time.monotonic(), 0.1)

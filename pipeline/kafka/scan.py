@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
@@ -64,32 +63,48 @@ def read_at(settings: Settings, topic: str, partition: int, offset: int, *,
         consumer.close()
 
 
-@dataclass
 class TopicScan:
     """Batches of the records of ``topic`` from offset zero to its end; ``total`` is the
-    offsets to read (an upper bound: compaction and transaction markers take some)."""
+    offsets to read (an upper bound: compaction and transaction markers take some).
 
-    settings: Settings
-    topic: str
-    chunk: int = 10_000
-    tuning: Mapping[str, clients.KafkaValue] = field(default_factory=dict)
-    """The consumer's own settings (a follower that keeps reading sets its fetch wait)."""
+    ``source`` is the settings of the cluster to read, or a consumer of another one (a
+    mirror's target, known by its address alone) made with ``enable.partition.eof``,
+    which the scan then owns and closes. ``tuning`` is the consumer's own settings (a
+    follower that keeps reading sets its fetch wait). With ``timeout_s`` the reading
+    stops after that long, read to the end or not (``complete`` says which): for a caller
+    that asks again rather than wait on a cluster that may be gone."""
 
-    def __post_init__(self) -> None:
-        self.consumer = scan_consumer(self.settings, **self.tuning)
-        self.partitions = partitions_of(self.consumer, self.topic)
+    def __init__(self, source: Settings | Consumer, topic: str, *, chunk: int = 10_000,
+                 tuning: Mapping[str, clients.KafkaValue] | None = None,
+                 timeout_s: float | None = None) -> None:  # fmt: skip
+        self.topic = topic
+        self.chunk = chunk
+        self.timeout_s = timeout_s
+        self.consumer = (source if isinstance(source, Consumer)
+                         else scan_consumer(source, **(tuning or {})))  # fmt: skip
         self.total = 0
         self.pending: set[int] = set()
-        for p in self.partitions:
-            low, high = watermarks(self.consumer, TopicPartition(self.topic, p))
-            self.total += high - low
-            if high > low:
-                self.pending.add(p)
+        try:
+            self.partitions = partitions_of(self.consumer, self.topic)
+            for p in self.partitions:
+                low, high = watermarks(self.consumer, TopicPartition(self.topic, p))
+                self.total += high - low
+                if high > low:
+                    self.pending.add(p)
+        except BaseException:
+            self.consumer.close()
+            raise
+
+    @property
+    def complete(self) -> bool:
+        """Whether every partition was read to its end."""
+        return not self.pending
 
     def __iter__(self) -> Iterator[list[Message]]:
         self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING)
                               for p in self.partitions])  # fmt: skip
-        while self.pending:
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while self.pending and (deadline is None or time.monotonic() < deadline):
             batch = []
             for message in self.consumer.consume(self.chunk, timeout=0.2):
                 error = message.error()

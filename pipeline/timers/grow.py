@@ -86,7 +86,7 @@ def plan_grow(topics: Topics, counts: Mapping[str, int], target: int) -> GrowPla
 def grow_timer_topics(settings: Settings, target: int, *, timeout_s: float = 30.0) -> GrowPlan:
     """Grow jobs.intake, jobs.retry and the timers' changelog to ``target`` partitions."""
     topics = Topics(settings)
-    admin = AdminClient(dict(settings.kafka_config))
+    admin = clients.admin_client(settings.kafka_config)
     names = (topics.intake, topics.retry, topics.timers_changelog)
     plan = plan_grow(topics, partition_counts(admin, names, timeout_s), target)
     if plan.grow_changelog:

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobstream._pipeline.kafka.headers import header_pairs
 from jobstream._pipeline.model.collapse import collapse_of
 from jobstream._pipeline.model.records import JobSubmitted
 from jobstream._pipeline.model.time_keys import (
@@ -180,7 +181,7 @@ class Handover:
         same headers elsewhere are a record like any other."""
         if record.topic() != self.retry:
             return False
-        headers = dict(_headers(record))
+        headers = dict(header_pairs(record))
         if HANDOVER_HEADER in headers:
             key, value = headers[HANDOVER_HEADER], record.value() or b""
             present = state.get(key.decode()) if key[:1] not in _NODES else state.tx.get(key)
@@ -211,7 +212,7 @@ class Handover:
         if home == state.partition:
             return ()
         self.forwarded += 1
-        return [Output(topic, key, record.value() or b"", home, _headers(record) or None)]
+        return [Output(topic, key, record.value() or b"", home, header_pairs(record) or None)]
 
 
 _NODES = (NODE_PREFIX, WORKFLOW_PREFIX, SIGNAL_PREFIX)
@@ -226,9 +227,3 @@ def _record(state: TimerState, key: bytes, raw: bytes) -> tuple[bytes, bytes] | 
     if key.startswith(INDEX):
         return key[1:], raw
     return key, raw
-
-
-def _headers(record: Record) -> list[tuple[str, bytes]]:
-    read = getattr(record, "headers", None)
-    found = read() if callable(read) else None
-    return [(name, value or b"") for name, value in found or ()]

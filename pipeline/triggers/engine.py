@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from jobstream._pipeline.errors import DeserializationError, ValidationError
+from jobstream._pipeline.kafka.headers import header_pairs
 from jobstream._pipeline.partitioning import partition_key
 from jobstream._pipeline.runtime.processor import Output
 from jobstream._pipeline.topics import Topics
@@ -104,7 +105,7 @@ class TriggerEngine:
             "trigger": trigger.label, "source": where, "reason": reason})  # fmt: skip
         headers = [(ERROR_HEADER, reason.encode()), (TRIGGER_HEADER, trigger.label.encode()),
                    (SOURCE_HEADER, where.encode())]  # fmt: skip
-        headers += [(name, data or b"") for name, data in record.headers() or ()]
+        headers += header_pairs(record)
         return Output(self.topics.triggers_dlq, record.key(), record.value() or b"",
                       headers=headers)
 

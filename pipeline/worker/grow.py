@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import TopicMismatchError, ValidationError
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.admin import create_partitions
 from jobstream._pipeline.model import rules
 from jobstream._pipeline.runtime.options import processor_group
@@ -127,7 +128,7 @@ def grow_execution_topics(settings: Settings, target: int, job_types: Collection
     """Grow the execution topics of ``job_types`` (default: every configured type) to
     ``target`` partitions, in one request."""
     topics = Topics(settings)
-    admin = AdminClient(dict(settings.kafka_config))
+    admin = clients.admin_client(settings.kafka_config)
     counts = {name: len(topic.partitions)
               for name, topic in admin.list_topics(timeout=timeout_s).topics.items()}
     plan = plan_exec_grow(topics, job_types, counts, target)

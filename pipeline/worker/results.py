@@ -24,7 +24,6 @@ the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,17 +115,6 @@ def result_headers(encoded: EncodedResult, execution_id: str,
     return [(CONTENT_TYPE_HEADER, encoded.content_type.encode()),
             (EXECUTION_HEADER, execution_id.encode()),
             (ATTEMPT_HEADER, str(attempt).encode())]  # fmt: skip
-
-
-def header(headers: Mapping[str, str | bytes | None] | Sequence[tuple[str, str | bytes | None]]
-           | None, name: str) -> str | None:  # fmt: skip
-    """A header's text from a record's headers (as confluent-kafka hands them); None when
-    absent."""
-    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
-    for key, value in pairs:
-        if key.lower() == name and value is not None:
-            return value.decode(errors="replace") if isinstance(value, bytes) else value
-    return None
 
 
 def _encode(value: Any) -> bytes:

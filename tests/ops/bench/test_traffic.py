@@ -1,13 +1,17 @@
 """The traffic count's pure parts: who writes and reads a topic, the kinds of its records,
-the log bytes of a topic on a broker's disk."""
+the log bytes of a topic on a broker's disk; and a topic counted on the broker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from jobstream._ops.bench.codecs import hot_events
-from jobstream._ops.bench.traffic import READERS, WRITERS, kind_of, log_bytes, who
+from jobstream._ops.bench.traffic import READERS, WRITERS, count_all, kind_of, log_bytes, who
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.topics import TopicSpec
 
 SERIALIZE, _ = make_serde()
 
@@ -40,3 +44,19 @@ def test_log_bytes_sum_the_topics_own_segments_only(tmp_path: Path) -> None:
     assert log_bytes([data], "p.jobs.status") == 15
     assert log_bytes([data], "p.jobs.status.changelog") == 100
     assert log_bytes([data], "p.jobs.events") is None
+
+
+def test_a_topic_is_counted_to_its_end_with_its_headers(settings: Settings) -> None:
+    topic = f"{settings.topic_prefix}jobs.intake"
+    ensure_topics(settings.kafka_config, [TopicSpec(topic, 2)])
+    producer = clients.producer(settings)
+    for i in range(10):
+        producer.produce(topic, b"v" * i, f"k{i}".encode(), headers=[("h", b"xy"), ("n", None)])
+    assert producer.flush(30) == 0
+
+    counted = count_all(settings, [])
+    assert set(counted) == {"jobs.intake"}
+    traffic = counted["jobs.intake"]
+    # each record: its key (2 bytes), its value (i bytes), its headers' names and values (4)
+    assert (traffic.records, traffic.offsets) == (10, 10)
+    assert traffic.payload_bytes == sum(2 + i + 4 for i in range(10))

@@ -9,11 +9,10 @@ from jobstream._ops.kafka.quotas import (
     ClientQuota,
     QuotaChange,
     alter_arguments,
-    java_properties,
     merged,
     parse_described,
 )
-from jobstream._pipeline.errors import BrokerError, ValidationError
+from jobstream._pipeline.errors import ValidationError
 
 DESCRIBED = (
     "Quota configs for user-principal 'jobstream-owner-b' are consumer_byte_rate=2048.0, "
@@ -53,15 +52,3 @@ def test_who_set_a_quota_travels_with_it() -> None:
     assert QuotaChange.decode(change.encode()) == change
     with pytest.raises(ValidationError, match="client quota"):
         QuotaChange.decode(b"{}")
-
-
-def test_the_java_tools_log_in_as_the_settings_do() -> None:
-    text = java_properties({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-                            "sasl.username": "admin", "sasl.password": "pw",
-                            "ssl.ca.location": "/ca.pem"})  # fmt: skip
-    assert "security.protocol=SASL_SSL\n" in text
-    assert 'ScramLoginModule required username="admin" password="pw";' in text
-    assert "ssl.truststore.type=PEM\nssl.truststore.location=/ca.pem\n" in text
-    assert java_properties({}) == "security.protocol=PLAINTEXT\n"
-    with pytest.raises(BrokerError, match=r"ssl\.certificate\.location"):
-        java_properties({"security.protocol": "SSL", "ssl.certificate.location": "/c.pem"})
