@@ -12,7 +12,7 @@ import pytest
 from xdist.remote import Producer
 from xdist.scheduler import LoadFileScheduling
 
-ONE_PROCESS_PACKAGES = ("tests/keys/",)
+ONE_PROCESS_PACKAGES = ("tests/keys/", "tests/connectors/dashboard/")
 """Packages whose modules share package-scoped fixtures: each runs in one xdist process."""
 
 
