@@ -9,6 +9,7 @@ execution partitions (the concurrency test's two keys share one of them), two of
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -26,9 +27,9 @@ WORKERS = 2
 
 
 @pytest.fixture(scope="package")
-def settings(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def settings(kafka_bootstrap: str) -> Settings:
     keyed = Settings(bootstrap_servers=kafka_bootstrap,
-                     topic_prefix=f"keys-{tmp_path_factory.mktemp('x').name}.",
+                     topic_prefix=f"keys-{uuid.uuid4().hex[:8]}.",
                      timer_partitions=1, exec_partitions=2, events_partitions=2,
                      status_partitions=1, dlq_partitions=1)  # fmt: skip
     ensure_topics(keyed.kafka_config, Topics(keyed).specs())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,8 +44,10 @@ def topics_fixture(name: str, scope: Scope = "module") -> Fixture:
     ``pipeline_topics = topics_fixture("e2e")``."""
 
     @pytest.fixture(scope=scope)
-    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+    def pipeline_topics(kafka_bootstrap: str) -> Topics:
+        # A fresh prefix on every run: a broker that outlives the session
+        # (KAFKA_BOOTSTRAP_SERVERS) still holds the topics of the runs before.
+        return module_topics(kafka_bootstrap, f"{name}-{uuid.uuid4().hex[:8]}.")
 
     return pipeline_topics
 
