@@ -19,7 +19,9 @@ from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.topics import Topics
 from jobstream.pytest_plugin import session_kafka
 
-pytest_plugins = ["pytester", "tests.support.tiers", "tests.support.secure"]
+pytest_plugins = [
+    "pytester", "tests.support.tiers", "tests.support.secure", "tests.support.scheduling",
+]
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,12 @@ a failback.
    ``resubmit_s`` before the loss: the same ids, harmless where they arrived), and start
    the pipeline on the standby, fresh state folders. The RTO is from the kill to the
    first job fired by the standby's timers.
-5. With ``failback_jobs``: rebuild the primary (a new, empty cluster), mirror the standby
-   back to it, submit jobs due after the switch, stop the standby's pipeline, wait until
-   the mirror and the groups' offsets have caught up, and start the pipeline on the
-   primary again with the state folders it had (they follow the lost cluster: rebuilt
-   from the changelog). Every failback job must fire once, none be lost.
+5. With ``failback_jobs``: rebuild the primary (a new, empty cluster) and mirror the
+   standby back to it, both while the standby takes over; then submit jobs due after the
+   switch, stop the standby's pipeline, wait until the mirror and the groups' offsets have
+   caught up, and start the pipeline on the primary again with the state folders it had
+   (they follow the lost cluster: rebuilt from the changelog). Every failback job must
+   fire once, none be lost.
 
 Lost, run twice and flagged are counted as every fault run counts them (ops/faults/tally.py),
 over both regions' jobs.events and the one handler-side record.
@@ -28,6 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 Say = Callable[[str], object]
 CAUGHT_UP_TIMEOUT_S = 60.0
 """How long a planned switch waits for the mirror and the groups' offsets."""
+REBUILD_TIMEOUT_S = 300.0
+"""How long the failback waits for the lost region's new cluster and its mirror."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,9 @@ def run_failover(options: FailoverOptions, workdir: Path,
     try:
         say(f"failover: starting two clusters in {home}")
         _together(primary.start_cluster, standby.start_cluster)
-        result = _run(options, primary, standby, mirrors, runs_dir, say)
+        # Left on an error, the executor waits for a rebuild under way before the clean-up.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rebuild") as background:
+            result = _run(options, primary, standby, mirrors, runs_dir, say, background)
     finally:
         for mirror in mirrors:
             mirror.down(kill=True)
@@ -119,7 +125,7 @@ def run_failover(options: FailoverOptions, workdir: Path,
 
 
 def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: list[Mirror],
-         runs_dir: Path, say: Say) -> dict[str, Any]:  # fmt: skip
+         runs_dir: Path, say: Say, background: ThreadPoolExecutor) -> dict[str, Any]:  # fmt: skip
     forth = mirrors[0]
     flow = _flow(primary, standby)
     forth.up(flow)
@@ -157,10 +163,9 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
     again = Submitter(standby.settings, load, t0, key_prefix=standby.prefix,
                       first=min(resubmit_from, submitter.next_index))  # fmt: skip
     again.start()
-    rebuild = None
+    rebuild: Future[None] | None = None
     if options.failback_jobs:  # the lost region is rebuilt while the standby takes over
-        rebuild = threading.Thread(target=_rebuild, args=(primary,), daemon=True)
-        rebuild.start()
+        rebuild = background.submit(_rebuild, primary, standby, mirrors[1])
     timers_group = f"{standby.prefix}jobstream.timers"
     bootstrap = standby.settings.bootstrap_servers
     rewound = rewind_group(bootstrap, timers_group, timers_inputs(bootstrap, standby.prefix),
@@ -195,7 +200,7 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
         result["pending"] = {key: held[key] for key in ("submitted", "ended", "lost",
                                                         "run_more_than_once")}  # fmt: skip
     if rebuild is not None:
-        rebuild.join(300)
+        rebuild.result(timeout=REBUILD_TIMEOUT_S)  # its error, if it failed
         result["failback"] = _failback(options, primary, standby, mirrors[1], runs_dir, say)
     return result
 
@@ -214,18 +219,20 @@ def problems(result: dict[str, Any]) -> list[str]:
     return found
 
 
-def _rebuild(region: Region) -> None:
-    """Start the lost region's cluster anew, empty (other ports, another cluster id)."""
+def _rebuild(region: Region, standby: Region, back: Mirror) -> None:
+    """Start the lost region's cluster anew, empty (other ports, another cluster id), and
+    mirror the standby to it: the failback's start-up, done while the standby takes over."""
     region.stop()
     region.start_cluster()
+    back.up(_flow(standby, region))
 
 
 def _failback(options: FailoverOptions, primary: Region, standby: Region, back: Mirror,
               runs_dir: Path, say: Say) -> dict[str, Any]:  # fmt: skip
     """Rebuild the primary, mirror the standby back to it, switch with jobs pending."""
-    say("failback: mirroring the standby to the rebuilt primary")
     flow = _flow(standby, primary)
-    back.up(flow)
+    back.up(flow)  # up since the rebuild: this only checks it is the same flow
+    say("failback: the standby mirrored to the rebuilt primary; submitting the failback jobs")
     t0 = now_ms() + round(options.failback_due_s * 1000)
     pending = _submit_pending(standby.settings, options.failback_jobs, options.failback_due_s,
                               key_prefix=f"{standby.prefix}back-")  # fmt: skip

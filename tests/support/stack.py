@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -34,15 +35,19 @@ def running_pipeline(topics: Topics, home: Path, *, lease_s: float) -> Iterator[
 
 
 Fixture = Callable[..., Any]
+Scope = Literal["module", "package"]
 
 
-def topics_fixture(name: str) -> Fixture:
+def topics_fixture(name: str, scope: Scope = "module") -> Fixture:
     """A module-scoped ``pipeline_topics`` fixture: the module's own topics, prefixed
-    ``name``. In a test module: ``pipeline_topics = topics_fixture("e2e")``."""
+    ``name`` (``scope="package"``: the package's). In a test module:
+    ``pipeline_topics = topics_fixture("e2e")``."""
 
-    @pytest.fixture(scope="module")
-    def pipeline_topics(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Topics:
-        return module_topics(kafka_bootstrap, f"{name}-{tmp_path_factory.mktemp('x').name}.")
+    @pytest.fixture(scope=scope)
+    def pipeline_topics(kafka_bootstrap: str) -> Topics:
+        # A fresh prefix on every run: a broker that outlives the session
+        # (KAFKA_BOOTSTRAP_SERVERS) still holds the topics of the runs before.
+        return module_topics(kafka_bootstrap, f"{name}-{uuid.uuid4().hex[:8]}.")
 
     return pipeline_topics
 
@@ -61,14 +66,16 @@ def settled(settings: Settings, owner: str, ids: dict[str, str], states: dict[st
     return wait_for(reached, timeout_s=timeout_s, interval_s=0.5, what=f"states {states}")
 
 
-def pipeline_fixtures(name: str, *, lease_s: float) -> tuple[Fixture, Fixture]:
+def pipeline_fixtures(name: str, *, lease_s: float,
+                      scope: Scope = "module") -> tuple[Fixture, Fixture]:  # fmt: skip
     """Module-scoped ``pipeline_topics`` and ``stack`` fixtures: a module's own topics
-    (prefixed ``name``) and the pipeline running on them. In a test module:
+    (prefixed ``name``) and the pipeline running on them (``scope="package"``: a package's,
+    in its conftest.py, with the package in tests/support/scheduling.py). In a test module:
     ``pipeline_topics, stack = pipeline_fixtures("metrics", lease_s=5)``."""
 
-    pipeline_topics = topics_fixture(name)
+    pipeline_topics = topics_fixture(name, scope)
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope=scope)
     def stack(pipeline_topics: Topics,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # fmt: skip
         with running_pipeline(pipeline_topics, tmp_path_factory.mktemp("stack"),

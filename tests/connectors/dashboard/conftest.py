@@ -1,9 +1,16 @@
 """The dashboard's world: the whole pipeline as processes, the API serving the page, and a
-headless Chromium at 1280x800 whose screenshots land in each test's tmp_path."""
+headless Chromium at 1280x800 whose screenshots land in each test's tmp_path.
+
+One of each for the package: its modules run in one of make test's processes
+(tests/support/scheduling.py), on one stack, one API and one browser, each test on jobs of
+its own (by id, owner or label). A module that needs another pipeline (test_logs_page.py)
+overrides ``pipeline_topics``, ``stack`` and ``api`` for itself.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -18,23 +25,29 @@ from tests.support.browser import chromium
 from tests.support.stack import pipeline_fixtures
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     with chromium() as launched:
         yield launched
 
 
-pipeline_topics, stack = pipeline_fixtures("dash", lease_s=5)
+pipeline_topics, stack = pipeline_fixtures("dash", lease_s=5, scope="package")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def api(pipeline_topics: Topics, stack: Stack,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
+    with serving(pipeline_topics, tmp_path_factory.mktemp("api")) as running:
+        yield running
+
+
+@contextmanager
+def serving(pipeline_topics: Topics, folder: Path) -> Iterator[ApiServer]:
+    """The API with the test tokens, on ``pipeline_topics``."""
     # The default staleness, 15 s: three of a worker's 5 s heartbeats. At 5 s, as it was, a
     # live worker whose heartbeat was a little late read as stale until the page's next
     # 5 s reload (tests/connectors/dashboard/test_pages.py failed so on a loaded CI).
-    settings = api_settings(tmp_path_factory.mktemp("api"))
-    with ApiServer(pipeline_topics.settings, settings) as running:
+    with ApiServer(pipeline_topics.settings, api_settings(folder)) as running:
         yield running
 
 

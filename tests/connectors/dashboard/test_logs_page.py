@@ -11,15 +11,27 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from jobstream._connectors.api.server import ApiServer
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.stack import Stack, components
 from jobstream._pipeline.topics import Topics
 from tests.connectors.api.conftest import TOKENS
-from tests.connectors.dashboard.conftest import log_in, shot
-from tests.support.stack import running_stack
+from tests.connectors.dashboard.conftest import log_in, serving, shot
+from tests.support.stack import running_stack, topics_fixture
 from tests.support.waiting import wait_for
 
 APP = "tests.support.logs_app"
+
+
+pipeline_topics = topics_fixture("dashlogs")
+"""The module's own topics, stack and API, not the package's (conftest.py)."""
+
+
+@pytest.fixture(scope="module")
+def api(pipeline_topics: Topics, stack: Stack,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:  # fmt: skip
+    with serving(pipeline_topics, tmp_path_factory.mktemp("api")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Debounce and singleton keys through the whole pipeline as processes (timers, status
-processor, retry router, a data.process worker), on the real broker: a burst of one
+"""Debounce and singleton keys through the whole pipeline as processes, on the real broker
+and the package's stack (conftest.py): a burst of one
 debounce key runs once, after its window, with the last params, every submission on
 record as joined; a singleton key drops a new job while its job runs (DROP), or queues it
 behind, the latest waiting one replacing an earlier one (REPLACE)."""
@@ -15,10 +15,7 @@ from jobstream._pipeline.serde import JobStatus
 from jobstream._pipeline.status.query import read_statuses
 from jobstream._pipeline.topics import Topics
 from tests.support.reader import TopicReader
-from tests.support.stack import pipeline_fixtures
 from tests.support.waiting import wait_for
-
-pipeline_topics, stack = pipeline_fixtures("collapse", lease_s=5)
 
 WINDOW_MS = 1500
 

@@ -1,4 +1,5 @@
-"""Concurrency and rate keys on the broker, every component a process, one stack for both.
+"""Concurrency and rate keys on the broker, every component a process, on the package's stack
+(conftest.py).
 
 Concurrency: ``data.process`` jobs keyed ``customer-42`` with a limit of 2 run across two
 worker processes (4 threads each) on two execution partitions: the timers route every job
@@ -19,46 +20,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from jobstream._ops.faults.groups import wait_assigned
-from jobstream._ops.kafka.ports import free_ports
-from jobstream._ops.stack import Component, Stack, running_stack, worker
+from jobstream._ops.stack import Stack
 from jobstream._pipeline.concurrency import keyed_partition
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.jobs.client import JobClient
-from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.model.keys import Keys, scoped
 from jobstream._pipeline.topics import Topics
 from tests.support.overlap import Runs, most_at_once
 from tests.support.reader import TopicReader
-from tests.support.stack import APP
 from tests.support.waiting import wait_for
 
 TYPE = "data.process"
 OWNER = "keys"
 HOT, OTHER = "customer-42", "customer-8"  # both on partition 1 of 2 (asserted below)
 JOBS, LIMIT, SLEEP_S = 20, 2, 0.4
-
-
-@pytest.fixture(scope="module")
-def settings(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    keyed = Settings(bootstrap_servers=kafka_bootstrap,
-                     topic_prefix=f"keys-{tmp_path_factory.mktemp('x').name}.",
-                     timer_partitions=1, exec_partitions=2, events_partitions=2,
-                     status_partitions=1, dlq_partitions=1)  # fmt: skip
-    ensure_topics(keyed.kafka_config, Topics(keyed).specs())
-    return keyed
-
-
-@pytest.fixture(scope="module")
-def stack(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    port = free_ports(3)
-    parts = [Component("timers", ("timers", "--instance-id", "0"), port)]
-    parts += [worker(TYPE, f"w{i}", port + 1 + i, app=APP, concurrency=4) for i in range(2)]
-    with running_stack(settings, tmp_path_factory.mktemp("stack"), parts) as running:
-        wait_assigned(settings, {f"{settings.topic_prefix}jobstream.workers.{TYPE}": 2},
-                      timeout_s=120)  # fmt: skip
-        yield running
 
 
 @pytest.fixture
