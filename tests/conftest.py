@@ -13,11 +13,19 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.topics import Topics
 from jobstream.pytest_plugin import session_kafka
+
+# No time bound per example: a property test checks what a function does, and on a loaded
+# 2-core machine one example of a few ms may take Hypothesis's default 200 ms.
+hypothesis_settings.register_profile("jobstream", deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("jobstream")
 
 pytest_plugins = [
     "pytester", "tests.support.tiers", "tests.support.secure", "tests.support.scheduling",
