@@ -75,6 +75,12 @@ class Settings(BaseSettings):
         "job a no-op, and the job fires again, since its execution may not have been "
         "copied (ADR 0012). Unset: every marker holds.",
     )
+    markers_trusted_from: int | None = Field(
+        None, ge=0,
+        description="With JOBSTREAM_MARKERS_TRUSTED_BEFORE (epoch ms): markers written at "
+        "or after this instant hold again, being the standby's own, written since it took "
+        "over. Unset: from when the timers process started.",
+    )
     nice: int = Field(
         0, ge=0, le=19,
         description="The niceness a process takes at its start (0-19; one started nicer "

@@ -171,7 +171,8 @@ def _run(options: FailoverOptions, primary: Region, standby: Region, mirrors: li
     rewound = rewind_group(bootstrap, timers_group, timers_inputs(bootstrap, standby.prefix),
                            lost_ms - round(options.rewind_s * 1000))  # fmt: skip
     trusted_before = lost_ms - round(options.distrust_s * 1000)
-    ready_s = standby.start_pipeline({"JOBSTREAM_MARKERS_TRUSTED_BEFORE": str(trusted_before)})
+    ready_s = standby.start_pipeline({"JOBSTREAM_MARKERS_TRUSTED_BEFORE": str(trusted_before),
+                                      "JOBSTREAM_MARKERS_TRUSTED_FROM": str(now_ms())})
     seen_standby = standby.observe()
     say(f"failover: the standby's pipeline ready {ready_s:.1f} s after its start; "
         f"{len(not_copied)} acknowledged submissions had not reached it")  # fmt: skip

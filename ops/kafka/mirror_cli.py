@@ -151,3 +151,4 @@ def mirror_promote(
     console.print(f"{group}: {moved} partitions of {', '.join(inputs)} moved back "
                   f"{rewind_ms / 1000:g} s before the loss", soft_wrap=True)  # fmt: skip
     print(f"export JOBSTREAM_MARKERS_TRUSTED_BEFORE={lost_ms - distrust_ms}")
+    print(f"export JOBSTREAM_MARKERS_TRUSTED_FROM={now_ms()}")

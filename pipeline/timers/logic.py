@@ -96,6 +96,10 @@ class TimerPolicy:
     """A fired job's marker written at or after this instant keeps no resubmission a
     no-op (JOBSTREAM_MARKERS_TRUSTED_BEFORE): on a standby that took over from a lost
     cluster, a marker may have been copied without the execution fired with it."""
+    markers_trusted_from_ms: int | None = None
+    """... unless written at or after this one (JOBSTREAM_MARKERS_TRUSTED_FROM): the
+    standby's own markers, whose executions it fired itself, hold. Without it, a pending
+    job fired on the standby and then met again by the rewound intake would fire twice."""
     lead_ms: int = 0
     """How long before its due instant an entry fires (JOBSTREAM_FIRE_LEAD): its
     execution waits on the worker, which starts it on the instant (pipeline/worker/early.py).
@@ -545,11 +549,13 @@ class TimerLogic:
             state.remove(entry.timer_id)
 
     def _untrusted(self, entry: AnyEntry) -> bool:
-        """Whether ``entry`` is a fired job's marker written since markers are trusted."""
-        since = self.policy.markers_trusted_before_ms
+        """Whether ``entry`` is a fired job's marker written between the instant markers
+        are trusted before and the one they are trusted from again."""
+        since, until = self.policy.markers_trusted_before_ms, self.policy.markers_trusted_from_ms
         if since is None or not isinstance(entry, MarkerEntry):
             return False
-        return entry.due_ms - self.policy.marker_ttl_ms >= since
+        written = entry.due_ms - self.policy.marker_ttl_ms
+        return written >= since and (until is None or written < until)
 
     @staticmethod
     def _cancelled_before(state: TimerState, job: JobSubmitted) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from jobstream._pipeline import metrics
+from jobstream._pipeline import clock
 from jobstream._pipeline.concurrency import ConcurrencyLimits
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, ValidationError
@@ -87,6 +88,7 @@ class TimerProcessor(Processor[TimerState]):
                 owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings),
                 lead_ms=settings.fire_lead,
                 markers_trusted_before_ms=settings.markers_trusted_before,
+                markers_trusted_from_ms=markers_trusted_from(settings),
             ),
         )
         self.limits = LimitsFollower(settings, self.logic.throttle.board)
@@ -239,6 +241,15 @@ def refusal_reason(topics: Topics, job_type: str, name: str, why: str) -> str:
         f"spec.job_type: '{job_type}' cannot be routed: its topic {name} was refused: "
         f"{why}{clash}"
     )
+
+
+def markers_trusted_from(settings: Settings) -> int | None:
+    """When markers hold again on a standby that took over: the instant given, or this
+    process's start, after which the markers it writes are its own."""
+    if settings.markers_trusted_before is None:
+        return None
+    started = clock.now_ms()
+    return started if settings.markers_trusted_from is None else settings.markers_trusted_from
 
 
 def timer_runner(settings: Settings, options: RunnerOptions = TIMER_OPTIONS,
