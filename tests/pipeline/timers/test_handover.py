@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.growth.layout import LAYOUT_KEY, SETTLED_HEADER, added
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime import Output
 from jobstream._pipeline.state.batch import PartitionBatch
-from jobstream._pipeline.timers.layout import LAYOUT_KEY, SETTLED_HEADER, added
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
 from tests.support.jobs import cancelled, cron_schedule, submitted

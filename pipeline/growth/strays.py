@@ -1,0 +1,34 @@
+"""A record that lands on a partition other than its key's home under the live count: a
+producer whose metadata still has the old count wrote it. It is forwarded to its home,
+unprocessed, in the transaction of its offset, so it is read there after what that home
+was handed (docs/adr/0011-partitions-that-grow.md).
+
+Pure: no Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jobstream._pipeline.partitioning import java_partition
+from jobstream._pipeline.runtime.processor import Output, Record
+
+
+def forward_stray(record: Record, partition: int, counts: Mapping[str, int]) -> Output | None:
+    """``record`` (read on ``partition``) forwarded to its key's home under its topic's live
+    count in ``counts``; None for a record at home, with no key, or of a topic not counted."""
+    key, topic = record.key(), record.topic()
+    count = counts.get(topic or "")
+    if key is None or count is None or topic is None:
+        return None
+    home = java_partition(key, count)
+    if home == partition:
+        return None
+    return Output(topic, key, record.value() or b"", home, record_headers(record) or None)
+
+
+def record_headers(record: Record) -> list[tuple[str, bytes]]:
+    """A record's headers (confluent-kafka's ``Message.headers()``; none on a test's record)."""
+    read = getattr(record, "headers", None)
+    found = read() if callable(read) else None
+    return [(name, value or b"") for name, value in found or ()]
