@@ -37,7 +37,8 @@ holding offsets only cost the broker three requests and a marker, ten times a se
 
 class RetryProcessor(Processor[None]):
     name = "retry"
-    consumer_tuning = clients.BATCHED_FETCH
+    consumer_tuning = {**clients.BATCHED_FETCH, **clients.GROWN_PARTITIONS_SEEN}
+    """Batched fetches; a grown jobs.events' new partitions read within seconds."""
 
     def __init__(self, settings: Settings, defaults: RetryDefaults | None = None) -> None:
         topics = Topics(settings)

@@ -213,3 +213,16 @@ def test_a_stray_event_is_forwarded_to_its_home_unprocessed(driver: Driver) -> N
     assert record(driver, home(job, NEW), job).state == "RUNNING"  # type: ignore[union-attr]
     read_back(driver, forwarded)
     assert record(driver, home(job, NEW), job).state == "SUCCEEDED"  # type: ignore[union-attr]
+
+
+def test_the_grow_command_plans_the_changelog_first_and_refuses_a_shrink() -> None:
+    from jobstream._pipeline.errors import ValidationError
+    from jobstream._pipeline.status.grow import plan_events_grow
+
+    names = (TOPICS.events, TOPICS.status_handover, TOPICS.status_changelog)
+    plan = plan_events_grow(TOPICS, dict.fromkeys(names, 6), 12)
+    assert (plan.old, plan.grow_changelog, plan.mark_new) == (6, True, True)
+    assert plan.grow_inputs == (TOPICS.events, TOPICS.status_handover)
+    assert plan_events_grow(TOPICS, dict.fromkeys(names, 12), 12).nothing_to_do
+    with pytest.raises(ValidationError, match="--events-partitions"):
+        plan_events_grow(TOPICS, dict.fromkeys(names, 6), 4)
