@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
@@ -37,7 +38,8 @@ holding offsets only cost the broker three requests and a marker, ten times a se
 
 class RetryProcessor(Processor[None]):
     name = "retry"
-    consumer_tuning = {**clients.BATCHED_FETCH, **clients.GROWN_PARTITIONS_SEEN}
+    consumer_tuning: ClassVar[clients.KafkaConfig] = {**clients.BATCHED_FETCH,
+                                                      **clients.GROWN_PARTITIONS_SEEN}
     """Batched fetches; a grown jobs.events' new partitions read within seconds."""
 
     def __init__(self, settings: Settings, defaults: RetryDefaults | None = None) -> None:

@@ -17,8 +17,8 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
   by queue expiry, and ``p`` + one by purge time: indexes, so that expired leases, expired
   QUEUED attempts and finished jobs are range scans.
 
-Only ``j``, ``e``, ``c`` and ``h`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
-store key); the indexes are derived from records, so restoring rebuilds them.
+Only ``j``, ``e``, ``c`` and ``h`` entries go to the changelog ``jobs.status.changelog``
+(keyed by the store key); the indexes are derived from records, so restoring rebuilds them.
 
 Within one transaction a job's record is decoded at most once and encoded at most once:
 :class:`StatusState` keeps the records it has read or written as objects, and

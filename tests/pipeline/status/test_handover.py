@@ -182,8 +182,9 @@ def test_a_new_partition_waits_and_expires_nothing_until_its_sources_settled(
     assert {j for j, _ in lost(driver.advance())} == {j for j in RUNNING if moves(j)}
 
 
-def test_an_old_partition_handing_over_expires_nothing(driver: Driver,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_an_old_partition_handing_over_expires_nothing(
+    driver: Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(status_handover, "MOVES_MOST", 1)
     out = grow(driver)
     assert len(handed(out)) == OLD, "one move per partition and transaction"
