@@ -94,7 +94,15 @@ class StatusHandover:
         return self.counts.get(self.events)
 
     def layout_of(self, state: StatusState) -> Layout:
-        return state.layout() or Layout(count=self.laid_out_for, old=self.laid_out_for)
+        found = state.layout()
+        if found is not None:
+            return found
+        # No grow has touched the store: it is laid out for the configured count, unless
+        # jobs.events was made with more partitions than that and this is one of them.
+        count = self.laid_out_for
+        if state.partition >= count:
+            count = max(self.count or 0, state.partition + 1)
+        return Layout(count=count, old=count)
 
     def waiting(self, partition: int) -> bool:
         """Whether ``partition`` must not read jobs.events yet: a source has not settled."""

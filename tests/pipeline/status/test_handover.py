@@ -227,3 +227,15 @@ def test_the_grow_command_plans_the_changelog_first_and_refuses_a_shrink() -> No
     assert plan_events_grow(TOPICS, dict.fromkeys(names, 12), 12).nothing_to_do
     with pytest.raises(ValidationError, match="--events-partitions"):
         plan_events_grow(TOPICS, dict.fromkeys(names, 6), 4)
+
+
+def test_a_store_beyond_the_configured_count_is_laid_out_for_the_live_one(tmp_path: Path) -> None:
+    processor = StatusProcessor(SETTINGS, StatusPolicy(lease_ms=LEASE))
+    driver: Driver = ProcessorDriver(processor, tmp_path, partitions=range(NEW), now_ms=T0)
+    processor.inputs_counted({TOPICS.events: NEW, TOPICS.status_handover: NEW})
+    try:
+        send(driver, ev.scheduled(JOBS[0]), NEW)  # topics made with more than the setting
+        assert processor.held_inputs() == set()
+        assert not handed(driver.advance())
+    finally:
+        driver.close()
