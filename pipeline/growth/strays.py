@@ -3,6 +3,10 @@ producer whose metadata still has the old count wrote it. It is forwarded to its
 unprocessed, in the transaction of its offset, so it is read there after what that home
 was handed (docs/adr/0011-partitions-that-grow.md).
 
+The copy carries :data:`FORWARDED_HEADER`. A reader of every partition (the retry router,
+the views) has read the original already and passes the copy over (:func:`is_forwarded`):
+a failure forwarded is routed once, a history shows each event once.
+
 Pure: no Kafka.
 """
 
@@ -12,6 +16,9 @@ from collections.abc import Mapping
 
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime.processor import Output, Record
+
+FORWARDED_HEADER = "jobstream.forwarded"
+"""On a forwarded copy: ``<topic>/<partition>/<offset>`` of the original."""
 
 
 def forward_stray(record: Record, partition: int, counts: Mapping[str, int]) -> Output | None:
@@ -24,7 +31,14 @@ def forward_stray(record: Record, partition: int, counts: Mapping[str, int]) -> 
     home = java_partition(key, count)
     if home == partition:
         return None
-    return Output(topic, key, record.value() or b"", home, record_headers(record) or None)
+    origin = f"{topic}/{partition}/{record.offset()}".encode()
+    headers = [*record_headers(record), (FORWARDED_HEADER, origin)]
+    return Output(topic, key, record.value() or b"", home, headers)
+
+
+def is_forwarded(record: Record) -> bool:
+    """Whether ``record`` is a forwarded copy (its original is on another partition)."""
+    return any(name == FORWARDED_HEADER for name, _ in record_headers(record))
 
 
 def record_headers(record: Record) -> list[tuple[str, bytes]]:

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.model.retry import RetryDefaults
 from jobstream._pipeline.retry.router import FAILURE_KINDS, RetryRouter
@@ -52,6 +53,8 @@ class RetryProcessor(Processor[None]):
     def process(self, state: None, record: Record, now_ms: int) -> Iterable[Output]:
         value = record.value()
         if lifecycle_kind(value) in PASSED_OVER:
+            return ()
+        if is_forwarded(record):  # its original, on the partition it was written to, was routed
             return ()
         try:
             event = self.deserialize(value)

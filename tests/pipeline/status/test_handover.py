@@ -14,6 +14,7 @@ import pytest
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.growth.layout import LAYOUT_KEY, SETTLED_HEADER, added
+from jobstream._pipeline.growth.strays import FORWARDED_HEADER
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime import Output
 from jobstream._pipeline.runtime.driver import ProcessorDriver
@@ -210,6 +211,8 @@ def test_a_stray_event_is_forwarded_to_its_home_unprocessed(driver: Driver) -> N
     forwarded = send(driver, ev.outcome("SUCCEEDED", run, result='"ok"'), OLD)
     assert [(o.topic, o.key, o.partition) for o in forwarded] == [
         (TOPICS.events, job.encode(), home(job, NEW))]
+    origin = f"{TOPICS.events}/{home(job, OLD)}/".encode()
+    assert dict(forwarded[0].headers or ())[FORWARDED_HEADER].startswith(origin)
     assert record(driver, home(job, OLD), job) is None
     assert record(driver, home(job, NEW), job).state == "RUNNING"  # type: ignore[union-attr]
     read_back(driver, forwarded)
