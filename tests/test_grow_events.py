@@ -46,6 +46,7 @@ def test_the_old_partitions_handed_jobs_over(tally: EventsGrowTally) -> None:
 def test_every_job_succeeded_once_and_the_grow_lost_none(tally: EventsGrowTally) -> None:
     assert tally.not_succeeded == []
     assert tally.retried == [], "jobs needed a second attempt"
+    assert tally.failing_off == [], "failures routed other than once"
     assert tally.lost_by_grow == [], "runs declared lost by the grow"
     assert tally.duplicates == []
 

@@ -28,6 +28,7 @@ from jobstream._ops.faults.sleep_app import JOB_TYPE
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.stack import YIELDING, Component, Stack, components, running_stack, worker
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.model.idempotency import idempotent_job_id
@@ -69,7 +70,9 @@ class EventsGrowTally:
     forwarded: int = 0
     not_succeeded: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
-    """Jobs other than the killed runs' that needed more than one attempt."""
+    """Jobs other than the killed runs' and the failing ones that needed another attempt."""
+    failing_off: list[str] = field(default_factory=list)
+    """Jobs whose first attempt failed (around the grow) not retried exactly once."""
     lost_by_grow: list[str] = field(default_factory=list)
     """Jobs other than the killed runs' with a LOST event."""
     duplicates: list[str] = field(default_factory=list)
@@ -82,14 +85,15 @@ class EventsGrowTally:
 
     @property
     def ok(self) -> bool:
-        return not (self.not_succeeded or self.retried or self.lost_by_grow or self.duplicates
-                    or set(self.victims_lost.values()) - {1})  # fmt: skip
+        return not (self.not_succeeded or self.retried or self.failing_off or self.lost_by_grow
+                    or self.duplicates or set(self.victims_lost.values()) - {1})  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         lags = sorted(self.lags_ms) or [0]
         return {
             "jobs": self.jobs, "handed_over": self.handed_over, "forwarded": self.forwarded,
             "not_succeeded": len(self.not_succeeded), "retried": len(self.retried),
+            "failing_not_retried_once": len(self.failing_off),
             "lost_by_grow": len(self.lost_by_grow), "duplicates": len(self.duplicates),
             "killed_runs_lost": self.victims_lost, "killed_runs_moved": self.victims_moved,
             "status_lag_p50_ms": lags[len(lags) // 2],
@@ -125,6 +129,8 @@ class EventsGrowRun:
         self.short: list[str] = []
         self.victims: list[str] = []
         self.finished: list[str] = []
+        self.failing: list[str] = []
+        """Short jobs whose first attempt fails: a failure routed once, grow or not."""
 
     def run(self) -> EventsGrowTally:
         started = time.monotonic()
@@ -165,7 +171,8 @@ class EventsGrowRun:
         finally:
             stop.set()
             loader.join(30)
-        self._until(self.long + self.short, {"SUCCEEDED"}, "the long and short jobs ended",
+        self._until(self.long + self.short + self.failing, {"SUCCEEDED"},
+                    "the long and short jobs ended",
                     timeout_s=60 + size.long_s)  # fmt: skip
         self.say("killing the worker; the runs it leaves must be declared lost")
         stack.kill("worker-w0")
@@ -176,6 +183,7 @@ class EventsGrowRun:
         per_tick = max(1, self.size.load_per_s // 4)
         while not stop.wait(0.25):
             self.short += client.submit_many(request(sleep_s=SHORT_S) for _ in range(per_tick))
+            self.failing += client.submit_many([request(sleep_s=SHORT_S, fail_first=True)])
 
     def _until(self, ids: list[str], states: set[str], what: str,
                timeout_s: float = 60) -> dict[str, JobStatus]:  # fmt: skip
@@ -194,12 +202,16 @@ class EventsGrowRun:
         statuses = read_statuses(self.settings, owner=OWNER)
         kinds, succeeded_at = self._events()
         victims = set(self.victims)
-        everyone = self.finished + self.long + self.short + self.victims
+        everyone = self.finished + self.long + self.short + self.victims + self.failing
         tally = EventsGrowTally(jobs=len(everyone))
+        failing = set(self.failing)
         for job_id in everyone:
             status, seen = statuses.get(job_id), kinds.get(job_id, Counter())
             if status is None or status.state != "SUCCEEDED":
                 tally.not_succeeded.append(job_id)
+            elif job_id in failing:
+                if status.attempt != 2 or seen["RETRY_SCHEDULED"] != 1:
+                    tally.failing_off.append(job_id)
             elif job_id not in victims and status.attempt != 1:
                 tally.retried.append(job_id)
             if seen["DUPLICATE"]:
@@ -220,13 +232,16 @@ class EventsGrowRun:
         return tally
 
     def _events(self) -> tuple[dict[str, Counter[str]], dict[str, int]]:
-        """Each job's event kinds on jobs.events, and when its first SUCCEEDED was sent."""
+        """Each job's event kinds on jobs.events, and when its first SUCCEEDED was sent; a
+        grow's forwarded copies are passed over (their originals count)."""
         _, deserialize = make_serde(self.settings.schema_registry_url)
         kinds: dict[str, Counter[str]] = {}
         succeeded: dict[str, int] = {}
         with TopicScan(self.settings, self.topics.events) as scan:
             for batch in scan:
                 for message in batch:
+                    if is_forwarded(message):
+                        continue
                     data = deserialize(message.value()).data
                     kinds.setdefault(data.job_id, Counter())[data.kind] += 1
                     if data.kind == "SUCCEEDED":
