@@ -1,5 +1,5 @@
 """Where a timer store's records belong under a partition count, and which partitions a
-grown one hears from (pipeline/timers/homes.py, pipeline/timers/layout.py, and the plan of
+grown one hears from (pipeline/timers/homes.py, pipeline/growth/layout.py, and the plan of
 ``jobstream topics grow``, pipeline/timers/grow.py)."""
 
 from __future__ import annotations
