@@ -34,6 +34,7 @@ from typing import ClassVar
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
 from jobstream._pipeline.runtime.counters import Counters
@@ -132,7 +133,7 @@ class StatusProcessor(Processor[StatusState]):
         if event.name != "JobLifecycle":
             self.counts.foreign += 1
             return ()
-        return self.logic.process(state, event.data, now_ms)
+        return self.logic.process(state, event.data, now_ms, forwarded=is_forwarded(record))
 
     def punctuate(self, state: StatusState, now_ms: int, limit: int) -> Iterable[Output]:
         handed = self.handover.lay_out(state)

@@ -242,3 +242,22 @@ def test_a_store_beyond_the_configured_count_is_laid_out_for_the_live_one(tmp_pa
         assert not handed(driver.advance())
     finally:
         driver.close()
+
+
+def test_a_forwarded_event_that_comes_after_newer_ones_is_late_not_a_duplicate(
+    driver: Driver,
+) -> None:
+    """The retry of a job whose first attempt's FAILED took the grow's detour: the timers'
+    FIRED of attempt 2 reached the new home first."""
+    job = next(j for j in JOBS if moves(j) and j not in RUNNING)
+    out = grow(driver)
+    read_back(driver, out)
+    stale = ev.outcome("HEARTBEAT", ev.execution(job, epoch=T0 - 1))  # an older epoch's
+    raw = driver.serialize(ev.as_event(stale))
+    copy = Output(TOPICS.events, job.encode(), raw, home(job, NEW),
+                  [(FORWARDED_HEADER, f"{TOPICS.events}/{home(job, OLD)}/3".encode())])
+    assert driver.feed([Handed(copy, 0)]) == []
+    assert driver.processor.counters()["late"] == 1
+    assert driver.processor.counters()["duplicates"] == 0
+    direct = send(driver, stale, NEW)  # the same, not forwarded: a zombie's, reported
+    assert [o.value.data.kind for o in direct] == ["DUPLICATE"]  # type: ignore[union-attr]
