@@ -1,7 +1,8 @@
 """A grow of jobs.events under load, and what the jobs saw of it.
 
 The pipeline runs as processes (timers, one status processor, the retry router, a worker
-with 0.5 s heartbeats and 4 s leases). Jobs that ran to their end fill the status stores;
+with 0.5 s heartbeats and 4 s leases, whose producers keep the old partition count for
+minutes). Jobs that ran to their end fill the status stores;
 long runs (and three that last until their worker dies) run across the grow; short jobs
 keep coming. jobs.events grows (``jobstream topics grow --events-partitions``'s function)
 and a second status processor joins; then the worker is killed and another takes over.
@@ -46,6 +47,10 @@ OWNER = "grow-events"
 LEASE_S = 4
 BEAT = ("--heartbeat", "500ms")
 SHORT_S = 0.2
+STALE = (("JOBSTREAM_LIBRDKAFKA", '{"topic.metadata.refresh.interval.ms": "300000"}'),)
+"""The first worker's clients keep librdkafka's 5-minute metadata refresh (a worker of an
+older version, or settings of a user's own): its events keep the old count after the grow,
+and reach their jobs' new partitions forwarded."""
 BATCH = 5_000
 
 
@@ -68,6 +73,8 @@ class EventsGrowTally:
     jobs: int = 0
     handed_over: int = 0
     forwarded: int = 0
+    late: int = 0
+    """Forwarded events that came after newer ones of their job (not applied)."""
     not_succeeded: list[str] = field(default_factory=list)
     retried: list[str] = field(default_factory=list)
     """Jobs other than the killed runs' and the failing ones that needed another attempt."""
@@ -92,6 +99,7 @@ class EventsGrowTally:
         lags = sorted(self.lags_ms) or [0]
         return {
             "jobs": self.jobs, "handed_over": self.handed_over, "forwarded": self.forwarded,
+            "late_forwarded": self.late,
             "not_succeeded": len(self.not_succeeded), "retried": len(self.retried),
             "failing_not_retried_once": len(self.failing_off),
             "lost_by_grow": len(self.lost_by_grow), "duplicates": len(self.duplicates),
@@ -137,7 +145,8 @@ class EventsGrowRun:
         base = free_ports(6)
         slots = self.size.long + 3 + max(8, self.size.load_per_s)
         parts = [*components(base, app=APP, job_types=(), lease_s=LEASE_S),
-                 worker(JOB_TYPE, "w0", base + 3, app=APP, concurrency=slots, extra=BEAT)]
+                 worker(JOB_TYPE, "w0", base + 3, app=APP, concurrency=slots, extra=BEAT,
+                        env=STALE)]
         second = Component("status-processor-1", ("status-processor", "--instance-id", "1",
                                                   "--lease", f"{LEASE_S}s"), base + 4, YIELDING)
         spare = worker(JOB_TYPE, "w1", base + 5, app=APP, concurrency=8, extra=BEAT)
@@ -229,6 +238,7 @@ class EventsGrowRun:
             text = (stack.logs / f"{name}.log").read_text()
             tally.handed_over += _last(text, "handed_over")
             tally.forwarded += _last(text, "forwarded")
+            tally.late += _last(text, "late")
         return tally
 
     def _events(self) -> tuple[dict[str, Counter[str]], dict[str, int]]:
