@@ -205,20 +205,27 @@ def topics_grow(
     job_types: list[str] = typer.Option(
         [], "--type", help="A job type whose execution topics grow (repeat it; default: "
         "every type of JOBSTREAM_JOB_TYPES)."),
+    events_partitions: int | None = typer.Option(
+        None, "--events-partitions", min=1,
+        help="jobs.events' new partition count (more than now; with the status processor's "
+        "changelog and handover topic)."),
     timeout_ms: int = duration_option("30s", "--timeout", help="How long each step may take."),
 ) -> None:
     """Raise partition counts on a running system: the timers' (jobs.intake, jobs.retry and
     their changelog; the timers hand each pending job to its new partition's store) with
     --partitions, job types' execution topics (every priority tier and pool) with
-    --exec-partitions (docs/scaling.md, "Growing the partitions"). Run it again to finish a
-    grow that stopped."""
+    --exec-partitions, jobs.events (the status processors hand each job to its new
+    partition's store) with --events-partitions (docs/scaling.md, "Growing the partitions").
+    Run it again to finish a grow that stopped."""
     from jobstream._pipeline.errors import ValidationError
+    from jobstream._pipeline.status.grow import grow_events_topics
     from jobstream._pipeline.timers.grow import grow_timer_topics
     from jobstream._pipeline.worker.grow import grow_execution_topics
 
-    if partitions is None and exec_partitions is None:
-        raise ValidationError("--partitions", "give --partitions (the timers' topics) or "
-                              "--exec-partitions (the execution topics), or both")  # fmt: skip
+    if partitions is None and exec_partitions is None and events_partitions is None:
+        raise ValidationError("--partitions", "give --partitions (the timers' topics), "
+                              "--exec-partitions (the execution topics) or "
+                              "--events-partitions (jobs.events), or more")  # fmt: skip
     if job_types and exec_partitions is None:
         raise ValidationError("--type", "names the types whose execution topics grow: give "
                               "--exec-partitions too")  # fmt: skip
@@ -231,6 +238,14 @@ def topics_grow(
             console.print(f"the timers' topics grew from {plan.old} to {partitions} partitions; "
                           f"set JOBSTREAM_TIMER_PARTITIONS={partitions} where they are "
                           "configured")  # fmt: skip
+    if events_partitions is not None:
+        grown_events = grow_events_topics(settings, events_partitions,
+                                          timeout_s=timeout_ms / 1000)  # fmt: skip
+        if grown_events.nothing_to_do:
+            console.print(f"jobs.events has {events_partitions} partitions already")
+        else:
+            console.print(f"jobs.events grew from {grown_events.old} to {events_partitions} "
+                          "partitions (with jobs.status.changelog and jobs.status.handover)")
     if exec_partitions is not None:
         grown = grow_execution_topics(settings, exec_partitions, job_types,
                                       timeout_s=timeout_ms / 1000)  # fmt: skip

@@ -34,7 +34,8 @@ class TopicSpec:
     extra: dict[str, str] = field(default_factory=dict)
     may_grow: bool = False
     """Whether the topic may hold more partitions than ``partitions``: an execution topic of
-    a type with no concurrency limit, grown by ``jobstream topics grow --exec-partitions``."""
+    a type with no concurrency limit, grown by ``jobstream topics grow --exec-partitions``;
+    jobs.events and its co-partitioned topics, grown by ``--events-partitions``."""
 
     @property
     def cleanup_policy(self) -> str:
@@ -99,6 +100,7 @@ class Topics:
         self.events = f"{p}jobs.events"
         self.status = f"{p}jobs.status"
         self.status_changelog = f"{p}jobs.status.changelog"
+        self.status_handover = f"{p}jobs.status.handover"
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
         self.quotas = f"{p}jobs.quotas"
@@ -151,10 +153,15 @@ class Topics:
             # Retries feed the timers, so jobs.retry is co-partitioned with jobs.intake.
             TopicSpec(self.retry, s.timer_partitions),
             TopicSpec(self.timers_changelog, s.timer_partitions, compacted=True),
-            TopicSpec(self.events, s.events_partitions, retention_ms=_YEAR_MS),
+            # jobs.events and the status processor's topics co-partitioned with it may have
+            # grown past the setting (`jobstream topics grow --events-partitions`).
+            TopicSpec(self.events, s.events_partitions, retention_ms=_YEAR_MS, may_grow=True),
             TopicSpec(self.status, s.status_partitions, compacted=True),
             # The status processor's own state, co-partitioned with jobs.events.
-            TopicSpec(self.status_changelog, s.events_partitions, compacted=True),
+            TopicSpec(self.status_changelog, s.events_partitions, compacted=True,
+                      may_grow=True),
+            # Jobs handed between its stores when jobs.events grows (pipeline/status/handover.py).
+            TopicSpec(self.status_handover, s.events_partitions, may_grow=True),
             TopicSpec(self.workers, s.workers_partitions, compacted=True),
             # Rate limits, keyed by whom they limit; every timer process reads it whole.
             TopicSpec(self.limits, 1, compacted=True),

@@ -29,6 +29,7 @@ from jobstream._connectors.views.store import ViewBatch, ViewStore
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, JobstreamError, ValidationError
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.headers import header
 from jobstream._pipeline.kafka.watermarks import watermarks
@@ -251,6 +252,8 @@ class ViewUpdater:
             batch.submitted(job, location)
 
     def _event(self, batch: ViewBatch, message: Message) -> None:
+        if is_forwarded(message):  # a grow's copy: its original is folded where it was written
+            return
         event = self._decode(message, "JobLifecycle")
         if event is not None:
             batch.event(event.data)

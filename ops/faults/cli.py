@@ -186,3 +186,37 @@ def grow(
         figures["recurring_next_run_missing"] or figures["max_late_ms"] > 2000
     ):  # fmt: skip
         raise typer.Exit(1)
+
+
+@faults_app.command("grow-events")
+def grow_events(
+    finished: int = typer.Option(20_000, "--finished", min=0, help="Jobs run to their end "
+                                 "before the grow: records the status stores hold."),
+    long: int = typer.Option(100, "--long", min=1, help="Runs of 8 s started before the "
+                             "grow, heartbeating across it."),
+    load: int = typer.Option(100, "--load", min=0, help="Short jobs submitted each second "
+                             "around the grow."),
+    partitions: int = typer.Option(6, "--from", min=1, help="jobs.events' partitions at first."),
+    grow_to: int = typer.Option(12, "--to", min=2, help="jobs.events' partitions after."),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Where the processes keep "
+                                        "their logs and state (default: a new temporary "
+                                        "folder)."),
+    out: Path | None = typer.Option(None, "--out", help="Write the figures here as JSON."),
+) -> None:  # fmt: skip
+    """Grow jobs.events under load on the configured broker (the pipeline as processes, 1
+    status processor, then 2; a worker killed after the grow); count jobs that did not
+    succeed once, runs the grow declared lost, duplicates, and how long statuses lagged.
+    Exits 1 on any of them, or a killed run not declared lost exactly once."""
+    from jobstream._ops.faults.grow_events import run_events_grow
+
+    if grow_to <= partitions:
+        raise typer.BadParameter(f"must be more than --from ({partitions})", param_hint="--to")
+    folder = workdir or Path(tempfile.mkdtemp(prefix="jobstream-grow-events-"))
+    figures = run_events_grow(folder, finished=finished, long=long, load=load,
+                              partitions=partitions, grow_to=grow_to)  # fmt: skip
+    report.console.print_json(data=figures)
+    if out:
+        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
+                           "machine": report.machine(), **figures})  # fmt: skip
+    if not figures["ok"]:
+        raise typer.Exit(1)

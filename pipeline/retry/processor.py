@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.model.retry import RetryDefaults
 from jobstream._pipeline.retry.router import FAILURE_KINDS, RetryRouter
@@ -37,7 +39,9 @@ holding offsets only cost the broker three requests and a marker, ten times a se
 
 class RetryProcessor(Processor[None]):
     name = "retry"
-    consumer_tuning = clients.BATCHED_FETCH
+    consumer_tuning: ClassVar[clients.KafkaConfig] = {**clients.BATCHED_FETCH,
+                                                      **clients.GROWN_PARTITIONS_SEEN}
+    """Batched fetches; a grown jobs.events' new partitions read within seconds."""
 
     def __init__(self, settings: Settings, defaults: RetryDefaults | None = None) -> None:
         topics = Topics(settings)
@@ -49,6 +53,8 @@ class RetryProcessor(Processor[None]):
     def process(self, state: None, record: Record, now_ms: int) -> Iterable[Output]:
         value = record.value()
         if lifecycle_kind(value) in PASSED_OVER:
+            return ()
+        if is_forwarded(record):  # its original, on the partition it was written to, was routed
             return ()
         try:
             event = self.deserialize(value)

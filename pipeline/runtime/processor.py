@@ -125,6 +125,12 @@ class Processor(Generic[S]):
         """Act on the wall clock for one partition, at most ``limit`` records' worth."""
         return ()
 
+    def punctuate_behind(self, state: S, now_ms: int, limit: int) -> Iterable[Output]:
+        """For a processor that punctuates when caught up, the wall clock's work on a
+        partition not read to its end yet: what reads no input to decide (the status
+        processor's handover of a grow)."""
+        return ()
+
     def committed(self, state: S, outputs: Sequence[Output]) -> None:
         """The transaction holding ``outputs`` (and the state's changes) has committed."""
 

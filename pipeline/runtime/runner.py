@@ -131,6 +131,8 @@ class Runner(Generic[S]):
         self._known_topics: set[str] = set()
         self._held: set[tuple[str, int]] = set()
         """Inputs paused because the processor holds them back (:meth:`_hold`)."""
+        self._at_end: set[tuple[str, int]] = set()
+        """Input partitions read to their end since their last record (their EOF)."""
         self.recoveries = 0
         self._store_retry_s = STORE_RETRY_FIRST_S
         self._unowned_since: float | None = time.monotonic()
@@ -288,18 +290,23 @@ class Runner(Generic[S]):
                                          timeout=self.options.poll_ms / 1000)  # fmt: skip
         records = []
         # A partition's end often comes in the same batch as its last records: it counts
-        # once they are processed (processing a record clears it), not before.
+        # once they are processed (processing a record clears it), not before. A store
+        # with two inputs is read to its end once both are.
         ended: set[int] = set()
+        at_end = self._at_end
         for message in messages:
             error = message.error()
             if error is None:
                 records.append(message)
-                if ended:  # an end seen earlier in this batch, before more records came
-                    ended.discard(message.partition() or 0)
+                if at_end:  # an end seen before, and more records came since
+                    at_end.discard((message.topic() or "", message.partition() or 0))
             elif error.code() == KafkaError._PARTITION_EOF:
+                at_end.add((message.topic() or "", message.partition() or 0))
                 ended.add(message.partition() or 0)
             else:
                 self._consume_error(message)
+        inputs = self.processor.inputs
+        ended = {p for p in ended if all((t, p) in at_end for t in inputs)}
         if not self.task.owned:
             return
         now = now_ms()
@@ -338,6 +345,8 @@ class Runner(Generic[S]):
                 continue  # fetched before the pause: read again once resumed
             if where in held and not self.processor.admits(record):
                 self._held.add(where)
+                self._at_end.discard(where)  # records wait there: not read to its end
+                self.task.caught_up.discard(where[1])
                 self.consumer.seek(TopicPartition(*where, record.offset() or 0))
                 self.consumer.pause([TopicPartition(*where)])
                 log.info("%s input held", self.name, extra={"held": where})
@@ -453,6 +462,7 @@ class Runner(Generic[S]):
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         assigned = self._stores_of(partitions)
         self._held = set()  # a new assignment starts unpaused
+        self._at_end = set()  # and unread: each input's end is seen again
         strays = [tp for tp in partitions if tp.partition not in assigned]
         if strays:  # a pattern's topic counted otherwise than the inputs: never read here
             consumer.pause(strays)
@@ -495,6 +505,7 @@ class Runner(Generic[S]):
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = self._stores_of(partitions)
         self._held -= {(t, p) for t, p in self._held if p in revoked}
+        self._at_end -= {(t, p) for t, p in self._at_end if p in revoked}
         self.task.revoke(revoked)
         if self.partitions is not None:
             self.partitions.revoke(revoked)

@@ -84,13 +84,15 @@ class Task(Generic[S]):
         """Act on the wall clock, for every partition (or those read to their end)."""
         tx = self._begin()
         partitions: Set[int] = tx.partitions.keys()
-        if self.processor.punctuate_when_caught_up:
-            partitions = partitions & self.caught_up
         if not partitions:
             return
         limit = max(1, self.punctuate_limit // len(tx.partitions))
         for p in sorted(partitions):
-            tx.fold(p, self.processor.punctuate(tx.partitions[p].state, now_ms, limit))
+            state = tx.partitions[p].state
+            if not self.processor.punctuate_when_caught_up or p in self.caught_up:
+                tx.fold(p, self.processor.punctuate(state, now_ms, limit))
+            else:
+                tx.fold(p, self.processor.punctuate_behind(state, now_ms, limit))
 
     @property
     def uncommitted(self) -> int:

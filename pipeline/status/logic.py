@@ -86,11 +86,13 @@ class StatusPolicy:
 
 class StatusCounters(Counters):
     """What the processor decided, for the periodic stats line; ``steps_ended`` counts the
-    StepEnded commands sent to the timers (jobs of workflows that ended)."""
+    StepEnded commands sent to the timers (jobs of workflows that ended); ``late``, events
+    a grow of jobs.events forwarded that came after newer ones (not applied, not reported
+    as duplicates)."""
 
     def __init__(self) -> None:
         super().__init__("applied", "illegal", "duplicates", "lost", "expired", "ignored",
-                         "purged", "steps_ended")  # fmt: skip
+                         "purged", "steps_ended", "late")  # fmt: skip
         self.illegal_by_transition: Counter[str] = Counter()
         """Rejections by "STATE + KIND": which component breaks the contract, and how."""
 
@@ -103,8 +105,15 @@ class StatusLogic:
         self.policy = policy or StatusPolicy()
         self.counters = StatusCounters()
 
-    def process(self, state: StatusState, event: JobLifecycle, now_ms: int) -> list[Output]:
-        """Fold one JobLifecycle into its job; return what to produce."""
+    def process(self, state: StatusState, event: JobLifecycle, now_ms: int, *,
+                forwarded: bool = False) -> list[Output]:  # fmt: skip
+        """Fold one JobLifecycle into its job; return what to produce.
+
+        A ``forwarded`` event (a grow's copy of one written to the partition its job had
+        before, docs/adr/0013-events-partitions-that-grow.md) took a detour: newer events
+        of its job, written straight to this partition, may have come first. One the
+        machine then finds stale is not applied, as any duplicate, but counted ``late``
+        rather than reported: the second run a DUPLICATE names did not happen."""
         before = state.get(event.job_id)
         decision = transition(before, event)
         if decision.verdict is Verdict.ILLEGAL:
@@ -116,6 +125,12 @@ class StatusLogic:
             return []
         if decision.verdict is Verdict.DUPLICATE:
             assert before is not None  # only an outcome for a job known is a duplicate
+            if forwarded:
+                self.counters.late += 1
+                log.info("a forwarded event came after newer ones: not applied",
+                         extra={"job_id": event.job_id, "kind": str(event.kind),
+                                "reason": decision.reason})  # fmt: skip
+                return []
             self.counters.duplicates += 1
             return [self._duplicate(state, before, event, decision.reason, now_ms)]
         record = decision.record

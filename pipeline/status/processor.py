@@ -18,6 +18,12 @@ Leases (and QUEUED attempts' expiries) expire only on a partition read to its en
 (librdkafka's partition EOF): while a backlog is being read (after a restart, under load)
 the heartbeats (and STARTEDs) in it have not been seen yet, and expiring then would declare
 healthy runs lost.
+
+When jobs.events grows (``jobstream topics grow --events-partitions``), each old partition
+hands the jobs whose key now falls elsewhere to their new home over jobs.status.handover,
+the processor's second input, and a new partition reads no jobs.events until every
+partition that may send to it has settled (pipeline/status/handover.py). A partition in a
+grow expires nothing.
 """
 
 from __future__ import annotations
@@ -28,12 +34,14 @@ from typing import ClassVar
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
+from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.runtime.runner import Runner
 from jobstream._pipeline.serde import make_serde
 from jobstream._pipeline.state.batch import PartitionBatch
+from jobstream._pipeline.status.handover import StatusHandover
 from jobstream._pipeline.status.logic import StatusLogic, StatusPolicy
 from jobstream._pipeline.status.state import RecordCache, StatusState
 from jobstream._pipeline.topics import Topics
@@ -49,6 +57,10 @@ docs/benchmarks.md, "Transactions a second"); a 20 ms poll (``consume()`` waits 
 unless a batch fills), so that a workflow's release is not held longer here than at the
 timers; up to 6,000 leases expired (and as many records purged) per iteration."""
 
+METADATA_REFRESH_MS = 1_000
+"""How soon the status processors see jobs.events grown while they run (librdkafka's
+default refresh is 5 minutes)."""
+
 CACHED_RECORDS = 10_000
 """Committed job records kept decoded per partition between transactions (a job's events
 usually span a few): about 1 KB each."""
@@ -60,13 +72,20 @@ class StatusProcessor(Processor[StatusState]):
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
         **clients.PROMPT_FETCH,
+        # A grow of jobs.events is noticed (and the group rebalanced) within a second.
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
     }
 
     def __init__(self, settings: Settings, policy: StatusPolicy | None = None,
                  cached_records: int = CACHED_RECORDS) -> None:  # fmt: skip
         topics = Topics(settings)
-        self.inputs = (topics.events,)
+        self.inputs = (topics.events, topics.status_handover)
         self.changelog = topics.status_changelog
+        self.events = topics.events
+        self.handover = StatusHandover(topics.status_handover, topics.events,
+                                       settings.events_partitions)
+        """This process's part in a grow of jobs.events (pipeline/status/handover.py)."""
+        self.owned: set[int] = set()
         self.logic = StatusLogic(topics, policy)
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.cached_records = cached_records
@@ -81,12 +100,29 @@ class StatusProcessor(Processor[StatusState]):
         cache = self._caches.get(partition)
         if cache is None:
             cache = self._caches[partition] = RecordCache(self.cached_records)
-        return StatusState(tx, partition, cache)
+        state = StatusState(tx, partition, cache)
+        if partition not in self.owned:
+            self.owned.add(partition)
+            self.handover.layouts[partition] = self.handover.layout_of(state)
+        return state
+
+    def inputs_counted(self, counts: Mapping[str, int]) -> None:
+        self.handover.counts = dict(counts)
+
+    def held_inputs(self) -> set[tuple[str, int]]:
+        """jobs.events of each partition that waits for jobs handed over to it: an event
+        of a job not moved in yet would start a record of its own."""
+        return {(self.events, p) for p in self.owned if self.handover.waiting(p)}
 
     def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
         StatusState(tx).restore(key, value)
 
     def process(self, state: StatusState, record: Record, now_ms: int) -> Iterable[Output]:
+        if self.handover.receive(state, record):
+            return ()
+        forwarded = self.handover.stray(state, record)
+        if forwarded:
+            return forwarded
         try:
             event = self.deserialize(record.value())
         except DeserializationError as exc:
@@ -97,23 +133,37 @@ class StatusProcessor(Processor[StatusState]):
         if event.name != "JobLifecycle":
             self.counts.foreign += 1
             return ()
-        return self.logic.process(state, event.data, now_ms)
+        return self.logic.process(state, event.data, now_ms, forwarded=is_forwarded(record))
 
     def punctuate(self, state: StatusState, now_ms: int, limit: int) -> Iterable[Output]:
+        handed = self.handover.lay_out(state)
+        if self.handover.busy(state.partition):
+            return handed
         expired = self.logic.expire_leases(state, now_ms, limit)
         expired += self.logic.expire_queued(state, now_ms, limit)
         self.logic.purge(state, now_ms, limit)
-        return expired
+        return handed + expired
+
+    def punctuate_behind(self, state: StatusState, now_ms: int, limit: int) -> Iterable[Output]:
+        return self.handover.lay_out(state)  # a backlog does not hold a handover back
 
     def committed(self, state: StatusState, outputs: Sequence[Output]) -> None:
         state.committed()
+        if state.partition in self.owned:
+            self.handover.layouts[state.partition] = self.handover.layout_of(state)
         self.counts.statuses += sum(1 for output in outputs if output.compact)
 
     def revoked(self, partition: int) -> None:
         self._caches.pop(partition, None)  # its next owner changes its records
+        self.owned.discard(partition)
+        self.handover.layouts.pop(partition, None)
+        self.handover.cursors.pop(partition, None)
 
     def counters(self) -> Mapping[str, object]:
-        return {**self.counts.snapshot(), **self.logic.counters.snapshot()}
+        handover = self.handover
+        return {**self.counts.snapshot(), **self.logic.counters.snapshot(),
+                "handed_over": handover.moved, "taken_over": handover.received,
+                "kept_over": handover.kept, "forwarded": handover.forwarded}  # fmt: skip
 
 
 def status_runner(settings: Settings, options: RunnerOptions = STATUS_OPTIONS,

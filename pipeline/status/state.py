@@ -11,12 +11,14 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
 - ``c<job id>``: the running attempt's latest checkpoint (JSON, its Avro fields), from the
   HEARTBEAT that carried it: a LOST hands it to the next attempt. Kept and dropped with
   the ``e`` entry.
+- ``h``: the store's layout (pipeline/growth/layout.py): the jobs.events partition count it
+  is laid out for, and how far a grow has gone on it (docs/adr/0013-events-partitions-that-grow.md).
 - ``l`` + a timer schedule key (pipeline/model/time_keys.py) by lease deadline, ``q`` + one
   by queue expiry, and ``p`` + one by purge time: indexes, so that expired leases, expired
   QUEUED attempts and finished jobs are range scans.
 
-Only ``j``, ``e`` and ``c`` entries go to the changelog ``jobs.status.changelog`` (keyed by the
-store key); the indexes are derived from records, so restoring rebuilds them.
+Only ``j``, ``e``, ``c`` and ``h`` entries go to the changelog ``jobs.status.changelog``
+(keyed by the store key); the indexes are derived from records, so restoring rebuilds them.
 
 Within one transaction a job's record is decoded at most once and encoded at most once:
 :class:`StatusState` keeps the records it has read or written as objects, and
@@ -35,6 +37,7 @@ from typing import Any, NamedTuple
 import msgspec
 import orjson
 
+from jobstream._pipeline.growth.layout import LAYOUT_KEY, Layout
 from jobstream._pipeline.model.lifecycle import JobState
 from jobstream._pipeline.model.records import (
     Checkpoint,
@@ -421,6 +424,18 @@ class StatusState:
         self._runs[EXECUTION_PREFIX + job_id.encode()] = None
         self._runs[CHECKPOINT_PREFIX + job_id.encode()] = None
 
+    # -- the layout (a grow of jobs.events) ----------------------------------------------
+
+    def layout(self) -> Layout | None:
+        """How the store is laid out; None when no grow has touched it."""
+        raw = self.tx.get(LAYOUT_KEY)
+        return None if raw is None else Layout.decode(raw)
+
+    def set_layout(self, layout: Layout) -> None:
+        raw = layout.encode()
+        self.tx.put(LAYOUT_KEY, raw)
+        self._changelog[LAYOUT_KEY] = raw
+
     # -- indexes -------------------------------------------------------------------------
 
     def expired_leases(self, now_ms: int, limit: int) -> list[JobRecord]:
@@ -461,7 +476,7 @@ class StatusState:
                 self.tx.put(key, value)
             elif previous_raw is not None:
                 self.tx.delete(key)
-        elif key.startswith((EXECUTION_PREFIX, CHECKPOINT_PREFIX)):
+        elif key.startswith((EXECUTION_PREFIX, CHECKPOINT_PREFIX)) or key == LAYOUT_KEY:
             if value is None:
                 self.tx.delete(key)
             else:

@@ -22,6 +22,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jobstream._pipeline.growth.layout import (
+    HANDOVER_HEADER,
+    SETTLED_HEADER,
+    Layout,
+    read_settled_marker,
+    receivers,
+    settled_marker,
+)
+from jobstream._pipeline.growth.strays import forward_stray
 from jobstream._pipeline.kafka.headers import header_pairs
 from jobstream._pipeline.model.collapse import collapse_of
 from jobstream._pipeline.model.records import JobSubmitted
@@ -33,14 +42,7 @@ from jobstream._pipeline.model.time_keys import (
 )
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime.processor import Output, Record
-from jobstream._pipeline.timers.homes import home_key, sources
-from jobstream._pipeline.timers.layout import (
-    HANDOVER_HEADER,
-    SETTLED_HEADER,
-    Layout,
-    read_settled_marker,
-    settled_marker,
-)
+from jobstream._pipeline.timers.homes import home_key
 from jobstream._pipeline.timers.nodes import NODE_PREFIX, SIGNAL_PREFIX, WORKFLOW_PREFIX
 from jobstream._pipeline.timers.state import TimerState
 
@@ -125,7 +127,7 @@ class Handover:
         state.set_layout(Layout(count=layout.count, old=layout.old, heard=layout.heard))
         p = state.partition
         marker = settled_marker(p, layout.count)
-        waiting = [q for q in range(layout.count) if p in sources(q, layout.old, layout.count)]
+        waiting = receivers(p, layout.old, layout.count)
         log.info("timer partition %d settled for %d partitions; telling %s", p, layout.count,
                  waiting)  # fmt: skip
         return outputs + [Output(self.retry, None, b"", q, ((SETTLED_HEADER, marker),),
@@ -204,16 +206,11 @@ class Handover:
     def stray(self, state: TimerState, record: Record) -> Sequence[Output]:
         """The record forwarded to the partition its key belongs to under the live count,
         if that is not this one; nothing for a record at home (or with no key)."""
-        key, topic = record.key(), record.topic()
-        count = self.counts.get(topic or "")
-        if key is None or count is None or topic is None:
-            return ()
-        home = java_partition(key, count)
-        if home == state.partition:
+        forwarded = forward_stray(record, state.partition, self.counts)
+        if forwarded is None:
             return ()
         self.forwarded += 1
-        return [Output(topic, key, record.value() or b"", home, header_pairs(record) or None)]
-
+        return [forwarded]
 
 _NODES = (NODE_PREFIX, WORKFLOW_PREFIX, SIGNAL_PREFIX)
 
@@ -227,3 +224,4 @@ def _record(state: TimerState, key: bytes, raw: bytes) -> tuple[bytes, bytes] | 
     if key.startswith(INDEX):
         return key[1:], raw
     return key, raw
+

@@ -69,16 +69,3 @@ def home_partition(changelog_key: bytes, raw: bytes, partitions: int) -> int:
     """The partition whose store holds this record among ``partitions``."""
     return java_partition(home_key(changelog_key, raw), partitions)
 
-
-def sources(partition: int, old: int, new: int) -> frozenset[int]:
-    """The partitions of the ``old`` count whose stores may hand records to ``partition``
-    once there are ``new``: those whose keys' hashes can fall on it, itself left out.
-
-    A key with hash h lived in h mod old and lives in h mod new. When ``new`` is a multiple
-    of ``old`` that is the one partition ``partition`` mod ``old`` (none for an old
-    partition: nothing moves into it); otherwise any old partition may send.
-    """
-    if not 0 <= partition < new or not 0 < old <= new:
-        raise ValueError(f"partition {partition} of {new} (grown from {old})")
-    found = {partition % old} if new % old == 0 else set(range(old))
-    return frozenset(found - {partition})

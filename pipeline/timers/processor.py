@@ -18,8 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from jobstream._pipeline import metrics
-from jobstream._pipeline import clock
+from jobstream._pipeline import clock, metrics
 from jobstream._pipeline.concurrency import ConcurrencyLimits
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, ValidationError

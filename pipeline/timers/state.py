@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from jobstream._pipeline.growth.layout import LAYOUT_KEY, Layout
 from jobstream._pipeline.model.time_keys import (
     HELD_PREFIX,
     HELD_UPPER_BOUND,
@@ -37,7 +38,6 @@ from jobstream._pipeline.model.time_keys import (
 )
 from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 from jobstream._pipeline.timers.entry import AnyEntry, TimerEntry
-from jobstream._pipeline.timers.layout import LAYOUT_KEY, Layout
 from jobstream._pipeline.timers.nodes import LOGGED_PREFIXES, WorkflowNodes
 
 

@@ -43,6 +43,7 @@ from confluent_kafka import Consumer, KafkaError
 from jobstream._pipeline import metrics
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import ConfigurationError
+from jobstream._pipeline.kafka.clients import GROWN_PARTITIONS_SEEN
 from jobstream._pipeline.runtime.health import LoopHealth
 from jobstream._pipeline.runtime.lag import ConsumerLag
 from jobstream._pipeline.runtime.schedule import CommitSchedule
@@ -103,7 +104,8 @@ class WorkerLoop:
         # per record is a Python callback each. A linger of 50 ms, not 5, puts ten times
         # as many HEARTBEAT records in a request.
         self.events = clients.producer(f"jobstream.worker.{options.worker_id}",
-                                       {"delivery.report.only.error": True, "linger.ms": 50})
+                                       {"delivery.report.only.error": True, "linger.ms": 50,
+                                        **GROWN_PARTITIONS_SEEN})  # fmt: skip
         keyed = KeyedRuns()  # a key's runs are counted over every lane of the worker
         self.lanes = [Lane(settings, t, clients=clients, worker_id=options.worker_id,
                            prefetch=prefetch, static_member=options.static_member,

@@ -91,7 +91,10 @@ class KafkaClients:
         return clients.producer(self.settings, client_id=client_id, **config)
 
     def transactional(self, transactional_id: str) -> Producer:
-        return clients.producer(self.settings, transactional_id=transactional_id)
+        # Outcomes reach a grown jobs.events' new partitions within seconds.
+        return clients.producer(self.settings, client_id=clients.CLIENT_ID,
+                                transactional_id=transactional_id,
+                                **clients.GROWN_PARTITIONS_SEEN)  # fmt: skip
 
     def control(self, deserialize: Callable[[bytes | None], Event]) -> CancelSource:
         return ControlReader(self.settings, deserialize)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.growth.strays import FORWARDED_HEADER
 from jobstream._pipeline.retry.processor import RetryProcessor
 from jobstream._pipeline.runtime import Output, Processor
 from jobstream._pipeline.runtime.driver import ProcessorDriver
@@ -27,6 +28,7 @@ from jobstream._pipeline.topics import Topics
 from tests.pipeline.retry.events import error_info
 from tests.pipeline.retry.events import execution as failed_execution
 from tests.pipeline.status.events import T0, as_event, execution, fired, outcome, scheduled
+from tests.support.handover import Handed
 from tests.support.jobs import submitted
 
 SETTINGS = Settings(fire_lead=0)  # the timers below fire on the instant
@@ -141,6 +143,19 @@ def test_the_router_retries_a_failure_and_passes_over_the_rest(drive: Drive) -> 
     assert driver.pipe(TOPICS.events, as_event(outcome("SUCCEEDED", run))) == []
     assert router.counters()["retried"] == 1
     assert driver.stores is None, "the router keeps no state"
+
+
+def test_the_router_passes_over_a_grows_forwarded_copy_of_a_failure(drive: Drive) -> None:
+    """A grow of jobs.events forwards a stray failure to its home; the router read the
+    original already (docs/adr/0013-events-partitions-that-grow.md)."""
+    router = RetryProcessor(SETTINGS)
+    driver = drive(router)
+    run = failed_execution(fired_at_ms=T0)
+    raw = driver.serialize(as_event(outcome("FAILED", run, error=error_info(1, at_ms=T0 + 5))))
+    copy = Output(TOPICS.events, b"k", raw, 0, [(FORWARDED_HEADER, b"jobs.events/1/7")])
+    assert driver.feed([Handed(copy, 0)]) == []
+    original = Output(TOPICS.events, b"k", raw, 0)
+    assert kinds(driver.feed([Handed(original, 1)])) == ["RetryScheduled", "RETRY_SCHEDULED"]
 
 
 def test_a_job_state_is_what_the_status_store_holds_after_commit(drive: Drive) -> None:

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from jobstream._pipeline.config import Settings
+from jobstream._pipeline.growth.layout import LAYOUT_KEY, SETTLED_HEADER, added
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.runtime import Output
 from jobstream._pipeline.state.batch import PartitionBatch
-from jobstream._pipeline.timers.layout import LAYOUT_KEY, SETTLED_HEADER, added
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
+from tests.support.handover import Handed
 from tests.support.jobs import cancelled, cron_schedule, submitted
 from tests.support.timers import MINUTE, T0, TimersDriver, executions, timers_driver
 from tests.support.workflows import diamond, step_ended
@@ -25,35 +25,6 @@ from tests.support.workflows import diamond, step_ended
 OLD, NEW = 2, 4
 SETTINGS = Settings(fire_lead=0, timer_partitions=OLD)
 TOPICS = Topics(SETTINGS)
-
-
-@dataclass
-class Handed:
-    """A record the runner would have produced and read back (headers included)."""
-
-    out: Output
-    at: int
-
-    def topic(self) -> str:
-        return self.out.topic
-
-    def partition(self) -> int:
-        assert self.out.partition is not None
-        return self.out.partition
-
-    def offset(self) -> int:
-        return self.at
-
-    def key(self) -> bytes | None:
-        return self.out.key
-
-    def value(self) -> bytes:
-        value = self.out.value
-        assert isinstance(value, bytes)
-        return value
-
-    def headers(self) -> list[tuple[str, bytes]]:
-        return list(self.out.headers or ())
 
 
 @pytest.fixture

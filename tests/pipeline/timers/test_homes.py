@@ -1,5 +1,5 @@
 """Where a timer store's records belong under a partition count, and which partitions a
-grown one hears from (pipeline/timers/homes.py, pipeline/timers/layout.py, and the plan of
+grown one hears from (pipeline/timers/homes.py, pipeline/growth/layout.py, and the plan of
 ``jobstream topics grow``, pipeline/timers/grow.py)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import TopicMismatchError, ValidationError
+from jobstream._pipeline.growth.layout import Layout, added, fresh, sources
 from jobstream._pipeline.model.records import JobSubmitted
 from jobstream._pipeline.partitioning import java_partition
 from jobstream._pipeline.timers.collapse import singleton_timer_id, window_timer_id
@@ -22,8 +23,7 @@ from jobstream._pipeline.timers.entry import (
     retry_timer_id,
 )
 from jobstream._pipeline.timers.grow import plan_grow
-from jobstream._pipeline.timers.homes import home_key, home_partition, node_home_key, sources
-from jobstream._pipeline.timers.layout import Layout, added, fresh
+from jobstream._pipeline.timers.homes import home_key, home_partition, node_home_key
 from jobstream._pipeline.timers.nodes import node_key, signal_key, workflow_key
 from jobstream._pipeline.topics import Topics
 from tests.support.jobs import submitted

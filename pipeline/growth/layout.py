@@ -1,11 +1,13 @@
-"""A timer partition's layout: the partition count its store is laid out for, and how far
-a grow of jobs.intake has gone on it (docs/adr/0011-partitions-that-grow.md).
+"""A partition store's layout: the partition count it is laid out for, and how far a grow
+of its inputs has gone on it (docs/adr/0011-partitions-that-grow.md, for the timers;
+docs/adr/0013-events-partitions-that-grow.md, for the status processor).
 
 One record per store, logged to the changelog under :data:`LAYOUT_KEY` (so a restored
 store knows it too). ``jobstream topics grow`` writes it first into the changelog
 partitions it adds, so a new partition knows which old ones will hand it records and
-waits for them before it reads its own intake; an old partition starts a grow on its own
-when the runner tells it the count went up.
+waits for them before it reads its own input; an old partition starts a grow on its own
+when the runner tells it the count went up. Both stateful processors (the timers, the
+status processor) keep it alike.
 
 Pure: no Kafka, no store.
 """
@@ -14,17 +16,35 @@ from __future__ import annotations
 
 import msgspec
 
-from jobstream._pipeline.timers.homes import sources
-
 LAYOUT_KEY = b"h"
-"""The layout's key in the store and the changelog: lower case like the workflow records'
-(never a timer id's first letter), and none of theirs."""
+"""The layout's key in the store and the changelog: lower case like the timers' workflow
+records (never a timer id's first letter), and none of theirs nor of the status
+processor's key spaces (pipeline/status/state.py)."""
 HANDOVER_HEADER = "jobstream.handover"
-"""On a jobs.retry record, the changelog key of the store record its value carries to its
-new home partition."""
+"""On a handover record (jobs.retry for the timers, jobs.status.handover for the status
+processor), the store key of the record its value carries to its new home partition."""
 SETTLED_HEADER = "jobstream.settled"
-"""On a jobs.retry record: ``<partition>/<count>``, that partition has handed over every
+"""On a handover record: ``<partition>/<count>``, that partition has handed over every
 record whose home moved when the count became ``<count>``."""
+
+
+def sources(partition: int, old: int, new: int) -> frozenset[int]:
+    """The partitions of the ``old`` count whose stores may hand records to ``partition``
+    once there are ``new``: those whose keys' hashes can fall on it, itself left out.
+
+    A key with hash h lived in h mod old and lives in h mod new. When ``new`` is a multiple
+    of ``old`` that is the one partition ``partition`` mod ``old`` (none for an old
+    partition: nothing moves into it); otherwise any old partition may send.
+    """
+    if not 0 <= partition < new or not 0 < old <= new:
+        raise ValueError(f"partition {partition} of {new} (grown from {old})")
+    found = {partition % old} if new % old == 0 else set(range(old))
+    return frozenset(found - {partition})
+
+
+def receivers(partition: int, old: int, new: int) -> list[int]:
+    """The partitions of the ``new`` count that wait for ``partition``'s SETTLED marker."""
+    return [q for q in range(new) if partition in sources(q, old, new)]
 
 
 class Layout(msgspec.Struct, frozen=True, kw_only=True):
