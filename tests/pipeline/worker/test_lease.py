@@ -53,6 +53,7 @@ def test_a_run_whose_heartbeats_land_keeps_its_lease_past_the_lease(drive: Drive
     driver = drive(watched.app, heartbeat_s=HEARTBEAT_S, lease_s=LEASE_S)
     (execution_id,) = driver.fire(execution_requested())
     driver.step()
+    driver.run_until(lambda: watched.steps > 0, what="the handler to begin")
     driver.advance(3 * HELD_MS, every_ms=500)
     assert driver.kinds(execution_id).count("HEARTBEAT") >= 8
     assert not watched.saw_lease_lost.is_set()
@@ -64,6 +65,7 @@ def test_a_run_cut_off_stops_itself_and_fails_retryable(drive: DriveWorker) -> N
     driver = drive(watched.app, heartbeat_s=HEARTBEAT_S, lease_s=LEASE_S)
     (execution_id,) = driver.fire(execution_requested())
     driver.step()
+    driver.run_until(lambda: watched.steps > 0, what="the handler to begin")
     driver.advance(2000, every_ms=500)  # a heartbeat lands at 2 s: held until 8 s
     driver.broker.unanswered = True  # then none lands
     driver.advance(HELD_MS - 600, every_ms=200)
