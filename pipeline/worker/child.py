@@ -5,8 +5,8 @@
 and exec, never a bare fork of the worker, whose librdkafka threads a forked copy would
 inherit in whatever state they were in) with one end of a socket pair. It imports the
 worker's app module itself (the ``--app`` target, sent in :class:`Setup`), says
-:class:`Ready`, then answers each :class:`Run` with an :class:`Ended` until it is told to
-stop or its pipe closes.
+:class:`Ready`, then answers each :class:`Run` with a :class:`Began` as its handler begins
+(on its instant) and an :class:`Ended` until it is told to stop or its pipe closes.
 
 - The context is rebuilt here from the fields the worker sent (:func:`portable`); the
   result is encoded here too (its size checked against the worker's limit), and its
@@ -131,6 +131,14 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class Began:
+    """The run's handler begins, at ``at_ms`` (after its instant, for a run claimed ahead)."""
+
+    token: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
 class Progressed:
     """A progress report or a checkpoint of the run the child holds (``ctx.progress``,
     ``ctx.checkpoint``)."""
@@ -164,7 +172,8 @@ def portable(ctx: JobContext) -> PortableContext:
 
 
 def send(
-    conn: Connection, message: Setup | Ready | Run | Progressed | SpawnedChild | Ended | None
+    conn: Connection,
+    message: Setup | Ready | Run | Began | Progressed | SpawnedChild | Ended | None,
 ) -> None:
     """Plain pickle: the connection's own pickler copies its reducer table every call."""
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
@@ -224,6 +233,10 @@ class _Sinks:
     def __init__(self, conn: Connection, lock: threading.Lock, token: int) -> None:
         self._conn, self._lock, self._token = conn, lock, token
 
+    def began(self) -> None:
+        with self._lock:
+            send(self._conn, Began(self._token, now_ms()))
+
     def progress(self, report: Report) -> None:
         with self._lock:
             send(self._conn, Progressed(self._token, report))
@@ -239,6 +252,7 @@ def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
         handler = app.get(run.job_type)
         ctx = _context(run.context, sinks.progress, sinks.spawn)
         time.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead of its instant
+        sinks.began()
         value = handler.func(ctx)
         if handler.is_async:
             value = loop.run_until_complete(value)

@@ -40,6 +40,7 @@ from jobstream._pipeline.worker.app import Handler
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
 from jobstream._pipeline.worker.keyed import concurrency_key
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.lane import Lane
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
@@ -85,6 +86,8 @@ class RunningJob:
     """Its log lines, from its launch until they go to jobs.logs with its outcome."""
     spawns: SpawnBox = field(default_factory=SpawnBox)
     """The children its handler spawned, waiting for the lane's next transaction."""
+    launched: LaunchStamp = field(default_factory=LaunchStamp)
+    """When its handler really began (marked by the executor): on its HEARTBEATs and its end."""
 
     @property
     def execution_id(self) -> str:
