@@ -40,8 +40,8 @@ from jobstream._pipeline.worker.app import Handler
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
 from jobstream._pipeline.worker.keyed import concurrency_key
-from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
 from jobstream._pipeline.worker.slots import count_down

@@ -53,7 +53,8 @@ def test_a_runs_start_lateness_is_its_launch_once_a_worker_tells_it() -> None:
     assert (rows[due]["start_lateness_p50_ms"], rows[due]["start_lateness_p99_ms"]) == (0, 300)
 
     launched = due + 1400
-    for kind, at in (("HEARTBEAT", due + 3000), ("HEARTBEAT", due + 4000), ("SUCCEEDED", due + 4500)):
+    told = (("HEARTBEAT", due + 3000), ("HEARTBEAT", due + 4000), ("SUCCEEDED", due + 4500))
+    for kind, at in told:
         activity.record(event(job, kind, at_ms=at, due_ms=due, launched_at_ms=launched), now)
     rows = {row["at_ms"]: row for row in activity.series(None, now)}
     assert (rows[due]["start_lateness_p50_ms"], rows[due]["start_lateness_p99_ms"]) == (300, 300)
