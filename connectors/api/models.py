@@ -392,7 +392,10 @@ class ActivityOut(BaseModel):
     ended_per_s: float
     fire_lateness_p50_ms: int | None = None
     fire_lateness_p99_ms: int | None = None
-    start_lateness_p50_ms: int | None = None
+    start_lateness_p50_ms: int | None = Field(
+        None, description="Runs whose handler began in this bucket: the launch their worker "
+        "told (launched_at_ms) minus their due instant; a run yet to tell counts by its "
+        "STARTED, in the bucket of its STARTED.")
     start_lateness_p99_ms: int | None = None
 
 
