@@ -159,8 +159,9 @@ class ProcessExecutor:
     def submit(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None = None,
                launched: LaunchStamp | None = None) -> None:  # fmt: skip
         """Start a run in an idle child (a new one while there are fewer than ``size``);
-        what the child writes during it goes to ``log``, the instant its handler begins (the
-        child's :class:`Began`, on its instant for a run claimed ahead) to ``launched``."""
+        what the child writes during it goes to ``log``, the instant its handler began (told
+        by the child with the run's end, or in a :class:`Began` while it goes on) to
+        ``launched``."""
         run = Run(token, handler.job_type, portable(ctx))
         with self._lock:
             if self._closing:
@@ -273,6 +274,8 @@ class ProcessExecutor:
         self._died(child, child.process.wait())
 
     def _ended(self, child: _Child, ended: Ended) -> None:
+        if ended.began_at_ms is not None:
+            self._began(Began(ended.token, ended.began_at_ms))
         child.output.settle()  # the run's lines are in the pipes: into its log, before its end
         with self._lock:
             if child.ending is not None or child.token != ended.token:

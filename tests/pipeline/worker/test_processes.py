@@ -106,6 +106,20 @@ def test_a_child_tells_when_its_handler_began_on_the_runs_instant(pool: Pool) ->
     answer(end)
 
 
+def test_a_run_going_on_has_its_begin_told_before_its_end(pool: Pool) -> None:
+    """A short run tells its begin with its end (no message more); one going on tells it
+    within moments, so the worker's HEARTBEATs carry it while it runs."""
+    record = execution_requested(job_type="iso.work", params={"sleep_s": 3}).data
+    ctx = build_context(record, worker_id="w", started_ms=now_ms(), timeout_s=30)
+    stamp, submitted = LaunchStamp(), now_ms()
+    pool.executor.submit(2, app.get("iso.work"), ctx, None, stamp)
+    wait_for(lambda: stamp.at_ms is not None, timeout_s=2.5, what="the begin told")
+    assert pool.ends.empty(), "told while the run goes on"
+    assert stamp.at_ms is not None and submitted <= stamp.at_ms
+    end = pool.end(2)
+    assert stamp.at_ms <= end.at_ms - 2900
+
+
 def test_an_exception_is_a_failure_described_in_the_child(pool: Pool) -> None:
     end = pool.run(**{"raise": "bad row"})
     assert end.error is not None
