@@ -104,7 +104,7 @@ def test_a_run_launched_after_its_claims_round_trip_says_so(drive: DriveWorker) 
 def test_a_run_cancelled_while_held_for_its_instant_carries_no_launch(
     drive: DriveWorker,
 ) -> None:
-    """Handed to the executor 20 ms ahead (``launch_ahead_s``) and cancelled before its
+    """Handed to the executor 50 ms ahead (``launch_ahead_s``) and cancelled before its
     instant: it ends CANCELLED, its handler never begun, so with no launch."""
     held = Held()
     driver = held.drive(drive, claim_ahead_s=2.0, launch_ahead_s=0.05)
@@ -113,7 +113,8 @@ def test_a_run_cancelled_while_held_for_its_instant_carries_no_launch(
     driver.advance(2970, every_ms=10)  # 30 ms before: launched, held in the executor
     assert driver.loop.inflight.slots and not held.began
     driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
-    driver.advance(40)  # its instant passed: the held run ends cancelled, never begun
+    driver.advance(10)  # the cancel reaches it while held: 20 ms before its instant
+    driver.advance(30)  # its instant passed: the held run ends cancelled, never begun
     driver.run_until(lambda: driver.events(execution_id, "CANCELLED"), what="CANCELLED")
     [cancelled] = driver.events(execution_id, "CANCELLED")
     assert cancelled["launched_at_ms"] is None and not held.began
