@@ -183,8 +183,10 @@ class ExecutionOut(BaseModel):
                                     "the workers (epoch ms).")
     lateness_ms: int | None = None
     worker_id: str | None = None
-    started_at_ms: int | None = Field(None, description="Started: when a worker started "
-                                                       "this run (epoch ms).")
+    started_at_ms: int | None = Field(
+        None, description="Started: when this run's handler began (epoch ms, its worker's "
+        "clock), as its HEARTBEATs and its end tell it (launched_at_ms); until one does, "
+        "its STARTED's instant: the claim, or for a run claimed ahead its due instant.")
     last_heartbeat_ms: int | None = None
     ended_at_ms: int | None = None
     error: ErrorOut | None = None
@@ -390,7 +392,10 @@ class ActivityOut(BaseModel):
     ended_per_s: float
     fire_lateness_p50_ms: int | None = None
     fire_lateness_p99_ms: int | None = None
-    start_lateness_p50_ms: int | None = None
+    start_lateness_p50_ms: int | None = Field(
+        None, description="Runs whose handler began in this bucket: the launch their worker "
+        "told (launched_at_ms) minus their due instant; a run yet to tell counts by its "
+        "STARTED, in the bucket of its STARTED.")
     start_lateness_p99_ms: int | None = None
 
 

@@ -33,11 +33,18 @@ class EventOut(BaseModel):
     worker_id: str | None = None
     scheduled_at_ms: int | None = Field(
         None,
-        description="FIRED, STARTED: the instant it was due; SCHEDULED: the next fire "
-        "time; RETRY_SCHEDULED: when the retry fires.",
+        description="FIRED, STARTED, a run's end telling its launch: the instant it was due; "
+        "SCHEDULED: the next fire time; RETRY_SCHEDULED: when the retry fires.",
     )
     lateness_ms: int | None = Field(
-        None, description="FIRED, STARTED: at_ms minus the instant it was due."
+        None, description="FIRED, STARTED: at_ms minus the instant it was due; a run's end "
+        "telling its launch: launched_at_ms minus it (its true start lateness)."
+    )
+    launched_at_ms: int | None = Field(
+        None, description="A run's end (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED): when its "
+        "handler really began, by its worker's clock; null when it never began or its "
+        "worker did not tell. STARTED commits before the launch, at the claim (a run "
+        "claimed ahead: at its due instant)."
     )
     error: str | None = Field(default=None, description="The error's type and message.")
     detail: str | None = None

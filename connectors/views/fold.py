@@ -184,7 +184,11 @@ def apply_event(
     execution: dict[str, Any] | None, event: JobLifecycle
 ) -> dict[str, Any] | None:
     """The execution record after a JobLifecycle ``event``; None for an event that names
-    no execution (RETRY_SCHEDULED of a redrive, CANCELLED, PAUSED, ...)."""
+    no execution (RETRY_SCHEDULED of a redrive, CANCELLED, PAUSED, ...).
+
+    ``started_at_ms`` is when the run's handler began: STARTED's instant (its claim, or for
+    a run claimed ahead its due instant) until a HEARTBEAT or the run's end tells the
+    launch (``launched_at_ms``), which replaces it."""
     execution_id = event.execution_id
     if not execution_id:
         return None
@@ -223,6 +227,8 @@ def apply_event(
         run["duplicates"] += 1
     elif event.detail:
         run["detail"] = event.detail
+    if event.launched_at_ms is not None:  # when its handler really began: after STARTED
+        run["started_at_ms"] = event.launched_at_ms
     return run
 
 

@@ -3,8 +3,10 @@
 One JSON list per job beside its document (namespace ``e``, :func:`keys.timeline_key`),
 oldest first, of entries made by :func:`entry_of`: the kind, instant, attempt, execution,
 worker, the scheduled instant and the lateness (FIRED: the timers' own figure; STARTED:
-its instant minus the scheduled fire instant its execution id carries), the error, the
-detail and who asked.
+its instant minus the scheduled fire instant its execution id carries; the event that ends
+a run whose worker tells when its handler began: that launch, ``launched_at_ms``, minus
+the scheduled instant, the true start lateness, which a STARTED committed with its claim
+before the launch cannot tell), the error, the detail and who asked.
 
 Heartbeats would flood it (one every 10 s of a run), so the HEARTBEATs of one execution are
 one entry: ``at_ms`` the first, ``last_at_ms`` the latest and ``count`` how many. A
@@ -51,11 +53,12 @@ def entry_of(event: JobLifecycle) -> dict[str, Any] | None:
     execution_id = event.execution_id or None
     scheduled = event.scheduled_at_ms
     lateness = event.lateness_ms
-    if kind in _LATE:
+    launched = event.launched_at_ms if kind in OUTCOMES else None
+    if kind in _LATE or launched is not None:
         scheduled = scheduled if scheduled is not None else scheduled_ms_of(execution_id)
         if lateness is None and scheduled is not None:
-            lateness = at - scheduled
-    return {
+            lateness = (at if launched is None else launched) - scheduled
+    entry = {
         "kind": kind, "at_ms": at, "attempt": event.attempt or None,
         "execution_id": execution_id, "worker_id": event.worker_id or None,
         "scheduled_at_ms": scheduled, "lateness_ms": lateness,
@@ -64,6 +67,9 @@ def entry_of(event: JobLifecycle) -> dict[str, Any] | None:
         "count": 1 if kind == LifecycleKind.HEARTBEAT else None,
         "last_at_ms": at if kind == LifecycleKind.HEARTBEAT else None,
     }  # fmt: skip
+    if launched is not None:  # only then: an entry held from before it reads the same
+        entry["launched_at_ms"] = launched
+    return entry
 
 
 def _error_text(error: ErrorInfo | None) -> str | None:

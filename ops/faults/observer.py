@@ -24,7 +24,7 @@ from jobstream._pipeline.topics import Topics
 ENDED = frozenset({"SUCCEEDED", "DEAD_LETTERED", "CANCELLED", "EXPIRED"})
 """Kinds after which a one-off job has nothing more to do."""
 FIELDS = ("kind", "job_id", "at_ms", "attempt", "epoch", "execution_id", "worker_id",
-          "scheduled_at_ms", "detail")  # fmt: skip
+          "scheduled_at_ms", "detail", "launched_at_ms")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,10 @@ instant the reader saw it), the handler-side record of runs, and when the fault 
   outcome, or with a LOST one, its account of a run whose outcome never came (the job's
   next attempt runs again what that run may have done); *unflagged*: jobs run more than
   once without either, the runs nobody was told of.
-- *start lateness*: a job's first STARTED ``at_ms`` minus its due time.
+- *start lateness*: when a job's first run's handler began minus its due time: the
+  launch its worker tells on the run's HEARTBEATs and end (``launched_at_ms``), or its
+  STARTED's ``at_ms`` for a run that tells none (ended before a heartbeat, its worker
+  crashed, or a worker before that field), per execution; the earliest of the job's.
 - *overlapping runs*: jobs two of whose runs worked at once, by the handler-side record
   of a long run's first and last step (a zombie working on beside its retry).
 - *started early*: jobs whose handler began (by the machine's clock, the handler-side
@@ -46,21 +49,24 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
     """The run's numbers; ``until_ms`` is when observation stopped (a stall still open
     then is counted up to it)."""
     first_end: dict[str, int] = {}
-    first_start: dict[str, int] = {}
+    claimed: dict[tuple[str, str | None], int] = {}  # each execution's first STARTED at_ms
+    launched: dict[tuple[str, str | None], int] = {}  # its launch, as its worker told it
     dead_lettered, flagged, lost_leases, disturbed = set(), set(), set(), set()
     starts: Counter[str] = Counter()
     for item in seen:
         event, job_id = item.event, item.event["job_id"]
         if job_id not in due:
             continue
-        kind = event["kind"]
+        kind, execution = event["kind"], (job_id, event.get("execution_id"))
+        if event.get("launched_at_ms") is not None:
+            launched.setdefault(execution, event["launched_at_ms"])
         if kind in ENDED:
             first_end.setdefault(job_id, item.seen_ms)
             if kind == "DEAD_LETTERED":
                 dead_lettered.add(job_id)
         elif kind == "STARTED":
             starts[job_id] += 1
-            first_start[job_id] = min(first_start.get(job_id, event["at_ms"]), event["at_ms"])
+            claimed[execution] = min(claimed.get(execution, event["at_ms"]), event["at_ms"])
         elif kind == "DUPLICATE":
             flagged.add(job_id)
         elif kind == "LOST":
@@ -72,6 +78,10 @@ def tally(due: Mapping[str, int], seen: Iterable[Seen], runs: Sequence[Run], *,
     twice = run_more_than_once(runs, due)
     lost = sorted(set(due) - set(first_end))
     unflagged = sorted(twice - flagged)
+    first_start: dict[str, int] = {}
+    for execution, at in claimed.items():
+        began = launched.get(execution, at)
+        first_start[execution[0]] = min(first_start.get(execution[0], began), began)
     late = sorted(first_start[j] - due[j] for j in first_start)
     earliest = earliest_starts(runs, due)
     overlapping = overlapping_runs(runs, due)

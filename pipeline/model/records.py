@@ -268,6 +268,7 @@ class JobLifecycle(Record, frozen=True, kw_only=True):
     held_by: str | None = None
     joined_job_id: str | None = None
     submitted_by: str | None = None
+    launched_at_ms: int | None = None
     execution: ExecutionRequested | None = None
 
 

@@ -17,6 +17,10 @@ stop or its pipe closes.
   :class:`SpawnedChild` (its JobSubmitted built and checked here), for the worker's next
   transaction: one spawned before the child process dies is submitted all the same.
 - Async handlers run on one event loop kept for the child's life.
+- When the handler began (on the run's instant, for a run claimed ahead) goes with the
+  :class:`Ended`; a run still going :data:`BEGAN_TOLD_AFTER_S` on, or reporting progress,
+  tells it first in a :class:`Began`, for the worker's HEARTBEATs (:class:`_Begun`). A
+  short run costs no message more.
 - Its stdout and stderr are pipes the worker reads, and its root logger writes each record
   of a run, as the run's log line, to a third (pipeline/worker/output.py), besides the
   worker's stderr: the worker keeps what a run writes with the run's log lines, and
@@ -68,6 +72,8 @@ log = logging.getLogger(__name__)
 
 LIFELINE_GRACE_S = 5.0
 """How long a child whose worker has died may take to stop before it kills itself."""
+BEGAN_TOLD_AFTER_S = 0.05
+"""A run going on this long has its begin told in a :class:`Began` of its own."""
 
 BOOT = ("import sys; sys.path[:] = sys.argv[2:]; "
         "from jobstream._pipeline.worker.child import main; main(int(sys.argv[1]))")  # fmt: skip
@@ -128,6 +134,17 @@ class Ended:
     at_ms: int
     result: EncodedResult | None = None
     error: ErrorDescription | None = None
+    began_at_ms: int | None = None
+    """When its handler began; None when it never did (its app or context failed)."""
+
+
+@dataclass(frozen=True)
+class Began:
+    """The run's handler began at ``at_ms`` (after its instant, for a run claimed ahead):
+    told while it goes on (:class:`_Begun`)."""
+
+    token: int
+    at_ms: int
 
 
 @dataclass(frozen=True)
@@ -165,7 +182,8 @@ def portable(ctx: JobContext) -> PortableContext:
 
 
 def send(
-    conn: Connection, message: Setup | Ready | Run | Progressed | SpawnedChild | Ended | None
+    conn: Connection,
+    message: Setup | Ready | Run | Began | Progressed | SpawnedChild | Ended | None,
 ) -> None:
     """Plain pickle: the connection's own pickler copies its reducer table every call."""
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
@@ -194,16 +212,19 @@ def main(fd: int) -> None:
         loop = asyncio.new_event_loop()
         send(conn, Ready(os.getpid()))
         lock = threading.Lock()  # a handler may report from threads of its own
+        begun = _Begun(conn, lock)
         while (run := _next(conn)) is not None:
             if lines is not None:
                 lines.running = True
-            ended = _run(app, setup.max_result_bytes, loop, run, _Sinks(conn, lock, run.token))
+            ended = _run(app, setup.max_result_bytes, loop, run,
+                         _Sinks(conn, lock, run.token, begun))  # fmt: skip
             if lines is not None:
                 lines.running = False
             if _terminating:  # a handler swallowed the SIGTERM: it still ends the child
                 raise Terminated
             _flush()
             with lock:
+                begun.ended()
                 send(conn, ended)
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -222,11 +243,13 @@ class _Sinks:
     """The sinks of run ``token``'s context: each report and each spawned child to the
     worker, as it comes (a handler may report from threads of its own: one ``lock``)."""
 
-    def __init__(self, conn: Connection, lock: threading.Lock, token: int) -> None:
-        self._conn, self._lock, self._token = conn, lock, token
+    def __init__(self, conn: Connection, lock: threading.Lock, token: int,
+                 begun: _Begun) -> None:  # fmt: skip
+        self._conn, self._lock, self._token, self.begun = conn, lock, token, begun
 
     def progress(self, report: Report) -> None:
         with self._lock:
+            self.begun.tell()  # before the report: a HEARTBEAT carrying it tells the launch
             send(self._conn, Progressed(self._token, report))
 
     def spawn(self, spawned: Spawned) -> None:
@@ -236,10 +259,12 @@ class _Sinks:
 
 def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
          run: Run, sinks: _Sinks) -> Ended:  # fmt: skip
+    began: int | None = None
     try:
         handler = app.get(run.job_type)
         ctx = _context(run.context, sinks.progress, sinks.spawn)
         time.sleep(seconds_until(ctx.scheduled_at_ms))  # claimed ahead of its instant
+        began = sinks.begun.begin(run.token)
         value = handler.func(ctx)
         if handler.is_async:
             value = loop.run_until_complete(value)
@@ -247,8 +272,49 @@ def _run(app: WorkerApp, max_result_bytes: int, loop: asyncio.AbstractEventLoop,
     except Terminated:
         raise
     except BaseException as exc:  # SystemExit too, as on a worker's thread
-        return Ended(run.token, now_ms(), error=describe_error(exc))
-    return Ended(run.token, now_ms(), result=result)
+        return Ended(run.token, now_ms(), error=describe_error(exc), began_at_ms=began)
+    return Ended(run.token, now_ms(), result=result, began_at_ms=began)
+
+
+class _Begun:
+    """When the run in hand began, told to the worker once: with its :class:`Ended`, or
+    sooner in a :class:`Began`, by a thread that looks every :data:`BEGAN_TOLD_AFTER_S`
+    and tells a run it saw in hand the look before (so one gone on at least that long),
+    or before its first progress report. Every message leaves under the child's one lock,
+    so a Began never follows its run's Ended."""
+
+    def __init__(self, conn: Connection, lock: threading.Lock) -> None:
+        self._conn, self._lock = conn, lock
+        self._untold: tuple[int, int] | None = None
+        """(token, began at ms) of the run in hand, until told."""
+        threading.Thread(target=self._watch, daemon=True, name="jobstream-began").start()
+
+    def begin(self, token: int) -> int:
+        at = now_ms()
+        self._untold = (token, at)
+        return at
+
+    def ended(self) -> None:
+        """Under the lock, as its Ended leaves: told with it."""
+        self._untold = None
+
+    def tell(self) -> None:
+        """Under the lock: a Began for the run in hand, unless told already."""
+        untold, self._untold = self._untold, None
+        if untold is not None:
+            send(self._conn, Began(*untold))
+
+    def _watch(self) -> None:
+        seen = None
+        while True:
+            time.sleep(BEGAN_TOLD_AFTER_S)
+            with self._lock:
+                if seen is not None and self._untold is seen:
+                    try:
+                        self.tell()
+                    except OSError:  # the worker is gone: the child ends with its pipe
+                        return
+                seen = self._untold
 
 
 def _flush() -> None:

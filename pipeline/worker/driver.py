@@ -41,6 +41,7 @@ from jobstream._pipeline.worker.app import Handler, WorkerApp
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.context import JobContext
 from jobstream._pipeline.worker.executor import Finished, JobExecutor, RunHandle
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.loop import WorkerLoop
 from jobstream._pipeline.worker.memory import MemoryBroker, MemoryClients, MemoryConsumer
 from jobstream._pipeline.worker.options import WorkerOptions
@@ -69,8 +70,10 @@ class TestClock:
 class _HeldRun:
     """A run launched ahead of its instant, not started yet: a cancel reaches it there."""
 
-    def __init__(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None) -> None:
+    def __init__(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None,
+                 launched: LaunchStamp | None) -> None:  # fmt: skip
         self.token, self.handler, self.ctx, self.log = token, handler, ctx, log
+        self.launched = launched
         self.cancel_requested = False
         self.run: RunHandle | None = None
 
@@ -93,9 +96,9 @@ class HeldLaunches:
         self.started: list[int] = []
         """Tokens of the runs handed to the executor, in order."""
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext,
-               log: RunLog | None = None) -> RunHandle | None:  # fmt: skip
-        held = _HeldRun(token, handler, ctx, log)
+    def submit(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None = None,
+               launched: LaunchStamp | None = None) -> RunHandle | None:  # fmt: skip
+        held = _HeldRun(token, handler, ctx, log, launched)
         heapq.heappush(self._held, (ctx.scheduled_at_ms, token, held))
         self.release()
         return held if held.run is not None or handler.is_async else None
@@ -108,7 +111,8 @@ class HeldLaunches:
                 self._on_finish(Finished(token, self._clock.wall_ms(), cancelled=True))
                 continue
             self.started.append(token)
-            held.run = self.executor.submit(token, held.handler, held.ctx, held.log)
+            held.run = self.executor.submit(token, held.handler, held.ctx, held.log,
+                                            held.launched)  # fmt: skip
 
     def close(self, timeout_s: float = 5.0) -> None:
         self._held.clear()

@@ -22,7 +22,8 @@ A run claimed ahead of its due instant (pipeline/worker/early.py) waits here for
 handler starts before its job's ``scheduled_at_ms`` on this host's clock: a sync run is
 handed to a thread on the instant by one alarm thread (pipeline/worker/alarms.py), an
 async one sleeps on the event loop first. A cancel that comes meanwhile ends the run
-before its handler starts. The start lateness is observed at the handler's start.
+before its handler starts. The start lateness is observed at the handler's start, and the
+instant marked on the run's :class:`~jobstream._pipeline.worker.launched.LaunchStamp`.
 
 Encoding the result happens here too (pipeline/worker/results.py), so a large result
 never costs the polling thread any time; the polling thread produces it to jobs.results
@@ -51,6 +52,7 @@ from jobstream._pipeline.worker.alarms import Alarms
 from jobstream._pipeline.worker.app import Handler
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.context import JobContext
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.outcomes import ErrorDescription, describe_error
 from jobstream._pipeline.worker.results import (
     DEFAULT_MAX_RESULT_BYTES,
@@ -97,13 +99,16 @@ class RunHandle(Protocol):
 class AsyncRun:
     """One async run as the polling thread sees it: ``cancel()`` stops it, begun or not."""
 
-    __slots__ = ("_clock", "_loop", "_on_finish", "cancel_requested", "ctx", "handler", "log",
-                 "started", "task", "timed_out", "token")  # fmt: skip
+    __slots__ = ("_clock", "_loop", "_on_finish", "cancel_requested", "ctx", "handler",
+                 "launched", "log", "started", "task", "timed_out", "token")  # fmt: skip
 
     def __init__(self, token: int, handler: Handler, ctx: JobContext,
                  loop: asyncio.AbstractEventLoop, on_finish: Callable[[Finished], None],
-                 log: RunLog | None = None, clock: Callable[[], int] = now_ms) -> None:  # fmt: skip
+                 log: RunLog | None = None, clock: Callable[[], int] = now_ms,
+                 launched: LaunchStamp | None = None) -> None:  # fmt: skip
         self.token, self.handler, self.ctx, self.log = token, handler, ctx, log
+        self.launched = launched
+        """Marked when the handler begins (after its instant, for a run claimed ahead)."""
         self._loop, self._on_finish, self._clock = loop, on_finish, clock
         self.cancel_requested = False
         """Read and written by the polling thread only."""
@@ -155,22 +160,23 @@ class JobExecutor:
         self._alarms: Alarms | None = None
         """Started with the first sync run claimed ahead of its instant."""
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext,
-               log: RunLog | None = None) -> AsyncRun | None:  # fmt: skip
-        """Start a run (its log lines to ``log``); for an async handler, return the handle
-        whose cancel() stops it."""
+    def submit(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None = None,
+               launched: LaunchStamp | None = None) -> AsyncRun | None:  # fmt: skip
+        """Start a run (its log lines to ``log``, the instant its handler begins to
+        ``launched``); for an async handler, return the handle whose cancel() stops it."""
         if log is not None:
             capture.install()
         if handler.is_async:
             run = AsyncRun(token, handler, ctx, self._event_loop(), self._on_finish, log,
-                           self._clock)  # fmt: skip
+                           self._clock, launched)  # fmt: skip
             with self._lock:
                 self._ready.append(run)
                 first = len(self._ready) == 1
             if first:  # the loop picks up every run that joins before it gets to it
                 self._event_loop().call_soon_threadsafe(self._launch)
             return run
-        start = partial(self._run_on_thread, partial(self._run_sync, token, handler, ctx, log))
+        start = partial(self._run_on_thread,
+                        partial(self._run_sync, token, handler, ctx, log, launched))  # fmt: skip
         if ctx.scheduled_at_ms > self._clock():  # claimed ahead: a thread takes it on the instant
             self._on_time().add(ctx.scheduled_at_ms, start)
         else:
@@ -220,12 +226,12 @@ class JobExecutor:
                 with self._lock:
                     self._busy -= 1
 
-    def _run_sync(self, token: int, handler: Handler, ctx: JobContext,
-                  log: RunLog | None) -> None:  # fmt: skip
+    def _run_sync(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None,
+                  launched: LaunchStamp | None) -> None:  # fmt: skip
         if ctx.cancelled:  # before its instant, for a run claimed ahead
             self._on_finish(Finished(token, self._clock(), cancelled=True))
             return
-        observe_launch(ctx.job_type, ctx.scheduled_at_ms, self._clock())
+        self._began(ctx, launched)
         try:
             with capture.capturing(log):
                 value = handler.func(ctx)
@@ -234,6 +240,13 @@ class JobExecutor:
             self._on_finish(Finished(token, self._clock(), error=describe_error(exc)))
             return
         self._on_finish(Finished(token, self._clock(), result=result))
+
+    def _began(self, ctx: JobContext, launched: LaunchStamp | None) -> None:
+        """The run's handler begins now: its start lateness counted, its stamp marked."""
+        at = self._clock()
+        observe_launch(ctx.job_type, ctx.scheduled_at_ms, at)
+        if launched is not None:
+            launched.mark(at)
 
     def _launch(self) -> None:
         """On the loop: start every run submitted since the last launch."""
@@ -249,7 +262,7 @@ class JobExecutor:
         capture.CURRENT.set(run.log)  # this task's own context: no other run sees it
         try:
             await asyncio.sleep(max(0, ctx.scheduled_at_ms - self._clock()) / 1000)  # claimed ahead
-            observe_launch(ctx.job_type, ctx.scheduled_at_ms, self._clock())
+            self._began(ctx, run.launched)
             value = await run.handler.func(ctx)
             result = encode_result(value, max_bytes=self._max_result_bytes)
         except asyncio.CancelledError:

@@ -41,6 +41,7 @@ from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.executor import RunHandle
 from jobstream._pipeline.worker.keyed import concurrency_key
 from jobstream._pipeline.worker.lane import Lane
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.lease import RunLease
 from jobstream._pipeline.worker.offsets import OffsetRef
 from jobstream._pipeline.worker.progress import ProgressReporter
@@ -88,6 +89,8 @@ class RunningJob:
     """The children its handler spawned, waiting for the lane's next transaction."""
     lease: RunLease | None = None
     """Its lease as this worker sees it (pipeline/worker/lease.py), shared with its context."""
+    launched: LaunchStamp = field(default_factory=LaunchStamp)
+    """When its handler really began (marked by the executor): on its HEARTBEATs and its end."""
 
     @property
     def execution_id(self) -> str:

@@ -267,7 +267,8 @@ class WorkerLoop:
                     self._apply(self.engine.claimed(self.clock.monotonic(),
                                                     self.clock.wall_ms()))  # fmt: skip
                 case Launch(job, ctx):
-                    job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log)
+                    job.async_run = self.executor.submit(job.token, job.handler, ctx, job.log,
+                                                         job.launched)  # fmt: skip
                 case Stop(job):
                     if job.signal is not None:
                         job.signal.set()

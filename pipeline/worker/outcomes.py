@@ -4,7 +4,8 @@
 |---|---|
 | STARTED | ``execution`` (the ExecutionRequested as received), worker, attempt, epoch |
 | HEARTBEAT | ``execution_id``, ``epoch``, ``worker_id``, ``progress`` (``ctx.progress``), |
-|  | ``checkpoint`` (``ctx.checkpoint``: such a HEARTBEAT goes in the lane's transaction) |
+|  | ``checkpoint`` (``ctx.checkpoint``: such a HEARTBEAT goes in the lane's transaction), |
+|  | ``launched_at_ms`` (when its handler began; null before) |
 | SUCCEEDED | ``result`` (JSON text, at most 256 KB) or ``result_uri`` (jobs.results) |
 | FAILED | ``error`` (type, message, traceback, ``retryable``), ``execution`` |
 |  | (type ``WorkerCrashed``: the handler's child process died, ``--isolation process``) |
@@ -14,7 +15,9 @@
 |  | runs here): a record parked behind its concurrency key (pipeline/worker/keyed.py) |
 
 FAILED, TIMED_OUT and CANCELLED of a run that saved a checkpoint carry its latest one
-(``checkpoint``), set by the supervisor when it reports them.
+(``checkpoint``), set by the supervisor when it reports them; the end of a launched run
+carries ``log_lines`` and ``launched_at_ms`` (when its handler really began: STARTED's
+``at_ms`` is its claim's instant, or its due instant for a run claimed ahead).
 
 Every event names the job, execution, attempt, epoch and worker, and is keyed like every
 other record of the job (:func:`jobstream._pipeline.partitioning.partition_key`), so one partition
@@ -74,16 +77,16 @@ def held(execution: ExecutionRequested, *, held_by: str, waiting_for: list[str],
 
 
 def heartbeat(execution: ExecutionRequested, *, worker_id: str, now_ms: int,
-              progress: ProgressReport | None = None,
-              checkpoint: Checkpoint | None = None) -> Event:  # fmt: skip
+              progress: ProgressReport | None = None, checkpoint: Checkpoint | None = None,
+              launched_at_ms: int | None = None) -> Event:  # fmt: skip
     """HEARTBEAT of a run, carrying its handler's latest ``progress`` report and
-    ``checkpoint`` if they wait."""
+    ``checkpoint`` if they wait, and when its handler began (None: not yet)."""
     report = None if progress is None else Progress(fraction=progress.fraction,
                                                     message=progress.message,
                                                     at_ms=progress.at_ms)  # fmt: skip
     return Event.of(lifecycle(LifecycleKind.HEARTBEAT, execution, at_ms=now_ms,
-                              worker_id=worker_id, progress=report,
-                              checkpoint=checkpoint))  # fmt: skip
+                              worker_id=worker_id, progress=report, checkpoint=checkpoint,
+                              launched_at_ms=launched_at_ms))  # fmt: skip
 
 
 def succeeded(

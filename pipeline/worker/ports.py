@@ -26,6 +26,7 @@ from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.context import JobContext
 from jobstream._pipeline.worker.control import ControlReader
 from jobstream._pipeline.worker.executor import RunHandle
+from jobstream._pipeline.worker.launched import LaunchStamp
 
 
 class Clock(Protocol):
@@ -50,8 +51,8 @@ SYSTEM_CLOCK = SystemClock()
 class Executor(Protocol):
     """Runs handlers off the loop's thread; each end goes to the callback it was made with."""
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext,
-               log: RunLog | None = None) -> RunHandle | None: ...
+    def submit(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None = None,
+               launched: LaunchStamp | None = None) -> RunHandle | None: ...
 
     def close(self, timeout_s: float = 5.0) -> None: ...
 

@@ -63,6 +63,7 @@ from jobstream._pipeline.worker.app import Handler, WorkerApp
 from jobstream._pipeline.worker.capture import RunLog
 from jobstream._pipeline.worker.child import (
     BOOT,
+    Began,
     Ended,
     Progressed,
     Ready,
@@ -76,6 +77,7 @@ from jobstream._pipeline.worker.child import (
 from jobstream._pipeline.worker.context import JobContext, Report
 from jobstream._pipeline.worker.executor import Finished
 from jobstream._pipeline.worker.failures import crashed_error, how_it_ended
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.output import ChildOutput
 from jobstream._pipeline.worker.results import DEFAULT_MAX_RESULT_BYTES
 from jobstream._pipeline.worker.spawns import Spawned
@@ -129,6 +131,8 @@ class ProcessExecutor:
         """The spawn sink of each run's context, until the run ends."""
         self._logs: dict[int, RunLog] = {}
         """The log of each run submitted and not ended, by token."""
+        self._launches: dict[int, tuple[str, int, LaunchStamp | None]] = {}
+        """Each run's type, due instant and stamp, until its child says its handler began."""
         self._watchers: list[threading.Thread] = []
         self._closing = False
         # Only this process holds the write end (os.pipe's ends are not inherited; each
@@ -152,16 +156,17 @@ class ProcessExecutor:
         with self._lock:
             return [child.process.pid for child in self._children]
 
-    def submit(self, token: int, handler: Handler, ctx: JobContext,
-               log: RunLog | None = None) -> None:  # fmt: skip
+    def submit(self, token: int, handler: Handler, ctx: JobContext, log: RunLog | None = None,
+               launched: LaunchStamp | None = None) -> None:  # fmt: skip
         """Start a run in an idle child (a new one while there are fewer than ``size``);
-        what the child writes during it goes to ``log``."""
+        what the child writes during it goes to ``log``, the instant its handler began (told
+        by the child with the run's end, or in a :class:`Began` while it goes on) to
+        ``launched``."""
         run = Run(token, handler.job_type, portable(ctx))
-        # The child starts it on its instant (a run claimed ahead waits there for it).
-        observe_launch(handler.job_type, ctx.scheduled_at_ms, max(now_ms(), ctx.scheduled_at_ms))
         with self._lock:
             if self._closing:
                 raise RuntimeError("the process executor is closed")
+            self._launches[token] = (handler.job_type, ctx.scheduled_at_ms, launched)
             self._sinks[token] = ctx.progress_sink
             self._spawn_sinks[token] = ctx.spawn_sink
             if log is not None:
@@ -253,6 +258,8 @@ class ProcessExecutor:
                 break
             if isinstance(message, Ready):
                 child.ready = True
+            elif isinstance(message, Began):
+                self._began(message)
             elif isinstance(message, Progressed):
                 sink = self._sinks.get(message.token)
                 if sink is not None and child.ending is None:
@@ -267,6 +274,8 @@ class ProcessExecutor:
         self._died(child, child.process.wait())
 
     def _ended(self, child: _Child, ended: Ended) -> None:
+        if ended.began_at_ms is not None:
+            self._began(Began(ended.token, ended.began_at_ms))
         child.output.settle()  # the run's lines are in the pipes: into its log, before its end
         with self._lock:
             if child.ending is not None or child.token != ended.token:
@@ -313,7 +322,18 @@ class ProcessExecutor:
         if replacement is not None and handoff is not None:
             _send(replacement, handoff)
 
+    def _began(self, began: Began) -> None:
+        with self._lock:
+            launch = self._launches.pop(began.token, None)
+        if launch is not None:
+            job_type, due_ms, launched = launch
+            observe_launch(job_type, due_ms, began.at_ms)
+            if launched is not None:
+                launched.mark(began.at_ms)
+
     def _finish(self, finished: Finished) -> None:
+        with self._lock:
+            self._launches.pop(finished.token, None)
         self._sinks.pop(finished.token, None)
         self._spawn_sinks.pop(finished.token, None)
         self._on_finish(finished)

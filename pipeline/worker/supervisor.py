@@ -9,6 +9,8 @@ transaction (``lane.tx``); HEARTBEAT records leave outside them (:class:`Emit`).
 - Timeouts: an async run is cancelled at its deadline (it ends TIMED_OUT); a sync run, and
   an async one that ignores its cancellation for ``async_grace_s``, is reported TIMED_OUT
   here. A run in a child process is reported so too, and its child killed.
+- Launches: a launched run's HEARTBEATs and outcome say when its handler really began
+  (``launched_at_ms``, pipeline/worker/launched.py), which its STARTED cannot.
 - Heartbeats: a HEARTBEAT per run every ``heartbeat_s``, or sooner carrying the progress its
   handler reported (at most one per ``progress_interval_s``); its last report goes before
   its outcome. A HEARTBEAT carrying a checkpoint goes in the lane's next transaction (due
@@ -170,7 +172,8 @@ class RunSupervisor:
         checkpoint = None if saved is None else checkpoint_record(saved, execution)
         key = outcomes.event_key(execution)
         event = outcomes.heartbeat(execution, worker_id=self.worker_id, now_ms=wall,
-                                   progress=progress, checkpoint=checkpoint)  # fmt: skip
+                                   progress=progress, checkpoint=checkpoint,
+                                   launched_at_ms=job.launched.at_ms)  # fmt: skip
         if checkpoint is None:
             self._actions.append(Emit(key, event, job.lease))
             return
@@ -241,7 +244,7 @@ class RunSupervisor:
         self.stats.count(event.data.kind.lower())
         observe(event.data)
         self.inflight.reported(job)
-        self.queue_outcome(job.lane, self._with_logs(job, self._with_checkpoint(job, event)),
+        self.queue_outcome(job.lane, self._with_run(job, self._with_checkpoint(job, event)),
                            job.execution)  # fmt: skip
 
     def _last_progress(self, job: RunningJob, now: float, wall: int) -> None:
@@ -261,16 +264,18 @@ class RunSupervisor:
             return event
         return Event(event.name, evolve(event.data, checkpoint=job.checkpoint))
 
-    def _with_logs(self, job: RunningJob, event: Event) -> Event:
-        """A launched run's outcome telling how many lines it kept; its lines, if any, go
-        to jobs.logs in the transaction of its outcome."""
+    def _with_run(self, job: RunningJob, event: Event) -> Event:
+        """A launched run's outcome telling how many lines it kept (its lines, if any, go
+        to jobs.logs in the transaction of its outcome) and when its handler began (none:
+        it ended held for its instant)."""
         lines, job.log = job.log, None
         if lines is None:
             return event
         record, kept = logs_record(lines, job.execution)
         if record is not None:
             job.lane.tx.add_log(*record)
-        return Event(event.name, evolve(event.data, log_lines=kept))
+        return Event(event.name, evolve(event.data, log_lines=kept,
+                                        launched_at_ms=job.launched.at_ms))  # fmt: skip
 
     def settle(self, lane: Lane, ref: OffsetRef, event: Event | None,
                execution: ExecutionRequested) -> None:  # fmt: skip
@@ -304,5 +309,5 @@ class RunSupervisor:
             event = (self.cancelled(job.execution, job.cancel, wall) if job.cancel is not None
                      else outcomes.failed(job.execution, error, worker_id=self.worker_id,
                                           now_ms=wall))  # fmt: skip
-            self.queue_outcome(job.lane, self._with_logs(job, self._with_checkpoint(job, event)),
+            self.queue_outcome(job.lane, self._with_run(job, self._with_checkpoint(job, event)),
                                job.execution)  # fmt: skip

@@ -1,6 +1,7 @@
 // A job's event timeline (GET /api/v1/jobs/{id}/events): every lifecycle event with its
-// time, attempt, worker and lateness (FIRED and STARTED minus the instant it was due); a
-// run's heartbeats are one row with their count and the latest.
+// time, attempt, worker and lateness (FIRED and STARTED minus the instant it was due; a
+// run's end: when its handler really began minus it); a run's heartbeats are one row with
+// their count and the latest.
 
 import { duration, h, state, table, time } from "./dom.js";
 
@@ -18,6 +19,7 @@ function detail(e) {
   if ((e.kind === "FIRED" || e.kind === "STARTED") && e.scheduled_at_ms != null) parts.push(`due ${time(e.scheduled_at_ms)}`);
   if (e.kind === "SCHEDULED" && e.scheduled_at_ms != null) parts.push(`due ${time(e.scheduled_at_ms)}`);
   if (e.kind === "RETRY_SCHEDULED" && e.scheduled_at_ms != null) parts.push(`retry due ${time(e.scheduled_at_ms)}`);
+  if (e.launched_at_ms != null) parts.push(`handler began ${time(e.launched_at_ms)}`);
   if (e.error) parts.push(e.error);
   if (e.detail) parts.push(e.detail);
   if (e.by) parts.push(`by ${e.by}`);

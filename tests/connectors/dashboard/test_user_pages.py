@@ -79,6 +79,19 @@ def test_a_job_page_shows_its_event_timeline_with_lateness(
     expect(beats.first).to_contain_text(re.compile(r"HEARTBEAT \u00d7\d+"))
     expect(page.locator("#timeline tr[data-kind=FAILED]")).to_contain_text(
         "Transient: attempt 1 fails")
+    # The run's end tells when its handler began (after its STARTED, the claim): the
+    # timeline's lateness there is that launch's, and it is the execution's start.
+    [claimed] = [e for e in api if e["kind"] == "STARTED" and e["attempt"] == 2]
+    [ended] = [e for e in api if e["kind"] == "SUCCEEDED"]
+    launched = ended["launched_at_ms"]
+    assert launched is not None and claimed["at_ms"] <= launched <= ended["at_ms"]
+    assert ended["lateness_ms"] == launched - ended["scheduled_at_ms"] >= 0
+    runs_out = admin.get(f"/api/v1/jobs/{job_id}/executions").json()["executions"]
+    assert [r["started_at_ms"] for r in runs_out if r["attempt"] == 2] == [launched]
+    succeeded = page.locator("#timeline tr[data-kind=SUCCEEDED]")
+    expect(succeeded).to_contain_text("handler began ")
+    expect(succeeded.locator("[data-lateness]")).to_have_attribute(
+        "data-lateness", str(ended["lateness_ms"]))
     expect(page.locator("#view")).not_to_contain_text("null")
     both_widths(page, tmp_path, "timeline")
 

@@ -11,6 +11,7 @@ from jobstream._connectors.views.fold import (
     COMMANDS_KEPT,
     KEPT_BESIDE,
     apply_command,
+    apply_event,
     apply_status,
     apply_submitted,
     command_of,
@@ -155,3 +156,24 @@ FULL_STATUS = JobStatus(
 def test_a_full_status_sets_every_field() -> None:
     unset = set(JobStatus.model_fields) - FULL_STATUS.model_fields_set
     assert not unset, f"FULL_STATUS leaves out {sorted(unset)}: set them"
+
+
+def test_a_runs_start_is_its_handlers_launch_once_its_worker_tells_it() -> None:
+    """STARTED of a run claimed ahead says its due instant; its HEARTBEAT says its handler
+    began 120 ms later, and so does its end: the run's ``started_at_ms`` is the launch
+    from then on. A run whose events tell no launch keeps its STARTED's instant."""
+    due = T0 + 1000
+    run = None
+    seen = []
+    for one in (event(JOB, "FIRED", at_ms=due - 1000, due_ms=due),
+                event(JOB, "STARTED", at_ms=due, due_ms=due, worker_id="w-1"),
+                event(JOB, "HEARTBEAT", at_ms=due + 500, due_ms=due, launched_at_ms=due + 120),
+                event(JOB, "SUCCEEDED", at_ms=due + 900, due_ms=due, launched_at_ms=due + 120)):
+        run = apply_event(run, one)
+        assert run is not None
+        seen.append(run["started_at_ms"])
+    assert seen == [None, due, due + 120, due + 120]
+    assert run is not None and (run["outcome"], run["ended_at_ms"]) == ("SUCCEEDED", due + 900)
+    untold = apply_event(apply_event(None, event(JOB, "STARTED", at_ms=due + 7, due_ms=due)),
+                         event(JOB, "SUCCEEDED", at_ms=due + 9, due_ms=due))  # fmt: skip
+    assert untold is not None and untold["started_at_ms"] == due + 7

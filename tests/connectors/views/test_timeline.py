@@ -30,7 +30,8 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
 
 def a_run(job: dict[str, Any]) -> list[dict[str, Any]]:
     """A run scheduled at T0 + 1000: fired 40 ms late, started 90 ms late, three heartbeats,
-    failed; a retry; the second attempt succeeded."""
+    failed; a retry; the second attempt, claimed 10 ms late, its handler begun 25 ms late
+    (its SUCCEEDED tells), succeeded."""
     fire = T0 + 1000
     return [
         event(job, "FIRED", at_ms=fire + 40, due_ms=fire, scheduled_at_ms=fire, lateness_ms=40),
@@ -46,7 +47,7 @@ def a_run(job: dict[str, Any]) -> list[dict[str, Any]]:
               scheduled_at_ms=fire + 2000, lateness_ms=3),
         event(job, "STARTED", at_ms=fire + 2010, due_ms=fire + 2000, attempt=2, worker_id="w-2"),
         event(job, "SUCCEEDED", at_ms=fire + 2500, due_ms=fire + 2000, attempt=2,
-              worker_id="w-2"),
+              worker_id="w-2", launched_at_ms=fire + 2025),
     ]  # fmt: skip
 
 
@@ -65,6 +66,10 @@ def test_a_run_reads_in_order_with_lateness_and_heartbeats_as_one_entry() -> Non
     assert failed["error"] == "Transient: try again"
     assert retry["scheduled_at_ms"] == T0 + 3000
     assert held[6]["lateness_ms"] == 10
+    assert (failed["lateness_ms"], "launched_at_ms" in failed) == (None, False), "told none"
+    succeeded = held[7]
+    assert (succeeded["lateness_ms"], succeeded["launched_at_ms"]) == (25, T0 + 3025)
+    assert succeeded["scheduled_at_ms"] == T0 + 3000
     last = timeline.last_runs(held, 5)
     assert [(r["outcome"], r["attempt"], r["worker_id"]) for r in last] == [
         ("SUCCEEDED", 2, "w-2"), ("FAILED", 1, "w-1")]

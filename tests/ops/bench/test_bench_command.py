@@ -98,6 +98,11 @@ def test_a_burst_claimed_ahead_by_the_workers_flags(
                       "--claimed-ahead-most", "500")  # fmt: skip
     assert (report["submitted"], report["completed"], report["lost"]) == (200, 200, 0)
     assert report["launch_lateness"]["count"] == 200
+    # Claimed ahead, each STARTED says its instant; each run's end tells its launch, which
+    # the start lateness is: within the bucket the workers' histogram counted it in.
+    assert report["start_launches_told"] == 200
+    within = report["launch_lateness"]["max_within_ms"]
+    assert within is None or 0 <= report["start_lateness_ms"]["max"] <= within
     assert report["fire_lateness_ms"]["max"] < 0, "every job fired ahead of its instant"
     [started] = [orjson.loads(line) for line in
                  (Path(report["work_dir"]) / "logs" / "worker-bench-0.log").read_text().splitlines()

@@ -62,3 +62,16 @@ def test_start_lateness_is_also_given_per_owner() -> None:
               {**started("b", 1000, 1020), "owner": "small"}]  # fmt: skip
     by_owner = tally(["a", "b"], events)["start_lateness_by_owner_ms"]
     assert by_owner["flood"]["max"] == 100 and by_owner["small"]["max"] == 20
+
+
+def test_start_lateness_is_the_told_launch_of_a_run_claimed_ahead() -> None:
+    """STARTED at the due instant (claimed ahead); its HEARTBEAT and SUCCEEDED tell the
+    handler began 250 ms late: the run's figure. A run that tells none keeps its STARTED's."""
+    run = {"execution_id": "a:1000:1"}
+    events = [{**started("a", 1000, 1000), **run},
+              {"kind": "HEARTBEAT", "job_id": "a", "at_ms": 1400, "launched_at_ms": 1250, **run},
+              {**ended("a", 1500), "launched_at_ms": 1250, **run},
+              started("b", 1000, 1040), ended("b", 1100)]  # fmt: skip
+    result = tally(["a", "b"], events)
+    assert (result["start_lateness_ms"]["max"], result["completed"]) == (250, 2)
+    assert tally(["b"], events[3:])["start_lateness_ms"]["max"] == 40

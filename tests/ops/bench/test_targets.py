@@ -46,3 +46,16 @@ def test_a_burst_is_judged_on_the_bucket_every_launch_is_within() -> None:
     value, ok = _start_row(_report("burst", {"p99": 0.0, "max": 0.0},
                                    {**launches, "max_within_ms": 2_000.0}))  # fmt: skip
     assert (value, ok) == ("launched within 2,000 ms (STARTED 0 ms)", True)
+
+
+def test_launches_told_by_every_run_are_the_measure() -> None:
+    """With every start figure a launch the run told (launched_at_ms), the records'
+    figure is exact: judged on it, not on the histogram's bucket."""
+    late = {"count": 20_000, "p99_within_ms": 2_000.0, "max_within_ms": 5_000.0}
+    told = {"start_launches_told": 20_000}
+    started = {"count": 20_000, "p99": 900.0, "max": 1_800.0}
+    assert _start_row(_report("burst", started, late, **told)) == (
+        "1,800 ms (launches told by the runs)", True)  # fmt: skip
+    partly = {"start_launches_told": 19_999}
+    assert _start_row(_report("burst", started, late, **partly)) == (
+        "launched within 5,000 ms (STARTED 1,800 ms)", False)  # fmt: skip

@@ -59,6 +59,20 @@ def test_two_runs_of_a_job_working_at_once_overlap() -> None:
     assert result["ids"]["overlapping_runs"] == ["zombie"]
 
 
+def test_start_lateness_is_each_runs_launch_when_its_worker_tells_it() -> None:
+    """"a": claimed ahead (STARTED at its due instant), its handler begun 120 ms late;
+    "b": a run that told no launch, then its retry that did: the earliest run counts,
+    by its STARTED."""
+    events = [seen("STARTED", "a", 1000, execution_id="a1"),
+              seen("HEARTBEAT", "a", 1500, execution_id="a1", launched_at_ms=1120),
+              seen("SUCCEEDED", "a", 1600, execution_id="a1", launched_at_ms=1120),
+              seen("STARTED", "b", 2010, execution_id="b1"),
+              seen("STARTED", "b", 2900, execution_id="b2"),
+              seen("SUCCEEDED", "b", 3000, execution_id="b2", launched_at_ms=2950)]  # fmt: skip
+    result = tally({"a": 1000, "b": 2000}, events, [], fault_ms=None, until_ms=5000)
+    assert (result["start_lateness_ms"]["p50"], result["start_lateness_ms"]["max"]) == (10, 120)
+
+
 def test_dead_lettered_jobs_have_ended() -> None:
     events = [seen("DEAD_LETTERED", "a", 1500)]
     result = tally({"a": 1000}, events, [], fault_ms=None, until_ms=2000)

@@ -15,12 +15,14 @@ from typing import Any
 import orjson
 import pytest
 
+from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.errors import ConfigurationError
 from jobstream._pipeline.worker import WorkerApp
 from jobstream._pipeline.worker.app import load_app
 from jobstream._pipeline.worker.child import LIFELINE_GRACE_S
 from jobstream._pipeline.worker.context import build_context
 from jobstream._pipeline.worker.executor import Finished
+from jobstream._pipeline.worker.launched import LaunchStamp
 from jobstream._pipeline.worker.processes import ProcessExecutor
 from tests.pipeline.worker.executions import execution_requested
 from tests.support.waiting import wait_for
@@ -89,6 +91,33 @@ def test_results_sync_async_and_large_come_back_from_a_child(pool: Pool) -> None
     assert over.error is not None and over.error.retryable is False
     assert over.error.error_type == "jobstream._pipeline.worker.results.ResultTooLargeError"
     assert "limit of 1,000 bytes" in over.error.message
+
+
+def test_a_child_tells_when_its_handler_began_on_the_runs_instant(pool: Pool) -> None:
+    """A run submitted 300 ms ahead of its instant (claimed ahead) begins on it, in the
+    child: the stamp says when, by the child's clock (the worker's host), before its end."""
+    due = now_ms() + 300
+    record = execution_requested(job_type="iso.work", params={"n": 1}, due_ms=due).data
+    ctx = build_context(record, worker_id="w", started_ms=due, timeout_s=30)
+    stamp = LaunchStamp()
+    pool.executor.submit(1, app.get("iso.work"), ctx, None, stamp)
+    end = pool.end(1)
+    assert stamp.at_ms is not None and due <= stamp.at_ms <= end.at_ms
+    answer(end)
+
+
+def test_a_run_going_on_has_its_begin_told_before_its_end(pool: Pool) -> None:
+    """A short run tells its begin with its end (no message more); one going on tells it
+    within moments, so the worker's HEARTBEATs carry it while it runs."""
+    record = execution_requested(job_type="iso.work", params={"sleep_s": 3}).data
+    ctx = build_context(record, worker_id="w", started_ms=now_ms(), timeout_s=30)
+    stamp, submitted = LaunchStamp(), now_ms()
+    pool.executor.submit(2, app.get("iso.work"), ctx, None, stamp)
+    wait_for(lambda: stamp.at_ms is not None, timeout_s=2.5, what="the begin told")
+    assert pool.ends.empty(), "told while the run goes on"
+    assert stamp.at_ms is not None and submitted <= stamp.at_ms
+    end = pool.end(2)
+    assert stamp.at_ms <= end.at_ms - 2900
 
 
 def test_an_exception_is_a_failure_described_in_the_child(pool: Pool) -> None:
