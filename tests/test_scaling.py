@@ -59,7 +59,7 @@ def groups(settings: Settings) -> dict[str, list[str]]:
     prefix = f"{settings.topic_prefix}jobstream"
     return {
         f"{prefix}.timers": [topics.intake, topics.retry],
-        f"{prefix}.status": [topics.events],
+        f"{prefix}.status": [topics.events, topics.status_handover],
         f"{prefix}.retry": [topics.events],
         f"{prefix}.workers.{TYPE}": [topics.execution(TYPE, p) for p in PRIORITIES],
     }
@@ -90,7 +90,7 @@ def test_two_of_each_split_the_partitions_and_the_work(stack: Stack, settings: S
         first, second = members
         assert not first & second, f"{group}: a partition held twice"
         assert first | second == {(t, p) for t in topics for p in range(PARTITIONS)}, group
-        if group.endswith(".timers"):
+        if group.endswith((".timers", ".status")):
             for owned in members:  # partition p of both topics in one store
                 by_topic = {t: {p for name, p in owned if name == t} for t in topics}
                 assert by_topic[topics[0]] == by_topic[topics[1]], owned
