@@ -84,6 +84,14 @@ def fresh(count: int) -> Layout:
     return Layout(count=count, old=count)
 
 
+def unrecorded(partition: int, configured: int, live: int | None) -> Layout:
+    """The layout of a store no grow has touched (no layout record): laid out for the
+    configured count, unless its topic was made with more partitions than that and
+    ``partition`` is one of them: then for the ``live`` count (at least its own)."""
+    count = configured if partition < configured else max(live or 0, partition + 1)
+    return fresh(count)
+
+
 def added(old: int, count: int) -> Layout:
     """The layout ``jobstream topics grow`` writes to a partition it adds: nothing to hand
     over, records to wait for."""

@@ -35,6 +35,7 @@ from jobstream._pipeline.growth.layout import (
     read_settled_marker,
     receivers,
     settled_marker,
+    unrecorded,
 )
 from jobstream._pipeline.growth.strays import forward_stray
 from jobstream._pipeline.kafka.headers import header_pairs
@@ -95,15 +96,7 @@ class StatusHandover:
         return self.counts.get(self.events)
 
     def layout_of(self, state: StatusState) -> Layout:
-        found = state.layout()
-        if found is not None:
-            return found
-        # No grow has touched the store: it is laid out for the configured count, unless
-        # jobs.events was made with more partitions than that and this is one of them.
-        count = self.laid_out_for
-        if state.partition >= count:
-            count = max(self.count or 0, state.partition + 1)
-        return Layout(count=count, old=count)
+        return state.layout() or unrecorded(state.partition, self.laid_out_for, self.count)
 
     def waiting(self, partition: int) -> bool:
         """Whether ``partition`` must not read jobs.events yet: a source has not settled."""

@@ -29,6 +29,7 @@ from jobstream._pipeline.growth.layout import (
     read_settled_marker,
     receivers,
     settled_marker,
+    unrecorded,
 )
 from jobstream._pipeline.growth.strays import forward_stray
 from jobstream._pipeline.kafka.headers import header_pairs
@@ -92,7 +93,8 @@ class Handover:
         return self.counts.get(topic)
 
     def layout_of(self, state: TimerState) -> Layout:
-        return state.layout() or Layout(count=self.laid_out_for, old=self.laid_out_for)
+        live = max(self.counts.values(), default=None)
+        return state.layout() or unrecorded(state.partition, self.laid_out_for, live)
 
     def waiting(self, partition: int) -> bool:
         """Whether ``partition`` must not read its intake yet: a source has not settled."""

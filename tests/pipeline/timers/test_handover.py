@@ -156,3 +156,23 @@ def test_a_waiting_partition_takes_in_only_submissions_that_meet_nothing(
     assert not admits(record(cancelled("JOBX")))
     assert not admits(record(diamond(T0)))
     assert not admits(Handed(Output(TOPICS.intake, b"k", b"not avro", 2), 0))
+
+
+def test_a_store_beyond_the_configured_count_is_laid_out_for_the_live_one(
+    tmp_path: Path,
+) -> None:
+    """jobs.intake made with more partitions than the setting, no grow: every store, those
+    beyond the setting too, fires its own jobs and hands nothing over."""
+    driver = timers_driver(tmp_path, settings=SETTINGS, partitions=range(NEW))
+    try:
+        driver.processor.inputs_counted({TOPICS.intake: NEW, TOPICS.retry: NEW})
+        job = next(e for e in (submitted(run_at_ms=T0 + MINUTE, now_ms=T0) for _ in range(100))
+                   if java_partition(e.data["job_id"].encode(), NEW) >= OLD)  # fmt: skip
+        key = job.data["job_id"].encode()
+        driver.pipe(TOPICS.intake, job, key=key, partition=java_partition(key, NEW))
+        driver.advance(0)
+        assert driver.processor.held_inputs() == set()
+        fired = executions(driver.advance(MINUTE))
+        assert [e["job_id"] for e in fired] == [job.data["job_id"]]
+    finally:
+        driver.close()
