@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from jobstream._ops.kafka.cluster import Layout, LocalCluster
 from jobstream._ops.kafka.ports import free_base_port
 from tests.support.tools import unavailable
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -79,4 +80,6 @@ def test_replicated_topic_survives_one_node_down(three_nodes: tuple[LocalCluster
     assert len(seen) == 200
 
     cluster.start_node(3)
-    assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3]
+    # The node answers on its port before the controller has it registered again.
+    wait_for(lambda: sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3],
+             timeout_s=60, interval_s=0.5, what="node 3 back in the cluster's metadata")
