@@ -15,8 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from confluent_kafka.admin import AdminClient
-
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.growth.steps import GrowPlan, grow_stores, plan_grow
 from jobstream._pipeline.kafka import clients

@@ -32,11 +32,9 @@ from jobstream._pipeline.growth.layout import (
     HANDOVER_HEADER,
     SETTLED_HEADER,
     Layout,
-    read_settled_marker,
-    receivers,
-    settled_marker,
     unrecorded,
 )
+from jobstream._pipeline.growth.settling import hear, settle, waits
 from jobstream._pipeline.growth.strays import forward_stray
 from jobstream._pipeline.kafka.headers import header_pairs
 from jobstream._pipeline.model.records import Checkpoint, ExecutionRequested
@@ -100,8 +98,7 @@ class StatusHandover:
 
     def waiting(self, partition: int) -> bool:
         """Whether ``partition`` must not read jobs.events yet: a source has not settled."""
-        layout = self.layouts.get(partition)
-        return layout is not None and bool(layout.waits_for(partition))
+        return waits(self.layouts, partition)
 
     def busy(self, partition: int) -> bool:
         """Whether ``partition`` is in a grow: it waits for its sources, or still holds jobs
@@ -135,14 +132,7 @@ class StatusHandover:
             self.cursors[state.partition] = cursor
             return outputs
         self.cursors.pop(state.partition, None)
-        state.set_layout(Layout(count=layout.count, old=layout.old, heard=layout.heard))
-        p = state.partition
-        marker = settled_marker(p, layout.count)
-        waiting = receivers(p, layout.old, layout.count)
-        log.info("status partition %d settled for %d partitions; telling %s", p,
-                 layout.count, waiting)  # fmt: skip
-        return outputs + [Output(self.handover, None, b"", q, ((SETTLED_HEADER, marker),),
-                                 urgent=True) for q in waiting]  # fmt: skip
+        return outputs + settle(state, layout, self.handover, "status")
 
     def _hand_over(self, state: StatusState, count: int,
                    cursor: bytes) -> tuple[list[Output], bytes | None]:  # fmt: skip
@@ -192,14 +182,7 @@ class StatusHandover:
             self.received += 1
             return True
         if SETTLED_HEADER in headers:
-            source, count = read_settled_marker(headers[SETTLED_HEADER])
-            layout = self.layout_of(state)
-            if count > layout.count:  # heard before the runner told this partition
-                layout = layout.grown(count)
-            if count == layout.count:
-                state.set_layout(layout.hear(source))
-                log.info("status partition %d heard partition %d settled", state.partition,
-                         source)  # fmt: skip
+            hear(state, self.layout_of(state), headers[SETTLED_HEADER], "status")
         return True  # a handover record without either header: nothing to fold
 
     def stray(self, state: StatusState, record: Record) -> Sequence[Output]:

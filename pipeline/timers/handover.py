@@ -26,11 +26,9 @@ from jobstream._pipeline.growth.layout import (
     HANDOVER_HEADER,
     SETTLED_HEADER,
     Layout,
-    read_settled_marker,
-    receivers,
-    settled_marker,
     unrecorded,
 )
+from jobstream._pipeline.growth.settling import hear, settle, waits
 from jobstream._pipeline.growth.strays import forward_stray
 from jobstream._pipeline.kafka.headers import header_pairs
 from jobstream._pipeline.model.collapse import collapse_of
@@ -98,8 +96,7 @@ class Handover:
 
     def waiting(self, partition: int) -> bool:
         """Whether ``partition`` must not read its intake yet: a source has not settled."""
-        layout = self.layouts.get(partition)
-        return layout is not None and bool(layout.waits_for(partition))
+        return waits(self.layouts, partition)
 
     # -- the source's side -----------------------------------------------------------------
 
@@ -126,14 +123,7 @@ class Handover:
             self.cursors[state.partition] = cursor
             return outputs
         self.cursors.pop(state.partition, None)
-        state.set_layout(Layout(count=layout.count, old=layout.old, heard=layout.heard))
-        p = state.partition
-        marker = settled_marker(p, layout.count)
-        waiting = receivers(p, layout.old, layout.count)
-        log.info("timer partition %d settled for %d partitions; telling %s", p, layout.count,
-                 waiting)  # fmt: skip
-        return outputs + [Output(self.retry, None, b"", q, ((SETTLED_HEADER, marker),),
-                                 urgent=True) for q in waiting]  # fmt: skip
+        return outputs + settle(state, layout, self.retry, "timer")
 
     def _hand_over(self, state: TimerState, count: int,
                    cursor: Cursor) -> tuple[list[Output], Cursor | None]:  # fmt: skip
@@ -194,14 +184,7 @@ class Handover:
                 self.received += 1
             return True
         if SETTLED_HEADER in headers:
-            source, count = read_settled_marker(headers[SETTLED_HEADER])
-            layout = self.layout_of(state)
-            if count > layout.count:  # heard before the runner told this partition
-                layout = layout.grown(count)
-            if count == layout.count:
-                state.set_layout(layout.hear(source))
-                log.info("timer partition %d heard partition %d settled", state.partition,
-                         source)  # fmt: skip
+            hear(state, self.layout_of(state), headers[SETTLED_HEADER], "timer")
             return True
         return False
 
