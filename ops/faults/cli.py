@@ -7,7 +7,6 @@ not inject its fault; docs/reliability.md explains every number.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -96,9 +95,7 @@ def run(
     if skipped:
         report.console.print(f"not run on {nodes} node(s): {', '.join(skipped)}")
     if out:
-        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
-                           "started": started, "machine": report.machine(),
-                           "skipped": skipped, "runs": results})  # fmt: skip
+        report.write_figures(out, {"started": started, "skipped": skipped, "runs": results})
         report.console.print(f"results: {out}")
     if any(report.problems(result) for result in results):
         raise typer.Exit(1)
@@ -119,9 +116,7 @@ def _run_failover(jobs: int, window_ms: int, deadline_ms: int, workdir: Path | N
     shown = {k: v for k, v in result.items() if k != "ids"}
     report.console.print_json(data=shown)
     if out:
-        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
-                           "started": started, "machine": report.machine(),
-                           "runs": [result]})  # fmt: skip
+        report.write_figures(out, {"started": started, "runs": [result]})
         report.console.print(f"results: {out}")
     found = problems(result)
     for problem in found:
@@ -180,8 +175,7 @@ def grow(
                        partitions=partitions, grow_to=grow_to)  # fmt: skip
     report.console.print_json(data=figures)
     if out:
-        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
-                           "machine": report.machine(), **figures})  # fmt: skip
+        report.write_figures(out, figures)
     if figures["lost"] or figures["fired_twice"] or figures["recurring_off_schedule"] or (
         figures["recurring_next_run_missing"] or figures["max_late_ms"] > 2000
     ):  # fmt: skip
@@ -216,7 +210,6 @@ def grow_events(
                               partitions=partitions, grow_to=grow_to)  # fmt: skip
     report.console.print_json(data=figures)
     if out:
-        report.write(out, {"command": " ".join(["jobstream", *sys.argv[1:]]),
-                           "machine": report.machine(), **figures})  # fmt: skip
+        report.write_figures(out, figures)
     if not figures["ok"]:
         raise typer.Exit(1)

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from jobstream._ops.faults.app import FAIL_UNTIL_ATTEMPT, WORK_MS, JOB_TYPE
+from jobstream._ops.faults.app import FAIL_UNTIL_ATTEMPT, JOB_TYPE, WORK_MS
 from jobstream._pipeline.clock import instant_of, now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.jobs.client import JobClient, SubmissionError

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,12 @@ def show(results: list[dict[str, Any]]) -> None:
 def machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version()}  # fmt: skip
+
+
+def write_figures(path: Path, figures: dict[str, Any]) -> None:
+    """A run's figures as JSON at ``path``, with the command that made them and the machine."""
+    write(path, {"command": " ".join(["jobstream", *sys.argv[1:]]), "machine": machine(),
+                 **figures})
 
 
 def write(path: Path, report: dict[str, Any]) -> None:

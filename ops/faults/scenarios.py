@@ -308,7 +308,7 @@ def worker_in_a_long_run(target: Target) -> str:
 def cut_off_worker(target: Target) -> None:
     """Cut the busy worker off the network for PAUSE_S: it runs on, but none of its
     heartbeats reaches the brokers."""
-    assert target.workers_network is not None, "a scenario that cuts a worker starts them in cgroups"
+    assert target.workers_network is not None, "a worker cut needs the workers in cgroups"
     name = worker_in_a_long_run(target)
     target.workers_network.cut(name)
     target.note(f"{name} cut off the network (every packet it sends dropped)")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from jobstream._ops.faults.journal import Run
@@ -200,12 +201,13 @@ def overlapping_runs(runs: Iterable[Run], due: Mapping[str, int]) -> list[str]:
     """Jobs two of whose recorded runs worked at once (machine clock, first to last step)."""
     spans: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
     for run in runs:
-        if run.job_id in due and run.machine_start_ms is not None and run.machine_end_ms is not None:
-            spans[run.job_id].append((run.machine_start_ms, run.machine_end_ms))
+        first, last = run.machine_start_ms, run.machine_end_ms
+        if run.job_id in due and first is not None and last is not None:
+            spans[run.job_id].append((first, last))
     found = []
     for job_id, worked in spans.items():
         worked.sort()
-        if any(later[0] < earlier[1] for earlier, later in zip(worked, worked[1:])):
+        if any(later[0] < earlier[1] for earlier, later in pairwise(worked)):
             found.append(job_id)
     return sorted(found)
 
