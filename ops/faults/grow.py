@@ -209,19 +209,26 @@ def _at(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
-def run_grow(folder: Path, *, pending: int, recurring: int, load: int, partitions: int,
-             grow_to: int) -> dict[str, Any]:  # fmt: skip
-    """``jobstream faults grow``: a run on the configured broker, under topics of its own."""
+def settings_of_a_run(name: str, job_type: str, **update: Any) -> Settings:
+    """The configured settings, with ``update``, under a topic prefix of the run's own
+    (``<name>-<time>.``) whose topics are made here."""
     from jobstream._pipeline.config import load_settings
     from jobstream._pipeline.kafka.admin import ensure_topics
 
     base = load_settings()
     settings = base.model_copy(update={
-        "topic_prefix": f"{base.topic_prefix}grow-{int(time.time())}.",
-        "timer_partitions": partitions, "job_types": (JOB_TYPE,),
+        "topic_prefix": f"{base.topic_prefix}{name}-{int(time.time())}.",
+        "job_types": (job_type,), **update,
     })  # fmt: skip
     ensure_topics(settings.kafka_config, Topics(settings).specs(),
                   replication_factor=settings.replication_factor)  # fmt: skip
+    return settings
+
+
+def run_grow(folder: Path, *, pending: int, recurring: int, load: int, partitions: int,
+             grow_to: int) -> dict[str, Any]:  # fmt: skip
+    """``jobstream faults grow``: a run on the configured broker, under topics of its own."""
+    settings = settings_of_a_run("grow", JOB_TYPE, timer_partitions=partitions)
     size = GrowSize(pending=pending, recurring=recurring, load_per_s=load)
     started, load_before = time.monotonic(), os.getloadavg()[0]
     with GrowRun(settings, folder, size) as grow_run:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobstream._ops.faults.grow import settings_of_a_run
 from jobstream._ops.faults.sleep_app import JOB_TYPE
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._ops.stack import YIELDING, Component, Stack, components, running_stack, worker
@@ -268,16 +269,7 @@ def _last(text: str, counter: str) -> int:
 def run_events_grow(folder: Path, *, finished: int, long: int, load: int, partitions: int,
                     grow_to: int) -> dict[str, Any]:  # fmt: skip
     """``jobstream faults grow-events``: a run on the configured broker, topics of its own."""
-    from jobstream._pipeline.config import load_settings
-    from jobstream._pipeline.kafka.admin import ensure_topics
-
-    base = load_settings()
-    settings = base.model_copy(update={
-        "topic_prefix": f"{base.topic_prefix}grow-events-{int(time.time())}.",
-        "events_partitions": partitions, "job_types": (JOB_TYPE,),
-    })  # fmt: skip
-    ensure_topics(settings.kafka_config, Topics(settings).specs(),
-                  replication_factor=settings.replication_factor)  # fmt: skip
+    settings = settings_of_a_run("grow-events", JOB_TYPE, events_partitions=partitions)
     size = EventsGrowSize(finished=finished, long=long, load_per_s=load, old=partitions,
                           new=grow_to)  # fmt: skip
     tally = EventsGrowRun(settings, folder, size).run()
