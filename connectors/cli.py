@@ -23,9 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jobstream._connectors.api.auth import hash_token
-from jobstream._connectors.api.server import ApiServer
 from jobstream._connectors.api.settings import ApiSettings, load_api_settings
-from jobstream._connectors.views import ViewStore, ViewUpdater
 from jobstream._pipeline import metrics
 from jobstream._pipeline.cli_options import MetricsPortOption
 from jobstream._pipeline.clock import instant_of, iso_ms
@@ -59,6 +57,9 @@ def api(
     metrics_port: int = MetricsPortOption,
 ) -> None:
     """Serve the HTTP API (docs/api.md), with its views kept up to date."""
+    # Loaded here, not with the command line: the app is most of the CLI's start-up time.
+    from jobstream._connectors.api.server import ApiServer
+
     overrides = {"api_host": host, "api_port": port, "view_dir": view_dir}
     settings = load_api_settings(**{k: v for k, v in overrides.items() if v is not None})
     engine = load_settings()
@@ -391,6 +392,8 @@ def replay_views(
 ) -> None:
     """Wipe the API's views and fold every record of the topics again (stop the API first:
     its views are locked while it runs)."""
+    from jobstream._connectors.views import ViewStore, ViewUpdater  # as the API, when used
+
     api_settings = load_api_settings(**({"view_dir": view_dir} if view_dir else {}))
     store = ViewStore(api_settings.view_dir)
     updater = ViewUpdater(load_settings(), store, retention_ms=api_settings.view_retention)

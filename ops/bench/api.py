@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
@@ -34,9 +34,7 @@ import typer
 from rich.table import Table
 
 from jobstream._connectors.api.auth import hash_token
-from jobstream._connectors.api.server import ApiServer
 from jobstream._connectors.api.settings import load_api_settings
-from jobstream._connectors.views import ViewStore
 from jobstream._ops.bench import options
 from jobstream._ops.bench.harness import broker, create_topics, run_topics
 from jobstream._ops.bench.measure import cpu_seconds
@@ -44,10 +42,16 @@ from jobstream._ops.bench.report import console, write_results
 from jobstream._pipeline.model.records import JobSubmitted
 from jobstream._pipeline.scheduling import new_job_id
 
+if TYPE_CHECKING:
+    from jobstream._connectors.api.server import ApiServer
+
 JOB = {"job_type": "data.process", "params": {"input": "sales.csv"}}
 
 
 def _server(settings: Any, views: Path, owners: int) -> ApiServer:
+    # Loaded when the bench runs, not with the jobstream command (most of its start-up).
+    from jobstream._connectors.api.server import ApiServer
+
     tokens = {hash_token(f"token-{n}"): f"owner-{n}" for n in range(owners)}
     # Quotas still count every submission, but so high that none refuses one: the bench
     # measures what the API accepts, not what the default quotas let through.
@@ -108,6 +112,8 @@ async def _singles(url: str, count: int, concurrency: int) -> float:
 
 def _fill(views: Path, jobs: int, owners: int) -> float:
     """``jobs`` submissions folded into a fresh store, as the updater would fold them."""
+    from jobstream._connectors.views import ViewStore
+
     store = ViewStore(views)
     store.ensure_layout()  # else the server, finding no layout mark, wipes the fill
     started = time.perf_counter()

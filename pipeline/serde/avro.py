@@ -33,12 +33,10 @@ import io
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cavro
 import msgspec
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import Deserializer, SerializationContext, Serializer
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.read import SchemaResolutionError
@@ -49,7 +47,11 @@ from fastavro.validation import validate as avro_validate
 from jobstream._pipeline.errors import DeserializationError, JobstreamError, SerializationError
 from jobstream._pipeline.model.records import Event, Record, plain, typed
 from jobstream._pipeline.serde import direct
+from jobstream._pipeline.serde.registry import avro_schema, registry_client, registry_error
 from jobstream._pipeline.serde.schemas import NAMESPACE, EventSchemas, WriterSchema, event_schemas
+
+if TYPE_CHECKING:
+    from confluent_kafka.schema_registry import SchemaRegistryClient
 
 logger = logging.getLogger(__name__)
 
@@ -225,9 +227,9 @@ class AvroSerializer(Serializer):
         assert self._registry is not None, "single-object writers are all built in __init__"
         subject = current.full_name
         try:
-            schema = Schema(current.to_json(), schema_type="AVRO")
+            schema = avro_schema(current.to_json())
             schema_id = self._registry.register_schema(subject, schema)
-        except SchemaRegistryError as exc:
+        except registry_error() as exc:
             if 400 <= exc.http_status_code < 500:
                 raise SerializationError(f"schema registry rejected {subject}: {exc}") from exc
             raise _registry_failure(f"registering {subject}", exc) from exc
@@ -349,7 +351,7 @@ class AvroDeserializer(Deserializer):
             )
         try:
             schema = self._registry.get_schema(schema_id)
-        except SchemaRegistryError as exc:
+        except registry_error() as exc:
             if exc.http_status_code == 404:
                 raise self._error(f"unknown schema id {schema_id}", value, ctx) from exc
             raise _registry_failure(f"fetching schema id {schema_id}", exc) from exc
@@ -384,7 +386,7 @@ def make_serde(
 
     Without a URL both use single-object encoding and need no service.
     """
-    registry = SchemaRegistryClient({"url": schema_registry_url}) if schema_registry_url else None
+    registry = registry_client({"url": schema_registry_url}) if schema_registry_url else None
     return (
         AvroSerializer(schemas=schemas, registry=registry),
         AvroDeserializer(schemas=schemas, registry=registry),

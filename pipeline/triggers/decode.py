@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
-from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema, schemaless_reader
 
 from jobstream._pipeline.errors import DeserializationError, JobstreamError
 from jobstream._pipeline.model.paths import walk
+from jobstream._pipeline.serde.registry import registry_client, registry_error
 
 REGISTRY_TIMEOUT_S = 10
 CONFLUENT_MAGIC = 0
@@ -87,7 +86,7 @@ class AvroReader:
     """Confluent-framed Avro, each writer schema fetched once from the registry."""
 
     def __init__(self, registry_url: str | None) -> None:
-        self.registry = (SchemaRegistryClient({"url": registry_url, "timeout": REGISTRY_TIMEOUT_S})
+        self.registry = (registry_client({"url": registry_url, "timeout": REGISTRY_TIMEOUT_S})
                          if registry_url else None)  # fmt: skip
         self._schemas: dict[int, Any] = {}
 
@@ -113,7 +112,7 @@ class AvroReader:
                                        raw=data)  # fmt: skip
         try:
             found = self.registry.get_schema(schema_id)
-        except SchemaRegistryError as exc:
+        except registry_error() as exc:
             if exc.http_status_code == 404:
                 raise DeserializationError(f"{what}: unknown schema id {schema_id}",
                                            raw=data) from None  # fmt: skip
