@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 
 def registry_client(config: dict[str, Any]) -> SchemaRegistryClient:
@@ -27,7 +28,7 @@ def avro_schema(schema_str: str) -> Schema:
     return Schema(schema_str, schema_type="AVRO")
 
 
-def registry_error() -> type[Exception]:
+def registry_error() -> type[SchemaRegistryError]:
     """The registry's error class, for an ``except`` clause: it is looked up only when an
     exception reaches the clause, by which time a client has loaded the package."""
     from confluent_kafka.schema_registry.error import SchemaRegistryError
