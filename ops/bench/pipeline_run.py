@@ -63,8 +63,10 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     create_topics(settings)
     stack = Stack(folder, env=settings_env(settings))
     parts = components(shape.metrics_port, app=bench_app.__name__, job_types=())
-    parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
-                     concurrency=shape.concurrency, extra=shape.worker_flags)
+    served = tuple(dict.fromkeys(load.job_types)) or (job_type,)
+    more_types = tuple(flag for other in served[1:] for flag in ("--type", other))
+    parts += [worker(served[0], f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
+                     concurrency=shape.concurrency, extra=shape.worker_flags + more_types)
               for i in range(shape.workers)]  # fmt: skip
     starting = progress.add_task("pipeline starting", total=None, info="")
     with contextlib.ExitStack() as running:  # stops what has started, however the run ends
@@ -81,7 +83,7 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
                           for name, pid in broker_pids.items()}  # fmt: skip
         reader = EventsReader(settings)
         running.callback(reader.close)
-        t0 = now_ms() + int(load.lead_s * 1000)
+        t0 = load.first_due_ms(now_ms())
         submitter = source(settings, job_type, load, t0)
         profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
         submitter.start()

@@ -147,11 +147,10 @@ class TimerState:
         now in the first), read from the schedule's keys alone and counting at most
         ``most``: what the fire lead is chosen from (pipeline/timers/lead.py)."""
         counts = [0] * seconds
-        counted = 0
-        for key, _ in self.tx.scan(self.floor, due_upper_bound(now_ms + seconds * 1000 - 1)):
+        upper = due_upper_bound(now_ms + seconds * 1000 - 1)
+        for counted, (key, _) in enumerate(self.tx.scan(self.floor, upper), start=1):
             due_ms, _ = decode_schedule_key(key)
             counts[max(0, due_ms - now_ms) // 1000] += 1
-            counted += 1
             if counted >= most:
                 break
         return counts
