@@ -107,6 +107,10 @@ def bench(
     small: int = typer.Option(100, "--small", min=1, help="fairness: owner-b's jobs."),
     cron_jobs: int = typer.Option(10_000, "--cron-jobs", min=1,
                                   help="top-of-hour: cron jobs due at the next minute's :00."),
+    beside: int = typer.Option(0, "--beside", min=0,
+                               help="burst, top-of-hour: a steady load of this many jobs due a "
+                               "second beside them, from 5 s before their instant for 20 s "
+                               "(jobstream only; 0: none)."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
     window_ms: int = WindowOption,
     children: int = typer.Option(10_000, "--children", min=1, help="fanout: children."),
@@ -171,7 +175,8 @@ def bench(
         run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=exec_partitions,
                    job_types=(HANDLERS[handler.value], *load.job_types)) as settings,
     ):
-        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source))
+        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source,
+                                   beside=_beside(scenario, beside)))
         if with_peer:
             from jobstream._ops.bench.peer import run_peer
 
@@ -193,6 +198,16 @@ def bench(
     write_results(out, report)
 
 
+def _beside(scenario: Scenario, rate: int) -> Load | None:
+    """The steady load ``--beside`` offers with a burst or the top of the hour."""
+    if not rate or scenario not in (Scenario.burst, Scenario.top_of_hour):
+        return None
+    return Load.steady(rate, BESIDE_S, BESIDE_LEAD_S)
+
+
+BESIDE_S = 20.0
+BESIDE_LEAD_S = 5.0
+"""Each job of the steady load beside is submitted this long before it is due."""
 SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog, Scenario.fairness,
                Scenario.top_of_hour)
 WITH_PEER = (Scenario.steady, Scenario.burst, Scenario.top_of_hour)
@@ -270,6 +285,10 @@ def _table(report: dict[str, Any]) -> Table:
         if peer:
             cells += [_fmt(peer.get(key)), _fmt(ratios.get(key))]
         table.add_row(*cells)
+    side = report.get("beside")
+    if side:
+        table.add_row(f"beside, {side['rate_per_s']:,.0f} jobs/s: start lateness ms p50 / p90 / "
+                      f"p99 / max (lost)", f"{_fmt(side['start_lateness_ms'])} ({side['lost']})")
     by_owner = report.get("start_lateness_by_owner_ms") or {}
     if len(by_owner) > 1:
         for owner, summary in by_owner.items():

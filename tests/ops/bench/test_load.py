@@ -87,3 +87,14 @@ def test_paced_jobs_come_in_one_chunk_a_pace_not_one_a_turn() -> None:
 def test_a_load_that_cannot_run_is_refused(make: Callable[[], Load]) -> None:
     with pytest.raises(ValueError):
         make()
+
+
+def test_a_steady_load_beside_goes_with_a_burst_or_the_top_of_the_hour_only() -> None:
+    from jobstream._ops.bench.e2e import BESIDE_LEAD_S, BESIDE_S, Scenario, _beside
+
+    side = _beside(Scenario.burst, 300)
+    assert side is not None and side.paced and side.lead_s == BESIDE_LEAD_S
+    assert len(side.offsets_ms) == 300 * BESIDE_S
+    assert _beside(Scenario.top_of_hour, 300) is not None
+    assert _beside(Scenario.burst, 0) is None
+    assert _beside(Scenario.steady, 300) is None
