@@ -173,7 +173,8 @@ def bench(
         broker(bootstrap, options.kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
         run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=exec_partitions,
-                   job_types=(HANDLERS[handler.value], *load.job_types)) as settings,
+                   job_types=tuple(dict.fromkeys((HANDLERS[handler.value],
+                                                  *load.job_types)))) as settings,
     ):
         report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source,
                                    beside=_beside(scenario, beside)))
