@@ -285,6 +285,7 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
         "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
         "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
+        "JOBSTREAM_FIRE_LEAD_MOST": f"{settings.fire_lead_most}ms",
         "JOBSTREAM_CLOCK_CORRECTION": str(settings.clock_correction).lower(),
         "JOBSTREAM_LOG_LEVEL": "INFO",
         **security_env(settings),

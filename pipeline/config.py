@@ -52,6 +52,13 @@ class Settings(BaseSettings):
         "and starts it on the instant. 1s by default; 0 fires at the due instant "
         "(docs/lifecycle.md).",
     )
+    fire_lead_most: Annotated[int, NoDecode] = Field(
+        10_000, ge=0, le=10_000,
+        description="How far ahead the timers fire at most when the jobs due within the "
+        "next seconds need more than the fire lead to reach their workers in time (a burst, "
+        "the top of the hour; a duration; in ms once read). At or below the fire lead, or "
+        "with a fire lead of 0, the lead never changes (docs/lifecycle.md, \"Bursts\").",
+    )
     clock_correction: bool = Field(
         True,
         description="Read the cluster's clock: this host's plus the offset its clock probes "
@@ -204,7 +211,8 @@ class Settings(BaseSettings):
         description="Further librdkafka settings as a JSON object, passed through as they are.",
     )
 
-    @field_validator("results_retention", "logs_retention", "fire_lead", "clock_probe_interval",
+    @field_validator("results_retention", "logs_retention", "fire_lead", "fire_lead_most",
+                     "clock_probe_interval",
                      "clock_offset_warn", mode="before")
     @classmethod
     def _parse_duration(cls, value: object, info: ValidationInfo) -> object:

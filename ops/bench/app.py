@@ -3,6 +3,7 @@
 - ``bench.noop`` returns at once: what is measured is the scheduler, not the job.
 - ``bench.sleep10`` waits 10 ms without holding a thread (an async handler), like a job
   that calls another service.
+- ``bench.hourly.t00`` to ``t49``: the top of the hour's 50 types, each a no-op.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ NOOP = "bench.noop"
 SLEEP10 = "bench.sleep10"
 HANDLERS = {"noop": NOOP, "sleep10": SLEEP10}
 """The ``--handler`` choices of ``jobstream bench`` and the job type each one runs."""
+HOURLY_TYPES = tuple(f"bench.hourly.t{n:02}" for n in range(50))
+"""The top of the hour's 50 job types, each a no-op."""
 
 app = WorkerApp()
 
@@ -22,6 +25,10 @@ app = WorkerApp()
 @app.handler(NOOP)
 def noop(ctx: JobContext) -> None:
     return None
+
+
+for hourly in HOURLY_TYPES:
+    app.handler(hourly)(noop)
 
 
 @app.handler(SLEEP10)

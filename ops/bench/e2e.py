@@ -10,7 +10,10 @@ report the release lateness of the children; times are durations such as ``60s``
 scenarios run again on Celery with a Redis broker (ops/bench/peer/), in the same command,
 and the table gives jobstream/Celery ratios.
 ``fairness`` offers ``--burst`` jobs of one owner and ``--small`` of another, all due at
-one instant, and reports each owner's start lateness (docs/fairness.md).
+one instant, and reports each owner's start lateness (docs/fairness.md). ``top-of-hour``
+offers ``--cron-jobs`` cron jobs of 50 types and 50 owners, all due at the top of the next
+minute (no-op handlers; with ``--peer celery``, Celery gets as many one-off tasks due at one
+instant, as the burst's).
 
 The table prints at the end, a progress bar while it runs; ``--out`` writes the JSON.
 docs/benchmarks.md explains every number; docs/benchmarks-history.md records the runs.
@@ -30,7 +33,7 @@ import typer
 from rich.table import Table
 
 from jobstream._ops.bench import options
-from jobstream._ops.bench.app import HANDLERS
+from jobstream._ops.bench.app import HANDLERS, HOURLY_TYPES
 from jobstream._ops.bench.harness import broker, run_topics
 from jobstream._ops.bench.load import Load
 from jobstream._ops.bench.measure import reference_cpu_ms
@@ -50,6 +53,7 @@ class Scenario(enum.StrEnum):
     fanout = "fanout"
     diamonds = "diamonds"
     fairness = "fairness"
+    top_of_hour = "top-of-hour"
 
 
 class Handler(enum.StrEnum):
@@ -82,7 +86,8 @@ def _offered(scenario: Scenario, **sizes: int) -> dict[str, int]:
     if scenario is Scenario.fairness:
         return {"burst": sizes["burst"], "small": sizes["small"]}
     key = {Scenario.steady: "rate", Scenario.burst: "burst", Scenario.backlog: "count",
-           Scenario.fanout: "fanout", Scenario.diamonds: "diamonds"}[scenario]  # fmt: skip
+           Scenario.fanout: "fanout", Scenario.diamonds: "diamonds",
+           Scenario.top_of_hour: "cron_jobs"}[scenario]  # fmt: skip
     return {key: sizes[key]}
 
 
@@ -100,6 +105,12 @@ def bench(
     burst: int = typer.Option(20_000, "--burst", min=1,
                               help="burst: jobs due at one instant; fairness: owner-a's."),
     small: int = typer.Option(100, "--small", min=1, help="fairness: owner-b's jobs."),
+    cron_jobs: int = typer.Option(10_000, "--cron-jobs", min=1,
+                                  help="top-of-hour: cron jobs due at the next minute's :00."),
+    beside: int = typer.Option(0, "--beside", min=0,
+                               help="burst, top-of-hour: a steady load of this many jobs due a "
+                               "second beside them, from 5 s before their instant for 20 s "
+                               "(jobstream only; 0: none)."),
     count: int = typer.Option(1_000_000, "--count", min=1, help="backlog: jobs pending."),
     window_ms: int = WindowOption,
     children: int = typer.Option(10_000, "--children", min=1, help="fanout: children."),
@@ -108,7 +119,8 @@ def bench(
     handler: Handler = typer.Option(Handler.noop, "--handler", help="What a job does."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Jobs per worker at once."),
-    peer: Peer = typer.Option(Peer.celery, "--peer", help="Run steady and burst on Celery too."),
+    peer: Peer = typer.Option(Peer.celery, "--peer",
+                              help="Run steady, burst and top-of-hour on Celery too."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer partitions."),
     exec_partitions: int = options.ExecPartitionsOption,
     bootstrap: str | None = options.BootstrapOption,
@@ -133,12 +145,14 @@ def bench(
         load = Load.two_owners(burst, small, lead_s)
     elif scenario is Scenario.backlog:
         load = Load.backlog(count, window_s, lead_s)
+    elif scenario is Scenario.top_of_hour:
+        load = Load.top_of_hour(cron_jobs, HOURLY_TYPES, HOURLY_OWNERS, lead_s)
     elif scenario is Scenario.fanout:
         load = fanout_load(children, lead_s)
     else:
         load = diamonds_load(diamonds, lead_s)
     source = Submitter if scenario in SINGLE_JOBS else WorkflowSubmitter
-    with_peer = peer is Peer.celery and scenario in (Scenario.steady, Scenario.burst)
+    with_peer = peer is Peer.celery and scenario in WITH_PEER
     worker_flags = (*(() if claim_ahead_ms is None else ("--claim-ahead", f"{claim_ahead_ms}ms")),
                     *(() if claimed_ahead_most is None else
                       ("--claimed-ahead-most", str(claimed_ahead_most))))  # fmt: skip
@@ -149,7 +163,7 @@ def bench(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": _machine(),
         "load_average_start": load_average(),
         **_offered(scenario, rate=rate, burst=burst, count=count, fanout=children,
-                   diamonds=diamonds, small=small),
+                   diamonds=diamonds, small=small, cron_jobs=cron_jobs),
     }  # fmt: skip
     if with_peer:
         from jobstream._ops.bench.peer import ensure_installed
@@ -159,16 +173,19 @@ def bench(
         broker(bootstrap, options.kafka_home_of(kafka_home, workdir), port) as kafka,
         progress_bar() as bar,
         run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=exec_partitions,
-                   job_types=(HANDLERS[handler.value],)) as settings,
+                   job_types=tuple(dict.fromkeys((HANDLERS[handler.value],
+                                                  *load.job_types)))) as settings,
     ):
-        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source))
+        report.update(run_pipeline(settings, load, shape, workdir, kafka.pids, bar, source,
+                                   beside=_beside(scenario, beside)))
         if with_peer:
             from jobstream._ops.bench.peer import run_peer
 
             # Celery submits a burst ten times slower: its jobs get the time it needs.
             peer_load = load
-            if scenario is Scenario.burst:
-                peer_load = Load.burst(burst, lead_s or 10 + burst / 600)
+            if scenario in (Scenario.burst, Scenario.top_of_hour):
+                jobs = len(load.offsets_ms)
+                peer_load = Load.burst(jobs, lead_s or 10 + jobs / 600)
             report["peer"] = run_peer(load=peer_load, handler=handler.value,
                                       workdir=workdir / "celery", port=port + 1000,
                                       progress=bar)  # fmt: skip
@@ -182,7 +199,21 @@ def bench(
     write_results(out, report)
 
 
-SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog, Scenario.fairness)
+def _beside(scenario: Scenario, rate: int) -> Load | None:
+    """The steady load ``--beside`` offers with a burst or the top of the hour."""
+    if not rate or scenario not in (Scenario.burst, Scenario.top_of_hour):
+        return None
+    return Load.steady(rate, BESIDE_S, BESIDE_LEAD_S)
+
+
+BESIDE_S = 20.0
+BESIDE_LEAD_S = 5.0
+"""Each job of the steady load beside is submitted this long before it is due."""
+SINGLE_JOBS = (Scenario.steady, Scenario.burst, Scenario.backlog, Scenario.fairness,
+               Scenario.top_of_hour)
+WITH_PEER = (Scenario.steady, Scenario.burst, Scenario.top_of_hour)
+HOURLY_OWNERS = 50
+"""The top of the hour's owners (ops/bench/app.py has its 50 types)."""
 
 
 def _machine() -> dict[str, Any]:
@@ -255,6 +286,10 @@ def _table(report: dict[str, Any]) -> Table:
         if peer:
             cells += [_fmt(peer.get(key)), _fmt(ratios.get(key))]
         table.add_row(*cells)
+    side = report.get("beside")
+    if side:
+        table.add_row(f"beside, {side['rate_per_s']:,.0f} jobs/s: start lateness ms p50 / p90 / "
+                      f"p99 / max (lost)", f"{_fmt(side['start_lateness_ms'])} ({side['lost']})")
     by_owner = report.get("start_lateness_by_owner_ms") or {}
     if len(by_owner) > 1:
         for owner, summary in by_owner.items():

@@ -11,10 +11,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.clock import instant_of, now_ms
+from jobstream._pipeline.scheduling.cron import CronSpec
 
 CHUNK = 10_000
 """Most jobs submitted in one go."""
+MINUTE_MS = 60_000
+EVERY_MINUTE = "* * * * *"
+"""The top of the hour's schedule: every minute at second 0, from the instant chosen, once."""
 PACE_S = 0.05
 """How often a paced submitter looks for jobs whose time to be submitted has come: it
 submits what came within the lead since its last look in one go, as a batching producer
@@ -35,6 +39,11 @@ class Load:
     paced: bool
     owners: tuple[str, ...] = ()
     """Each job's owner, by index; empty: every job is the benchmark's one owner."""
+    job_types: tuple[str, ...] = ()
+    """Each job's type, by index; empty: every job is the handler's type."""
+    recurring: bool = False
+    """Cron jobs (every minute at second 0, one run from the first due time), whose first
+    due time is the top of a minute, rather than one-off jobs."""
 
     @classmethod
     def steady(cls, rate: int, duration_s: float, lead_s: float) -> Load:
@@ -63,6 +72,35 @@ class Load:
         owners = ("owner-a",) * flood + ("owner-b",) * small
         return cls("fairness", [0] * len(owners), lead_s or 10 + len(owners) / 5000,
                    paced=False, owners=owners)  # fmt: skip
+
+    @classmethod
+    def top_of_hour(cls, count: int, job_types: tuple[str, ...], owners: int,
+                    lead_s: float | None) -> Load:  # fmt: skip
+        """``count`` cron jobs all due at the top of one minute, of ``job_types`` and
+        ``owners`` owners mixed: every owner has jobs of every type."""
+        _check(count > 0, "the top of the hour needs at least one job")
+        _check(bool(job_types) and owners > 0, "it needs job types and owners")
+        _check(lead_s is None or lead_s > 0, "the lead must be above 0")
+        names = [f"owner-{n:02}" for n in range(owners)]
+        # A cron job's submission is checked slower than a one-off's (~700/s on two cores):
+        # all must be in before the instant, or it measures late arrivals.
+        return cls("top-of-hour", [0] * count, lead_s or 10 + count / 500, paced=False,
+                   owners=tuple(names[i % owners] for i in range(count)),
+                   job_types=tuple(job_types[(i // owners) % len(job_types)]
+                                   for i in range(count)),
+                   recurring=True)  # fmt: skip
+
+    def first_due_ms(self, now: int) -> int:
+        """When the first job falls due, submitting from ``now``: ``lead_s`` later, and for
+        cron jobs at the top of the minute after that."""
+        due = now + int(self.lead_s * 1000)
+        return -(-due // MINUTE_MS) * MINUTE_MS if self.recurring else due
+
+    def when(self, due_ms: int) -> dict[str, object]:
+        """The JobRequest fields that make a job due at ``due_ms``."""
+        if self.recurring:
+            return {"cron": CronSpec(expression=EVERY_MINUTE, start_at_ms=due_ms, max_runs=1)}
+        return {"run_at": instant_of(due_ms)}
 
     def chunks(self, t0_ms: int, halt: threading.Event,
                size: int = CHUNK) -> Iterator[tuple[int, int]]:  # fmt: skip

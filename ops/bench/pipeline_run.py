@@ -53,18 +53,28 @@ class PipelineShape:
     """More ``jobstream worker`` options for every worker (``--claim-ahead 10s``)."""
 
 
+BESIDE_FROM_MS = 5000
+"""A steady load beside a scenario's jobs falls due from this long before their first due
+time."""
+
+
 def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Path,
                  broker_pids: dict[str, int], progress: Progress,
-                 source: type[Submitter] = Submitter) -> dict[str, Any]:  # fmt: skip
+                 source: type[Submitter] = Submitter, *,
+                 beside: Load | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one scenario and return its numbers (see ops/bench/tally.py); ``source``
-    submits its jobs and adds numbers of its own (the workflow scenarios')."""
+    submits its jobs and adds numbers of its own (the workflow scenarios'). ``beside``: a
+    steady load offered with it, due from :data:`BESIDE_FROM_MS` before its first due time,
+    whose jobs count in the CPU per job and have their own numbers (``beside``)."""
     job_type = bench_app.HANDLERS[shape.handler]
     folder = workdir_for(root, settings)
     create_topics(settings)
     stack = Stack(folder, env=settings_env(settings))
     parts = components(shape.metrics_port, app=bench_app.__name__, job_types=())
-    parts += [worker(job_type, f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
-                     concurrency=shape.concurrency, extra=shape.worker_flags)
+    served = tuple(dict.fromkeys(load.job_types)) or (job_type,)
+    more_types = tuple(flag for other in served[1:] for flag in ("--type", other))
+    parts += [worker(served[0], f"bench-{i}", shape.metrics_port + 3 + i, app=bench_app.__name__,
+                     concurrency=shape.concurrency, extra=shape.worker_flags + more_types)
               for i in range(shape.workers)]  # fmt: skip
     starting = progress.add_task("pipeline starting", total=None, info="")
     with contextlib.ExitStack() as running:  # stops what has started, however the run ends
@@ -81,13 +91,20 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
                           for name, pid in broker_pids.items()}  # fmt: skip
         reader = EventsReader(settings)
         running.callback(reader.close)
-        t0 = now_ms() + int(load.lead_s * 1000)
+        t0 = load.first_due_ms(now_ms())
         submitter = source(settings, job_type, load, t0)
         profiler = Profiler(stack, folder, shape.py_spy_s, start_s=t0 / 1000 + 2)
-        submitter.start()
-        running.callback(submitter.join)
-        running.callback(submitter.halt.set)
-        _follow(stack, submitter, reader, load, t0, shape.stall_s, progress, profiler)
+        submitters = [submitter]
+        if beside is not None:
+            submitters.append(Submitter(settings, job_type, beside, t0 - BESIDE_FROM_MS))
+        for one in submitters:
+            one.start()
+            running.callback(one.join)
+            running.callback(one.halt.set)
+        total = sum(len(one.load.offsets_ms) for one in submitters)
+        last_due_s = max(one.t0_ms + max(one.load.offsets_ms, default=0)
+                         for one in submitters) / 1000  # fmt: skip
+        _follow(stack, submitters, reader, total, last_due_s, shape.stall_s, progress, profiler)
         status_lag_s = _status_caught_up(settings, progress, timeout_s=shape.stall_s)
         cpu = {name: measure.cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         jit = {name: measure.jit_seconds(threads_before[name], measure.thread_cpu_seconds(pid))
@@ -98,6 +115,13 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
     decoding = progress.add_task("decoding events", total=None, info="")
     events = reader.decoded()
     result = tally(submitter.ids, events) | submitter.extra(events)
+    completed = result["completed"]
+    if beside is not None:
+        side = tally(submitters[1].ids, events)
+        completed += side["completed"]
+        result["beside"] = {"rate_per_s": len(beside.offsets_ms) / max(beside.offsets_ms[-1] / 1000,
+                                                                       1e-3),
+                            **{key: side[key] for key in BESIDE_KEYS}}  # fmt: skip
     progress.update(decoding, total=1, completed=1)
     pipeline_cpu = sum(v for name, v in cpu.items() if not name.startswith("bench"))
     return {
@@ -110,14 +134,18 @@ def run_pipeline(settings: Settings, load: Load, shape: PipelineShape, root: Pat
         "timer_rss_all_pending_mb": round(pending_rss, 1),
         "status_caught_up_after_s": status_lag_s,
         "cpu_s": {name: round(v, 2) for name, v in cpu.items()},
-        "cpu_us_per_job": 1e6 * pipeline_cpu / max(result["completed"], 1),
+        "cpu_us_per_job": 1e6 * pipeline_cpu / max(completed, 1),
         "broker_jit_cpu_s": {name: round(v, 2) for name, v in jit.items()},
         "cpu_us_per_job_without_jit":
-            1e6 * (pipeline_cpu - sum(jit.values())) / max(result["completed"], 1),
-        "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(result["completed"], 1),
+            1e6 * (pipeline_cpu - sum(jit.values())) / max(completed, 1),
+        "cpu_us_per_job_with_client": 1e6 * sum(cpu.values()) / max(completed, 1),
         "work_dir": str(folder),
         **({"py_spy": profiles} if profiles else {}),
     }  # fmt: skip
+
+
+BESIDE_KEYS = ("completed", "lost", "start_lateness_ms", "end_lateness_ms")
+"""The numbers of the steady load beside a scenario kept apart."""
 
 
 def _status_caught_up(settings: Settings, progress: Progress, timeout_s: float) -> float | None:
@@ -161,14 +189,13 @@ class Profiler:
         return {name: recording.summary() for name, recording in self.recordings.items()}
 
 
-def _follow(stack: Stack, submitter: Submitter, reader: EventsReader, load: Load, t0: int,
-            stall_s: float, progress: Progress, profiler: Profiler) -> None:  # fmt: skip
-    """Read events until every job has ended, or none has for ``stall_s`` after the last
-    due time; fail at once if a pipeline process or the submitter dies."""
-    total = len(load.offsets_ms)
+def _follow(stack: Stack, submitters: list[Submitter], reader: EventsReader, total: int,
+            last_due_s: float, stall_s: float, progress: Progress,
+            profiler: Profiler) -> None:  # fmt: skip
+    """Read events until all ``total`` jobs have ended, or none has for ``stall_s`` after
+    the last due time; fail at once if a pipeline process or a submitter dies."""
     submitted = progress.add_task("submitted", total=total, info="")
     ended = progress.add_task("ended", total=total, info="")
-    last_due_s = (t0 + (load.offsets_ms[-1] if total else 0)) / 1000
     last_change, seen = time.time(), 0
     while reader.ended < total:
         reader.poll(0.2)
@@ -176,15 +203,16 @@ def _follow(stack: Stack, submitter: Submitter, reader: EventsReader, load: Load
         profiler.maybe_start(now)
         if reader.ended != seen:
             last_change, seen = now, reader.ended
-        if submitter.error is not None:
-            raise JobstreamError(f"submitting failed: {submitter.error}")
+        for submitter in submitters:
+            if submitter.error is not None:
+                raise JobstreamError(f"submitting failed: {submitter.error}")
         for name, (_, process) in stack.processes.items():
             if process.poll() is not None:
                 raise JobstreamError(f"{name} exited with {process.returncode}; its log:\n"
                                      f"{stack.log_tail(name)}")  # fmt: skip
         due_in = last_due_s - now
         info = f"last job due in {due_in:.0f} s" if due_in > 0 else f"{-due_in:.0f} s past due"
-        progress.update(submitted, completed=len(submitter.ids))
+        progress.update(submitted, completed=sum(len(one.ids) for one in submitters))
         progress.update(ended, completed=reader.ended, info=info)
         if now > last_due_s and now - max(last_change, last_due_s) > stall_s:
             return

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jobstream._ops.bench.load import Load
-from jobstream._pipeline.clock import instant_of
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.jobs.client import JobClient
 from jobstream._pipeline.model.job import JobRequest
@@ -38,12 +37,15 @@ class Submitter(threading.Thread):
         try:
             with JobClient(self.settings) as client:
                 for first, upto in self.load.chunks(self.t0_ms, self.halt):
-                    owners = self.load.owners or (OWNER,) * len(self.load.offsets_ms)
+                    count = len(self.load.offsets_ms)
+                    owners = self.load.owners or (OWNER,) * count
+                    types = self.load.job_types or (self.job_type,) * count
                     self.ids.extend(client.submit_many(
-                        JobRequest(job_type=self.job_type, owner=owner,
-                                   run_at=instant_of(self.t0_ms + offset))
-                        for offset, owner in zip(self.load.offsets_ms[first:upto],
-                                                 owners[first:upto], strict=True)
+                        JobRequest(job_type=job_type, owner=owner,
+                                   **self.load.when(self.t0_ms + offset))  # type: ignore[arg-type]
+                        for offset, owner, job_type in zip(self.load.offsets_ms[first:upto],
+                                                           owners[first:upto], types[first:upto],
+                                                           strict=True)
                     ))  # fmt: skip
                     self.on_progress(upto - first)
         except BaseException as exc:  # reported by the run, which stops on it

@@ -60,6 +60,7 @@ from jobstream._pipeline.timers.entry import (
 from jobstream._pipeline.timers.held import HeldSteps
 from jobstream._pipeline.timers.holds import RateHolds
 from jobstream._pipeline.timers.intake import Command, Ended, Workflow
+from jobstream._pipeline.timers.lead import RATE_PER_S, LeadRule, Leads
 from jobstream._pipeline.timers.maps import Members
 from jobstream._pipeline.timers.recurring import RecurringWorkflows
 from jobstream._pipeline.timers.state import TimerState
@@ -105,6 +106,13 @@ class TimerPolicy:
     execution waits on the worker, which starts it on the instant (pipeline/worker/early.py).
     The idempotency and retry markers expire that much sooner too, which their windows of
     hours do not notice; a recurring workflow's runs start on their time, not ahead."""
+    lead_most_ms: int = 0
+    """How far ahead a partition fires at most, when its backlog due soon requires more
+    than ``lead_ms`` (JOBSTREAM_FIRE_LEAD_MOST; pipeline/timers/lead.py); at or below
+    ``lead_ms`` the lead never changes."""
+    lead_rate_per_s: int = RATE_PER_S
+    """Firings a partition counts on passing on each second, from which the lead its
+    backlog requires is reckoned."""
 
 
 class TimerLogic:
@@ -134,6 +142,10 @@ class TimerLogic:
         self.collapses = Collapses(topics.intake, topics.settings.timer_partitions,
                                    self._lifecycle)  # fmt: skip
         """Debounce and singleton keys (pipeline/timers/collapse.py)."""
+        policy = self.policy
+        self.leads = Leads(LeadRule(least_ms=policy.lead_ms, most_ms=policy.lead_most_ms,
+                                    rate_per_s=policy.lead_rate_per_s))  # fmt: skip
+        """How far ahead each partition fires (pipeline/timers/lead.py)."""
 
     # -- intake and retries --------------------------------------------------------------
 
@@ -377,7 +389,7 @@ class TimerLogic:
         a due job whose limit has no token left joins that limit's queue instead."""
         released = self.holds.release(state, now_ms, limit)
         emits = [emit for entry in released for emit in self._fire_entry(state, entry, now_ms)]
-        for entry in self.due_batch(state, now_ms + self.policy.lead_ms, limit - len(released)):
+        for entry in self.due_batch(state, self._horizon(state, now_ms), limit - len(released)):
             if entry.due_ms > now_ms and self._on_its_instant(entry):
                 continue
             if isinstance(entry, MarkerEntry):
@@ -413,6 +425,16 @@ class TimerLogic:
             self._finish(state, entry, now_ms)
             return emits
         return self._fire_recurring(state, entry, cron, now_ms)
+
+    def _horizon(self, state: TimerState, now_ms: int) -> int:
+        """Entries due at or before this instant fire now: the configured lead ahead, or
+        as far as the partition's backlog due soon requires (counted once a second)."""
+        leads, partition = self.leads, state.partition
+        if leads.count_due(partition, now_ms):
+            rule = leads.rule
+            counts = state.due_per_second(now_ms, rule.horizon_s, rule.count_most)
+            leads.counted(partition, now_ms, counts)
+        return leads.horizon_ms(partition, now_ms)
 
     def _on_its_instant(self, entry: AnyEntry) -> bool:
         """Whether an entry fires on its instant, not a lead ahead: a workflow's run (it is

@@ -85,7 +85,7 @@ class TimerProcessor(Processor[TimerState]):
             policy
             or TimerPolicy(
                 owner_weights=settings.owner_weights, concurrency=ConcurrencyLimits.of(settings),
-                lead_ms=settings.fire_lead,
+                lead_ms=settings.fire_lead, lead_most_ms=settings.fire_lead_most,
                 markers_trusted_before_ms=settings.markers_trusted_before,
                 markers_trusted_from_ms=markers_trusted_from(settings),
             ),
@@ -144,6 +144,7 @@ class TimerProcessor(Processor[TimerState]):
     def revoked(self, partition: int) -> None:
         self.owned.discard(partition)
         self.floors.pop(partition, None)
+        self.logic.leads.forget(partition)
         self.handover.layouts.pop(partition, None)
         self.handover.cursors.pop(partition, None)
         self.logic.throttle.set_share(len(self.owned), self.partitions)

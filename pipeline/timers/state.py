@@ -142,6 +142,19 @@ class TimerState:
         self.floor = max(self.floor, upper if first is None else first)
         return entries
 
+    def due_per_second(self, now_ms: int, seconds: int, most: int) -> list[int]:
+        """How many entries fall due in each of the next ``seconds`` seconds (those due by
+        now in the first), read from the schedule's keys alone and counting at most
+        ``most``: what the fire lead is chosen from (pipeline/timers/lead.py)."""
+        counts = [0] * seconds
+        upper = due_upper_bound(now_ms + seconds * 1000 - 1)
+        for counted, (key, _) in enumerate(self.tx.scan(self.floor, upper), start=1):
+            due_ms, _ = decode_schedule_key(key)
+            counts[max(0, due_ms - now_ms) // 1000] += 1
+            if counted >= most:
+                break
+        return counts
+
     def due_owners(self, now_ms: int) -> list[str]:
         """Owners with at least one entry due at ``now_ms``.
 

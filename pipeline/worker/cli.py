@@ -63,11 +63,12 @@ ProgressIntervalOption = duration_option(
 )  # fmt: skip
 ClaimAheadOption = duration_option(
     format_duration(round(CLAIM_AHEAD_S * 1000)), "--claim-ahead",
-    help="A job fired ahead (JOBSTREAM_FIRE_LEAD) is claimed this long before its due "
-    "instant, with those due within as long again after it. Longer takes a burst's claims "
-    "off its instant, but holds more runs in memory, shows them RUNNING sooner, and a "
-    "worker that dies takes more with it (each waits for its lease, 30 s, then is retried "
-    "alone). A type with a concurrency limit claims 20 ms ahead whatever this says.",
+    help="A job fired ahead (JOBSTREAM_FIRE_LEAD, up to JOBSTREAM_FIRE_LEAD_MOST in a "
+    "burst) is claimed this long before its due instant, with those due within as long "
+    "again after it; by default as it arrives. Longer takes a burst's claims off its "
+    "instant, but holds more runs in memory, shows them RUNNING sooner, and a worker that "
+    "dies takes more with it (each waits for its lease, 30 s, then is retried alone). A "
+    "type with a concurrency limit claims 20 ms ahead whatever this says.",
 )  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",

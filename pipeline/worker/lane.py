@@ -432,6 +432,10 @@ class Lane:
         """Commit the pending outcomes with the watermarks when due (or ``force``)."""
         return self.tx.commit(force=force, grace_s=self._claim_grace_s())
 
+    def commit_due(self) -> bool:
+        """Whether :meth:`commit` would commit now, had it anything to commit."""
+        return self.tx.due(self._claim_grace_s())
+
     def _claim_grace_s(self) -> float:
         """How much longer than the interval outcomes may wait for a claim: as long as a
         claim ahead, at most :data:`CLAIM_GRACE_MS`, when a record's claim comes within that

@@ -73,6 +73,7 @@ from jobstream._pipeline.worker.ports import (
 )
 from jobstream._pipeline.worker.processes import ProcessExecutor
 from jobstream._pipeline.worker.started import StartedEncoder
+from jobstream._pipeline.worker.together import Together
 from jobstream._pipeline.worker.topic_checks import create_missing_topics
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,8 @@ class WorkerLoop:
                       for t in self.job_types]  # fmt: skip
         self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         self.executor = (executor or self._new_executor)(self._finished.put)
+        self.together = Together()
+        """The lanes' claims and commits, waited for together (pipeline/worker/together.py)."""
         self.engine = WorkerEngine(
             app, self.lanes, options, serialize=self.serialize,
             encode_started=StartedEncoder(self.serialize, event_schemas()),
@@ -213,6 +216,7 @@ class WorkerLoop:
         self.state = STOPPED
         self._beat_worker(force=True)
         self.executor.close()
+        self.together.close()
         self.events.flush(10)
         log.info("worker stopped", extra={"worker_id": self.options.worker_id, **self._counters()})
 
@@ -223,8 +227,8 @@ class WorkerLoop:
         self.collect()
         now, wall = self.clock.monotonic(), self.clock.wall_ms()
         self._apply(self.engine.tick(self.control.poll(), now, wall, fetching=fetching))
+        self.together.each([lane for lane in self.lanes if lane.commit_due()], Lane.commit)
         for lane in self.lanes:
-            lane.commit()
             lane.update_pauses(fetching)
         self._beat_worker()
         self.events.poll(0)
@@ -262,8 +266,7 @@ class WorkerLoop:
                 case Emit(key, event, lease):
                     self._emit(key, event, lease)
                 case Claim(lanes):
-                    for lane in lanes:
-                        lane.tx.claim()
+                    self.together.each(lanes, _claim)
                     self._apply(self.engine.claimed(self.clock.monotonic(),
                                                     self.clock.wall_ms()))  # fmt: skip
                 case Launch(job, ctx):
@@ -340,3 +343,7 @@ def _confirming(lease: RunLease, sent_at: float, err: KafkaError | None, message
 
 def _consumer_of(lane: Lane) -> Consumer:
     return lane.consumer
+
+
+def _claim(lane: Lane) -> None:
+    lane.tx.claim()

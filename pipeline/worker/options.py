@@ -18,11 +18,14 @@ fetch it again at the resume) once per 500 records started, not every few. Buffe
 records are not running, so they cost memory only (bounded by pauses.BUFFER_BYTES); a
 rebalance drops them uncommitted and their partition's next owner fetches them again."""
 
-CLAIM_AHEAD_S = 0.2
-"""How long before its due instant a run fired ahead is claimed, by default (``--claim-ahead``)."""
-CLAIMED_AHEAD_MOST = 2000
+CLAIM_AHEAD_S = 10.0
+"""How long before its due instant a run fired ahead is claimed, by default
+(``--claim-ahead``): as long as the timers' longest lead (``JOBSTREAM_FIRE_LEAD_MOST``), so
+a record is claimed as it arrives, however far ahead the timers fired it (a burst)."""
+CLAIMED_AHEAD_MOST = 20_000
 """Runs claimed ahead and waiting for their instant, at most, by default
-(``--claimed-ahead-most``)."""
+(``--claimed-ahead-most``): a burst of 20,000 held whole, about 3 KB each
+(docs/lifecycle.md, "Bursts")."""
 
 Isolation = Literal["thread", "process"]
 ISOLATIONS: tuple[Isolation, ...] = ("thread", "process")

@@ -108,8 +108,7 @@ class LaneTransactions:
         ``force``); whether a transaction committed."""
         now = self._clock.monotonic()
         waiting = len(self.pending) + len(self.spawned)
-        if not force and (now < self._retry_at
-                          or not self.schedule.due(now, waiting, grace_s)):  # fmt: skip
+        if not force and not self.due(grace_s):
             return False
         offsets = self.tracker.to_commit()
         if not waiting and not offsets and not self.checkpoints:
@@ -155,6 +154,12 @@ class LaneTransactions:
         metrics.TRANSACTIONS.labels("worker").inc()
         self._retry_at, self._retry_delay = 0.0, 0.1
         return True
+
+    def due(self, grace_s: float = 0.0) -> bool:
+        """Whether the schedule says to commit now (not during a failed one's backoff)."""
+        now = self._clock.monotonic()
+        waiting = len(self.pending) + len(self.spawned)
+        return now >= self._retry_at and self.schedule.due(now, waiting, grace_s)
 
     def claim(self) -> None:
         """Commit the STARTED records of the runs just started with their offsets (and any

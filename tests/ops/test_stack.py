@@ -75,6 +75,7 @@ SECURED = {
     "ssl_certificate_location": "/etc/client.pem", "ssl_key_location": "/etc/client.key",
     "ssl_key_password": "k3y", "schema_registry_url": "https://registry.example",
     "librdkafka": {"socket.keepalive.enable": "true"}, "exec_partitions": 3, "fire_lead": 250,
+    "fire_lead_most": 4000,
 }  # fmt: skip
 
 

@@ -9,8 +9,12 @@ from collections.abc import Callable
 
 import pytest
 
+from jobstream._ops.bench.app import HOURLY_TYPES, app
 from jobstream._ops.bench.load import CHUNK, PACE_S, Load
 from jobstream._pipeline.clock import now_ms
+from jobstream._pipeline.model.job import JobRequest
+from jobstream._pipeline.scheduling import next_due_ms
+from jobstream._pipeline.scheduling.cron import CronSpec
 
 
 def test_steady_spreads_the_jobs_evenly_over_the_duration() -> None:
@@ -25,6 +29,22 @@ def test_unpaced_jobs_come_at_once_in_chunks() -> None:
         (0, CHUNK),
         (CHUNK, CHUNK + 5),
     ]
+
+
+def test_the_top_of_the_hour_mixes_every_type_with_every_owner_at_one_minute() -> None:
+    load = Load.top_of_hour(10_000, HOURLY_TYPES, owners=50, lead_s=None)
+    assert set(load.offsets_ms) == {0}
+    assert len(set(load.owners)) == 50 and len(set(load.job_types)) == 50
+    assert len(set(zip(load.owners, load.job_types, strict=True))) == 2500
+    assert all(app.get(t).job_type == t for t in HOURLY_TYPES)
+    now = 1_798_000_012_345
+    due = load.first_due_ms(now)
+    assert due % 60_000 == 0 and due >= now + load.lead_s * 1000
+    cron = load.when(due)["cron"]
+    assert isinstance(cron, CronSpec) and cron.max_runs == 1
+    request = JobRequest(job_type=load.job_types[0], owner=load.owners[0], cron=cron)
+    assert request.cron is not None
+    assert next_due_ms(cron, now, job_id="j", runs_so_far=0) == due, "its one run at the top"
 
 
 def test_two_owners_are_due_together_the_flood_submitted_first() -> None:
@@ -67,3 +87,14 @@ def test_paced_jobs_come_in_one_chunk_a_pace_not_one_a_turn() -> None:
 def test_a_load_that_cannot_run_is_refused(make: Callable[[], Load]) -> None:
     with pytest.raises(ValueError):
         make()
+
+
+def test_a_steady_load_beside_goes_with_a_burst_or_the_top_of_the_hour_only() -> None:
+    from jobstream._ops.bench.e2e import BESIDE_LEAD_S, BESIDE_S, Scenario, _beside
+
+    side = _beside(Scenario.burst, 300)
+    assert side is not None and side.paced and side.lead_s == BESIDE_LEAD_S
+    assert len(side.offsets_ms) == 300 * BESIDE_S
+    assert _beside(Scenario.top_of_hour, 300) is not None
+    assert _beside(Scenario.burst, 0) is None
+    assert _beside(Scenario.steady, 300) is None

@@ -15,7 +15,7 @@ from tests.pipeline.worker.support import DriveWorker
 def test_a_worker_behind_claims_nothing_more_ahead(
     drive: DriveWorker, gate: threading.Event, gated_app: WorkerApp
 ) -> None:
-    driver = drive(gated_app, concurrency=2)
+    driver = drive(gated_app, concurrency=2, claim_ahead_s=0.2)  # held until 200 ms ahead
     # Four due every 100 ms for 2 s, sent 3 s ahead: 40 a second, for two slots held by
     # runs that do not end until the gate opens.
     first = driver.clock.now_ms + 3000

@@ -128,7 +128,7 @@ def test_an_async_run_is_cancelled_at_its_timeout(drive: DriveWorker) -> None:
 
 def test_a_cancel_before_the_claim_ends_the_record_never_started(drive: DriveWorker) -> None:
     recorder = Recorder()
-    driver = recorder.drive(drive)
+    driver = recorder.drive(drive, claim_ahead_s=0.2)  # held until 200 ms ahead
     began = recorder.began
     job = execution_requested(due_ms=driver.clock.now_ms + 8000)
     [execution_id] = driver.fire(job)

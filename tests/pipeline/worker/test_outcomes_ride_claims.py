@@ -37,7 +37,7 @@ def _advance(driver: WorkerDriver, ms: int) -> None:
 
 
 def test_outcomes_ride_the_claims_of_a_worker_firing_ahead(drive: DriveWorker) -> None:
-    driver = _noop_worker(drive, concurrency=8)
+    driver = _noop_worker(drive, concurrency=8, claim_ahead_s=0.2)
     lane = driver.loop.lanes[0]
     # One due every 50 ms for 2 s, sent 3 s ahead: claimed ahead every 200 ms (about 11
     # claims), each run ending long before the next claim.

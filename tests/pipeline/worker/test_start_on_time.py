@@ -37,7 +37,7 @@ def _noting_app(driver: list[WorkerDriver], began: dict[str, int],
 def test_records_fired_ahead_start_on_their_instant_not_before(drive: DriveWorker) -> None:
     began: dict[str, int] = {}
     made: list[WorkerDriver] = []
-    driver = drive(_noting_app(made, began))
+    driver = drive(_noting_app(made, began), claim_ahead_s=0.2)  # held until 200 ms ahead
     made.append(driver)
     base = driver.clock.now_ms + 6000
     ids = driver.fire(*(execution_requested(due_ms=base + i * 400) for i in range(4)))

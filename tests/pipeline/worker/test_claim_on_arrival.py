@@ -1,0 +1,89 @@
+"""Claims as records arrive, with the defaults (pipeline/worker/options.py): a record the
+timers fired seconds ahead (a burst, under their adaptive lead) is claimed on arrival, up
+to ``claimed_ahead_most`` runs held, and launched on its instant; a cancel in the lead
+ends it never begun; a worker behind claims nothing more ahead. No broker."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from jobstream._pipeline.config import Settings
+from jobstream._pipeline.timers.lead import LeadRule
+from jobstream._pipeline.worker.options import WorkerOptions
+from tests.pipeline.worker.executions import execution_requested
+from tests.pipeline.worker.support import DriveWorker, assert_cancelled, cancel_request
+from tests.pipeline.worker.test_driver import Recorder
+
+pytestmark = pytest.mark.fast
+
+
+def test_the_defaults_claim_as_far_ahead_as_the_timers_fire() -> None:
+    options = WorkerOptions()
+    assert options.claim_ahead_s * 1000 >= Settings().fire_lead_most
+    assert options.claimed_ahead_most >= 20_000, "a burst of 20,000 held whole"
+    assert LeadRule(least_ms=1000, most_ms=Settings().fire_lead_most).adapts
+
+
+def test_a_record_arriving_seconds_ahead_is_claimed_on_arrival_and_begins_on_its_instant(
+    drive: DriveWorker,
+) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive)
+    due = driver.clock.now_ms + 8000
+    ids = driver.fire(*(execution_requested(due_ms=due) for _ in range(50)))
+    driver.step()
+    assert all(driver.kinds(e) == ["STARTED"] for e in ids), "claimed 8 s ahead"
+    assert len(driver.loop.inflight.ahead) == 50 and not recorder.began
+    driver.advance(7900)
+    assert not recorder.began, "none before its instant"
+    driver.advance(200)
+    driver.run_until(lambda: all(driver.events(e, "SUCCEEDED") for e in ids), what="the runs")
+    assert min(recorder.began.values()) >= due
+
+
+def test_the_runs_held_ahead_are_bounded(drive: DriveWorker) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive, claimed_ahead_most=5)
+    ids = driver.fire(*(execution_requested(due_ms=driver.clock.now_ms + 5000)
+                        for _ in range(12)))  # fmt: skip
+    driver.step()
+    assert len(driver.loop.inflight.ahead) == 5
+    assert sum(driver.kinds(e) == ["STARTED"] for e in ids) == 5, "the others wait unclaimed"
+    driver.advance(5100)
+    driver.run_until(lambda: all(driver.events(e, "SUCCEEDED") for e in ids), what="the runs")
+
+
+def test_a_cancel_inside_the_lead_ends_a_run_claimed_on_arrival_never_begun(
+    drive: DriveWorker,
+) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive)
+    job = execution_requested(due_ms=driver.clock.now_ms + 8000)
+    [execution_id] = driver.fire(job)
+    driver.step()
+    driver.cancel(cancel_request(job, at_ms=driver.clock.now_ms))
+    driver.advance(8000)
+    [ended] = driver.events(execution_id, "CANCELLED")
+    assert_cancelled(ended, "driver")
+    assert driver.kinds(execution_id) == ["STARTED", "CANCELLED"] and not recorder.began
+
+
+def test_a_worker_behind_claims_nothing_that_arrives_meanwhile(
+    drive: DriveWorker, gate: threading.Event,
+) -> None:
+    recorder = Recorder(gate)
+    driver = recorder.drive(drive, concurrency=2)
+    now = driver.clock.now_ms
+    first = driver.fire(*(execution_requested(due_ms=now + 1000) for _ in range(4)))
+    driver.step()
+    driver.advance(1500)  # two run and hold their slots; two wait past their instant
+    driver.run_until(lambda: len(recorder.began) == 2, what="two runs begun")
+    later = driver.fire(*(execution_requested(due_ms=now + 6000) for _ in range(10)))
+    driver.advance(500)
+    assert all(driver.kinds(e) == [] for e in later), "behind: none claimed ahead"
+    gate.set()
+    driver.advance(4500)
+    driver.run_until(lambda: all(driver.events(e, "SUCCEEDED") for e in first + later),
+                     what="the runs")  # fmt: skip
