@@ -26,6 +26,7 @@ from jobstream._pipeline.errors import DeserializationError, JobstreamError
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.serde import JobState, JobStatus, decode_status, encode_status
+from jobstream._pipeline.status.record import is_status
 from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -88,10 +89,12 @@ def _replay(consumer: Consumer, pending: set[int], owner: str | None,
                 else:
                     log.warning("jobs.status read error: %s", error)
                 continue
+            value = message.value()
+            if not is_status(message.key(), value, message.headers()):
+                continue  # the status store's own record, or a grow's tombstone
             key = (message.key() or b"").decode()
             if job_id is not None and key != job_id:
                 continue
-            value = message.value()
             if not value:
                 statuses.pop(key, None)
                 continue

@@ -23,6 +23,7 @@ from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.status import handover as status_handover
 from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import StatusProcessor
+from jobstream._pipeline.status.record import INTERNAL, internal_key
 from jobstream._pipeline.status.state import (
     CHECKPOINT_PREFIX,
     LEASE_PREFIX,
@@ -61,7 +62,7 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
     driver: Driver = ProcessorDriver(processor, tmp_path, partitions=range(NEW), now_ms=T0)
     for q in range(OLD, NEW):  # what `jobstream topics grow` writes to the new partitions
         batch = PartitionBatch(driver.store(q))
-        processor.restore(batch, LAYOUT_KEY, added(OLD, NEW).encode())
+        processor.restore(batch, internal_key(LAYOUT_KEY), added(OLD, NEW).encode(), INTERNAL)
         batch.commit(None)
     processor.inputs_counted({TOPICS.events: OLD, TOPICS.status_handover: OLD})
     for job_id in JOBS:
@@ -223,7 +224,7 @@ def test_the_grow_command_plans_the_changelog_first_and_refuses_a_shrink() -> No
     from jobstream._pipeline.errors import ValidationError
     from jobstream._pipeline.status.grow import plan_events_grow
 
-    names = (TOPICS.events, TOPICS.status_handover, TOPICS.status_changelog)
+    names = (TOPICS.events, TOPICS.status_handover, TOPICS.status)
     plan = plan_events_grow(TOPICS, dict.fromkeys(names, 6), 12)
     assert (plan.old, plan.grow_changelog, plan.mark_new) == (6, True, True)
     assert plan.grow_inputs == (TOPICS.events, TOPICS.status_handover)
