@@ -23,7 +23,7 @@ from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.status import handover as status_handover
 from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import StatusProcessor
-from jobstream._pipeline.status.record import INTERNAL, internal_key
+from jobstream._pipeline.status.record import EXECUTION_HEADER, INTERNAL, MOVED, internal_key
 from jobstream._pipeline.status.state import (
     CHECKPOINT_PREFIX,
     LEASE_PREFIX,
@@ -117,6 +117,12 @@ def record(driver: Driver, partition: int, job_id: str) -> JobRecord | None:
     return StatusState(PartitionBatch(driver.store(partition))).get(job_id)
 
 
+def last_logged(driver: Driver, partition: int, job_id: str) -> tuple[Any, ...] | None:
+    """The job's last record on ``partition`` of jobs.status (the store's changelog)."""
+    found = [r for r in driver.changelog[partition] if r[0] == job_id.encode()]
+    return tuple(found[-1]) if found else None
+
+
 def lost(outputs: list[Output]) -> list[tuple[str, int | None]]:
     found = []
     for o in outputs:
@@ -150,6 +156,14 @@ def test_each_moved_job_is_handed_over_once_with_its_run_and_its_lease(driver: D
         state = StatusState(PartitionBatch(driver.store(q)))
         assert (state.get_execution(j) is not None) == (j in RUNNING)
         assert (state.get_checkpoint(j) is not None) == (j in RUNNING)
+    for j in JOBS:  # on jobs.status: a tombstone marked moved where it was, its record here
+        if moves(j):
+            left_behind = last_logged(driver, home(j, OLD), j)
+            assert left_behind is not None and left_behind[1:] == (None, MOVED)
+        _, value, headers = last_logged(driver, home(j, NEW), j) or (None, None, ())
+        if moves(j):
+            assert value == before[j].status_json()  # type: ignore[union-attr]
+            assert (EXECUTION_HEADER in dict(headers)) == (j in RUNNING)
     for q in range(NEW):
         assert len(keys(driver, q, LEASE_PREFIX)) == sum(home(j, NEW) == q for j in RUNNING)
     assert not lost(driver.advance(LEASE - 10)), "leases keep their deadline"
