@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import orjson
+
 from jobstream._pipeline.clock import now_ms
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import BrokerError
@@ -38,7 +40,7 @@ from jobstream._pipeline.serde import JobStatus, decode_status
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.state.store import PartitionStore
 from jobstream._pipeline.status.processor import StatusProcessor
-from jobstream._pipeline.status.record import is_status
+from jobstream._pipeline.status.record import StatusFold
 from jobstream._pipeline.status.state import RECORD_PREFIX, JobRecord, StatusState
 from jobstream._pipeline.topics import Topics
 
@@ -93,24 +95,23 @@ def _records(store: PartitionStore, partition: int,
 
 
 def live_statuses(settings: Settings, progress: Progress | None = None) -> dict[bytes, bytes]:
-    """Job id -> its latest value on jobs.status (tombstones drop a job; the status store's
-    own records and the tombstones a grow leaves are skipped)."""
-    latest: dict[bytes, bytes] = {}
+    """Job id -> its latest value on jobs.status (tombstones drop a job from their partition;
+    the status store's own records are skipped; pipeline/status/record.py's StatusFold)."""
+    latest: StatusFold[bytes] = StatusFold()
     with TopicScan(settings, Topics(settings).status) as scan:
         read = 0
         for batch in scan:
             for message in batch:
-                key, value = message.key() or b"", message.value()
-                if not is_status(key, value, message.headers()):
-                    continue
-                if value:
-                    latest[key] = value
-                else:
-                    latest.pop(key, None)
+                latest.fold(message.key() or b"", message.partition() or 0,
+                            message.value() or None, message.headers())  # fmt: skip
             read += len(batch)
             if progress is not None:
                 progress(read, scan.total)
-    return latest
+    return latest.latest(_written_at)
+
+
+def _written_at(value: bytes) -> int:
+    return int(orjson.loads(value).get("updated_at_ms") or 0)
 
 
 def comparable(raw: bytes) -> JobStatus:

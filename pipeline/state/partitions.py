@@ -110,6 +110,6 @@ class PartitionStores:
 def _send(producer: Producer, topic: str, record: ChangelogRecord, partition: int,
           on_delivery: Callable[[object, Message], None] | None = None) -> None:  # fmt: skip
     extra: dict[str, object] = {} if on_delivery is None else {"on_delivery": on_delivery}
-    if len(record) == 3:
-        extra["headers"] = record[2]
+    if len(record) == 3 and record[2]:  # confluent-kafka takes a list (or dict), not a tuple
+        extra["headers"] = list(record[2])
     send(producer, topic, record[1], record[0], partition=partition, **extra)

@@ -102,6 +102,12 @@ class StatusProcessor(Processor[StatusState]):
         ``restored_bare``: jobs.status records restored without their internal fields
         (written before jobs.status carried them, docs/adr/0014)."""
         self._caches: dict[int, RecordCache] = {}
+        self._unrenewed: set[int] = set()
+        """Partitions taken in whose leases have not been renewed by a committed
+        transaction yet: a heartbeat changes the store alone, so a store kept from its
+        files (or restored from jobs.status) may hold leases older than the heartbeats
+        another process read (docs/adr/0014). Each running job gets a full lease from
+        the assignment."""
 
     def open(self, tx: PartitionBatch | None, partition: int) -> StatusState:
         assert tx is not None
@@ -112,6 +118,9 @@ class StatusProcessor(Processor[StatusState]):
         if partition not in self.owned:
             self.owned.add(partition)
             self.handover.layouts[partition] = self.handover.layout_of(state)
+            self._unrenewed.add(partition)
+        if partition in self._unrenewed:
+            state.renew_leases(clock.now_ms() + self.logic.policy.lease_ms)
         return state
 
     def inputs_counted(self, counts: Mapping[str, int]) -> None:
@@ -166,6 +175,7 @@ class StatusProcessor(Processor[StatusState]):
 
     def committed(self, state: StatusState, outputs: Sequence[Output]) -> None:
         state.committed()
+        self._unrenewed.discard(state.partition)
         if state.partition in self.owned:
             self.handover.layouts[state.partition] = self.handover.layout_of(state)
         self.counts.statuses += state.statuses
@@ -173,6 +183,7 @@ class StatusProcessor(Processor[StatusState]):
     def revoked(self, partition: int) -> None:
         self._caches.pop(partition, None)  # its next owner changes its records
         self.owned.discard(partition)
+        self._unrenewed.discard(partition)
         self.handover.layouts.pop(partition, None)
         self.handover.cursors.pop(partition, None)
 

@@ -17,12 +17,22 @@ store of jobs.events' partition p. What a record carries:
   starts with), marked :data:`INTERNAL_HEADER`; only the layout
   (pipeline/growth/layout.py) today. Readers of the statuses skip it (:func:`is_status`).
 
+A job handed over by a grow has records on two partitions: the old one's end with the
+moved tombstone. A reader that reads the partitions in any order and keeps one status per
+job folds them with :class:`StatusFold`: each partition's last record of a job, a
+tombstone deleting the job there.
+
 Pure: no Kafka, no store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
 from jobstream._pipeline.kafka.headers import Headers, header_bytes
+
+T = TypeVar("T")
 
 RECORD_HEADER = "jobstream.record"
 """A job's record: its fields jobs.status's value does not show (JSON object)."""
@@ -64,3 +74,31 @@ def is_status(key: bytes | None, value: bytes | None, headers: Headers) -> bool:
     if is_internal(key, headers):
         return False
     return value is not None or not is_moved(headers)
+
+
+class StatusFold(Generic[T]):
+    """The jobs' statuses of jobs.status read in any order of its partitions: per job, each
+    partition's last status (a tombstone, moved or purged, deletes it on its partition);
+    a job's status is the newest of its partitions' (two hold one only while a grow's
+    handover is under way, or while a reader has read one partition further than the
+    other)."""
+
+    def __init__(self) -> None:
+        self._held: dict[bytes, dict[int, T]] = {}
+
+    def fold(self, key: bytes, partition: int, status: T | None, headers: Headers) -> None:
+        """Take one record: ``status`` its decoded value, None for a tombstone."""
+        if is_internal(key, headers):
+            return
+        if status is not None:
+            self._held.setdefault(key, {})[partition] = status
+            return
+        held = self._held.get(key)
+        if held is not None:
+            held.pop(partition, None)
+            if not held:
+                del self._held[key]
+
+    def latest(self, written_at: Callable[[T], int]) -> dict[bytes, T]:
+        """Each job's status: the one ``written_at`` finds newest."""
+        return {key: max(held.values(), key=written_at) for key, held in self._held.items()}

@@ -515,6 +515,15 @@ class StatusState:
         """RUNNING jobs whose lease deadline is at or before ``now_ms``, earliest first."""
         return list(self._due(LEASE_PREFIX, now_ms, limit))
 
+    def renew_leases(self, deadline_ms: int) -> int:
+        """Move every lease that ends before ``deadline_ms`` to it (a partition taken in:
+        its store may not know the heartbeats another process read); how many moved.
+        A change of the lease alone: the store's, no jobs.status record."""
+        renewed = self.expired_leases(deadline_ms - 1, limit=1 << 62)
+        for record in renewed:
+            self.put(record.evolve(lease_deadline_ms=deadline_ms))
+        return len(renewed)
+
     def expired_queued(self, now_ms: int, limit: int) -> list[JobRecord]:
         """QUEUED jobs whose queue expiry is at or before ``now_ms``, earliest first."""
         return list(self._due(QUEUED_PREFIX, now_ms, limit))

@@ -21,6 +21,7 @@ from jobstream._pipeline.status.record import (
     INTERNAL,
     MOVED,
     RECORD_HEADER,
+    StatusFold,
     internal_key,
     is_internal,
     is_moved,
@@ -228,3 +229,43 @@ def test_readers_skip_internal_records_and_the_tombstones_a_grow_leaves() -> Non
     assert is_moved(MOVED) and not is_status(JOB.encode(), None, MOVED)
     assert not is_status(internal_key(b"h"), fresh(2).encode(), None), "by its key alone"
     assert not is_status(b"h", fresh(2).encode(), INTERNAL), "by its header alone"
+
+
+@pytest.mark.parametrize("order", [(5, 11), (11, 5)])
+def test_a_job_moved_by_a_grow_folds_to_its_newest_status_in_either_order(
+    order: tuple[int, int],
+) -> None:
+    """The old partition holds the job's records then the moved tombstone, the new one its
+    records since: a reader of both, whichever it reads first, keeps the new one's last."""
+    job = JOB.encode()
+    records = {
+        5: [(JobRecord(job_id=JOB, state=S.RUNNING, updated_at_ms=E1).status_json(), ()),
+            (None, MOVED)],
+        11: [(JobRecord(job_id=JOB, state=S.RUNNING, updated_at_ms=E1).status_json(), ()),
+             (JobRecord(job_id=JOB, state=S.SUCCEEDED, updated_at_ms=E1 + 9).status_json(), ())],
+    }  # fmt: skip
+    fold: StatusFold[bytes] = StatusFold()
+    fold.fold(internal_key(LAYOUT_KEY), 5, fresh(6).encode(), INTERNAL)
+    for partition in order:
+        for value, headers in records[partition]:
+            fold.fold(job, partition, value, headers)
+    latest = fold.latest(lambda raw: decode_status(raw).updated_at_ms)
+    assert list(latest) == [job], "the layout record is no job"
+    assert decode_status(latest[job]).state is S.SUCCEEDED
+    fold.fold(job, 11, None, None)  # purged after its retention
+    assert fold.latest(lambda raw: 0) == {}
+
+
+def test_a_partition_taken_in_again_gives_its_running_jobs_a_full_lease(
+    driver: StatusDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its store kept from its files, while another process read the run's heartbeats: they
+    are in no record, so the store's lease is older than the last heartbeat."""
+    start(driver)  # lease until E1 + LEASE in this store
+    driver.processor.revoked(PARTITION)  # the partition went to another process, came back
+    back = E1 + LEASE - 1_000
+    monkeypatch.setattr("jobstream._pipeline.clock.now_ms", lambda: back)
+    assert lifecycles(driver.step(E1 + LEASE)) == [], "no run declared lost on a stale lease"
+    record = driver.record()
+    assert record is not None and record.lease_deadline_ms == back + LEASE
+    assert [e.kind for e in lifecycles(driver.step(back + LEASE))] == ["LOST"]
