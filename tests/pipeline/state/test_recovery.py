@@ -127,7 +127,7 @@ def test_a_restore_that_fails_releases_the_store_for_the_next_attempt(
 ) -> None:
     write_changelog(topics, [(b"a", b"1")])
 
-    def broken(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+    def broken(tx: PartitionBatch, key: bytes, value: bytes | None, headers: Headers) -> None:
         raise RuntimeError("the broker went away mid-restore")
 
     stores = PartitionStores(tmp_path / "state", topics.timers_changelog, lambda: restorer, broken,
