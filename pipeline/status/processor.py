@@ -72,8 +72,8 @@ usually span a few): about 1 KB each."""
 class StatusProcessor(Processor[StatusState]):
     name = "status"
     state_layout = 2
-    """2: restored from jobs.status (docs/adr/0014); stores of layout 1, restored from
-    jobs.status.changelog, are rebuilt."""
+    """2: restored from jobs.status (docs/adr/0014-jobs-status-is-the-status-changelog.md);
+    stores of layout 1, restored from jobs.status.changelog, are rebuilt."""
     punctuate_when_caught_up = True
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
@@ -100,14 +100,15 @@ class StatusProcessor(Processor[StatusState]):
         logged); ``foreign``: valid events that are not JobLifecycle, not the status
         processor's business; ``statuses``: jobs.status records committed;
         ``restored_bare``: jobs.status records restored without their internal fields
-        (written before jobs.status carried them, docs/adr/0014)."""
+        (written before jobs.status carried them,
+        docs/adr/0014-jobs-status-is-the-status-changelog.md)."""
         self._caches: dict[int, RecordCache] = {}
         self._unrenewed: set[int] = set()
         """Partitions taken in whose leases have not been renewed by a committed
         transaction yet: a heartbeat changes the store alone, so a store kept from its
         files (or restored from jobs.status) may hold leases older than the heartbeats
-        another process read (docs/adr/0014). Each running job gets a full lease from
-        the assignment."""
+        another process read (docs/adr/0014-jobs-status-is-the-status-changelog.md).
+        Each running job gets a full lease from the assignment."""
 
     def open(self, tx: PartitionBatch | None, partition: int) -> StatusState:
         assert tx is not None

@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.growth.layout import LAYOUT_KEY, fresh
+from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.serde import JobStatus, encode_status
 from jobstream._pipeline.status.record import INTERNAL, MOVED, internal_key
 from jobstream._pipeline.topics import Topics
