@@ -33,6 +33,8 @@ class StatusDriver(ProcessorDriver[StatusState]):
     outputs, then its records on jobs.status (the store's changelog) as outputs there."""
 
     processor: StatusProcessor
+    _seen = 0
+    """The jobs.status records :meth:`logged` has returned."""
 
     def step(self, now: int, *events: JobLifecycle) -> list[Output]:
         self.now_ms = now
@@ -55,7 +57,7 @@ class StatusDriver(ProcessorDriver[StatusState]):
     def logged(self) -> list[Output]:
         """The jobs.status records committed since the last call, as outputs."""
         log = self.changelog[PARTITION]
-        seen, self._seen = getattr(self, "_seen", 0), len(log)
+        seen, self._seen = self._seen, len(log)
         return [Output(STATUS, record[0], record[1], PARTITION,
                        record[2] if len(record) == 3 else None, compact=True)
                 for record in log[seen:]]  # fmt: skip
