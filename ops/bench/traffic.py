@@ -39,7 +39,7 @@ from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.headers import Headers, header_bytes, header_pairs
 from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.serde.peek import lifecycle_kind
-from jobstream._pipeline.status.record import EXECUTION_HEADER, is_internal
+from jobstream._pipeline.status.record import EXECUTION_HEADER, is_internal, is_moved
 
 WRITERS = {
     "jobs.intake": "client",
@@ -116,7 +116,7 @@ def kind_of(topic: str, key: bytes, value: bytes, headers: Headers = None) -> st
         if is_internal(key, headers):
             return "internal"
         if not value:
-            return "delete"
+            return "delete moved" if is_moved(headers) else "delete"
         return "write running" if header_bytes(headers, EXECUTION_HEADER) else "write"
     return ""
 

@@ -15,7 +15,7 @@ store of jobs.events' partition p. What a record carries:
   in its new partition, which a reader may read first).
 - the store's own: key :data:`INTERNAL_PREFIX` + the store key (a NUL byte no job id
   starts with), marked :data:`INTERNAL_HEADER`; only the layout
-  (pipeline/growth/layout.py) today. Readers of the statuses skip it (:func:`is_status`).
+  (pipeline/growth/layout.py) today. Readers of the statuses skip it (:func:`is_internal`).
 
 A job handed over by a grow has records on two partitions: the old one's end with the
 moved tombstone. A reader that reads the partitions in any order and keeps one status per
@@ -63,17 +63,9 @@ def is_internal(key: bytes | None, headers: Headers) -> bool:
 
 
 def is_moved(headers: Headers) -> bool:
-    """Whether a tombstone was left by a grow (the job lives on elsewhere)."""
+    """Whether a tombstone was left by a grow (the job lives on elsewhere): what a reader
+    that keeps one status per job and drops it on a tombstone must not drop it for."""
     return header_bytes(headers, MOVED_HEADER) is not None
-
-
-def is_status(key: bytes | None, value: bytes | None, headers: Headers) -> bool:
-    """Whether a reader of the statuses folds this jobs.status record: a job's status, or a
-    tombstone that removes a job (a purge). Internal records and the tombstones a grow
-    leaves behind are skipped."""
-    if is_internal(key, headers):
-        return False
-    return value is not None or not is_moved(headers)
 
 
 class StatusFold(Generic[T]):

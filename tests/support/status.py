@@ -13,7 +13,7 @@ from jobstream._pipeline.serde import Event, JobStatus, decode_status, encode_st
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import StatusProcessor
-from jobstream._pipeline.status.record import is_status
+from jobstream._pipeline.status.record import is_internal
 from jobstream._pipeline.status.state import JobRecord, StatusState
 from jobstream._pipeline.topics import Topics
 from tests.pipeline.status import events as ev
@@ -81,4 +81,4 @@ def lifecycles(emits: list[Output]) -> list[JobLifecycle]:
 def statuses(emits: list[Output]) -> list[JobStatus]:
     """The jobs' statuses written to jobs.status (not its tombstones nor the store's own)."""
     return [decode_status(e.value) for e in emits if e.topic == STATUS and
-            isinstance(e.value, bytes) and is_status(e.key, e.value, e.headers)]  # fmt: skip
+            isinstance(e.value, bytes) and not is_internal(e.key, e.headers)]  # fmt: skip

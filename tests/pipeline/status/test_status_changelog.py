@@ -25,7 +25,6 @@ from jobstream._pipeline.status.record import (
     internal_key,
     is_internal,
     is_moved,
-    is_status,
 )
 from jobstream._pipeline.status.state import JobRecord, StatusState
 from tests.pipeline.status import events as ev
@@ -211,7 +210,7 @@ def test_the_layout_travels_as_an_internal_record_readers_skip(tmp_path: Path) -
     state.set_layout(layout)
     [(key, value, headers)] = state.flush()  # type: ignore[misc]
     assert (key, value, headers) == (internal_key(LAYOUT_KEY), layout.encode(), INTERNAL)
-    assert is_internal(key, headers) and not is_status(key, value, headers)
+    assert is_internal(key, headers)
     twin = status_driver(tmp_path / "twin")
     tx = PartitionBatch(twin.store(PARTITION))
     twin.processor.restore(tx, key, value, headers)
@@ -222,13 +221,11 @@ def test_the_layout_travels_as_an_internal_record_readers_skip(tmp_path: Path) -
     twin.close()
 
 
-def test_readers_skip_internal_records_and_the_tombstones_a_grow_leaves() -> None:
-    status = JobRecord(job_id=JOB, state=S.QUEUED).status_json()
-    assert is_status(JOB.encode(), status, [(RECORD_HEADER, b"{}")])
-    assert is_status(JOB.encode(), None, None), "a purge's tombstone removes the job"
-    assert is_moved(MOVED) and not is_status(JOB.encode(), None, MOVED)
-    assert not is_status(internal_key(b"h"), fresh(2).encode(), None), "by its key alone"
-    assert not is_status(b"h", fresh(2).encode(), INTERNAL), "by its header alone"
+def test_internal_records_and_moved_tombstones_are_told_by_key_or_header() -> None:
+    assert not is_internal(JOB.encode(), [(RECORD_HEADER, b"{}")])
+    assert is_internal(internal_key(b"h"), None), "by its key alone"
+    assert is_internal(b"h", INTERNAL), "by its header alone"
+    assert is_moved(MOVED) and not is_moved(None) and not is_moved([(RECORD_HEADER, b"{}")])
 
 
 @pytest.mark.parametrize("order", [(5, 11), (11, 5)])
