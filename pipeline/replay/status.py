@@ -74,14 +74,15 @@ def rebuild_statuses(settings: Settings, *, progress: Progress | None = None,
                 if progress is not None:
                     progress(read, scan.total)
             return {key: record for p in scan.partitions
-                    for key, record in _records(driver.store(p), p, now_ms())}  # fmt: skip
+                    for key, record in records_of(driver.store(p), p, now_ms())}  # fmt: skip
         finally:
             driver.close()
 
 
-def _records(store: PartitionStore, partition: int,
-             now: int) -> list[tuple[bytes, Rebuilt]]:  # fmt: skip
-    """Each job's record in one store, but those whose retention has passed."""
+def records_of(store: PartitionStore, partition: int,
+               now: int) -> list[tuple[bytes, Rebuilt]]:  # fmt: skip
+    """Each job's jobs.status record as one status store holds it, but those whose
+    retention has passed (the live processor purged them)."""
     state = StatusState(PartitionBatch(store), partition)
     found = []
     for _, raw in store.scan(RECORD_PREFIX, bytes([RECORD_PREFIX[0] + 1])):
