@@ -245,7 +245,7 @@ def topics_grow(
             console.print(f"jobs.events has {events_partitions} partitions already")
         else:
             console.print(f"jobs.events grew from {grown_events.old} to {events_partitions} "
-                          "partitions (with jobs.status.changelog and jobs.status.handover)")
+                          "partitions (with jobs.status and jobs.status.handover)")
     if exec_partitions is not None:
         grown = grow_execution_topics(settings, exec_partitions, job_types,
                                       timeout_s=timeout_ms / 1000)  # fmt: skip

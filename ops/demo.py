@@ -30,6 +30,7 @@ from jobstream._pipeline.model.job import JobRequest
 from jobstream._pipeline.scheduling import CronSpec
 from jobstream._pipeline.serde import JobStatus, decode_status
 from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.status.record import is_internal
 from jobstream._pipeline.topics import Topics
 
 console = Console()
@@ -46,8 +47,9 @@ def _status_reader(settings: Settings) -> Consumer:
     the first records, or after all of them on a slow machine.)"""
     topic = Topics(settings).status
     consumer = clients.consumer(settings, "jobstream.demo")
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     ends = [TopicPartition(topic, p, watermarks(consumer, TopicPartition(topic, p))[1])
-            for p in range(settings.status_partitions)]  # fmt: skip
+            for p in sorted(partitions)]  # fmt: skip
     consumer.assign(ends)
     return consumer
 
@@ -176,7 +178,8 @@ def _run(settings: Settings, stack: Stack, timeout_s: float) -> None:
                 batch = sorted(reader.consume(200, timeout=0.2), key=lambda m: m.timestamp()[1])
                 for message in batch:
                     value = message.value()
-                    if message.error() is None and value:
+                    if message.error() is None and value and \
+                            not is_internal(message.key(), message.headers()):  # fmt: skip
                         story.tell(decode_status(value))
                 if time.monotonic() - last_look > LOOK_EVERY_S and story.unsettled():
                     story.read_real_states()

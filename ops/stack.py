@@ -282,7 +282,6 @@ def process_env(settings: Settings) -> dict[str, str]:
         "JOBSTREAM_TIMER_PARTITIONS": str(settings.timer_partitions),
         "JOBSTREAM_EXEC_PARTITIONS": str(settings.exec_partitions),
         "JOBSTREAM_EVENTS_PARTITIONS": str(settings.events_partitions),
-        "JOBSTREAM_STATUS_PARTITIONS": str(settings.status_partitions),
         "JOBSTREAM_DLQ_PARTITIONS": str(settings.dlq_partitions),
         "JOBSTREAM_FIRE_LEAD": f"{settings.fire_lead}ms",
         "JOBSTREAM_FIRE_LEAD_MOST": f"{settings.fire_lead_most}ms",
@@ -298,7 +297,7 @@ def small_topics(bootstrap: str, prefix: str) -> Topics:
     created: a test's pipeline on a shared broker."""
     settings = load_settings(bootstrap_servers=bootstrap, topic_prefix=prefix,
                              timer_partitions=2, exec_partitions=2, events_partitions=2,
-                             status_partitions=2, dlq_partitions=1)  # fmt: skip
+                             dlq_partitions=1)  # fmt: skip
     topics = Topics(settings)
     ensure_topics(settings.kafka_config, topics.specs())
     return topics

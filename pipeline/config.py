@@ -95,7 +95,6 @@ class Settings(BaseSettings):
         "processor, the retry router) yield to the timers and workers (docs/scaling.md).",
     )
     events_partitions: int = Field(6, ge=1, description="Partitions of jobs.events.")
-    status_partitions: int = Field(6, ge=1, description="Partitions of jobs.status.")
     dlq_partitions: int = Field(3, ge=1, description="Partitions of each dead-letter topic.")
     workers_partitions: int = Field(1, ge=1, description="Partitions of jobs.workers.")
     results_partitions: int = Field(6, ge=1, description="Partitions of jobs.results.")

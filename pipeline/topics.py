@@ -99,7 +99,6 @@ class Topics:
         self.timers_changelog = f"{p}jobs.timers.changelog"
         self.events = f"{p}jobs.events"
         self.status = f"{p}jobs.status"
-        self.status_changelog = f"{p}jobs.status.changelog"
         self.status_handover = f"{p}jobs.status.handover"
         self.workers = f"{p}jobs.workers"
         self.limits = f"{p}jobs.limits"
@@ -156,10 +155,9 @@ class Topics:
             # jobs.events and the status processor's topics co-partitioned with it may have
             # grown past the setting (`jobstream topics grow --events-partitions`).
             TopicSpec(self.events, s.events_partitions, retention_ms=_YEAR_MS, may_grow=True),
-            TopicSpec(self.status, s.status_partitions, compacted=True),
-            # The status processor's own state, co-partitioned with jobs.events.
-            TopicSpec(self.status_changelog, s.events_partitions, compacted=True,
-                      may_grow=True),
+            # Each job's status, and the status processor's changelog: co-partitioned with
+            # jobs.events (docs/adr/0014-jobs-status-is-the-status-changelog.md).
+            TopicSpec(self.status, s.events_partitions, compacted=True, may_grow=True),
             # Jobs handed between its stores when jobs.events grows (pipeline/status/handover.py).
             TopicSpec(self.status_handover, s.events_partitions, may_grow=True),
             TopicSpec(self.workers, s.workers_partitions, compacted=True),

@@ -108,8 +108,8 @@ def test_a_processor_run_as_another_principal_stops_naming_what_it_lacks(
     kafka: SecureKafka, tmp_path: Path
 ) -> None:
     """The console principal running the status processor: refused at start, with an
-    error naming the topic it may not see (the processor's changelog), not told to create
-    it nor retried for minutes."""
+    error naming the topic it may not see (the processor's handover topic: its changelog,
+    jobs.status, it may read), not told to create it nor retried for minutes."""
     console = kafka.role("console")
     runner = status_runner(console, dataclasses.replace(STATUS_OPTIONS, state_dir=tmp_path,
                                                         instance_id="intruder"))  # fmt: skip
@@ -120,10 +120,10 @@ def test_a_processor_run_as_another_principal_stops_naming_what_it_lacks(
     finally:
         runner.close()
     assert time.monotonic() - started < 10
-    changelog = Topics(console).status_changelog
+    hidden = Topics(console).status_handover
     assert (refused.value.resource, refused.value.name, refused.value.operation) == (
-        "topic", changelog, "DESCRIBE")
-    assert changelog in str(refused.value) and "User:jobstream-console" in str(refused.value)
+        "topic", hidden, "DESCRIBE")
+    assert hidden in str(refused.value) and "User:jobstream-console" in str(refused.value)
 
 
 def test_the_api_as_its_principal_takes_jobs_and_shows_them(

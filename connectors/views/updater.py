@@ -36,6 +36,7 @@ from jobstream._pipeline.kafka.watermarks import watermarks
 from jobstream._pipeline.model.records import JobSubmitted, ScheduleChanged
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.serde import Event, decode_status, make_serde
+from jobstream._pipeline.status.record import is_internal
 from jobstream._pipeline.timers.intake import Workflow, checked
 from jobstream._pipeline.topics import Topics
 from jobstream._pipeline.worker.results import EXECUTION_HEADER
@@ -284,7 +285,10 @@ class ViewUpdater:
 
     def _status(self, batch: ViewBatch, message: Message) -> None:
         value = message.value()
-        if not value:  # the view's own retention decides when a job leaves it
+        # A tombstone (a job purged after the status processor's retention, or moved by a
+        # grow of jobs.events) removes nothing: the view's own retention decides when a job
+        # leaves it. The status store's own records are no job's.
+        if not value or is_internal(message.key(), message.headers()):
             return
         try:
             batch.status(decode_status(value))

@@ -71,7 +71,7 @@ def restore_in_process(settings: Settings, path: Path) -> dict[str, Any]:
     try:
         started = time.perf_counter()
         applied = restore(store, consumer, Topics(settings).timers_changelog, 0,
-                          lambda tx, key, value: TimerState(tx).restore(key, value))  # fmt: skip
+                          lambda tx, key, value, _: TimerState(tx).restore(key, value))  # fmt: skip
         seconds = time.perf_counter() - started
     finally:
         consumer.close()

@@ -36,9 +36,10 @@ from jobstream._ops.bench.report import console, load_average, progress_bar, wri
 from jobstream._ops.kafka.ports import free_ports
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka import clients
-from jobstream._pipeline.kafka.headers import header_pairs
+from jobstream._pipeline.kafka.headers import Headers, header_bytes, header_pairs
 from jobstream._pipeline.kafka.scan import TopicScan
 from jobstream._pipeline.serde.peek import lifecycle_kind
+from jobstream._pipeline.status.record import EXECUTION_HEADER, is_internal, is_moved
 
 WRITERS = {
     "jobs.intake": "client",
@@ -47,7 +48,6 @@ WRITERS = {
     "jobs.exec.": "timers",
     "jobs.events": "timers, workers, status processor, retry router",
     "jobs.status": "status processor",
-    "jobs.status.changelog": "status processor",
     "jobs.status.handover": "status processor, when jobs.events grows",
     "jobs.workers": "workers",
     "jobs.results": "workers",
@@ -63,8 +63,7 @@ READERS = {
     "jobs.timers.changelog": "timers, on restore only",
     "jobs.exec.": "workers",
     "jobs.events": "status processor, retry router",
-    "jobs.status": "views (API), console consumers",
-    "jobs.status.changelog": "status processor, on restore only",
+    "jobs.status": "views (API), console consumers; status processor, on restore",
     "jobs.status.handover": "status processor",
     "jobs.workers": "views (API)",
     "jobs.results": "views (API)",
@@ -97,7 +96,7 @@ def count_topic(settings: Settings, topic: str) -> Traffic:
                 traffic.records += 1
                 size = len(key) + len(value) + sum(len(k) + len(v) for k, v in headers)
                 traffic.payload_bytes += size
-                kind = kind_of(topic, key, value)
+                kind = kind_of(topic, key, value, headers)
                 kinds[kind] += 1
                 kind_bytes[kind] += size
     if len(kinds) > 1 or "" not in kinds:
@@ -105,13 +104,20 @@ def count_topic(settings: Settings, topic: str) -> Traffic:
     return traffic
 
 
-def kind_of(topic: str, key: bytes, value: bytes) -> str:
-    """A lifecycle event's kind; a changelog record's key space and whether it deletes."""
+def kind_of(topic: str, key: bytes, value: bytes, headers: Headers = None) -> str:
+    """A lifecycle event's kind; whether a changelog record deletes; for jobs.status (the
+    status store's changelog), whether a job's record carries its running execution, and
+    the store's own records."""
     if topic.endswith("jobs.events"):
         return lifecycle_kind(value) or "other"
     if topic.endswith(".changelog"):
-        space = f" {key[:1].decode(errors='replace')}" if topic.endswith("status.changelog") else ""
-        return f"{'delete' if not value else 'write'}{space}"
+        return "delete" if not value else "write"
+    if topic.endswith("jobs.status"):
+        if is_internal(key, headers):
+            return "internal"
+        if not value:
+            return "delete moved" if is_moved(headers) else "delete"
+        return "write running" if header_bytes(headers, EXECUTION_HEADER) else "write"
     return ""
 
 

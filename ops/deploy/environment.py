@@ -43,7 +43,6 @@ def shared_values(profile: Profile, job_types: tuple[str, ...]) -> dict[str, Any
         "timer_partitions": profile.partitions,
         "exec_partitions": profile.partitions,
         "events_partitions": profile.partitions,
-        "status_partitions": profile.partitions,
         "job_types": ",".join(job_types),
         # /metrics and /healthz bind 127.0.0.1 by default: the kubelet and Prometheus
         # reach the pod's address.

@@ -126,12 +126,11 @@ def grants(role: str, topics: Topics, job_type: str | None = None) -> list[Grant
         ]  # fmt: skip
     if role == "status":
         return [
-            *_processor(topics, "status", changelog=topics.status_changelog),
+            *_processor(topics, "status", changelog=topics.status),
             _topic(topics.events, ("READ", "WRITE"), "folds lifecycle events; LOST runs; "
                    "forwards an event written to the wrong partition after a grow"),
             _topic(topics.status_handover, ("READ", "WRITE"), "a grow's handovers between "
                    "its partitions"),
-            _topic(topics.status, ("WRITE",), "each job's latest state"),
             _topic(topics.intake, ("WRITE",), "releases a workflow's waiting steps"),
             _clock_probes(topics),
         ]

@@ -26,6 +26,11 @@ from jobstream._pipeline.growth.layout import LAYOUT_KEY, added, fresh
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.admin import create_partitions
 
+LayoutRecord = tuple[bytes, Sequence[tuple[str, bytes]]]
+"""The key and headers a store's changelog carries its layout under: :data:`LAYOUT_KEY` and
+none for the timers; an internal record's for the status processor, whose changelog is
+jobs.status (pipeline/status/record.py)."""
+
 
 @dataclass(frozen=True)
 class GrowPlan:
@@ -71,24 +76,29 @@ def plan_grow(inputs: Sequence[str], changelog: str, counts: Mapping[str, int], 
 
 
 def grow_stores(settings: Settings, admin: AdminClient, plan: GrowPlan, changelog: str,
-                also: Sequence[str] = (), *, timeout_s: float) -> None:  # fmt: skip
-    """Carry ``plan`` out: the changelog, its layout records, then the inputs (with
-    ``also``, topics that grow with them and hold nothing of the stores)."""
+                also: Sequence[str] = (), *, timeout_s: float,
+                layout_record: LayoutRecord = (LAYOUT_KEY, ())) -> None:  # fmt: skip
+    """Carry ``plan`` out: the changelog, its layout records (keyed and marked as
+    ``layout_record`` says), then the inputs (with ``also``, topics that grow with them and
+    hold nothing of the stores)."""
     if plan.grow_changelog:
         create_partitions(admin, [changelog], plan.target, timeout_s)
     if plan.mark_new:
-        write_layouts(settings, changelog, plan.old, plan.target, timeout_s)
+        write_layouts(settings, changelog, plan.old, plan.target, timeout_s, layout_record)
     if plan.grow_inputs or also:
         create_partitions(admin, [*plan.grow_inputs, *also], plan.target, timeout_s)
 
 
-def write_layouts(settings: Settings, changelog: str, old: int, target: int,
-                  timeout_s: float) -> None:  # fmt: skip
-    """The layout record of each changelog partition (pipeline/growth/layout.py)."""
+def write_layouts(settings: Settings, changelog: str, old: int, target: int, timeout_s: float,
+                  layout_record: LayoutRecord = (LAYOUT_KEY, ())) -> None:  # fmt: skip
+    """The layout record of each changelog partition (pipeline/growth/layout.py), under
+    the key and with the headers of ``layout_record``."""
+    key, headers = layout_record
     producer = clients.producer(settings, client_id="jobstream-topics-grow")
     for partition in range(target):
         layout = fresh(old) if partition < old else added(old, target)
-        producer.produce(changelog, layout.encode(), LAYOUT_KEY, partition=partition)
+        producer.produce(changelog, layout.encode(), key, partition=partition,
+                         headers=list(headers))  # fmt: skip
     left = producer.flush(timeout_s)
     if left:
         raise TopicMismatchError(f"{changelog}: {left} layout records not acknowledged "

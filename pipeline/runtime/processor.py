@@ -15,6 +15,7 @@ from typing import ClassVar, Generic, Protocol, SupportsBytes, TypeVar
 
 from jobstream._pipeline.errors import TopicRefusedError
 from jobstream._pipeline.kafka.clients import KafkaValue
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.serde import Event
 from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
 
@@ -114,8 +115,10 @@ class Processor(Generic[S]):
         """The state view of ``partition`` over a new transaction (None: stateless)."""
         return None  # type: ignore[return-value]
 
-    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
-        """Apply one changelog record while a store is restored."""
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None,
+                headers: Headers = None) -> None:  # fmt: skip
+        """Apply one changelog record (with its headers, None when it has none) while a
+        store is restored."""
         raise NotImplementedError(f"{self.name} keeps no state to restore")
 
     def process(self, state: S, record: Record, now_ms: int) -> Iterable[Output]:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from jobstream._pipeline.state.store import PartitionStore
 
-ChangelogRecord = tuple[bytes, bytes | None]
-"""One change as the changelog carries it: the store key, and the value or None for a delete."""
+Logged = Sequence[tuple[str, bytes]]
+ChangelogRecord = tuple[bytes, bytes | None] | tuple[bytes, bytes | None, Logged]
+"""One change as the changelog carries it: the record's key, and the value or None for a
+delete; and, when the processor has any for it, the record's headers (the status
+processor's: what only it reads, pipeline/status/record.py)."""
 
 _DELETED = None
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, TopicPartition
 
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.kafka.identity import TopicIdentity
 from jobstream._pipeline.kafka.watermarks import watermarks
 from jobstream._pipeline.state.batch import PartitionBatch
@@ -24,7 +25,9 @@ from jobstream._pipeline.state.validity import Checkpoint, Verdict, judge
 
 log = logging.getLogger(__name__)
 
-Apply = Callable[[PartitionBatch, bytes, bytes | None], None]
+Apply = Callable[[PartitionBatch, bytes, bytes | None, Headers], None]
+"""Apply one changelog record to a store: its key, its value (None: a tombstone) and its
+headers (None when it has none)."""
 
 ASK_AGAIN_S = 0.5
 """The pause between two readings of a changelog's end that lies before a checkpoint."""
@@ -177,7 +180,7 @@ def _read(reads: dict[int, _Read], consumer: Consumer, topic: str, apply: Apply,
                 read = reading.get(message.partition() or 0)
                 if read is None:  # fetched before its partition was let go
                     continue
-                apply(read.tx, message.key() or b"", message.value())
+                apply(read.tx, message.key() or b"", message.value(), message.headers())
                 read.last_offset = message.offset() or 0
                 read.applied += 1
                 touched.add(message.partition() or 0)

@@ -10,7 +10,8 @@ folded there. Decisions over one partition's :class:`StatusState`, no Kafka here
   records, a bounded piece per transaction, and hands each job whose home moved (its
   record, its running attempt's execution and checkpoint: one :class:`Moved`) to that home
   on jobs.status.handover, in the same transaction that removes it here (record, indexes
-  and changelog), so the runner's transaction moves it exactly once. Once the scan finds
+  and its jobs.status record: a tombstone marked moved, which readers of the statuses
+  skip), so the runner's transaction moves it exactly once. Once the scan finds
   no more, a SETTLED marker goes to every partition that waits on it.
 - :meth:`StatusHandover.receive`: a moved job is written to this store, its lease, queue
   expiry and purge indexes with it, unless the store already holds that job (then the
@@ -155,7 +156,7 @@ class StatusHandover:
             if partition == state.partition:
                 continue
             moved = _moved(state, record)
-            state.remove(record.job_id)
+            state.remove(record.job_id, moved=True)  # its tombstone here says it moved
             outputs.append(Output(self.handover, home, _MOVED.encode(moved), partition,
                                   ((HANDOVER_HEADER, key),)))  # fmt: skip
         self.moved += len(outputs)

@@ -8,7 +8,8 @@ keyed by its key, to the timers holding the key (docs/keys.md).
 
 Pure over a :class:`StatusState` (one partition's store within one transaction), like the
 timers' logic: every call returns the records to produce, and the runner carries them,
-the changelog and the input offsets in one Kafka transaction. The clock is an argument,
+the store's changes (jobs.status, the store's changelog: each job's status is its
+record there) and the input offsets in one Kafka transaction. The clock is an argument,
 so tests drive leases with a clock of their own.
 
 A lease is processing time: it runs from when this processor read the STARTED or the
@@ -160,10 +161,7 @@ class StatusLogic:
         singleton = (after.labels or {}).get(SINGLETON_LABEL) if finished else None
         if singleton is not None and (before is None or before.state not in TERMINAL_STATES):
             outputs.append(self._singleton_ended(after, singleton, event))
-        if changed:
-            # jobs.status is compacted: only a job's last status in a transaction is written.
-            outputs.append(Output(self.topics.status, after.job_id.encode(), after, compact=True))
-        return outputs
+        return outputs  # the job's jobs.status record is the store's (StatusState.flush)
 
     def expire_leases(self, state: StatusState, now_ms: int, limit: int = 1000) -> list[Output]:
         """Declare lost every RUNNING job whose lease ended at or before ``now_ms``."""
@@ -202,7 +200,8 @@ class StatusLogic:
         return emits
 
     def purge(self, state: StatusState, now_ms: int, limit: int = 1000) -> int:
-        """Drop the records of jobs finished longer than the retention; jobs.status keeps them."""
+        """Drop the records of jobs finished longer than the retention, and with them their
+        jobs.status records (a tombstone each)."""
         purged = state.purgeable(now_ms, limit)
         for record in purged:
             state.remove(record.job_id)

@@ -1,18 +1,19 @@
 """``jobstream status-processor``: the status processor on the processor runtime.
 
 One consumer in the status group reads jobs.events. Partition p owns one RocksDB store
-and partition p of ``jobs.status.changelog`` (co-partitioned with jobs.events). One Kafka
-transaction spans the loop iterations of up to ``commit_interval_ms`` (or
-``commit_max_records``): the events consumed, the leases expired on the wall clock, the
-jobs.status records, the LOST and DUPLICATE events, the changelog and the input offsets
-commit together, and the stores are written only after the commit (ADR 0001).
+and partition p of ``jobs.status``, the store's changelog, co-partitioned with jobs.events
+(docs/adr/0014-jobs-status-is-the-status-changelog.md). One Kafka transaction spans the
+loop iterations of up to ``commit_interval_ms`` (or ``commit_max_records``): the events
+consumed, the leases expired on the wall clock, the jobs.status records, the LOST and
+DUPLICATE events and the input offsets commit together, and the stores are written only
+after the commit (ADR 0001).
 
 Each transaction costs the broker a marker on every partition it wrote, and every job's
-status is written once per transaction however many of its events it holds (a compact
-output): fewer, larger transactions are what let the broker keep up, for statuses later
-by up to the interval. A transaction holding a StepEnded is the exception: the children
-of a workflow wait for it, so it commits at the end of the loop iteration that made it
-(an urgent output, pipeline/runtime/schedule.py).
+status is written once per transaction however many of its events it holds (the store's
+last change of each job): fewer, larger transactions are what let the broker keep up, for
+statuses later by up to the interval. A transaction holding a StepEnded is the exception:
+the children of a workflow wait for it, so it commits at the end of the loop iteration
+that made it (an urgent output, pipeline/runtime/schedule.py).
 
 Leases (and QUEUED attempts' expiries) expire only on a partition read to its end
 (librdkafka's partition EOF): while a backlog is being read (after a restart, under load)
@@ -32,10 +33,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
+from jobstream._pipeline import clock
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError
 from jobstream._pipeline.growth.strays import is_forwarded
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.runtime import Output, Processor, Record, RunnerOptions
 from jobstream._pipeline.runtime.counters import Counters
 from jobstream._pipeline.runtime.runner import Runner
@@ -68,6 +71,9 @@ usually span a few): about 1 KB each."""
 
 class StatusProcessor(Processor[StatusState]):
     name = "status"
+    state_layout = 2
+    """2: restored from jobs.status (docs/adr/0014-jobs-status-is-the-status-changelog.md);
+    stores of layout 1, restored from jobs.status.changelog, are rebuilt."""
     punctuate_when_caught_up = True
     consumer_tuning: ClassVar[clients.KafkaConfig] = {
         "partition.assignment.strategy": "range",
@@ -80,7 +86,7 @@ class StatusProcessor(Processor[StatusState]):
                  cached_records: int = CACHED_RECORDS) -> None:  # fmt: skip
         topics = Topics(settings)
         self.inputs = (topics.events, topics.status_handover)
-        self.changelog = topics.status_changelog
+        self.changelog = topics.status
         self.events = topics.events
         self.handover = StatusHandover(topics.status_handover, topics.events,
                                        settings.events_partitions)
@@ -89,11 +95,20 @@ class StatusProcessor(Processor[StatusState]):
         self.logic = StatusLogic(topics, policy)
         _, self.deserialize = make_serde(settings.schema_registry_url)
         self.cached_records = cached_records
-        self.counts = Counters("malformed", "foreign", "statuses")
+        self.counts = Counters("malformed", "foreign", "statuses", "restored_bare")
         """``malformed``: records on jobs.events that are not Avro events, skipped (and
         logged); ``foreign``: valid events that are not JobLifecycle, not the status
-        processor's business; ``statuses``: jobs.status records committed."""
+        processor's business; ``statuses``: jobs.status records committed;
+        ``restored_bare``: jobs.status records restored without their internal fields
+        (written before jobs.status carried them,
+        docs/adr/0014-jobs-status-is-the-status-changelog.md)."""
         self._caches: dict[int, RecordCache] = {}
+        self._unrenewed: set[int] = set()
+        """Partitions taken in whose leases have not been renewed by a committed
+        transaction yet: a heartbeat changes the store alone, so a store kept from its
+        files (or restored from jobs.status) may hold leases older than the heartbeats
+        another process read (docs/adr/0014-jobs-status-is-the-status-changelog.md).
+        Each running job gets a full lease from the assignment."""
 
     def open(self, tx: PartitionBatch | None, partition: int) -> StatusState:
         assert tx is not None
@@ -104,6 +119,9 @@ class StatusProcessor(Processor[StatusState]):
         if partition not in self.owned:
             self.owned.add(partition)
             self.handover.layouts[partition] = self.handover.layout_of(state)
+            self._unrenewed.add(partition)
+        if partition in self._unrenewed:
+            state.renew_leases(clock.now_ms() + self.logic.policy.lease_ms)
         return state
 
     def inputs_counted(self, counts: Mapping[str, int]) -> None:
@@ -114,8 +132,17 @@ class StatusProcessor(Processor[StatusState]):
         of a job not moved in yet would start a record of its own."""
         return {(self.events, p) for p in self.owned if self.handover.waiting(p)}
 
-    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
-        StatusState(tx).restore(key, value)
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None,
+                headers: Headers = None) -> None:  # fmt: skip
+        whole = StatusState(tx).restore(key, value, headers, now_ms=clock.now_ms(),
+                                        lease_ms=self.logic.policy.lease_ms)  # fmt: skip
+        if not whole:
+            self.counts.restored_bare += 1
+            if self.counts.restored_bare == 1:
+                log.warning("jobs.status holds records without the status processor's "
+                            "internal fields (written before it carried them): restored "
+                            "with their defaults",
+                            extra={"job_id": key.decode(errors="replace")})  # fmt: skip
 
     def process(self, state: StatusState, record: Record, now_ms: int) -> Iterable[Output]:
         if self.handover.receive(state, record):
@@ -149,13 +176,15 @@ class StatusProcessor(Processor[StatusState]):
 
     def committed(self, state: StatusState, outputs: Sequence[Output]) -> None:
         state.committed()
+        self._unrenewed.discard(state.partition)
         if state.partition in self.owned:
             self.handover.layouts[state.partition] = self.handover.layout_of(state)
-        self.counts.statuses += sum(1 for output in outputs if output.compact)
+        self.counts.statuses += state.statuses
 
     def revoked(self, partition: int) -> None:
         self._caches.pop(partition, None)  # its next owner changes its records
         self.owned.discard(partition)
+        self._unrenewed.discard(partition)
         self.handover.layouts.pop(partition, None)
         self.handover.cursors.pop(partition, None)
 

@@ -26,6 +26,7 @@ from jobstream._pipeline.errors import DeserializationError, JobstreamError
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.denied import denied
 from jobstream._pipeline.serde import JobState, JobStatus, decode_status, encode_status
+from jobstream._pipeline.status.record import StatusFold, is_internal
 from jobstream._pipeline.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def read_statuses(
 
 def _replay(consumer: Consumer, pending: set[int], owner: str | None,
             job_id: str | None, timeout_s: float) -> dict[str, JobStatus]:  # fmt: skip
-    statuses: dict[str, JobStatus] = {}
+    statuses: StatusFold[JobStatus] = StatusFold()
     deadline = time.monotonic() + timeout_s
     while pending:
         if time.monotonic() > deadline:
@@ -88,21 +89,21 @@ def _replay(consumer: Consumer, pending: set[int], owner: str | None,
                 else:
                     log.warning("jobs.status read error: %s", error)
                 continue
-            key = (message.key() or b"").decode()
-            if job_id is not None and key != job_id:
-                continue
-            value = message.value()
-            if not value:
-                statuses.pop(key, None)
-                continue
+            key, value, headers = message.key() or b"", message.value(), message.headers()
+            if (job_id is not None and key != job_id.encode()) or is_internal(key, headers):
+                continue  # another job's, or the status store's own record
             try:
-                status = decode_status(value)
+                status = decode_status(value) if value else None
             except DeserializationError as exc:
                 log.warning("jobs.status record skipped: %s", exc.reason)
                 continue
-            if owner is None or status.owner == owner:
-                statuses[key] = status
-    return statuses
+            statuses.fold(key, message.partition() or 0, status, headers)
+    return {key.decode(): status for key, status in statuses.latest(_written_at).items()
+            if owner is None or status.owner == owner}  # fmt: skip
+
+
+def _written_at(status: JobStatus) -> int:
+    return status.updated_at_ms
 
 
 # -- jobstream status -------------------------------------------------------------------

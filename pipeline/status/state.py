@@ -17,8 +17,13 @@ Key spaces (one byte each, after the store's own ``0x00`` metadata keys):
   by queue expiry, and ``p`` + one by purge time: indexes, so that expired leases, expired
   QUEUED attempts and finished jobs are range scans.
 
-Only ``j``, ``e``, ``c`` and ``h`` entries go to the changelog ``jobs.status.changelog``
-(keyed by the store key); the indexes are derived from records, so restoring rebuilds them.
+The store's changelog is jobs.status itself (pipeline/status/record.py,
+docs/adr/0014-jobs-status-is-the-status-changelog.md): a job's ``j``, ``e`` and ``c``
+entries travel as one record, keyed by the job id, whose value is its public status and
+whose headers carry the rest; ``h`` travels as an internal record. A change of the lease
+deadline alone writes no record (a heartbeat's): the store keeps it, and a restore gives
+every running job a full lease from the restore instead. The indexes are derived from
+records, so restoring rebuilds them.
 
 Within one transaction a job's record is decoded at most once and encoded at most once:
 :class:`StatusState` keeps the records it has read or written as objects, and
@@ -38,6 +43,7 @@ import msgspec
 import orjson
 
 from jobstream._pipeline.growth.layout import LAYOUT_KEY, Layout
+from jobstream._pipeline.kafka.headers import Headers, header_bytes
 from jobstream._pipeline.model.lifecycle import JobState
 from jobstream._pipeline.model.records import (
     Checkpoint,
@@ -54,6 +60,15 @@ from jobstream._pipeline.model.time_keys import (
 )
 from jobstream._pipeline.serde import JobStatus
 from jobstream._pipeline.state.batch import ChangelogRecord, PartitionBatch
+from jobstream._pipeline.status.record import (
+    CHECKPOINT_HEADER,
+    EXECUTION_HEADER,
+    INTERNAL,
+    INTERNAL_PREFIX,
+    MOVED,
+    RECORD_HEADER,
+    internal_key,
+)
 
 RECORD_PREFIX = b"j"
 EXECUTION_PREFIX = b"e"
@@ -131,7 +146,7 @@ class JobRecord(NamedTuple):
     fires: int = 0
     """First attempts fired (retries excluded): the timers' run count, for max_runs."""
     purge_at_ms: int | None = None
-    """Finished jobs: when the record is dropped (its jobs.status record stays)."""
+    """Finished jobs: when the record is dropped (and its jobs.status record deleted)."""
     waiting_for: tuple[str, ...] = ()
     """BLOCKED: the parents (job ids) it still waits for."""
     step: str | None = None
@@ -229,12 +244,30 @@ class JobRecord(NamedTuple):
                 del fields[name]
         return orjson.dumps(fields, default=_builtins)
 
+    def internal_json(self) -> bytes:
+        """The fields jobs.status's value does not show (but the lease deadline, which a
+        restore gives afresh): the :data:`RECORD_HEADER` of the job's record."""
+        fields = dict(zip(_INTERNAL, _internal(self), strict=True))
+        return orjson.dumps(fields, default=_builtins)
+
     @classmethod
     def decode(cls, raw: bytes) -> JobRecord:
-        data = orjson.loads(raw)
+        return cls._of(orjson.loads(raw))
+
+    @classmethod
+    def from_status(cls, value: bytes, internal: bytes | None) -> JobRecord:
+        """The record a jobs.status record carries: its value's fields and its
+        :data:`RECORD_HEADER`'s (their defaults when it has none: written before it did)."""
+        data = orjson.loads(value)
+        if internal is not None:
+            data.update(orjson.loads(internal))
+        return cls._of(data)
+
+    @classmethod
+    def _of(cls, data: dict[str, Any]) -> JobRecord:
         data["state"] = JobState(data["state"])
-        data["finished"] = tuple(data["finished"])
-        data["waiting_for"] = tuple(data.get("waiting_for", ()))
+        data["finished"] = tuple(data.get("finished", ()))
+        data["waiting_for"] = tuple(data.get("waiting_for") or ())
         if "params_sha256" in data:  # labels, set with the summary, are left out when empty
             data.setdefault("labels", {})
         data["priority"] = Priority(data["priority"])
@@ -262,6 +295,10 @@ _LACKING = [name for name in _STATUS if name not in _POSITION]
 if _LACKING:  # status_json writes every jobs.status field straight from the record
     raise TypeError(f"JobRecord lacks the jobs.status fields {_LACKING}")
 _status = itemgetter(*(_POSITION[name] for name in _STATUS))
+_INTERNAL = tuple(name for name in JobRecord._fields
+                  if name not in JobStatus.model_fields and name != "lease_deadline_ms")
+"""What a job's :data:`RECORD_HEADER` holds."""
+_internal = itemgetter(*(_POSITION[name] for name in _INTERNAL))
 _public = itemgetter(*(_POSITION[name] for name in _PUBLIC))
 
 Changes = dict[str, Any]
@@ -323,41 +360,72 @@ class StatusState:
         transaction's records by :meth:`committed`."""
         self._records: dict[str, JobRecord | None] = {}
         """Every record read or written in this transaction, as it is now (None: absent)."""
+        self._logged: dict[str, JobRecord | None] = {}
+        """Each record read or written, as jobs.status last had it (when first read)."""
         self._written: set[str] = set()
         """Job ids whose record changed since the last :meth:`flush`."""
+        self._moved: set[str] = set()
+        """Job ids removed because a grow handed them to another partition."""
         self._runs: dict[bytes, ExecutionRequested | Checkpoint | None] = {}
         """Executions and checkpoints put (or deleted: None) since the last :meth:`flush`,
         by store key."""
-        self._changelog: dict[bytes, bytes | None] = {}
+        self._changelog: dict[bytes, ChangelogRecord] = {}
+        """jobs.status records of this transaction, by key."""
+        self.statuses = 0
+        """Jobs' records (tombstones included) the flushes wrote to jobs.status."""
 
     def flush(self) -> list[ChangelogRecord]:
-        """Write the changed records into the transaction; return its changelog records.
+        """Write the changed records into the transaction; return its jobs.status records.
 
-        The changelog holds the last write of each key only. Call it before producing the
-        changelog (and before committing ``tx``): until then records exist as objects only.
+        One record per job whose record, execution or checkpoint changed, but for a change
+        of the lease deadline alone (a heartbeat), which only the store keeps; a tombstone
+        for a job removed (marked :data:`MOVED` when a grow handed it over). Call it before
+        producing the changelog (and before committing ``tx``): until then records exist
+        as objects only.
         """
-        for job_id in self._written:
-            key = RECORD_PREFIX + job_id.encode()
-            record = self._records[job_id]
-            raw = None if record is None else record.encode()
-            if raw is None:
-                self.tx.delete(key)
-            else:
-                self.tx.put(key, raw)
-            self._changelog[key] = raw
-        self._written.clear()
+        run_jobs = {key[1:].decode() for key in self._runs}
         for key, value in self._runs.items():
             if value is not None:
-                raw = _RUN_JSON.encode(value)
-                self.tx.put(key, raw)
-                self._changelog[key] = raw
-            # A run that started and ended within this transaction never reached the store
-            # nor the changelog: nothing to delete, no tombstone.
+                self.tx.put(key, _RUN_JSON.encode(value))
+            # A run that started and ended within this transaction never reached the store:
+            # nothing to delete.
             elif self.tx.get(key) is not None:
                 self.tx.delete(key)
-                self._changelog[key] = None
         self._runs.clear()
-        return list(self._changelog.items())
+        for job_id in self._written | run_jobs:
+            record = self.get(job_id)
+            if job_id in self._written:
+                key = RECORD_PREFIX + job_id.encode()
+                if record is None:
+                    self.tx.delete(key)
+                else:
+                    self.tx.put(key, record.encode())
+            logged = self._logged.get(job_id)
+            if record is None:
+                if job_id in self._written:  # removed: it may be on jobs.status
+                    moved = MOVED if job_id in self._moved else ()
+                    self._changelog[job_id.encode()] = (job_id.encode(), None, moved)
+                    self.statuses += 1
+            elif job_id in run_jobs or logged is None or not _same_but_lease(logged, record):
+                self._changelog[job_id.encode()] = self.status_record(record)
+                self.statuses += 1
+            self._logged[job_id] = record
+        self._written.clear()
+        self._moved.clear()
+        return list(self._changelog.values())
+
+    def status_record(self, record: JobRecord) -> ChangelogRecord:
+        """The job's jobs.status record as the store holds it: its status, its internal
+        fields and, while it runs, its execution and checkpoint (pipeline/status/record.py)."""
+        headers = [(RECORD_HEADER, record.internal_json())]
+        if record.state is JobState.RUNNING:
+            job = record.job_id.encode()
+            for prefix, name in ((EXECUTION_PREFIX, EXECUTION_HEADER),
+                                 (CHECKPOINT_PREFIX, CHECKPOINT_HEADER)):  # fmt: skip
+                raw = self.tx.get(prefix + job)
+                if raw is not None:
+                    headers.append((name, raw))
+        return record.job_id.encode(), record.status_json(), headers
 
     def committed(self) -> None:
         """The transaction has committed: its records are the partition's, for the cache."""
@@ -381,6 +449,7 @@ class StatusState:
             raw = self.tx.get(RECORD_PREFIX + job_id.encode())
             record = None if raw is None else JobRecord.decode(raw)
         self._records[job_id] = record
+        self._logged[job_id] = record
         return record
 
     def put(self, record: JobRecord) -> None:
@@ -389,12 +458,15 @@ class StatusState:
         self._records[job_id] = record
         self._written.add(job_id)
 
-    def remove(self, job_id: str) -> None:
+    def remove(self, job_id: str, *, moved: bool = False) -> None:
+        """Drop the job (purged, or ``moved`` to another partition by a grow)."""
         previous = self.get(job_id)
         if previous is not None:
             self._move_index(job_id, previous, None)
             self._records[job_id] = None
             self._written.add(job_id)
+            if moved:
+                self._moved.add(job_id)
         self.delete_execution(job_id)
 
     # -- the running attempt's execution and checkpoint -----------------------------------
@@ -434,13 +506,23 @@ class StatusState:
     def set_layout(self, layout: Layout) -> None:
         raw = layout.encode()
         self.tx.put(LAYOUT_KEY, raw)
-        self._changelog[LAYOUT_KEY] = raw
+        key = internal_key(LAYOUT_KEY)
+        self._changelog[key] = (key, raw, INTERNAL)
 
     # -- indexes -------------------------------------------------------------------------
 
     def expired_leases(self, now_ms: int, limit: int) -> list[JobRecord]:
         """RUNNING jobs whose lease deadline is at or before ``now_ms``, earliest first."""
         return list(self._due(LEASE_PREFIX, now_ms, limit))
+
+    def renew_leases(self, deadline_ms: int) -> int:
+        """Move every lease that ends before ``deadline_ms`` to it (a partition taken in:
+        its store may not know the heartbeats another process read); how many moved.
+        A change of the lease alone: the store's, no jobs.status record."""
+        renewed = self.expired_leases(deadline_ms - 1, limit=1 << 62)
+        for record in renewed:
+            self.put(record.evolve(lease_deadline_ms=deadline_ms))
+        return len(renewed)
 
     def expired_queued(self, now_ms: int, limit: int) -> list[JobRecord]:
         """QUEUED jobs whose queue expiry is at or before ``now_ms``, earliest first."""
@@ -461,26 +543,48 @@ class StatusState:
                 if found >= limit:
                     return
 
-    def restore(self, key: bytes, value: bytes | None) -> None:
-        """Apply one changelog record (no changelog output: it came from there).
+    def restore(self, key: bytes, value: bytes | None, headers: Headers, *, now_ms: int,
+                lease_ms: int) -> bool:  # fmt: skip
+        """Apply one jobs.status record (nothing written back: it came from there); False
+        for a job's record without its internal fields (written before jobs.status carried
+        them), restored with their defaults.
 
-        Straight to the transaction, past the records kept as objects: restoring uses a
-        state of its own, never one that folds events.
+        A running job's lease is not in the record: it runs for ``lease_ms`` from ``now_ms``,
+        so a restored processor declares no run lost that a heartbeat kept alive (a run
+        fenced already, its execution finished, gets none). Straight to the transaction,
+        past the records kept as objects: restoring uses a state of its own, never one
+        that folds events.
         """
-        if key.startswith(RECORD_PREFIX):
-            job_id = key[len(RECORD_PREFIX) :].decode()
-            previous_raw = self.tx.get(key)
-            previous = None if previous_raw is None else JobRecord.decode(previous_raw)
-            self._move_index(job_id, previous, None if value is None else JobRecord.decode(value))
-            if value is not None:
-                self.tx.put(key, value)
-            elif previous_raw is not None:
-                self.tx.delete(key)
-        elif key.startswith((EXECUTION_PREFIX, CHECKPOINT_PREFIX)) or key == LAYOUT_KEY:
-            if value is None:
-                self.tx.delete(key)
-            else:
-                self.tx.put(key, value)
+        if key.startswith(INTERNAL_PREFIX):
+            if key[len(INTERNAL_PREFIX):] == LAYOUT_KEY:
+                if value is None:
+                    self.tx.delete(LAYOUT_KEY)
+                else:
+                    self.tx.put(LAYOUT_KEY, value)
+            return True
+        job_id = key.decode()
+        store_key = RECORD_PREFIX + key
+        previous_raw = self.tx.get(store_key)
+        previous = None if previous_raw is None else JobRecord.decode(previous_raw)
+        internal = None if value is None else header_bytes(headers, RECORD_HEADER)
+        record = None if value is None else JobRecord.from_status(value, internal)
+        if record is not None and record.state is JobState.RUNNING and \
+                record.execution_id not in record.finished:  # fmt: skip
+            record = record.evolve(lease_deadline_ms=now_ms + lease_ms)
+        self._move_index(job_id, previous, record)
+        if record is not None:
+            self.tx.put(store_key, record.encode())
+        elif previous_raw is not None:
+            self.tx.delete(store_key)
+        running = record is not None and record.state is JobState.RUNNING
+        for prefix, name in ((EXECUTION_PREFIX, EXECUTION_HEADER),
+                             (CHECKPOINT_PREFIX, CHECKPOINT_HEADER)):  # fmt: skip
+            raw = header_bytes(headers, name) if running else None
+            if raw is not None:
+                self.tx.put(prefix + key, raw)
+            elif previous is not None and previous.state is JobState.RUNNING:
+                self.tx.delete(prefix + key)
+        return value is None or internal is not None
 
     def _move_index(
         self, job_id: str, previous: JobRecord | None, record: JobRecord | None
@@ -510,3 +614,10 @@ def _queue_expiry(record: JobRecord | None) -> int | None:
 
 def _purge(record: JobRecord | None) -> int | None:
     return None if record is None else record.purge_at_ms
+
+
+def _same_but_lease(logged: JobRecord, record: JobRecord) -> bool:
+    """Whether ``record`` differs from the one jobs.status holds by its lease deadline (and
+    write time) alone: a heartbeat's change, which writes no record."""
+    return logged.evolve(lease_deadline_ms=record.lease_deadline_ms,
+                         updated_at_ms=record.updated_at_ms) == record  # fmt: skip

@@ -23,6 +23,7 @@ from jobstream._pipeline.concurrency import ConcurrencyLimits
 from jobstream._pipeline.config import Settings
 from jobstream._pipeline.errors import DeserializationError, ValidationError
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.limits.topic import LimitsFollower
 from jobstream._pipeline.model.records import ExecutionRequested
 from jobstream._pipeline.model.time_keys import SCHEDULE_LOWER_BOUND
@@ -159,8 +160,9 @@ class TimerProcessor(Processor[TimerState]):
                 return super().topics_refused({name: why})
             self.logic.refused_topics[name] = refusal_reason(self.topics, job_type, name, why)
 
-    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
-        TimerState(tx).restore(key, value)
+    def restore(self, tx: PartitionBatch, key: bytes, value: bytes | None,
+                headers: Headers = None) -> None:  # fmt: skip
+        TimerState(tx).restore(key, value)  # the timers' changelog carries no headers
 
     def process(self, state: TimerState, record: Record, now_ms: int) -> Sequence[Output]:
         owner = owner_of_topic(self.settings.topic_prefix, record.topic())

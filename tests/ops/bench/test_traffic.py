@@ -11,15 +11,22 @@ from jobstream._pipeline.config import Settings
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.kafka.admin import ensure_topics
 from jobstream._pipeline.serde import make_serde
+from jobstream._pipeline.status.record import (
+    EXECUTION_HEADER,
+    INTERNAL,
+    MOVED_HEADER,
+    RECORD_HEADER,
+)
 from jobstream._pipeline.topics import TopicSpec
 
 SERIALIZE, _ = make_serde()
 
 
 def test_each_topic_finds_its_writer_and_readers_by_the_longest_prefix() -> None:
-    assert who(WRITERS, "jobs.status.changelog") == "status processor"
-    assert who(READERS, "jobs.status.changelog") == "status processor, on restore only"
-    assert who(READERS, "jobs.status") == "views (API), console consumers"
+    assert who(WRITERS, "jobs.status") == "status processor"
+    assert who(READERS, "jobs.status") == (
+        "views (API), console consumers; status processor, on restore")
+    assert who(READERS, "jobs.status.handover") == "status processor"
     assert who(READERS, "jobs.exec.image.render.high") == "workers"
     assert who(READERS, "jobs.intake.dlq") == "timers"  # a prefix of jobs.intake: say so
     assert who(READERS, "elsewhere") == "nobody in the pipeline"
@@ -28,8 +35,11 @@ def test_each_topic_finds_its_writer_and_readers_by_the_longest_prefix() -> None
 def test_records_are_sorted_by_lifecycle_kind_and_changelog_write_or_delete() -> None:
     started = SERIALIZE(hot_events()["STARTED"])
     assert kind_of("p.jobs.events", b"k", started) == "STARTED"
-    assert kind_of("p.jobs.status.changelog", b"j123", b"{}") == "write j"
-    assert kind_of("p.jobs.status.changelog", b"e123", b"") == "delete e"
+    assert kind_of("p.jobs.status", b"123", b"{}", [(RECORD_HEADER, b"{}")]) == "write"
+    assert kind_of("p.jobs.status", b"123", b"{}", [(EXECUTION_HEADER, b"{}")]) == "write running"
+    assert kind_of("p.jobs.status", b"123", b"", [(MOVED_HEADER, b"1")]) == "delete moved"
+    assert kind_of("p.jobs.status", b"123", b"", None) == "delete"
+    assert kind_of("p.jobs.status", b"\x00h", b"{}", INTERNAL) == "internal"
     assert kind_of("p.jobs.timers.changelog", b"\x00\x01", b"") == "delete"
     assert kind_of("p.jobs.intake", b"k", b"v") == ""
 

@@ -65,7 +65,7 @@ def test_cleanup_policy_mismatch_is_reported(settings: Settings) -> None:
     from confluent_kafka.admin import NewTopic
 
     admin.create_topics(
-        [NewTopic(names.status, settings.status_partitions, 1, config={"cleanup.policy": "delete"})]
+        [NewTopic(names.status, settings.events_partitions, 1, config={"cleanup.policy": "delete"})]
     )[names.status].result()
     with pytest.raises(
         TopicMismatchError, match=rf"{names.status}: cleanup.policy=delete, expected compact"

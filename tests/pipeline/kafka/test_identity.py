@@ -14,7 +14,7 @@ def test_a_topic_made_again_has_another_identity_on_the_same_cluster(topics: Top
     config = topics.settings.kafka_config
     first = topic_identity(config, topics.timers_changelog)
     assert first is not None and first == topic_identity(config, topics.timers_changelog)
-    assert first != topic_identity(config, topics.status_changelog)
+    assert first != topic_identity(config, topics.status)
     recreate(topics, [topics.timers_changelog])
     again = topic_identity(config, topics.timers_changelog)
     assert again is not None

@@ -20,6 +20,7 @@ from jobstream._pipeline.replay.stores import rebuild_stores
 from jobstream._pipeline.state.store import PartitionStore
 from jobstream._pipeline.status.processor import STATUS_OPTIONS, status_runner
 from jobstream._pipeline.status.query import read_statuses
+from jobstream._pipeline.status.record import RECORD_HEADER
 from jobstream._pipeline.timers.processor import TIMER_OPTIONS, TimerProcessor, timer_runner
 from jobstream._pipeline.topics import Topics
 from tests.support.pipeline import in_thread, process_env
@@ -79,10 +80,12 @@ def test_jobs_status_rebuilt_from_jobs_events_equals_the_live_one(
     assert (found.equal, found.differ, found.missing) == (len(live), [], [])
     assert seen and 0 < seen[-1][0] <= seen[-1][1]
 
-    # jobs.status loses a job (a tombstone): the command puts its status back
+    # jobs.status loses a job (a tombstone on its partition): the command puts its record
+    # back there, with the headers the status processor restores from
     lost = next(iter(live)).encode()
+    assert dict(rebuilt[lost].headers).keys() >= {RECORD_HEADER}
     producer = clients.producer(settings)
-    producer.produce(topics.status, None, lost)
+    producer.produce(topics.status, None, lost, partition=rebuilt[lost].partition)
     assert producer.flush(30) == 0
     assert lost not in live_statuses(settings)
     subprocess.run([sys.executable, "-m", "jobstream", "replay", "status"], check=True,

@@ -18,10 +18,9 @@ from jobstream._pipeline.growth.strays import FORWARDED_HEADER
 from jobstream._pipeline.retry.processor import RetryProcessor
 from jobstream._pipeline.runtime import Output, Processor
 from jobstream._pipeline.runtime.driver import ProcessorDriver
-from jobstream._pipeline.serde import Event, JobState
+from jobstream._pipeline.serde import Event, JobState, decode_status
 from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import StatusProcessor
-from jobstream._pipeline.status.state import JobRecord
 from jobstream._pipeline.timers.processor import TimerProcessor
 from jobstream._pipeline.timers.state import TimerState
 from jobstream._pipeline.topics import Topics
@@ -44,8 +43,6 @@ def kinds(outputs: list[Output]) -> list[str]:
         value = output.value
         if isinstance(value, Event):
             named.append(value.data["kind"] if value.name == "JobLifecycle" else value.name)
-        elif isinstance(value, JobRecord):
-            named.append(f"status {value.state.value}")
         else:
             named.append(output.topic)
     return named
@@ -110,18 +107,15 @@ def test_status_writes_one_record_per_job_and_expires_a_lease_on_the_clock(
     processor = StatusProcessor(SETTINGS, StatusPolicy(lease_ms=LEASE_MS))
     driver = drive(processor)
     run = execution("01JD3W6Q8Z5X7M2K4N9P0R1S2T", epoch=T0)
-    assert kinds(driver.pipe(TOPICS.events, as_event(scheduled(run["job_id"])))) == [
-        "status SCHEDULED"
-    ]
-    driver.pipe(TOPICS.events, as_event(fired(run)))
-    assert kinds(driver.pipe(TOPICS.events, as_event(outcome("STARTED", run)))) == [
-        "status RUNNING"
-    ]
+    for event in (scheduled(run["job_id"]), fired(run), outcome("STARTED", run)):
+        assert driver.pipe(TOPICS.events, as_event(event)) == [], "statuses are the changelog's"
+    assert [decode_status(value).state for _, value, *_ in driver.changelog[0]] == [
+        "SCHEDULED", "QUEUED", "RUNNING"]  # fmt: skip
     assert driver.advance(LEASE_MS - 1) == []
     lost = driver.advance(1)
     assert kinds(lost) == ["LOST"]
     assert lost[0].partition == 0, "back to the job's own partition of jobs.events"
-    assert processor.counters()["statuses"] == 3
+    assert processor.counters()["statuses"] == 4, "three changes, then the run fenced"
     assert processor.counters()["lost"] == 1
 
 

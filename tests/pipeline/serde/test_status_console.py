@@ -8,8 +8,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from jobstream._pipeline.growth.layout import LAYOUT_KEY, fresh
 from jobstream._pipeline.kafka import clients
 from jobstream._pipeline.serde import JobStatus, encode_status
+from jobstream._pipeline.status.record import INTERNAL, MOVED, internal_key
 from jobstream._pipeline.topics import Topics
 from tests.support.tools import unavailable
 
@@ -50,17 +52,21 @@ def test_the_kcat_commands_read_jobs_status(topics: Topics, kafka_bootstrap: str
     commands = doc_commands()
     assert len(commands) == 4, commands
     producer = clients.producer(topics.settings)
-    for value in (status(A, "SCHEDULED", 1), status(B, "QUEUED", 2),
-                  status(A, "RUNNING", 3, attempt=1), status(C, "CANCELLED", 4)):  # fmt: skip
-        producer.produce(topics.status, encode_status(value), value.job_id.encode())
-    producer.produce(topics.status, None, C.encode())  # C deleted
+    # A moved from partition 1 to 0 by a grow: its old record, read last, is older.
+    for value, p in ((status(A, "SCHEDULED", 1), 1), (status(B, "QUEUED", 2), 0),
+                     (status(A, "RUNNING", 3, attempt=1), 0), (status(C, "CANCELLED", 4), 0)):
+        producer.produce(topics.status, encode_status(value), value.job_id.encode(), partition=p)
+    producer.produce(topics.status, None, A.encode(), partition=1, headers=list(MOVED))
+    producer.produce(topics.status, None, C.encode(), partition=0)  # C deleted
+    producer.produce(topics.status, fresh(2).encode(), internal_key(LAYOUT_KEY), partition=1,
+                     headers=list(INTERNAL))  # the store's own  # fmt: skip
     assert producer.flush(30) == 0
 
     every, fields, latest, one = (run(c, kafka_bootstrap, topics.status) for c in commands)
     pairs = [line.split("\t") for line in every.splitlines()]
-    assert sorted(key for key, _ in pairs) == [A, A, B, C, C]
-    assert [JobStatus.model_validate_json(v).state for k, v in pairs if k == A] == [
-        "SCHEDULED", "RUNNING"]  # fmt: skip
+    assert sorted(key for key, _ in pairs) == ["\x00h", A, A, A, B, C, C]
+    assert sorted(JobStatus.model_validate_json(v).state for k, v in pairs if k == A and v) == [
+        "RUNNING", "SCHEDULED"]  # fmt: skip
     assert [v for k, v in pairs if k == C][-1] == ""  # the tombstone
     picked = [line for line in fields.splitlines()]
     assert len(picked) == 4 and f'{{"job_id":"{A}","state":"RUNNING","attempt":1}}' in picked

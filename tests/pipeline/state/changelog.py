@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.kafka.identity import TopicIdentity, topic_identity
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.topics import Topics
@@ -37,7 +38,7 @@ def asked_again(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "asking again" in r.getMessage()]
 
 
-def put(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+def put(tx: PartitionBatch, key: bytes, value: bytes | None, headers: Headers = None) -> None:
     if value is None:
         tx.delete(key)
     else:

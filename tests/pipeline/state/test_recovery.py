@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from jobstream._pipeline.kafka import clients
+from jobstream._pipeline.kafka.headers import Headers
 from jobstream._pipeline.kafka.identity import TopicIdentity
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.state.partitions import PartitionStores
@@ -126,7 +127,7 @@ def test_a_restore_that_fails_releases_the_store_for_the_next_attempt(
 ) -> None:
     write_changelog(topics, [(b"a", b"1")])
 
-    def broken(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+    def broken(tx: PartitionBatch, key: bytes, value: bytes | None, headers: Headers) -> None:
         raise RuntimeError("the broker went away mid-restore")
 
     stores = PartitionStores(tmp_path / "state", topics.timers_changelog, lambda: restorer, broken,
@@ -147,7 +148,7 @@ def test_files_of_another_layout_are_rebuilt_from_the_changelog_start(
     # written before layouts were recorded
     store = stored(tmp_path, topics, {b"a": b"1", b"b": b"2"}, last)
 
-    def derive(tx: PartitionBatch, key: bytes, value: bytes | None) -> None:
+    def derive(tx: PartitionBatch, key: bytes, value: bytes | None, headers: Headers) -> None:
         put(tx, key, value)
         put(tx, b"index-" + key, b"")  # what layout 2 keeps beside each record
 

@@ -23,6 +23,7 @@ from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.status import handover as status_handover
 from jobstream._pipeline.status.logic import StatusPolicy
 from jobstream._pipeline.status.processor import StatusProcessor
+from jobstream._pipeline.status.record import EXECUTION_HEADER, INTERNAL, MOVED, internal_key
 from jobstream._pipeline.status.state import (
     CHECKPOINT_PREFIX,
     LEASE_PREFIX,
@@ -61,7 +62,7 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
     driver: Driver = ProcessorDriver(processor, tmp_path, partitions=range(NEW), now_ms=T0)
     for q in range(OLD, NEW):  # what `jobstream topics grow` writes to the new partitions
         batch = PartitionBatch(driver.store(q))
-        processor.restore(batch, LAYOUT_KEY, added(OLD, NEW).encode())
+        processor.restore(batch, internal_key(LAYOUT_KEY), added(OLD, NEW).encode(), INTERNAL)
         batch.commit(None)
     processor.inputs_counted({TOPICS.events: OLD, TOPICS.status_handover: OLD})
     for job_id in JOBS:
@@ -116,6 +117,12 @@ def record(driver: Driver, partition: int, job_id: str) -> JobRecord | None:
     return StatusState(PartitionBatch(driver.store(partition))).get(job_id)
 
 
+def last_logged(driver: Driver, partition: int, job_id: str) -> tuple[Any, ...] | None:
+    """The job's last record on ``partition`` of jobs.status (the store's changelog)."""
+    found = [r for r in driver.changelog[partition] if r[0] == job_id.encode()]
+    return tuple(found[-1]) if found else None
+
+
 def lost(outputs: list[Output]) -> list[tuple[str, int | None]]:
     found = []
     for o in outputs:
@@ -149,6 +156,14 @@ def test_each_moved_job_is_handed_over_once_with_its_run_and_its_lease(driver: D
         state = StatusState(PartitionBatch(driver.store(q)))
         assert (state.get_execution(j) is not None) == (j in RUNNING)
         assert (state.get_checkpoint(j) is not None) == (j in RUNNING)
+    for j in JOBS:  # on jobs.status: a tombstone marked moved where it was, its record here
+        if moves(j):
+            left_behind = last_logged(driver, home(j, OLD), j)
+            assert left_behind is not None and left_behind[1:] == (None, MOVED)
+        _, value, headers = last_logged(driver, home(j, NEW), j) or (None, None, ())
+        if moves(j):
+            assert value == before[j].status_json()  # type: ignore[union-attr]
+            assert (EXECUTION_HEADER in dict(headers)) == (j in RUNNING)
     for q in range(NEW):
         assert len(keys(driver, q, LEASE_PREFIX)) == sum(home(j, NEW) == q for j in RUNNING)
     assert not lost(driver.advance(LEASE - 10)), "leases keep their deadline"
@@ -223,7 +238,7 @@ def test_the_grow_command_plans_the_changelog_first_and_refuses_a_shrink() -> No
     from jobstream._pipeline.errors import ValidationError
     from jobstream._pipeline.status.grow import plan_events_grow
 
-    names = (TOPICS.events, TOPICS.status_handover, TOPICS.status_changelog)
+    names = (TOPICS.events, TOPICS.status_handover, TOPICS.status)
     plan = plan_events_grow(TOPICS, dict.fromkeys(names, 6), 12)
     assert (plan.old, plan.grow_changelog, plan.mark_new) == (6, True, True)
     assert plan.grow_inputs == (TOPICS.events, TOPICS.status_handover)

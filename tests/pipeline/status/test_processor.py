@@ -18,6 +18,7 @@ from jobstream._pipeline.serde import Event, JobState, encode_status, make_serde
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.state.store import PartitionStore
 from jobstream._pipeline.status.logic import StatusPolicy
+from jobstream._pipeline.status.record import RECORD_HEADER
 from jobstream._pipeline.status.state import JobRecord, StatusState
 from jobstream._pipeline.timers.processor import TimerProcessor
 from jobstream._pipeline.topics import Topics
@@ -76,8 +77,11 @@ def test_an_expired_lease_emits_lost_with_the_execution(driver: StatusDriver) ->
     run = start_run(driver, worker="w1")
     assert driver.step(E1 + LEASE - 1) == []
     emits = driver.step(E1 + LEASE)
-    assert len(emits) == 1
-    assert (emits[0].topic, emits[0].key, emits[0].partition) == ("jobs.events", JOB.encode(), 2)
+    [back, fenced] = emits
+    assert (back.topic, back.key, back.partition) == ("jobs.events", JOB.encode(), 2)
+    assert (fenced.topic, fenced.key) == ("jobs.status", JOB.encode()), (
+        "the run fenced: its record, with the execution finished and none running")
+    assert [name for name, _ in fenced.headers or ()] == [RECORD_HEADER]
     lost = lifecycles(emits)[0]
     assert lost["kind"] == "LOST"
     assert lost.execution is not None and plain(lost.execution) == run
@@ -131,7 +135,9 @@ def test_a_redelivered_execution_started_again_is_applied_and_flagged(driver: St
     assert (duplicate["kind"], duplicate["worker_id"]) == ("DUPLICATE", "w2")
     assert duplicate["execution_id"] == run["execution_id"]
     assert "w1" in duplicate["detail"] and "applied" in duplicate["detail"]
-    assert statuses(emits) == [], "still RUNNING: nothing a jobs.status reader sees changed"
+    [shown] = statuses(emits)  # the record is written again for its worker and execution
+    assert (shown.state, shown.updated_at_ms) == (S.RUNNING, E1), (
+        "still RUNNING: nothing a jobs.status reader sees changed")
     assert (driver.record().state, driver.record().worker_id) == (S.RUNNING, "w2")  # type: ignore[union-attr]
     assert driver.processor.logic.counters.duplicates == 1
     assert driver.step(E1 + 5_000 + LEASE - 1) == [], "the second start renewed the lease"
@@ -153,22 +159,26 @@ def test_finished_jobs_are_purged_after_the_retention(tmp_path: Path) -> None:
     driver.step(T0, ev.scheduled(JOB), ev.lifecycle("CANCELLED", JOB), ev.scheduled(OTHER))
     assert driver.step(T0 + 999) == []
     assert driver.record() is not None
-    assert driver.step(T0 + 1000) == [], "jobs.status keeps the job: no record is written"
+    [tombstone] = driver.step(T0 + 1000)
+    assert (tombstone.topic, tombstone.key, tombstone.value) == ("jobs.status", JOB.encode(), None)
+    assert not tombstone.headers, "a purge's tombstone is not marked moved: readers drop the job"
     assert driver.record() is None
     assert driver.record(OTHER) is not None
-    assert driver.changelog[PARTITION][-1] == (b"j" + JOB.encode(), None)
+    assert driver.changelog[PARTITION][-1] == (JOB.encode(), None, ())
     assert driver.processor.logic.counters.purged == 1
     driver.close()
 
 
-def restored(driver: StatusDriver, path: Path) -> StatusDriver:
-    """A second processor over a store restored from ``driver``'s changelog."""
+def restored(driver: StatusDriver, path: Path, at_ms: int | None = None) -> StatusDriver:
+    """A second processor over a store restored from ``driver``'s changelog (jobs.status)
+    at ``at_ms`` (by default the driver's clock)."""
     twin = status_driver(path)
     changelog = driver.changelog[PARTITION]
     tx = PartitionBatch(twin.store(PARTITION))
     state = StatusState(tx)
-    for key, value in changelog:
-        state.restore(key, value)
+    for key, value, *headers in changelog:
+        assert state.restore(key, value, headers[0] if headers else None, lease_ms=LEASE,
+                             now_ms=driver.now_ms if at_ms is None else at_ms)  # fmt: skip
     tx.commit(len(changelog) - 1)
     assert state.flush() == [], "restoring writes nothing back"
     return twin

@@ -20,6 +20,7 @@ from jobstream._pipeline.model.records import (
 from jobstream._pipeline.serde import JobState, JobStatus, decode_status, encode_status
 from jobstream._pipeline.state.batch import PartitionBatch
 from jobstream._pipeline.state.store import PartitionStore
+from jobstream._pipeline.status.record import EXECUTION_HEADER, RECORD_HEADER
 from jobstream._pipeline.status.state import Cancellation, JobRecord, RecordCache, StatusState
 from tests.support.jobs import cron_schedule
 
@@ -150,7 +151,9 @@ def test_a_record_is_decoded_once_and_encoded_once_per_transaction(
     assert state.flush() == changelog and calls.encoded == [JOB], (
         "a second flush re-encodes nothing"
     )
-    assert changelog == [(b"j" + JOB.encode(), JobRecord.encode(final))]
+    assert changelog == [(JOB.encode(), final.status_json(),
+                          [(RECORD_HEADER, final.internal_json())])]  # fmt: skip
+    assert state.tx.get(b"j" + JOB.encode()) == JobRecord.encode(final)
     state.tx.commit(1)
     assert StatusState(PartitionBatch(store)).get(JOB) == final
 
@@ -169,7 +172,7 @@ def test_indexes_follow_the_records_within_a_transaction(store: PartitionStore) 
     state.remove(JOB)
     assert state.get(JOB) is None
     assert state.purgeable(T + 10**9, 10) == []
-    assert state.flush() == [(b"j" + JOB.encode(), None)]
+    assert state.flush() == [(JOB.encode(), None, ())], "a tombstone, not marked moved"
     state.tx.commit(1)
     assert list(store.scan(b"\x01", b"\xff")) == [], "record and index keys are all gone"
 
@@ -182,7 +185,7 @@ def test_a_job_created_and_removed_in_one_transaction_leaves_a_tombstone(
     assert state.flush() == [] and not state.tx.changes, "removing a job never seen writes nothing"
     state.put(JobRecord(job_id=OTHER, state=S.CANCELLED, purge_at_ms=T))
     state.remove(OTHER)
-    assert state.flush() == [(b"j" + OTHER.encode(), None)]
+    assert state.flush() == [(OTHER.encode(), None, ())]
     state.tx.commit(0)
     assert list(store.scan(b"\x01", b"\xff")) == []
 
@@ -280,13 +283,21 @@ def test_a_run_started_and_ended_in_one_transaction_leaves_nothing_behind(
     assert state.get_execution(JOB) is None
     assert state.flush() == [] and not state.tx.changes, "no write, no tombstone"
 
-    state.put_execution(JOB, execution)  # this one commits
-    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(plain(execution)))]
+    running = FULL.evolve(purge_at_ms=None)
+    state.put(running)
+    state.put_execution(JOB, execution)  # this one commits: in the record's headers
+    [(key, value, headers)] = state.flush()  # type: ignore[misc]
+    assert (key, value) == (JOB.encode(), running.status_json())
+    assert dict(headers) == {RECORD_HEADER: running.internal_json(),
+                             EXECUTION_HEADER: orjson.dumps(plain(execution))}  # fmt: skip
     state.tx.commit(0)
     later = StatusState(PartitionBatch(store))
     assert later.get_execution(JOB) == execution
+    done = running.evolve(state=S.SUCCEEDED, lease_deadline_ms=None)
+    later.put(done)
     later.delete_execution(JOB)
-    assert later.flush() == [(b"e" + JOB.encode(), None)], "a stored run's end is a tombstone"
+    unrun = [(JOB.encode(), done.status_json(), [(RECORD_HEADER, done.internal_json())])]
+    assert later.flush() == unrun, "no run to carry any more"
     later.tx.commit(1)
     assert store.get(b"e" + JOB.encode()) is None
 
@@ -317,4 +328,5 @@ def test_a_stored_execution_written_as_its_decoded_dict_reads_as_its_record(
     assert isinstance(execution.spec.cron, CronSchedule)
     state = StatusState(PartitionBatch(store))
     state.put_execution(JOB, execution)
-    assert state.flush() == [(b"e" + JOB.encode(), orjson.dumps(now))], "written as before"
+    state.flush()
+    assert state.tx.get(b"e" + JOB.encode()) == orjson.dumps(now), "stored as before"
