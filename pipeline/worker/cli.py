@@ -26,6 +26,7 @@ from jobstream._pipeline.worker.app import load_app
 from jobstream._pipeline.worker.heartbeat import default_worker_id
 from jobstream._pipeline.worker.loop import WorkerLoop
 from jobstream._pipeline.worker.options import (
+    BURST_HELD,
     CLAIM_AHEAD_S,
     CLAIMED_AHEAD_MOST,
     MIN_PREFETCH,
@@ -63,12 +64,12 @@ ProgressIntervalOption = duration_option(
 )  # fmt: skip
 ClaimAheadOption = duration_option(
     format_duration(round(CLAIM_AHEAD_S * 1000)), "--claim-ahead",
-    help="A job fired ahead (JOBSTREAM_FIRE_LEAD, up to JOBSTREAM_FIRE_LEAD_MOST in a "
-    "burst) is claimed this long before its due instant, with those due within as long "
-    "again after it; by default as it arrives. Longer takes a burst's claims off its "
-    "instant, but holds more runs in memory, shows them RUNNING sooner, and a worker that "
-    "dies takes more with it (each waits for its lease, 30 s, then is retried alone). A "
-    "type with a concurrency limit claims 20 ms ahead whatever this says.",
+    help="A job fired ahead (JOBSTREAM_FIRE_LEAD) is claimed this long before its due "
+    "instant, with those due within as long again after it (a burst, "
+    "--claim-on-arrival-above, is claimed as it arrives). Longer holds more runs in "
+    "memory, shows them RUNNING sooner, and a worker that dies takes more with it (each "
+    "waits for its lease, 30 s, then is retried alone). A type with a concurrency limit "
+    "claims 20 ms ahead whatever this says.",
 )  # fmt: skip
 CommitIntervalOption = duration_option(
     format_duration(round(DEFAULT_INTERVAL_S * 1000)), "--commit-interval",
@@ -108,6 +109,11 @@ def worker(
                                         f"the concurrency, at least {MIN_PREFETCH})."),
     commit_interval_ms: int = CommitIntervalOption,
     claim_ahead_ms: int = ClaimAheadOption,
+    claim_on_arrival_above: int = typer.Option(
+        BURST_HELD, "--claim-on-arrival-above", min=1,
+        help="Records held before their instant (over every type) that make a burst: each "
+        "type then claims its records as they arrive, up to JOBSTREAM_FIRE_LEAD_MOST "
+        "ahead, rather than --claim-ahead before their instant."),
     claimed_ahead_most: int = typer.Option(CLAIMED_AHEAD_MOST, "--claimed-ahead-most", min=1,
                                            help="Runs claimed ahead and waiting for their "
                                            "instant, at most; the others wait to be claimed."),
@@ -129,7 +135,7 @@ def worker(
         drain_timeout_s=drain_timeout_ms / 1000, prefetch=prefetch,
         commit_interval_s=commit_interval_ms / 1000, revoke_timeout_s=revoke_timeout_ms / 1000,
         cancel_grace_s=cancel_grace_ms / 1000, claim_ahead_s=claim_ahead_ms / 1000,
-        claimed_ahead_most=claimed_ahead_most,
+        claim_on_arrival_above=claim_on_arrival_above, claimed_ahead_most=claimed_ahead_most,
     )  # fmt: skip
     watch = watch_clock(settings, "worker")
     loop = WorkerLoop(settings, load_app(app), options)

@@ -187,7 +187,7 @@ class WorkerEngine:
         if ready and not for_end:
             return False, 0.0
         wait_s = self.options.poll_timeout_s
-        soonest = min((ms for lane in self.lanes if (ms := lane.early.next_ms()) is not None),
+        soonest = min((ms for lane in self.lanes if (ms := lane.next_release_ms()) is not None),
                       default=None)  # fmt: skip
         if self._claimed_ahead and self.slot_free():
             launch = self._claimed_ahead[0][0] - self._launch_ahead_ms  # else: a run's end

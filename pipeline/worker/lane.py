@@ -103,6 +103,7 @@ class Lane:
     def __init__(self, settings: Settings, job_type: str, *, clients: WorkerClients,
                  worker_id: str, prefetch: int, static_member: bool = False,
                  pool: str | None = None, claim_ahead_ms: int = 0, launch_ahead_ms: int = 0,
+                 in_burst: Callable[[], bool] = lambda: False,
                  deserialize: AvroDeserializer, schedule: CommitSchedule | None = None,
                  clock: Clock = SYSTEM_CLOCK, before_commit: Callable[[], object] = lambda: None,
                  before_revoke: Callable[[Lane], object] = lambda lane: None,
@@ -152,10 +153,18 @@ class Lane:
         self.buffers: dict[str, TierBuffer[Record]] = {tier: TierBuffer() for tier in PRIORITIES}
         weight = weight_of(settings.owner_weights)
         self.early: EarlyRecords[Record] = EarlyRecords(_owner, weight)
-        """Records fetched before their due instant, until ``claim_ahead_ms`` before it."""
+        """Records fetched before their due instant, until ``claim_ahead_ms`` before it (as
+        they arrive while the worker holds a burst)."""
+        self.early_keyed: EarlyRecords[Record] = EarlyRecords(_owner, weight)
+        """Keyed records fetched before their instant, until ``launch_ahead_ms`` before it:
+        a keyed record's claim holds its key, so it comes no sooner than its launch."""
         self.launch_ahead_ms = launch_ahead_ms
         self.claim_ahead_ms = launch_ahead_ms if self.slots.limited else claim_ahead_ms
         """A limited type's claims hold its limit's slots: they come no sooner than launches."""
+        self._in_burst = in_burst
+        """Whether the worker holds a burst (options.BURST_HELD): then records are claimed
+        as they arrive, up to ``burst_claim_ms`` before their instant."""
+        self.burst_claim_ms = settings.fire_lead_most
         self.ahead: EarlyRecords[Record] = EarlyRecords(_owner, weight)
         """Records whose claim has come more than ``launch_ahead_ms`` before their instant,
         by instant and owners in turn: the loop claims them without a slot (they take one
@@ -240,6 +249,7 @@ class Lane:
         for buffer in self.buffers.values():
             buffer.forget(gone)
         self.early.forget(gone)
+        self.early_keyed.forget(gone)
         self.ahead.forget(gone)
         self.keys.forget(gone)
 
@@ -274,23 +284,36 @@ class Lane:
             tier = self.tier_of[topic]
             self.slots.check_fetched(partition)
             record = Record(ref, tier, event.data, raw, concurrency_key(event.data))
-            # A keyed record's claim holds its key: it comes no sooner than its launch.
-            ahead_ms = self.claim_ahead_ms if record.key is None else self.launch_ahead_ms
+            held, ahead_ms = ((self.early, self.claim_ahead_ms) if record.key is None
+                              else (self.early_keyed, self.launch_ahead_ms))  # fmt: skip
             release = record.execution.scheduled_at_ms - ahead_ms
             if release > now:
-                self.early.add(release, (topic, partition), record)
+                held.add(release, (topic, partition), record)
             else:
                 self._place((topic, partition), record, now)
 
     def release_early(self, now: int) -> None:
         """Once the first record held before its time is to be claimed, release it with
         those due within a claim-ahead after it: they are claimed in one transaction, not
-        one each."""
-        first = self.early.next_ms()
-        if first is None or first > now:
-            return
-        for partition, record in self.early.due(now + self.claim_ahead_ms):
-            self._place(partition, record, now)
+        one each. While the worker holds a burst, release what is held as it arrives."""
+        burst = not self.slots.limited and self._in_burst()
+        for held in (self.early, self.early_keyed):
+            first = held.next_ms()
+            if first is None or (first > now and not (burst and held is self.early)):
+                continue
+            until = self.burst_claim_ms if burst and held is self.early else self.claim_ahead_ms
+            for partition, record in held.due(now + until):
+                self._place(partition, record, now)
+
+    @property
+    def held_early(self) -> int:
+        """Records held before their time, keyed or not."""
+        return len(self.early) + len(self.early_keyed)
+
+    def next_release_ms(self) -> int | None:
+        """When the first record held before its time is to be claimed, if any is held."""
+        firsts = [ms for ms in (self.early.next_ms(), self.early_keyed.next_ms()) if ms is not None]
+        return min(firsts, default=None)
 
     def _place(self, partition: Partition, record: Record, now: int) -> None:
         """A record whose claim has come: ahead of a slot while its launch is still to
@@ -444,7 +467,7 @@ class Lane:
         a claim that does not come (a worker behind, a suspect running alone) delays them by
         that much at most, however far ahead the worker claims."""
         grace_ms = min(self.claim_ahead_ms, CLAIM_GRACE_MS)
-        release = self.early.next_ms()
+        release = self.next_release_ms()
         if release is None or release - self._clock.wall_ms() > grace_ms:
             return 0.0
         return grace_ms / 1000

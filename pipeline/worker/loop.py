@@ -113,6 +113,7 @@ class WorkerLoop:
                            pool=options.pool, clock=clock,
                            claim_ahead_ms=round(options.claim_ahead_s * 1000),
                            launch_ahead_ms=round(options.launch_ahead_s * 1000),
+                           in_burst=self._holds_a_burst,
                            deserialize=deserialize, before_commit=self._flush_events,
                            before_revoke=self._await_runs, keyed=keyed,
                            schedule=CommitSchedule(options.commit_interval_s,
@@ -319,6 +320,11 @@ class WorkerLoop:
         for lane in self.lanes:
             lanes.update(lane.counters())
         return {**self.stats.snapshot(), **lanes}
+
+    def _holds_a_burst(self) -> bool:
+        """Whether the lanes hold as many records before their instant as make a burst:
+        then each claims what it holds as it arrives (options.BURST_HELD)."""
+        return sum(lane.held_early for lane in self.lanes) >= self.options.claim_on_arrival_above
 
     def _update_stats(self) -> None:
         self.stats.running = len(self.inflight.slots)

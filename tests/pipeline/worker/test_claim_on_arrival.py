@@ -1,7 +1,9 @@
-"""Claims as records arrive, with the defaults (pipeline/worker/options.py): a record the
-timers fired seconds ahead (a burst, under their adaptive lead) is claimed on arrival, up
-to ``claimed_ahead_most`` runs held, and launched on its instant; a cancel in the lead
-ends it never begun; a worker behind claims nothing more ahead. No broker."""
+"""Claims of a burst as its records arrive (pipeline/worker/lane.py, options.BURST_HELD):
+records the timers fired seconds ahead (a burst, under their adaptive lead) are claimed on
+arrival once a worker holds as many as make a burst, up to ``claimed_ahead_most`` runs
+held, and launched on their instant; fewer are claimed ``claim_ahead_s`` before their
+instant, as a steady load is; a cancel in the lead ends a run never begun; a worker behind
+claims nothing more ahead. No broker."""
 
 from __future__ import annotations
 
@@ -18,19 +20,23 @@ from tests.pipeline.worker.test_driver import Recorder
 
 pytestmark = pytest.mark.fast
 
+BURST = 10
+"""Records held early that make a burst in these tests (2,000 by default)."""
 
-def test_the_defaults_claim_as_far_ahead_as_the_timers_fire() -> None:
+
+def test_the_defaults_claim_a_burst_as_far_ahead_as_the_timers_fire() -> None:
     options = WorkerOptions()
-    assert options.claim_ahead_s * 1000 >= Settings().fire_lead_most
+    assert options.claim_ahead_s <= 0.2, "a steady load is claimed just before its instant"
+    assert options.claim_on_arrival_above <= options.claimed_ahead_most
     assert options.claimed_ahead_most >= 20_000, "a burst of 20,000 held whole"
     assert LeadRule(least_ms=1000, most_ms=Settings().fire_lead_most).adapts
 
 
-def test_a_record_arriving_seconds_ahead_is_claimed_on_arrival_and_begins_on_its_instant(
+def test_a_burst_arriving_seconds_ahead_is_claimed_on_arrival_and_begins_on_its_instant(
     drive: DriveWorker,
 ) -> None:
     recorder = Recorder()
-    driver = recorder.drive(drive)
+    driver = recorder.drive(drive, claim_on_arrival_above=BURST)
     due = driver.clock.now_ms + 8000
     ids = driver.fire(*(execution_requested(due_ms=due) for _ in range(50)))
     driver.step()
@@ -43,9 +49,27 @@ def test_a_record_arriving_seconds_ahead_is_claimed_on_arrival_and_begins_on_its
     assert min(recorder.began.values()) >= due
 
 
+def test_fewer_records_than_a_burst_are_claimed_just_before_their_instant(
+    drive: DriveWorker,
+) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive, claim_on_arrival_above=BURST)
+    due = driver.clock.now_ms + 8000
+    ids = driver.fire(*(execution_requested(due_ms=due) for _ in range(BURST - 1)))
+    driver.step()
+    assert all(driver.kinds(e) == [] for e in ids), "held unclaimed, not a burst"
+    driver.advance(7700)
+    assert all(driver.kinds(e) == [] for e in ids), "still more than 200 ms before"
+    driver.advance(150)
+    assert all(driver.kinds(e) == ["STARTED"] for e in ids), "claimed 200 ms before"
+    driver.advance(200)
+    driver.run_until(lambda: all(driver.events(e, "SUCCEEDED") for e in ids), what="the runs")
+    assert min(recorder.began.values()) >= due
+
+
 def test_the_runs_held_ahead_are_bounded(drive: DriveWorker) -> None:
     recorder = Recorder()
-    driver = recorder.drive(drive, claimed_ahead_most=5)
+    driver = recorder.drive(drive, claimed_ahead_most=5, claim_on_arrival_above=BURST)
     ids = driver.fire(*(execution_requested(due_ms=driver.clock.now_ms + 5000)
                         for _ in range(12)))  # fmt: skip
     driver.step()
@@ -59,7 +83,7 @@ def test_a_cancel_inside_the_lead_ends_a_run_claimed_on_arrival_never_begun(
     drive: DriveWorker,
 ) -> None:
     recorder = Recorder()
-    driver = recorder.drive(drive)
+    driver = recorder.drive(drive, claim_on_arrival_above=1)
     job = execution_requested(due_ms=driver.clock.now_ms + 8000)
     [execution_id] = driver.fire(job)
     driver.step()
@@ -74,7 +98,7 @@ def test_a_worker_behind_claims_nothing_that_arrives_meanwhile(
     drive: DriveWorker, gate: threading.Event,
 ) -> None:
     recorder = Recorder(gate)
-    driver = recorder.drive(drive, concurrency=2)
+    driver = recorder.drive(drive, concurrency=2, claim_on_arrival_above=4)  # all bursts
     now = driver.clock.now_ms
     first = driver.fire(*(execution_requested(due_ms=now + 1000) for _ in range(4)))
     driver.step()
