@@ -322,9 +322,12 @@ class WorkerLoop:
         return {**self.stats.snapshot(), **lanes}
 
     def _holds_a_burst(self) -> bool:
-        """Whether the lanes hold as many records before their instant as make a burst:
-        then each claims what it holds as it arrives (options.BURST_HELD)."""
-        return sum(lane.held_early for lane in self.lanes) >= self.options.claim_on_arrival_above
+        """Whether the worker holds as many records and runs claimed before their instant
+        as make a burst: then each lane claims what it holds as it arrives
+        (options.BURST_HELD). The runs claimed count, so that a burst claimed as it came
+        goes on being claimed so to its last record."""
+        held = len(self.inflight.ahead) + sum(lane.held_early for lane in self.lanes)
+        return held >= self.options.claim_on_arrival_above
 
     def _update_stats(self) -> None:
         self.stats.running = len(self.inflight.slots)

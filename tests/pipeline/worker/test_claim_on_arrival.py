@@ -67,6 +67,25 @@ def test_fewer_records_than_a_burst_are_claimed_just_before_their_instant(
     assert min(recorder.began.values()) >= due
 
 
+def test_a_burst_goes_on_being_claimed_on_arrival_to_its_last_record(
+    drive: DriveWorker,
+) -> None:
+    recorder = Recorder()
+    driver = recorder.drive(drive, claim_on_arrival_above=BURST)
+    due = driver.clock.now_ms + 8000
+    first = driver.fire(*(execution_requested(due_ms=due) for _ in range(BURST)))
+    driver.step()
+    assert all(driver.kinds(e) == ["STARTED"] for e in first), "a burst: claimed on arrival"
+    driver.advance(1000)
+    last = driver.fire(*(execution_requested(due_ms=due) for _ in range(3)))
+    driver.step()
+    assert all(driver.kinds(e) == ["STARTED"] for e in last), \
+        "its last records, fewer than a burst, claimed as they arrive too"
+    driver.advance(7100)
+    driver.run_until(lambda: all(driver.events(e, "SUCCEEDED") for e in first + last),
+                     what="the runs")  # fmt: skip
+
+
 def test_the_runs_held_ahead_are_bounded(drive: DriveWorker) -> None:
     recorder = Recorder()
     driver = recorder.drive(drive, claimed_ahead_most=5, claim_on_arrival_above=BURST)
