@@ -173,7 +173,7 @@ def main(
     rate: int = typer.Option(200, "--rate", min=1, help="Jobs due per second."),
     ahead: float = typer.Option(5.0, "--ahead", min=0.001,
                                 help="Seconds each job is submitted before it falls due "
-                                     "(0.001: jobs due at once)."),  # fmt: skip
+                                     "(0.001: jobs due at once)."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer and exec partitions."),
     bootstrap: str | None = options.BootstrapOption,
     port: int = options.PortOption,
