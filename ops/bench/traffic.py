@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import typer
 from rich.table import Table
 
@@ -106,8 +107,8 @@ def count_topic(settings: Settings, topic: str) -> Traffic:
 
 def kind_of(topic: str, key: bytes, value: bytes, headers: Headers = None) -> str:
     """A lifecycle event's kind; whether a changelog record deletes; for jobs.status (the
-    status store's changelog), whether a job's record carries its running execution, and
-    the store's own records."""
+    status store's changelog), the state a job's record shows and whether it carries its
+    running execution, and the store's own records."""
     if topic.endswith("jobs.events"):
         return lifecycle_kind(value) or "other"
     if topic.endswith(".changelog"):
@@ -117,7 +118,9 @@ def kind_of(topic: str, key: bytes, value: bytes, headers: Headers = None) -> st
             return "internal"
         if not value:
             return "delete moved" if is_moved(headers) else "delete"
-        return "write running" if header_bytes(headers, EXECUTION_HEADER) else "write"
+        state = orjson.loads(value).get("state", "?")
+        running = " running" if header_bytes(headers, EXECUTION_HEADER) else ""
+        return f"write {state}{running}"
     return ""
 
 
@@ -168,6 +171,9 @@ def table(counted: dict[str, Traffic], jobs: int) -> Table:
 def main(
     jobs: int = typer.Option(2000, "--jobs", min=1, help="One-off no-op jobs to run."),
     rate: int = typer.Option(200, "--rate", min=1, help="Jobs due per second."),
+    ahead: float = typer.Option(5.0, "--ahead", min=0.001,
+                                help="Seconds each job is submitted before it falls due "
+                                     "(0.001: jobs due at once)."),
     partitions: int = typer.Option(6, "--partitions", min=1, help="Timer and exec partitions."),
     bootstrap: str | None = options.BootstrapOption,
     port: int = options.PortOption,
@@ -177,14 +183,15 @@ def main(
 ) -> None:  # fmt: skip
     """Count the records and bytes per job on every topic, for one-off no-op jobs."""
     home = options.kafka_home_of(kafka_home, workdir)
-    report: dict[str, Any] = {"jobs": jobs, "rate": rate, "load_average_start": load_average()}
+    report: dict[str, Any] = {"jobs": jobs, "rate": rate, "ahead_s": ahead,
+                              "load_average_start": load_average()}  # fmt: skip
     with (
         broker(bootstrap, home, port) as kafka,
         progress_bar() as bar,
         run_topics(kafka.bootstrap, timer_partitions=partitions, exec_partitions=partitions,
                    job_types=("bench.noop",)) as settings,
     ):
-        load = Load.steady(rate, jobs / rate, 5.0)
+        load = Load.steady(rate, jobs / rate, ahead)
         shape = PipelineShape(metrics_port=free_ports(4))  # beside other runs' processes
         run = run_pipeline(settings, load, shape, workdir, kafka.pids, bar)
         counted = count_all(settings, sorted(home.glob("node-*/data")))

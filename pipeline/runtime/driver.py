@@ -77,13 +77,16 @@ class ProcessorDriver(Generic[S]):
         """Changelog records written per partition: the offset its store records."""
 
     def pipe(self, topic: str, value: Event | bytes | None, *, key: bytes | None = None,
-             partition: int = 0) -> list[Output]:  # fmt: skip
-        """Process one record (an Event is encoded first) and commit; return its outputs."""
+             partition: int = 0, punctuate: bool = False) -> list[Output]:  # fmt: skip
+        """Process one record (an Event is encoded first), then punctuate if asked (in the
+        same transaction, as the runner does within one), and commit; return the outputs."""
         raw = self.serialize(value) if isinstance(value, Event) else value
         offset = self._offsets.get((topic, partition), 0)
         self._offsets[(topic, partition)] = offset + 1
         self.task.process([DriverRecord(topic, partition, offset, key, raw)], self.now_ms)
         self.task.reached_end(partition)  # nothing else is waiting on it
+        if punctuate:
+            self.task.punctuate(self.now_ms)
         return self._commit()
 
     def feed(self, records: Iterable[Record]) -> list[Output]:

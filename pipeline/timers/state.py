@@ -62,6 +62,9 @@ class TimerState:
         # Entries decoded in this transaction: firing reads an entry, then replaces or
         # removes it, and each of those needs the entry's current schedule key.
         self._entries: dict[str, AnyEntry | None] = {}
+        self._unlogged: set[bytes] = set()
+        """Changelog keys of the entries the store did not hold when this transaction
+        first read them: the changelog holds none of them (or their tombstone) either."""
         self.nodes = WorkflowNodes(tx, self.changelog)
         """The workflows' step nodes, in the same transaction and changelog."""
 
@@ -70,12 +73,25 @@ class TimerState:
         return bool(self.changelog)
 
     def flush(self) -> list[ChangelogRecord]:
-        """The changelog records of this transaction (for the runtime, at commit)."""
-        return self.changelog
+        """The changelog records of this transaction (for the runtime, at commit): each
+        key's last, where it was last written, as a compaction would keep them (a restore
+        reads each key on its own), and none for an entry put and removed within the
+        transaction that the store did not hold before it (a job due at once, fired in
+        the transaction that scheduled it), whose tombstone would delete nothing."""
+        last: dict[bytes, ChangelogRecord] = {}
+        for record in self.changelog:
+            last.pop(record[0], None)
+            last[record[0]] = record
+        return [record for key, record in last.items()
+                if record[1] is not None or key not in self._unlogged]  # fmt: skip
 
     def get(self, timer_id: str) -> AnyEntry | None:
         if timer_id not in self._entries:
+            # The first read of an entry in this transaction, before any write of it: what
+            # the store (and so the changelog) holds.
             raw = self.tx.get(encode_index_key(timer_id))
+            if raw is None:
+                self._unlogged.add(timer_id.encode())
             self._entries[timer_id] = None if raw is None else TimerEntry.decode(raw)
         return self._entries[timer_id]
 

@@ -35,8 +35,10 @@ def test_each_topic_finds_its_writer_and_readers_by_the_longest_prefix() -> None
 def test_records_are_sorted_by_lifecycle_kind_and_changelog_write_or_delete() -> None:
     started = SERIALIZE(hot_events()["STARTED"])
     assert kind_of("p.jobs.events", b"k", started) == "STARTED"
-    assert kind_of("p.jobs.status", b"123", b"{}", [(RECORD_HEADER, b"{}")]) == "write"
-    assert kind_of("p.jobs.status", b"123", b"{}", [(EXECUTION_HEADER, b"{}")]) == "write running"
+    queued, running = b'{"state":"QUEUED"}', b'{"state":"RUNNING"}'
+    assert kind_of("p.jobs.status", b"123", queued, [(RECORD_HEADER, b"{}")]) == "write QUEUED"
+    assert kind_of("p.jobs.status", b"123", running,
+                   [(EXECUTION_HEADER, b"{}")]) == "write RUNNING running"  # fmt: skip
     assert kind_of("p.jobs.status", b"123", b"", [(MOVED_HEADER, b"1")]) == "delete moved"
     assert kind_of("p.jobs.status", b"123", b"", None) == "delete"
     assert kind_of("p.jobs.status", b"\x00h", b"{}", INTERNAL) == "internal"

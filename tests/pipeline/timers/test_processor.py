@@ -383,3 +383,20 @@ def test_the_floor_starts_over_when_a_partition_is_taken_again(driver: TimersDri
     assert 0 not in driver.processor.floors
     driver.task.assign([0])
     assert len(executions(driver.step(T0 + 5000))) == 1
+
+
+def test_a_job_fired_in_the_transaction_that_scheduled_it_leaves_no_changelog_record(
+    driver: TimersDriver,
+) -> None:
+    now = submitted(now_ms=T0, run_at_ms=T0)
+    emits = driver.pipe(TOPICS.intake, now, punctuate=True)
+    assert kinds(emits) == ["SCHEDULED", "ExecutionRequested", "FIRED"]
+    assert driver.changelog[0] == [], "its entry was put and deleted in one transaction"
+    assert TimerState(PartitionBatch(driver.store())).get(now.data["job_id"]) is None
+
+    later = submitted(now_ms=T0, run_at_ms=T0 + 1000)
+    assert kinds(driver.pipe(TOPICS.intake, later, punctuate=True)) == ["SCHEDULED"]
+    assert len(executions(driver.step(T0 + 1000))) == 1
+    logged = [(key.decode(), value is None) for key, value in driver.changelog[0]]
+    assert logged == [(later.data["job_id"], False), (later.data["job_id"], True)]
+

@@ -40,7 +40,10 @@ def test_timers_on_the_state_of_a_wiped_cluster_fire_without_waiting_for_its_cha
     options = TIMER_OPTIONS.evolve(instance_id="a", state_dir=tmp_path / "state")
     executions = Executions(settings)
     with in_thread(timer_runner(settings, options)):
-        produce(settings, topics.intake, [submitted(run_at_ms=now_ms()) for _ in range(30)])
+        # Due past the fire lead: an entry fired in the transaction that put it leaves the
+        # changelog (and so the store's checkpoint) untouched.
+        due = now_ms() + 3_000
+        produce(settings, topics.intake, [submitted(run_at_ms=due) for _ in range(30)])
         wait_for(lambda: executions.poll() >= 30, timeout_s=60, what="30 executions")
     executions.close()
     root = options.store_root(processor_group(settings.topic_prefix, "timers"))
