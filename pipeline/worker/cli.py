@@ -111,7 +111,8 @@ def worker(
     claim_ahead_ms: int = ClaimAheadOption,
     claim_on_arrival_above: int = typer.Option(
         BURST_HELD, "--claim-on-arrival-above", min=1,
-        help="Records held before their instant (over every type) that make a burst: each "
+        help="Records held and runs claimed before their instant (over every type) that "
+        "make a burst: each "
         "type then claims its records as they arrive, up to JOBSTREAM_FIRE_LEAD_MOST "
         "ahead, rather than --claim-ahead before their instant."),
     claimed_ahead_most: int = typer.Option(CLAIMED_AHEAD_MOST, "--claimed-ahead-most", min=1,

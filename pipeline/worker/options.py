@@ -22,8 +22,9 @@ CLAIM_AHEAD_S = 0.2
 """How long before its due instant a run fired ahead is claimed, by default
 (``--claim-ahead``), while the worker holds no burst (:data:`BURST_HELD`)."""
 BURST_HELD = 2000
-"""Records held before their instant, over every type of a worker, that make a burst
-(``--claim-on-arrival-above``): then each lane claims what it holds as it arrives, up to
+"""Records held before their instant and runs claimed before it, over every type of a
+worker, that make a burst (``--claim-on-arrival-above``): then each lane claims what it
+holds as it arrives, up to
 the timers' longest lead (``JOBSTREAM_FIRE_LEAD_MOST``) ahead, so that at the instant the
 worker only launches runs. A steady load keeps fewer (about a second's worth of records,
 fired a second ahead) and is claimed ``claim_ahead_s`` before each instant, so a worker
@@ -94,8 +95,8 @@ class WorkerOptions:
     """A run claimed ahead takes a slot this long before its instant, when one is free, and
     its handler starts on the instant (pipeline/worker/executor.py waits for it)."""
     claim_on_arrival_above: int = BURST_HELD
-    """Records held before their instant (every lane's) from which each lane claims its
-    records as they arrive (:data:`BURST_HELD`)."""
+    """Records held and runs claimed before their instant (every lane's) from which each
+    lane claims its records as they arrive (:data:`BURST_HELD`)."""
     claimed_ahead_most: int = CLAIMED_AHEAD_MOST
     """Runs claimed ahead and waiting for their instant, at most (each keeps its record and
     context in memory); records past it wait to be claimed."""
