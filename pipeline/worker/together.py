@@ -12,7 +12,7 @@ they are done. One lane commits on the loop's own thread, as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -35,7 +35,9 @@ class Together:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="lane-commit")
-        for future in [self._pool.submit(act, item) for item in items]:
+        futures = [self._pool.submit(act, item) for item in items]
+        wait(futures)  # all of them, failed or not: the loop touches no lane before
+        for future in futures:
             future.result()
 
     def close(self) -> None:

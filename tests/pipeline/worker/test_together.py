@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_an_error_is_raised_once_every_act_has_ended() -> None:
     def act(name: str) -> None:
         if name == "bad":
             raise RuntimeError("commit failed")
+        time.sleep(0.3)  # still committing when the bad one has failed
         ended.append(name)
 
     with pytest.raises(RuntimeError, match="commit failed"):
