@@ -51,8 +51,6 @@ class Output:
 
     ``value`` is an :class:`Event` (Avro-encoded by the runtime) or anything ``bytes()``
     encodes, at commit time. ``partition`` None lets the producer's partitioner decide.
-    A ``compact`` output replaces the previous compact output of the same topic and key
-    in the same transaction: the topic is compacted, so only the last one is worth writing.
     An ``urgent`` output is one another component waits on (a StepEnded: children of a
     workflow wait for it): its transaction commits at the end of the loop iteration that
     made it, not after the commit interval (pipeline/runtime/schedule.py).
@@ -63,7 +61,6 @@ class Output:
     value: Event | SupportsBytes | bytes
     partition: int | None = None
     headers: Sequence[tuple[str, bytes]] | None = None
-    compact: bool = False
     urgent: bool = False
 
 

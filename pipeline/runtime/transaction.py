@@ -27,8 +27,6 @@ class PartitionWork(Generic[S]):
     """The processor's state view over this partition's store batch (None: stateless)."""
     outputs: list[Output] = field(default_factory=list)
     """Records to produce, in the order they were decided."""
-    latest: dict[tuple[str, bytes | None], Output] = field(default_factory=dict)
-    """Compact outputs: the last one of each topic and key, the only one worth writing."""
     consumed: int = 0
     urgent: bool = False
     """Whether an output is one another component waits on (:attr:`Output.urgent`)."""
@@ -37,10 +35,7 @@ class PartitionWork(Generic[S]):
         added = 0
         for output in outputs:
             self.urgent = self.urgent or output.urgent
-            if output.compact:
-                self.latest[(output.topic, output.key)] = output
-            else:
-                self.outputs.append(output)
+            self.outputs.append(output)
             added += 1
         return added
 
@@ -55,7 +50,7 @@ class PartitionWork(Generic[S]):
             state.tx.rollback()
 
     def produced(self) -> list[Output]:
-        return [*self.outputs, *self.latest.values()]
+        return self.outputs
 
 
 @dataclass
@@ -107,17 +102,15 @@ class OpenTransaction(Generic[S]):
     def pending(self) -> bool:
         """Whether there is anything to commit: input offsets, records or store changes."""
         return any(
-            work.consumed or work.outputs or work.latest or work.changed
+            work.consumed or work.outputs or work.changed
             for work in self.partitions.values()
         )
 
     def emits(self) -> Iterator[Output]:
-        """Every record to produce: the ordered outputs, then the last compact ones.
+        """Every record to produce, each partition's in the order decided.
 
         The partitions' outputs are interleaved, each partition's kept in its own order (one
         key's outputs all come from one partition): a partition's firings then never wait
         in an execution topic behind a whole batch of another's.
         """
         yield from interleave_longest(*(work.outputs for work in self.partitions.values()))
-        for work in self.partitions.values():
-            yield from work.latest.values()

@@ -212,10 +212,6 @@ class JobRecord(NamedTuple):
                 values[name] = _builtins(values[name])
         return JobStatus.model_validate({**values, "updated_at_ms": self.updated_at_ms})
 
-    def __bytes__(self) -> bytes:
-        """The job's jobs.status record: what the runtime writes for this compact output."""
-        return self.status_json()
-
     def status_json(self) -> bytes:
         """The jobs.status value: the bytes of ``encode_status(self.to_status())``.
 

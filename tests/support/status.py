@@ -59,7 +59,7 @@ class StatusDriver(ProcessorDriver[StatusState]):
         log = self.changelog[PARTITION]
         seen, self._seen = self._seen, len(log)
         return [Output(STATUS, record[0], record[1], PARTITION,
-                       record[2] if len(record) == 3 else None, compact=True)
+                       record[2] if len(record) == 3 else None)
                 for record in log[seen:]]  # fmt: skip
 
     def record(self, job_id: str = JOB) -> JobRecord | None:
