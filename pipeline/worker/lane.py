@@ -296,14 +296,20 @@ class Lane:
         """Once the first record held before its time is to be claimed, release it with
         those due within a claim-ahead after it: they are claimed in one transaction, not
         one each. While the worker holds a burst, release what is held as it arrives."""
-        burst = not self.slots.limited and self._in_burst()
-        for held in (self.early, self.early_keyed):
-            first = held.next_ms()
-            if first is None or (first > now and not (burst and held is self.early)):
-                continue
-            until = self.burst_claim_ms if burst and held is self.early else self.claim_ahead_ms
-            for partition, record in held.due(now + until):
-                self._place(partition, record, now)
+        if self.early and not self.slots.limited and self._in_burst():
+            self._release(self.early, now, now + self.burst_claim_ms)
+        else:
+            self._release_due(self.early, now)
+        self._release_due(self.early_keyed, now)
+
+    def _release_due(self, held: EarlyRecords[Record], now: int) -> None:
+        first = held.next_ms()
+        if first is not None and first <= now:
+            self._release(held, now, now + self.claim_ahead_ms)
+
+    def _release(self, held: EarlyRecords[Record], now: int, until: int) -> None:
+        for partition, record in held.due(until):
+            self._place(partition, record, now)
 
     @property
     def held_early(self) -> int:
